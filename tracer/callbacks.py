@@ -1,0 +1,395 @@
+"""``TraceCallbackHandler``: what middleware cannot see, and loops without middleware.
+
+It records a hand-rolled ``llm.bind_tools(...)`` loop (model calls with the
+exact messages and tool schemas sent, each tool call and its result), a plain
+LangGraph graph (one event per node), the node hooks of every other middleware
+in a stack (graph nodes named ``<Middleware>.<hook>``), interrupts, and Deep
+Agents subagents, whose runs are nested under the parent's ``task`` call.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+from uuid import UUID
+
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.messages import BaseMessage, SystemMessage, ToolMessage
+from langgraph.errors import GraphInterrupt
+from langgraph.types import Command
+
+from .recorder import Recorder, RunState
+from .redact import Redactor
+
+_SKIP_NODES = frozenset({"model", "tools", "__start__", "__end__"})
+
+
+class TraceCallbackHandler(BaseCallbackHandler):
+    """Record agent runs from LangChain callbacks into a looptrace database.
+
+    Example:
+        ```python
+        from tracer import TraceCallbackHandler
+
+        handler = TraceCallbackHandler(db="looptrace.db")
+        graph.invoke(inputs, config={"callbacks": [handler]})
+        ```
+
+    For a hand-rolled loop, wrap it in a ``@chain`` runnable (or pass
+    ``config={"run_name": ...}``) so that its model and tool calls share one run;
+    model and tool calls that arrive with no parent at all are gathered into one
+    run per handler, ended by ``close()``.
+    """
+
+    run_inline = True  # keep events in order under ainvoke as well
+    raise_error = False
+
+    def __init__(self, *, db: str | os.PathLike[str] = "looptrace.db",
+                 recorder: Recorder | None = None, middleware: Any = None,
+                 redact: bool = True) -> None:
+        super().__init__()
+        self.recorder = recorder or Recorder(
+            db, redactor=None if redact else Redactor(enabled=False))
+        self._mw_name = getattr(middleware, "name", None)
+        self._nodes: dict[UUID, tuple[RunState, str, float]] = {}
+        self._roots: dict[UUID, RunState] = {}
+        self._tools: dict[UUID, tuple[RunState, float, str | None, str]] = {}
+        self._llm: dict[UUID, tuple[RunState, float, int]] = {}
+        self._loose: RunState | None = None
+
+    # -- housekeeping -------------------------------------------------------
+    def flush(self) -> None:
+        self.recorder.writer.flush()
+
+    def close(self) -> None:
+        """End the run of root-less calls, if any, and commit everything."""
+        if self._loose is not None and not self._loose.ended:
+            self.recorder.end_run(self._loose, "completed")
+        self.recorder.writer.flush()
+
+    def _guard(self, where: str, exc: Exception) -> None:
+        self.recorder.writer._warn("cb:" + where, f"looptrace callback {where} failed: {exc!r}")
+
+    def _run_of(self, parent_run_id: UUID | None) -> RunState:
+        run = self.recorder.lc_runs.get(parent_run_id) if parent_run_id else None
+        if run is not None:
+            return run
+        if self._loose is None or self._loose.ended:
+            self._loose = self.recorder.start_run(name="loop", source="callbacks")
+        return self._loose
+
+    # -- chains: graphs and their nodes ---------------------------------------
+    def on_chain_start(self, serialized: dict[str, Any] | None, inputs: Any, *, run_id: UUID,
+                       parent_run_id: UUID | None = None, tags: list[str] | None = None,
+                       metadata: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        try:
+            name = kwargs.get("name") or (serialized or {}).get("name") or "chain"
+            meta = metadata or {}
+            rec = self.recorder
+            parent = rec.lc_runs.get(parent_run_id) if parent_run_id else None
+            tool = self._tools.get(parent_run_id) if parent_run_id else None
+            if parent_run_id is None or tool is not None or parent is None:
+                # A root run, or a graph started inside a tool call (a subagent).
+                thread_id = meta.get("thread_id")
+                run = None
+                if (parent_run_id is None and thread_id and isinstance(inputs, Command)
+                        and inputs.resume is not None):
+                    run = rec.resume_run(str(thread_id))
+                    if run is not None:
+                        rec.event(run, "resume", "fire", payload={"resume": inputs.resume})
+                if run is None:
+                    prun = tool[0] if tool else None
+                    agent = meta.get("lc_agent_name")
+                    run = rec.start_run(
+                        name=agent if (prun and agent) else name,
+                        thread_id=str(thread_id) if thread_id and prun is None else None,
+                        parent=prun, parent_tool_call_id=tool[2] if tool else None,
+                        source="callbacks", agent_name=agent,
+                    )
+                    rec.event(run, "run", "start", payload={"name": name})
+                run.lc_ids.add(run_id)
+                rec.lc_runs[run_id] = run
+                self._roots[run_id] = run
+                return
+            rec.lc_runs[run_id] = parent
+            node = meta.get("langgraph_node")
+            if node == name and parent_run_id in self._roots:
+                self._nodes[run_id] = (parent, name, time.perf_counter())
+        except Exception as exc:  # noqa: BLE001
+            self._guard("on_chain_start", exc)
+
+    def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        try:
+            rec = self.recorder
+            root = self._roots.pop(run_id, None)
+            if root is not None:
+                rec.lc_runs.pop(run_id, None)
+                if isinstance(outputs, dict) and outputs.get("__interrupt__"):
+                    rec.event(root, "interrupt", "fire",
+                              payload={"interrupts": _interrupt_values(outputs["__interrupt__"])})
+                    rec.end_run(root, "interrupted")
+                elif not root.ended:
+                    if isinstance(outputs, dict) and isinstance(outputs.get("messages"), list):
+                        msgs = [m for m in outputs["messages"] if isinstance(m, BaseMessage)]
+                        if not root.middleware:
+                            seq = rec.event(root, "run", "end")
+                            rec.sync_messages(root, seq, _no_system(msgs))
+                    elif not root.middleware:
+                        rec.event(root, "run", "end")
+                    rec.end_run(root, "completed")
+                return
+            rec.lc_runs.pop(run_id, None)
+            node = self._nodes.pop(run_id, None)
+            if node is not None:
+                self._node_event(node, outputs, None)
+        except Exception as exc:  # noqa: BLE001
+            self._guard("on_chain_end", exc)
+
+    def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        try:
+            rec = self.recorder
+            root = self._roots.pop(run_id, None)
+            rec.lc_runs.pop(run_id, None)
+            if root is not None:
+                if isinstance(error, GraphInterrupt):
+                    rec.event(root, "interrupt", "fire",
+                              payload={"interrupts": _interrupt_values(error.args[0]
+                                                                       if error.args else [])})
+                    rec.end_run(root, "interrupted")
+                else:
+                    text = f"{type(error).__name__}: {error}"
+                    rec.event(root, "run", "error", payload={"error": text})
+                    rec.end_run(root, "error", text)
+                return
+            node = self._nodes.pop(run_id, None)
+            if node is not None:
+                self._node_event(node, None, error)
+        except Exception as exc:  # noqa: BLE001
+            self._guard("on_chain_error", exc)
+
+    def _node_event(self, node: tuple[RunState, str, float], outputs: Any,
+                    error: BaseException | None) -> None:
+        run, name, t0 = node
+        dur = (time.perf_counter() - t0) * 1000
+        if "." in name:
+            mw, hook = name.rsplit(".", 1)
+        else:
+            mw, hook = None, "node"
+        if name in _SKIP_NODES and error is None:
+            return
+        if mw is not None and mw == self._mw_name and run.middleware and error is None:
+            return  # the middleware recorded this firing itself
+        payload: dict[str, Any] = {}
+        if hook == "node":
+            payload["node"] = name
+        phase = "fire"
+        if error is not None:
+            if isinstance(error, GraphInterrupt):
+                phase = "interrupt"
+                payload["interrupts"] = _interrupt_values(error.args[0] if error.args else [])
+            else:
+                phase = "error"
+                payload["error"] = f"{type(error).__name__}: {error}"
+        elif isinstance(outputs, dict):
+            payload["update_keys"] = sorted(str(k) for k in outputs)
+            if outputs.get("jump_to"):
+                payload["jump_to"] = outputs["jump_to"]
+        elif isinstance(outputs, Command):
+            payload["goto"] = str(outputs.goto)
+        rec = self.recorder
+        seq = rec.event(run, hook, phase, middleware=mw, duration_ms=dur, payload=payload or None)
+        if isinstance(outputs, dict) and isinstance(outputs.get("messages"), list) and (
+                not run.middleware):
+            for m in outputs["messages"]:
+                if isinstance(m, BaseMessage) and not isinstance(m, SystemMessage):
+                    rec.message(run, seq, len(run.conv), m)
+                    run.conv.append(_key(m))
+
+    # -- model calls ----------------------------------------------------------
+    def on_chat_model_start(self, serialized: dict[str, Any] | None,
+                            messages: list[list[BaseMessage]], *, run_id: UUID,
+                            parent_run_id: UUID | None = None,
+                            invocation_params: dict[str, Any] | None = None,
+                            metadata: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        try:
+            run = self._run_of(parent_run_id)
+            if run.middleware:
+                return
+            rec = self.recorder
+            params = invocation_params or {}
+            meta = metadata or {}
+            run.lap += 1
+            if run.model is None:
+                run.model = meta.get("ls_model_name") or params.get("model") or params.get(
+                    "model_name") or params.get("_type")
+                run.provider = meta.get("ls_provider")
+            sent = messages[0] if messages else []
+            system = [m for m in sent if isinstance(m, SystemMessage)]
+            convo = _no_system(sent)
+            payload: dict[str, Any] = {"messages": len(convo), "model": run.model}
+            if system:
+                text = system[0].content
+                h = hash(str(text))
+                if h != run.sys_hash:
+                    run.sys_hash = h
+                    payload["system"] = text
+                else:
+                    payload["system_same"] = True
+            tools = params.get("tools")
+            if tools:
+                h = hash(repr(tools))
+                if h != run.tools_hash:
+                    run.tools_hash = h
+                    payload["tools"] = tools
+                else:
+                    payload["tool_names"] = [_tool_name(t) for t in tools]
+            seq = rec.event(run, "model", "enter", payload=payload)
+            rec.sync_messages(run, seq, convo)
+            self._llm[run_id] = (run, time.perf_counter(), len(convo))
+            rec.lc_runs[run_id] = run
+        except Exception as exc:  # noqa: BLE001
+            self._guard("on_chat_model_start", exc)
+
+    def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        try:
+            self.recorder.lc_runs.pop(run_id, None)
+            entry = self._llm.pop(run_id, None)
+            if entry is None:
+                return
+            run, t0, n = entry
+            rec = self.recorder
+            msg = None
+            try:
+                msg = response.generations[0][0].message
+            except (AttributeError, IndexError):
+                pass
+            payload: dict[str, Any] = {}
+            if msg is not None:
+                usage = getattr(msg, "usage_metadata", None)
+                if usage:
+                    t = run.tokens
+                    t[0] += usage.get("input_tokens", 0) or 0
+                    t[1] += usage.get("output_tokens", 0) or 0
+                    t[2] += usage.get("total_tokens", 0) or 0
+                    payload["usage"] = dict(usage)
+                payload["tool_calls"] = len(getattr(msg, "tool_calls", None) or [])
+                meta = getattr(msg, "response_metadata", None) or {}
+                stop = meta.get("finish_reason") or meta.get("stop_reason") or meta.get(
+                    "done_reason")
+                if stop:
+                    payload["stop_reason"] = stop
+            seq = rec.event(run, "model", "exit", duration_ms=(time.perf_counter() - t0) * 1000,
+                            payload=payload)
+            if msg is not None:
+                rec.message(run, seq, n, msg)
+            rec.update_totals(run)
+        except Exception as exc:  # noqa: BLE001
+            self._guard("on_llm_end", exc)
+
+    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        try:
+            self.recorder.lc_runs.pop(run_id, None)
+            entry = self._llm.pop(run_id, None)
+            if entry is None:
+                return
+            run, t0, _ = entry
+            text = f"{type(error).__name__}: {error}"
+            run.error_seen = text
+            self.recorder.event(run, "model", "error", duration_ms=(time.perf_counter() - t0) *
+                                1000, payload={"error": text, "type": type(error).__name__})
+        except Exception as exc:  # noqa: BLE001
+            self._guard("on_llm_error", exc)
+
+    # -- tool calls -----------------------------------------------------------
+    def on_tool_start(self, serialized: dict[str, Any] | None, input_str: str, *,
+                      run_id: UUID, parent_run_id: UUID | None = None,
+                      inputs: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        try:
+            run = self._run_of(parent_run_id)
+            name = kwargs.get("name") or (serialized or {}).get("name") or "tool"
+            tcid = kwargs.get("tool_call_id")
+            self._tools[run_id] = (run, time.perf_counter(), tcid, name)
+            self.recorder.lc_runs[run_id] = run
+            if run.middleware:
+                return
+            self.recorder.event(run, "tool", "enter", tool_call_id=tcid,
+                                payload={"name": name, "args": inputs if inputs is not None
+                                         else input_str})
+        except Exception as exc:  # noqa: BLE001
+            self._guard("on_tool_start", exc)
+
+    def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        try:
+            self.recorder.lc_runs.pop(run_id, None)
+            entry = self._tools.pop(run_id, None)
+            if entry is None:
+                return
+            run, t0, tcid, name = entry
+            if run.middleware:
+                return
+            rec = self.recorder
+            payload: dict[str, Any] = {"name": name}
+            msgs: list[BaseMessage] = []
+            if isinstance(output, ToolMessage):
+                payload["status"] = output.status
+                msgs = [output]
+            elif isinstance(output, Command):
+                update = output.update if isinstance(output.update, dict) else {}
+                msgs = [m for m in update.get("messages", ()) if isinstance(m, BaseMessage)]
+                payload["command"] = True
+            else:
+                payload["output"] = output
+            seq = rec.event(run, "tool", "exit", tool_call_id=tcid,
+                            duration_ms=(time.perf_counter() - t0) * 1000, payload=payload)
+            for m in msgs:
+                rec.message(run, seq, rec.tool_result_position(
+                    run, getattr(m, "tool_call_id", None) or tcid), m)
+        except Exception as exc:  # noqa: BLE001
+            self._guard("on_tool_end", exc)
+
+    def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        try:
+            self.recorder.lc_runs.pop(run_id, None)
+            entry = self._tools.pop(run_id, None)
+            if entry is None:
+                return
+            run, t0, tcid, name = entry
+            if run.middleware:
+                return
+            dur = (time.perf_counter() - t0) * 1000
+            if isinstance(error, GraphInterrupt):
+                self.recorder.event(run, "tool", "interrupt", tool_call_id=tcid, duration_ms=dur,
+                                    payload={"name": name})
+                return
+            text = f"{type(error).__name__}: {error}"
+            run.error_seen = text
+            self.recorder.event(run, "tool", "error", tool_call_id=tcid, duration_ms=dur,
+                                payload={"name": name, "error": text,
+                                         "type": type(error).__name__})
+        except Exception as exc:  # noqa: BLE001
+            self._guard("on_tool_error", exc)
+
+
+def _no_system(msgs: list[BaseMessage]) -> list[BaseMessage]:
+    return [m for m in msgs if not isinstance(m, SystemMessage)]
+
+
+def _key(m: BaseMessage) -> str:
+    from .recorder import message_key
+
+    return message_key(m)
+
+
+def _tool_name(t: Any) -> Any:
+    if isinstance(t, dict):
+        fn = t.get("function")
+        return fn.get("name") if isinstance(fn, dict) else t.get("name")
+    return getattr(t, "name", str(t))
+
+
+def _interrupt_values(items: Any) -> list[Any]:
+    out = []
+    for it in items if isinstance(items, (list, tuple)) else [items]:
+        out.append({"value": getattr(it, "value", it), "id": getattr(it, "id", None)})
+    return out

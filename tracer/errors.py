@@ -1,0 +1,21 @@
+"""One-line domain errors. The CLI and the app turn them into clean messages."""
+
+
+class LooptraceError(Exception):
+    """Base class for every error looptrace reports to a user."""
+
+
+class NotALooptraceDatabase(LooptraceError):
+    """The file is not SQLite, or is SQLite written by something else."""
+
+
+class NewerSchemaError(LooptraceError):
+    """The database was written by a newer looptrace."""
+
+
+class TraceFileError(LooptraceError):
+    """An exported trace file is malformed."""
+
+
+class RunNotFound(LooptraceError):
+    """No run with that id."""

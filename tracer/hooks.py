@@ -1,0 +1,45 @@
+"""The six hooks of a ``create_agent`` loop: the single source of truth.
+
+The schema, the replay graph, the captions and the README table all read
+``HOOKS``. A hook's ``node`` is where the replay graph draws it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Hook:
+    name: str
+    kind: str  # "node" (fires once) or "wrap" (enter and exit around a call)
+    node: str  # the replay-graph node it belongs to
+    purpose: str
+
+
+HOOKS: tuple[Hook, ...] = (
+    Hook("before_agent", "node", "before_agent",
+         "runs once per invocation, before the loop starts: load memory, validate input."),
+    Hook("before_model", "node", "before_model",
+         "runs before every model call: trim or summarise history, inject context."),
+    Hook("wrap_model_call", "wrap", "model",
+         "wraps the model call itself: rewrite the request (prompt, tools, model), "
+         "retry, fall back, or cache the response."),
+    Hook("after_model", "node", "after_model",
+         "runs after every model call: inspect the reply, ask a human, or jump."),
+    Hook("wrap_tool_call", "wrap", "tools",
+         "wraps each tool call: retry, time out, or turn an error into a ToolMessage."),
+    Hook("after_agent", "node", "after_agent",
+         "runs once per invocation, after the loop ends: persist, clean up, report."),
+)
+
+HOOK_NAMES: tuple[str, ...] = tuple(h.name for h in HOOKS)
+HOOK_BY_NAME: dict[str, Hook] = {h.name: h for h in HOOKS}
+
+# Event hooks that are not middleware hooks but that the replay also shows.
+# "model" and "tools" are recorded by the callback handler for loops without
+# middleware; "run" marks start/end/interrupt/resume of a run.
+EXTRA_EVENT_HOOKS: tuple[str, ...] = ("run", "model", "tool", "node", "interrupt", "resume")
+
+# Phases an event can have.
+PHASES: tuple[str, ...] = ("fire", "enter", "exit", "error", "start", "end")

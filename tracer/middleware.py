@@ -1,0 +1,506 @@
+"""``TraceMiddleware``: records every hook firing of a ``create_agent`` loop."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import weakref
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
+
+from langchain.agents.middleware import AgentMiddleware
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langgraph.errors import GraphInterrupt
+from langgraph.types import Command
+
+from .recorder import Recorder, RunState
+from .redact import Redactor
+
+
+def _error_text(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
+    """The recording machinery shared by ``TraceMiddleware`` and its lean twin."""
+
+    def __init__(self, *, db: str | os.PathLike[str] = "looptrace.db", name: str | None = None,
+                 run_name: str | None = None, lean: bool = False, redact: bool = True,
+                 redact_patterns: Iterable[str] = ()) -> None:
+        super().__init__()
+        if name is not None and not isinstance(name, str):
+            msg = "name must be a string"
+            raise TypeError(msg)
+        self._name = name or "TraceMiddleware"
+        self.run_name = run_name
+        self.lean = bool(lean)
+        patterns = tuple(redact_patterns)
+        redactor = Redactor(extra_patterns=patterns, enabled=redact) if (
+            patterns or not redact) else None
+        self.recorder = Recorder(db, redactor=redactor)
+        self._runs: dict[int, tuple[weakref.ref[Any], RunState]] = {}
+        self._lock = threading.Lock()
+        self._handler: Any = None
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return self._name
+
+    # -- public helpers -----------------------------------------------------
+    def callback_handler(self) -> Any:
+        """A ``TraceCallbackHandler`` writing into the same runs as this middleware."""
+        if self._handler is None:
+            from .callbacks import TraceCallbackHandler
+
+            self._handler = TraceCallbackHandler(recorder=self.recorder, middleware=self)
+        return self._handler
+
+    def attach(self, agent: Any) -> Any:
+        """Return ``agent`` bound with the callback handler: hooks AND callbacks, one run.
+
+        Use it for Deep Agents so subagent runs are recorded nested under the parent.
+        """
+        return agent.with_config(callbacks=[self.callback_handler()])
+
+    def flush(self) -> None:
+        """Block until everything recorded so far is committed."""
+        self.recorder.writer.flush()
+
+    def close(self) -> None:
+        self.recorder.writer.close()
+
+    # -- run identity -------------------------------------------------------
+    def _run(self, runtime: Any, state: Any, *, starting: bool = False) -> RunState:
+        """The run of the invocation ``runtime`` belongs to (one per invoke)."""
+        writer = getattr(runtime, "stream_writer", None)
+        key = id(writer)
+        entry = self._runs.get(key)
+        if entry is not None and entry[0]() is writer and not (starting and entry[1].ended):
+            return entry[1]
+        with self._lock:
+            entry = self._runs.get(key)
+            if entry is not None and entry[0]() is writer and not (starting and entry[1].ended):
+                return entry[1]
+            run = self._new_or_resumed(runtime, starting)
+            try:
+                ref = weakref.ref(writer, lambda _r, k=key: self._invocation_gone(k))
+            except TypeError:  # not weak-referenceable: keep it alive with the run
+                ref = (lambda w=writer: w)  # type: ignore[assignment]
+            self._runs[key] = (ref, run)
+            return run
+
+    def _new_or_resumed(self, runtime: Any, starting: bool) -> RunState:
+        info = getattr(runtime, "execution_info", None)
+        thread_id = getattr(info, "thread_id", None)
+        # A callback handler on the same invocation created the run already.
+        handler_run = self._handler_run()
+        if handler_run is not None:
+            handler_run.middleware = True
+            return handler_run
+        if not starting and thread_id:
+            run = self.recorder.resume_run(str(thread_id))
+            if run is not None:
+                run.middleware = True
+                self.recorder.event(run, "resume", "fire", payload=_resume_payload())
+                return run
+        agent_name = _agent_name()
+        run = self.recorder.start_run(
+            name=self.run_name or agent_name or "agent",
+            thread_id=str(thread_id) if thread_id else None, source="middleware",
+            agent_name=agent_name,
+        )
+        run.middleware = True
+        return run
+
+    def _handler_run(self) -> RunState | None:
+        if self._handler is None:
+            return None
+        try:
+            from langgraph.config import get_config
+
+            cbs = get_config().get("callbacks")
+        except Exception:  # noqa: BLE001
+            return None
+        parent = getattr(cbs, "parent_run_id", None)
+        return self.recorder.lc_runs.get(parent) if parent is not None else None
+
+    def _invocation_gone(self, key: int) -> None:
+        """The invocation ended without ``after_agent``: interrupted, or an error."""
+        entry = self._runs.pop(key, None)
+        if entry is None:
+            return
+        run = entry[1]
+        if run.ended:
+            return
+        if run.error_seen:
+            self.recorder.end_run(run, "error", run.error_seen)
+        elif run.thread_id:
+            self.recorder.end_run(run, "interrupted")
+        else:
+            self.recorder.end_run(run, "error", "the invocation ended without after_agent")
+
+    # -- node hooks ---------------------------------------------------------
+    def _node(self, hook: str, state: Any, runtime: Any) -> None:
+        try:
+            run = self._run(runtime, state, starting=hook == "before_agent")
+            if hook == "before_model":
+                run.lap += 1
+            rec = self.recorder
+            seq = rec.event(run, hook, "fire", middleware=self._name)
+            msgs = state.get("messages") if isinstance(state, dict) else None
+            if msgs is not None:
+                rec.sync_messages(run, seq, msgs)
+            if hook == "after_agent":
+                rec.end_run(run, "completed")
+        except Exception as exc:  # noqa: BLE001 - the tracer must never break the agent
+            self.recorder.writer._warn("hook", f"looptrace failed in {hook}: {exc!r}")
+
+    # -- model calls --------------------------------------------------------
+    def _model_enter(self, request: Any) -> tuple[RunState, float] | None:
+        try:
+            run = self._run(request.runtime, request.state)
+            if self.lean:
+                run.lap += 1
+            if run.model is None:
+                _model_names(run, request.model)
+            rec = self.recorder
+            state_msgs = request.state.get("messages") or []
+            seq = rec.event(run, "wrap_model_call", "enter", middleware=self._name,
+                            payload=_request_payload(run, request, state_msgs))
+            rec.sync_messages(run, seq, state_msgs)
+            return run, time.perf_counter()
+        except Exception as exc:  # noqa: BLE001
+            self.recorder.writer._warn("model", f"looptrace failed in wrap_model_call: {exc!r}")
+            return None
+
+    def _model_exit(self, pre: tuple[RunState, float] | None, request: Any,
+                    response: Any) -> None:
+        if pre is None:
+            return
+        run, t0 = pre
+        try:
+            dur = (time.perf_counter() - t0) * 1000
+            result = getattr(response, "result", None)
+            msgs: list[BaseMessage] = list(result) if result is not None else (
+                [response] if isinstance(response, BaseMessage) else [])
+            payload: dict[str, Any] = {}
+            for m in msgs:
+                if isinstance(m, AIMessage):
+                    usage = m.usage_metadata
+                    if usage:
+                        t = run.tokens
+                        t[0] += usage.get("input_tokens", 0) or 0
+                        t[1] += usage.get("output_tokens", 0) or 0
+                        t[2] += usage.get("total_tokens", 0) or 0
+                        payload["usage"] = dict(usage)
+                    meta = m.response_metadata or {}
+                    stop = meta.get("finish_reason") or meta.get("stop_reason") or meta.get(
+                        "done_reason")
+                    if stop:
+                        payload["stop_reason"] = stop
+                    payload["tool_calls"] = len(m.tool_calls)
+                    run.error_seen = None
+            rec = self.recorder
+            seq = rec.event(run, "wrap_model_call", "exit", middleware=self._name,
+                            duration_ms=dur, payload=payload or None)
+            pos = len(request.state.get("messages") or ())
+            for i, m in enumerate(msgs):
+                rec.message(run, seq, pos + i, m)
+            rec.update_totals(run)
+        except Exception as exc:  # noqa: BLE001
+            self.recorder.writer._warn("model", f"looptrace failed in wrap_model_call: {exc!r}")
+
+    def _error(self, pre: tuple[RunState, float] | None, hook: str, exc: BaseException,
+               tool_call_id: str | None = None) -> None:
+        if pre is None:
+            return
+        run, t0 = pre
+        try:
+            dur = (time.perf_counter() - t0) * 1000
+            if isinstance(exc, GraphInterrupt):
+                self.recorder.event(run, hook, "interrupt", middleware=self._name,
+                                    duration_ms=dur, tool_call_id=tool_call_id,
+                                    payload={"interrupts": _interrupts(exc)})
+                return
+            text = _error_text(exc)
+            run.error_seen = text
+            self.recorder.event(run, hook, "error", middleware=self._name, duration_ms=dur,
+                                tool_call_id=tool_call_id,
+                                payload={"error": text, "type": type(exc).__name__})
+        except Exception as inner:  # noqa: BLE001
+            self.recorder.writer._warn(hook, f"looptrace failed recording an error: {inner!r}")
+
+    def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        pre = self._model_enter(request)
+        try:
+            response = handler(request)
+        except BaseException as exc:
+            self._error(pre, "wrap_model_call", exc)
+            raise
+        self._model_exit(pre, request, response)
+        return response
+
+    async def awrap_model_call(self, request: Any,
+                               handler: Callable[[Any], Awaitable[Any]]) -> Any:
+        pre = self._model_enter(request)
+        try:
+            response = await handler(request)
+        except BaseException as exc:
+            self._error(pre, "wrap_model_call", exc)
+            raise
+        self._model_exit(pre, request, response)
+        return response
+
+    # -- tool calls ---------------------------------------------------------
+    def _tool_enter(self, request: Any) -> tuple[RunState, float] | None:
+        try:
+            call = request.tool_call
+            run = self._run(request.runtime, request.state)
+            self.recorder.event(
+                run, "wrap_tool_call", "enter", middleware=self._name,
+                tool_call_id=call.get("id"), task=_task_name(),
+                payload={"name": call.get("name"), "args": call.get("args"),
+                         "known_tool": request.tool is not None},
+            )
+            return run, time.perf_counter()
+        except Exception as exc:  # noqa: BLE001
+            self.recorder.writer._warn("tool", f"looptrace failed in wrap_tool_call: {exc!r}")
+            return None
+
+    def _tool_exit(self, pre: tuple[RunState, float] | None, request: Any, result: Any) -> None:
+        if pre is None:
+            return
+        run, t0 = pre
+        try:
+            dur = (time.perf_counter() - t0) * 1000
+            tcid = request.tool_call.get("id")
+            rec = self.recorder
+            if isinstance(result, ToolMessage):
+                msgs: list[BaseMessage] = [result]
+                payload: dict[str, Any] = {"status": result.status}
+            elif isinstance(result, Command):
+                update = result.update if isinstance(result.update, dict) else {}
+                msgs = [m for m in update.get("messages", ()) if isinstance(m, BaseMessage)]
+                payload = {"command": True, "goto": _jsonable_goto(result.goto),
+                           "update_keys": sorted(update)}
+            else:
+                msgs = []
+                payload = {"result_type": type(result).__name__}
+            seq = rec.event(run, "wrap_tool_call", "exit", middleware=self._name,
+                            duration_ms=dur, tool_call_id=tcid, task=_task_name(),
+                            payload=payload)
+            for m in msgs:
+                mt = getattr(m, "tool_call_id", None) or tcid
+                rec.message(run, seq, rec.tool_result_position(run, mt), m)
+        except Exception as exc:  # noqa: BLE001
+            self.recorder.writer._warn("tool", f"looptrace failed in wrap_tool_call: {exc!r}")
+
+    def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        pre = self._tool_enter(request)
+        try:
+            result = handler(request)
+        except BaseException as exc:
+            self._error(pre, "wrap_tool_call", exc, request.tool_call.get("id"))
+            raise
+        self._tool_exit(pre, request, result)
+        return result
+
+    async def awrap_tool_call(self, request: Any,
+                              handler: Callable[[Any], Awaitable[Any]]) -> Any:
+        pre = self._tool_enter(request)
+        try:
+            result = await handler(request)
+        except BaseException as exc:
+            self._error(pre, "wrap_tool_call", exc, request.tool_call.get("id"))
+            raise
+        self._tool_exit(pre, request, result)
+        return result
+
+
+class TraceMiddleware(_TraceBase):
+    """Record every hook of an agent loop, and every message, to a SQLite file.
+
+    It observes and never changes what the agent does: every hook returns
+    ``None`` or the handler's own result, and every exception propagates
+    unchanged (``GraphInterrupt`` included). A failure of the tracer itself is
+    contained: it warns once and the agent goes on.
+
+    Example:
+        ```python
+        from langchain.agents import create_agent
+        from tracer import TraceMiddleware
+
+        trace = TraceMiddleware(db="looptrace.db")
+        agent = create_agent(model, tools=[get_weather], middleware=[trace])
+        agent = trace.attach(agent)  # also record what only callbacks see
+        agent.invoke({"messages": [("user", "What's the weather in Oslo?")]})
+        ```
+
+    Args:
+        db: path of the SQLite file (created if missing).
+        name: middleware name; override it to use two instances in one stack.
+        run_name: the name given to recorded runs (defaults to the agent's name).
+        lean: record through the wrap hooks (and callbacks) only: the four node
+            hooks are not installed, so the graph has no extra nodes. Runs,
+            model calls, tool calls and every message are still recorded.
+        redact: redact secrets before anything is written (on by default).
+        redact_patterns: extra regular expressions whose matches are redacted.
+    """
+
+    def __new__(cls, *args: Any, lean: bool = False, **kwargs: Any) -> Any:
+        if lean and cls is TraceMiddleware:
+            obj = object.__new__(LeanTraceMiddleware)
+            obj.__init__(*args, **kwargs)
+            return obj
+        return object.__new__(cls)
+
+    def before_agent(self, state: Any, runtime: Any) -> None:
+        self._node("before_agent", state, runtime)
+
+    def before_model(self, state: Any, runtime: Any) -> None:
+        self._node("before_model", state, runtime)
+
+    def after_model(self, state: Any, runtime: Any) -> None:
+        self._node("after_model", state, runtime)
+
+    def after_agent(self, state: Any, runtime: Any) -> None:
+        self._node("after_agent", state, runtime)
+
+    async def abefore_agent(self, state: Any, runtime: Any) -> None:
+        self._node("before_agent", state, runtime)
+
+    async def abefore_model(self, state: Any, runtime: Any) -> None:
+        self._node("before_model", state, runtime)
+
+    async def aafter_model(self, state: Any, runtime: Any) -> None:
+        self._node("after_model", state, runtime)
+
+    async def aafter_agent(self, state: Any, runtime: Any) -> None:
+        self._node("after_agent", state, runtime)
+
+
+class LeanTraceMiddleware(_TraceBase):
+    """``TraceMiddleware(lean=True)``: wrap hooks only, no extra graph nodes."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs["lean"] = True
+        super().__init__(**kwargs)
+
+
+# -- helpers -----------------------------------------------------------------
+def _agent_name() -> str | None:
+    try:
+        from langgraph.config import get_config
+
+        return get_config().get("metadata", {}).get("lc_agent_name")
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _resume_payload() -> dict[str, Any] | None:
+    try:
+        from langgraph.config import get_config
+
+        pad = get_config()["configurable"].get("__pregel_scratchpad")
+        resume = list(getattr(pad, "resume", None) or [])
+        return {"resume": resume} if resume else None
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _interrupts(exc: GraphInterrupt) -> list[Any]:
+    out = []
+    for it in exc.args[0] if exc.args and isinstance(exc.args[0], (list, tuple)) else []:
+        out.append({"value": getattr(it, "value", it), "id": getattr(it, "id", None)})
+    return out
+
+
+def _task_name() -> str:
+    try:
+        import asyncio
+
+        task = asyncio.current_task()
+        if task is not None:
+            return task.get_name()
+    except RuntimeError:
+        pass
+    return threading.current_thread().name
+
+
+def _jsonable_goto(goto: Any) -> Any:
+    if isinstance(goto, (list, tuple)):
+        return [str(g) for g in goto]
+    return str(goto) if goto else None
+
+
+def _model_names(run: RunState, model: Any) -> None:
+    try:
+        params = model._get_ls_params()
+        run.model = params.get("ls_model_name") or type(model).__name__
+        run.provider = params.get("ls_provider")
+    except Exception:  # noqa: BLE001
+        run.model = getattr(model, "model_name", None) or getattr(model, "model", None) or type(
+            model).__name__
+
+
+def _request_payload(run: RunState, request: Any, state_msgs: Any) -> dict[str, Any]:
+    """The request as the model gets it, without repeating the history."""
+    msgs = request.messages
+    payload: dict[str, Any] = {"messages": len(msgs)}
+    if not (len(msgs) == len(state_msgs) and all(a is b for a, b in zip(msgs, state_msgs))):
+        # A middleware rewrote the messages: keep the keys, and inline any new message.
+        from .recorder import message_key
+
+        keys = []
+        inline = []
+        for m in msgs:
+            k = message_key(m)
+            keys.append(k)
+            if k not in run.known:
+                inline.append(m)
+        payload["message_keys"] = keys
+        if inline:
+            payload["inline_messages"] = inline
+    system = request.system_prompt
+    if system is not None:
+        h = hash(system)
+        if h != run.sys_hash:
+            run.sys_hash = h
+            payload["system"] = system
+        else:
+            payload["system_same"] = True
+    tools = request.tools or []
+    tkey = hash(tuple(id(t) for t in tools))
+    if tkey != run.tools_hash:
+        run.tools_hash = tkey
+        payload["tools"] = _ToolSchemas(tools)
+    else:
+        payload["tool_names"] = [getattr(t, "name", None) or str(t) for t in tools]
+    if run.model:
+        payload["model"] = run.model
+    if request.tool_choice is not None:
+        payload["tool_choice"] = request.tool_choice
+    if request.model_settings:
+        payload["model_settings"] = request.model_settings
+    return payload
+
+
+class _ToolSchemas:
+    """Tool schemas, converted to JSON by the writer thread, off the hot path."""
+
+    __slots__ = ("tools",)
+
+    def __init__(self, tools: list[Any]) -> None:
+        self.tools = list(tools)
+
+    def __looptrace_json__(self) -> list[Any]:
+        from langchain_core.utils.function_calling import convert_to_openai_tool
+
+        out = []
+        for t in self.tools:
+            try:
+                out.append(convert_to_openai_tool(t))
+            except Exception:  # noqa: BLE001
+                out.append({"name": getattr(t, "name", repr(t))})
+        return out

@@ -1,0 +1,222 @@
+"""Run bookkeeping shared by the middleware and the callback handler.
+
+A ``RunState`` holds what the hot path needs in memory: the next ``seq``, the
+lap, and which messages have been recorded already (each message is stored
+once, at the event where it first appeared, with its conversation position).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+import time
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+
+from .redact import DEFAULT_REDACTOR, Redactor
+from .schema import connect
+from .store import Writer, get_writer
+
+
+def message_key(m: BaseMessage) -> str:
+    """A stable key for a message: tool results by call id, others by id or object."""
+    tcid = getattr(m, "tool_call_id", None)
+    if tcid:
+        return "t:" + tcid
+    mid = m.id
+    if mid:
+        return mid
+    return f"o:{id(m)}"
+
+
+class RunState:
+    """In-memory state of one run being recorded."""
+
+    __slots__ = (
+        "id", "seq", "lap", "conv", "known", "call_pos", "thread_id", "ended", "status",
+        "error", "tokens", "lock", "tools_hash", "model", "provider", "lc_ids", "middleware",
+        "error_seen", "interrupted", "parent", "name", "sys_hash",
+    )
+
+    def __init__(self, run_id: str, *, start_seq: int = 0, thread_id: str | None = None,
+                 parent: RunState | None = None, name: str | None = None) -> None:
+        self.id = run_id
+        self.seq = itertools.count(start_seq)
+        self.lap = 0
+        self.conv: list[str] = []  # message keys in conversation order
+        self.known: set[str] = set()  # message keys already recorded
+        self.call_pos: dict[str, tuple[int, int]] = {}  # tool_call_id -> (ai position, index)
+        self.thread_id = thread_id
+        self.ended = False
+        self.status = "running"
+        self.error: str | None = None
+        self.tokens = [0, 0, 0]
+        self.lock = threading.Lock()
+        self.tools_hash: int | None = None
+        self.model: str | None = None
+        self.provider: str | None = None
+        self.lc_ids: set[Any] = set()
+        self.middleware = False
+        self.error_seen: str | None = None
+        self.interrupted = False
+        self.parent = parent
+        self.name = name
+        self.sys_hash: int | None = None
+
+
+class Recorder:
+    """Writes runs, events and messages for one database through its writer."""
+
+    def __init__(self, db: str | os.PathLike[str], *, redactor: Redactor | None = None) -> None:
+        self.path = os.fspath(db)
+        self.writer: Writer = get_writer(self.path, redactor or DEFAULT_REDACTOR)
+        self._lock = threading.Lock()
+        self.by_thread: dict[str, RunState] = {}  # thread id -> latest interrupted run
+        self.lc_runs: dict[Any, RunState] = {}  # LangChain callback run id -> run
+
+    # -- runs ---------------------------------------------------------------
+    def start_run(self, *, name: str | None, thread_id: str | None = None,
+                  parent: RunState | None = None, parent_tool_call_id: str | None = None,
+                  source: str, agent_name: str | None = None,
+                  metadata: dict[str, Any] | None = None) -> RunState:
+        run = RunState(uuid.uuid4().hex, thread_id=thread_id, parent=parent, name=name)
+        fields: dict[str, Any] = {
+            "name": name, "thread_id": thread_id, "status": "running",
+            "started_at": time.time(), "source": source, "agent_name": agent_name,
+            "parent_id": parent.id if parent else None,
+            "parent_tool_call_id": parent_tool_call_id, "pid": os.getpid(),
+        }
+        if metadata:
+            fields["metadata"] = metadata
+        self.writer.put(("r", run.id, fields))
+        return run
+
+    def resume_run(self, thread_id: str) -> RunState | None:
+        """The interrupted run of ``thread_id`` to continue, from memory or the file."""
+        with self._lock:
+            run = self.by_thread.get(thread_id)
+            if run is not None and run.interrupted:
+                run.interrupted = False
+                run.ended = False
+                run.status = "running"
+                self.writer.put(("r", run.id, {"status": "running", "ended_at": None}))
+                return run
+        return self._resume_from_db(thread_id)
+
+    def _resume_from_db(self, thread_id: str) -> RunState | None:
+        self.writer.flush()
+        try:
+            conn = connect(self.path)
+            try:
+                row = conn.execute(
+                    "SELECT id, name FROM runs WHERE thread_id = ? AND status = 'interrupted' "
+                    "AND parent_id IS NULL ORDER BY started_at DESC LIMIT 1", [thread_id]
+                ).fetchone()
+                if row is None:
+                    return None
+                run_id, name = row
+                last = conn.execute("SELECT COALESCE(MAX(seq), -1), COALESCE(MAX(lap), 0) "
+                                    "FROM events WHERE run_id = ?", [run_id]).fetchone()
+                msgs = conn.execute("SELECT msg_id, tool_call_id, type FROM messages "
+                                    "WHERE run_id = ? ORDER BY position, seq", [run_id]).fetchall()
+            finally:
+                conn.close()
+        except Exception:  # noqa: BLE001 - resuming is best effort
+            return None
+        run = RunState(run_id, start_seq=last[0] + 1, thread_id=thread_id, name=name)
+        run.lap = last[1]
+        for msg_id, tcid, _type in msgs:
+            key = "t:" + tcid if tcid else msg_id
+            if key:
+                run.conv.append(key)
+                run.known.add(key)
+        self.writer.put(("r", run_id, {"status": "running", "ended_at": None}))
+        return run
+
+    def end_run(self, run: RunState, status: str, error: str | None = None) -> None:
+        with run.lock:
+            if run.ended:
+                return
+            run.ended = True
+            run.status = status
+        if status == "interrupted" and run.thread_id and run.parent is None:
+            run.interrupted = True
+            with self._lock:
+                self.by_thread[run.thread_id] = run
+        fields: dict[str, Any] = {"status": status, "ended_at": time.time()}
+        if error is not None:
+            fields["error"] = error
+        self.update_totals(run, fields)
+        self.writer.put(("r", run.id, fields))
+        self.writer.flush(wait=False)
+
+    def update_totals(self, run: RunState, fields: dict[str, Any] | None = None) -> None:
+        f = fields if fields is not None else {}
+        f["input_tokens"], f["output_tokens"], f["total_tokens"] = run.tokens
+        if run.model:
+            f["model"] = run.model
+        if run.provider:
+            f["provider"] = run.provider
+        if fields is None:
+            self.writer.put(("r", run.id, f))
+
+    # -- events -------------------------------------------------------------
+    def event(self, run: RunState, hook: str, phase: str, *, middleware: str | None = None,
+              duration_ms: float | None = None, tool_call_id: str | None = None,
+              task: str | None = None, payload: Any = None, ts: float | None = None) -> int:
+        seq = next(run.seq)
+        self.writer.put(("e", run.id, seq, ts or time.time(), hook, phase, duration_ms,
+                         middleware, run.lap, tool_call_id, task, payload))
+        return seq
+
+    # -- messages -----------------------------------------------------------
+    def message(self, run: RunState, seq: int, position: int, m: BaseMessage) -> None:
+        """Record ``m`` once; later sightings are ignored."""
+        key = message_key(m)
+        with run.lock:
+            if key in run.known:
+                return
+            run.known.add(key)
+            calls = getattr(m, "tool_calls", None)
+            if calls:
+                for i, c in enumerate(calls):
+                    if c.get("id"):
+                        run.call_pos[c["id"]] = (position, i)
+        self.writer.put(("m", run.id, position, seq, m))
+
+    def tool_result_position(self, run: RunState, tool_call_id: str | None) -> int:
+        pos = run.call_pos.get(tool_call_id or "")
+        if pos is None:
+            return len(run.conv)
+        return pos[0] + 1 + pos[1]
+
+    def sync_messages(self, run: RunState, seq: int, messages: Sequence[BaseMessage]) -> None:
+        """Bring ``run.conv`` up to ``messages``: record the new ones at ``seq``.
+
+        The common case (the list only grew) costs one comparison. When the
+        history was rewritten (summarised, trimmed) a ``history`` event records
+        the new order of message keys.
+        """
+        conv = run.conv
+        n = len(conv)
+        if len(messages) == n and (n == 0 or message_key(messages[-1]) == conv[-1]):
+            return
+        if len(messages) >= n and (n == 0 or message_key(messages[n - 1]) == conv[n - 1]):
+            for i in range(n, len(messages)):
+                m = messages[i]
+                key = message_key(m)
+                conv.append(key)
+                if key not in run.known:
+                    self.message(run, seq, i, m)
+            return
+        # History rewritten: record the new order, then any new messages.
+        keys = [message_key(m) for m in messages]
+        hseq = self.event(run, "history", "fire", payload={"keys": keys, "previous": len(conv)})
+        run.conv = keys
+        for i, m in enumerate(messages):
+            if keys[i] not in run.known:
+                self.message(run, hseq, i, m)

@@ -1,0 +1,55 @@
+"""Secret redaction, applied to every JSON text before it is written.
+
+On by default. Add patterns with ``Redactor(extra_patterns=[...])`` or turn it
+off with ``TraceMiddleware(..., redact=False)``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+MASK = "[REDACTED]"
+
+# Values that look like credentials wherever they appear.
+DEFAULT_PATTERNS: tuple[str, ...] = (
+    r"sk-ant-[A-Za-z0-9_\-]{8,}",  # Anthropic
+    r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{16,}",  # OpenAI
+    r"AIza[0-9A-Za-z_\-]{30,}",  # Google
+    r"gsk_[A-Za-z0-9]{20,}",  # Groq
+    r"xox[abprs]-[A-Za-z0-9\-]{10,}",  # Slack
+    r"gh[pousr]_[A-Za-z0-9]{30,}",  # GitHub
+    r"hf_[A-Za-z0-9]{30,}",  # Hugging Face
+    r"AKIA[0-9A-Z]{16}",  # AWS access key id
+    r"lsv2_[a-z]{2}_[A-Za-z0-9_]{20,}",  # LangSmith
+    r"(?<=[Bb]earer )[A-Za-z0-9_\-\.=:/+]{8,}",  # Authorization: Bearer <token>
+)
+
+# JSON keys whose string values are always secrets, whatever they look like.
+SECRET_KEYS = (
+    "api_key", "api-key", "apikey", "x-api-key", "authorization", "proxy-authorization",
+    "openai_api_key", "anthropic_api_key", "password", "secret", "access_token",
+    "refresh_token", "client_secret", "cookie", "set-cookie",
+)
+
+
+class Redactor:
+    """Replace secrets in a JSON text with ``[REDACTED]``."""
+
+    def __init__(self, *, extra_patterns: Iterable[str] = (), enabled: bool = True) -> None:
+        self.enabled = enabled
+        patterns = [*DEFAULT_PATTERNS, *extra_patterns]
+        self._values = re.compile("|".join(f"(?:{p})" for p in patterns))
+        keys = "|".join(re.escape(k) for k in SECRET_KEYS)
+        self._keys = re.compile(
+            rf'("(?i:{keys})"\s*:\s*")((?:[^"\\]|\\.)*)(")'
+        )
+
+    def __call__(self, text: str) -> str:
+        if not self.enabled or not text:
+            return text
+        text = self._keys.sub(lambda m: m.group(1) + MASK + m.group(3), text)
+        return self._values.sub(MASK, text)
+
+
+DEFAULT_REDACTOR = Redactor()

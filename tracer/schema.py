@@ -1,0 +1,179 @@
+"""The SQLite schema, declared once, with a version number.
+
+Tables:
+
+``runs``      one row per run (a parent run and its nested subagent runs).
+``events``    every hook firing, ordered by a gapless per-run ``seq``.
+``messages``  every message ONCE, at the event where it first appeared.
+``wire``      provider HTTP exchanges (requests/responses) linked to model calls.
+``meta``      ``schema_version`` and ``app``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import sqlite_utils
+
+from .errors import NewerSchemaError, NotALooptraceDatabase
+
+SCHEMA_VERSION = 1
+APP_ID = "looptrace"
+
+RUN_STATUSES = ("running", "completed", "error", "interrupted")
+
+RUNS_COLUMNS = {
+    "id": str,
+    "parent_id": str,
+    "parent_tool_call_id": str,
+    "name": str,
+    "thread_id": str,
+    "agent_name": str,
+    "status": str,
+    "started_at": float,
+    "ended_at": float,
+    "error": str,
+    "model": str,
+    "provider": str,
+    "input_tokens": int,
+    "output_tokens": int,
+    "total_tokens": int,
+    "source": str,  # "middleware", "callbacks", "import"
+    "pid": int,
+    "metadata": str,  # JSON
+}
+
+EVENTS_COLUMNS = {
+    "run_id": str,
+    "seq": int,
+    "ts": float,
+    "hook": str,
+    "phase": str,
+    "duration_ms": float,
+    "middleware": str,
+    "lap": int,
+    "tool_call_id": str,
+    "task": str,
+    "payload": str,  # JSON
+}
+
+MESSAGES_COLUMNS = {
+    "run_id": str,
+    "position": int,  # index in the conversation (system prompt excluded)
+    "seq": int,  # the event at which it first appeared
+    "msg_id": str,
+    "type": str,  # human / ai / tool / system
+    "tool_call_id": str,
+    "text": str,  # plain text, for search
+    "data": str,  # JSON: {"type": ..., "data": ...} as messages_to_dict writes it
+}
+
+WIRE_COLUMNS = {
+    "id": int,
+    "run_id": str,
+    "seq": int,  # the model-call event it belongs to (may be NULL)
+    "ts": float,
+    "provider": str,
+    "method": str,
+    "url": str,
+    "request_headers": str,
+    "request_body": str,
+    "status": int,
+    "response_headers": str,
+    "response_body": str,
+    "chunks": str,  # JSON list of raw streamed chunks
+    "error": str,
+    "duration_ms": float,
+}
+
+
+def create_schema(db: sqlite_utils.Database) -> None:
+    """Create every table and index if missing, and stamp the version."""
+    db["meta"].create({"key": str, "value": str}, pk="key", if_not_exists=True)
+    db["runs"].create(RUNS_COLUMNS, pk="id", not_null={"status"}, if_not_exists=True)
+    db["events"].create(EVENTS_COLUMNS, pk=("run_id", "seq"), if_not_exists=True)
+    db["messages"].create(MESSAGES_COLUMNS, pk=("run_id", "position", "seq"), if_not_exists=True)
+    db["wire"].create(WIRE_COLUMNS, pk="id", if_not_exists=True)
+    db["runs"].create_index(["parent_id"], if_not_exists=True)
+    db["runs"].create_index(["thread_id", "status"], if_not_exists=True)
+    db["wire"].create_index(["run_id", "seq"], if_not_exists=True)
+    db.execute(
+        "INSERT OR IGNORE INTO meta(key, value) VALUES ('app', ?), ('schema_version', ?)",
+        [APP_ID, str(SCHEMA_VERSION)],
+    )
+
+
+def check_schema(conn: sqlite3.Connection, path: str | Path) -> bool:
+    """Return True if ``conn`` holds a looptrace schema we can read, False if empty.
+
+    Raise a one-line error for a file that is not SQLite, is someone else's
+    database, or was written by a newer looptrace.
+    """
+    try:
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    except sqlite3.DatabaseError as exc:
+        msg = f"{path} is not a SQLite database ({exc})"
+        raise NotALooptraceDatabase(msg) from None
+    if not tables:
+        return False
+    if "meta" not in tables:
+        msg = f"{path} is a SQLite database but not a looptrace one (no meta table)"
+        raise NotALooptraceDatabase(msg)
+    try:
+        meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+    except sqlite3.DatabaseError as exc:
+        msg = f"{path} has an unreadable meta table ({exc})"
+        raise NotALooptraceDatabase(msg) from None
+    if meta.get("app") != APP_ID:
+        msg = f"{path} is a SQLite database but not a looptrace one"
+        raise NotALooptraceDatabase(msg)
+    try:
+        version = int(meta.get("schema_version", ""))
+    except ValueError:
+        msg = f"{path} has no valid looptrace schema version"
+        raise NotALooptraceDatabase(msg) from None
+    if version > SCHEMA_VERSION:
+        msg = (
+            f"{path} was written by a newer looptrace (schema {version}; this one reads "
+            f"up to {SCHEMA_VERSION}): upgrade looptrace to open it"
+        )
+        raise NewerSchemaError(msg)
+    return True
+
+
+def connect(path: str | Path, *, create: bool = True, readonly: bool = False) -> sqlite3.Connection:
+    """Open ``path`` as a looptrace database (WAL), validating what is there."""
+    path_s = str(path)
+    if readonly:
+        if not Path(path_s).exists():
+            msg = f"{path_s}: no such database"
+            raise NotALooptraceDatabase(msg)
+        conn = sqlite3.connect(f"file:{path_s}?mode=ro", uri=True, check_same_thread=False,
+                               timeout=10)
+    else:
+        if path_s != ":memory:":
+            Path(path_s).parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(path_s, check_same_thread=False, timeout=30)
+    try:
+        conn.execute("PRAGMA busy_timeout = 30000")
+        has_schema = check_schema(conn, path_s)
+        if not readonly:
+            mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
+            if mode != "wal" and path_s != ":memory:":
+                conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            if not has_schema and create:
+                create_schema(sqlite_utils.Database(conn))
+                conn.commit()
+        elif not has_schema:
+            msg = f"{path_s} is empty: no looptrace runs recorded yet"
+            raise NotALooptraceDatabase(msg)
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        msg = f"{path_s} is not a usable SQLite database ({exc})"
+        raise NotALooptraceDatabase(msg) from None
+    except Exception:
+        conn.close()
+        raise
+    return conn

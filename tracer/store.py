@@ -1,0 +1,263 @@
+"""The write side: one background writer per database file per process.
+
+Hooks put small tuples on a queue (no I/O, no JSON on the hot path). A single
+writer thread drains the queue, serialises and redacts, and group-commits each
+batch with ``executemany`` in one transaction after a short linger. It flushes
+at the end of a run, on ``close()`` and at interpreter exit. A failure of the
+writer never reaches the agent: it warns once and keeps what it can.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import queue
+import sqlite3
+import threading
+import time
+import warnings
+from typing import Any
+
+from .redact import DEFAULT_REDACTOR, Redactor
+from .schema import connect
+from .serialize import dumps, message_json, message_text
+
+log = logging.getLogger("looptrace")
+
+LINGER_S = 0.05
+MAX_RETRIES = 5
+
+_EVENT_SQL = (
+    "INSERT OR REPLACE INTO events(run_id, seq, ts, hook, phase, duration_ms, middleware, lap,"
+    " tool_call_id, task, payload) VALUES (?,?,?,?,?,?,?,?,?,?,?)"
+)
+_MESSAGE_SQL = (
+    "INSERT OR REPLACE INTO messages(run_id, position, seq, msg_id, type, tool_call_id, text, data)"
+    " VALUES (?,?,?,?,?,?,?,?)"
+)
+
+_FLUSH = object()
+_STOP = object()
+
+
+class Writer:
+    """Batches records for one database file and writes them on one thread."""
+
+    def __init__(self, path: str, *, redactor: Redactor = DEFAULT_REDACTOR,
+                 linger: float = LINGER_S) -> None:
+        self.path = path
+        self.redactor = redactor
+        self.linger = linger
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._start_lock = threading.Lock()
+        self._warned: set[str] = set()
+        self._conn: sqlite3.Connection | None = None
+        self._closed = False
+        self.dropped = 0
+        # Open once up front so a foreign or newer-schema file fails loudly at
+        # construction time (in the user's code), not silently later.
+        self._conn = connect(path)
+
+    # -- hot path -----------------------------------------------------------
+    def put(self, item: tuple[Any, ...]) -> None:
+        if self._thread is None:
+            self._start()
+        self._queue.put(item)
+
+    def flush(self, wait: bool = True, timeout: float = 30.0) -> None:
+        """Ask the writer to commit now; with ``wait``, block until it has."""
+        if self._thread is None or not self._thread.is_alive():
+            return
+        if not wait:
+            self._queue.put(_FLUSH)
+            return
+        done = threading.Event()
+        self._queue.put((_FLUSH, done))
+        done.wait(timeout)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._thread is not None and self._thread.is_alive():
+            done = threading.Event()
+            self._queue.put((_STOP, done))
+            done.wait(30.0)
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            except Exception:  # noqa: BLE001
+                pass
+            self._conn = None
+
+    # -- writer thread ------------------------------------------------------
+    def _start(self) -> None:
+        with self._start_lock:
+            if self._thread is None:
+                t = threading.Thread(target=self._loop, name="looptrace-writer", daemon=True)
+                self._thread = t
+                t.start()
+
+    def _loop(self) -> None:
+        pending: list[Any] = []
+        while True:
+            item = self._queue.get()
+            waiters: list[threading.Event] = []
+            stop = False
+            # Linger so that one commit carries many records, unless asked to flush.
+            if not self._is_control(item):
+                time.sleep(self.linger)
+            batch = [item]
+            while True:
+                try:
+                    batch.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            for it in batch:
+                if it is _FLUSH:
+                    continue
+                if isinstance(it, tuple) and it and it[0] is _FLUSH:
+                    waiters.append(it[1])
+                elif isinstance(it, tuple) and it and it[0] is _STOP:
+                    waiters.append(it[1])
+                    stop = True
+                else:
+                    pending.append(it)
+            if pending:
+                pending = self._write(pending)
+            for w in waiters:
+                w.set()
+            if stop:
+                return
+
+    @staticmethod
+    def _is_control(item: Any) -> bool:
+        return item is _FLUSH or (isinstance(item, tuple) and bool(item) and
+                                  (item[0] is _FLUSH or item[0] is _STOP))
+
+    def _write(self, items: list[Any]) -> list[Any]:
+        """Write a batch; return what must be retried (empty on success)."""
+        try:
+            events, messages, runs, wires = self._rows(items)
+        except Exception as exc:  # noqa: BLE001 - must never happen, but never crash
+            self._warn("serialize", f"looptrace could not serialise a batch: {exc!r}")
+            return []
+        try:
+            conn = self._conn or connect(self.path)
+            self._conn = conn
+            with conn:
+                for run_id, fields in runs.items():
+                    cols = ["id", *fields]
+                    sets = ", ".join(f"{c}=excluded.{c}" for c in fields) or "id=id"
+                    conn.execute(
+                        f"INSERT INTO runs({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
+                        f" ON CONFLICT(id) DO UPDATE SET {sets}",
+                        [run_id, *fields.values()],
+                    )
+                if events:
+                    conn.executemany(_EVENT_SQL, events)
+                if messages:
+                    conn.executemany(_MESSAGE_SQL, messages)
+                for w in wires:
+                    cols = list(w)
+                    conn.execute(
+                        f"INSERT INTO wire({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+                        list(w.values()),
+                    )
+            return []
+        except Exception as exc:  # noqa: BLE001 - locked, disk full, closed ...
+            attempts = getattr(self, "_attempts", 0) + 1
+            self._attempts = attempts
+            if attempts >= MAX_RETRIES:
+                self._attempts = 0
+                self.dropped += len(items)
+                self._warn("write-drop", f"looptrace dropped {len(items)} records after "
+                           f"{attempts} failed writes to {self.path}: {exc}")
+                return []
+            self._warn("write", f"looptrace could not write to {self.path} ({exc}); retrying")
+            time.sleep(min(0.2 * attempts, 1.0))
+            return items
+
+    def _rows(self, items: list[Any]):  # type: ignore[no-untyped-def]
+        red = self.redactor
+        events: list[tuple[Any, ...]] = []
+        messages: list[tuple[Any, ...]] = []
+        runs: dict[str, dict[str, Any]] = {}
+        wires: list[dict[str, Any]] = []
+        for it in items:
+            kind = it[0]
+            if kind == "e":
+                _, run_id, seq, ts, hook, phase, dur, mw, lap, tcid, task, payload = it
+                text = red(dumps(payload)) if payload is not None else None
+                events.append((run_id, seq, ts, hook, phase, dur, mw, lap, tcid, task, text))
+            elif kind == "m":
+                _, run_id, position, seq, msg = it
+                try:
+                    data = red(message_json(msg))
+                    text = red(message_text(msg))
+                except Exception as exc:  # noqa: BLE001
+                    data = dumps({"type": getattr(msg, "type", "unknown"),
+                                  "data": {"content": f"<unserialisable message: {exc!r}>"}})
+                    text = ""
+                messages.append((run_id, position, seq, getattr(msg, "id", None),
+                                 getattr(msg, "type", None), getattr(msg, "tool_call_id", None),
+                                 text, data))
+            elif kind == "r":
+                _, run_id, fields = it
+                fields = dict(fields)
+                if "metadata" in fields and not isinstance(fields["metadata"], str):
+                    fields["metadata"] = red(dumps(fields["metadata"]))
+                if isinstance(fields.get("error"), str):
+                    fields["error"] = red(fields["error"])
+                runs.setdefault(run_id, {}).update(fields)
+            elif kind == "w":
+                w = dict(it[1])
+                for k in ("request_headers", "response_headers", "request_body",
+                          "response_body", "chunks"):
+                    if w.get(k) is not None:
+                        v = w[k] if isinstance(w[k], str) else dumps(w[k], limit=4_000_000)
+                        w[k] = red(v)
+                wires.append(w)
+        return events, messages, runs, wires
+
+    def _warn(self, key: str, text: str) -> None:
+        log.warning(text)
+        if key not in self._warned:
+            self._warned.add(key)
+            warnings.warn(text, RuntimeWarning, stacklevel=2)
+
+
+_writers: dict[tuple[str, int], Writer] = {}
+_writers_lock = threading.Lock()
+
+
+def get_writer(path: str | os.PathLike[str], redactor: Redactor = DEFAULT_REDACTOR) -> Writer:
+    """The process-wide writer for ``path`` (one per file per redactor)."""
+    key = (os.path.abspath(os.fspath(path)), id(redactor))
+    with _writers_lock:
+        w = _writers.get(key)
+        if w is None or w._closed:
+            w = Writer(key[0], redactor=redactor)
+            _writers[key] = w
+        return w
+
+
+def close_all() -> None:
+    with _writers_lock:
+        writers = list(_writers.values())
+        _writers.clear()
+    for w in writers:
+        w.close()
+
+
+def _after_fork() -> None:
+    # Threads and connections do not survive fork: start afresh in the child.
+    global _writers_lock
+    _writers.clear()
+    _writers_lock = threading.Lock()
+
+
+atexit.register(close_all)
+os.register_at_fork(after_in_child=_after_fork)
