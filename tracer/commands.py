@@ -1,0 +1,96 @@
+"""CLI commands over the store: ``runs``, ``export``, ``import``, ``ui``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from .exchange import export_run, import_many
+from .loader import TraceDB
+
+DEFAULT_DB = "looptrace.db"
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("runs", help="list recorded runs")
+    p.add_argument("--db", default=DEFAULT_DB)
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.add_argument("--search", help="only runs whose messages contain this text")
+    p.set_defaults(func=cmd_runs)
+
+    p = sub.add_parser("export", help="export a run (and its subagent runs)")
+    p.add_argument("run", help="run id (or a unique prefix)")
+    p.add_argument("--db", default=DEFAULT_DB)
+    p.add_argument("-o", "--out", help="output .jsonl file (default: <run>.jsonl)")
+    p.add_argument("--html", metavar="OUT.html", help="write a self-contained HTML replay")
+    p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser("import", help="import trace files into a database")
+    p.add_argument("files", nargs="+")
+    p.add_argument("--db", default=DEFAULT_DB)
+    p.set_defaults(func=cmd_import)
+
+    p = sub.add_parser("ui", help="open the replay app")
+    p.add_argument("--db", help="database to open (default: the bundled sample traces)")
+    p.add_argument("--port", type=int, default=8501)
+    p.add_argument("--host", default="127.0.0.1")
+    p.set_defaults(func=cmd_ui)
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    with TraceDB(args.db) as db:
+        runs = db.runs(search=args.search)
+    if args.json:
+        rows = [{**{f: getattr(r, f) for f in r.__dataclass_fields__}, "duration_s": r.duration_s}
+                for r in runs]
+        print(json.dumps(rows, indent=2))
+        return 0
+    if not runs:
+        print("no runs")
+        return 0
+    header = ("id", "name", "status", "laps", "model", "tools", "errors", "tokens", "parent")
+    table = [header]
+    for r in runs:
+        table.append((r.id[:12], (r.name or "")[:28], r.status, str(r.laps), str(r.model_calls),
+                      str(r.tool_calls), str(r.errors), str(r.total_tokens or 0),
+                      (r.parent_id or "")[:12]))
+    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    for row in table:
+        print("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    if args.html:
+        from .html_export import export_html
+
+        out = export_html(args.db, args.run, args.html)
+        print(out)
+        return 0
+    out = args.out or f"{args.run}.jsonl"
+    print(export_run(args.db, args.run, out))
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    ids = import_many(args.files, args.db)
+    print(f"imported {len(ids)} runs into {args.db}")
+    return 0
+
+
+def cmd_ui(args: argparse.Namespace) -> int:
+    app = Path(__file__).resolve().parent.parent / "app" / "main.py"
+    if not app.exists():
+        print("looptrace ui: the app is not built yet", file=sys.stderr)
+        return 2
+    env = dict(os.environ)
+    if args.db:
+        TraceDB(args.db).close()  # fail here, clearly, for a bad file
+        env["LOOPTRACE_DB"] = str(Path(args.db).resolve())
+    cmd = [sys.executable, "-m", "streamlit", "run", str(app), "--server.address", args.host,
+           "--server.port", str(args.port), "--browser.gatherUsageStats", "false"]
+    return subprocess.call(cmd, env=env)

@@ -1,0 +1,202 @@
+"""Export runs to readable JSONL files and import them back, losslessly.
+
+A trace file is JSON Lines: a header line, then one line per stored row
+(``{"table": "runs" | "events" | "messages" | "wire", "row": {...}}``), the
+run first and its subagent runs after it. Never pickle.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from .errors import TraceFileError
+from .loader import TraceDB
+from .schema import EVENTS_COLUMNS, MESSAGES_COLUMNS, RUNS_COLUMNS, SCHEMA_VERSION, WIRE_COLUMNS
+from .schema import connect
+
+FORMAT = "looptrace-trace"
+FORMAT_VERSION = 1
+TABLES: dict[str, dict[str, type]] = {
+    "runs": RUNS_COLUMNS, "events": EVENTS_COLUMNS, "messages": MESSAGES_COLUMNS,
+    "wire": WIRE_COLUMNS,
+}
+
+
+def run_tree(db: TraceDB, run_id: str) -> list[str]:
+    """``run_id`` and all its nested subagent runs, parents first."""
+    out = [run_id]
+    all_runs = db.runs()
+    i = 0
+    while i < len(out):
+        kids = sorted((r for r in all_runs if r.parent_id == out[i]),
+                      key=lambda r: r.started_at or 0)
+        out.extend(k.id for k in kids)
+        i += 1
+    return out
+
+
+def export_lines(db: TraceDB, run_id: str) -> Iterator[str]:
+    ids = run_tree(db, run_id)
+    yield json.dumps({"format": FORMAT, "version": FORMAT_VERSION,
+                      "schema_version": SCHEMA_VERSION, "root": run_id, "runs": len(ids)})
+    for rid in ids:
+        for table in ("runs", "events", "messages", "wire"):
+            for row in db.raw_rows(table, rid):
+                if table == "wire":
+                    row.pop("id", None)
+                yield json.dumps({"table": table, "row": row}, ensure_ascii=False,
+                                 sort_keys=False)
+
+
+def export_run(db_path: str | Path, run_id: str, out: str | Path) -> Path:
+    with TraceDB(db_path) as db:
+        rid = db.resolve(run_id)
+        out = Path(out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with out.open("w", encoding="utf-8") as f:
+            for line in export_lines(db, rid):
+                f.write(line + "\n")
+    return out
+
+
+def read_trace(path: str | Path) -> tuple[dict[str, Any], list[tuple[str, dict[str, Any]]]]:
+    """Parse and validate a trace file; raise ``TraceFileError`` naming the bad line."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        msg = f"{p}: cannot read trace file ({exc})"
+        raise TraceFileError(msg) from None
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    if not lines:
+        msg = f"{p}: empty trace file"
+        raise TraceFileError(msg)
+    try:
+        header = json.loads(lines[0])
+    except ValueError as exc:
+        msg = f"{p}:1: not a looptrace trace file ({exc})"
+        raise TraceFileError(msg) from None
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        msg = f"{p}:1: not a looptrace trace file (no '{FORMAT}' header)"
+        raise TraceFileError(msg)
+    if int(header.get("schema_version", 0)) > SCHEMA_VERSION:
+        msg = (f"{p}: written by a newer looptrace (schema {header.get('schema_version')}); "
+               "upgrade looptrace to import it")
+        raise TraceFileError(msg)
+    rows: list[tuple[str, dict[str, Any]]] = []
+    for n, line in enumerate(lines[1:], start=2):
+        try:
+            rec = json.loads(line)
+        except ValueError as exc:
+            msg = f"{p}:{n}: malformed JSON ({exc})"
+            raise TraceFileError(msg) from None
+        if not isinstance(rec, dict) or rec.get("table") not in TABLES or not isinstance(
+                rec.get("row"), dict):
+            msg = f"{p}:{n}: expected {{'table': runs|events|messages|wire, 'row': {{...}}}}"
+            raise TraceFileError(msg)
+        cols = TABLES[rec["table"]]
+        unknown = set(rec["row"]) - set(cols)
+        if unknown:
+            msg = f"{p}:{n}: unknown columns for {rec['table']}: {', '.join(sorted(unknown))}"
+            raise TraceFileError(msg)
+        rows.append((rec["table"], rec["row"]))
+    if not any(t == "runs" for t, _ in rows):
+        msg = f"{p}: the trace file holds no run"
+        raise TraceFileError(msg)
+    return header, rows
+
+
+def import_trace(path: str | Path, db_path: str | Path, *, replace: bool = True) -> list[str]:
+    """Load a trace file into ``db_path``; return the run ids it held."""
+    _header, rows = read_trace(path)
+    conn = connect(db_path)
+    try:
+        ids = [r["id"] for t, r in rows if t == "runs"]
+        with conn:
+            if replace:
+                for rid in ids:
+                    for table, key in (("events", "run_id"), ("messages", "run_id"),
+                                       ("wire", "run_id"), ("runs", "id")):
+                        conn.execute(f"DELETE FROM {table} WHERE {key} = ?", [rid])
+            for table, row in rows:
+                cols = list(row)
+                verb = "INSERT OR REPLACE" if replace else "INSERT"
+                conn.execute(
+                    f"{verb} INTO {table}({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+                    [row[c] for c in cols],
+                )
+    finally:
+        conn.close()
+    return ids
+
+
+def import_many(paths: Iterable[str | Path], db_path: str | Path) -> list[str]:
+    out: list[str] = []
+    for p in paths:
+        out.extend(import_trace(p, db_path))
+    return out
+
+
+SAMPLES_DIR = Path(__file__).resolve().parent.parent / "sample_traces"
+
+
+def sample_files() -> list[Path]:
+    return sorted(SAMPLES_DIR.glob("*.jsonl"))
+
+
+def build_sample_db(db_path: str | Path) -> Path:
+    """A database holding every bundled sample trace (rebuilt if older than them)."""
+    db_path = Path(db_path)
+    files = sample_files()
+    newest = max((f.stat().st_mtime for f in files), default=0)
+    if db_path.exists() and db_path.stat().st_mtime >= newest:
+        try:
+            TraceDB(db_path).close()
+            return db_path
+        except Exception:  # noqa: BLE001 - rebuild anything unreadable
+            pass
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(db_path) + suffix).unlink(missing_ok=True)
+    tmp = db_path.with_name(db_path.name + ".tmp")
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(tmp) + suffix).unlink(missing_ok=True)
+    import_many(files, tmp)
+    conn = connect(tmp)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.execute("PRAGMA journal_mode = DELETE")
+    conn.close()
+    tmp.replace(db_path)
+    return db_path
+
+
+def normalize(lines: Iterable[str]) -> list[dict[str, Any]]:
+    """A trace with ids, timestamps and durations made canonical, for comparing
+    two recordings of the same scenario."""
+    import re
+
+    ids: dict[str, str] = {}
+    uuidish = re.compile(r"(lc_run--)?[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?"
+                         r"[0-9a-f]{12}(-\d+)?|\b[0-9a-f]{32}\b")
+
+    def canon(m: re.Match[str]) -> str:
+        return ids.setdefault(m.group(0), f"<id{len(ids)}>")
+
+    out = []
+    for line in lines:
+        rec = json.loads(line)
+        row = rec.get("row")
+        if isinstance(row, dict):
+            for k in ("ts", "started_at", "ended_at", "duration_ms", "pid"):
+                if k in row and row[k] is not None:
+                    row[k] = 0
+            if rec["table"] == "events" and row.get("task"):
+                row["task"] = "<task>"
+        text = json.dumps(rec, sort_keys=True)
+        text = uuidish.sub(canon, text)
+        text = re.sub(r'\\"duration_ms\\": ?[0-9.e-]+', r'\\"duration_ms\\": 0', text)
+        text = re.sub(r'"(created_at|created|timestamp)\\?": ?\\?"?[0-9T:.\-Z]+', r'"\1": 0', text)
+        out.append(json.loads(text))
+    return out

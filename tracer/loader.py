@@ -1,0 +1,263 @@
+"""The read side: load runs, events and messages from a looptrace database.
+
+Pure Python, no Streamlit: the app, the CLI, ``check`` and the exporters all
+read through ``TraceDB``. Every problem with the file is a one-line
+``LooptraceError``.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from .errors import NotALooptraceDatabase, RunNotFound
+from .schema import connect
+
+_RUN_FIELDS = (
+    "id", "parent_id", "parent_tool_call_id", "name", "thread_id", "agent_name", "status",
+    "started_at", "ended_at", "error", "model", "provider", "input_tokens", "output_tokens",
+    "total_tokens", "source",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RunSummary:
+    id: str
+    parent_id: str | None
+    parent_tool_call_id: str | None
+    name: str | None
+    thread_id: str | None
+    agent_name: str | None
+    status: str
+    started_at: float | None
+    ended_at: float | None
+    error: str | None
+    model: str | None
+    provider: str | None
+    input_tokens: int | None
+    output_tokens: int | None
+    total_tokens: int | None
+    source: str | None
+    laps: int = 0
+    model_calls: int = 0
+    tool_calls: int = 0
+    errors: int = 0
+    events: int = 0
+
+    @property
+    def duration_s(self) -> float | None:
+        if self.started_at is None or self.ended_at is None:
+            return None
+        return max(0.0, self.ended_at - self.started_at)
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    run_id: str
+    seq: int
+    ts: float
+    hook: str
+    phase: str
+    duration_ms: float | None
+    middleware: str | None
+    lap: int
+    tool_call_id: str | None
+    task: str | None
+    payload: Any
+
+
+def _loads(text: str | None) -> Any:
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError):
+        return {"__unparsed__": text}
+
+
+@dataclass(frozen=True)
+class Message:
+    position: int
+    seq: int
+    msg_id: str | None
+    type: str
+    tool_call_id: str | None
+    text: str
+    data: dict[str, Any]  # {"type": ..., "data": {...}}
+
+    @property
+    def key(self) -> str:
+        if self.tool_call_id:
+            return "t:" + self.tool_call_id
+        return self.msg_id or f"p:{self.position}"
+
+    @property
+    def body(self) -> dict[str, Any]:
+        d = self.data.get("data")
+        return d if isinstance(d, dict) else {}
+
+    @property
+    def content(self) -> Any:
+        return self.body.get("content")
+
+    @property
+    def tool_calls(self) -> list[dict[str, Any]]:
+        return list(self.body.get("tool_calls") or [])
+
+    @property
+    def invalid_tool_calls(self) -> list[dict[str, Any]]:
+        return list(self.body.get("invalid_tool_calls") or [])
+
+    @property
+    def status(self) -> str | None:
+        return self.body.get("status")
+
+    @property
+    def name(self) -> str | None:
+        return self.body.get("name")
+
+    def to_langchain(self) -> Any:
+        """The LangChain message, rebuilt losslessly from its stored dict."""
+        from langchain_core.messages import messages_from_dict
+
+        return messages_from_dict([self.data])[0]
+
+
+@dataclass
+class Run:
+    summary: RunSummary
+    events: list[Event]
+    messages: list[Message]  # ordered by (position, seq)
+    children: list[RunSummary] = field(default_factory=list)
+    metadata: Any = None
+
+    @property
+    def id(self) -> str:
+        return self.summary.id
+
+    @cached_property
+    def message_by_key(self) -> dict[str, Message]:
+        return {m.key: m for m in self.messages}
+
+
+class TraceDB:
+    """A looptrace database opened for reading (thread-safe)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = str(path)
+        p = Path(self.path)
+        if not p.exists():
+            msg = f"{self.path}: no such database"
+            raise NotALooptraceDatabase(msg)
+        if p.is_dir():
+            msg = f"{self.path} is a directory, not a looptrace database"
+            raise NotALooptraceDatabase(msg)
+        if p.stat().st_size == 0:
+            msg = f"{self.path} is empty: no looptrace runs recorded yet"
+            raise NotALooptraceDatabase(msg)
+        self._conn = connect(self.path, readonly=True)
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> TraceDB:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _query(self, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            try:
+                return self._conn.execute(sql, params).fetchall()
+            except sqlite3.DatabaseError as exc:
+                msg = f"{self.path}: cannot read ({exc})"
+                raise NotALooptraceDatabase(msg) from None
+
+    # -- runs ---------------------------------------------------------------
+    def runs(self, *, search: str | None = None, ids: list[str] | None = None) -> list[RunSummary]:
+        """Every run with its counts, newest first; ``search`` matches message text."""
+        where = []
+        params: list[Any] = []
+        if search:
+            where.append("r.id IN (SELECT run_id FROM messages WHERE text LIKE ? ESCAPE '\\')")
+            esc = search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            params.append(f"%{esc}%")
+        if ids:
+            where.append(f"r.id IN ({','.join('?' * len(ids))})")
+            params.extend(ids)
+        sql = (
+            f"SELECT {', '.join('r.' + f for f in _RUN_FIELDS)},"
+            " COALESCE(MAX(e.lap), 0),"
+            " SUM(e.hook IN ('wrap_model_call', 'model') AND e.phase = 'enter'),"
+            " SUM(e.hook IN ('wrap_tool_call', 'tool') AND e.phase = 'enter'),"
+            " SUM(e.phase = 'error'), COUNT(e.seq)"
+            " FROM runs r LEFT JOIN events e ON e.run_id = r.id"
+            + (" WHERE " + " AND ".join(where) if where else "")
+            + " GROUP BY r.id ORDER BY r.started_at DESC"
+        )
+        return [RunSummary(*row[:16], laps=row[16] or 0, model_calls=row[17] or 0,
+                           tool_calls=row[18] or 0, errors=row[19] or 0, events=row[20] or 0)
+                for row in self._query(sql, params)]
+
+    def summary(self, run_id: str) -> RunSummary:
+        found = self.runs(ids=[run_id])
+        if not found:
+            msg = f"no run {run_id!r} in {self.path}"
+            raise RunNotFound(msg)
+        return found[0]
+
+    def resolve(self, prefix: str) -> str:
+        """A full run id from an id or a unique prefix of one."""
+        rows = self._query("SELECT id FROM runs WHERE id LIKE ? LIMIT 2",
+                           [prefix.replace("%", "") + "%"])
+        if len(rows) == 1:
+            return str(rows[0][0])
+        if not rows:
+            msg = f"no run {prefix!r} in {self.path}"
+            raise RunNotFound(msg)
+        msg = f"run id prefix {prefix!r} is ambiguous in {self.path}"
+        raise RunNotFound(msg)
+
+    def run(self, run_id: str) -> Run:
+        summary = self.summary(run_id)
+        events = [
+            Event(*row[:10], payload=_loads(row[10]))
+            for row in self._query(
+                "SELECT run_id, seq, ts, hook, phase, duration_ms, middleware, lap, tool_call_id,"
+                " task, payload FROM events WHERE run_id = ? ORDER BY seq", [run_id])
+        ]
+        messages = [
+            Message(pos, seq, mid, typ or "unknown", tcid, text or "",
+                    _loads(data) or {"type": typ, "data": {}})
+            for pos, seq, mid, typ, tcid, text, data in self._query(
+                "SELECT position, seq, msg_id, type, tool_call_id, text, data FROM messages"
+                " WHERE run_id = ? ORDER BY position, seq", [run_id])
+        ]
+        children = [s for s in self.runs() if s.parent_id == run_id]
+        children.sort(key=lambda s: s.started_at or 0)
+        meta = self._query("SELECT metadata FROM runs WHERE id = ?", [run_id])
+        return Run(summary, events, messages, children, _loads(meta[0][0]) if meta else None)
+
+    def wire(self, run_id: str) -> list[dict[str, Any]]:
+        """Provider HTTP exchanges recorded for ``run_id``, oldest first."""
+        cols = [r[1] for r in self._query("PRAGMA table_info(wire)")]
+        rows = self._query("SELECT * FROM wire WHERE run_id = ? ORDER BY id", [run_id])
+        return [dict(zip(cols, r)) for r in rows]
+
+    def raw_rows(self, table: str, run_id: str) -> list[dict[str, Any]]:
+        """Every stored column of ``table`` for one run, for export."""
+        if table not in ("runs", "events", "messages", "wire"):
+            msg = f"unknown table {table}"
+            raise ValueError(msg)
+        key = "id" if table == "runs" else "run_id"
+        cols = [r[1] for r in self._query(f"PRAGMA table_info({table})")]
+        order = {"runs": "id", "events": "seq", "messages": "position, seq", "wire": "id"}[table]
+        rows = self._query(f"SELECT * FROM {table} WHERE {key} = ? ORDER BY {order}", [run_id])
+        return [dict(zip(cols, r)) for r in rows]

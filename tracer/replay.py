@@ -1,0 +1,245 @@
+"""Replay steps: one step per recorded event, with everything a pane needs.
+
+``build_replay(run)`` turns a loaded ``Run`` into ``Replay``: for each step the
+graph node that is active, the edge just taken, the nodes visited so far, the
+tool calls in flight, the messages as of that step and a caption that explains
+the hook. Pure functions over loader records; the app only draws them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .hooks import HOOK_BY_NAME
+from .loader import Event, Message, Run
+
+# The loop as a graph: nodes in drawing order, and every edge the loop can take.
+GRAPH_NODES: tuple[str, ...] = (
+    "START", "before_agent", "before_model", "model", "after_model", "tools", "after_agent", "END",
+)
+GRAPH_EDGES: tuple[tuple[str, str], ...] = (
+    ("START", "before_agent"),
+    ("before_agent", "before_model"),
+    ("before_model", "model"),
+    ("model", "after_model"),
+    ("after_model", "tools"),  # the conditional edge: tool calls asked for
+    ("after_model", "after_agent"),  # the conditional edge: a plain answer
+    ("tools", "before_model"),  # the back edge
+    ("after_agent", "END"),
+)
+
+# Dispatch table: event hook -> graph node.
+HOOK_NODE: dict[str, str] = {
+    "before_agent": "before_agent",
+    "before_model": "before_model",
+    "wrap_model_call": "model",
+    "model": "model",
+    "after_model": "after_model",
+    "wrap_tool_call": "tools",
+    "tool": "tools",
+    "after_agent": "after_agent",
+}
+
+STEP_KINDS = ("model", "tool", "error", "interrupt", "hook", "run")
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    index: int
+    event: Event
+    node: str  # graph node active at this step
+    edge: tuple[str, str] | None  # the edge just taken to reach it
+    visited: frozenset[str]
+    active_tools: tuple[str, ...]  # tool_call_ids in flight
+    kind: str
+    new_keys: tuple[str, ...]  # message keys that this step added
+    caption: str
+
+
+@dataclass
+class Replay:
+    run: Run
+    steps: list[Step]
+    used_hooks: frozenset[str]  # hooks that some middleware used in this run
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+    def clamp(self, index: Any) -> int:
+        """A valid step index from anything (a query string, None, out of range)."""
+        try:
+            i = int(str(index).strip())
+        except (TypeError, ValueError):
+            return 0
+        return max(0, min(i, len(self.steps) - 1)) if self.steps else 0
+
+    def messages_at(self, index: int) -> list[Message]:
+        """The conversation as of step ``index`` (system prompt excluded)."""
+        if not self.steps:
+            return list(self.run.messages)
+        seq = self.steps[self.clamp(index)].event.seq
+        history: Event | None = None
+        for ev in self._history_events:
+            if ev.seq <= seq:
+                history = ev
+        if history is None:
+            return [m for m in self.run.messages if m.seq <= seq]
+        by_key = {m.key: m for m in self.run.messages if m.seq <= seq}
+        keys = (history.payload or {}).get("keys") or []
+        base = [by_key[k] for k in keys if k in by_key]
+        seen = {m.key for m in base}
+        later = [m for m in self.run.messages if history.seq < m.seq <= seq and m.key not in seen]
+        return base + later
+
+    @property
+    def _history_events(self) -> list[Event]:
+        return [e for e in self.run.events if e.hook == "history"]
+
+    def pending_calls(self, index: int) -> set[str]:
+        """Tool calls asked for and not answered as of step ``index``."""
+        msgs = self.messages_at(index)
+        asked = {c.get("id") for m in msgs for c in m.tool_calls if c.get("id")}
+        answered = {m.tool_call_id for m in msgs if m.tool_call_id}
+        return {a for a in asked if a not in answered}
+
+    def find(self, index: int, kind: str, direction: int = 1) -> int | None:
+        """The next (or previous) step of ``kind`` after ``index``."""
+        rng = range(index + 1, len(self.steps)) if direction > 0 else range(index - 1, -1, -1)
+        for i in rng:
+            if self.steps[i].kind == kind:
+                return i
+        return None
+
+    def system_prompt(self) -> str | None:
+        for ev in self.run.events:
+            if isinstance(ev.payload, dict) and isinstance(ev.payload.get("system"), str):
+                return str(ev.payload["system"])
+        return None
+
+
+def _kind(ev: Event) -> str:
+    if ev.phase == "error":
+        return "error"
+    if ev.phase == "interrupt" or ev.hook in ("interrupt", "resume"):
+        return "interrupt"
+    if ev.hook in ("wrap_model_call", "model"):
+        return "model"
+    if ev.hook in ("wrap_tool_call", "tool"):
+        return "tool"
+    if ev.hook == "run":
+        return "run"
+    return "hook"
+
+
+def build_replay(run: Run) -> Replay:
+    steps: list[Step] = []
+    visited: set[str] = set()
+    active: dict[str, None] = {}
+    node = "START"
+    new_by_seq: dict[int, list[str]] = {}
+    for m in run.messages:
+        new_by_seq.setdefault(m.seq, []).append(m.key)
+    used = frozenset(e.hook for e in run.events if e.hook in HOOK_BY_NAME and e.middleware)
+    last_ai_calls = 0
+    for i, ev in enumerate(run.events):
+        prev = node
+        if ev.hook == "run":
+            node = "START" if ev.phase == "start" else ("END" if ev.phase == "end" else node)
+        else:
+            node = HOOK_NODE.get(ev.hook, node)
+        if ev.hook == "after_agent":
+            pass
+        if ev.tool_call_id and ev.hook in ("wrap_tool_call", "tool"):
+            if ev.phase == "enter":
+                active[ev.tool_call_id] = None
+            else:
+                active.pop(ev.tool_call_id, None)
+        if ev.hook in ("wrap_model_call", "model") and ev.phase == "exit":
+            last_ai_calls = int((ev.payload or {}).get("tool_calls") or 0)
+        edge = (prev, node) if prev != node else None
+        visited.add(node)
+        steps.append(Step(
+            index=i, event=ev, node=node, edge=edge, visited=frozenset(visited),
+            active_tools=tuple(active), kind=_kind(ev),
+            new_keys=tuple(new_by_seq.get(ev.seq, ())),
+            caption=caption(ev, run, last_ai_calls),
+        ))
+    # A finished run ends at END.
+    if steps and run.summary.status == "completed" and steps[-1].node == "after_agent":
+        pass
+    return Replay(run, steps, used)
+
+
+def _names(run: Run, ev: Event) -> str:
+    calls = []
+    for m in run.messages:
+        if m.seq == ev.seq:
+            calls.extend(c.get("name", "?") for c in m.tool_calls)
+    return ", ".join(calls)
+
+
+def caption(ev: Event, run: Run, tool_calls: int = 0) -> str:
+    """One or two sentences: what this hook is for and what happened here."""
+    p = ev.payload if isinstance(ev.payload, dict) else {}
+    hook = HOOK_BY_NAME.get(ev.hook)
+    purpose = f"{ev.hook} {hook.purpose}" if hook else ""
+    dur = f" in {ev.duration_ms:.1f} ms" if ev.duration_ms is not None else ""
+    who = f" ({ev.middleware})" if ev.middleware else ""
+    if ev.phase == "error":
+        what = f"{ev.hook}{who} raised {p.get('error', 'an error')}{dur}."
+        if ev.hook in ("wrap_tool_call", "tool"):
+            what += " The exception propagates unless a middleware turns it into a ToolMessage."
+        return what
+    if ev.phase == "interrupt" or ev.hook == "interrupt":
+        return ("The run paused for a human: an interrupt() stopped the graph and the "
+                "checkpointer saved its state. Resuming continues this same run.")
+    if ev.hook == "resume":
+        return ("The thread resumed with a human decision; the loop continues where it "
+                "paused (no before_agent fires on resume).")
+    if ev.hook == "history":
+        return ("The message history was rewritten (summarised or trimmed): "
+                "the conversation from here on is the new list.")
+    if ev.hook == "run":
+        return {"start": "The run starts: the graph is invoked with the user's input.",
+                "end": "The run ends: the graph returned its final state.",
+                "error": f"The run failed: {p.get('error', '')}"}.get(ev.phase, "")
+    if ev.hook == "node":
+        return f"Graph node {p.get('node', '?')} ran{dur}."
+    if ev.hook in ("wrap_model_call", "model"):
+        if ev.phase == "enter":
+            n = p.get("messages", "?")
+            return (f"{purpose} The model is called with {n} messages"
+                    f"{' and the system prompt' if p.get('system') or p.get('system_same') else ''}"
+                    f" (lap {ev.lap}).").strip()
+        n = int(p.get("tool_calls") or 0)
+        usage = p.get("usage") or {}
+        tok = f", {usage.get('total_tokens')} tokens" if usage.get("total_tokens") else ""
+        if n:
+            names = _names(run, ev)
+            return (f"The model answered{dur}{tok} asking for {n} tool call"
+                    f"{'s' if n > 1 else ''}{': ' + names if names else ''}. "
+                    f"The conditional edge after after_model will route to tools"
+                    f"{', which run them in parallel' if n > 1 else ''}.")
+        return (f"The model answered in plain text{dur}{tok}: no tool calls, so the loop "
+                "ends after after_model.")
+    if ev.hook in ("wrap_tool_call", "tool"):
+        name = p.get("name", "")
+        if ev.phase == "enter":
+            known = "" if p.get("known_tool", True) else " (not a tool the agent has!)"
+            return (f"{purpose} Tool call {name}{known} starts with id {ev.tool_call_id}.").strip()
+        status = p.get("status")
+        if status == "error":
+            return (f"The tool call {ev.tool_call_id} came back as an error ToolMessage{dur}; "
+                    "the error is fed back to the model on the next lap.")
+        if p.get("command"):
+            return (f"The tool returned a Command{dur} that updates the state (a subagent's "
+                    "result arrives this way).")
+        return (f"The tool call {ev.tool_call_id} returned{dur}; its ToolMessage answers the "
+                "call with the same tool_call_id.")
+    if ev.hook == "after_model":
+        nxt = "tools" if tool_calls else "after_agent"
+        return f"{purpose}{who} Next, the conditional edge goes to {nxt}."
+    if ev.hook == "before_model":
+        return f"{purpose}{who} Lap {ev.lap} begins."
+    return f"{purpose}{who}".strip()
