@@ -1,0 +1,49 @@
+"""Shared fixtures: temporary databases, the sample-trace database, a real browser."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from browser_support import ARTIFACTS, CHROMIUM_ARGS, chromium_path
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    """A fresh database file path (not created yet)."""
+    return tmp_path / "trace.db"
+
+
+@pytest.fixture(scope="session")
+def sample_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A database built from every bundled sample trace."""
+    from tracer.exchange import build_sample_db
+
+    return build_sample_db(tmp_path_factory.mktemp("samples") / "samples.db")
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[object]:
+    """Debian's Chromium driven by Playwright (skips if it is not installed)."""
+    exe = chromium_path()
+    if exe is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is not installed: .ci/run must install Debian's chromium")
+        pytest.skip("chromium is not installed")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=exe, args=CHROMIUM_ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.fixture(scope="session")
+def artifacts() -> Path:
+    ARTIFACTS.mkdir(exist_ok=True)
+    return ARTIFACTS
