@@ -1,0 +1,549 @@
+"""Compare two runs: align them lap by lap and hook by hook, find the first divergence.
+
+``diff_runs(run_a, run_b)`` aligns the replay steps of two runs (the same
+scenario before and after a prompt change, or through two providers) and
+reports every difference, with the first one pinned down precisely: the lap,
+the step index in each run, a kind and a sentence. Messages are compared by a
+readable text form (type, text, tool calls with their arguments, tool status);
+ids, timestamps, durations and token counts are ignored, so two recordings of
+the same scenario are identical.
+
+Example:
+    >>> with TraceDB("looptrace.db") as db:
+    ...     d = diff_runs(db.run(a), db.run(b))
+    >>> d.first_divergence.kind, d.first_divergence.step_a
+    ('different_arguments', 9)
+
+From the command line: ``looptrace diff RUN_A RUN_B``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import sys
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .errors import LooptraceError
+from .loader import Message, Run, TraceDB
+from .replay import Replay, Step, build_replay
+
+DEFAULT_DB = "looptrace.db"
+
+# Divergence kinds, in the order a reader thinks about them.
+KINDS: tuple[str, ...] = (
+    "input",  # a different user message
+    "system_prompt",  # the model got a different system prompt
+    "tools",  # the model was offered different tools
+    "model",  # a different model answered
+    "tool_calls",  # one run asked for tool calls (or more of them) where the other did not
+    "different_tool",  # a different tool was called
+    "different_arguments",  # the same tool with different arguments
+    "different_answer",  # different answer text from the model
+    "tool_result",  # a tool returned something else (or another status)
+    "message",  # any other message difference
+    "error",  # a different error (or an error on one side only)
+    "hook_sequence",  # a hook fired on one side with no counterpart on the other
+    "extra_lap",  # a whole lap exists on one side only
+    "status",  # the runs ended differently (completed / error / interrupted)
+)
+
+_TOOL_HOOKS = ("wrap_tool_call", "tool")
+_MODEL_HOOKS = ("wrap_model_call", "model")
+
+
+@dataclass(frozen=True, slots=True)
+class Divergence:
+    """One difference between the runs, at one aligned pair of steps."""
+
+    lap: int  # the lap it happens in (the lap recorded on the event)
+    step_a: int | None  # index into run A's replay steps (None: no such step in A)
+    step_b: int | None
+    kind: str  # one of KINDS
+    description: str
+    detail: str = ""  # a unified diff of the messages involved, when there are any
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One line of the alignment: a step of A next to its counterpart in B."""
+
+    segment: str  # "lap 0" (before the loop), "lap N", or "end"
+    step_a: int | None
+    step_b: int | None
+    same: bool
+
+
+@dataclass
+class LapDiff:
+    segment: str
+    lap: int
+    rows: list[Row]
+    differences: list[Divergence]
+    message_diff: str  # unified diff of the messages added in this lap ("" when equal)
+
+    @property
+    def identical(self) -> bool:
+        return not self.differences
+
+
+@dataclass
+class RunDiff:
+    a: Replay
+    b: Replay
+    rows: list[Row]  # the whole alignment, in display order
+    laps: list[LapDiff]
+    differences: list[Divergence] = field(default_factory=list)
+    message_diff: str = ""  # unified diff of the final conversations
+
+    @property
+    def first_divergence(self) -> Divergence | None:
+        return self.differences[0] if self.differences else None
+
+    @property
+    def identical(self) -> bool:
+        return not self.differences
+
+    def row_of(self, *, step_a: int | None = None, step_b: int | None = None) -> int:
+        """The alignment row holding ``step_a`` (or ``step_b``); 0 if none does."""
+        for i, r in enumerate(self.rows):
+            if (step_a is not None and r.step_a == step_a) or (
+                    step_b is not None and r.step_b == step_b):
+                return i
+        return 0
+
+    def to_dict(self) -> dict[str, Any]:
+        def side(rp: Replay) -> dict[str, Any]:
+            s = rp.run.summary
+            return {"id": s.id, "name": s.name, "status": s.status, "laps": s.laps,
+                    "steps": len(rp.steps)}
+
+        first = self.first_divergence
+        return {
+            "a": side(self.a), "b": side(self.b), "identical": self.identical,
+            "first_divergence": asdict(first) if first else None,
+            "laps": [{"segment": ld.segment, "lap": ld.lap,
+                      "differences": [asdict(d) for d in ld.differences],
+                      "message_diff": ld.message_diff} for ld in self.laps],
+            "alignment": [[r.step_a, r.step_b] for r in self.rows],
+            "message_diff": self.message_diff,
+        }
+
+
+# -- readable forms -----------------------------------------------------------
+
+def _canon(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def content_text(content: Any) -> str:
+    """Message content as plain text (block lists joined, non-text blocks as JSON)."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for block in content:
+            if isinstance(block, str):
+                parts.append(block)
+            elif isinstance(block, dict) and block.get("type") == "text":
+                parts.append(str(block.get("text", "")))
+            elif isinstance(block, dict) and block.get("type") in ("tool_use", "tool_call"):
+                continue  # shown as a tool call
+            else:
+                parts.append(_canon(block))
+        return "\n".join(parts)
+    return _canon(content)
+
+
+def message_text(m: Message) -> str:
+    """A readable, id-free text form of one message (what the diff compares)."""
+    if m.type == "tool":
+        status = m.status or "success"
+        head = f"[tool {m.name or '?'}{' status=' + status if status != 'success' else ''}]"
+    elif m.type == "ai":
+        head = "[ai]"
+    else:
+        head = f"[{m.type}]"
+    lines = [head]
+    text = content_text(m.content) if m.body else m.text
+    if text:
+        lines.extend("  " + line for line in text.splitlines() or [""])
+    for c in m.tool_calls:
+        lines.append(f"  -> {c.get('name', '?')}({_canon(c.get('args', {}))})")
+    for c in m.invalid_tool_calls:
+        lines.append(f"  -> invalid {c.get('name', '?')}({c.get('args', '')}): {c.get('error', '')}")
+    return "\n".join(lines)
+
+
+def messages_diff(a: list[Message], b: list[Message], label_a: str, label_b: str) -> str:
+    """A unified diff of two message lists in their readable form ("" when equal)."""
+    ta = "\n".join(message_text(m) for m in a).splitlines()
+    tb = "\n".join(message_text(m) for m in b).splitlines()
+    if ta == tb:
+        return ""
+    return "\n".join(difflib.unified_diff(ta, tb, label_a, label_b, lineterm=""))
+
+
+# -- alignment ----------------------------------------------------------------
+
+def _segment(step: Step) -> tuple[int, str]:
+    """Which part of the loop a step belongs to: (order, label)."""
+    ev = step.event
+    if ev.hook == "after_agent" or (ev.hook == "run" and ev.phase != "start"):
+        return (1 << 30, "end")
+    if ev.hook == "run":
+        return (0, "lap 0")
+    return (ev.lap, f"lap {ev.lap}")
+
+
+def _call_order(run: Run) -> dict[str, tuple[int, int]]:
+    order: dict[str, tuple[int, int]] = {}
+    for m in run.messages:
+        for j, c in enumerate(m.tool_calls):
+            if c.get("id"):
+                order.setdefault(str(c["id"]), (m.position, j))
+    return order
+
+
+def _segments(rp: Replay) -> dict[tuple[int, str], list[Step]]:
+    """Steps per segment; parallel tool calls in call order, not completion order."""
+    segs: dict[tuple[int, str], list[Step]] = {}
+    for s in rp.steps:
+        segs.setdefault(_segment(s), []).append(s)
+    order = _call_order(rp.run)
+    for key, steps in segs.items():
+        out: list[Step] = []
+        block: list[Step] = []
+        for s in steps + [None]:  # type: ignore[list-item]
+            if s is not None and s.event.hook in _TOOL_HOOKS and s.event.tool_call_id:
+                block.append(s)
+                continue
+            if block:
+                far = (1 << 30, 0)
+                block.sort(key=lambda x: (order.get(x.event.tool_call_id or "", far), x.index))
+                out.extend(block)
+                block = []
+            if s is not None:
+                out.append(s)
+        segs[key] = out
+    return segs
+
+
+def _signature(step: Step) -> tuple[str, str, str]:
+    ev = step.event
+    return (ev.hook, ev.phase, ev.middleware or "")
+
+
+# -- comparing one aligned pair -------------------------------------------------
+
+def _systems(rp: Replay) -> dict[int, str | None]:
+    """The system prompt each model call got, by step index."""
+    out: dict[int, str | None] = {}
+    current: str | None = None
+    for s in rp.steps:
+        p = s.event.payload if isinstance(s.event.payload, dict) else {}
+        if s.event.hook in _MODEL_HOOKS and s.event.phase == "enter":
+            if isinstance(p.get("system"), str):
+                current = p["system"]
+                out[s.index] = current
+            else:
+                out[s.index] = current if p.get("system_same") else None
+    return out
+
+
+def _tool_names(payload: dict[str, Any]) -> list[str] | None:
+    if "tool_names" in payload:
+        return [str(n) for n in payload["tool_names"] or []]
+    tools = payload.get("tools")
+    if isinstance(tools, list):
+        names = []
+        for t in tools:
+            if isinstance(t, dict):
+                fn = t.get("function") if isinstance(t.get("function"), dict) else t
+                names.append(str(fn.get("name", "?")))
+        return names
+    return None
+
+
+def _short(text: str, n: int = 80) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def _calls(m: Message) -> list[tuple[str, str]]:
+    return [(str(c.get("name", "?")), _canon(c.get("args", {}))) for c in m.tool_calls]
+
+
+def _compare_messages(ma: Message, mb: Message) -> tuple[str, str] | None:
+    """(kind, description) of how two messages at the same place differ, or None."""
+    if message_text(ma) == message_text(mb):
+        return None
+    if ma.type != mb.type:
+        return "message", f"A has a {ma.type} message where B has a {mb.type} message"
+    if ma.type == "human":
+        return "input", (f"different user input: {_short(content_text(ma.content))!r} "
+                         f"vs {_short(content_text(mb.content))!r}")
+    if ma.type == "tool":
+        if (ma.status or "success") != (mb.status or "success"):
+            return "tool_result", (f"tool {ma.name or '?'} returned status "
+                                   f"{ma.status or 'success'} in A but {mb.status or 'success'}"
+                                   " in B")
+        return "tool_result", (f"tool {ma.name or '?'} returned "
+                               f"{_short(content_text(ma.content))!r} in A but "
+                               f"{_short(content_text(mb.content))!r} in B")
+    if ma.type == "ai":
+        ca, cb = _calls(ma), _calls(mb)
+        if len(ca) != len(cb):
+            def said(calls: list[tuple[str, str]]) -> str:
+                if not calls:
+                    return "answered in plain text"
+                return f"asked for {len(calls)} tool call{'s' * (len(calls) > 1)} (" + ", ".join(
+                    n for n, _ in calls) + ")"
+            return "tool_calls", f"the model {said(ca)} in A but {said(cb)} in B"
+        for (na, xa), (nb, xb) in zip(ca, cb):
+            if na != nb:
+                return "different_tool", f"the model called {na} in A but {nb} in B"
+        for (na, xa), (_nb, xb) in zip(ca, cb):
+            if xa != xb:
+                return "different_arguments", (f"the model called {na} with {_short(xa)} in A "
+                                               f"but with {_short(xb)} in B")
+        return "different_answer", (f"the model answered {_short(content_text(ma.content))!r} "
+                                    f"in A but {_short(content_text(mb.content))!r} in B")
+    return "message", f"the {ma.type} message differs"
+
+
+class _Side:
+    def __init__(self, rp: Replay) -> None:
+        self.rp = rp
+        self.systems = _systems(rp)
+        self.by_key = rp.run.message_by_key
+
+    def new_messages(self, step: Step) -> list[Message]:
+        return [self.by_key[k] for k in step.new_keys if k in self.by_key]
+
+
+def _compare_pair(a: _Side, b: _Side, sa: Step, sb: Step) -> list[tuple[str, str, str]]:
+    """Every (kind, description, detail) difference between two aligned steps."""
+    out: list[tuple[str, str, str]] = []
+    ea, eb = sa.event, sb.event
+    pa = ea.payload if isinstance(ea.payload, dict) else {}
+    pb = eb.payload if isinstance(eb.payload, dict) else {}
+    if ea.phase == "error" and pa.get("error") != pb.get("error"):
+        out.append(("error", (f"{ea.hook} raised {_short(str(pa.get('error')))!r} in A but "
+                             f"{_short(str(pb.get('error')))!r} in B"), ""))
+    if ea.hook in _MODEL_HOOKS and ea.phase == "enter":
+        sys_a, sys_b = a.systems.get(sa.index), b.systems.get(sb.index)
+        if sys_a != sys_b:
+            detail = "\n".join(difflib.unified_diff(
+                (sys_a or "").splitlines(), (sys_b or "").splitlines(), "A system prompt",
+                "B system prompt", lineterm=""))
+            out.append(("system_prompt", "the model got a different system prompt", detail))
+        ta, tb = _tool_names(pa), _tool_names(pb)
+        if ta is not None and tb is not None and sorted(ta) != sorted(tb):
+            out.append(("tools", f"the model was offered tools {ta} in A but {tb} in B", ""))
+        if pa.get("model") and pb.get("model") and pa["model"] != pb["model"]:
+            out.append(("model", f"model {pa['model']} in A but {pb['model']} in B", ""))
+    ma, mb = a.new_messages(sa), b.new_messages(sb)
+    for x, y in zip(ma, mb):
+        found = _compare_messages(x, y)
+        if found:
+            detail = messages_diff([x], [y], "A", "B")
+            out.append((found[0], found[1], detail))
+    if len(ma) != len(mb):
+        more, side = (ma, "A") if len(ma) > len(mb) else (mb, "B")
+        extra = more[min(len(ma), len(mb)):]
+        detail = messages_diff(ma, mb, "A", "B")
+        out.append(("message", (f"{side} adds {len(extra)} more message"
+                               f"{'s' * (len(extra) > 1)} here ({extra[0].type})"), detail))
+    if ea.hook in _TOOL_HOOKS and ea.phase == "enter":
+        if pa.get("name") != pb.get("name"):
+            out.append(("different_tool", (f"tool {pa.get('name')} runs in A but "
+                                          f"{pb.get('name')} in B"), ""))
+        elif _canon(pa.get("args")) != _canon(pb.get("args")):
+            out.append(("different_arguments",
+                        (f"tool {pa.get('name')} runs with {_short(_canon(pa.get('args')))} in A"
+                        f" but with {_short(_canon(pb.get('args')))} in B"), ""))
+    if (ea.hook in _TOOL_HOOKS and ea.phase == "exit" and pa.get("status") != pb.get("status")
+            and not any(k == "tool_result" for k, _, _ in out)):
+        out.append(("tool_result", (f"tool call ended with status {pa.get('status')} in A "
+                                       f"but {pb.get('status')} in B"), ""))
+    return out
+
+
+def _idx(i: int | None) -> str:
+    return "-" if i is None else str(i)
+
+
+def _describe_step(step: Step) -> str:
+    ev = step.event
+    what = f"{ev.hook} {ev.phase}"
+    if ev.hook in _TOOL_HOOKS and isinstance(ev.payload, dict) and ev.payload.get("name"):
+        what += f" ({ev.payload['name']})"
+    return what
+
+
+# -- the diff -----------------------------------------------------------------
+
+def diff_runs(run_a: Run, run_b: Run) -> RunDiff:
+    """Align two runs lap by lap and hook by hook and list every difference."""
+    ra, rb = build_replay(run_a), build_replay(run_b)
+    return diff_replays(ra, rb)
+
+
+def diff_replays(ra: Replay, rb: Replay) -> RunDiff:
+    a, b = _Side(ra), _Side(rb)
+    sa, sb = _segments(ra), _segments(rb)
+    rows: list[Row] = []
+    laps: list[LapDiff] = []
+    differences: list[Divergence] = []
+    for key in sorted(set(sa) | set(sb)):
+        _order, label = key
+        steps_a, steps_b = sa.get(key, []), sb.get(key, [])
+        lap_rows: list[Row] = []
+        lap_diffs: list[Divergence] = []
+        lap_no = (steps_a or steps_b)[0].event.lap
+
+        def add(x: Step | None, y: Step | None, found: list[tuple[str, str, str]],
+                same: bool | None = None, lap_rows: list[Row] = lap_rows,
+                lap_diffs: list[Divergence] = lap_diffs, label: str = label) -> None:
+            ia, ib = (x.index if x else None), (y.index if y else None)
+            lap_rows.append(Row(label, ia, ib, not found if same is None else same))
+            lap = (x or y).event.lap  # type: ignore[union-attr]
+            for kind, desc, detail in found:
+                where = f"{label}, step {_idx(ia)} (A) / {_idx(ib)} (B)"
+                lap_diffs.append(Divergence(lap, ia, ib, kind, f"{where}: {desc}", detail))
+
+        if not steps_a or not steps_b:
+            present, absent = ("A", "B") if steps_a else ("B", "A")
+            other = (rb if steps_a else ra).run.summary.laps
+            for i, s in enumerate(steps_a or steps_b):
+                found = [("extra_lap", (f"{label} exists only in {present} ({absent} has "
+                                       f"{other} laps)"), "")] if i == 0 else []
+                add(s if steps_a else None, None if steps_a else s, found, same=False)
+        else:
+            sm = difflib.SequenceMatcher(a=[_signature(s) for s in steps_a],
+                                         b=[_signature(s) for s in steps_b], autojunk=False)
+            for op, i1, i2, j1, j2 in sm.get_opcodes():
+                if op == "equal":
+                    for x, y in zip(steps_a[i1:i2], steps_b[j1:j2]):
+                        add(x, y, _compare_pair(a, b, x, y))
+                    continue
+                for x in steps_a[i1:i2]:
+                    add(x, None, [("hook_sequence", (f"{_describe_step(x)} fires in A with no "
+                                                    "counterpart in B"), "")])
+                for y in steps_b[j1:j2]:
+                    add(None, y, [("hook_sequence", (f"{_describe_step(y)} fires in B with no "
+                                                    "counterpart in A"), "")])
+        msgs_a = [m for s in steps_a for m in a.new_messages(s)]
+        msgs_b = [m for s in steps_b for m in b.new_messages(s)]
+        md = messages_diff(msgs_a, msgs_b, f"A {ra.run.id[:12]} {label}",
+                           f"B {rb.run.id[:12]} {label}")
+        if md and not lap_diffs:
+            # Same messages in another order, e.g. parallel results arriving differently.
+            lap_diffs.append(Divergence(lap_no, None, None, "message",
+                                        f"{label}: the messages differ", md))
+        rows.extend(lap_rows)
+        laps.append(LapDiff(label, lap_no, lap_rows, lap_diffs, md))
+        differences.extend(lap_diffs)
+    st_a, st_b = ra.run.summary.status, rb.run.summary.status
+    if st_a != st_b:
+        last_a = len(ra.steps) - 1 if ra.steps else None
+        last_b = len(rb.steps) - 1 if rb.steps else None
+        differences.append(Divergence(
+            max(ra.run.summary.laps, rb.run.summary.laps), last_a, last_b, "status",
+            f"run ended {st_a} in A but {st_b} in B"))
+    final_a = ra.messages_at(len(ra.steps) - 1)
+    final_b = rb.messages_at(len(rb.steps) - 1)
+    md = messages_diff(final_a, final_b, f"A {ra.run.id[:12]}", f"B {rb.run.id[:12]}")
+    return RunDiff(ra, rb, rows, laps, differences, md)
+
+
+# -- CLI ----------------------------------------------------------------------
+
+HELP = """Compare two runs lap by lap and hook by hook and print the first divergence
+(different tool, arguments, answer, tool result, extra lap, hook sequence, status),
+every difference per lap and a unified diff of the messages. Ids, timestamps,
+durations and token counts are ignored.
+
+Exit status (like diff(1)): 0 the runs are identical, 1 they differ,
+2 trouble (no such database or run)."""
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("diff", help="compare two runs and show the first divergence",
+                       description=HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("run_a", metavar="RUN_A", help="run id (or a unique prefix)")
+    p.add_argument("run_b", metavar="RUN_B", help="run id (or a unique prefix)")
+    p.add_argument("--db", default=DEFAULT_DB, help="database holding RUN_A (and RUN_B)")
+    p.add_argument("--db-b", help="database holding RUN_B (default: --db)")
+    p.add_argument("--json", action="store_true", help="print the diff as JSON")
+    p.set_defaults(func=cmd_diff)
+
+
+def load_pair(db_a: str, run_a: str, db_b: str | None, run_b: str) -> tuple[Run, Run]:
+    with TraceDB(db_a) as da:
+        ra = da.run(da.resolve(run_a))
+        if db_b is None or db_b == db_a:
+            rb = da.run(da.resolve(run_b))
+            return ra, rb
+    with TraceDB(db_b) as dbb:
+        return ra, dbb.run(dbb.resolve(run_b))
+
+
+def format_text(d: RunDiff) -> str:
+    lines = []
+    for tag, rp in (("A", d.a), ("B", d.b)):
+        s = rp.run.summary
+        lines.append(f"{tag}: {s.id}  {s.name or ''}  {s.status}, {s.laps} laps, "
+                     f"{len(rp.steps)} steps")
+    first = d.first_divergence
+    if first is None:
+        lines.append("identical: same hooks, tool calls, arguments, answers and status")
+        return "\n".join(lines)
+    lines.append("")
+    lines.append(f"first divergence ({first.kind}): {first.description}")
+    if first.detail:
+        lines.append(first.detail)
+    for ld in d.laps:
+        if ld.identical:
+            continue
+        lines.append("")
+        lines.append(f"{ld.segment}: {len(ld.differences)} difference"
+                     f"{'s' * (len(ld.differences) > 1)}")
+        for x in ld.differences:
+            lines.append(f"  - [{x.kind}] {x.description}")
+    if d.message_diff:
+        lines.append("")
+        lines.append(d.message_diff)
+    return "\n".join(lines)
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    try:
+        ra, rb = load_pair(args.db, args.run_a, args.db_b, args.run_b)
+    except LooptraceError as exc:
+        print(f"looptrace diff: {exc}", file=sys.stderr)
+        return 2
+    d = diff_runs(ra, rb)
+    if args.json:
+        print(json.dumps(d.to_dict(), indent=2, ensure_ascii=False))
+    else:
+        print(format_text(d))
+    return 0 if d.identical else 1
+
+
+__all__ = [
+    "KINDS",
+    "Divergence",
+    "LapDiff",
+    "Row",
+    "RunDiff",
+    "diff_replays",
+    "diff_runs",
+    "message_text",
+    "messages_diff",
+]
