@@ -19,7 +19,7 @@ from langchain_core.messages import BaseMessage, SystemMessage, ToolMessage
 from langgraph.errors import GraphInterrupt
 from langgraph.types import Command
 
-from .recorder import Recorder, RunState
+from .recorder import Recorder, RunState, begin_lap, end_lap
 from .redact import Redactor
 
 _SKIP_NODES = frozenset({"model", "tools", "__start__", "__end__"})
@@ -180,6 +180,8 @@ class TraceCallbackHandler(BaseCallbackHandler):
             return
         if mw is not None and mw == self._mw_name and run.middleware and error is None:
             return  # the middleware recorded this firing itself
+        if hook == "before_model" and error is None:
+            begin_lap(run)
         payload: dict[str, Any] = {}
         if hook == "node":
             payload["node"] = name
@@ -219,7 +221,7 @@ class TraceCallbackHandler(BaseCallbackHandler):
             rec = self.recorder
             params = invocation_params or {}
             meta = metadata or {}
-            run.lap += 1
+            begin_lap(run)
             if run.model is None:
                 run.model = meta.get("ls_model_name") or params.get("model") or params.get(
                     "model_name") or params.get("_type")
@@ -258,6 +260,7 @@ class TraceCallbackHandler(BaseCallbackHandler):
             if entry is None:
                 return
             run, t0, n = entry
+            end_lap(run)
             rec = self.recorder
             msg = None
             try:

@@ -14,7 +14,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langgraph.errors import GraphInterrupt
 from langgraph.types import Command
 
-from .recorder import Recorder, RunState
+from .recorder import Recorder, RunState, begin_lap, end_lap
 from .redact import Redactor
 
 
@@ -145,7 +145,7 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
         try:
             run = self._run(runtime, state, starting=hook == "before_agent")
             if hook == "before_model":
-                run.lap += 1
+                begin_lap(run)
             rec = self.recorder
             seq = rec.event(run, hook, "fire", middleware=self._name)
             msgs = state.get("messages") if isinstance(state, dict) else None
@@ -160,8 +160,7 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
     def _model_enter(self, request: Any) -> tuple[RunState, float] | None:
         try:
             run = self._run(request.runtime, request.state)
-            if self.lean:
-                run.lap += 1
+            begin_lap(run)
             if run.model is None:
                 _model_names(run, request.model)
             rec = self.recorder
@@ -181,6 +180,7 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
         run, t0 = pre
         try:
             dur = (time.perf_counter() - t0) * 1000
+            end_lap(run)
             result = getattr(response, "result", None)
             msgs: list[BaseMessage] = list(result) if result is not None else (
                 [response] if isinstance(response, BaseMessage) else [])

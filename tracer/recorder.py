@@ -39,7 +39,7 @@ class RunState:
     __slots__ = (
         "id", "seq", "lap", "conv", "known", "call_pos", "thread_id", "ended", "status",
         "error", "tokens", "lock", "tools_hash", "model", "provider", "lc_ids", "middleware",
-        "error_seen", "interrupted", "parent", "name", "sys_hash",
+        "error_seen", "interrupted", "parent", "name", "sys_hash", "lap_open",
     )
 
     def __init__(self, run_id: str, *, start_seq: int = 0, thread_id: str | None = None,
@@ -66,6 +66,22 @@ class RunState:
         self.parent = parent
         self.name = name
         self.sys_hash: int | None = None
+        self.lap_open = False  # a lap began (first before_model / model call) and is not over
+
+
+def begin_lap(run: RunState) -> None:
+    """Start the next lap unless one is open: whichever hook of the lap fires first.
+
+    A lap opens at its first ``before_model`` (of any middleware) or, without
+    node hooks, at the model call; it closes when the model call returns.
+    """
+    if not run.lap_open:
+        run.lap_open = True
+        run.lap += 1
+
+
+def end_lap(run: RunState) -> None:
+    run.lap_open = False
 
 
 class Recorder:

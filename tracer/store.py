@@ -150,11 +150,17 @@ class Writer:
             with conn:
                 for run_id, fields in runs.items():
                     cols = ["id", *fields]
+                    values = [run_id, *fields.values()]
+                    if "status" not in fields:
+                        # SQLite checks NOT NULL before the conflict: an update of an
+                        # existing run must still carry a status for the INSERT half.
+                        cols.append("status")
+                        values.append("running")
                     sets = ", ".join(f"{c}=excluded.{c}" for c in fields) or "id=id"
                     conn.execute(
                         f"INSERT INTO runs({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
                         f" ON CONFLICT(id) DO UPDATE SET {sets}",
-                        [run_id, *fields.values()],
+                        values,
                     )
                 if events:
                     conn.executemany(_EVENT_SQL, events)

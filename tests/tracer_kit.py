@@ -1,0 +1,156 @@
+"""Shared helpers for the tracer tests: scripted agents, spy middlewares, db reads."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from langchain.agents import create_agent
+from langchain.agents.middleware import AgentMiddleware
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.tools import tool
+
+from tracer.demo.models import ScriptedChatModel, call, turn_script
+
+
+@tool
+def get_weather(city: str) -> str:
+    """Weather for a city."""
+    return f"Sunny in {city}, 21 C"
+
+
+@tool
+def get_price(item: str) -> str:
+    """Price of an item."""
+    return f"{item}: 10 EUR"
+
+
+def two_lap_model() -> ScriptedChatModel:
+    """Lap 1 asks for the weather, lap 2 answers."""
+    return ScriptedChatModel(script=turn_script([
+        AIMessage(content="", id="ai-1", tool_calls=[call("get_weather", {"city": "Oslo"}, "c1")]),
+        AIMessage(content="It is sunny in Oslo.", id="ai-2"),
+    ]))
+
+
+def parallel_model(laps: int, width: int, tool_name: str = "get_price") -> ScriptedChatModel:
+    """``laps`` turns of ``width`` parallel tool calls each, then an answer."""
+    turns: list[AIMessage] = []
+    for lap in range(laps):
+        turns.append(AIMessage(content=f"lap {lap}", id=f"ai-{lap}", tool_calls=[
+            call(tool_name, {"item": f"item-{lap}-{j}"}, f"c{lap}-{j}") for j in range(width)]))
+    turns.append(AIMessage(content="Done.", id=f"ai-{laps}"))
+    return ScriptedChatModel(script=turn_script(turns))
+
+
+class Spy(AgentMiddleware):  # type: ignore[type-arg]
+    """A middleware with all six hooks (sync and async) that logs each firing."""
+
+    def __init__(self, name: str, log: list[tuple[str, str, str]]) -> None:
+        super().__init__()
+        self._name = name
+        self.log = log
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return self._name
+
+    def _add(self, hook: str, phase: str) -> None:
+        with self._lock:
+            self.log.append((self._name, hook, phase))
+
+    def before_agent(self, state: Any, runtime: Any) -> None:
+        self._add("before_agent", "fire")
+
+    def before_model(self, state: Any, runtime: Any) -> None:
+        self._add("before_model", "fire")
+
+    def after_model(self, state: Any, runtime: Any) -> None:
+        self._add("after_model", "fire")
+
+    def after_agent(self, state: Any, runtime: Any) -> None:
+        self._add("after_agent", "fire")
+
+    async def abefore_agent(self, state: Any, runtime: Any) -> None:
+        self._add("before_agent", "fire")
+
+    async def abefore_model(self, state: Any, runtime: Any) -> None:
+        self._add("before_model", "fire")
+
+    async def aafter_model(self, state: Any, runtime: Any) -> None:
+        self._add("after_model", "fire")
+
+    async def aafter_agent(self, state: Any, runtime: Any) -> None:
+        self._add("after_agent", "fire")
+
+    def wrap_model_call(self, request: Any, handler: Any) -> Any:
+        self._add("wrap_model_call", "enter")
+        r = handler(request)
+        self._add("wrap_model_call", "exit")
+        return r
+
+    async def awrap_model_call(self, request: Any, handler: Any) -> Any:
+        self._add("wrap_model_call", "enter")
+        r = await handler(request)
+        self._add("wrap_model_call", "exit")
+        return r
+
+    def wrap_tool_call(self, request: Any, handler: Any) -> Any:
+        self._add("wrap_tool_call", "enter")
+        r = handler(request)
+        self._add("wrap_tool_call", "exit")
+        return r
+
+    async def awrap_tool_call(self, request: Any, handler: Any) -> Any:
+        self._add("wrap_tool_call", "enter")
+        r = await handler(request)
+        self._add("wrap_tool_call", "exit")
+        return r
+
+
+def rows(db: str | Path, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    conn = sqlite3.connect(str(db))
+    try:
+        return conn.execute(sql, params).fetchall()
+    finally:
+        conn.close()
+
+
+def events(db: str | Path, run_id: str) -> list[tuple[Any, ...]]:
+    """(seq, hook, phase, middleware, lap, tool_call_id) of one run, in seq order."""
+    return rows(db, "SELECT seq, hook, phase, middleware, lap, tool_call_id FROM events"
+                    " WHERE run_id = ? ORDER BY seq", [run_id])
+
+
+def run_ids(db: str | Path) -> list[str]:
+    return [r[0] for r in rows(db, "SELECT id FROM runs ORDER BY started_at")]
+
+
+def assert_gapless(db: str | Path, run_id: str) -> list[int]:
+    seqs = [r[0] for r in rows(db, "SELECT seq FROM events WHERE run_id = ? ORDER BY seq",
+                               [run_id])]
+    assert seqs == list(range(len(seqs))), f"seq of {run_id} has gaps: {seqs}"
+    return seqs
+
+
+def make_agent(model: Any, tools: list[Any], middleware: list[Any], **kw: Any) -> Any:
+    return create_agent(model, tools=tools, middleware=middleware, **kw)
+
+
+def strip_ids(messages: list[BaseMessage]) -> list[tuple[str, Any, Any]]:
+    return [(m.type, m.content, getattr(m, "tool_call_id", None)) for m in messages]
+
+
+import pytest
+
+
+@pytest.fixture
+def no_tracer_warnings(recwarn):  # type: ignore[no-untyped-def]
+    """Fail the test if the tracer warned (it only warns when it failed at something)."""
+    yield recwarn
+    bad = [str(w.message) for w in recwarn.list if "looptrace" in str(w.message)]
+    assert not bad, bad
