@@ -125,9 +125,11 @@ class TraceCallbackHandler(BaseCallbackHandler):
             root = self._roots.pop(run_id, None)
             if root is not None:
                 rec.lc_runs.pop(run_id, None)
-                if isinstance(outputs, dict) and outputs.get("__interrupt__"):
-                    rec.event(root, "interrupt", "fire",
-                              payload={"interrupts": _interrupt_values(outputs["__interrupt__"])})
+                if root.paused or (isinstance(outputs, dict) and outputs.get("__interrupt__")):
+                    root.paused = False
+                    if isinstance(outputs, dict) and outputs.get("__interrupt__"):
+                        rec.event(root, "interrupt", "fire", payload={
+                            "interrupts": _interrupt_values(outputs["__interrupt__"])})
                     rec.end_run(root, "interrupted")
                 elif not root.ended:
                     if isinstance(outputs, dict) and isinstance(outputs.get("messages"), list):
@@ -150,7 +152,9 @@ class TraceCallbackHandler(BaseCallbackHandler):
         try:
             rec = self.recorder
             root = self._roots.pop(run_id, None)
-            rec.lc_runs.pop(run_id, None)
+            owner = rec.lc_runs.pop(run_id, None)
+            if isinstance(error, GraphInterrupt) and owner is not None:
+                owner.paused = True  # the invocation will end paused, not completed
             if root is not None:
                 if isinstance(error, GraphInterrupt):
                     rec.event(root, "interrupt", "fire",
@@ -346,8 +350,7 @@ class TraceCallbackHandler(BaseCallbackHandler):
             seq = rec.event(run, "tool", "exit", tool_call_id=tcid,
                             duration_ms=(time.perf_counter() - t0) * 1000, payload=payload)
             for m in msgs:
-                rec.message(run, seq, rec.tool_result_position(
-                    run, getattr(m, "tool_call_id", None) or tcid), m)
+                rec.tool_result(run, seq, m)
         except Exception as exc:  # noqa: BLE001
             self._guard("on_tool_end", exc)
 

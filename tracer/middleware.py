@@ -88,6 +88,7 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
             except TypeError:  # not weak-referenceable: keep it alive with the run
                 ref = (lambda w=writer: w)  # type: ignore[assignment]
             self._runs[key] = (ref, run)
+            run.owner = key
             return run
 
     def _new_or_resumed(self, runtime: Any, starting: bool) -> RunState:
@@ -131,7 +132,7 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
         if entry is None:
             return
         run = entry[1]
-        if run.ended:
+        if run.ended or run.owner != key:  # finished, or resumed by a later invocation
             return
         if run.error_seen:
             self.recorder.end_run(run, "error", run.error_seen)
@@ -145,6 +146,8 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
         try:
             run = self._run(runtime, state, starting=hook == "before_agent")
             if hook == "before_model":
+                if run.error_seen:
+                    _error_handled(self.recorder, run)
                 begin_lap(run)
             rec = self.recorder
             seq = rec.event(run, hook, "fire", middleware=self._name)
@@ -160,6 +163,8 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
     def _model_enter(self, request: Any) -> tuple[RunState, float] | None:
         try:
             run = self._run(request.runtime, request.state)
+            if run.error_seen:
+                _error_handled(self.recorder, run)
             begin_lap(run)
             if run.model is None:
                 _model_names(run, request.model)
@@ -225,9 +230,13 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
                 return
             text = _error_text(exc)
             run.error_seen = text
-            self.recorder.event(run, hook, "error", middleware=self._name, duration_ms=dur,
-                                tool_call_id=tool_call_id,
-                                payload={"error": text, "type": type(exc).__name__})
+            rec = self.recorder
+            rec.event(run, hook, "error", middleware=self._name, duration_ms=dur,
+                      tool_call_id=tool_call_id, payload={"error": text, "type": type(exc).__name__})
+            # Most likely the invocation dies with it: say so now (a later lap undoes it).
+            rec.writer.put(("r", run.id, {"status": "error", "error": text,
+                                          "ended_at": time.time()}))
+            rec.writer.flush(wait=False)
         except Exception as inner:  # noqa: BLE001
             self.recorder.writer._warn(hook, f"looptrace failed recording an error: {inner!r}")
 
@@ -291,8 +300,7 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
                             duration_ms=dur, tool_call_id=tcid, task=_task_name(),
                             payload=payload)
             for m in msgs:
-                mt = getattr(m, "tool_call_id", None) or tcid
-                rec.message(run, seq, rec.tool_result_position(run, mt), m)
+                rec.tool_result(run, seq, m)
         except Exception as exc:  # noqa: BLE001
             self.recorder.writer._warn("tool", f"looptrace failed in wrap_tool_call: {exc!r}")
 
@@ -389,6 +397,12 @@ class LeanTraceMiddleware(_TraceBase):
 
 
 # -- helpers -----------------------------------------------------------------
+def _error_handled(rec: Recorder, run: RunState) -> None:
+    """An error passed through a wrap hook but the loop went on: the run is running again."""
+    run.error_seen = None
+    rec.writer.put(("r", run.id, {"status": "running", "error": None, "ended_at": None}))
+
+
 def _agent_name() -> str | None:
     try:
         from langgraph.config import get_config

@@ -39,7 +39,7 @@ class RunState:
     __slots__ = (
         "id", "seq", "lap", "conv", "known", "call_pos", "thread_id", "ended", "status",
         "error", "tokens", "lock", "tools_hash", "model", "provider", "lc_ids", "middleware",
-        "error_seen", "interrupted", "parent", "name", "sys_hash", "lap_open",
+        "error_seen", "interrupted", "parent", "name", "sys_hash", "paused", "owner", "pending", "lap_open",
     )
 
     def __init__(self, run_id: str, *, start_seq: int = 0, thread_id: str | None = None,
@@ -66,6 +66,10 @@ class RunState:
         self.parent = parent
         self.name = name
         self.sys_hash: int | None = None
+        self.paused = False  # a GraphInterrupt was seen inside this invocation
+        self.owner: object = None  # the invocation currently recording into this run
+        # tool results seen before they reach the state: key -> (seq, message, guess)
+        self.pending: dict[str, tuple[int, BaseMessage, int]] = {}
         self.lap_open = False  # a lap began (first before_model / model call) and is not over
 
 
@@ -117,6 +121,7 @@ class Recorder:
             run = self.by_thread.get(thread_id)
             if run is not None and run.interrupted:
                 run.interrupted = False
+                run.owner = "resumed"  # an old invocation's finaliser must not end it again
                 run.ended = False
                 run.status = "running"
                 self.writer.put(("r", run.id, {"status": "running", "ended_at": None}))
@@ -163,6 +168,7 @@ class Recorder:
             run.interrupted = True
             with self._lock:
                 self.by_thread[run.thread_id] = run
+        self.flush_pending(run)
         fields: dict[str, Any] = {"status": status, "ended_at": time.time()}
         if error is not None:
             fields["error"] = error
@@ -204,6 +210,25 @@ class Recorder:
                         run.call_pos[c["id"]] = (position, i)
         self.writer.put(("m", run.id, position, seq, m))
 
+    def tool_result(self, run: RunState, seq: int, m: BaseMessage) -> None:
+        """Record a tool result seen at ``seq``; its position is fixed when it reaches
+        the state (results can be reordered or joined by others, e.g. a rejection)."""
+        key = message_key(m)
+        with run.lock:
+            if key in run.known:
+                return
+            run.known.add(key)
+            run.pending[key] = (seq, m, self.tool_result_position(run, getattr(
+                m, "tool_call_id", None)))
+
+    def flush_pending(self, run: RunState) -> None:
+        """Write tool results that never reached the state, at their best-guess position."""
+        with run.lock:
+            items = list(run.pending.values())
+            run.pending.clear()
+        for seq, m, guess in items:
+            self.writer.put(("m", run.id, guess, seq, m))
+
     def tool_result_position(self, run: RunState, tool_call_id: str | None) -> int:
         pos = run.call_pos.get(tool_call_id or "")
         if pos is None:
@@ -228,6 +253,8 @@ class Recorder:
                 conv.append(key)
                 if key not in run.known:
                     self.message(run, seq, i, m)
+                elif run.pending:
+                    self._place(run, key, i)
             return
         # History rewritten: record the new order, then any new messages.
         keys = [message_key(m) for m in messages]
@@ -236,3 +263,10 @@ class Recorder:
         for i, m in enumerate(messages):
             if keys[i] not in run.known:
                 self.message(run, hseq, i, m)
+            elif run.pending:
+                self._place(run, keys[i], i)
+
+    def _place(self, run: RunState, key: str, position: int) -> None:
+        entry = run.pending.pop(key, None)
+        if entry is not None:
+            self.writer.put(("m", run.id, position, entry[0], entry[1]))
