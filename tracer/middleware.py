@@ -136,6 +136,9 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
             return
         if run.error_seen:
             self.recorder.end_run(run, "error", run.error_seen)
+        elif run.answered and not run.paused:
+            # lean mode has no after_agent: a final answer with no tool calls ends the run
+            self.recorder.end_run(run, "completed")
         elif run.thread_id:
             self.recorder.end_run(run, "interrupted")
         else:
@@ -205,6 +208,7 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
                     if stop:
                         payload["stop_reason"] = stop
                     payload["tool_calls"] = len(m.tool_calls)
+                    run.answered = not m.tool_calls
                     run.error_seen = None
             rec = self.recorder
             seq = rec.event(run, "wrap_model_call", "exit", middleware=self._name,

@@ -39,7 +39,7 @@ class RunState:
     __slots__ = (
         "id", "seq", "lap", "conv", "known", "call_pos", "thread_id", "ended", "status",
         "error", "tokens", "lock", "tools_hash", "model", "provider", "lc_ids", "middleware",
-        "error_seen", "interrupted", "parent", "name", "sys_hash", "paused", "owner", "pending", "lap_open",
+        "error_seen", "interrupted", "parent", "name", "sys_hash", "paused", "owner", "pending", "answered", "lap_open",
     )
 
     def __init__(self, run_id: str, *, start_seq: int = 0, thread_id: str | None = None,
@@ -68,6 +68,7 @@ class RunState:
         self.sys_hash: int | None = None
         self.paused = False  # a GraphInterrupt was seen inside this invocation
         self.owner: object = None  # the invocation currently recording into this run
+        self.answered = False  # the last model reply asked for no tools (a final answer)
         # tool results seen before they reach the state: key -> (seq, message, guess)
         self.pending: dict[str, tuple[int, BaseMessage, int]] = {}
         self.lap_open = False  # a lap began (first before_model / model call) and is not over
