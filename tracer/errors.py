@@ -9,6 +9,10 @@ class NotALooptraceDatabase(LooptraceError):
     """The file is not SQLite, or is SQLite written by something else."""
 
 
+class DatabaseUnavailable(LooptraceError):
+    """The database cannot be opened or written right now (locked, read-only, missing dir)."""
+
+
 class NewerSchemaError(LooptraceError):
     """The database was written by a newer looptrace."""
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import sqlite_utils
 
-from .errors import NewerSchemaError, NotALooptraceDatabase
+from .errors import DatabaseUnavailable, NewerSchemaError, NotALooptraceDatabase
 
 SCHEMA_VERSION = 1
 APP_ID = "looptrace"
@@ -112,6 +112,8 @@ def check_schema(conn: sqlite3.Connection, path: str | Path) -> bool:
     """
     try:
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    except sqlite3.OperationalError:
+        raise  # locked, unreadable ...: not a verdict on the file
     except sqlite3.DatabaseError as exc:
         msg = f"{path} is not a SQLite database ({exc})"
         raise NotALooptraceDatabase(msg) from None
@@ -142,21 +144,32 @@ def check_schema(conn: sqlite3.Connection, path: str | Path) -> bool:
     return True
 
 
-def connect(path: str | Path, *, create: bool = True, readonly: bool = False) -> sqlite3.Connection:
-    """Open ``path`` as a looptrace database (WAL), validating what is there."""
+def connect(path: str | Path, *, create: bool = True, readonly: bool = False,
+            busy_timeout: float = 30.0) -> sqlite3.Connection:
+    """Open ``path`` as a looptrace database (WAL), validating what is there.
+
+    A file that is not a looptrace database raises ``NotALooptraceDatabase`` (or
+    ``NewerSchemaError``); one that cannot be used right now (locked, read-only,
+    unopenable) raises ``DatabaseUnavailable``.
+    """
     path_s = str(path)
     if readonly:
         if not Path(path_s).exists():
             msg = f"{path_s}: no such database"
             raise NotALooptraceDatabase(msg)
-        conn = sqlite3.connect(f"file:{path_s}?mode=ro", uri=True, check_same_thread=False,
-                               timeout=10)
-    else:
-        if path_s != ":memory:":
-            Path(path_s).parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(path_s, check_same_thread=False, timeout=30)
     try:
-        conn.execute("PRAGMA busy_timeout = 30000")
+        if readonly:
+            conn = sqlite3.connect(f"file:{path_s}?mode=ro", uri=True, check_same_thread=False,
+                                   timeout=10)
+        else:
+            if path_s != ":memory:":
+                Path(path_s).parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(path_s, check_same_thread=False, timeout=30)
+    except (OSError, sqlite3.Error) as exc:
+        msg = f"{path_s} cannot be opened ({exc})"
+        raise DatabaseUnavailable(msg) from None
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
         has_schema = check_schema(conn, path_s)
         if not readonly:
             mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
@@ -169,6 +182,10 @@ def connect(path: str | Path, *, create: bool = True, readonly: bool = False) ->
         elif not has_schema:
             msg = f"{path_s} is empty: no looptrace runs recorded yet"
             raise NotALooptraceDatabase(msg)
+    except sqlite3.OperationalError as exc:
+        conn.close()
+        msg = f"{path_s} cannot be used right now ({exc})"
+        raise DatabaseUnavailable(msg) from None
     except sqlite3.DatabaseError as exc:
         conn.close()
         msg = f"{path_s} is not a usable SQLite database ({exc})"

@@ -19,6 +19,7 @@ import time
 import warnings
 from typing import Any
 
+from .errors import DatabaseUnavailable
 from .redact import DEFAULT_REDACTOR, Redactor
 from .schema import connect
 from .serialize import dumps, message_json, message_text
@@ -57,8 +58,13 @@ class Writer:
         self._closed = False
         self.dropped = 0
         # Open once up front so a foreign or newer-schema file fails loudly at
-        # construction time (in the user's code), not silently later.
-        self._conn = connect(path)
+        # construction time (in the user's code), not silently later. A file that
+        # is merely unavailable (locked, read-only) only warns: writes retry later.
+        try:
+            self._conn = connect(path, busy_timeout=2.0)
+            self._conn.execute("PRAGMA busy_timeout = 30000")
+        except DatabaseUnavailable as exc:
+            self._warn("open", f"looptrace cannot open {path} now ({exc}); will retry")
 
     # -- hot path -----------------------------------------------------------
     def put(self, item: tuple[Any, ...]) -> None:
@@ -197,12 +203,16 @@ class Writer:
             if kind == "e":
                 _, run_id, seq, ts, hook, phase, dur, mw, lap, tcid, task, payload = it
                 text = red(dumps(payload)) if payload is not None else None
+                if text and ("looptrace_truncated" in text or '{"__repr__":' in text):
+                    self._lossy(text, f"an event payload of {hook}")
                 events.append((run_id, seq, ts, hook, phase, dur, mw, lap, tcid, task, text))
             elif kind == "m":
                 _, run_id, position, seq, msg = it
                 try:
                     data = red(message_json(msg))
                     text = red(message_text(msg))
+                    if "looptrace_truncated" in data or "looptrace_fallback" in data:
+                        self._lossy(data, f"a {getattr(msg, 'type', '')} message")
                 except Exception as exc:  # noqa: BLE001
                     data = dumps({"type": getattr(msg, "type", "unknown"),
                                   "data": {"content": f"<unserialisable message: {exc!r}>"}})
@@ -227,6 +237,15 @@ class Writer:
                         w[k] = red(v)
                 wires.append(w)
         return events, messages, runs, wires
+
+    def _lossy(self, text: str, what: str) -> None:
+        """Warn (once per kind) that a record was cut or stored through its repr."""
+        if "looptrace_truncated" in text:
+            self._warn("truncated", f"looptrace truncated {what} that was too large to store"
+                       " whole (a marker in the record says how much was cut)")
+        else:
+            self._warn("fallback", f"looptrace stored part of {what} through its repr:"
+                       " it is not JSON-serialisable")
 
     def _warn(self, key: str, text: str) -> None:
         log.warning(text)

@@ -1,0 +1,323 @@
+"""Exceptions propagate unchanged and are recorded; the tracer's own failures are contained."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import stat
+import warnings
+
+import pytest
+from langchain.agents.middleware import AgentMiddleware
+from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.tools import tool
+from langgraph.errors import GraphInterrupt
+from langgraph.types import Interrupt
+from tracer_kit import get_weather, make_agent, rows, run_ids, strip_ids
+
+from tracer import TraceMiddleware
+from tracer.demo.models import ScriptedChatModel, call, turn_script
+
+
+class Boom(Exception):
+    pass
+
+
+BOOM = Boom("the warehouse is on fire")
+PAUSE = GraphInterrupt((Interrupt(value={"question": "ok?"}, id="i1"),))
+
+
+@tool
+def explode(item: str) -> str:
+    """Always fails."""
+    raise BOOM
+
+
+@tool
+def pause(item: str) -> str:
+    """Raises GraphInterrupt directly (as interrupt() does without a checkpointer)."""
+    raise PAUSE
+
+
+def one_call_model(name: str, args=None) -> ScriptedChatModel:
+    return ScriptedChatModel(script=turn_script([
+        AIMessage(content="", id="ai-1", tool_calls=[call(name, args or {"item": "x"}, "c1")]),
+        AIMessage(content="done", id="ai-2"),
+    ]))
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
+@pytest.mark.parametrize("attach", [False, True])
+def test_tool_exception_propagates_unchanged_and_is_recorded(db_path, mode, attach):
+    trace = TraceMiddleware(db=db_path)
+    agent = make_agent(one_call_model("explode"), [explode], [trace])
+    if attach:
+        agent = trace.attach(agent)
+    if not attach:
+        catcher = Catcher()
+        agent = make_agent(one_call_model("explode"), [explode], [catcher, trace])
+    with pytest.raises(Boom) as info:
+        if mode == "invoke":
+            agent.invoke({"messages": [("user", "go")]})
+        else:
+            asyncio.run(agent.ainvoke({"messages": [("user", "go")]}))
+    assert info.value is BOOM
+    if not attach:
+        assert catcher.seen[0] is BOOM
+    trace.flush()
+    (run_id,) = run_ids(db_path)
+    status, error = rows(db_path, "SELECT status, error FROM runs WHERE id = ?", [run_id])[0]
+    assert status == "error"
+    assert "Boom: the warehouse is on fire" in error
+    errs = rows(db_path, "SELECT hook, tool_call_id, payload FROM events WHERE run_id = ?"
+                         " AND phase = 'error' AND middleware = 'TraceMiddleware'", [run_id])
+    assert [(e[0], e[1]) for e in errs] == [("wrap_tool_call", "c1")]
+    assert "the warehouse is on fire" in errs[0][2]
+
+
+class Catcher(AgentMiddleware):  # type: ignore[type-arg]
+    """An outer middleware that sees what comes out of the tracer's wrap_tool_call."""
+
+    name = "Catcher"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[BaseException] = []
+
+    def wrap_tool_call(self, request, handler):  # type: ignore[no-untyped-def]
+        try:
+            return handler(request)
+        except BaseException as exc:
+            self.seen.append(exc)
+            raise
+
+    async def awrap_tool_call(self, request, handler):  # type: ignore[no-untyped-def]
+        try:
+            return await handler(request)
+        except BaseException as exc:
+            self.seen.append(exc)
+            raise
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
+def test_graph_interrupt_propagates_unchanged(db_path, mode):
+    catcher = Catcher()
+    trace = TraceMiddleware(db=db_path)
+    agent = make_agent(one_call_model("pause"), [pause], [catcher, trace])
+    if mode == "invoke":
+        result = agent.invoke({"messages": [("user", "go")]})
+    else:
+        result = asyncio.run(agent.ainvoke({"messages": [("user", "go")]}))
+    assert catcher.seen == [PAUSE] and catcher.seen[0] is PAUSE
+    assert result["__interrupt__"][0].value == {"question": "ok?"}
+    trace.flush()
+    (run_id,) = run_ids(db_path)
+    evs = rows(db_path, "SELECT hook, phase, tool_call_id FROM events WHERE run_id = ?"
+                        " AND phase IN ('interrupt', 'error')", [run_id])
+    assert evs == [("wrap_tool_call", "interrupt", "c1")]
+    assert rows(db_path, "SELECT status FROM runs")[0][0] != "error"
+
+
+def test_unknown_tool_is_an_error_tool_message(db_path):
+    trace = TraceMiddleware(db=db_path)
+    agent = make_agent(one_call_model("no_such_tool"), [explode], [trace])
+    result = agent.invoke({"messages": [("user", "go")]})
+    trace.flush()
+    (run_id,) = run_ids(db_path)
+    tm = result["messages"][2]
+    assert isinstance(tm, ToolMessage) and tm.status == "error"
+    enter, exit_ = rows(db_path, "SELECT payload FROM events WHERE run_id = ? AND"
+                                 " hook = 'wrap_tool_call' ORDER BY seq", [run_id])
+    assert '"known_tool":false' in enter[0]
+    assert '"status":"error"' in exit_[0]
+    assert rows(db_path, "SELECT status FROM runs")[0][0] == "completed"
+
+
+# -- the tracer's own failures -------------------------------------------------------------
+
+
+class BadRepr:
+    def __repr__(self) -> str:
+        raise RuntimeError("repr is broken")
+
+    __str__ = __repr__
+
+
+@tool(response_format="content_and_artifact")
+def odd_artifact(item: str):
+    """Returns an artifact that JSON cannot carry."""
+    return f"{item} ok", object()
+
+
+@tool(response_format="content_and_artifact")
+def broken_artifact(item: str):
+    """Returns an artifact whose repr raises."""
+    return f"{item} ok", BadRepr()
+
+
+BIG = "x" * 10_000_000
+
+
+@tool
+def huge(item: str) -> str:
+    """Returns 10 MB of text."""
+    return BIG
+
+
+def _untraced(model, tools):
+    return make_agent(model, tools, []).invoke({"messages": [("user", "go")]})
+
+
+def _traced(db, model, tools, **kw):
+    trace = TraceMiddleware(db=db, **kw)
+    agent = trace.attach(make_agent(model, tools, [trace]))
+    result = agent.invoke({"messages": [("user", "go")]})
+    trace.flush()
+    return result
+
+
+def _same(a, b):
+    assert strip_ids(a["messages"]) == strip_ids(b["messages"])
+
+
+@pytest.mark.parametrize("tool_", [odd_artifact, broken_artifact])
+def test_unserialisable_tool_result_falls_back_to_repr(db_path, tool_):
+    model = one_call_model(tool_.name)
+    expected = _untraced(model, [tool_])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = _traced(db_path, model, [tool_])
+    _same(result, expected)
+    (run_id,) = run_ids(db_path)
+    data = rows(db_path, "SELECT data FROM messages WHERE run_id = ? AND type = 'tool'",
+                [run_id])[0][0]
+    assert '"content":"x ok"' in data
+    assert "looptrace_fallback" in data or "__repr__" in data
+    assert len(rows(db_path, "SELECT 1 FROM messages WHERE run_id = ?", [run_id])) == 4
+    assert rows(db_path, "SELECT status FROM runs")[0][0] == "completed"
+    ours = [w for w in caught if "looptrace" in str(w.message)]
+    assert len(ours) == 1 and ours[0].category is RuntimeWarning, ours
+
+
+def test_ten_megabyte_message_is_truncated_with_a_marker(db_path):
+    model = one_call_model("huge")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = _traced(db_path, model, [huge])
+    ours = [w for w in caught if "looptrace" in str(w.message)]
+    assert len(ours) == 1 and ours[0].category is RuntimeWarning, ours
+    assert result["messages"][2].content == BIG  # the agent got all of it
+    (run_id,) = run_ids(db_path)
+    data, text = rows(db_path, "SELECT data, text FROM messages WHERE run_id = ? AND"
+                               " type = 'tool'", [run_id])[0]
+    assert len(data) < 1_100_000
+    assert '"looptrace_truncated"' in data
+    import json
+
+    body = json.loads(data)["data"]
+    marker = body["looptrace_truncated"]
+    assert marker["original_chars"] > 10_000_000
+    assert marker["original_chars"] - len(body["content"]) >= 9_000_000
+    assert len(text) <= 4_000
+    from tracer.loader import TraceDB
+
+    with TraceDB(db_path) as tdb:
+        msg = tdb.run(run_id).messages[2]
+    assert msg.to_langchain().tool_call_id == "c1"
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores file permissions")
+def test_read_only_database_never_breaks_the_agent(tmp_path):
+    from tracer.schema import connect
+
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    db = folder / "trace.db"
+    connect(db).close()
+    model = one_call_model("get_weather")
+    expected = _untraced(model, [get_weather])
+    db.chmod(stat.S_IRUSR)
+    folder.chmod(stat.S_IRUSR | stat.S_IXUSR)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            result = _traced(db, model, [get_weather])
+    finally:
+        folder.chmod(stat.S_IRWXU)
+        db.chmod(stat.S_IRUSR | stat.S_IWUSR)
+    _same(result, expected)
+    assert [w for w in caught if "looptrace" in str(w.message)]
+
+
+def test_unopenable_database_never_breaks_the_agent(tmp_path):
+    """The WAL file cannot be created (a directory is in the way): warn, never raise."""
+    from tracer.schema import connect
+
+    db = tmp_path / "blocked.db"
+    connect(db).close()
+    (tmp_path / "blocked.db-wal").mkdir()
+    model = one_call_model("get_weather")
+    expected = _untraced(model, [get_weather])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        trace = TraceMiddleware(db=db)
+        agent = trace.attach(make_agent(model, [get_weather], [trace]))
+        result = agent.invoke({"messages": [("user", "go")]})
+        trace.close()
+    _same(result, expected)
+    ours = [str(w.message) for w in caught if "looptrace" in str(w.message)]
+    assert ours and len(ours) == len(set(ours)) <= 3, ours
+
+
+def test_locked_database_never_breaks_the_agent_and_catches_up(tmp_path):
+    """Another connection holds the write lock during the whole run: the agent does not
+    wait for it, and once the lock is gone everything is written."""
+    import sqlite3
+
+    db = tmp_path / "locked.db"
+    model = one_call_model("get_weather")
+    expected = _untraced(model, [get_weather])
+    trace = TraceMiddleware(db=db)
+    agent = trace.attach(make_agent(model, [get_weather], [trace]))
+    locker = sqlite3.connect(db)
+    locker.execute("BEGIN IMMEDIATE")
+    try:
+        result = agent.invoke({"messages": [("user", "go")]})
+    finally:
+        locker.rollback()
+        locker.close()
+    _same(result, expected)
+    trace.flush()
+    (run_id,) = run_ids(db)
+    assert rows(db, "SELECT status FROM runs")[0][0] == "completed"
+    n = len(rows(db, "SELECT seq FROM events WHERE run_id = ?", [run_id]))
+    assert rows(db, "SELECT MAX(seq) FROM events WHERE run_id = ?", [run_id])[0][0] == n - 1
+    assert len(rows(db, "SELECT 1 FROM messages WHERE run_id = ?", [run_id])) == 4
+
+
+def test_tracer_built_while_database_locked(tmp_path):
+    """Constructing the middleware on a locked file does not raise; it warns and records
+    once the file is free."""
+    import sqlite3
+
+    from tracer.schema import connect
+
+    db = tmp_path / "locked.db"
+    connect(db).close()
+    locker = sqlite3.connect(db)
+    locker.execute("PRAGMA locking_mode = EXCLUSIVE")
+    locker.execute("BEGIN EXCLUSIVE")
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            trace = TraceMiddleware(db=db)
+    finally:
+        locker.rollback()
+        locker.close()
+    assert [w for w in caught if "looptrace" in str(w.message)]
+    model = one_call_model("get_weather")
+    result = trace.attach(make_agent(model, [get_weather], [trace])).invoke(
+        {"messages": [("user", "go")]})
+    _same(result, _untraced(model, [get_weather]))
+    trace.flush()
+    assert rows(db, "SELECT status FROM runs")[0][0] == "completed"
