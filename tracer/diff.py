@@ -235,7 +235,9 @@ def _segments(rp: Replay) -> dict[tuple[int, str], list[Step]]:
 
 def _signature(step: Step) -> tuple[str, str, str]:
     ev = step.event
-    return (ev.hook, ev.phase, ev.middleware or "")
+    # A wrapped call that raised lines up with one that returned: compared, not skipped.
+    phase = "exit" if ev.phase == "error" and ev.hook in _TOOL_HOOKS + _MODEL_HOOKS else ev.phase
+    return (ev.hook, phase, ev.middleware or "")
 
 
 # -- comparing one aligned pair -------------------------------------------------
@@ -322,6 +324,14 @@ class _Side:
         self.systems = _systems(rp)
         self.by_key = rp.run.message_by_key
 
+    def call_name(self, step: Step) -> str:
+        tcid = step.event.tool_call_id
+        for m in self.rp.run.messages:
+            for c in m.tool_calls:
+                if tcid and c.get("id") == tcid:
+                    return str(c.get("name", "?"))
+        return "?"
+
     def new_messages(self, step: Step) -> list[Message]:
         return [self.by_key[k] for k in step.new_keys if k in self.by_key]
 
@@ -332,7 +342,16 @@ def _compare_pair(a: _Side, b: _Side, sa: Step, sb: Step) -> list[tuple[str, str
     ea, eb = sa.event, sb.event
     pa = ea.payload if isinstance(ea.payload, dict) else {}
     pb = eb.payload if isinstance(eb.payload, dict) else {}
-    if ea.phase == "error" and pa.get("error") != pb.get("error"):
+    if ea.phase != eb.phase and "error" in (ea.phase, eb.phase):
+        bad, good = ("A", "B") if ea.phase == "error" else ("B", "A")
+        err = (pa if ea.phase == "error" else pb).get("error")
+        what = "the model call"
+        if ea.hook in _TOOL_HOOKS:
+            what = f"tool call {(a if bad == 'A' else b).call_name(sa if bad == 'A' else sb)}"
+        desc = f"{what} raised {_short(str(err))!r} in {bad} but returned in {good}"
+        out.append(("error", desc, ""))
+        return out  # the missing result and status follow from the error
+    elif ea.phase == "error" and pa.get("error") != pb.get("error"):
         out.append(("error", (f"{ea.hook} raised {_short(str(pa.get('error')))!r} in A but "
                              f"{_short(str(pb.get('error')))!r} in B"), ""))
     if ea.hook in _MODEL_HOOKS and ea.phase == "enter":
@@ -420,9 +439,16 @@ def diff_replays(ra: Replay, rb: Replay) -> RunDiff:
         if not steps_a or not steps_b:
             present, absent = ("A", "B") if steps_a else ("B", "A")
             other = (rb if steps_a else ra).run.summary.laps
+            status = (rb if steps_a else ra).run.summary.status
             for i, s in enumerate(steps_a or steps_b):
-                found = [("extra_lap", (f"{label} exists only in {present} ({absent} has "
-                                       f"{other} laps)"), "")] if i == 0 else []
+                if i:
+                    found = []
+                elif label == "end":
+                    found = [("status", (f"the loop ends with after_agent in {present} only "
+                                        f"({absent} ended {status})"), "")]
+                else:
+                    found = [("extra_lap", (f"{label} exists only in {present} ({absent} has "
+                                           f"{other} laps)"), "")]
                 add(s if steps_a else None, None if steps_a else s, found, same=False)
         else:
             sm = difflib.SequenceMatcher(a=[_signature(s) for s in steps_a],
@@ -450,7 +476,7 @@ def diff_replays(ra: Replay, rb: Replay) -> RunDiff:
         laps.append(LapDiff(label, lap_no, lap_rows, lap_diffs, md))
         differences.extend(lap_diffs)
     st_a, st_b = ra.run.summary.status, rb.run.summary.status
-    if st_a != st_b:
+    if st_a != st_b and not any(x.kind == "status" for x in differences):
         last_a = len(ra.steps) - 1 if ra.steps else None
         last_b = len(rb.steps) - 1 if rb.steps else None
         differences.append(Divergence(
@@ -508,6 +534,10 @@ def format_text(d: RunDiff) -> str:
     lines.append(f"first divergence ({first.kind}): {first.description}")
     if first.detail:
         lines.append(first.detail)
+    for x in d.differences:
+        if x.kind == "status" and not any(x in ld.differences for ld in d.laps):
+            lines.append("")
+            lines.append(f"status: {x.description}")
     for ld in d.laps:
         if ld.identical:
             continue

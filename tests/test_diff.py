@@ -1,0 +1,254 @@
+"""``tracer.diff``: two real recorded runs, aligned, with the first divergence pinned down.
+
+Every run here is a real ``create_agent`` loop driven by a scripted model and
+recorded by ``TraceMiddleware`` into a temporary SQLite file.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.messages import AIMessage
+from langchain_core.tools import tool
+
+from tracer import TraceMiddleware
+from tracer.cli import main
+from tracer.demo.models import ScriptedChatModel, call, turn_script
+from tracer.diff import diff_runs, message_text
+from tracer.loader import Run, TraceDB
+
+
+@tool
+def get_weather(city: str) -> str:
+    """Weather for a city."""
+    return f"Sunny in {city}, 21 C"
+
+
+@tool
+def get_time(city: str) -> str:
+    """Local time in a city."""
+    return f"12:00 in {city}"
+
+
+@tool
+def forecast(city: str) -> str:
+    """Tomorrow's forecast; fails for places that do not exist."""
+    if city == "Atlantis":
+        msg = "no such city"
+        raise ValueError(msg)
+    return f"Rain in {city}"
+
+
+def lap(city: str, cid: str, name: str = "get_weather") -> AIMessage:
+    return AIMessage(content="", tool_calls=[call(name, {"city": city}, cid)])
+
+
+BASE = [lap("Paris", "c1"), lap("Rome", "c2"), AIMessage(content="Paris and Rome: sunny.")]
+
+
+def record(db: Path, turns: Sequence[AIMessage], name: str, *,
+           system_prompt: str = "You are a weather bot.") -> str:
+    """Run one scripted agent to completion and return its run id."""
+    mw = TraceMiddleware(db=db, run_name=name)
+    agent = create_agent(ScriptedChatModel(script=turn_script(list(turns))),
+                         tools=[get_weather, get_time, forecast], middleware=[mw],
+                         system_prompt=system_prompt)
+    try:
+        agent.invoke({"messages": [("user", "Weather in Paris and Rome?")]})
+    except ValueError:
+        pass  # a tool error aborts the run: recorded as an error run
+    mw.flush()
+    with TraceDB(db) as tdb:
+        return next(r.id for r in tdb.runs() if r.name == name)
+
+
+def load(db: Path, *ids: str) -> list[Run]:
+    with TraceDB(db) as tdb:
+        return [tdb.run(i) for i in ids]
+
+
+def step_of(run: Run, lap_no: int, hook: str, phase: str) -> int:
+    """The replay step index of the first event with this lap, hook and phase."""
+    return next(i for i, e in enumerate(run.events)
+                if e.lap == lap_no and e.hook == hook and e.phase == phase)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    db = tmp_path_factory.mktemp("diff") / "trace.db"
+    ids = {
+        "base": record(db, BASE, "base"),
+        "same": record(db, BASE, "same"),
+        "args": record(db, [BASE[0], lap("Berlin", "c2"), BASE[2]], "args"),
+        "tool": record(db, [BASE[0], lap("Rome", "c2", "get_time"), BASE[2]], "tool"),
+        "answer": record(db, [*BASE[:2], AIMessage(content="Both cloudy.")], "answer"),
+        "extra": record(db, [*BASE[:2], lap("Oslo", "c3"), BASE[2]], "extra"),
+        "prompt": record(db, BASE, "prompt", system_prompt="You are a pirate weather bot."),
+        "fc": record(db, [BASE[0], lap("Rome", "c2", "forecast"), BASE[2]], "fc"),
+        "fc_err": record(db, [BASE[0], lap("Atlantis", "c2", "forecast"), BASE[2]], "fc_err"),
+    }
+    return db, ids
+
+
+def test_identical_scenarios_have_no_divergence(runs: tuple[Path, dict[str, str]]) -> None:
+    db, ids = runs
+    a, b = load(db, ids["base"], ids["same"])
+    d = diff_runs(a, b)
+    assert d.identical
+    assert d.first_divergence is None
+    assert d.differences == []
+    assert d.message_diff == ""
+    assert [(r.step_a, r.step_b) for r in d.rows] == [(i, i) for i in range(len(a.events))]
+    assert all(r.same for r in d.rows)
+    assert [ld.segment for ld in d.laps] == ["lap 0", "lap 1", "lap 2", "lap 3", "end"]
+
+
+def test_different_arguments_at_lap_2_is_found_at_that_step(
+        runs: tuple[Path, dict[str, str]]) -> None:
+    db, ids = runs
+    a, b = load(db, ids["base"], ids["args"])
+    d = diff_runs(a, b)
+    first = d.first_divergence
+    assert first is not None
+    expected = step_of(a, 2, "wrap_model_call", "exit")  # the reply that asked for Berlin
+    assert (first.lap, first.step_a, first.step_b, first.kind) == (
+        2, expected, step_of(b, 2, "wrap_model_call", "exit"), "different_arguments")
+    assert '{"city": "Rome"}' in first.description
+    assert '{"city": "Berlin"}' in first.description
+    assert '-  -> get_weather({"city": "Rome"})' in first.detail
+    assert '+  -> get_weather({"city": "Berlin"})' in first.detail
+    # Every difference, per lap: only lap 2 differs (the call, the tool run, its result).
+    by_lap = {ld.segment: [x.kind for x in ld.differences] for ld in d.laps}
+    assert by_lap == {"lap 0": [], "lap 1": [], "end": [], "lap 3": [],
+                      "lap 2": ["different_arguments", "different_arguments", "tool_result"]}
+    assert "+  Sunny in Berlin, 21 C" in d.message_diff.splitlines()
+
+
+def test_different_tool(runs: tuple[Path, dict[str, str]]) -> None:
+    db, ids = runs
+    a, b = load(db, ids["base"], ids["tool"])
+    first = diff_runs(a, b).first_divergence
+    assert first is not None
+    assert (first.kind, first.lap, first.step_a) == (
+        "different_tool", 2, step_of(a, 2, "wrap_model_call", "exit"))
+    assert "get_weather in A but get_time in B" in first.description
+
+
+def test_different_answer(runs: tuple[Path, dict[str, str]]) -> None:
+    db, ids = runs
+    a, b = load(db, ids["base"], ids["answer"])
+    d = diff_runs(a, b)
+    assert d.first_divergence is not None
+    assert (d.first_divergence.kind, d.first_divergence.lap, d.first_divergence.step_b) == (
+        "different_answer", 3, step_of(b, 3, "wrap_model_call", "exit"))
+    assert [x.kind for x in d.differences] == ["different_answer"]
+
+
+def test_extra_lap(runs: tuple[Path, dict[str, str]]) -> None:
+    db, ids = runs
+    a, b = load(db, ids["base"], ids["extra"])
+    d = diff_runs(a, b)
+    first = d.first_divergence
+    assert first is not None
+    # The runs part where lap 3's model asked for one more tool call instead of answering.
+    assert (first.kind, first.lap, first.step_a, first.step_b) == (
+        "tool_calls", 3, step_of(a, 3, "wrap_model_call", "exit"),
+        step_of(b, 3, "wrap_model_call", "exit"))
+    assert "answered in plain text in A but asked for 1 tool call (get_weather) in B" in (
+        first.description)
+    kinds = [x.kind for x in d.differences]
+    assert kinds.count("extra_lap") == 1
+    extra = next(x for x in d.differences if x.kind == "extra_lap")
+    assert (extra.lap, extra.step_a, extra.step_b) == (4, None, step_of(b, 4, "before_model",
+                                                                         "fire"))
+    lap4 = next(ld for ld in d.laps if ld.segment == "lap 4")
+    assert all(r.step_a is None and r.step_b is not None for r in lap4.rows)
+    # The end of both runs (after_agent) still lines up.
+    end = next(ld for ld in d.laps if ld.segment == "end")
+    assert end.identical and end.rows[0].step_a is not None and end.rows[0].step_b is not None
+
+
+def test_different_system_prompt_diverges_at_the_first_model_call(
+        runs: tuple[Path, dict[str, str]]) -> None:
+    db, ids = runs
+    a, b = load(db, ids["base"], ids["prompt"])
+    first = diff_runs(a, b).first_divergence
+    assert first is not None
+    assert (first.kind, first.lap, first.step_a) == (
+        "system_prompt", 1, step_of(a, 1, "wrap_model_call", "enter"))
+    assert "+You are a pirate weather bot." in first.detail
+
+
+def test_tool_error_and_status(runs: tuple[Path, dict[str, str]]) -> None:
+    db, ids = runs
+    a, b = load(db, ids["fc"], ids["fc_err"])
+    assert (a.summary.status, b.summary.status) == ("completed", "error")
+    d = diff_runs(a, b)
+    kinds = [(x.kind, x.lap) for x in d.differences]
+    assert kinds == [("different_arguments", 2), ("different_arguments", 2), ("error", 2),
+                     ("extra_lap", 3), ("status", 3)]
+    err = d.differences[2]
+    assert err.step_b == step_of(b, 2, "wrap_tool_call", "error")
+    assert err.step_a == step_of(a, 2, "wrap_tool_call", "exit")
+    assert "tool call forecast raised 'ValueError: no such city' in B" in err.description
+    assert "B ended error" in d.differences[-1].description
+
+
+def test_parallel_calls_align_in_call_order_not_completion_order(tmp_path: Path) -> None:
+    db = tmp_path / "p.db"
+    turns = [AIMessage(content="", tool_calls=[
+        call("get_weather", {"city": c}, f"c{i}") for i, c in enumerate(
+            ["Paris", "Rome", "Oslo", "Lima", "Pune", "Kyiv"])]),
+        AIMessage(content="All sunny.")]
+    a_id, b_id = record(db, turns, "p1"), record(db, turns, "p2")
+    a, b = load(db, a_id, b_id)
+    d = diff_runs(a, b)
+    assert d.identical, [x.description for x in d.differences]
+    paired = [(r.step_a, r.step_b) for r in d.rows if r.step_a is not None]
+    for ia, ib in paired:
+        ea, eb = a.events[ia], b.events[ib]
+        assert (ea.hook, ea.phase, ea.tool_call_id) == (eb.hook, eb.phase, eb.tool_call_id)
+
+
+def test_message_text_is_readable_and_id_free(runs: tuple[Path, dict[str, str]]) -> None:
+    db, ids = runs
+    (a,) = load(db, ids["base"])
+    texts = [message_text(m) for m in a.messages]
+    assert texts[0] == "[human]\n  Weather in Paris and Rome?"
+    assert texts[1] == '[ai]\n  -> get_weather({"city": "Paris"})'
+    assert texts[2] == "[tool get_weather]\n  Sunny in Paris, 21 C"
+    assert not any("c1" in t for t in texts)
+
+
+def test_cli_exit_codes(runs: tuple[Path, dict[str, str]],
+                        capsys: pytest.CaptureFixture[str]) -> None:
+    db, ids = runs
+    assert main(["diff", ids["base"], ids["same"], "--db", str(db)]) == 0
+    assert "identical" in capsys.readouterr().out
+    assert main(["diff", ids["base"][:10], ids["args"][:10], "--db", str(db)]) == 1
+    out = capsys.readouterr().out
+    assert "first divergence (different_arguments): lap 2" in out
+    assert '+  -> get_weather({"city": "Berlin"})' in out
+    assert main(["diff", ids["base"], "nope", "--db", str(db)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("looptrace diff: no run 'nope'") and "\n" not in err
+    assert main(["diff", ids["base"], ids["same"], "--db", str(db.parent / "missing.db")]) == 2
+
+
+def test_cli_json_and_second_database(runs: tuple[Path, dict[str, str]], tmp_path: Path,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    db, ids = runs
+    other = tmp_path / "other.db"
+    b_id = record(other, [*BASE[:2], lap("Oslo", "c3"), BASE[2]], "elsewhere")
+    assert main(["diff", ids["base"], b_id, "--db", str(db), "--db-b", str(other),
+                 "--json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert data["identical"] is False
+    assert data["first_divergence"]["kind"] == "tool_calls"
+    assert data["first_divergence"]["lap"] == 3
+    assert data["b"]["id"] == b_id and data["b"]["laps"] == 4
+    assert "extra_lap" in [x["kind"] for ld in data["laps"] for x in ld["differences"]]
