@@ -1,0 +1,179 @@
+"""A self-contained HTML replay of one run: one file, no server, no network.
+
+``export_html(db_path, run_id, out_path)`` writes a single HTML file that plays
+the run with the app's two panes (the loop graph as SVG and the message list as
+of each step), the caption, and the controls (play / pause, step, first / last,
+scrubber, speed, keyboard). Everything is inline: the steps and messages travel
+as JSON in a ``<script type="application/json">`` block with ``<``, ``>``,
+``&``, U+2028 and U+2029 escaped, and the page's own script puts trace text in
+the DOM with ``textContent`` only. A Content-Security-Policy meta tag forbids
+every fetch (``default-src 'none'``), so the file opens from disk offline and a
+hostile trace cannot load anything.
+
+Stable hooks for tests: ``#replay[data-step][data-active-node]``, buttons
+``#play #pause #next #prev #first #last``, ``#scrubber``, ``#speed``,
+``#counter`` ("Step N / M", N counted from 1), ``.msg[data-position]``,
+``.msg.current`` for the messages the step added, ``.call.pending``, the SVG
+nodes ``[data-node=...]`` (class ``active`` / ``visited``) and edges
+``[data-edge="from>to"]`` (class ``taken``). ``#step=N`` in the URL opens step N.
+
+Example:
+    >>> export_html("looptrace.db", "3f2a", "run.html")
+    PosixPath('run.html')
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from .diff import content_text
+from .hooks import HOOK_BY_NAME
+from .loader import Message, TraceDB
+from .replay import GRAPH_EDGES, GRAPH_NODES, Replay, build_replay
+
+# Fixed node positions (centre x, y) in the SVG's 460 x 530 view box.
+_POS: dict[str, tuple[int, int]] = {
+    "START": (160, 28), "before_agent": (160, 92), "before_model": (160, 160),
+    "model": (160, 250), "after_model": (160, 340), "tools": (365, 340),
+    "after_agent": (160, 428), "END": (160, 496),
+}
+_W, _H = 136, 32  # node box size
+_WRAPS = {"model": "wrap_model_call", "tools": "wrap_tool_call"}
+_EDGE_PATHS: dict[tuple[str, str], str] = {
+    ("START", "before_agent"): "M160,44 L160,74",
+    ("before_agent", "before_model"): "M160,108 L160,142",
+    ("before_model", "model"): "M160,176 L160,232",
+    ("model", "after_model"): "M160,266 L160,322",
+    ("after_model", "tools"): "M228,340 L295,340",
+    ("after_model", "after_agent"): "M160,356 L160,410",
+    ("tools", "before_model"): "M365,322 C365,220 310,160 230,160",
+    ("after_agent", "END"): "M160,444 L160,478",
+}
+_EDGE_LABELS: dict[tuple[str, str], tuple[int, int, str]] = {
+    ("after_model", "tools"): (226, 360, "tool calls"),
+    ("after_model", "after_agent"): (168, 386, "answer"),
+    ("tools", "before_model"): (368, 230, "next lap"),
+}
+
+
+def _svg() -> str:
+    e = html.escape
+    out = ['<svg viewBox="0 0 460 530" role="img" aria-label="agent loop graph">',
+           ('<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="9" '
+           'markerHeight="9" markerUnits="userSpaceOnUse" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" '
+           'fill="context-stroke"/></marker></defs>')]
+    for node, wrap in _WRAPS.items():
+        x, y = _POS[node]
+        left = 130 if node == "model" else 88  # room for the label beside the edge line
+        out.append(f'<rect class="wrap" id="wrap-{wrap}" x="{x - left}" y="{y - 40}" '
+                   f'width="{left + 88}" height="80" rx="10"/>')
+        ly = y - 26 if node == "model" else y + 34
+        out.append(f'<text class="wraplabel" x="{x - left + 6}" y="{ly}">{e(wrap)}</text>')
+    for a, b in GRAPH_EDGES:
+        d = _EDGE_PATHS.get((a, b))
+        if d is None:
+            continue
+        cond = " cond" if a == "after_model" else ""
+        out.append(f'<path class="edge{cond}" data-edge="{e(a)}&gt;{e(b)}" d="{d}" '
+                   'marker-end="url(#arrow)"/>')
+        if (a, b) in _EDGE_LABELS:
+            lx, ly, label = _EDGE_LABELS[(a, b)]
+            out.append(f'<text class="edgelabel" x="{lx}" y="{ly}">{e(label)}</text>')
+    for node in GRAPH_NODES:
+        x, y = _POS[node]
+        cls = "node terminal" if node in ("START", "END") else "node"
+        out.append(f'<g class="{cls}" data-node="{e(node)}">'
+                   f'<rect class="box" x="{x - _W // 2}" y="{y - _H // 2}" width="{_W}" '
+                   f'height="{_H}" rx="6"/><circle class="dot" cx="{x}" cy="{y}" r="6"/>'
+                   f'<text x="{x}" y="{y}">{e(node)}</text></g>')
+    tx, ty = _POS["tools"]
+    out.append(f'<text id="active-tools" x="{tx}" y="{ty + 58}"></text>')
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+def _message(m: Message) -> dict[str, Any]:
+    text = content_text(m.content) if m.body else m.text
+    calls = [{"id": c.get("id"), "name": str(c.get("name", "?")),
+              "args": json.dumps(c.get("args", {}), ensure_ascii=False, indent=1,
+                                 sort_keys=True, default=str)}
+             for c in m.tool_calls]
+    calls += [{"id": c.get("id"), "name": f"invalid: {c.get('name', '?')}",
+               "args": f"{c.get('args', '')}\n{c.get('error', '')}"}
+              for c in m.invalid_tool_calls]
+    return {"key": m.key, "pos": m.position, "seq": m.seq, "type": m.type, "name": m.name,
+            "text": text, "calls": calls, "tcid": m.tool_call_id, "status": m.status}
+
+
+def replay_data(rp: Replay) -> dict[str, Any]:
+    """Everything the page needs, as plain JSON-able data."""
+    s = rp.run.summary
+    bit = {n: 1 << i for i, n in enumerate(GRAPH_NODES)}
+    steps = []
+    for st in rp.steps:
+        ev = st.event
+        steps.append({
+            "n": st.node, "e": list(st.edge) if st.edge else None,
+            "v": sum(bit.get(n, 0) for n in st.visited), "t": list(st.active_tools),
+            "k": st.kind, "nk": list(st.new_keys), "c": st.caption, "h": ev.hook,
+            "p": ev.phase, "l": ev.lap, "s": ev.seq, "mw": ev.middleware,
+            "d": ev.duration_ms, "tc": ev.tool_call_id, "pl": ev.payload,
+        })
+    history = [{"seq": ev.seq, "keys": list((ev.payload or {}).get("keys") or [])}
+               for ev in rp.run.events if ev.hook == "history" and isinstance(ev.payload, dict)]
+    node_hooks = [h.name for h in HOOK_BY_NAME.values() if h.kind == "node"]
+    return {
+        "format": "looptrace-html-replay", "version": 1,
+        "run": {"id": s.id, "name": s.name, "status": s.status, "laps": s.laps,
+                "model": s.model, "provider": s.provider, "error": s.error,
+                "total_tokens": s.total_tokens, "started_at": s.started_at,
+                "ended_at": s.ended_at},
+        "nodes": list(GRAPH_NODES),
+        "steps": steps,
+        "messages": [_message(m) for m in rp.run.messages],
+        "history": history,
+        "system": rp.system_prompt(),
+        "unused_hooks": [h for h in node_hooks if h not in rp.used_hooks],
+        "used_wraps": sorted(h for h in ("wrap_model_call", "wrap_tool_call")
+                             if h in rp.used_hooks),
+        "children": [{"id": c.id, "name": c.name, "parent_tool_call_id": c.parent_tool_call_id}
+                     for c in rp.run.children],
+    }
+
+
+def script_json(data: Any) -> str:
+    """JSON that is inert inside a ``<script>`` block: no ``<``, ``>``, ``&``, U+2028/9."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
+    return (text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
+            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+
+
+def render_html(rp: Replay) -> str:
+    """The whole page for one replay, as a string."""
+    template = resources.files("tracer").joinpath("templates/replay.html").read_text("utf-8")
+    title = f"looptrace replay: {rp.run.summary.name or rp.run.id}"
+    # Split at the data first and fill the title last, so nothing taken from the
+    # trace is ever searched for a placeholder.
+    head, sep, tail = template.partition("__DATA__")
+    if not sep:
+        msg = "replay template has no data placeholder"
+        raise RuntimeError(msg)
+    head = head.replace("__SVG__", _svg()).replace("__TITLE__", html.escape(title))
+    return head + script_json(replay_data(rp)) + tail
+
+
+def export_html(db_path: str | Path, run_id: str, out_path: str | Path) -> Path:
+    """Write the run ``run_id`` (an id or unique prefix) as one self-contained HTML file."""
+    with TraceDB(db_path) as db:
+        run = db.run(db.resolve(run_id))
+    out = Path(out_path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(render_html(build_replay(run)), encoding="utf-8")
+    return out
+
+
+__all__ = ["export_html", "render_html", "replay_data", "script_json"]
