@@ -100,10 +100,14 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
             handler_run.middleware = True
             return handler_run
         if not starting and thread_id:
-            run = self.recorder.resume_run(str(thread_id))
+            resume = _resume_payload()
+            # Not starting at before_agent means a resumed thread (lean mode has no
+            # before_agent, so there only a resume value says so).
+            live = resume is not None or not self.lean
+            run = self.recorder.resume_run(str(thread_id), live=live)
             if run is not None:
                 run.middleware = True
-                self.recorder.event(run, "resume", "fire", payload=_resume_payload())
+                self.recorder.event(run, "resume", "fire", payload=resume)
                 return run
         agent_name = _agent_name()
         run = self.recorder.start_run(

@@ -114,13 +114,21 @@ class Recorder:
         if metadata:
             fields["metadata"] = metadata
         self.writer.put(("r", run.id, fields))
+        if thread_id and parent is None:
+            with self._lock:
+                self.by_thread[thread_id] = run
         return run
 
-    def resume_run(self, thread_id: str) -> RunState | None:
-        """The interrupted run of ``thread_id`` to continue, from memory or the file."""
+    def resume_run(self, thread_id: str, *, live: bool = False) -> RunState | None:
+        """The interrupted run of ``thread_id`` to continue, from memory or the file.
+
+        With ``live`` (the invocation carries a resume value) a run of the thread
+        that was never seen to end is taken over too: without callbacks the pause
+        is only noticed when the paused invocation is garbage-collected.
+        """
         with self._lock:
             run = self.by_thread.get(thread_id)
-            if run is not None and run.interrupted:
+            if run is not None and (run.interrupted or (live and not run.ended)):
                 run.interrupted = False
                 run.owner = "resumed"  # an old invocation's finaliser must not end it again
                 run.ended = False
@@ -169,6 +177,10 @@ class Recorder:
             run.interrupted = True
             with self._lock:
                 self.by_thread[run.thread_id] = run
+        elif run.thread_id:
+            with self._lock:
+                if self.by_thread.get(run.thread_id) is run:
+                    del self.by_thread[run.thread_id]
         self.flush_pending(run)
         fields: dict[str, Any] = {"status": status, "ended_at": time.time()}
         if error is not None:
