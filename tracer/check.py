@@ -1,0 +1,164 @@
+"""Check recorded runs: provider protocol rules and loop findings.
+
+``check_run(run)`` returns ``Finding`` records; ``looptrace check`` prints them
+and exits 1 when any is an error, so it can gate a CI job over recorded runs.
+
+Example:
+    ```python
+    from tracer.check import check_run
+    from tracer.loader import TraceDB
+
+    with TraceDB("looptrace.db") as db:
+        for f in check_run(db.run(db.runs()[0].id), providers=("openai",)):
+            print(f.severity, f.rule, f.message)
+    ```
+
+Protocol rules are checked at every model call, on the message list the model
+received, for each provider asked for; a broken history is reported once, at
+the first model call that carries it. Loop findings look at the whole run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from .checks.base import PROVIDERS, SEVERITIES, Finding, Thresholds, model_calls
+from .checks.loops import endings, model_replies, repeated_calls, repeated_failures, token_jumps
+from .checks.protocol import check_model_call
+from .errors import LooptraceError
+from .loader import Run, TraceDB
+
+__all__ = ["PROVIDERS", "RULES", "Finding", "Thresholds", "check_db", "check_run", "register"]
+
+DEFAULT_DB = "looptrace.db"
+
+# Every rule id, with the provider(s) it can name and what it means.
+RULES: dict[str, str] = {
+    "dangling-tool-call": "an AI tool call not answered before the next model call",
+    "orphan-tool-result": "a tool result whose tool_call_id matches no earlier call",
+    "duplicate-tool-result": "a second result for a call already answered",
+    "result-not-after-call": "a result not immediately after the AI message that asked for it",
+    "tool-result-not-first": "Anthropic: a user message ahead of the tool_result in its turn",
+    "consecutive-same-role": "Anthropic: two assistant turns in a row",
+    "system-message-position": "Anthropic: a system message in the middle of the conversation",
+    "ollama-unlinked-calls": "Ollama: several calls in one turn, linked to results by order only",
+    "empty-assistant-message": "an assistant message with no text and no tool calls sent back",
+    "invalid-tool-call": "a tool call whose arguments could not be parsed",
+    "unknown-tool": "a call to a tool that was not offered",
+    "repeated-tool-call": "the same tool with the same or nearly the same arguments, repeatedly",
+    "repeated-tool-error": "a tool failing repeatedly in a row",
+    "repeated-empty-result": "a tool returning an empty result repeatedly in a row",
+    "recursion-limit": "LangGraph's recursion limit ended the run",
+    "loop-bound-hit": "the run ended while the model still asked for tools",
+    "no-final-answer": "the run ended without a final assistant answer",
+    "token-jump": "a lap using far more tokens than the lap before",
+}
+
+_SEV_ORDER = {s: i for i, s in enumerate(SEVERITIES)}
+
+
+def check_run(run: Run, *, providers: Iterable[str] = PROVIDERS,
+              thresholds: Thresholds | None = None) -> list[Finding]:
+    """Every finding for ``run``, ordered by step (then severity)."""
+    provs = tuple(dict.fromkeys(providers))
+    unknown = [p for p in provs if p not in PROVIDERS]
+    if unknown:
+        msg = f"unknown provider {unknown[0]!r} (choose from {', '.join(PROVIDERS)})"
+        raise ValueError(msg)
+    th = thresholds or Thresholds()
+    calls = model_calls(run)
+    found: list[Finding] = []
+    seen: set[tuple[str, str | None, tuple[str, ...]]] = set()
+    for mc in calls:
+        for f in check_model_call(run.id, mc, provs):
+            key = (f.rule, f.provider, f.message_keys)
+            if key not in seen:
+                seen.add(key)
+                found.append(f)
+    found += model_replies(run, calls)
+    found += repeated_calls(run, th)
+    found += repeated_failures(run, th)
+    found += endings(run)
+    found += token_jumps(run, th)
+    found.sort(key=lambda f: (f.seq if f.seq is not None else 1 << 60,
+                              _SEV_ORDER.get(f.severity, 9), f.rule, f.provider or ""))
+    return found
+
+
+def check_db(db: str | Path | TraceDB, run_ids: Sequence[str] = (), *,
+             providers: Iterable[str] = PROVIDERS,
+             thresholds: Thresholds | None = None) -> dict[str, list[Finding]]:
+    """Findings per run for ``run_ids`` (ids or unique prefixes), or for every run."""
+    own = not isinstance(db, TraceDB)
+    tdb = TraceDB(db) if own else db
+    assert isinstance(tdb, TraceDB)
+    try:
+        ids = [tdb.resolve(r) for r in run_ids] if run_ids else [
+            r.id for r in sorted(tdb.runs(), key=lambda r: r.started_at or 0)]
+        provs = tuple(providers)
+        return {rid: check_run(tdb.run(rid), providers=provs, thresholds=thresholds)
+                for rid in ids}
+    finally:
+        if own:
+            tdb.close()
+
+
+def health(findings: Sequence[Finding]) -> str:
+    """The worst severity with its count ("1 error", "2 warnings"), or "ok"."""
+    for sev in SEVERITIES:
+        n = sum(1 for f in findings if f.severity == sev)
+        if n:
+            return f"{n} {sev}{'' if n == 1 else 's'}"
+    return "ok"
+
+
+# -- CLI ---------------------------------------------------------------------
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "check", help="check recorded runs against provider rules and for loops",
+        description="Check recorded runs: tool calls without results, results out of place, "
+                    "provider rules (OpenAI, Anthropic, Ollama), repeated calls and runaway "
+                    "loops. Exits 1 when any error-level finding exists.")
+    p.add_argument("runs", nargs="*", metavar="RUN", help="run ids or prefixes (default: all)")
+    p.add_argument("--db", default=DEFAULT_DB)
+    p.add_argument("--provider", action="append", choices=PROVIDERS,
+                   help="check only this provider's rules (repeatable; default: all)")
+    p.add_argument("--json", action="store_true", help="print the findings as a JSON list")
+    p.set_defaults(func=cmd_check)
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    providers = tuple(args.provider or PROVIDERS)
+    try:
+        results = check_db(args.db, args.runs, providers=providers)
+    except ValueError as exc:
+        raise LooptraceError(str(exc)) from None
+    findings = [f for fs in results.values() for f in fs]
+    if args.json:
+        print(json.dumps([f.to_dict() for f in findings], indent=2, ensure_ascii=False))
+    else:
+        _print_text(results, sys.stdout)
+    return 1 if any(f.severity == "error" for f in findings) else 0
+
+
+def _print_text(results: dict[str, list[Finding]], out: object) -> None:
+    write = out.write  # type: ignore[attr-defined]
+    if not results:
+        write("no runs\n")
+        return
+    total = {s: 0 for s in SEVERITIES}
+    for rid, findings in results.items():
+        write(f"run {rid[:12]}: {health(findings)}\n")
+        for f in findings:
+            total[f.severity] = total.get(f.severity, 0) + 1
+            where = f"seq {f.seq}" if f.seq is not None else "run"
+            write(f"  {f.severity.upper():7} {f.rule} [{f.provider or 'all'}] at {where}\n")
+            write(f"          {f.message}\n")
+            if f.message_keys:
+                write(f"          messages: {', '.join(f.message_keys)}\n")
+    write(f"{len(results)} run(s) checked: {total['error']} error(s), "
+          f"{total['warning']} warning(s), {total['info']} info\n")

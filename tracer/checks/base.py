@@ -1,0 +1,222 @@
+"""Records shared by every check: findings, thresholds, and each model call's input.
+
+``model_calls(run)`` rebuilds, for every model call of a run, the message list
+the model received: the replay's conversation at that step, or the exact keys
+a middleware recorded when it rewrote the request (``message_keys``, with any
+message that only lived in the request carried inline), less the recorded
+messages the callback handler saw left out of the request (``omitted_keys``). Each message is
+reduced to a ``Turn``: the little a protocol rule needs to know.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..loader import Message, Run
+from ..replay import build_replay
+
+PROVIDERS: tuple[str, ...] = ("openai", "anthropic", "ollama")
+SEVERITIES: tuple[str, ...] = ("error", "warning", "info")
+MODEL_HOOKS = frozenset({"wrap_model_call", "model"})
+TOOL_HOOKS = frozenset({"wrap_tool_call", "tool"})
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem found in a run, with where to look.
+
+    ``rule`` is a stable id (see ``tracer.check.RULES``); ``provider`` names the
+    provider whose rule it is, or is None when it applies to all; ``seq`` is the
+    event to jump to (for a protocol rule, the model call that would be
+    rejected); ``message_keys`` are ``Message.key`` of the messages involved.
+    """
+
+    rule: str
+    severity: str  # "error" | "warning" | "info"
+    provider: str | None  # "openai" | "anthropic" | "ollama" | None (all)
+    message: str
+    run_id: str
+    seq: int | None
+    message_keys: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rule": self.rule, "severity": self.severity, "provider": self.provider,
+                "message": self.message, "run_id": self.run_id, "seq": self.seq,
+                "message_keys": list(self.message_keys)}
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """When a pattern across a run becomes a loop finding.
+
+    Defaults:
+        repeat_calls = 3: the same tool with the same or nearly the same
+            arguments asked for this many times is a ``repeated-tool-call``.
+        near_args_ratio = 0.9: two calls of a tool count as "nearly the same"
+            when their normalised arguments (JSON with sorted keys, strings
+            lower-cased and whitespace collapsed) are equal, or when their
+            difflib similarity ratio is at least this.
+        repeat_errors = 3: a tool failing (error result or exception) this many
+            times in a row is a ``repeated-tool-error``.
+        repeat_empty = 3: a tool returning an empty result ("", [], {}, null)
+            this many times in a row is a ``repeated-empty-result``.
+        token_jump_ratio = 3.0 and token_jump_min = 1000: a lap whose total
+            tokens are at least ``token_jump_ratio`` times the previous lap's and
+            at least ``token_jump_min`` more is a ``token-jump``.
+    """
+
+    repeat_calls: int = 3
+    near_args_ratio: float = 0.9
+    repeat_errors: int = 3
+    repeat_empty: int = 3
+    token_jump_ratio: float = 3.0
+    token_jump_min: int = 1000
+
+    def __post_init__(self) -> None:
+        for name in ("repeat_calls", "repeat_errors", "repeat_empty"):
+            if int(getattr(self, name)) < 2:
+                msg = f"Thresholds.{name} must be at least 2"
+                raise ValueError(msg)
+        if not 0.0 < self.near_args_ratio <= 1.0:
+            msg = "Thresholds.near_args_ratio must be in (0, 1]"
+            raise ValueError(msg)
+
+
+@dataclass(frozen=True)
+class Call:
+    id: str | None
+    name: str
+    valid: bool  # False for an invalid tool call (unparseable arguments)
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One message as a protocol rule sees it."""
+
+    key: str
+    role: str  # "user" | "assistant" | "tool" | "system" | "other"
+    calls: tuple[Call, ...] = ()
+    tool_call_id: str | None = None
+    empty: bool = False  # an assistant message with no text and no tool calls
+
+
+@dataclass
+class ModelCall:
+    """A model call (its ``enter`` event) and what the model received."""
+
+    seq: int
+    step: int
+    turns: list[Turn]
+    has_system_prompt: bool
+    offered: frozenset[str] | None  # tool names offered, None when never recorded
+    reply_keys: tuple[str, ...] = field(default_factory=tuple)
+
+
+_ROLE = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system",
+         "AIMessageChunk": "assistant", "HumanMessageChunk": "user",
+         "ToolMessageChunk": "tool", "SystemMessageChunk": "system"}
+
+
+def _is_empty_content(content: Any) -> bool:
+    if content is None:
+        return True
+    if isinstance(content, str):
+        return not content.strip()
+    if isinstance(content, list):
+        for block in content:
+            if isinstance(block, str) and block.strip():
+                return False
+            if isinstance(block, dict):
+                if block.get("type") == "text" and not str(block.get("text") or "").strip():
+                    continue
+                return False
+        return True
+    return False
+
+
+def turn_of(m: Message) -> Turn:
+    role = _ROLE.get(m.type, "other")
+    calls: list[Call] = []
+    for c in m.tool_calls:
+        calls.append(Call(c.get("id") or None, str(c.get("name") or "?"), True))
+    for c in m.invalid_tool_calls:
+        calls.append(Call(c.get("id") or None, str(c.get("name") or "?"), False))
+    empty = role == "assistant" and not calls and _is_empty_content(m.content)
+    return Turn(m.key, role, tuple(calls), m.tool_call_id if role == "tool" else None, empty)
+
+
+def _inline_message(d: Any, seq: int, position: int) -> Message | None:
+    if not isinstance(d, dict) or not isinstance(d.get("data"), dict):
+        return None
+    body = d["data"]
+    typ = str(d.get("type") or body.get("type") or "unknown")
+    return Message(position, seq, body.get("id"), typ, body.get("tool_call_id"),
+                   str(body.get("content") or ""), d)
+
+
+def tool_names(payload: dict[str, Any]) -> frozenset[str] | None:
+    """The tool names a model-call payload says were offered, or None."""
+    if isinstance(payload.get("tools"), list):
+        names = set()
+        for t in payload["tools"]:
+            if isinstance(t, dict):
+                fn = t.get("function")
+                name = fn.get("name") if isinstance(fn, dict) else t.get("name")
+                if name:
+                    names.add(str(name))
+        return frozenset(names)
+    if isinstance(payload.get("tool_names"), list):
+        return frozenset(str(n) for n in payload["tool_names"] if n)
+    return None
+
+
+def model_calls(run: Run) -> list[ModelCall]:
+    """Every model call of ``run`` with the conversation it received, in order."""
+    replay = build_replay(run)
+    by_key = run.message_by_key
+    out: list[ModelCall] = []
+    offered: frozenset[str] | None = None
+    has_system = False
+    exits = exit_seqs(run)
+    omitted: frozenset[str] = frozenset()
+    for step in replay.steps:
+        ev = step.event
+        if ev.hook not in MODEL_HOOKS or ev.phase != "enter":
+            continue
+        p = ev.payload if isinstance(ev.payload, dict) else {}
+        names = tool_names(p)
+        if names is not None:
+            offered = names
+        if p.get("system") or p.get("system_same"):
+            has_system = True
+        if isinstance(p.get("omitted_keys"), list):
+            omitted = frozenset(str(k) for k in p["omitted_keys"])
+        keys = p.get("message_keys")
+        if isinstance(keys, list):
+            inline: dict[str, Message] = {}
+            for d in p.get("inline_messages") or []:
+                im = _inline_message(d, ev.seq, len(inline))
+                if im is not None:
+                    inline[im.key] = im
+            msgs = [inline.get(k) or by_key.get(k) for k in keys]
+            messages = [m for m in msgs if m is not None]
+        else:
+            messages = [m for m in replay.messages_at(step.index) if m.key not in omitted]
+        replies = tuple(m.key for m in run.messages if m.seq == exits.get(ev.seq, -1))
+        out.append(ModelCall(ev.seq, step.index, [turn_of(m) for m in messages], has_system,
+                             offered, replies))
+    return out
+
+
+def exit_seqs(run: Run) -> dict[int, int]:
+    """Model-call enter seq -> the seq of its exit (or error) event."""
+    out: dict[int, int] = {}
+    pending: int | None = None
+    for ev in run.events:
+        if ev.hook in MODEL_HOOKS and ev.phase == "enter":
+            pending = ev.seq
+        elif ev.hook in MODEL_HOOKS and ev.phase in ("exit", "error") and pending is not None:
+            out[pending] = ev.seq
+            pending = None
+    return out

@@ -1,0 +1,300 @@
+"""Loop findings: patterns across a whole run rather than one request.
+
+- ``repeated-tool-call``: the model asks for the same tool with the same (or
+  nearly the same) arguments ``Thresholds.repeat_calls`` times.
+- ``repeated-tool-error`` / ``repeated-empty-result``: a tool fails, or returns
+  nothing, that many times in a row.
+- ``recursion-limit``: LangGraph's recursion limit (GraphRecursionError) ended
+  the run.
+- ``loop-bound-hit``: the run ended while the model was still asking for tools:
+  a hand-rolled loop's iteration bound (MAX_ITERATIONS) or another stop ended it.
+- ``no-final-answer``: the run finished without a final assistant answer.
+- ``token-jump``: one lap costs far more tokens than the lap before.
+- ``invalid-tool-call`` / ``unknown-tool``: the model produced a call whose
+  arguments could not be parsed, or named a tool it was not offered.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from difflib import SequenceMatcher
+from typing import Any
+
+from ..loader import Message, Run
+from ..replay import build_replay
+from .base import MODEL_HOOKS, TOOL_HOOKS, Finding, ModelCall, Thresholds
+
+_RECURSION = re.compile(r"GraphRecursionError|Recursion limit of \d+ reached", re.I)
+_EMPTY = {"", "[]", "{}", "null", "none", '""'}
+
+
+def _canon(value: Any) -> Any:
+    if isinstance(value, str):
+        return " ".join(value.lower().split())
+    if isinstance(value, dict):
+        return {str(k): _canon(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_canon(v) for v in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def _args_text(args: Any) -> str:
+    try:
+        return json.dumps(_canon(args), sort_keys=True, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return str(args)
+
+
+def _similar(a: str, b: str, ratio: float) -> bool:
+    if a == b:
+        return True
+    if ratio >= 1.0:
+        return False
+    return SequenceMatcher(None, a, b, autojunk=False).ratio() >= ratio
+
+
+def _ai_messages(run: Run) -> list[Message]:
+    return sorted((m for m in run.messages if m.type in ("ai", "AIMessageChunk")),
+                  key=lambda m: (m.seq, m.position))
+
+
+def repeated_calls(run: Run, th: Thresholds) -> list[Finding]:
+    clusters: dict[str, list[tuple[str, list[Message], list[str]]]] = {}
+    out: list[Finding] = []
+    for m in _ai_messages(run):
+        for c in m.tool_calls:
+            name = str(c.get("name") or "?")
+            text = _args_text(c.get("args"))
+            group = clusters.setdefault(name, [])
+            for first, msgs, ids in group:
+                if _similar(first, text, th.near_args_ratio):
+                    msgs.append(m)
+                    ids.append(str(c.get("id")))
+                    break
+            else:
+                group.append((text, [m], [str(c.get("id"))]))
+    for name, group in clusters.items():
+        for first, msgs, _ids in group:
+            if len(msgs) < th.repeat_calls:
+                continue
+            hit = msgs[th.repeat_calls - 1]
+            out.append(Finding(
+                "repeated-tool-call", "warning", None,
+                f"The model asked for {name} with the same or nearly the same arguments "
+                f"{len(msgs)} times (threshold {th.repeat_calls}): {first[:120]}. The loop is "
+                "probably not making progress: the tool result does not give the model what "
+                "it needs, or the model ignores it.",
+                run.id, hit.seq, tuple(dict.fromkeys(x.key for x in msgs))))
+    return out
+
+
+def _result_failures(run: Run) -> list[tuple[int, str, str, str]]:
+    """(seq, tool name, kind, message key) per tool outcome, in order.
+
+    kind is "error", "empty" or "ok"."""
+    names: dict[str, str] = {}
+    owner: dict[str, str] = {}  # call id -> key of the AI message that asked for it
+    for m in run.messages:
+        for c in m.tool_calls:
+            if c.get("id"):
+                names[str(c["id"])] = str(c.get("name") or "?")
+                owner[str(c["id"])] = m.key
+    out: list[tuple[int, str, str, str]] = []
+    answered: set[str] = set()
+    for m in sorted((x for x in run.messages if x.type == "tool"), key=lambda x: x.seq):
+        name = m.name or names.get(m.tool_call_id or "", "?")
+        if m.status == "error":
+            kind = "error"
+        elif isinstance(m.content, (str, type(None))) and (
+                str(m.content or "").strip().lower() in _EMPTY):
+            kind = "empty"
+        elif isinstance(m.content, list) and not m.content:
+            kind = "empty"
+        else:
+            kind = "ok"
+        out.append((m.seq, name, kind, m.key))
+        if m.tool_call_id:
+            answered.add(m.tool_call_id)
+    for ev in run.events:
+        if ev.hook in TOOL_HOOKS and ev.phase == "error" and ev.tool_call_id not in answered:
+            p = ev.payload if isinstance(ev.payload, dict) else {}
+            name = p.get("name") or names.get(ev.tool_call_id or "", "?")
+            out.append((ev.seq, str(name), "error",
+                        owner.get(str(ev.tool_call_id), "t:" + str(ev.tool_call_id))))
+    out.sort()
+    return out
+
+
+def repeated_failures(run: Run, th: Thresholds) -> list[Finding]:
+    out: list[Finding] = []
+    streak: dict[tuple[str, str], list[tuple[int, str]]] = {}
+    reported: set[tuple[str, str]] = set()
+    for seq, name, kind, key in _result_failures(run):
+        for k in ("error", "empty"):
+            if k != kind:
+                streak.pop((name, k), None)
+        if kind == "ok":
+            continue
+        s = streak.setdefault((name, kind), [])
+        s.append((seq, key))
+        limit = th.repeat_errors if kind == "error" else th.repeat_empty
+        if len(s) >= limit and (name, kind) not in reported:
+            reported.add((name, kind))
+            if kind == "error":
+                out.append(Finding(
+                    "repeated-tool-error", "warning", None,
+                    f"The tool {name} failed {limit} times in a row. The model keeps calling "
+                    "it although it errors: fix the tool or its arguments, or stop after a "
+                    "failure.", run.id, seq, tuple(k for _, k in s)))
+            else:
+                out.append(Finding(
+                    "repeated-empty-result", "warning", None,
+                    f"The tool {name} returned an empty result {limit} times in a row; the "
+                    "model is probably searching in circles.", run.id, seq,
+                    tuple(k for _, k in s)))
+    return out
+
+
+def _final_messages(run: Run) -> list[Message]:
+    replay = build_replay(run)
+    return replay.messages_at(len(replay) - 1) if len(replay) else list(run.messages)
+
+
+def endings(run: Run) -> list[Finding]:
+    """Recursion limit, loop bound, no final answer."""
+    out: list[Finding] = []
+    s = run.summary
+    last_seq = run.events[-1].seq if run.events else None
+    rec_seq: int | None = None
+    rec_text = s.error if s.error and _RECURSION.search(s.error) else None
+    for ev in run.events:
+        p = ev.payload if isinstance(ev.payload, dict) else {}
+        err = p.get("error")
+        if isinstance(err, str) and _RECURSION.search(err):
+            rec_seq = ev.seq if rec_seq is None else rec_seq
+            rec_text = rec_text or err
+    if rec_text:
+        out.append(Finding(
+            "recursion-limit", "error", None,
+            "LangGraph's recursion limit ended the run before the agent finished "
+            f"({rec_text[:160]}). The loop kept going round: look for repeated calls, or "
+            "raise recursion_limit if the task really needs more steps.",
+            run.id, rec_seq if rec_seq is not None else last_seq, ()))
+        return out
+    if s.status in ("running", "interrupted"):
+        return out
+    final = _final_messages(run)
+    if not final:
+        return out
+    model_made = {ev.seq for ev in run.events if ev.hook in MODEL_HOOKS and ev.phase == "exit"}
+    ais = [m for m in final if m.type in ("ai", "AIMessageChunk")]
+    last_model_ai = next((m for m in reversed(ais) if m.seq in model_made), None)
+    if last_model_ai is not None and last_model_ai.tool_calls:
+        tail = final[final.index(last_model_ai):]
+        stopper = next((m for m in tail if m.type in ("ai", "AIMessageChunk")
+                        and m is not last_model_ai), None)
+        jump = next((ev for ev in run.events if ev.seq > last_model_ai.seq and isinstance(
+            ev.payload, dict) and ev.payload.get("jump_to") == "end"), None)
+        how = (f"{jump.middleware or 'a middleware'} ended it" if jump is not None else
+               "an iteration bound (e.g. MAX_ITERATIONS in a hand-rolled loop) or another stop "
+               "condition cut the loop off")
+        said = f' with "{stopper.text.strip()[:100]}"' if stopper is not None else ""
+        names = ", ".join(str(c.get("name")) for c in last_model_ai.tool_calls)
+        out.append(Finding(
+            "loop-bound-hit", "error", None,
+            "The run ended while the model was still asking for tools: its last reply calls "
+            f"{names} and no model call followed; {how}{said}. The task was not finished: "
+            "look for a loop that makes no progress, or raise the bound.",
+            run.id, jump.seq if jump is not None else (
+                stopper.seq if stopper is not None else last_model_ai.seq),
+            tuple(m.key for m in tail)))
+        return out
+    last = final[-1]
+    text = last.text.strip() if isinstance(last.text, str) else ""
+    if not (last.type in ("ai", "AIMessageChunk") and not last.tool_calls and text):
+        out.append(Finding(
+            "no-final-answer", "warning", None,
+            "The run ended without a final answer: its last message is "
+            f"{'an empty assistant message' if last.type == 'ai' else 'a ' + last.type + ' message'}"
+            f"{' and the run failed' if s.status == 'error' else ''}.",
+            run.id, last.seq if last.seq is not None else last_seq, (last.key,)))
+    return out
+
+
+def token_jumps(run: Run, th: Thresholds) -> list[Finding]:
+    laps: dict[int, int] = {}
+    first_seq: dict[int, int] = {}
+    for ev in run.events:
+        if ev.hook not in MODEL_HOOKS or ev.phase != "exit" or not isinstance(ev.payload, dict):
+            continue
+        u = ev.payload.get("usage")
+        if not isinstance(u, dict):
+            continue
+        total = u.get("total_tokens") or ((u.get("input_tokens") or 0) + (
+            u.get("output_tokens") or 0))
+        laps[ev.lap] = laps.get(ev.lap, 0) + int(total or 0)
+        first_seq.setdefault(ev.lap, ev.seq)
+    out: list[Finding] = []
+    order = sorted(laps)
+    for a, b in zip(order, order[1:]):
+        prev, cur = laps[a], laps[b]
+        if prev > 0 and cur >= th.token_jump_ratio * prev and cur - prev >= th.token_jump_min:
+            out.append(Finding(
+                "token-jump", "warning", None,
+                f"Lap {b} used {cur} tokens, {cur / prev:.1f}x lap {a} ({prev}): a large tool "
+                "result or a growing history entered the context.",
+                run.id, first_seq[b], ()))
+    return out
+
+
+def model_replies(run: Run, calls: list[ModelCall]) -> list[Finding]:
+    """Invalid tool calls and calls to tools that were not offered."""
+    out: list[Finding] = []
+    by_key = run.message_by_key
+    seen: set[str] = set()
+    for mc in calls:
+        for key in mc.reply_keys:
+            m = by_key.get(key)
+            if m is None:
+                continue
+            for c in m.invalid_tool_calls:
+                out.append(Finding(
+                    "invalid-tool-call", "warning", None,
+                    f"The model produced a call to {c.get('name')} whose arguments could not "
+                    f"be parsed ({str(c.get('error') or 'invalid JSON')[:120]}). It does not "
+                    "run as asked: create_agent answers it with an error result, a hand-rolled "
+                    "loop usually drops it.", run.id, m.seq, (m.key,)))
+            if mc.offered is None:
+                continue
+            for c in m.tool_calls:
+                name = str(c.get("name") or "?")
+                if name not in mc.offered and str(c.get("id")) not in seen:
+                    seen.add(str(c.get("id")))
+                    out.append(_unknown(run, name, mc.offered, m, c))
+    for ev in run.events:
+        p = ev.payload if isinstance(ev.payload, dict) else {}
+        if ev.hook in TOOL_HOOKS and ev.phase == "enter" and p.get("known_tool") is False:
+            if str(ev.tool_call_id) in seen:
+                continue
+            seen.add(str(ev.tool_call_id))
+            ai = next((m for m in run.messages
+                       if any(c.get("id") == ev.tool_call_id for c in m.tool_calls)), None)
+            out.append(_unknown(run, str(p.get("name")), None, ai,
+                                {"id": ev.tool_call_id}, ev.seq))
+    return out
+
+
+def _unknown(run: Run, name: str, offered: frozenset[str] | None, m: Message | None,
+             c: dict[str, Any], seq: int | None = None) -> Finding:
+    names = f" (offered: {', '.join(sorted(offered)) or 'none'})" if offered is not None else ""
+    keys = tuple(k for k in ((m.key if m else None), "t:" + str(c.get("id")))
+                 if k and (k in run.message_by_key))
+    return Finding(
+        "unknown-tool", "warning", None,
+        f"The model called {name}, a tool it was not offered{names}. create_agent answers "
+        "with an error result and the model can recover; repeated, it means the prompt or "
+        "the tool list misleads the model.",
+        run.id, m.seq if m is not None else seq, keys)
