@@ -57,6 +57,7 @@ class TraceCallbackHandler(BaseCallbackHandler):
         self._tools: dict[UUID, tuple[RunState, float, str | None, str]] = {}
         self._llm: dict[UUID, tuple[RunState, float, int]] = {}
         self._loose: RunState | None = None
+        self._omitted: dict[str, frozenset[str]] = {}  # run id -> recorded keys not sent
 
     # -- housekeeping -------------------------------------------------------
     def flush(self) -> None:
@@ -250,6 +251,7 @@ class TraceCallbackHandler(BaseCallbackHandler):
                     payload["tools"] = tools
                 else:
                     payload["tool_names"] = [_tool_name(t) for t in tools]
+            _note_omitted(self._omitted, run, convo, payload)
             seq = rec.event(run, "model", "enter", payload=payload)
             rec.sync_messages(run, seq, convo)
             self._llm[run_id] = (run, time.perf_counter(), len(convo))
@@ -375,6 +377,21 @@ class TraceCallbackHandler(BaseCallbackHandler):
                                          "type": type(error).__name__})
         except Exception as exc:  # noqa: BLE001
             self._guard("on_tool_error", exc)
+
+
+def _note_omitted(omitted: dict[str, frozenset[str]], run: RunState,
+                  convo: list[BaseMessage], payload: dict[str, Any]) -> None:
+    """Record which recorded messages a model call did NOT get, when that changes.
+
+    A hand-rolled loop may run a tool (its result is recorded at the tool's end)
+    and then forget to append the result: the stored conversation would show a
+    message the model never received. ``omitted_keys`` lists them; the checks
+    leave them out of this call and later ones, until it changes again.
+    """
+    now = frozenset(run.known.difference(_key(m) for m in convo))
+    if now != omitted.get(run.id, frozenset()):
+        omitted[run.id] = now
+        payload["omitted_keys"] = sorted(now)
 
 
 def _no_system(msgs: list[BaseMessage]) -> list[BaseMessage]:
