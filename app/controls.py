@@ -1,0 +1,142 @@
+"""Replay controls: play / pause, step, first / last, speed, jumps, scrubber,
+and the keyboard shortcuts. Every control acts through a callback that
+changes the state before the fragment reruns, so the graph and the message
+pane are always drawn from the same, already updated step."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from tracer.replay import Replay
+
+from . import state
+from .graph_component import key_action
+from .run_view import RunView
+from .scrubber import legend, render_ticks, seek_target
+
+
+def _replay() -> Replay | None:
+    return st.session_state.get("_lt_replay")
+
+
+def _go(index: int) -> None:
+    rp = _replay()
+    if rp is not None:
+        state.set_step(rp.clamp(index))
+
+
+def _step_by(delta: int) -> None:
+    _go(int(st.session_state.get(state.STEP) or 0) + delta)
+
+
+def _play() -> None:
+    rp = _replay()
+    if rp is not None and int(st.session_state.get(state.STEP) or 0) >= len(rp) - 1:
+        state.set_step(0)
+    st.session_state[state.PLAYING] = True
+    st.session_state[state.ACTED] = True
+
+
+def _pause() -> None:
+    st.session_state[state.PLAYING] = False
+    st.session_state[state.ACTED] = True
+
+
+def _toggle() -> None:
+    if st.session_state.get(state.PLAYING):
+        _pause()
+    else:
+        _play()
+
+
+def _jump(kind: str) -> None:
+    rp = _replay()
+    if rp is None:
+        return
+    found = rp.find(int(st.session_state.get(state.STEP) or 0), kind)
+    if found is not None:
+        state.set_step(found)
+
+
+def on_key() -> None:
+    """Keyboard shortcut sent by the graph component."""
+    action = key_action()
+    if action == "toggle":
+        _toggle()
+        return
+    rp = _replay()
+    if rp is None or action is None:
+        return
+    if action == "first":
+        _go(0)
+    elif action == "last":
+        _go(len(rp) - 1)
+    else:
+        _step_by(1 if action == "next" else -1)
+
+
+def _on_scrub() -> None:
+    value = st.session_state.get("scrub")
+    if value is not None:
+        _go(int(value) - 1)
+
+
+def _on_seek() -> None:
+    target = seek_target()
+    if target is not None:
+        _go(target)
+
+
+def _on_speed() -> None:
+    value = st.session_state.get("speed")
+    if value is not None:
+        st.session_state[state.SPEED] = float(value)
+    st.session_state[state.ACTED] = True
+
+
+def render_controls(view: RunView, index: int) -> None:
+    """The control bar, the tick strip and the scrubber for step ``index``."""
+    replay = view.replay
+    st.session_state["_lt_replay"] = replay
+    n = len(replay)
+    last = max(0, n - 1)
+    playing = bool(st.session_state.get(state.PLAYING))
+    bar = st.columns([1, 1, 1.3, 1, 1, 2.6, 3.4], vertical_alignment="center", gap="small")
+    bar[0].button("", key="first", icon=":material/first_page:", help="First step (Home)",
+                  on_click=_go, args=(0,), disabled=index == 0, width="stretch")
+    bar[1].button("", key="step_prev", icon=":material/chevron_left:",
+                  help="Step back (left arrow)", on_click=_step_by, args=(-1,),
+                  disabled=index == 0, width="stretch")
+    if playing:
+        bar[2].button("Pause", key="pause", icon=":material/pause:", on_click=_pause,
+                      type="primary", width="stretch")
+    else:
+        bar[2].button("Play", key="play", icon=":material/play_arrow:", on_click=_play,
+                      type="primary", disabled=n < 2, width="stretch")
+    bar[3].button("", key="step_next", icon=":material/chevron_right:",
+                  help="Step forward (right arrow)", on_click=_step_by, args=(1,),
+                  disabled=index >= last, width="stretch")
+    bar[4].button("", key="last", icon=":material/last_page:", help="Last step (End)",
+                  on_click=_go, args=(last,), disabled=index >= last, width="stretch")
+    bar[5].markdown(f"**Step {index + 1} / {n}**" if n else "**Step 0 / 0**")
+    if st.session_state.get("speed") not in state.SPEEDS:
+        st.session_state["speed"] = float(st.session_state.get(state.SPEED) or 1.0)
+    bar[6].segmented_control("Speed", state.SPEEDS, format_func=lambda s: f"{s:g}x",
+                             key="speed", on_change=_on_speed, label_visibility="collapsed")
+    jumps = st.columns(4, vertical_alignment="center", gap="small")
+    for col, (kind, label, icon) in zip(jumps, (
+            ("model", "Next model call", ":material/psychology:"),
+            ("tool", "Next tool call", ":material/build:"),
+            ("error", "Next error", ":material/error:"))):
+        col.button(label, key=f"next_{kind}", icon=icon, on_click=_jump, args=(kind,),
+                   disabled=replay.find(index, kind) is None, width="stretch")
+    jumps[3].caption("Keys: ← → step · space play/pause · Home / End")
+    markers = [{"step": s, "severity": str(getattr(f, "severity", "info"))}
+               for f in view.findings
+               if (s := view.step_of_seq(getattr(f, "seq", None))) is not None]
+    if n > 1:
+        render_ticks(view.kinds, index, markers, on_seek=_on_seek)
+        if st.session_state.get("scrub") != index + 1:
+            st.session_state["scrub"] = index + 1
+        st.slider("Step", 1, n, key="scrub", on_change=_on_scrub, label_visibility="collapsed")
+        st.caption(legend())

@@ -1,0 +1,362 @@
+"""The loop graph: a small ``st.components.v2`` SVG component.
+
+The SVG is drawn once with fixed node positions; each step only changes CSS
+classes (active node, edge just taken, visited nodes), so the picture stays in
+place and the change animates. The same component listens for the replay's
+keyboard shortcuts on the document and sends them back as a trigger, and
+scrolls the highlighted message into view.
+
+``graph_data(replay, index)`` is a pure function (tests snapshot it); only
+``render_graph`` touches Streamlit. Trace text (tool names and ids) reaches the
+page through ``textContent`` only.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+import streamlit as st
+
+from tracer.hooks import HOOK_BY_NAME
+from tracer.replay import GRAPH_EDGES, GRAPH_NODES, Replay
+
+from .palette import call_colour
+
+# Node boxes: name -> (centre x, centre y, width, height, label, shape)
+NODES: dict[str, tuple[int, int, int, int, str, str]] = {
+    "START": (170, 28, 96, 30, "START", "pill"),
+    "before_agent": (170, 92, 170, 38, "before_agent", "box"),
+    "before_model": (170, 160, 170, 38, "before_model", "box"),
+    "model": (170, 242, 150, 42, "model", "model"),
+    "after_model": (170, 322, 170, 38, "after_model", "box"),
+    "tools": (362, 384, 124, 42, "tools", "tools"),
+    "after_agent": (170, 452, 170, 38, "after_agent", "box"),
+    "END": (170, 516, 96, 30, "END", "pill"),
+}
+# Dashed boxes drawn around a node for the wrap hooks: hook -> (x, y, w, h)
+WRAPS: dict[str, tuple[int, int, int, int]] = {
+    "wrap_model_call": (40, 200, 260, 86),
+    "wrap_tool_call": (288, 342, 160, 86),
+}
+COND = (170, 384, 20)  # the conditional edge's diamond: centre x, y, half size
+# Edge paths (SVG path data); the conditional edges pass through the diamond.
+EDGES: dict[str, str] = {
+    "START>before_agent": "M170 43 V71",
+    "before_agent>before_model": "M170 111 V139",
+    "before_model>model": "M170 179 V219",
+    "model>after_model": "M170 263 V301",
+    "after_model>tools": "M170 341 V364 M190 384 H298",
+    "after_model>after_agent": "M170 341 V364 M170 404 V431",
+    "tools>before_model": "M424 384 H452 V172 Q452 160 440 160 H257",
+    "after_agent>END": "M170 471 V499",
+}
+VIEWBOX = (0, 0, 460, 540)
+NODE_HOOK = {h.node: h.name for h in HOOK_BY_NAME.values() if h.kind == "node"}
+assert set(NODES) == set(GRAPH_NODES), "the drawing must cover every replay node"
+assert {f"{a}>{b}" for a, b in GRAPH_EDGES} == set(EDGES), "and every replay edge"
+
+
+def _route(a: str, b: str) -> list[str]:
+    """The edges on the shortest path from ``a`` to ``b`` (hooks passed through)."""
+    adj: dict[str, list[str]] = {}
+    for x, y in GRAPH_EDGES:
+        adj.setdefault(x, []).append(y)
+    prev: dict[str, str] = {}
+    todo = deque([a])
+    seen = {a}
+    while todo:
+        n = todo.popleft()
+        if n == b:
+            break
+        for m in adj.get(n, ()):
+            if m not in seen:
+                seen.add(m)
+                prev[m] = n
+                todo.append(m)
+    if b not in prev:
+        return []
+    out = []
+    n = b
+    while n != a:
+        out.append(f"{prev[n]}>{n}")
+        n = prev[n]
+    return out[::-1]
+
+
+def layout() -> dict[str, Any]:
+    """The static drawing (our own constants only), embedded in the component's JS."""
+    return {
+        "viewBox": VIEWBOX,
+        "nodes": [{"id": k, "x": v[0], "y": v[1], "w": v[2], "h": v[3], "label": v[4],
+                   "shape": v[5], "hook": NODE_HOOK.get(k)} for k, v in NODES.items()],
+        "wraps": [{"id": k, "x": v[0], "y": v[1], "w": v[2], "h": v[3]} for k, v in WRAPS.items()],
+        "edges": [{"id": k, "d": d, "back": k == "tools>before_model",
+                   "cond": k.startswith("after_model>")} for k, d in EDGES.items()],
+        "cond": COND,
+    }
+
+
+def tool_names(replay: Replay) -> dict[str, str]:
+    """tool_call_id -> tool name, from the tool-call events of the run."""
+    out: dict[str, str] = {}
+    for ev in replay.run.events:
+        if ev.tool_call_id and isinstance(ev.payload, dict) and ev.payload.get("name"):
+            out.setdefault(ev.tool_call_id, str(ev.payload["name"]))
+    return out
+
+
+def graph_data(replay: Replay, index: int, *, names: dict[str, str] | None = None,
+               colours: dict[str, int] | None = None, scroll_to: str | None = None,
+               keyboard: bool = True) -> dict[str, Any]:
+    """Everything the graph shows at step ``index`` (JSON-ready)."""
+    if not replay.steps:
+        return {"step": 0, "steps": 0, "node": "START", "edges": [], "visited": [],
+                "passthrough": _passthrough(replay), "tools": [], "kind": "run",
+                "keyboard": keyboard, "scroll_to": scroll_to, "lap": 0}
+    step = replay.steps[index]
+    names = names if names is not None else tool_names(replay)
+    colours = colours or {}
+    edges = _route(*step.edge) if step.edge else []
+    return {
+        "step": step.index,
+        "steps": len(replay.steps),
+        "node": step.node,
+        "edges": edges,
+        "visited": sorted(step.visited),
+        "passthrough": _passthrough(replay),
+        "tools": [{"id": t, "name": names.get(t, "tool"),
+                   "colour": call_colour(colours.get(t, 0))} for t in step.active_tools],
+        "kind": step.kind,
+        "error": step.kind == "error",
+        "lap": step.event.lap,
+        "keyboard": keyboard,
+        "scroll_to": scroll_to,
+    }
+
+
+def _passthrough(replay: Replay) -> list[str]:
+    """Hooks that no middleware used in this run: drawn as pass-through points."""
+    return sorted(h for h in HOOK_BY_NAME if h not in replay.used_hooks)
+
+
+CSS = """
+:host { display: block; }
+.lt-graph { font-family: var(--st-font, sans-serif); color: var(--st-text-color); }
+.lt-graph svg { width: 100%; height: auto; display: block;
+  max-height: var(--lt-graph-max-height, 74vh); }
+.lt-graph .node rect, .lt-graph .node circle {
+  fill: var(--st-secondary-background-color); stroke: var(--st-border-color, #888);
+  stroke-width: 1.5; transition: fill .35s ease, stroke .35s ease, stroke-width .35s ease; }
+.lt-graph .node text { fill: var(--st-text-color); font-size: 15px; font-weight: 600;
+  text-anchor: middle; dominant-baseline: central; transition: fill .35s ease;
+  font-family: var(--st-code-font, ui-monospace, monospace); }
+.lt-graph .node.visited rect, .lt-graph .node.visited circle {
+  fill: color-mix(in srgb, var(--st-primary-color) 16%, var(--st-secondary-background-color));
+  stroke: color-mix(in srgb, var(--st-primary-color) 55%, var(--st-border-color, #888)); }
+.lt-graph .node.active rect, .lt-graph .node.active circle {
+  fill: var(--st-primary-color); stroke: var(--st-primary-color); stroke-width: 3; }
+.lt-graph .node.active text { fill: #fff; }
+.lt-graph .node.error.active rect { fill: #d62728; stroke: #d62728; }
+.lt-graph .node.passthrough text { font-weight: 400; font-size: 13px; opacity: .8;
+  text-anchor: start; }
+.lt-graph .node.passthrough circle { r: 7px; }
+.lt-graph .node.passthrough.active circle { r: 10px; }
+.lt-graph .node.passthrough.active text { fill: var(--st-primary-color); opacity: 1;
+  font-weight: 700; }
+.lt-graph .wrap rect { fill: none; stroke: var(--st-text-color); stroke-opacity: .45;
+  stroke-dasharray: 6 4; stroke-width: 1.3; transition: stroke-opacity .35s ease; }
+.lt-graph .wrap text { fill: var(--st-text-color); opacity: .7; font-size: 12.5px;
+  font-family: var(--st-code-font, ui-monospace, monospace); }
+.lt-graph .wrap.passthrough rect { stroke-opacity: .18; }
+.lt-graph .wrap.passthrough text { opacity: .4; }
+.lt-graph .wrap.active rect { stroke: var(--st-primary-color); stroke-opacity: 1;
+  stroke-width: 2.2; }
+.lt-graph .edge path { fill: none; stroke: var(--st-text-color); stroke-opacity: .45;
+  stroke-width: 1.8; transition: stroke .35s ease, stroke-opacity .35s ease,
+  stroke-width .35s ease; }
+.lt-graph .edge.back path { stroke-dasharray: 5 4; }
+.lt-graph .edge.taken path { stroke: var(--st-primary-color); stroke-opacity: 1;
+  stroke-width: 3.5; stroke-dasharray: 10 6; animation: lt-flow .9s linear infinite; }
+@keyframes lt-flow { to { stroke-dashoffset: -32; } }
+.lt-graph .cond polygon { fill: var(--st-secondary-background-color);
+  stroke: var(--st-text-color); stroke-opacity: .55; stroke-width: 1.5;
+  transition: fill .35s ease; }
+.lt-graph .cond.taken polygon { fill: var(--st-primary-color);
+  stroke: var(--st-primary-color); stroke-opacity: 1; }
+.lt-graph .cond text, .lt-graph .lap { fill: var(--st-text-color); opacity: .7;
+  font-size: 12px; }
+.lt-graph .chip rect { stroke: none; }
+.lt-graph .chip text { fill: var(--st-text-color); font-size: 12.5px;
+  font-family: var(--st-code-font, ui-monospace, monospace); dominant-baseline: central; }
+.lt-graph marker path { fill: var(--st-text-color); fill-opacity: .6; }
+.lt-graph marker.hot path { fill: var(--st-primary-color); fill-opacity: 1; }
+@media (prefers-reduced-motion: reduce) {
+  .lt-graph * { transition: none !important; animation: none !important; }
+}
+"""
+
+JS = """
+const LAYOUT = __LAYOUT__;
+const NS = 'http://www.w3.org/2000/svg';
+function el(tag, attrs, parent) {
+  const e = document.createElementNS(NS, tag);
+  for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, String(v));
+  if (parent) parent.appendChild(e);
+  return e;
+}
+function build(parent) {
+  const root = document.createElement('div');
+  root.className = 'lt-graph';
+  root.setAttribute('data-testid', 'lt-graph');
+  const svg = el('svg', {viewBox: LAYOUT.viewBox.join(' '), role: 'img',
+                         'aria-label': 'agent loop graph'}, root);
+  const defs = el('defs', {}, svg);
+  for (const [id, cls] of [['lt-arrow', ''], ['lt-arrow-hot', 'hot']]) {
+    const m = el('marker', {id, viewBox: '0 0 10 10', refX: 9, refY: 5, markerWidth: 7,
+                            markerHeight: 7, orient: 'auto-start-reverse', class: cls}, defs);
+    el('path', {d: 'M0 0 L10 5 L0 10 z'}, m);
+  }
+  for (const w of LAYOUT.wraps) {
+    const g = el('g', {class: 'wrap', 'data-hook': w.id}, svg);
+    el('rect', {x: w.x, y: w.y, width: w.w, height: w.h, rx: 10}, g);
+    el('text', {x: w.x + 8, y: w.y + 15}, g).textContent = w.id;
+  }
+  for (const e of LAYOUT.edges) {
+    const g = el('g', {class: 'edge' + (e.back ? ' back' : ''), 'data-edge': e.id}, svg);
+    el('path', {d: e.d, 'marker-end': 'url(#lt-arrow)'}, g);
+  }
+  const [cx, cy, s] = LAYOUT.cond;
+  const cg = el('g', {class: 'cond', 'data-node': 'conditional'}, svg);
+  el('polygon', {points: `${cx},${cy - s} ${cx + s},${cy} ${cx},${cy + s} ${cx - s},${cy}`}, cg);
+  el('text', {x: cx - s - 6, y: cy + 4, 'text-anchor': 'end'}, cg).textContent = 'tool calls?';
+  for (const n of LAYOUT.nodes) {
+    const g = el('g', {class: 'node', 'data-node': n.id}, svg);
+    if (n.shape === 'pill') {
+      el('rect', {x: n.x - n.w / 2, y: n.y - n.h / 2, width: n.w, height: n.h, rx: n.h / 2}, g);
+    } else {
+      el('rect', {x: n.x - n.w / 2, y: n.y - n.h / 2, width: n.w, height: n.h, rx: 8}, g);
+    }
+    el('circle', {cx: n.x, cy: n.y, r: 7, class: 'dot', style: 'display:none'}, g);
+    el('text', {x: n.x, y: n.y}, g).textContent = n.label;
+  }
+  el('g', {class: 'chips'}, svg);
+  el('text', {class: 'lap', x: 452, y: 24, 'text-anchor': 'end'}, svg);
+  parent.appendChild(root);
+  return root;
+}
+function update(root, d) {
+  root.setAttribute('data-step', String(d.step));
+  root.setAttribute('data-active-node', d.node);
+  root.setAttribute('data-kind', d.kind);
+  const visited = new Set(d.visited), pass = new Set(d.passthrough), hot = new Set(d.edges);
+  for (const n of LAYOUT.nodes) {
+    const g = root.querySelector(`g.node[data-node="${n.id}"]`);
+    const isPass = n.hook && pass.has(n.hook);
+    g.classList.toggle('active', d.node === n.id);
+    g.classList.toggle('visited', visited.has(n.id) && d.node !== n.id);
+    g.classList.toggle('error', d.node === n.id && !!d.error);
+    g.classList.toggle('passthrough', !!isPass);
+    const rect = g.querySelector('rect'), dot = g.querySelector('circle'),
+          text = g.querySelector('text');
+    rect.style.display = isPass ? 'none' : '';
+    dot.style.display = isPass ? '' : 'none';
+    text.setAttribute('x', isPass ? n.x + 16 : n.x);
+  }
+  for (const w of LAYOUT.wraps) {
+    const g = root.querySelector(`g.wrap[data-hook="${w.id}"]`);
+    const node = w.id === 'wrap_model_call' ? 'model' : 'tools';
+    g.classList.toggle('passthrough', pass.has(w.id));
+    g.classList.toggle('active', d.node === node && !pass.has(w.id));
+  }
+  for (const e of LAYOUT.edges) {
+    const g = root.querySelector(`g.edge[data-edge="${e.id}"]`);
+    const on = hot.has(e.id);
+    g.classList.toggle('taken', on);
+    g.querySelector('path').setAttribute('marker-end', on ? 'url(#lt-arrow-hot)' : 'url(#lt-arrow)');
+  }
+  root.querySelector('g.cond').classList.toggle(
+    'taken', hot.has('after_model>tools') || hot.has('after_model>after_agent'));
+  const chips = root.querySelector('g.chips');
+  while (chips.firstChild) chips.removeChild(chips.firstChild);
+  const max = 5;
+  d.tools.slice(0, max).forEach((t, i) => {
+    const g = el('g', {class: 'chip', 'data-tool-call': t.id}, chips);
+    const y = 436 + i * 22;
+    el('rect', {x: 292, y: y - 9, width: 12, height: 18, rx: 3, fill: t.colour}, g);
+    const label = el('text', {x: 310, y: y}, g);
+    label.textContent = t.name + '  ' + (t.id.length > 14 ? t.id.slice(0, 13) + '…' : t.id);
+  });
+  if (d.tools.length > max) {
+    el('text', {x: 310, y: 436 + max * 22, class: 'chip'}, chips).textContent =
+      `+${d.tools.length - max} more`;
+  }
+  root.querySelector('text.lap').textContent = d.steps ? `lap ${d.lap}` : '';
+}
+function scrollLater(key) {
+  let tries = 0;
+  const go = () => {
+    const target = document.querySelector('.st-key-' + key);
+    if (target) { target.scrollIntoView({block: 'nearest', behavior: 'auto'}); return; }
+    if (++tries < 20) setTimeout(go, 50);
+  };
+  setTimeout(go, 30);
+}
+const KEYS = {ArrowRight: 'next', ArrowLeft: 'prev', ' ': 'toggle', Home: 'first', End: 'last'};
+export default function (component) {
+  const { data, parentElement, setTriggerValue } = component;
+  let root = parentElement.querySelector('.lt-graph');
+  if (!root) root = build(parentElement);
+  update(root, data);
+  if (data.scroll_to) scrollLater(data.scroll_to);
+  const host = root;
+  host.__ltSend = setTriggerValue;
+  if (data.keyboard && !host.__ltKey) {
+    host.__ltKey = (ev) => {
+      const action = KEYS[ev.key];
+      if (!action || ev.ctrlKey || ev.metaKey || ev.altKey) return;
+      const t = ev.target;
+      const tag = (t && t.tagName) || '';
+      if (tag === 'INPUT' || tag === 'TEXTAREA' || tag === 'SELECT' ||
+          (t && t.isContentEditable) || (t && t.getAttribute && t.getAttribute('role') === 'slider')) {
+        return;
+      }
+      ev.preventDefault();
+      if (tag === 'BUTTON' && t.blur) t.blur();
+      host.__ltSend('key', action + ':' + Date.now());
+    };
+    document.addEventListener('keydown', host.__ltKey);
+  }
+  return () => {
+    if (host.__ltKey) { document.removeEventListener('keydown', host.__ltKey); host.__ltKey = null; }
+  };
+}
+"""
+
+_component: Callable[..., Any] | None = None
+
+
+def _get_component() -> Callable[..., Any]:
+    global _component
+    if _component is None:
+        _component = st.components.v2.component(
+            "looptrace_graph", html="", css=CSS,
+            js=JS.replace("__LAYOUT__", json.dumps(layout())))
+    return _component
+
+
+def render_graph(data: dict[str, Any], *, key: str = "lt_graph",
+                 on_key: Callable[[], None] | None = None) -> Any:
+    """Mount the graph; ``on_key`` runs when a shortcut is pressed (see ``key_action``)."""
+    return _get_component()(key=key, data=data, on_key_change=on_key or (lambda: None))
+
+
+def key_action(key: str = "lt_graph") -> str | None:
+    """The shortcut just pressed ('next', 'prev', 'toggle', 'first', 'last'), in a callback."""
+    value = (st.session_state.get(key) or {}).get("key")
+    if not isinstance(value, str):
+        return None
+    action = value.split(":", 1)[0]
+    return action if action in ("next", "prev", "toggle", "first", "last") else None

@@ -1,0 +1,66 @@
+"""The step inspector: what this hook saw and changed, for the current step.
+
+Event fields, the payload (the request summary the model got, the tool call's
+arguments, the result status, the error), the messages the step added, and the
+caption. Everything from the trace goes through ``st.json`` / ``st.text``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from .run_view import RunView
+
+
+def event_fields(view: RunView, index: int) -> dict[str, Any]:
+    step = view.replay.steps[index]
+    ev = step.event
+    t0 = view.replay.steps[0].event.ts
+    fields: dict[str, Any] = {
+        "step": index, "seq": ev.seq, "hook": ev.hook, "phase": ev.phase, "node": step.node,
+        "kind": step.kind, "lap": ev.lap, "middleware": ev.middleware,
+        "duration_ms": None if ev.duration_ms is None else round(ev.duration_ms, 3),
+        "t_offset_ms": round((ev.ts - t0) * 1000, 3),
+        "tool_call_id": ev.tool_call_id, "task": ev.task,
+        "edge": " -> ".join(step.edge) if step.edge else None,
+        "tool_calls_in_flight": list(step.active_tools),
+    }
+    return {k: v for k, v in fields.items() if v not in (None, [], "")}
+
+
+def render_caption(view: RunView, index: int, *, key: str = "narration") -> None:
+    """The step's caption, as plain text (it can quote tool names and errors)."""
+    if not view.replay.steps:
+        return
+    with st.container(key=key):
+        st.text(view.replay.steps[index].caption or "")
+
+
+def render_inspector(view: RunView, index: int) -> None:
+    if not view.replay.steps:
+        return
+    step = view.replay.steps[index]
+    by_key = view.replay.run.message_by_key
+    with st.container(border=True, key="inspector"):
+        st.markdown(f"**Step inspector** · step {index + 1}")
+        cols = st.columns([2, 3, 3])
+        with cols[0]:
+            st.caption("Event")
+            st.json(event_fields(view, index), expanded=True)
+        with cols[1]:
+            st.caption("Payload: what the hook saw / changed")
+            payload = step.event.payload
+            if payload is None:
+                st.text("(no payload)")
+            else:
+                st.json(payload, expanded=1)
+        with cols[2]:
+            st.caption(f"Messages added at this step ({len(step.new_keys)})")
+            if not step.new_keys:
+                st.text("(none)")
+            for k in step.new_keys:
+                m = by_key.get(k)
+                if m is not None:
+                    st.json(m.data, expanded=1)

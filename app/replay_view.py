@@ -1,0 +1,139 @@
+"""The replay: ONE fragment renders the controls, the graph and the messages
+from the step kept in ``st.session_state``, so the two panes always agree.
+
+Playback is the fragment's ``run_every`` timer; the timer is only set or
+cleared by a full app run, so the fragment calls ``st.rerun(scope="app")``
+whenever playing starts, stops or changes speed. Used by the Replay page and,
+with ``presenter=True``, by the Presenter page (large type, graph and
+messages only, the caption as narration, keyboard only).
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from tracer.errors import LooptraceError, RunNotFound
+
+from . import data, state
+from .controls import on_key, render_controls
+from .graph_component import graph_data, render_graph
+from .health import render_findings
+from .inspector import render_caption, render_inspector
+from .messages_pane import render_messages
+from .run_view import RunView
+from .subagents import render_run_header, render_subagent_jump
+
+STYLE = """<style>
+.st-key-narration [data-testid="stText"] { font-size: 1.05rem; line-height: 1.45; }
+.st-key-presenter [data-testid="stText"] { font-size: 1.35rem; line-height: 1.5; }
+.st-key-presenter [data-testid="stCode"] code { font-size: 1.15rem; }
+.st-key-presenter .st-key-narration [data-testid="stText"] { font-size: 1.75rem;
+  font-weight: 500; }
+.st-key-presenter .st-key-counter p { font-size: 2rem; font-weight: 700; margin: 0; }
+</style>"""
+
+
+def choose_run(path: str) -> str | None:
+    """The run to show: the state (after a deep link), else the newest top-level run."""
+    current = st.session_state.get(state.RUN)
+    if current:
+        return str(current)
+    runs = data.runs(path)
+    top = [r for r in runs if not r.parent_id] or runs
+    if not top:
+        return None
+    st.session_state[state.RUN] = top[0].id
+    return top[0].id
+
+
+def load(path: str) -> RunView:
+    """The run view for the state's run; an unknown run is a clear message, not a traceback."""
+    run_id = choose_run(path)
+    if run_id is None:
+        st.info("No runs recorded in this database yet. Record one with TraceMiddleware, "
+                "or run `looptrace demo`.", icon=":material/info:")
+        st.stop()
+    try:
+        view = data.load_view(path, run_id)
+    except RunNotFound as exc:
+        st.error(f"{exc}. Pick a run on the Runs page.", icon=":material/error:")
+        st.page_link("pages/runs.py", label="Runs", icon=":material/list:")
+        st.stop()
+    except LooptraceError as exc:
+        data.show_error(exc)
+    if view.replay.run.id != run_id:  # a prefix was given
+        st.session_state[state.RUN] = view.replay.run.id
+    return view
+
+
+def replay_page(*, presenter: bool = False) -> None:
+    path = data.open_db()
+    state.init()
+    state.adopt_query_params()
+    view = load(path)
+    st.html(STYLE)
+    if not presenter:
+        render_run_header(path, view)
+    st.session_state[state.TIMER] = state.interval()
+    st.fragment(run_every=st.session_state[state.TIMER])(_body)(path, presenter)
+
+
+def _advance(view: RunView) -> int:
+    """The step to draw now: playback moves one step per timer tick."""
+    replay = view.replay
+    i = replay.clamp(st.session_state.get(state.STEP))
+    if st.session_state.get(state.PLAYING) and not st.session_state.get(state.ACTED):
+        if i >= len(replay) - 1:
+            st.session_state[state.PLAYING] = False
+        else:
+            i += 1
+    st.session_state[state.ACTED] = False
+    st.session_state[state.STEP] = i
+    return i
+
+
+def _body(path: str, presenter: bool) -> None:
+    try:
+        view = data.load_view(path, str(st.session_state.get(state.RUN)))
+    except LooptraceError as exc:
+        st.error(str(exc), icon=":material/error:")
+        return
+    i = _advance(view)
+    if state.interval() != st.session_state.get(state.TIMER) or (
+            not presenter and view.replay.run.id != st.session_state.get("_lt_header_run")):
+        st.rerun(scope="app")  # start, stop or re-time the playback timer; a new run
+    state.sync_url(view.replay.run.id, i)
+    if presenter:
+        _presenter(view, i)
+        return
+    render_controls(view, i)
+    render_subagent_jump(view, i)
+    left, right = st.columns([5, 6], gap="medium")
+    with right:
+        scroll_to = render_messages(view, i)
+    with left:
+        render_graph(graph_data(view.replay, i, names=view.tool_names,
+                                colours=view.colour_index, scroll_to=scroll_to),
+                     on_key=on_key)
+        render_caption(view, i)
+    render_inspector(view, i)
+    render_findings(view, i)
+
+
+def _presenter(view: RunView, i: int) -> None:
+    n = len(view.replay)
+    with st.container(key="presenter"):
+        top = st.columns([3, 1], vertical_alignment="center")
+        with top[0]:
+            st.text(view.replay.run.summary.name or view.replay.run.id)
+        with top[1], st.container(key="counter"):
+            st.markdown(f"Step {i + 1} / {n}" if n else "Step 0 / 0")
+        render_caption(view, i)
+        left, right = st.columns([1, 1], gap="large")
+        with right:
+            scroll_to = render_messages(view, i, height=720)
+        with left:
+            render_graph(graph_data(view.replay, i, names=view.tool_names,
+                                    colours=view.colour_index, scroll_to=scroll_to),
+                         on_key=on_key)
+        st.caption("Keyboard: → next · ← back · space play / pause · Home / End")

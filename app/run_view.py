@@ -1,0 +1,159 @@
+"""What the panes draw from, computed once per loaded run (no Streamlit here).
+
+``build_run_view(replay)`` prepares, for every stored message, the inputs the
+message pane needs (role, text, tool calls with their colours), the colour of
+every tool call id, the tool names, the kind of every step for the scrubber's
+tick marks, and the health findings when ``tracer.check`` is available.
+Stepping then only picks from these: nothing is rebuilt per step.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from tracer.loader import Message
+from tracer.replay import Replay
+
+from .palette import call_colour
+
+ROLES = {"human": "human", "ai": "ai", "tool": "tool", "system": "system",
+         "HumanMessage": "human", "AIMessage": "ai", "ToolMessage": "tool",
+         "AIMessageChunk": "ai", "SystemMessage": "system"}
+KIND_LETTER = {"model": "m", "tool": "t", "error": "e", "interrupt": "i", "hook": "h", "run": "r"}
+
+
+@dataclass(frozen=True, slots=True)
+class CallView:
+    name: str
+    args: str  # JSON text
+    id: str
+    colour: str
+
+
+@dataclass(frozen=True, slots=True)
+class MessageView:
+    position: int
+    key: str
+    role: str
+    text: str
+    calls: tuple[CallView, ...]
+    invalid_calls: tuple[str, ...]
+    tool_call_id: str | None
+    colour: str | None
+    status: str | None
+    name: str | None
+
+
+@dataclass
+class RunView:
+    replay: Replay
+    messages: dict[tuple[int, int], MessageView]  # (position, seq) -> view
+    colour_index: dict[str, int]  # tool_call_id -> palette index
+    tool_names: dict[str, str]  # tool_call_id -> tool name
+    kinds: str  # one letter per step (see KIND_LETTER)
+    findings: list[Any] = field(default_factory=list)
+    findings_error: str | None = None
+
+    def view(self, m: Message) -> MessageView:
+        v = self.messages.get((m.position, m.seq))
+        return v if v is not None else message_view(m, self.colour_index)
+
+    def step_of_seq(self, seq: int | None) -> int | None:
+        if seq is None:
+            return None
+        for s in self.replay.steps:
+            if s.event.seq >= seq:
+                return s.index
+        return len(self.replay.steps) - 1 if self.replay.steps else None
+
+    def step_of_tool_call(self, tool_call_id: str | None) -> int | None:
+        for s in self.replay.steps:
+            if s.event.tool_call_id == tool_call_id:
+                return s.index
+        return None
+
+
+def content_text(content: Any) -> str:
+    """Plain text of a message's content (a string, or a list of content blocks)."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for block in content:
+            if isinstance(block, str):
+                parts.append(block)
+            elif isinstance(block, dict) and block.get("type") == "text":
+                parts.append(str(block.get("text", "")))
+            elif isinstance(block, dict) and block.get("type") in ("tool_use", "tool_call"):
+                continue  # shown as a tool call
+            else:
+                parts.append(json.dumps(block, ensure_ascii=False, default=str))
+        return "\n".join(p for p in parts if p)
+    return json.dumps(content, ensure_ascii=False, default=str)
+
+
+def _args_text(args: Any) -> str:
+    if isinstance(args, str):
+        return args
+    try:
+        return json.dumps(args, ensure_ascii=False, indent=1, default=str)
+    except (TypeError, ValueError):
+        return str(args)
+
+
+def message_view(m: Message, colour_index: dict[str, int]) -> MessageView:
+    role = ROLES.get(m.type, m.type or "message")
+    calls = tuple(
+        CallView(str(c.get("name") or "?"), _args_text(c.get("args")), str(c.get("id") or ""),
+                 call_colour(colour_index.get(str(c.get("id") or ""), 0)))
+        for c in m.tool_calls)
+    invalid = tuple(
+        f"{c.get('name') or '?'}: {c.get('args') or ''} ({c.get('error') or 'invalid'})"
+        for c in m.invalid_tool_calls)
+    colour = call_colour(colour_index.get(m.tool_call_id, 0)) if m.tool_call_id else None
+    return MessageView(m.position, m.key, role, content_text(m.content), calls, invalid,
+                       m.tool_call_id, colour, m.status, m.name)
+
+
+def colour_indexes(messages: list[Message]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for m in messages:
+        for c in m.tool_calls:
+            cid = str(c.get("id") or "")
+            if cid and cid not in out:
+                out[cid] = len(out)
+        if m.tool_call_id and m.tool_call_id not in out:
+            out[m.tool_call_id] = len(out)
+    return out
+
+
+def _findings(replay: Replay) -> tuple[list[Any], str | None]:
+    try:
+        from tracer.check import check_run  # written in parallel: optional
+    except ImportError:
+        return [], None
+    try:
+        return list(check_run(replay.run)), None
+    except Exception as exc:  # noqa: BLE001 - a broken checker must not break the replay
+        return [], f"{type(exc).__name__}: {exc}"
+
+
+def build_run_view(replay: Replay, *, with_findings: bool = True) -> RunView:
+    run = replay.run
+    colours = colour_indexes(run.messages)
+    views = {(m.position, m.seq): message_view(m, colours) for m in run.messages}
+    names: dict[str, str] = {}
+    for ev in run.events:
+        if ev.tool_call_id and isinstance(ev.payload, dict) and ev.payload.get("name"):
+            names.setdefault(ev.tool_call_id, str(ev.payload["name"]))
+    for m in run.messages:
+        for c in m.tool_calls:
+            if c.get("id"):
+                names.setdefault(str(c["id"]), str(c.get("name") or "tool"))
+    kinds = "".join(KIND_LETTER.get(s.kind, "h") for s in replay.steps)
+    findings, err = _findings(replay) if with_findings else ([], None)
+    return RunView(replay, views, colours, names, kinds, findings, err)

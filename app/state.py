@@ -1,0 +1,99 @@
+"""The replay's state: which run, which step, playing or not, how fast.
+
+Kept in ``st.session_state`` under plain keys (not widget keys, which
+Streamlit deletes when the page changes), and mirrored into the URL
+(``?run=...&step=...``) so a link opens that exact moment. ``step`` in the URL
+is the 0-based step index; the page shows it 1-based ("Step N / M").
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+RUN = "lt_run"  # run id being replayed
+STEP = "lt_step"  # current step index (0-based)
+PLAYING = "lt_playing"
+SPEED = "lt_speed"
+TIMER = "lt_timer"  # the run_every the fragment was decorated with
+STACK = "lt_stack"  # [(run id, step)] to return to from a subagent
+HIGHLIGHT = "lt_highlight"  # extra message keys to highlight (from a finding)
+WINDOW = "lt_window"  # how many messages the pane shows
+ACTED = "lt_acted"
+SEEN = "lt_url_seen"  # the (run, step) of the URL last adopted or written  # a control was used during this rerun: the timer does not advance
+
+SPEEDS = (0.5, 1.0, 2.0, 4.0)
+BASE_INTERVAL = 1.2  # seconds per step at 1x
+DEFAULT_WINDOW = 40
+
+
+def get(key: str, default: Any = None) -> Any:
+    return st.session_state.get(key, default)
+
+
+def init() -> None:
+    defaults = {STEP: 0, PLAYING: False, SPEED: 1.0, TIMER: None, STACK: [], HIGHLIGHT: (),
+                WINDOW: DEFAULT_WINDOW, ACTED: False}
+    for k, v in defaults.items():
+        if k not in st.session_state:
+            st.session_state[k] = v
+
+
+def interval() -> float | None:
+    """The fragment's timer: seconds per step while playing, else None."""
+    if not st.session_state.get(PLAYING):
+        return None
+    speed = float(st.session_state.get(SPEED) or 1.0)
+    return round(BASE_INTERVAL / speed, 3)
+
+
+def set_step(index: int, *, acted: bool = True) -> None:
+    st.session_state[STEP] = int(index)
+    st.session_state[HIGHLIGHT] = ()
+    if acted:
+        st.session_state[ACTED] = True
+
+
+def open_run(run_id: str, step: int = 0, *, push: bool = False) -> None:
+    """Switch the replay to ``run_id`` (``push``: remember where we came from)."""
+    if push and st.session_state.get(RUN):
+        stack = list(st.session_state.get(STACK) or [])
+        stack.append((st.session_state[RUN], int(st.session_state.get(STEP) or 0)))
+        st.session_state[STACK] = stack
+    st.session_state[RUN] = run_id
+    st.session_state[STEP] = int(step)
+    st.session_state[PLAYING] = False
+    st.session_state[HIGHLIGHT] = ()
+    st.session_state[WINDOW] = DEFAULT_WINDOW
+    st.session_state[ACTED] = True
+
+
+def adopt_query_params() -> None:
+    """At a full run of the page: follow ``?run=&step=`` when the link differs
+    from the state (an opened link); the state is written back by ``sync_url``."""
+    qp = st.query_params
+    run = qp.get("run")
+    if not run:
+        return
+    step = qp.get("step")
+    if (run, step) == st.session_state.get(SEEN):
+        return  # the URL is the one we wrote: the state may have moved on since
+    st.session_state[SEEN] = (run, step)
+    if run != st.session_state.get(RUN):
+        st.session_state[RUN] = run
+        st.session_state[STEP] = step if step is not None else 0  # clamped by the page
+        st.session_state[PLAYING] = False
+        st.session_state[HIGHLIGHT] = ()
+        st.session_state[STACK] = []
+    elif step is not None and step != str(st.session_state.get(STEP)):
+        st.session_state[STEP] = step
+
+
+def sync_url(run_id: str, step: int) -> None:
+    """Mirror the current run and step into the URL (only when they changed)."""
+    qp = st.query_params
+    if qp.get("run") != run_id or qp.get("step") != str(step):
+        qp["run"] = run_id
+        qp["step"] = str(step)
+    st.session_state[SEEN] = (run_id, str(step))

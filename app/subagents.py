@@ -1,0 +1,88 @@
+"""The run header of the replay: which run, its status, the run picker, and
+the way into and out of nested subagent runs (each opens as its own replay)."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from tracer.errors import LooptraceError
+from tracer.loader import RunSummary
+
+from . import data, state
+from .run_view import RunView
+
+STATUS_COLOUR = {"completed": "green", "running": "blue", "error": "red", "interrupted": "orange"}
+
+
+def run_label(r: RunSummary) -> str:
+    name = r.name or r.agent_name or "run"
+    return f"{'↳ ' if r.parent_id else ''}{name} · {r.status} · {r.id[:8]}"
+
+
+def _pick() -> None:
+    value = st.session_state.get("run_pick")
+    if value and value != st.session_state.get(state.RUN):
+        state.open_run(value)
+        st.session_state[state.STACK] = []
+
+
+def _open_child(child_id: str) -> None:
+    state.open_run(child_id, push=True)
+
+
+def _to_parent(parent_id: str, step: int) -> None:
+    stack = list(st.session_state.get(state.STACK) or [])
+    if stack and stack[-1][0] == parent_id:
+        _, step = stack.pop()
+        st.session_state[state.STACK] = stack
+    state.open_run(parent_id, step)
+
+
+def render_run_header(path: str, view: RunView) -> None:
+    run = view.replay.run
+    s = run.summary
+    st.session_state["_lt_header_run"] = run.id
+    runs = data.runs(path)
+    ids = [r.id for r in runs]
+    labels = {r.id: run_label(r) for r in runs}
+    if st.session_state.get("run_pick") != run.id:
+        st.session_state["run_pick"] = run.id if run.id in labels else None
+    with st.sidebar:
+        st.selectbox("Run", ids, format_func=lambda i: labels.get(i, i), key="run_pick",
+                     on_change=_pick, placeholder="Pick a run")
+    head = st.columns([6, 3], vertical_alignment="center")
+    with head[0]:
+        st.text(f"{s.name or s.agent_name or 'run'}  ·  {s.id}")
+    with head[1]:
+        st.badge(s.status, color=STATUS_COLOUR.get(s.status, "gray"))  # type: ignore[arg-type]
+    if s.parent_id:
+        try:
+            back = data.load_view(path, s.parent_id).step_of_tool_call(
+                s.parent_tool_call_id) or 0
+        except LooptraceError:  # the parent is not in this database
+            back = 0
+        st.button("Back to the parent run", key="to_parent", icon=":material/arrow_upward:",
+                  on_click=_to_parent, args=(s.parent_id, back))
+    if run.children:
+        with st.expander(f"Subagent runs ({len(run.children)})", expanded=True,
+                         icon=":material/account_tree:"):
+            for k, child in enumerate(run.children):
+                cols = st.columns([5, 2], vertical_alignment="center")
+                cols[0].text(f"{child.name or child.agent_name or 'subagent'}  ·  "
+                             f"called by {child.parent_tool_call_id or '?'}  ·  {child.status}")
+                cols[1].button("Open nested replay", key=f"open_child_{k}",
+                               icon=":material/subdirectory_arrow_right:",
+                               on_click=_open_child, args=(child.id,))
+
+
+def render_subagent_jump(view: RunView, index: int) -> None:
+    """At a tool call that ran a subagent: a button opening that subagent's replay."""
+    if not view.replay.steps or not view.replay.run.children:
+        return
+    tcid = view.replay.steps[index].event.tool_call_id
+    for child in view.replay.run.children:
+        if tcid and child.parent_tool_call_id == tcid:
+            st.button("Open the subagent run of this call", key="open_subagent",
+                      icon=":material/subdirectory_arrow_right:", type="primary",
+                      on_click=_open_child, args=(child.id,))
+            return

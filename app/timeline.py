@@ -1,0 +1,125 @@
+"""Timeline figures (plotly): the run over wall-clock time, and tokens per lap.
+
+Lanes: one per hook, one for model calls, one per tool call (so parallel
+calls visibly overlap). Pure functions of a ``Replay``; tested directly.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import plotly.graph_objects as go
+
+from tracer.replay import Replay
+
+from .palette import KIND_COLOURS
+
+NODE_HOOKS = ("before_agent", "before_model", "after_model", "after_agent")
+
+
+def spans(replay: Replay) -> list[dict[str, Any]]:
+    """Bars and points: lane, start (ms from the run's start), duration (ms), kind, step."""
+    events = replay.run.events
+    if not events:
+        return []
+    t0 = events[0].ts
+    out: list[dict[str, Any]] = []
+    open_: dict[tuple[str, str | None], tuple[float, int]] = {}
+    names: dict[str, str] = {}
+    for i, ev in enumerate(events):
+        ms = (ev.ts - t0) * 1000
+        if ev.hook in ("wrap_model_call", "model", "wrap_tool_call", "tool"):
+            is_model = ev.hook in ("wrap_model_call", "model")
+            key = ("model" if is_model else "tool", None if is_model else ev.tool_call_id)
+            if ev.tool_call_id and isinstance(ev.payload, dict) and ev.payload.get("name"):
+                names.setdefault(ev.tool_call_id, str(ev.payload["name"]))
+            if ev.phase == "enter":
+                open_[key] = (ms, i)
+                continue
+            start, si = open_.pop(key, (None, i))
+            dur = ev.duration_ms if ev.duration_ms is not None else (
+                ms - start if start is not None else 0.0)
+            if start is None:
+                start = ms - dur
+            lane = ("model calls" if is_model else
+                    f"tool {names.get(ev.tool_call_id or '', 'call')} · {ev.tool_call_id}")
+            kind = "error" if ev.phase == "error" else ("model" if is_model else "tool")
+            out.append({"lane": lane, "start": start, "duration": max(dur, 0.05), "kind": kind,
+                        "step": si, "lap": ev.lap, "label": f"{ev.hook} {ev.phase}",
+                        "span": True})
+        elif ev.hook in NODE_HOOKS or ev.hook in ("run", "interrupt", "resume", "history"):
+            lane = ev.hook if ev.hook in NODE_HOOKS else "run"
+            kind = "error" if ev.phase == "error" else (
+                "interrupt" if ev.hook in ("interrupt", "resume") or ev.phase == "interrupt"
+                else "hook")
+            out.append({"lane": lane, "start": ms, "duration": max(ev.duration_ms or 0.0, 0.0),
+                        "kind": kind, "step": i, "lap": ev.lap, "label": f"{ev.hook} {ev.phase}",
+                        "span": False})
+    for (_kind, tcid), (start, si) in open_.items():  # never finished (interrupted, running)
+        lane = "model calls" if tcid is None else f"tool {names.get(tcid, 'call')} · {tcid}"
+        out.append({"lane": lane, "start": start, "duration": 0.05, "kind": "interrupt",
+                    "step": si, "lap": events[si].lap, "label": "no exit recorded",
+                    "span": True})
+    return out
+
+
+def timeline_figure(replay: Replay) -> go.Figure:
+    rows = spans(replay)
+    lanes: list[str] = []
+    for lane in ("run", *NODE_HOOKS, "model calls"):
+        if any(r["lane"] == lane for r in rows):
+            lanes.append(lane)
+    lanes += sorted({r["lane"] for r in rows} - set(lanes),
+                    key=lambda ln: min(r["start"] for r in rows if r["lane"] == ln))
+    fig = go.Figure()
+    for kind in ("model", "tool", "error", "interrupt", "hook"):
+        bars = [r for r in rows if r["kind"] == kind and r["span"]]
+        points = [r for r in rows if r["kind"] == kind and not r["span"]]
+        if bars:
+            fig.add_bar(
+                y=[r["lane"] for r in bars], x=[r["duration"] for r in bars],
+                base=[r["start"] for r in bars], orientation="h", name=kind,
+                marker_color=KIND_COLOURS[kind], opacity=0.85,
+                customdata=[[r["step"] + 1, r["lap"], r["label"]] for r in bars],
+                hovertemplate="%{y}<br>%{customdata[2]}<br>start %{base:.1f} ms, "
+                              "%{x:.1f} ms<br>step %{customdata[0]}, lap %{customdata[1]}"
+                              "<extra></extra>")
+        if points:
+            fig.add_scatter(
+                y=[r["lane"] for r in points], x=[r["start"] for r in points], mode="markers",
+                name=f"{kind} (instant)", marker={"color": KIND_COLOURS[kind], "size": 9,
+                                                   "symbol": "diamond"},
+                customdata=[[r["step"] + 1, r["lap"], r["label"]] for r in points],
+                hovertemplate="%{y}<br>%{customdata[2]}<br>at %{x:.1f} ms<br>step "
+                              "%{customdata[0]}, lap %{customdata[1]}<extra></extra>")
+    fig.update_layout(
+        barmode="overlay", height=max(260, 60 + 28 * len(lanes)),
+        margin={"l": 10, "r": 10, "t": 30, "b": 40}, legend={"orientation": "h", "y": 1.08},
+        xaxis_title="time since the run started (ms)")
+    fig.update_yaxes(categoryorder="array", categoryarray=lanes[::-1], type="category")
+    return fig
+
+
+def tokens_per_lap(replay: Replay) -> list[dict[str, Any]]:
+    laps: dict[int, dict[str, Any]] = {}
+    for ev in replay.run.events:
+        if ev.hook in ("wrap_model_call", "model") and ev.phase == "exit" and isinstance(
+                ev.payload, dict):
+            usage = ev.payload.get("usage") or {}
+            row = laps.setdefault(ev.lap, {"lap": ev.lap, "input": 0, "output": 0})
+            row["input"] += int(usage.get("input_tokens") or 0)
+            row["output"] += int(usage.get("output_tokens") or 0)
+    return [laps[k] for k in sorted(laps)]
+
+
+def tokens_figure(replay: Replay) -> go.Figure:
+    rows = tokens_per_lap(replay)
+    fig = go.Figure()
+    fig.add_bar(x=[r["lap"] for r in rows], y=[r["input"] for r in rows], name="input tokens",
+                marker_color=KIND_COLOURS["model"])
+    fig.add_bar(x=[r["lap"] for r in rows], y=[r["output"] for r in rows], name="output tokens",
+                marker_color=KIND_COLOURS["tool"])
+    fig.update_layout(barmode="stack", height=300, margin={"l": 10, "r": 10, "t": 30, "b": 40},
+                      xaxis_title="lap", yaxis_title="tokens",
+                      legend={"orientation": "h", "y": 1.1})
+    return fig
