@@ -19,7 +19,7 @@ from langchain_core.messages import BaseMessage, SystemMessage, ToolMessage
 from langgraph.errors import GraphInterrupt
 from langgraph.types import Command
 
-from .recorder import Recorder, RunState, begin_lap, end_lap
+from .recorder import Recorder, RunState, begin_lap, end_lap, user_metadata
 from .redact import Redactor
 
 _SKIP_NODES = frozenset({"model", "tools", "__start__", "__end__"})
@@ -107,6 +107,7 @@ class TraceCallbackHandler(BaseCallbackHandler):
                         thread_id=str(thread_id) if thread_id and prun is None else None,
                         parent=prun, parent_tool_call_id=tool[2] if tool else None,
                         source="callbacks", agent_name=agent,
+                        metadata=user_metadata(meta) if prun is None else None,
                     )
                     rec.event(run, "run", "start", payload={"name": name})
                 run.lc_ids.add(run_id)

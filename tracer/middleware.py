@@ -14,7 +14,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langgraph.errors import GraphInterrupt
 from langgraph.types import Command
 
-from .recorder import Recorder, RunState, begin_lap, end_lap
+from .recorder import Recorder, RunState, begin_lap, end_lap, user_metadata
 from .redact import Redactor
 
 
@@ -113,7 +113,7 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
         run = self.recorder.start_run(
             name=self.run_name or agent_name or "agent",
             thread_id=str(thread_id) if thread_id else None, source="middleware",
-            agent_name=agent_name,
+            agent_name=agent_name, metadata=_user_metadata(),
         )
         run.middleware = True
         return run
@@ -416,6 +416,15 @@ def _agent_name() -> str | None:
         from langgraph.config import get_config
 
         return get_config().get("metadata", {}).get("lc_agent_name")
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _user_metadata() -> dict[str, Any] | None:
+    try:
+        from langgraph.config import get_config
+
+        return user_metadata(get_config().get("metadata"))
     except Exception:  # noqa: BLE001
         return None
 

@@ -33,6 +33,17 @@ def message_key(m: BaseMessage) -> str:
     return f"o:{id(m)}"
 
 
+_INTERNAL_META = ("langgraph_", "lc_", "ls_", "checkpoint_", "__", "thread_id")
+
+
+def user_metadata(meta: Any) -> dict[str, Any] | None:
+    """The user's own run metadata (``config["metadata"]``), without LangGraph's keys."""
+    if not isinstance(meta, dict):
+        return None
+    out = {k: v for k, v in meta.items() if not str(k).startswith(_INTERNAL_META)}
+    return out or None
+
+
 class RunState:
     """In-memory state of one run being recorded."""
 

@@ -153,10 +153,9 @@ def connect(path: str | Path, *, create: bool = True, readonly: bool = False,
     unopenable) raises ``DatabaseUnavailable``.
     """
     path_s = str(path)
-    if readonly:
-        if not Path(path_s).exists():
-            msg = f"{path_s}: no such database"
-            raise NotALooptraceDatabase(msg)
+    if readonly and not Path(path_s).exists():
+        msg = f"{path_s}: no such database"
+        raise NotALooptraceDatabase(msg)
     try:
         if readonly:
             conn = sqlite3.connect(f"file:{path_s}?mode=ro", uri=True, check_same_thread=False,
