@@ -197,6 +197,8 @@ def normalize(lines: Iterable[str]) -> list[dict[str, Any]]:
         text = json.dumps(rec, sort_keys=True)
         text = uuidish.sub(canon, text)
         text = re.sub(r'\\"duration_ms\\": ?[0-9.e-]+', r'\\"duration_ms\\": 0', text)
-        text = re.sub(r'"(created_at|created|timestamp)\\?": ?\\?"?[0-9T:.\-Z]+', r'"\1": 0', text)
+        # Inside JSON-in-JSON (wire bodies) the quotes are escaped: keep the escapes.
+        text = re.sub(r'"(created_at|created|timestamp)(\\?)": ?(?:\\?"[0-9T:.\-Z]+\\?"|[0-9.]+)',
+                      r'"\1\2": 0', text)
         out.append(json.loads(text))
     return out

@@ -1,0 +1,18 @@
+"""Provider wire formats: emulate, proxy, capture, render and annotate.
+
+The same tool-calling turn travels very differently to OpenAI, Anthropic and
+Ollama. This package records what the real LangChain adapters send and
+receive (``WireServer``: an emulator for offline use, or a recording proxy in
+front of the real provider), links each exchange to its model-call event, and
+renders any recorded model call as each provider's request with the adapters'
+own request builders, annotated where the formats differ.
+"""
+
+from .capture import Exchange, WireRecorder, link_wire, redact_headers
+from .providers import FORMATS, PROVIDERS, format_for_path, get_format
+from .proxy import WireServer
+
+__all__ = [
+    "FORMATS", "PROVIDERS", "Exchange", "WireRecorder", "WireServer", "format_for_path",
+    "get_format", "link_wire", "redact_headers",
+]

@@ -1,0 +1,272 @@
+"""Annotate the differences that matter, on JSON paths of a provider body.
+
+``annotate_request(provider, body)`` and ``annotate_response(provider, body)``
+return ``Annotation``s: an aspect (the same across providers, so the three
+formats can be compared aspect by aspect), a JSON path into the body, and a
+short note. ``annotated_text`` prints the body as indented JSON with each note
+beside the line where its path starts: the annotations sit on the JSON itself.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+Path = tuple[Any, ...]
+
+# Aspects in display order, with a title.
+ASPECTS: dict[str, str] = {
+    "system": "Where the system prompt goes",
+    "assistant_content": "Assistant content when it calls tools",
+    "arguments": "Tool-call arguments",
+    "ids": "Tool-call ids",
+    "tool_results": "How tool results travel",
+    "tool_errors": "How a failed tool is marked",
+    "tools": "Tool definitions",
+    "stream": "Streaming flag",
+    "usage": "Where usage comes back",
+    "stop_reason": "Where the stop reason comes back",
+}
+
+
+@dataclass(frozen=True)
+class Annotation:
+    aspect: str
+    path: Path
+    note: str
+
+    @property
+    def where(self) -> str:
+        return path_text(self.path)
+
+
+def path_text(path: Path) -> str:
+    out = "$"
+    for p in path:
+        out += f"[{p}]" if isinstance(p, int) else f".{p}"
+    return out
+
+
+def _msgs(body: dict[str, Any]) -> list[Any]:
+    m = body.get("messages")
+    return m if isinstance(m, list) else []
+
+
+def annotate_request(provider: str, body: Any) -> list[Annotation]:
+    if not isinstance(body, dict):
+        return []
+    fn = {"openai": _openai_req, "anthropic": _anthropic_req, "ollama": _ollama_req}.get(provider)
+    return list(fn(body)) if fn else []
+
+
+def annotate_response(provider: str, body: Any) -> list[Annotation]:
+    if not isinstance(body, dict):
+        return []
+    fn = {"openai": _openai_resp, "anthropic": _anthropic_resp,
+          "ollama": _ollama_resp}.get(provider)
+    return list(fn(body)) if fn else []
+
+
+# -- OpenAI -------------------------------------------------------------------------
+def _openai_req(body: dict[str, Any]) -> Iterator[Annotation]:
+    msgs = _msgs(body)
+    results_noted = False
+    for i, m in enumerate(msgs):
+        if not isinstance(m, dict):
+            continue
+        role = m.get("role")
+        if role in ("system", "developer"):
+            yield Annotation("system", ("messages", i),
+                             f"system prompt: a message of its own, role {role!r}, first in the list")
+        elif role == "assistant" and m.get("tool_calls"):
+            c = m.get("content")
+            yield Annotation("assistant_content", ("messages", i, "content"),
+                             "content is null: this turn only calls tools" if c is None else
+                             "content is a plain string; the calls travel beside it in tool_calls")
+            for j, tc in enumerate(m["tool_calls"]):
+                if j == 0:
+                    yield Annotation("arguments", ("messages", i, "tool_calls", j, "function",
+                                                   "arguments"),
+                                     "arguments are a JSON-encoded STRING, not an object")
+                yield Annotation("ids", ("messages", i, "tool_calls", j, "id"),
+                                 "call id, echoed by the result's tool_call_id")
+        elif role == "tool" and not results_noted:
+            results_noted = True
+            yield Annotation("tool_results", ("messages", i),
+                             "one role:\"tool\" message per result, right after the call, "
+                             "tied to it by tool_call_id")
+            yield Annotation("tool_errors", ("messages", i, "content"),
+                             "no error flag: a failed tool is only visible in the text")
+    if body.get("tools"):
+        yield Annotation("tools", ("tools", 0),
+                         "{type: function, function: {name, description, parameters}}")
+    if "stream" in body:
+        yield Annotation("stream", ("stream",), f"stream: {json.dumps(body['stream'])} "
+                         "(sent explicitly)")
+
+
+def _openai_resp(body: dict[str, Any]) -> Iterator[Annotation]:
+    if "usage" in body:
+        yield Annotation("usage", ("usage",), "usage: prompt_tokens / completion_tokens")
+    choices = body.get("choices")
+    if isinstance(choices, list) and choices:
+        yield Annotation("stop_reason", ("choices", 0, "finish_reason"),
+                         "stop reason per choice: finish_reason (tool_calls / stop)")
+        msg = choices[0].get("message") if isinstance(choices[0], dict) else None
+        if isinstance(msg, dict) and msg.get("tool_calls"):
+            yield Annotation("assistant_content", ("choices", 0, "message", "content"),
+                             "content null (or text) beside tool_calls")
+            yield Annotation("arguments", ("choices", 0, "message", "tool_calls", 0, "function",
+                                           "arguments"), "arguments come back as a JSON string")
+
+
+# -- Anthropic ----------------------------------------------------------------------
+def _anthropic_req(body: dict[str, Any]) -> Iterator[Annotation]:
+    if "system" in body:
+        yield Annotation("system", ("system",),
+                         "system prompt: top-level `system`, never a message")
+    for i, m in enumerate(_msgs(body)):
+        if not isinstance(m, dict):
+            continue
+        content = m.get("content")
+        blocks = content if isinstance(content, list) else []
+        if m.get("role") == "assistant" and any(
+                isinstance(b, dict) and b.get("type") == "tool_use" for b in blocks):
+            kinds = ", ".join(str(b.get("type")) for b in blocks if isinstance(b, dict))
+            yield Annotation("assistant_content", ("messages", i, "content"),
+                             f"content is a LIST of blocks ({kinds})")
+            first = True
+            for j, b in enumerate(blocks):
+                if isinstance(b, dict) and b.get("type") == "tool_use":
+                    if first:
+                        first = False
+                        yield Annotation("arguments", ("messages", i, "content", j, "input"),
+                                         "input is a parsed JSON OBJECT")
+                    yield Annotation("ids", ("messages", i, "content", j, "id"),
+                                     "tool_use id, echoed by tool_result.tool_use_id")
+        results = [j for j, b in enumerate(blocks)
+                   if isinstance(b, dict) and b.get("type") == "tool_result"]
+        if m.get("role") == "user" and results:
+            n = len(results)
+            yield Annotation("tool_results", ("messages", i),
+                             f"ONE role:\"user\" message carries {'all ' if n > 1 else ''}{n} "
+                             f"result{'s' if n > 1 else ''} as tool_result blocks")
+            for j in results:
+                if blocks[j].get("is_error"):
+                    yield Annotation("tool_errors", ("messages", i, "content", j, "is_error"),
+                                     "is_error: true marks the failed tool")
+                    break
+    if body.get("tools"):
+        yield Annotation("tools", ("tools", 0), "{name, description, input_schema}: no wrapper")
+    if "stream" in body:
+        yield Annotation("stream", ("stream",), "stream: true only when streaming")
+    else:
+        yield Annotation("stream", ("max_tokens",),
+                         "no stream key when not streaming; max_tokens is required")
+
+
+def _anthropic_resp(body: dict[str, Any]) -> Iterator[Annotation]:
+    if "usage" in body:
+        yield Annotation("usage", ("usage",), "usage: input_tokens / output_tokens")
+    if "stop_reason" in body:
+        yield Annotation("stop_reason", ("stop_reason",),
+                         "stop reason top-level: stop_reason (tool_use / end_turn)")
+    content = body.get("content")
+    if isinstance(content, list):
+        for j, b in enumerate(content):
+            if isinstance(b, dict) and b.get("type") == "tool_use":
+                yield Annotation("arguments", ("content", j, "input"),
+                                 "input comes back as an object")
+                break
+
+
+# -- Ollama -------------------------------------------------------------------------
+def _ollama_req(body: dict[str, Any]) -> Iterator[Annotation]:
+    results_noted = False
+    for i, m in enumerate(_msgs(body)):
+        if not isinstance(m, dict):
+            continue
+        role = m.get("role")
+        if role == "system":
+            yield Annotation("system", ("messages", i),
+                             "system prompt: a message of its own, role \"system\"")
+        elif role == "assistant" and m.get("tool_calls"):
+            yield Annotation("assistant_content", ("messages", i, "content"),
+                             "content is a string (empty when the turn only calls tools)")
+            yield Annotation("arguments", ("messages", i, "tool_calls", 0, "function",
+                                           "arguments"), "arguments are an OBJECT")
+            yield Annotation("ids", ("messages", i, "tool_calls", 0),
+                             "no id at all on the wire (LangChain invents one locally)")
+        elif role == "tool" and not results_noted:
+            results_noted = True
+            yield Annotation("tool_results", ("messages", i),
+                             "one role:\"tool\" message per result, with NO call id: "
+                             "matched to its call by order only")
+            yield Annotation("tool_errors", ("messages", i, "content"),
+                             "no error flag: a failed tool is only visible in the text")
+    if body.get("tools"):
+        yield Annotation("tools", ("tools", 0), "OpenAI-shaped: {type: function, function}")
+    if "stream" in body:
+        yield Annotation("stream", ("stream",),
+                         "stream: true always (ChatOllama reads NDJSON lines)")
+
+
+def _ollama_resp(body: dict[str, Any]) -> Iterator[Annotation]:
+    if "prompt_eval_count" in body:
+        yield Annotation("usage", ("prompt_eval_count",),
+                         "usage top-level: prompt_eval_count / eval_count (final line only)")
+    if "done_reason" in body:
+        yield Annotation("stop_reason", ("done_reason",), "stop reason: done_reason, with done")
+    msg = body.get("message")
+    if isinstance(msg, dict) and msg.get("tool_calls"):
+        yield Annotation("ids", ("message", "tool_calls", 0), "tool calls come back with no id")
+
+
+# -- rendering ----------------------------------------------------------------------
+def _lines(value: Any, path: Path, indent: int, key: str | None,
+           comma: bool) -> Iterator[tuple[str, Path]]:
+    pad = "  " * indent
+    head = pad + (json.dumps(key, ensure_ascii=False) + ": " if key is not None else "")
+    tail = "," if comma else ""
+    if isinstance(value, dict) and value:
+        yield head + "{", path
+        items = list(value.items())
+        for n, (k, v) in enumerate(items):
+            yield from _lines(v, (*path, k), indent + 1, str(k), n < len(items) - 1)
+        yield pad + "}" + tail, path
+    elif isinstance(value, list) and value:
+        yield head + "[", path
+        for n, v in enumerate(value):
+            yield from _lines(v, (*path, n), indent + 1, None, n < len(value) - 1)
+        yield pad + "]" + tail, path
+    else:
+        yield head + json.dumps(value, ensure_ascii=False) + tail, path
+
+
+def annotated_text(body: Any, annotations: list[Annotation] = (),  # type: ignore[assignment]
+                   *, marker: str = "  <-- ") -> str:
+    """``body`` as indented JSON with each annotation's note on its path's first line."""
+    notes: dict[Path, list[str]] = {}
+    for a in annotations:
+        notes.setdefault(tuple(a.path), []).append(a.note)
+    out = []
+    seen: set[Path] = set()
+    for line, path in _lines(body, (), 0, None, False):
+        if path in notes and path not in seen:
+            seen.add(path)
+            line += marker + " | ".join(notes[path])
+        out.append(line)
+    missing = [a for a in annotations if tuple(a.path) not in seen]
+    for a in missing:
+        out.append(f"// {a.where}: {a.note}")
+    return "\n".join(out)
+
+
+def resolve(body: Any, path: Path) -> Any:
+    """The value at ``path`` (KeyError/IndexError if absent)."""
+    v = body
+    for p in path:
+        v = v[p]
+    return v

@@ -1,0 +1,196 @@
+"""Capture: one provider HTTP exchange -> one row of the ``wire`` table.
+
+Rows are written through the database's background writer (the same one the
+tracer uses, which redacts secrets in every text); credential headers
+(``Authorization``, ``x-api-key``, ``api-key`` ...) are masked here as well,
+before anything is queued, whatever the redactor's settings.
+
+Linking an exchange to its model call. The proxy sees HTTP, not LangChain, so
+it cannot know the run. It links by time instead: a request received at time
+``t`` belongs to the model call (a ``wrap_model_call`` or ``model`` *enter*
+event) that started at or before ``t`` and had not finished at ``t``; among
+several (concurrent runs) the one that started last. Model calls of one run
+never overlap, and the adapter sends its request inside the call, so for
+sequential runs this is exact, and retries of one call all land on it. The
+link is made right after the exchange (the writer is flushed first, so the
+in-process tracer's enter event is on disk), and again by ``link_wire`` for
+rows whose model call was not yet written (a tracer in another process).
+Rows that match no model call keep ``run_id`` NULL and are listed by
+``unlinked``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from ..redact import MASK, Redactor
+from ..schema import connect
+from ..store import get_writer
+
+# Header names whose values are credentials (compared lower-case).
+SECRET_HEADERS = frozenset({
+    "authorization", "proxy-authorization", "x-api-key", "api-key", "cookie", "set-cookie",
+    "x-goog-api-key", "openai-organization", "openai-project", "anthropic-admin-api-key",
+})
+SECRET_QUERY = frozenset({"key", "api_key", "api-key", "apikey", "token", "access_token"})
+
+
+def redact_headers(headers: dict[str, str] | list[tuple[str, str]]) -> dict[str, str]:
+    """A copy of ``headers`` with every credential value masked."""
+    items = headers.items() if isinstance(headers, dict) else headers
+    out: dict[str, str] = {}
+    for k, v in items:
+        out[k] = MASK if k.lower() in SECRET_HEADERS else v
+    return out
+
+
+def redact_url(url: str) -> str:
+    """``url`` with credential query parameters masked."""
+    parts = urlsplit(url)
+    if not parts.query:
+        return url
+    q = [(k, MASK if k.lower() in SECRET_QUERY else v) for k, v in
+         parse_qsl(parts.query, keep_blank_values=True)]
+    return urlunsplit(parts._replace(query=urlencode(q, safe="[]")))
+
+
+@dataclass
+class Exchange:
+    """One request and its response, as seen on the wire."""
+
+    provider: str
+    method: str
+    url: str
+    request_headers: dict[str, str]
+    request_body: str
+    ts: float = field(default_factory=time.time)
+    status: int | None = None
+    response_headers: dict[str, str] | None = None
+    response_body: str | None = None
+    chunks: list[str] | None = None
+    error: str | None = None
+    duration_ms: float | None = None
+    run_id: str | None = None
+    seq: int | None = None
+
+    def row(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id, "seq": self.seq, "ts": self.ts, "provider": self.provider,
+            "method": self.method, "url": redact_url(self.url),
+            "request_headers": json.dumps(redact_headers(self.request_headers)),
+            "request_body": self.request_body, "status": self.status,
+            "response_headers": (json.dumps(redact_headers(self.response_headers))
+                                 if self.response_headers is not None else None),
+            "response_body": self.response_body,
+            "chunks": json.dumps(self.chunks) if self.chunks is not None else None,
+            "error": self.error, "duration_ms": self.duration_ms,
+        }
+
+    def request_json(self) -> Any:
+        try:
+            return json.loads(self.request_body)
+        except (TypeError, ValueError):
+            return None
+
+    def response_json(self) -> Any:
+        try:
+            return json.loads(self.response_body or "")
+        except (TypeError, ValueError):
+            return None
+
+
+class WireRecorder:
+    """Writes exchanges into a trace database and links them to model calls.
+
+    Keeps the exchanges it recorded in ``exchanges`` (newest last), with
+    ``run_id``/``seq`` filled in once linked.
+    """
+
+    def __init__(self, db: str | os.PathLike[str], *, redactor: Redactor | None = None,
+                 link: bool = True) -> None:
+        self.path = os.fspath(db)
+        self.writer = get_writer(self.path, redactor) if redactor else get_writer(self.path)
+        self.auto_link = link
+        self.exchanges: list[Exchange] = []
+        self._lock = threading.Lock()
+
+    def record(self, ex: Exchange) -> None:
+        """Queue ``ex`` for writing; with ``link``, write it now and link it."""
+        with self._lock:
+            self.exchanges.append(ex)
+            self.writer.put(("w", ex.row()))
+            if self.auto_link:
+                self.writer.flush()
+                self.link()
+
+    def link(self) -> int:
+        """Link every unlinked row of the file; return how many were linked."""
+        self.writer.flush()
+        linked = link_wire(self.path)
+        if linked:
+            by_ts = {round(ts, 6): (rid, seq) for ts, rid, seq in linked}
+            for ex in self.exchanges:
+                hit = by_ts.get(round(ex.ts, 6))
+                if ex.run_id is None and hit:
+                    ex.run_id, ex.seq = hit
+        return len(linked)
+
+
+_MODEL_HOOKS = ("wrap_model_call", "model")
+
+
+def find_model_call(conn: Any, ts: float) -> tuple[str, int] | None:
+    """The model call (run id, enter seq) that was in progress at ``ts``."""
+    runs = [r[0] for r in conn.execute(
+        "SELECT id FROM runs WHERE started_at <= ? AND (ended_at IS NULL OR ended_at >= ?)",
+        [ts + 0.001, ts - 0.001])]
+    best: tuple[float, str, int] | None = None
+    for rid in runs:
+        rows = conn.execute(
+            "SELECT seq, ts, hook, phase FROM events WHERE run_id = ? AND hook IN (?, ?)"
+            " AND phase IN ('enter', 'exit', 'error') ORDER BY seq", [rid, *_MODEL_HOOKS]
+        ).fetchall()
+        open_calls: dict[str, tuple[int, float]] = {}
+        for seq, ets, hook, phase in rows:
+            if ets > ts:
+                break
+            if phase == "enter":
+                open_calls[hook] = (seq, ets)
+            else:
+                open_calls.pop(hook, None)
+        for seq, ets in open_calls.values():
+            if best is None or ets > best[0]:
+                best = (ets, rid, seq)
+    return (best[1], best[2]) if best else None
+
+
+def link_wire(db: str | os.PathLike[str]) -> list[tuple[float, str, int]]:
+    """Link unlinked wire rows to the model call in progress when they were sent."""
+    conn = connect(os.fspath(db))
+    try:
+        out = []
+        rows = conn.execute("SELECT id, ts FROM wire WHERE run_id IS NULL").fetchall()
+        with conn:
+            for wid, ts in rows:
+                hit = find_model_call(conn, ts)
+                if hit is None:
+                    continue
+                conn.execute("UPDATE wire SET run_id = ?, seq = ? WHERE id = ?", [*hit, wid])
+                out.append((ts, *hit))
+        return out
+    finally:
+        conn.close()
+
+
+def unlinked(db: str | os.PathLike[str]) -> int:
+    conn = connect(os.fspath(db))
+    try:
+        return int(conn.execute("SELECT COUNT(*) FROM wire WHERE run_id IS NULL").fetchone()[0])
+    finally:
+        conn.close()

@@ -1,0 +1,80 @@
+"""``looptrace proxy``: the recording proxy, or the provider emulator, on 127.0.0.1."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+
+from ..errors import LooptraceError
+from .providers import FORMATS, PROVIDERS
+
+DEFAULT_DB = "looptrace.db"
+
+
+class ProxyError(LooptraceError):
+    """The proxy cannot start."""
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "proxy", help="record a provider's HTTP traffic (or emulate the provider)",
+        description=(
+            "Listen on 127.0.0.1 and forward every request to the provider while recording "
+            "both directions into the trace database; point the client's base_url at it "
+            "(OpenAI: http://127.0.0.1:PORT/v1, Anthropic and Ollama: http://127.0.0.1:PORT). "
+            "With --emulate, answer from a scripted conversation instead: no key, no network."))
+    p.add_argument("--provider", choices=PROVIDERS, required=True)
+    p.add_argument("--upstream", help="upstream base URL (default: the provider's public API; "
+                                      "Ollama: http://127.0.0.1:11434)")
+    p.add_argument("--emulate", metavar="SCRIPT",
+                   help="emulate instead of forwarding: weather, shopping, echo, auto, "
+                        "or module:function")
+    p.add_argument("--db", default=DEFAULT_DB, help=f"trace database (default {DEFAULT_DB})")
+    p.add_argument("--port", type=int, default=0, help="port (default: a free one)")
+    p.set_defaults(func=cmd_proxy)
+
+
+def cmd_proxy(args: argparse.Namespace, ready: threading.Event | None = None) -> int:
+    from .proxy import WireServer
+
+    if args.emulate and args.upstream:
+        msg = "--emulate and --upstream exclude each other"
+        raise ProxyError(msg)
+    if args.port and not 0 < args.port < 65536:
+        msg = f"--port {args.port} is not a port number"
+        raise ProxyError(msg)
+    try:
+        srv = WireServer(mode="emulate" if args.emulate else "forward", provider=args.provider,
+                         upstream=args.upstream, script=args.emulate, db=args.db,
+                         port=args.port or 0, on_exchange=_print_exchange)
+    except ValueError as exc:
+        raise ProxyError(str(exc)) from None
+    except OSError as exc:
+        msg = f"cannot listen on 127.0.0.1:{args.port}: {exc.strerror or exc}"
+        raise ProxyError(msg) from None
+    fmt = FORMATS[args.provider]
+    base = srv.url + ("/v1" if args.provider == "openai" else "")
+    what = f"emulating {args.provider} ({args.emulate})" if args.emulate else (
+        f"forwarding {args.provider} to {srv.upstream}")
+    print(f"looptrace proxy: {what}; recording into {args.db}", flush=True)
+    print(f"  base_url = {base}   (endpoint {fmt.path})", flush=True)
+    if ready is not None:
+        ready.set()
+    try:
+        srv.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        srv.stop()
+    return 0
+
+
+def _print_exchange(ex: object) -> None:
+    from .capture import Exchange
+
+    if isinstance(ex, Exchange):
+        err = f"  ERROR {ex.error}" if ex.error else ""
+        link = f" -> run {ex.run_id[:12]} seq {ex.seq}" if ex.run_id else ""
+        print(f"{ex.method} {ex.url} {ex.status} {ex.duration_ms or 0:.0f} ms{link}{err}",
+              file=sys.stdout, flush=True)

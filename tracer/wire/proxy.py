@@ -1,0 +1,312 @@
+"""One local HTTP server, two modes: a provider emulator and a recording proxy.
+
+``WireServer(mode="emulate")`` answers ``POST /v1/chat/completions`` (OpenAI),
+``/v1/messages`` (Anthropic) and ``/api/chat`` (Ollama) from a scripted
+conversation, as JSON or as a stream (SSE, NDJSON) when the request asks for
+one, so the real LangChain adapters run end to end with no key and no network.
+
+``WireServer(mode="forward", provider=..., upstream=...)`` forwards every
+request to the upstream provider (streaming the response through as it
+arrives) and records both directions.
+
+Either way each exchange is recorded (``WireRecorder``): streamed responses
+are split into their raw chunks and reassembled into the final body; a
+response that cannot be parsed is recorded with ``error`` set. The server
+listens on 127.0.0.1 only.
+
+Example:
+    ```python
+    with WireServer(mode="emulate", script="weather", db="trace.db") as srv:
+        llm = ChatOpenAI(base_url=srv.url + "/v1", api_key="sk-fake", max_retries=0)
+    ```
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import threading
+import time
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Self
+from urllib.parse import urlsplit
+
+from .capture import Exchange, WireRecorder
+from .providers import FORMATS, MalformedStream, WireFormat, format_for_path, get_format
+from .scenarios import Script, count_tokens, load_script
+
+MODES = ("emulate", "forward")
+# Hop-by-hop headers never relayed (RFC 9110), plus ones we set ourselves.
+_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization",
+                  "te", "trailer", "transfer-encoding", "upgrade", "host", "content-length",
+                  "accept-encoding"})
+
+
+class WireServer:
+    """A threaded HTTP server on 127.0.0.1 in emulate or forward mode."""
+
+    def __init__(self, *, mode: str = "emulate", provider: str | None = None,
+                 upstream: str | None = None, script: str | Script | None = None,
+                 db: str | os.PathLike[str] | None = None, recorder: WireRecorder | None = None,
+                 port: int = 0, on_exchange: Callable[[Exchange], None] | None = None) -> None:
+        if mode not in MODES:
+            msg = f"mode must be one of {MODES}, not {mode!r}"
+            raise ValueError(msg)
+        if provider is not None:
+            get_format(provider)
+        if mode == "forward" and provider is None and upstream is None:
+            msg = "forward mode needs a provider or an upstream URL"
+            raise ValueError(msg)
+        self.mode = mode
+        self.provider = provider
+        self.upstream = (upstream or get_format(provider).default_upstream
+                         if mode == "forward" and provider else upstream)
+        self.script = load_script(script) if mode == "emulate" else None
+        self.recorder = recorder or (WireRecorder(db) if db is not None else None)
+        self.on_exchange = on_exchange
+        self.exchanges: list[Exchange] = []
+        self._lock = threading.Lock()
+        handler = type("Handler", (_Handler,), {"server_obj": self})
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", port), handler)
+        self._httpd.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        return int(self._httpd.server_address[1])
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> WireServer:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._httpd.serve_forever,
+                                            name=f"looptrace-wire-{self.port}", daemon=True)
+            self._thread.start()
+        return self
+
+    def serve_forever(self) -> None:
+        self._httpd.serve_forever()
+
+    def stop(self) -> None:
+        self._httpd.shutdown() if self._thread is not None else None
+        self._httpd.server_close()
+        self._thread = None
+        if self.recorder is not None:
+            self.recorder.link()
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def record(self, ex: Exchange) -> None:
+        with self._lock:
+            self.exchanges.append(ex)
+        if self.recorder is not None:
+            try:
+                self.recorder.record(ex)
+            except Exception as err:  # noqa: BLE001 - recording never breaks the traffic
+                self.recorder.writer._warn("wire", f"looptrace could not record an exchange: "
+                                                   f"{err!r}")
+        if self.on_exchange is not None:
+            self.on_exchange(ex)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server_obj: WireServer
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+    # -- plumbing -------------------------------------------------------------
+    def _body(self) -> bytes:
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            data = b""
+            while True:
+                size = int(self.rfile.readline().strip() or b"0", 16)
+                if size == 0:
+                    self.rfile.readline()
+                    return data
+                data += self.rfile.read(size)
+                self.rfile.readline()
+        n = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(n) if n else b""
+
+    def _send_head(self, status: int, headers: dict[str, str], *, chunked: bool) -> None:
+        self.send_response(status)
+        for k, v in headers.items():
+            self.send_header(k, v)
+        if chunked:
+            self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+
+    def _write_chunk(self, data: bytes) -> None:
+        if data:
+            self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            self.wfile.flush()
+
+    def _end_chunks(self) -> None:
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+    def _json(self, status: int, obj: Any) -> tuple[dict[str, str], str]:
+        """Prepare a JSON response; it is sent once the exchange is recorded."""
+        text = json.dumps(obj)
+        data = text.encode()
+        headers = {"Content-Type": "application/json", "Content-Length": str(len(data))}
+        self._deferred = (status, headers, data)
+        return headers, text
+
+    def do_GET(self) -> None:
+        self._dispatch("GET")
+
+    def do_POST(self) -> None:
+        self._dispatch("POST")
+
+    def _dispatch(self, method: str) -> None:
+        srv = self.server_obj
+        t0 = time.perf_counter()
+        self._pending_end = False
+        self._deferred: tuple[int, dict[str, str], bytes] | None = None
+        ex = Exchange(provider=srv.provider or "", method=method, url=self.path,
+                      request_headers=dict(self.headers.items()), request_body="")
+        body = self._body()
+        ex.request_body = body.decode("utf-8", "replace")
+        fmt = format_for_path(self.path) or (get_format(srv.provider) if srv.provider else None)
+        if fmt is not None:
+            ex.provider = fmt.name
+        try:
+            if srv.mode == "emulate":
+                self._emulate(ex, fmt)
+            else:
+                self._forward(ex, fmt)
+        except (BrokenPipeError, ConnectionResetError) as err:
+            ex.error = ex.error or f"client went away: {err}"
+        finally:
+            ex.duration_ms = (time.perf_counter() - t0) * 1000
+            if fmt is not None or srv.mode == "forward":
+                srv.record(ex)
+            # Finish the response only once the exchange is recorded (and
+            # linked): when the client has the whole response, the row is on disk.
+            try:
+                if self._deferred is not None:
+                    status, headers, data = self._deferred
+                    self._send_head(status, headers, chunked=False)
+                    self.wfile.write(data)
+                    self.wfile.flush()
+                elif self._pending_end:
+                    self._end_chunks()
+            except OSError:
+                pass
+
+    # -- emulate --------------------------------------------------------------
+    def _emulate(self, ex: Exchange, fmt: WireFormat | None) -> None:
+        srv = self.server_obj
+        ex.url = "emulator:" + self.path
+        # The port changes from run to run: keep recordings reproducible.
+        ex.request_headers = {k: ("emulator" if k.lower() == "host" else v)
+                              for k, v in ex.request_headers.items()}
+        if fmt is None or self.command != "POST":
+            ex.status = 404
+            ex.response_headers, ex.response_body = self._json(404, {"error": {
+                "type": "not_found", "message": f"the emulator does not serve {self.path}"}})
+            return
+        try:
+            payload = json.loads(ex.request_body or "{}")
+            if not isinstance(payload, dict):
+                msg = "the request body is not a JSON object"
+                raise ValueError(msg)  # noqa: TRY004 - reported like a JSON error
+        except ValueError as err:
+            ex.status = 400
+            ex.error = f"bad request: {err}"
+            ex.response_headers, ex.response_body = self._json(400, {"error": {
+                "type": "invalid_request_error", "message": str(err)}})
+            return
+        req = fmt.read_request(payload)
+        assert srv.script is not None
+        reply = count_tokens(req, srv.script(req))
+        ex.status = 200
+        if not req.stream:
+            ex.response_headers, ex.response_body = self._json(200, fmt.response(reply))
+            return
+        chunks = fmt.stream_chunks(reply, req)
+        headers = {"Content-Type": fmt.stream_content_type, "Cache-Control": "no-cache"}
+        self._send_head(200, headers, chunked=True)
+        for c in chunks:
+            self._write_chunk(c.encode())
+        self._pending_end = True
+        ex.response_headers = headers
+        ex.chunks = chunks
+        ex.response_body = json.dumps(fmt.reassemble(chunks))
+
+    # -- forward --------------------------------------------------------------
+    def _forward(self, ex: Exchange, fmt: WireFormat | None) -> None:
+        srv = self.server_obj
+        up = urlsplit(srv.upstream or "")
+        prefix = up.path.rstrip("/")
+        target = prefix + self.path
+        ex.url = f"{up.scheme}://{up.netloc}{target}"
+        conn_cls = (http.client.HTTPSConnection if up.scheme == "https"
+                    else http.client.HTTPConnection)
+        headers = {k: v for k, v in self.headers.items()
+                   if k.lower() not in _HOP and not k.lower().startswith("x-looptrace-")}
+        headers["Accept-Encoding"] = "identity"
+        body = ex.request_body.encode()
+        try:
+            conn = conn_cls(up.netloc, timeout=600)
+            conn.request(self.command, target, body=body or None, headers=headers)
+            resp = conn.getresponse()
+        except OSError as err:
+            ex.status = 502
+            ex.error = f"upstream {up.netloc} unreachable: {err}"
+            ex.response_headers, ex.response_body = self._json(502, {"error": {
+                "type": "proxy_error", "message": ex.error}})
+            return
+        ex.status = resp.status
+        rheaders = {k: v for k, v in resp.getheaders() if k.lower() not in _HOP}
+        ex.response_headers = rheaders
+        ctype = resp.getheader("Content-Type", "") or ""
+        streaming = "event-stream" in ctype or "ndjson" in ctype
+        self._send_head(resp.status, rheaders, chunked=True)
+        raw = bytearray()
+        try:
+            while True:
+                piece = resp.read1(65536) if hasattr(resp, "read1") else resp.read(65536)
+                if not piece:
+                    break
+                raw.extend(piece)
+                self._write_chunk(piece)
+        except (OSError, http.client.HTTPException) as err:
+            ex.error = f"upstream response broken: {err}"
+        finally:
+            conn.close()
+        self._pending_end = True
+        text = raw.decode("utf-8", "replace")
+        if streaming and fmt is not None:
+            ex.chunks = fmt.split_stream(text)
+            try:
+                ex.response_body = json.dumps(fmt.reassemble(ex.chunks))
+            except MalformedStream as err:
+                ex.response_body = text
+                ex.error = ex.error or f"malformed stream: {err}"
+        else:
+            ex.response_body = text
+            if "json" in ctype or not ctype:
+                try:
+                    json.loads(text)
+                except ValueError as err:
+                    ex.error = ex.error or f"malformed JSON response: {err}"
+            elif resp.status < 400 and fmt is not None:
+                ex.error = ex.error or f"unexpected content type {ctype!r}"
+        if resp.status >= 400 and not ex.error:
+            ex.error = f"upstream answered HTTP {resp.status}"
+
+
+def providers_served() -> list[str]:
+    return [f"{f.name} {f.path}" for f in FORMATS.values()]

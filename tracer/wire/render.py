@@ -1,0 +1,235 @@
+"""Render a recorded model call as each provider's request, offline.
+
+The request body is built from the recorded LangChain messages by the
+adapter's own request builder, exactly the code that runs before the adapter
+sends anything: ``ChatOpenAI._get_request_payload``,
+``ChatAnthropic._get_request_payload``, and ``ChatOllama._chat_params`` passed
+through the ``ollama`` client's ``ChatRequest`` as ``Client.chat`` does. These
+builders are private: each is looked up defensively and a missing one gives a
+clear ``RenderError``. Nothing touches the network (the clients are built
+against an unroutable local URL and never called).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.messages import BaseMessage, SystemMessage
+
+from ..errors import LooptraceError
+from ..loader import Event, Run
+from ..replay import Replay
+from .providers import PROVIDERS
+
+DEFAULT_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-haiku-4-5", "ollama": "llama3.1"}
+_OFFLINE_URL = "http://127.0.0.1:9"  # discard port: never contacted
+MODEL_HOOKS = ("wrap_model_call", "model")
+
+
+class RenderError(LooptraceError):
+    """A request cannot be rendered (adapter missing or its builder changed)."""
+
+
+@dataclass
+class ModelCall:
+    """What a recorded model call sent, in LangChain terms."""
+
+    run_id: str
+    seq: int  # the enter event
+    index: int  # 0-based n-th model call of the run
+    lap: int
+    messages: list[BaseMessage]  # system prompt excluded
+    system: str | None
+    tools: list[dict[str, Any]]  # OpenAI function-tool format
+    model: str | None
+    provider: str | None
+    tool_choice: Any = None
+
+    def lc_messages(self) -> list[BaseMessage]:
+        sys = [SystemMessage(self.system)] if self.system else []
+        return [*sys, *self.messages]
+
+
+def model_call_events(run: Run) -> list[Event]:
+    """The enter event of every model call, in order (one per call)."""
+    out: list[Event] = []
+    for ev in run.events:
+        if ev.hook in MODEL_HOOKS and ev.phase == "enter":
+            # A middleware enter and a callback enter for the same call: keep the first.
+            if out and out[-1].hook != ev.hook and not _closed_between(run, out[-1], ev):
+                continue
+            out.append(ev)
+    return out
+
+
+def _closed_between(run: Run, a: Event, b: Event) -> bool:
+    return any(e.hook in MODEL_HOOKS and e.phase in ("exit", "error") and a.seq < e.seq < b.seq
+               for e in run.events)
+
+
+def call_at(run: Run, seq: int) -> Event | None:
+    """The model call at or before event ``seq`` (None before the first one)."""
+    found = None
+    for ev in model_call_events(run):
+        if ev.seq <= seq:
+            found = ev
+    return found
+
+
+def _to_openai_tool(t: Any) -> dict[str, Any]:
+    if isinstance(t, dict):
+        if t.get("type") == "function" and "function" in t:
+            return t
+        if "input_schema" in t:  # Anthropic format (from a callback-only run)
+            return {"type": "function", "function": {
+                "name": t.get("name"), "description": t.get("description", ""),
+                "parameters": t.get("input_schema") or {}}}
+        if "name" in t and "parameters" in t:
+            return {"type": "function", "function": t}
+    return {"type": "function", "function": {"name": str(t.get("name") if isinstance(t, dict)
+                                                         else t), "parameters": {}}}
+
+
+def model_call(replay: Replay, enter: Event) -> ModelCall:
+    """Rebuild the LangChain side of the model call that ``enter`` opened."""
+    run = replay.run
+    system: str | None = None
+    tools: list[Any] = []
+    tool_names: list[str] | None = None
+    for ev in run.events:
+        if ev.seq > enter.seq:
+            break
+        p = ev.payload if isinstance(ev.payload, dict) else {}
+        if ev.hook in MODEL_HOOKS and ev.phase == "enter":
+            if isinstance(p.get("system"), str):
+                system = p["system"]
+            elif ev.seq == enter.seq and not p.get("system_same") and "system" not in p:
+                system = None if ev.hook == "model" else system
+            if isinstance(p.get("tools"), list):
+                tools = p["tools"]
+                tool_names = None
+            if ev.seq == enter.seq and isinstance(p.get("tool_names"), list):
+                tool_names = p["tool_names"]
+    otools = [_to_openai_tool(t) for t in tools]
+    if tool_names is not None:
+        otools = [t for t in otools if t["function"].get("name") in tool_names]
+    step = next((s.index for s in replay.steps if s.event.seq == enter.seq), None)
+    msgs = replay.messages_at(step) if step is not None else list(run.messages)
+    p = enter.payload if isinstance(enter.payload, dict) else {}
+    keys = p.get("message_keys")
+    if isinstance(keys, list):
+        by_key = {m.key: m for m in run.messages}
+        msgs = [by_key[k] for k in keys if k in by_key]
+    lc = []
+    for m in msgs:
+        try:
+            lc.append(m.to_langchain())
+        except Exception:  # noqa: BLE001, S112 - an unreadable message is skipped
+            continue
+    lc = [m for m in lc if not isinstance(m, SystemMessage)]
+    seqs = [e.seq for e in model_call_events(run)]
+    index = seqs.index(enter.seq) if enter.seq in seqs else 0
+    return ModelCall(run.id, enter.seq, index, enter.lap, lc, system, otools,
+                     p.get("model") or run.summary.model, run.summary.provider,
+                     p.get("tool_choice"))
+
+
+def model_for(provider: str, call: ModelCall) -> str:
+    if call.provider == provider and call.model:
+        return call.model
+    return DEFAULT_MODELS[provider]
+
+
+def render_request(provider: str, messages: Sequence[BaseMessage], *, model: str,
+                   tools: Sequence[dict[str, Any]] = (), stream: bool = False) -> dict[str, Any]:
+    """The JSON body ``provider``'s LangChain adapter would send for ``messages``."""
+    if provider not in PROVIDERS:
+        msg = f"unknown provider {provider!r}"
+        raise RenderError(msg)
+    try:
+        return _RENDERERS[provider](list(messages), model, list(tools), stream)
+    except RenderError:
+        raise
+    except ImportError as exc:
+        msg = f"cannot render {provider}: {exc.name or exc} is not installed"
+        raise RenderError(msg) from None
+    except Exception as exc:  # noqa: BLE001 - a builder changed or rejected the input
+        msg = f"cannot render {provider}: {type(exc).__name__}: {exc}"
+        raise RenderError(msg) from None
+
+
+def _bound_kwargs(llm: Any, tools: list[dict[str, Any]]) -> dict[str, Any]:
+    if not tools:
+        return {}
+    return dict(llm.bind_tools(tools).kwargs)
+
+
+def _openai(msgs: list[BaseMessage], model: str, tools: list[dict[str, Any]],
+            stream: bool) -> dict[str, Any]:
+    from langchain_openai import ChatOpenAI
+
+    llm = ChatOpenAI(model=model, api_key="sk-offline-render", base_url=_OFFLINE_URL + "/v1",
+                     max_retries=0)
+    kwargs = _bound_kwargs(llm, tools)
+    if stream:
+        kwargs["stream"] = True
+    body = llm._get_request_payload(msgs, **kwargs)
+    body.setdefault("stream", stream)
+    return _jsonable(body)
+
+
+def _anthropic(msgs: list[BaseMessage], model: str, tools: list[dict[str, Any]],
+               stream: bool) -> dict[str, Any]:
+    from langchain_anthropic import ChatAnthropic
+
+    llm = ChatAnthropic(model=model, api_key="offline-render", base_url=_OFFLINE_URL,
+                        max_retries=0)
+    kwargs = _bound_kwargs(llm, tools)
+    body = llm._get_request_payload(msgs, **kwargs)
+    if stream:
+        body["stream"] = True
+    return _jsonable(body)
+
+
+def _ollama(msgs: list[BaseMessage], model: str, tools: list[dict[str, Any]],
+            stream: bool) -> dict[str, Any]:
+    import importlib
+
+    from langchain_ollama import ChatOllama
+
+    oc = importlib.import_module("ollama._client")  # the package shadows it with a Client
+    ChatRequest = importlib.import_module("ollama._types").ChatRequest
+
+    llm = ChatOllama(model=model, base_url=_OFFLINE_URL)
+    kwargs = _bound_kwargs(llm, tools)
+    params = llm._chat_params(msgs, **kwargs)
+    req = ChatRequest(
+        model=params.get("model") or model,
+        messages=list(oc._copy_messages(params.get("messages"))),
+        tools=list(oc._copy_tools(params.get("tools"))),
+        stream=params.get("stream", True),
+        think=params.get("think"), format=params.get("format"),
+        options=params.get("options"), keep_alive=params.get("keep_alive"),
+        logprobs=params.get("logprobs"), top_logprobs=params.get("top_logprobs"),
+    )
+    return _jsonable(req.model_dump(exclude_none=True))
+
+
+def _jsonable(body: Any) -> dict[str, Any]:
+    out = json.loads(json.dumps(body, default=_default))
+    if not isinstance(out, dict):
+        msg = "the adapter built a request that is not a JSON object"
+        raise RenderError(msg)
+    return out
+
+
+def _default(o: Any) -> Any:
+    if hasattr(o, "model_dump"):
+        return o.model_dump(exclude_none=True)
+    return str(o)
+
+
+_RENDERERS = {"openai": _openai, "anthropic": _anthropic, "ollama": _ollama}

@@ -1,0 +1,162 @@
+"""One model call seen on the three providers' wires, side by side.
+
+``turn_view(replay, enter_event, wire_rows)`` gives, for each provider, the
+request body (``captured`` when that provider's exchange was recorded for this
+model call, else ``rendered`` offline by the adapter's own builder) and a
+response body (captured, or the recorded reply written in that provider's
+response shape), each with its annotations. Pure: the app only draws it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..loader import Event, Run
+from ..replay import Replay
+from .annotate import ASPECTS, Annotation, annotate_request, annotate_response
+from .providers import PROVIDERS, Reply, ToolCall, get_format
+from .render import (
+    MODEL_HOOKS,
+    ModelCall,
+    RenderError,
+    call_at,
+    model_call,
+    model_call_events,
+    model_for,
+    render_request,
+)
+
+CAPTURED = "captured"
+RENDERED = "rendered"
+UNAVAILABLE = "unavailable"
+
+
+@dataclass
+class ProviderBody:
+    provider: str
+    source: str  # captured / rendered / unavailable
+    model: str
+    request: dict[str, Any] | None = None
+    response: Any = None
+    response_source: str = UNAVAILABLE
+    request_notes: list[Annotation] = field(default_factory=list)
+    response_notes: list[Annotation] = field(default_factory=list)
+    wire: dict[str, Any] | None = None  # the captured row (status, url, error, headers ...)
+    error: str | None = None  # a render error, or the captured exchange's error
+
+    @property
+    def chunks(self) -> list[str]:
+        raw = (self.wire or {}).get("chunks")
+        try:
+            val = json.loads(raw) if raw else []
+        except ValueError:
+            return []
+        return val if isinstance(val, list) else []
+
+
+@dataclass
+class TurnView:
+    call: ModelCall
+    enter: Event
+    bodies: dict[str, ProviderBody]
+
+    def aspects(self) -> list[tuple[str, str, dict[str, list[Annotation]]]]:
+        """Every aspect with each provider's annotations for it (request, then response)."""
+        out = []
+        for key, title in ASPECTS.items():
+            per = {p: [a for a in (*b.request_notes, *b.response_notes) if a.aspect == key]
+                   for p, b in self.bodies.items()}
+            if any(per.values()):
+                out.append((key, title, per))
+        return out
+
+
+def _json(text: Any) -> Any:
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError):
+        return text  # a malformed body is shown as it came
+
+
+def _exit_event(run: Run, enter: Event) -> Event | None:
+    for ev in run.events:
+        if ev.seq > enter.seq and ev.hook in MODEL_HOOKS and ev.phase in ("exit", "error"):
+            return ev
+    return None
+
+
+def _reply_of(run: Run, enter: Event, model: str) -> Reply | None:
+    """The recorded answer of this model call as a neutral ``Reply``."""
+    ex = _exit_event(run, enter)
+    if ex is None or ex.phase != "exit":
+        return None
+    ai = next((m for m in run.messages if m.seq == ex.seq and m.type == "ai"), None)
+    if ai is None:
+        return None
+    content = ai.content
+    text = content if isinstance(content, str) else "".join(
+        str(b.get("text", "")) for b in content or [] if isinstance(b, dict)
+        and b.get("type") == "text")
+    usage = ai.body.get("usage_metadata") or {}
+    calls = tuple(ToolCall(str(c.get("id") or ""), str(c.get("name") or ""),
+                           c.get("args") if isinstance(c.get("args"), dict) else {})
+                  for c in ai.tool_calls)
+    return Reply(text=text, tool_calls=calls, input_tokens=int(usage.get("input_tokens") or 0),
+                 output_tokens=int(usage.get("output_tokens") or 0), model=model,
+                 id=(ai.msg_id or "recorded").replace("lc_run--", "")[:24])
+
+
+def turn_view(replay: Replay, enter: Event, wire_rows: list[dict[str, Any]]) -> TurnView:
+    run = replay.run
+    call = model_call(replay, enter)
+    captured: dict[str, dict[str, Any]] = {}
+    for row in wire_rows:
+        if row.get("seq") == enter.seq and row.get("provider") in PROVIDERS:
+            captured[row["provider"]] = row  # the last attempt wins
+    bodies: dict[str, ProviderBody] = {}
+    for p in PROVIDERS:
+        row = captured.get(p)
+        if row is not None:
+            req = _json(row.get("request_body"))
+            resp = _json(row.get("response_body"))
+            model = req.get("model") if isinstance(req, dict) else None
+            b = ProviderBody(p, CAPTURED, str(model or model_for(p, call)),
+                             request=req if isinstance(req, dict) else None, response=resp,
+                             response_source=CAPTURED if resp is not None else UNAVAILABLE,
+                             wire=row, error=row.get("error"))
+        else:
+            model = model_for(p, call)
+            b = ProviderBody(p, RENDERED, model)
+            try:
+                b.request = render_request(p, call.lc_messages(), model=model, tools=call.tools)
+            except RenderError as exc:
+                b.source, b.error = UNAVAILABLE, str(exc)
+            reply = _reply_of(run, enter, model)
+            if reply is not None:
+                b.response = get_format(p).response(reply)
+                b.response_source = RENDERED
+        b.request_notes = annotate_request(p, b.request)
+        b.response_notes = annotate_response(p, b.response)
+        bodies[p] = b
+    return TurnView(call, enter, bodies)
+
+
+def turn_at_step(replay: Replay, step_index: int,
+                 wire_rows: list[dict[str, Any]]) -> TurnView | None:
+    """The view of the model call at or before replay step ``step_index``."""
+    if not replay.steps:
+        return None
+    step = replay.steps[replay.clamp(step_index)]
+    enter = call_at(replay.run, step.event.seq)
+    if enter is None:
+        return None
+    return turn_view(replay, enter, wire_rows)
+
+
+def turns(run: Run) -> list[Event]:
+    """The model calls of ``run`` (their enter events), for a turn picker."""
+    return model_call_events(run)
