@@ -59,7 +59,9 @@ class Divergence:
     """One difference between the runs, at one aligned pair of steps."""
 
     lap: int  # the lap it happens in (the lap recorded on the event)
-    step_a: int | None  # index into run A's replay steps (None: no such step in A)
+    # 0-based index into run A's replay steps (None: no such step in A); descriptions
+    # count steps from 1, as the replay shows them ("Step N / M").
+    step_a: int | None
     step_b: int | None
     kind: str  # one of KINDS
     description: str
@@ -394,7 +396,8 @@ def _compare_pair(a: _Side, b: _Side, sa: Step, sb: Step) -> list[tuple[str, str
 
 
 def _idx(i: int | None) -> str:
-    return "-" if i is None else str(i)
+    """A step as the replay shows it: counted from 1."""
+    return "-" if i is None else str(i + 1)
 
 
 def _describe_step(step: Step) -> str:

@@ -1,0 +1,140 @@
+"""AppTest smoke tests of the Compare page (app/pages/compare.py) over real recorded runs."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import streamlit as st
+from langchain_core.messages import AIMessage
+from streamlit.testing.v1 import AppTest
+from test_diff import BASE, lap, record
+
+from tracer.diff import diff_runs
+from tracer.exchange import sample_files
+from tracer.loader import TraceDB
+
+MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    path = tmp_path_factory.mktemp("compare") / "trace.db"
+    ids = {
+        "base": record(path, BASE, "base"),
+        "same": record(path, BASE, "same"),
+        "args": record(path, [BASE[0], lap("Berlin", "c2"), BASE[2]], "args"),
+        "hostile": record(path, [BASE[0], BASE[1], AIMessage(
+            content="<img src=x onerror=alert(1)> ![x](http://evil.example/x.png)")],
+            "hostile <script>alert(2)</script>"),
+    }
+    return path, ids
+
+
+@pytest.fixture(autouse=True)
+def _clear_caches() -> Iterator[None]:
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    yield
+    st.cache_data.clear()
+    st.cache_resource.clear()
+
+
+def open_compare(monkeypatch: pytest.MonkeyPatch, path: Path, a: str | None = None,
+                 b: str | None = None) -> AppTest:
+    monkeypatch.setenv("LOOPTRACE_DB", str(path))
+    at = AppTest.from_file(MAIN, default_timeout=30)
+    if a:
+        at.query_params["a"] = a
+    if b:
+        at.query_params["b"] = b
+    at.run()
+    at.switch_page("pages/compare.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def texts(at: AppTest) -> list[str]:
+    return [t.value for t in at.text]
+
+
+def graph_nodes(at: AppTest) -> list[str]:
+    """The active node of each graph component on the page (A, then B)."""
+    return [json.loads(c.proto.json)["node"] for c in at.get("bidi_component")]
+
+
+def test_query_params_pick_the_runs_and_jump_goes_to_the_first_divergence(
+        monkeypatch: pytest.MonkeyPatch, db: tuple[Path, dict[str, str]]) -> None:
+    path, ids = db
+    at = open_compare(monkeypatch, path, ids["base"], ids["args"][:12])
+    assert [s.value for s in at.selectbox] == [ids["base"], ids["args"]]
+    assert any("First divergence, in lap 2" in w.value for w in at.warning)
+    assert any(c.value.startswith("[different_arguments] lap 2, step 10 (A) / 10 (B)")
+               for c in at.code)
+    assert at.session_state["cmp_row"] == 0
+    at.button(key="cmp_jump").click().run()
+    with TraceDB(path) as tdb:
+        d = diff_runs(tdb.run(ids["base"]), tdb.run(ids["args"]))
+    assert d.first_divergence is not None
+    row = d.row_of(step_a=d.first_divergence.step_a)
+    assert at.session_state["cmp_row"] == row
+    assert at.slider(key="cmp_slider").value == row + 1
+    shown = texts(at)
+    assert shown.count("step 10 / 18  ·  lap 2  ·  wrap_model_call exit") == 2
+    assert graph_nodes(at) == ["model", "model"]
+    # The message difference is shown as a diff, and both panes show their own call.
+    diffs = [c.value for c in at.code if c.language == "diff"]
+    assert any('+  -> get_weather({"city": "Berlin"})' in x for x in diffs)
+    codes = [c.value for c in at.code]
+    assert '[ai]\n  -> get_weather({"city": "Rome"})' in codes
+    assert '[ai]\n  -> get_weather({"city": "Berlin"})' in codes
+    at.button(key="cmp_next").click().run()
+    assert at.session_state["cmp_row"] == row + 1
+    assert graph_nodes(at) == ["after_model", "after_model"]
+    at.slider(key="cmp_slider").set_value(1).run()
+    assert at.session_state["cmp_row"] == 0
+    assert graph_nodes(at) == ["before_agent", "before_agent"]
+
+
+def test_identical_runs(monkeypatch: pytest.MonkeyPatch,
+                        db: tuple[Path, dict[str, str]]) -> None:
+    path, ids = db
+    at = open_compare(monkeypatch, path, ids["base"], ids["same"])
+    assert any(s.value.startswith("Identical") for s in at.success)
+    assert not at.warning
+    assert not [b for b in at.button if b.key == "cmp_jump"]
+
+
+def test_untrusted_text_never_reaches_markdown(monkeypatch: pytest.MonkeyPatch,
+                                               db: tuple[Path, dict[str, str]]) -> None:
+    path, ids = db
+    at = open_compare(monkeypatch, path, ids["base"], ids["hostile"])
+    at.button(key="cmp_last").click().run()
+    assert not at.exception
+    assert any("onerror" in c.value for c in at.code)  # shown, as code
+    for el in [*at.markdown, *at.warning, *at.success, *at.caption]:
+        assert "onerror" not in el.value and "evil.example" not in el.value
+        assert "<script>" not in el.value
+
+
+def test_bad_query_params_fall_back_to_defaults(monkeypatch: pytest.MonkeyPatch,
+                                                db: tuple[Path, dict[str, str]]) -> None:
+    path, _ = db
+    at = open_compare(monkeypatch, path, "no-such-run", "'; DROP TABLE runs; --")
+    assert len(at.selectbox) == 2
+    assert at.selectbox[0].value != at.selectbox[1].value
+
+
+@pytest.mark.skipif(not sample_files(), reason="no sample traces bundled yet")
+def test_every_sample_trace_against_the_first(monkeypatch: pytest.MonkeyPatch,
+                                              sample_db: Path) -> None:
+    with TraceDB(sample_db) as tdb:
+        ids = [r.id for r in tdb.runs()]
+    at = open_compare(monkeypatch, sample_db, ids[0], ids[0])
+    for rid in ids:
+        at.selectbox(key="cmp_b").set_value(rid).run()
+        assert not at.exception, (rid, [e.value for e in at.exception])
+        at.button(key="cmp_last").click().run()
+        assert not at.exception, (rid, [e.value for e in at.exception])
