@@ -296,11 +296,22 @@ function update(root, d) {
   root.querySelector('text.lap').textContent = d.steps ? `lap ${d.lap}` : '';
 }
 function scrollLater(key) {
+  // Scroll the message pane (not the page) so the highlighted message shows.
   let tries = 0;
   const go = () => {
     const target = document.querySelector('.st-key-' + key);
-    if (target) { target.scrollIntoView({block: 'nearest', behavior: 'auto'}); return; }
-    if (++tries < 20) setTimeout(go, 50);
+    if (!target) { if (++tries < 20) setTimeout(go, 50); return; }
+    let box = target.parentElement;
+    while (box && !(box.scrollHeight > box.clientHeight + 4 &&
+                    /(auto|scroll)/.test(getComputedStyle(box).overflowY))) {
+      box = box.parentElement;
+    }
+    if (!box || box === document.body || box === document.documentElement) return;
+    const t = target.getBoundingClientRect(), b = box.getBoundingClientRect();
+    if (t.top < b.top || t.bottom > b.bottom) {
+      const delta = t.height > b.height ? t.top - b.top - 8 : t.bottom - b.bottom + 8;
+      box.scrollTop += (t.top < b.top ? t.top - b.top - 8 : delta);
+    }
   };
   setTimeout(go, 30);
 }

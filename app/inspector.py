@@ -13,6 +13,11 @@ import streamlit as st
 
 from .run_view import RunView
 
+KIND_LABEL = {"model": "model call", "tool": "tool call", "error": "error",
+              "interrupt": "interrupt", "hook": "hook", "run": "run"}
+KIND_BADGE = {"model": "blue", "tool": "green", "error": "red", "interrupt": "orange",
+              "hook": "gray", "run": "gray"}
+
 
 def event_fields(view: RunView, index: int) -> dict[str, Any]:
     step = view.replay.steps[index]
@@ -34,8 +39,11 @@ def render_caption(view: RunView, index: int, *, key: str = "narration") -> None
     """The step's caption, as plain text (it can quote tool names and errors)."""
     if not view.replay.steps:
         return
-    with st.container(key=key):
-        st.text(view.replay.steps[index].caption or "")
+    step = view.replay.steps[index]
+    with st.container(key=key, border=True, horizontal=True, vertical_alignment="center"):
+        st.badge(KIND_LABEL.get(step.kind, step.kind), color=KIND_BADGE.get(step.kind, "gray"),
+                 width="content")  # type: ignore[arg-type]
+        st.text(step.caption or "")
 
 
 def render_inspector(view: RunView, index: int) -> None:

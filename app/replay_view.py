@@ -108,6 +108,7 @@ def _body(path: str, presenter: bool) -> None:
         return
     render_controls(view, i)
     render_subagent_jump(view, i)
+    render_caption(view, i)
     left, right = st.columns([5, 6], gap="medium")
     with right:
         scroll_to = render_messages(view, i)
@@ -115,7 +116,6 @@ def _body(path: str, presenter: bool) -> None:
         render_graph(graph_data(view.replay, i, names=view.tool_names,
                                 colours=view.colour_index, scroll_to=scroll_to),
                      on_key=on_key)
-        render_caption(view, i)
     render_inspector(view, i)
     render_findings(view, i)
 

@@ -1,0 +1,198 @@
+"""The app's pure parts and its error paths: bad databases, hostile content,
+the graph description per step, timeline lanes, the runs table."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+from app.graph_component import EDGES, NODES, _route, graph_data
+from app.run_view import build_run_view
+from app.runs_table import runs_frame
+from app.timeline import spans, timeline_figure, tokens_per_lap
+from tracer.loader import TraceDB
+from tracer.replay import build_replay
+from tracer.schema import SCHEMA_VERSION, connect
+
+MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
+PAGES = ("pages/runs.py", "pages/replay.py", "pages/timeline.py", "pages/presenter.py")
+
+
+@pytest.fixture(autouse=True)
+def _clean_caches() -> Iterator[None]:
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    yield
+    st.cache_data.clear()
+    st.cache_resource.clear()
+
+
+def run_page(page: str) -> AppTest:
+    at = AppTest.from_file(MAIN, default_timeout=30)
+    at.run()
+    if page != "pages/runs.py":
+        at.switch_page(page).run()
+    return at
+
+
+# -- bad databases: one clear line, never a traceback ---------------------------------
+def _missing(p: Path) -> None:
+    pass
+
+
+def _empty(p: Path) -> None:
+    p.write_bytes(b"")
+
+
+def _corrupt(p: Path) -> None:
+    p.write_bytes(b"this is not sqlite at all\x00" * 200)
+
+
+def _foreign(p: Path) -> None:
+    conn = sqlite3.connect(p)
+    conn.execute("CREATE TABLE people (name TEXT)")
+    conn.commit()
+    conn.close()
+
+
+def _newer(p: Path) -> None:
+    connect(p).close()
+    conn = sqlite3.connect(p)
+    conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'",
+                 [str(SCHEMA_VERSION + 1)])
+    conn.commit()
+    conn.close()
+
+
+@pytest.mark.parametrize(("make", "words"), [
+    (_missing, "no such database"), (_empty, "empty"), (_corrupt, "not"),
+    (_foreign, "not a looptrace"), (_newer, "newer looptrace")])
+@pytest.mark.parametrize("page", PAGES)
+def test_bad_database_is_one_clear_message(db_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                           make, words: str, page: str) -> None:  # type: ignore[no-untyped-def]
+    make(db_path)
+    monkeypatch.setenv("LOOPTRACE_DB", str(db_path))
+    at = run_page(page)
+    assert not at.exception, at.exception
+    assert len(at.error) == 1
+    msg = at.error[0].value
+    assert words in msg and "\n" not in msg.strip()
+    assert "Traceback" not in msg
+
+
+def test_a_database_with_no_runs_says_so(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    connect(db_path).close()
+    monkeypatch.setenv("LOOPTRACE_DB", str(db_path))
+    for page in PAGES:
+        at = run_page(page)
+        assert not at.exception and not at.error
+        assert any("No runs" in i.value for i in at.info), page
+
+
+# -- hostile content is text ------------------------------------------------------------
+def test_hostile_content_is_shown_as_text_never_markdown(sample_db: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LOOPTRACE_DB", str(sample_db))
+    with TraceDB(sample_db) as db:
+        run = next(r for r in db.runs() if r.name == "hostile-page")
+        rp = build_replay(db.run(run.id))
+    hostile = [m for m in rp.run.messages if "<script" in m.text or "](" in m.text]
+    assert hostile
+    at = AppTest.from_file(MAIN, default_timeout=30)
+    at.run()
+    at.switch_page("pages/replay.py")
+    at.query_params["run"] = run.id
+    at.query_params["step"] = str(len(rp) - 1)
+    at.run()
+    assert not at.exception
+    literal = [t.value for t in at.text] + [c.value for c in at.code]
+    for m in hostile:
+        body = m.content if isinstance(m.content, str) else m.text
+        assert any(body.strip() in x for x in literal), body[:60]
+    markdownish = [m.value for m in at.markdown] + [c.value for c in at.caption]
+    for text in markdownish:
+        assert "<script" not in text and "onerror" not in text and "](http" not in text
+    assert not any("<script" in h.proto.body for h in at.get("html"))
+
+
+# -- the graph description --------------------------------------------------------------
+def test_every_replay_edge_is_drawn_and_routes_pass_through_hooks() -> None:
+    assert set(NODES) == {"START", "before_agent", "before_model", "model", "after_model",
+                          "tools", "after_agent", "END"}
+    assert "tools>before_model" in EDGES
+    # a loop without middleware goes straight from START to the model: drawn through the hooks
+    assert _route("START", "model") == ["START>before_agent", "before_agent>before_model",
+                                        "before_model>model"]
+    assert _route("tools", "model") == ["tools>before_model", "before_model>model"]
+    assert _route("END", "START") == []
+
+
+def test_graph_data_follows_the_replay(sample_db: Path) -> None:
+    with TraceDB(sample_db) as db:
+        run = next(r for r in db.runs() if r.name == "shopping")
+        rp = build_replay(db.run(run.id))
+    view = build_run_view(rp, with_findings=False)
+    for step in rp.steps:
+        g = graph_data(rp, step.index, names=view.tool_names, colours=view.colour_index)
+        assert g["node"] == step.node and g["step"] == step.index
+        assert set(g["visited"]) == set(step.visited)
+        assert [t["id"] for t in g["tools"]] == list(step.active_tools)
+        if step.edge:
+            assert g["edges"] and g["edges"][-1].endswith(">" + step.node)
+    # parallel tool calls: some step has several calls in flight, each with its colour
+    multi = [s for s in rp.steps if len(s.active_tools) > 1]
+    if multi:
+        g = graph_data(rp, multi[0].index, names=view.tool_names, colours=view.colour_index)
+        assert len({t["colour"] for t in g["tools"]}) == len(g["tools"]) > 1
+
+
+def test_message_views_link_results_to_calls_by_colour(sample_db: Path) -> None:
+    with TraceDB(sample_db) as db:
+        run = next(r for r in db.runs() if r.name == "weather")
+        rp = build_replay(db.run(run.id))
+    view = build_run_view(rp, with_findings=False)
+    calls = {c.id: c.colour for v in view.messages.values() for c in v.calls}
+    results = [v for v in view.messages.values() if v.role == "tool"]
+    assert results
+    for r in results:
+        assert r.colour == calls[r.tool_call_id]
+    assert len(set(calls.values())) == len(calls)
+    assert len(view.kinds) == len(rp)
+
+
+# -- timeline and runs table ---------------------------------------------------------------
+def test_timeline_lanes_one_per_tool_call_and_tokens_per_lap(sample_db: Path) -> None:
+    with TraceDB(sample_db) as db:
+        run = max((r for r in db.runs() if r.total_tokens), key=lambda r: r.tool_calls)
+        rp = build_replay(db.run(run.id))
+    rows = spans(rp)
+    tool_calls = {e.tool_call_id for e in rp.run.events if e.hook in ("wrap_tool_call", "tool")}
+    tool_lanes = {r["lane"] for r in rows if r["lane"].startswith("tool ")}
+    assert len(tool_lanes) == len(tool_calls) >= 2
+    assert sum(1 for r in rows if r["lane"] == "model calls") == run.model_calls
+    assert all(r["duration"] >= 0 for r in rows)
+    laps = tokens_per_lap(rp)
+    assert [r["lap"] for r in laps] == sorted({e.lap for e in rp.run.events
+                                               if e.hook == "wrap_model_call"})
+    assert sum(r["input"] + r["output"] for r in laps) == run.total_tokens
+    fig = timeline_figure(rp)
+    assert fig.layout.xaxis.title.text.startswith("time")
+
+
+def test_runs_frame_nests_children_under_parents(sample_db: Path) -> None:
+    with TraceDB(sample_db) as db:
+        runs = db.runs()
+    df = runs_frame(runs, lambda r: "ok")
+    ids = list(df["id"])
+    assert sorted(ids) == sorted(r.id for r in runs)
+    for r in runs:
+        if r.parent_id:
+            i = ids.index(r.id)
+            assert ids.index(r.parent_id) < i
+            assert df.iloc[i]["depth"] == 1
+    assert set(df["health"]) == {"ok"}
