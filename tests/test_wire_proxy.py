@@ -121,7 +121,7 @@ class _Broken(BaseHTTPRequestHandler):
     def log_message(self, *args: Any) -> None:
         return
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("Content-Length") or 0))
         if self.path.endswith("/api/chat"):
             body, ctype = b'{"model": "m", "message": {"role": "assis\n', "application/x-ndjson"
@@ -157,7 +157,7 @@ def test_malformed_upstream_response_is_recorded_and_surfaced(
     with WireServer(mode="forward", provider=provider, upstream=broken_upstream, db=db) as proxy:
         tm = TraceMiddleware(db=db)
         agent = create_agent(chat_model(provider, proxy.url), tools=[], middleware=[tm])
-        with pytest.raises(Exception) as raised:  # noqa: PT011 - whatever the adapter raises
+        with pytest.raises(Exception) as raised:
             agent.invoke({"messages": [("user", "hello")]})
         tm.flush()
     # The adapter's own error reached the caller, not one of looptrace's.

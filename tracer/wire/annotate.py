@@ -193,8 +193,12 @@ def _ollama_req(body: dict[str, Any]) -> Iterator[Annotation]:
             yield Annotation("system", ("messages", i),
                              "system prompt: a message of its own, role \"system\"")
         elif role == "assistant" and m.get("tool_calls"):
-            yield Annotation("assistant_content", ("messages", i, "content"),
-                             "content is a string (empty when the turn only calls tools)")
+            if "content" in m:
+                yield Annotation("assistant_content", ("messages", i, "content"),
+                                 "content is a plain string; the calls travel beside it")
+            else:
+                yield Annotation("assistant_content", ("messages", i),
+                                 "no content key at all: this turn only calls tools")
             yield Annotation("arguments", ("messages", i, "tool_calls", 0, "function",
                                            "arguments"), "arguments are an OBJECT")
             yield Annotation("ids", ("messages", i, "tool_calls", 0),
