@@ -96,7 +96,7 @@ def test_hostile_content_stays_inert_in_the_json_block(hostile: tuple[Path, str]
     assert data["system"] == "Be careful <script>alert(4)</script>"
     assert data["run"]["name"] == "hostile </title><script>alert(3)</script>"
     args = [c["args"] for m in data["messages"] for c in m["calls"]]
-    assert any("https://evil.example/</script>" in a for a in args)
+    assert {"url": "https://evil.example/</script>"} in args
     # Nothing from the trace escaped into the markup: one </script> per script, an escaped title.
     assert page.count("</script>") == 2
     assert "<title>looptrace replay: hostile &lt;/title&gt;&lt;script&gt;" in page

@@ -23,6 +23,7 @@ import argparse
 import difflib
 import json
 import sys
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -181,10 +182,11 @@ def message_text(m: Message) -> str:
     return "\n".join(lines)
 
 
-def messages_diff(a: list[Message], b: list[Message], label_a: str, label_b: str) -> str:
+def messages_diff(a: list[Message], b: list[Message], label_a: str, label_b: str, *,
+                  text: Callable[[Message], str] = message_text) -> str:
     """A unified diff of two message lists in their readable form ("" when equal)."""
-    ta = "\n".join(message_text(m) for m in a).splitlines()
-    tb = "\n".join(message_text(m) for m in b).splitlines()
+    ta = "\n".join(text(m) for m in a).splitlines()
+    tb = "\n".join(text(m) for m in b).splitlines()
     if ta == tb:
         return ""
     return "\n".join(difflib.unified_diff(ta, tb, label_a, label_b, lineterm=""))
@@ -282,9 +284,10 @@ def _calls(m: Message) -> list[tuple[str, str]]:
     return [(str(c.get("name", "?")), _canon(c.get("args", {}))) for c in m.tool_calls]
 
 
-def _compare_messages(ma: Message, mb: Message) -> tuple[str, str] | None:
+def _compare_messages(ma: Message, mb: Message,
+                      text: Callable[[Message], str] = message_text) -> tuple[str, str] | None:
     """(kind, description) of how two messages at the same place differ, or None."""
-    if message_text(ma) == message_text(mb):
+    if text(ma) == text(mb):
         return None
     if ma.type != mb.type:
         return "message", f"A has a {ma.type} message where B has a {mb.type} message"
@@ -320,6 +323,19 @@ def _compare_messages(ma: Message, mb: Message) -> tuple[str, str] | None:
     return "message", f"the {ma.type} message differs"
 
 
+def _memo_text() -> Callable[[Message], str]:
+    """``message_text`` memoised for one diff (keyed by object: the runs outlive it)."""
+    cache: dict[int, str] = {}
+
+    def text(m: Message) -> str:
+        t = cache.get(id(m))
+        if t is None:
+            t = cache[id(m)] = message_text(m)
+        return t
+
+    return text
+
+
 class _Side:
     def __init__(self, rp: Replay) -> None:
         self.rp = rp
@@ -338,7 +354,8 @@ class _Side:
         return [self.by_key[k] for k in step.new_keys if k in self.by_key]
 
 
-def _compare_pair(a: _Side, b: _Side, sa: Step, sb: Step) -> list[tuple[str, str, str]]:
+def _compare_pair(a: _Side, b: _Side, sa: Step, sb: Step,
+                  text: Callable[[Message], str] = message_text) -> list[tuple[str, str, str]]:
     """Every (kind, description, detail) difference between two aligned steps."""
     out: list[tuple[str, str, str]] = []
     ea, eb = sa.event, sb.event
@@ -370,14 +387,14 @@ def _compare_pair(a: _Side, b: _Side, sa: Step, sb: Step) -> list[tuple[str, str
             out.append(("model", f"model {pa['model']} in A but {pb['model']} in B", ""))
     ma, mb = a.new_messages(sa), b.new_messages(sb)
     for x, y in zip(ma, mb):
-        found = _compare_messages(x, y)
+        found = _compare_messages(x, y, text)
         if found:
-            detail = messages_diff([x], [y], "A", "B")
+            detail = messages_diff([x], [y], "A", "B", text=text)
             out.append((found[0], found[1], detail))
     if len(ma) != len(mb):
         more, side = (ma, "A") if len(ma) > len(mb) else (mb, "B")
         extra = more[min(len(ma), len(mb)):]
-        detail = messages_diff(ma, mb, "A", "B")
+        detail = messages_diff(ma, mb, "A", "B", text=text)
         out.append(("message", (f"{side} adds {len(extra)} more message"
                                f"{'s' * (len(extra) > 1)} here ({extra[0].type})"), detail))
     if ea.hook in _TOOL_HOOKS and ea.phase == "enter":
@@ -418,6 +435,7 @@ def diff_runs(run_a: Run, run_b: Run) -> RunDiff:
 
 def diff_replays(ra: Replay, rb: Replay) -> RunDiff:
     a, b = _Side(ra), _Side(rb)
+    text = _memo_text()
     sa, sb = _segments(ra), _segments(rb)
     rows: list[Row] = []
     laps: list[LapDiff] = []
@@ -459,7 +477,7 @@ def diff_replays(ra: Replay, rb: Replay) -> RunDiff:
             for op, i1, i2, j1, j2 in sm.get_opcodes():
                 if op == "equal":
                     for x, y in zip(steps_a[i1:i2], steps_b[j1:j2]):
-                        add(x, y, _compare_pair(a, b, x, y))
+                        add(x, y, _compare_pair(a, b, x, y, text))
                     continue
                 for x in steps_a[i1:i2]:
                     add(x, None, [("hook_sequence", (f"{_describe_step(x)} fires in A with no "
@@ -470,7 +488,7 @@ def diff_replays(ra: Replay, rb: Replay) -> RunDiff:
         msgs_a = [m for s in steps_a for m in a.new_messages(s)]
         msgs_b = [m for s in steps_b for m in b.new_messages(s)]
         md = messages_diff(msgs_a, msgs_b, f"A {ra.run.id[:12]} {label}",
-                           f"B {rb.run.id[:12]} {label}")
+                           f"B {rb.run.id[:12]} {label}", text=text)
         if md and not lap_diffs:
             # Same messages in another order, e.g. parallel results arriving differently.
             lap_diffs.append(Divergence(lap_no, None, None, "message",
@@ -487,7 +505,8 @@ def diff_replays(ra: Replay, rb: Replay) -> RunDiff:
             f"run ended {st_a} in A but {st_b} in B"))
     final_a = ra.messages_at(len(ra.steps) - 1)
     final_b = rb.messages_at(len(rb.steps) - 1)
-    md = messages_diff(final_a, final_b, f"A {ra.run.id[:12]}", f"B {rb.run.id[:12]}")
+    md = messages_diff(final_a, final_b, f"A {ra.run.id[:12]}", f"B {rb.run.id[:12]}",
+                       text=text)
     return RunDiff(ra, rb, rows, laps, differences, md)
 
 

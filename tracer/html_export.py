@@ -98,9 +98,8 @@ def _svg() -> str:
 
 def _message(m: Message) -> dict[str, Any]:
     text = content_text(m.content) if m.body else m.text
-    calls = [{"id": c.get("id"), "name": str(c.get("name", "?")),
-              "args": json.dumps(c.get("args", {}), ensure_ascii=False, indent=1,
-                                 sort_keys=True, default=str)}
+    # Arguments travel as data; the page pretty-prints them (JSON.stringify).
+    calls = [{"id": c.get("id"), "name": str(c.get("name", "?")), "args": c.get("args", {})}
              for c in m.tool_calls]
     calls += [{"id": c.get("id"), "name": f"invalid: {c.get('name', '?')}",
                "args": f"{c.get('args', '')}\n{c.get('error', '')}"}
