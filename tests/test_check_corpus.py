@@ -11,8 +11,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from check_corpus.builder import build, build_run, cases, load_case
 
-from check_corpus.builder import build_run, cases, load_case
 from tracer.check import RULES, check_run
 from tracer.checks.base import PROVIDERS
 
@@ -26,8 +26,8 @@ def _triples(findings):  # type: ignore[no-untyped-def]
 @pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
 def test_case(path: Path, tmp_path: Path) -> None:
     case = load_case(path)
-    run = build_run(case, tmp_path)
-    findings = check_run(run, providers=case.get("providers", PROVIDERS))
+    run, wire = build(case, tmp_path)
+    findings = check_run(run, providers=case.get("providers", PROVIDERS), wire=wire)
     expected = Counter(tuple(x) for x in case["expect"])
     assert _triples(findings) == expected, [f.message for f in findings]
     for f in findings:
@@ -40,7 +40,7 @@ def test_case(path: Path, tmp_path: Path) -> None:
 
 
 def test_corpus_covers_every_rule() -> None:
-    expected = {tuple(x)[0] for p in CASES for x in load_case(p)["expect"]}
+    expected = {next(iter(x)) for p in CASES for x in load_case(p)["expect"]}
     assert expected == set(RULES)
     assert sum(1 for p in CASES if not load_case(p)["expect"]) >= 5
 
@@ -70,3 +70,12 @@ def test_findings_are_reported_once(tmp_path: Path) -> None:
     run = build_run(case, tmp_path)
     openai = [f for f in check_run(run, providers=["openai"])]
     assert [f.rule for f in openai] == ["orphan-tool-result"]
+
+
+def test_wire_findings_say_where_they_come_from(tmp_path: Path) -> None:
+    run, wire = build(load_case(Path(CASES[0]).parent / "wire-openai-dangling.json"), tmp_path)
+    assert check_run(run, providers=["openai"]) == []  # the recorded messages are fine
+    (f,) = check_run(run, providers=["openai"], wire=wire)
+    assert f.message.startswith("In the captured openai request: ")
+    assert f.seq == wire[0]["seq"]
+    assert f.message_keys == ("a3",)

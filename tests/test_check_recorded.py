@@ -10,8 +10,7 @@ from typing import Any
 import pytest
 from langchain.agents import create_agent
 from langchain.agents.middleware import AgentMiddleware
-from langchain_core.messages import (AIMessage, BaseMessage, HumanMessage, RemoveMessage,
-                                     ToolMessage)
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, RemoveMessage, ToolMessage
 from langchain_core.runnables import chain
 from langchain_core.tools import tool
 from langgraph.errors import GraphRecursionError
@@ -153,3 +152,20 @@ def test_recursion_limit_ends_the_run(db_path: Path) -> None:
     assert run.summary.status == "error"
     findings = check_run(run)
     assert [(f.rule, f.severity) for f in findings] == [("recursion-limit", "error")]
+
+
+def test_real_adapter_requests_on_the_wire_are_clean(db_path: Path) -> None:
+    """The real ChatOpenAI / ChatAnthropic / ChatOllama requests, captured by the
+    wire emulator, break no rule; only the warnings the messages give remain."""
+    from tracer.check import check_db
+    from tracer.wire.demo import record_provider_demos
+
+    ids = record_provider_demos(db_path)
+    assert len(ids) == 6
+    with TraceDB(db_path) as tdb:
+        assert all(tdb.wire(rid) for rid in ids)
+    results = check_db(db_path, ids)
+    found = [f for fs in results.values() for f in fs]
+    assert not [f for f in found if f.message.startswith("In the captured")]
+    assert {(f.rule, f.provider) for f in found} == {
+        ("ollama-unlinked-calls", "ollama"), ("unknown-tool", None)}

@@ -25,10 +25,12 @@ import json
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 from .checks.base import PROVIDERS, SEVERITIES, Finding, Thresholds, model_calls
 from .checks.loops import endings, model_replies, repeated_calls, repeated_failures, token_jumps
 from .checks.protocol import check_model_call
+from .checks.wire import check_wire
 from .errors import LooptraceError
 from .loader import Run, TraceDB
 
@@ -62,8 +64,13 @@ _SEV_ORDER = {s: i for i, s in enumerate(SEVERITIES)}
 
 
 def check_run(run: Run, *, providers: Iterable[str] = PROVIDERS,
-              thresholds: Thresholds | None = None) -> list[Finding]:
-    """Every finding for ``run``, ordered by step (then severity)."""
+              thresholds: Thresholds | None = None,
+              wire: Sequence[dict[str, Any]] | None = None) -> list[Finding]:
+    """Every finding for ``run``, ordered by step (then severity).
+
+    ``wire``: the run's captured provider exchanges (``TraceDB.wire(run.id)``);
+    their request bodies are checked too, for their own provider.
+    """
     provs = tuple(dict.fromkeys(providers))
     unknown = [p for p in provs if p not in PROVIDERS]
     if unknown:
@@ -79,6 +86,8 @@ def check_run(run: Run, *, providers: Iterable[str] = PROVIDERS,
             if key not in seen:
                 seen.add(key)
                 found.append(f)
+    if wire:
+        found += check_wire(run, wire, provs, found, calls)
     found += model_replies(run, calls)
     found += repeated_calls(run, th)
     found += repeated_failures(run, th)
@@ -100,8 +109,8 @@ def check_db(db: str | Path | TraceDB, run_ids: Sequence[str] = (), *,
         ids = [tdb.resolve(r) for r in run_ids] if run_ids else [
             r.id for r in sorted(tdb.runs(), key=lambda r: r.started_at or 0)]
         provs = tuple(providers)
-        return {rid: check_run(tdb.run(rid), providers=provs, thresholds=thresholds)
-                for rid in ids}
+        return {rid: check_run(tdb.run(rid), providers=provs, thresholds=thresholds,
+                               wire=tdb.wire(rid)) for rid in ids}
     finally:
         if own:
             tdb.close()

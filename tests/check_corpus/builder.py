@@ -25,6 +25,9 @@ Steps (one key each):
   {"jump_end": "Middleware"}           a node hook jumping to the end
   {"note": "text"}                     an AI message not made by the model
   {"run_error": "text"}                the run failed with this error
+  {"wire": {"provider": "openai", "body": {...}}}
+                                       the HTTP request body captured for the
+                                       last model call (a ``wire`` row)
 """
 
 from __future__ import annotations
@@ -162,6 +165,13 @@ def build_trace(case: dict[str, Any], out: Path) -> Path:
         elif kind == "note":
             seq = t.event("after_agent", "fire")
             t.message(seq, AIMessage(spec, id=f"note{n}"))
+        elif kind == "wire":
+            enter = max(r["row"]["seq"] for r in t.rows if r["table"] == "events"
+                        and r["row"]["hook"] == "wrap_model_call" and r["row"]["phase"] == "enter")
+            t.rows.append({"table": "wire", "row": {
+                "run_id": run_id, "seq": enter, "ts": t.ts, "provider": spec["provider"],
+                "method": "POST", "url": "http://127.0.0.1/emulated",
+                "request_body": json.dumps(spec["body"]), "status": 200}})
         elif kind == "run_error":
             t.event("run", "error", {"error": spec}, middleware=None)
         else:
@@ -181,10 +191,14 @@ def build_trace(case: dict[str, Any], out: Path) -> Path:
     return out
 
 
-def build_run(case: dict[str, Any], tmp: Path) -> Run:
-    """Import ``case`` into a fresh database under ``tmp`` and load its run."""
+def build(case: dict[str, Any], tmp: Path) -> tuple[Run, list[dict[str, Any]]]:
+    """Import ``case`` into a fresh database under ``tmp``: its run and wire rows."""
     trace = build_trace(case, tmp / f"{case['name']}.jsonl")
     db = tmp / f"{case['name']}.db"
     (run_id,) = import_trace(trace, db)
     with TraceDB(db) as tdb:
-        return tdb.run(run_id)
+        return tdb.run(run_id), tdb.wire(run_id)
+
+
+def build_run(case: dict[str, Any], tmp: Path) -> Run:
+    return build(case, tmp)[0]

@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from difflib import SequenceMatcher
@@ -25,7 +26,7 @@ from ..loader import Message, Run
 from ..replay import build_replay
 from .base import MODEL_HOOKS, TOOL_HOOKS, Finding, ModelCall, Thresholds
 
-_RECURSION = re.compile(r"GraphRecursionError|Recursion limit of \d+ reached", re.I)
+_RECURSION = re.compile(r"GraphRecursionError|Recursion limit of \d+ reached", re.IGNORECASE)
 _EMPTY = {"", "[]", "{}", "null", "none", '""'}
 
 
@@ -109,9 +110,7 @@ def _result_failures(run: Run) -> list[tuple[int, str, str, str]]:
         if m.status == "error":
             kind = "error"
         elif isinstance(m.content, (str, type(None))) and (
-                str(m.content or "").strip().lower() in _EMPTY):
-            kind = "empty"
-        elif isinstance(m.content, list) and not m.content:
+                str(m.content or "").strip().lower() in _EMPTY) or isinstance(m.content, list) and not m.content:
             kind = "empty"
         else:
             kind = "ok"
@@ -239,7 +238,7 @@ def token_jumps(run: Run, th: Thresholds) -> list[Finding]:
         first_seq.setdefault(ev.lap, ev.seq)
     out: list[Finding] = []
     order = sorted(laps)
-    for a, b in zip(order, order[1:]):
+    for a, b in itertools.pairwise(order):
         prev, cur = laps[a], laps[b]
         if prev > 0 and cur >= th.token_jump_ratio * prev and cur - prev >= th.token_jump_min:
             out.append(Finding(

@@ -24,6 +24,7 @@ builder):
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable
 
 from .base import Call, Finding, ModelCall, Turn
@@ -208,7 +209,7 @@ def _anthropic_turns(turns: list[Turn]) -> list[tuple[str, list[Turn]]]:
 
 def _anthropic_alternation(ctx: _Ctx) -> None:
     merged = _anthropic_turns(ctx.mc.turns)
-    for a, b in zip(merged, merged[1:]):
+    for a, b in itertools.pairwise(merged):
         if a[0] == b[0] == "assistant":
             prev = a[1][-1]
             if any(_sends("anthropic", c) for c in prev.calls):
