@@ -160,3 +160,32 @@ def turn_at_step(replay: Replay, step_index: int,
 def turns(run: Run) -> list[Event]:
     """The model calls of ``run`` (their enter events), for a turn picker."""
     return model_call_events(run)
+
+
+def turn_label(view_or_enter: Any, index: int | None = None) -> str:
+    """A short label for a model call: "call 2 · lap 2 · seq 11"."""
+    enter = view_or_enter.enter if isinstance(view_or_enter, TurnView) else view_or_enter
+    i = view_or_enter.call.index if isinstance(view_or_enter, TurnView) else (index or 0)
+    return f"call {i + 1} · lap {enter.lap} · seq {enter.seq}"
+
+
+def aspect_rows(view: TurnView) -> list[dict[str, str]]:
+    """The differences as a table: one row per aspect, one column per provider."""
+    rows = []
+    for _key, title, per in view.aspects():
+        row = {"aspect": title}
+        for p in PROVIDERS:
+            notes = per.get(p) or []
+            row[p] = "\n".join(dict.fromkeys(f"{n.where}: {n.note}" for n in notes)) or "-"
+        rows.append(row)
+    return rows
+
+
+def body_diff(a: Any, b: Any, name_a: str, name_b: str) -> str:
+    """A unified diff of two bodies as indented JSON (keys in a stable order)."""
+    import difflib
+
+    def lines(x: Any) -> list[str]:
+        return json.dumps(x, indent=2, sort_keys=True, ensure_ascii=False).splitlines()
+
+    return "\n".join(difflib.unified_diff(lines(a), lines(b), name_a, name_b, lineterm="", n=2))

@@ -1,0 +1,172 @@
+"""The Wire pane: the current model call as OpenAI, Anthropic and Ollama send it.
+
+``render_wire_pane(db_path, replay, step_index)`` follows the replay: it shows
+the model call at (or before) the current step, each provider's request body
+side by side, marked *captured* (recorded on the wire) or *rendered* (built
+offline by that adapter's own request builder), with the annotations printed
+on the JSON itself, plus the responses and a table of the differences. The
+view is computed by ``tracer.wire.view`` (pure); this module only draws it,
+with ``st.code(language=None)`` / ``st.text`` / ``st.dataframe``: bodies are
+untrusted text, never markdown.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import streamlit as st
+
+from tracer.loader import TraceDB
+from tracer.replay import Replay
+from tracer.wire.annotate import annotated_text
+from tracer.wire.providers import PROVIDERS
+from tracer.wire.render import call_at
+from tracer.wire.view import CAPTURED, RENDERED, ProviderBody, TurnView, aspect_rows, turn_label
+from tracer.wire.view import turn_view as _turn_view
+
+TITLES = {"openai": "OpenAI", "anthropic": "Anthropic", "ollama": "Ollama"}
+BADGES = {CAPTURED: ("captured", "green", ":material/sensors:"),
+          RENDERED: ("rendered", "blue", ":material/build:")}
+PARTS = ("Request", "Response", "Chunks", "Headers")
+
+
+def _warm_up() -> None:
+    """Import the three adapters in the background (several seconds, once per process)."""
+    for mod in ("langchain_openai", "langchain_anthropic", "langchain_ollama"):
+        try:
+            __import__(mod)
+        except Exception:  # noqa: BLE001, S112 - a missing adapter is reported when rendering
+            continue
+
+
+threading.Thread(target=_warm_up, name="looptrace-wire-warmup", daemon=True).start()
+
+
+def _stamp(path: str) -> Any:
+    try:
+        from app.data import db_stamp
+
+        return db_stamp(path)
+    except Exception:  # noqa: BLE001
+        return None
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _wire_rows(path: str, run_id: str, stamp: Any) -> list[dict[str, Any]]:
+    with TraceDB(path) as db:
+        return db.wire(run_id)
+
+
+def wire_rows(path: str, run_id: str) -> list[dict[str, Any]]:
+    return _wire_rows(path, run_id, _stamp(path))
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def _cached_view(path: str, run_id: str, seq: int, stamp: Any, _replay: Replay) -> TurnView:
+    enter = next(e for e in _replay.run.events if e.seq == seq)
+    return _turn_view(_replay, enter, wire_rows(path, run_id))
+
+
+def turn_view(path: str, replay: Replay, seq: int) -> TurnView:
+    """The (cached) side-by-side view of the model call whose enter event is ``seq``."""
+    return _cached_view(path, replay.run.id, seq, _stamp(path), replay)
+
+
+def render_wire_pane(db_path: str, replay: Replay, step_index: int) -> None:
+    """The three providers' bodies for the model call at or before ``step_index``."""
+    with st.container(key="wire-pane"):
+        if not replay.steps:
+            st.caption("This run has no events.")
+            return
+        step = replay.steps[replay.clamp(step_index)]
+        enter = call_at(replay.run, step.event.seq)
+        if enter is None:
+            st.caption("No model call yet at this step: the wire shows the first one once "
+                       "the model is called.")
+            return
+        with st.spinner("Rendering the three wire formats ..."):
+            view = turn_view(db_path, replay, enter.seq)
+        render_turn(view, key="pane")
+
+
+def _badge(body: ProviderBody) -> None:
+    if body.source in BADGES:
+        label, color, icon = BADGES[body.source]
+        st.badge(label, color=color, icon=icon)  # type: ignore[arg-type]
+    else:
+        st.badge("unavailable", color="gray", icon=":material/block:")
+
+
+def _code(text: str, height: int | None) -> None:
+    st.code(text, language=None, height=height if height else "content")
+
+
+def render_body(body: ProviderBody, part: str, *, height: int | None = 520) -> None:
+    """One provider's request / response / chunks / headers, as plain text."""
+    with st.container(key=f"wire-{body.provider}-{part.lower()}"):
+        head = st.columns([3, 2], vertical_alignment="center")
+        with head[0]:
+            st.text(f"{TITLES[body.provider]}  ·  {body.model}")
+        with head[1]:
+            _badge(body)
+        if body.wire:
+            w = body.wire
+            dur = f"{w.get('duration_ms') or 0:.0f} ms"
+            st.caption(f"{w.get('method') or 'POST'} · HTTP {w.get('status')} · {dur}")
+            st.text(str(w.get("url") or ""))
+        if body.error:
+            st.error("This exchange failed:" if body.source == CAPTURED else
+                     "Cannot render this provider:", icon=":material/error:")
+            st.code(body.error, language=None, wrap_lines=True)
+        if part == "Request":
+            if body.request is None:
+                st.caption("No request body.")
+            else:
+                _code(annotated_text(body.request, body.request_notes), height)
+        elif part == "Response":
+            if body.response is None:
+                st.caption("No response recorded for this call.")
+            else:
+                if body.response_source == RENDERED:
+                    st.caption("The recorded reply, written in this provider's response shape.")
+                if isinstance(body.response, (dict, list)):
+                    _code(annotated_text(body.response, body.response_notes), height)
+                else:  # a malformed body is shown exactly as it came
+                    _code(str(body.response), height)
+        elif part == "Chunks":
+            chunks = body.chunks
+            if not chunks:
+                st.caption("Not streamed." if body.source == CAPTURED else
+                           "Only captured streams have chunks.")
+            else:
+                st.caption(f"{len(chunks)} raw chunks, as they arrived")
+                _code("".join(chunks), height)
+        elif part == "Headers":
+            if not body.wire:
+                st.caption("Only captured exchanges have headers.")
+            else:
+                st.text("request")
+                _code(str(body.wire.get("request_headers") or ""), None)
+                st.text("response")
+                _code(str(body.wire.get("response_headers") or ""), None)
+
+
+def render_turn(view: TurnView, *, key: str, height: int | None = 520) -> None:
+    """The whole side by side for one model call (used by the pane and the Wire page)."""
+    sources = ", ".join(f"{TITLES[p]} {b.source}" for p, b in view.bodies.items())
+    st.caption(f"Model call {turn_label(view)}: {len(view.call.messages)} messages"
+               f"{' + system prompt' if view.call.system else ''}. {sources}. "
+               "Captured = recorded on the wire; rendered = built offline by the "
+               "adapter's own request builder from the recorded messages.")
+    part = st.segmented_control("Show", PARTS, default="Request", key=f"wire_part_{key}",
+                                label_visibility="collapsed") or "Request"
+    cols = st.columns(len(PROVIDERS), gap="small")
+    for col, p in zip(cols, PROVIDERS):
+        with col:
+            render_body(view.bodies[p], part, height=height)
+    rows = aspect_rows(view)
+    if rows:
+        with st.expander("The differences that matter", expanded=False):
+            st.dataframe(rows, hide_index=True, key=f"wire_aspects_{key}",
+                         column_config={p: TITLES[p] for p in PROVIDERS})
