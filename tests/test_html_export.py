@@ -129,7 +129,9 @@ def test_page_has_the_stable_hooks_for_browser_tests(hostile: tuple[Path, str]) 
         page = render_html(build_replay(tdb.run(run_id)))
     outside, _ = split(page)
     assert '<main id="replay" data-step="0" data-active-node="START"' in outside
-    for bid in ("play", "pause", "next", "prev", "first", "last"):
+    assert 'data-depth="0"' in outside
+    for bid in ("play", "pause", "next", "prev", "first", "last", "open-subagent",
+                "back-to-parent"):
         assert f'<button id="{bid}" type="button"' in outside
     assert 'id="scrubber"' in outside and 'id="speed"' in outside
     assert 'id="counter">Step 0 / 0<' in outside  # filled in by the script on load
@@ -164,8 +166,18 @@ def test_every_sample_trace_exports_as_one_self_contained_file(sample_db: Path,
     with TraceDB(sample_db) as tdb:
         runs = tdb.runs()
     assert runs
+    by_id = {r.id: r for r in runs}
+    nested = 0
     for r in runs:
         out = export_html(sample_db, r.id, tmp_path / f"{r.id}.html")
         data = check_self_contained(out.read_text("utf-8"))
         assert data["run"]["id"] == r.id
         assert len(data["steps"]) == r.events
+        # Subagent runs travel in the same file, each a replay of its own.
+        kids = {k.id for k in runs if k.parent_id == r.id}
+        assert kids <= set(data["subruns"])
+        for kid, sub in data["subruns"].items():
+            assert len(sub["steps"]) == by_id[kid].events
+            assert sub["run"]["parent_id"] in {r.id, *data["subruns"]}
+        nested += bool(kids)
+    assert nested or not any(r.parent_id for r in runs)

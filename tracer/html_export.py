@@ -16,6 +16,9 @@ Stable hooks for tests: ``#replay[data-step][data-active-node]``, buttons
 ``.msg.current`` for the messages the step added, ``.call.pending``, the SVG
 nodes ``[data-node=...]`` (class ``active`` / ``visited``) and edges
 ``[data-edge="from>to"]`` (class ``taken``). ``#step=N`` in the URL opens step N.
+Subagent runs travel in the same file: ``#open-subagent`` (shown while the call
+that ran one is active) opens its own replay, ``#back-to-parent`` returns;
+``#replay[data-run][data-depth]`` tell which run is shown (``#run=ID&step=N``).
 
 Example:
     >>> export_html("looptrace.db", "3f2a", "run.html")
@@ -26,11 +29,13 @@ from __future__ import annotations
 
 import html
 import json
+from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from .diff import content_text
+from .exchange import run_tree
 from .hooks import HOOK_BY_NAME
 from .loader import Message, TraceDB
 from .replay import GRAPH_EDGES, GRAPH_NODES, Replay, build_replay
@@ -128,6 +133,7 @@ def replay_data(rp: Replay) -> dict[str, Any]:
     return {
         "format": "looptrace-html-replay", "version": 1,
         "run": {"id": s.id, "name": s.name, "status": s.status, "laps": s.laps,
+                "parent_id": s.parent_id, "parent_tool_call_id": s.parent_tool_call_id,
                 "model": s.model, "provider": s.provider, "error": s.error,
                 "total_tokens": s.total_tokens, "started_at": s.started_at,
                 "ended_at": s.ended_at},
@@ -151,8 +157,8 @@ def script_json(data: Any) -> str:
             .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
 
 
-def render_html(rp: Replay) -> str:
-    """The whole page for one replay, as a string."""
+def render_html(rp: Replay, subagents: Sequence[Replay] = ()) -> str:
+    """The whole page for one replay (and its subagent runs' replays), as a string."""
     template = resources.files("tracer").joinpath("templates/replay.html").read_text("utf-8")
     title = f"looptrace replay: {rp.run.summary.name or rp.run.id}"
     # Split at the data first and fill the title last, so nothing taken from the
@@ -162,16 +168,21 @@ def render_html(rp: Replay) -> str:
         msg = "replay template has no data placeholder"
         raise RuntimeError(msg)
     head = head.replace("__SVG__", _svg()).replace("__TITLE__", html.escape(title))
-    return head + script_json(replay_data(rp)) + tail
+    data = replay_data(rp)
+    data["subruns"] = {sub.run.id: replay_data(sub) for sub in subagents}
+    return head + script_json(data) + tail
 
 
 def export_html(db_path: str | Path, run_id: str, out_path: str | Path) -> Path:
     """Write the run ``run_id`` (an id or unique prefix) as one self-contained HTML file."""
     with TraceDB(db_path) as db:
-        run = db.run(db.resolve(run_id))
+        rid = db.resolve(run_id)
+        tree = run_tree(db, rid)  # the run, then its subagent runs (nested ones too)
+        runs = [db.run(i) for i in tree]
     out = Path(out_path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render_html(build_replay(run)), encoding="utf-8")
+    replays = [build_replay(r) for r in runs]
+    out.write_text(render_html(replays[0], replays[1:]), encoding="utf-8")
     return out
 
 
