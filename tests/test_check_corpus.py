@@ -79,3 +79,23 @@ def test_wire_findings_say_where_they_come_from(tmp_path: Path) -> None:
     assert f.message.startswith("In the captured openai request: ")
     assert f.seq == wire[0]["seq"]
     assert f.message_keys == ("a3",)
+
+
+def test_one_ollama_warning_per_run_says_how_many_turns(tmp_path: Path) -> None:
+    run = build_run(load_case(Path(CASES[0]).parent / "ollama-two-parallel-turns.json"),
+                    tmp_path)
+    (f,) = check_run(run)
+    assert "2 turns of this run have several calls" in f.message
+
+
+def test_thresholds_are_configurable(tmp_path: Path) -> None:
+    from tracer.check import Thresholds
+
+    run = build_run(load_case(Path(CASES[0]).parent / "repeated-tool-call.json"), tmp_path)
+    assert [f.rule for f in check_run(run)] == ["repeated-tool-call"]
+    assert check_run(run, thresholds=Thresholds(repeat_calls=4)) == []
+    # Only trivially different spellings: exact matching still groups them.
+    assert [f.rule for f in check_run(run, thresholds=Thresholds(near_args_ratio=1.0))] == [
+        "repeated-tool-call"]
+    with pytest.raises(ValueError, match="repeat_calls"):
+        Thresholds(repeat_calls=1)

@@ -29,7 +29,7 @@ from typing import Any
 
 from .checks.base import PROVIDERS, SEVERITIES, Finding, Thresholds, model_calls
 from .checks.loops import endings, model_replies, repeated_calls, repeated_failures, token_jumps
-from .checks.protocol import check_model_call
+from .checks.protocol import check_model_call, collapse_ollama_order
 from .checks.wire import check_wire
 from .errors import LooptraceError
 from .loader import Run, TraceDB
@@ -86,6 +86,7 @@ def check_run(run: Run, *, providers: Iterable[str] = PROVIDERS,
             if key not in seen:
                 seen.add(key)
                 found.append(f)
+    found = collapse_ollama_order(found)
     if wire:
         found += check_wire(run, wire, provs, found, calls)
     found += model_replies(run, calls)

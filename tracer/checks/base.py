@@ -53,10 +53,13 @@ class Thresholds:
     Defaults:
         repeat_calls = 3: the same tool with the same or nearly the same
             arguments asked for this many times is a ``repeated-tool-call``.
-        near_args_ratio = 0.9: two calls of a tool count as "nearly the same"
-            when their normalised arguments (JSON with sorted keys, strings
-            lower-cased and whitespace collapsed) are equal, or when their
-            difflib similarity ratio is at least this.
+        near_args_ratio = 0.9 and near_min_chars = 12: two calls of a tool
+            count as "nearly the same" when their arguments have the same keys
+            and every value is equal once normalised (strings lower-cased,
+            whitespace collapsed), or is a string of at least
+            ``near_min_chars`` characters whose difflib similarity ratio to
+            the other is at least ``near_args_ratio`` (a re-worded query; short
+            values such as ids or city names must match exactly).
         repeat_errors = 3: a tool failing (error result or exception) this many
             times in a row is a ``repeated-tool-error``.
         repeat_empty = 3: a tool returning an empty result ("", [], {}, null)
@@ -68,6 +71,7 @@ class Thresholds:
 
     repeat_calls: int = 3
     near_args_ratio: float = 0.9
+    near_min_chars: int = 12
     repeat_errors: int = 3
     repeat_empty: int = 3
     token_jump_ratio: float = 3.0
@@ -179,7 +183,11 @@ def model_calls(run: Run) -> list[ModelCall]:
     offered: frozenset[str] | None = None
     has_system = False
     exits = exit_seqs(run)
+    by_seq: dict[int, list[Message]] = {}
+    for m in run.messages:
+        by_seq.setdefault(m.seq, []).append(m)
     omitted: frozenset[str] = frozenset()
+    cache: dict[tuple[int, int, str], Turn] = {}  # a message's Turn, built once
     for step in replay.steps:
         ev = step.event
         if ev.hook not in MODEL_HOOKS or ev.phase != "enter":
@@ -203,9 +211,15 @@ def model_calls(run: Run) -> list[ModelCall]:
             messages = [m for m in msgs if m is not None]
         else:
             messages = [m for m in replay.messages_at(step.index) if m.key not in omitted]
-        replies = tuple(m.key for m in run.messages if m.seq == exits.get(ev.seq, -1))
-        out.append(ModelCall(ev.seq, step.index, [turn_of(m) for m in messages], has_system,
-                             offered, replies))
+        replies = tuple(m.key for m in by_seq.get(exits.get(ev.seq, -1), ()))
+        turns = []
+        for m in messages:
+            ck = (m.position, m.seq, m.key)
+            t = cache.get(ck)
+            if t is None:
+                t = cache[ck] = turn_of(m)
+            turns.append(t)
+        out.append(ModelCall(ev.seq, step.index, turns, has_system, offered, replies))
     return out
 
 

@@ -49,12 +49,27 @@ def _args_text(args: Any) -> str:
         return str(args)
 
 
-def _similar(a: str, b: str, ratio: float) -> bool:
+def _similar_text(a: str, b: str, th: Thresholds) -> bool:
     if a == b:
         return True
-    if ratio >= 1.0:
+    if min(len(a), len(b)) < th.near_min_chars or th.near_args_ratio >= 1.0:
         return False
-    return SequenceMatcher(None, a, b, autojunk=False).ratio() >= ratio
+    sm = SequenceMatcher(None, a, b, autojunk=False)
+    r = th.near_args_ratio
+    return sm.real_quick_ratio() >= r and sm.quick_ratio() >= r and sm.ratio() >= r
+
+
+def _near(a: Any, b: Any, th: Thresholds) -> bool:
+    """Whether two (normalised) argument values are the same or nearly so."""
+    if a == b:
+        return True
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_near(a[k], b[k], th) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_near(x, y, th) for x, y in zip(a, b, strict=True))
+    if isinstance(a, str) and isinstance(b, str):
+        return _similar_text(a, b, th)
+    return False
 
 
 def _ai_messages(run: Run) -> list[Message]:
@@ -63,22 +78,22 @@ def _ai_messages(run: Run) -> list[Message]:
 
 
 def repeated_calls(run: Run, th: Thresholds) -> list[Finding]:
-    clusters: dict[str, list[tuple[str, list[Message], list[str]]]] = {}
+    clusters: dict[str, list[tuple[Any, list[Message]]]] = {}
     out: list[Finding] = []
     for m in _ai_messages(run):
         for c in m.tool_calls:
             name = str(c.get("name") or "?")
-            text = _args_text(c.get("args"))
+            args = _canon(c.get("args"))
             group = clusters.setdefault(name, [])
-            for first, msgs, ids in group:
-                if _similar(first, text, th.near_args_ratio):
+            for first_args, msgs in group:
+                if _near(first_args, args, th):
                     msgs.append(m)
-                    ids.append(str(c.get("id")))
                     break
             else:
-                group.append((text, [m], [str(c.get("id"))]))
+                group.append((args, [m]))
     for name, group in clusters.items():
-        for first, msgs, _ids in group:
+        for first_args, msgs in group:
+            first = _args_text(first_args)
             if len(msgs) < th.repeat_calls:
                 continue
             hit = msgs[th.repeat_calls - 1]

@@ -26,10 +26,12 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable
+from dataclasses import replace
 
 from .base import Call, Finding, ModelCall, Turn
 
 _NAMES = {"openai": "OpenAI", "anthropic": "Anthropic", "ollama": "Ollama"}
+OLLAMA_SWAPPED = "NOT in the order of the calls"
 
 
 def _sends(provider: str, c: Call) -> bool:
@@ -83,6 +85,10 @@ def _results(ctx: _Ctx, provider: str) -> None:
     """Dangling calls, results out of place, tool_result not first (Anthropic)."""
     turns = ctx.mc.turns
     name = _NAMES[provider]
+    results: dict[str | None, list[int]] = {}  # tool_call_id -> indexes of its results
+    for k, tk in enumerate(turns):
+        if tk.role == "tool":
+            results.setdefault(tk.tool_call_id, []).append(k)
     for i, t in enumerate(turns):
         if t.role != "assistant":
             continue
@@ -115,9 +121,10 @@ def _results(ctx: _Ctx, provider: str) -> None:
                 if seen_text:
                     text_before_result.extend(seen_text + [k])
         later: dict[str | None, int] = {}
-        for k in range(j, len(turns)):
-            if turns[k].role == "tool" and turns[k].tool_call_id in ids - in_block:
-                later.setdefault(turns[k].tool_call_id, k)
+        for cid in ids - in_block:
+            after = [k for k in results.get(cid, ()) if k >= j]
+            if after:
+                later[cid] = after[0]
         missing = [c for c in calls if c.id not in in_block and c.id not in later]
         misplaced = [c for c in calls if c.id not in in_block and c.id in later]
         sev = "warning" if provider == "ollama" else "error"
@@ -257,11 +264,14 @@ def _ollama_unlinked(ctx: _Ctx) -> None:
         calls = [c for c in t.calls if c.valid] if t.role == "assistant" else []
         if len(calls) < 2:
             continue
-        order = [turns[k].tool_call_id for k in range(i + 1, len(turns))
-                 if turns[k].role == "tool"][:len(calls)]
+        order: list[str | None] = []
+        k = i + 1
+        while k < len(turns) and turns[k].role == "tool" and len(order) < len(calls):
+            order.append(turns[k].tool_call_id)
+            k += 1
         swapped = [x for x in order if x in {c.id for c in calls}] != [
             c.id for c in calls if c.id in order]
-        note = (" Here the results are NOT in the order of the calls, so the model pairs "
+        note = (f" Here the results are {OLLAMA_SWAPPED}, so the model pairs "
                 "them with the wrong calls." if swapped else
                 " Keep the results in the order of the calls (parallel tools can finish out "
                 "of order).")
@@ -269,3 +279,17 @@ def _ollama_unlinked(ctx: _Ctx) -> None:
                 f"Ollama sends no tool call ids: with {len(calls)} calls in one turn "
                 f"({_ids(calls)}) only the order of the results links each to its call." + note,
                 [t.key])
+
+
+def collapse_ollama_order(findings: list[Finding]) -> list[Finding]:
+    """Keep one general ``ollama-unlinked-calls`` warning per run (the first,
+    with how many turns share it) and every one where the order is wrong."""
+    general = [f for f in findings
+               if f.rule == "ollama-unlinked-calls" and OLLAMA_SWAPPED not in f.message]
+    if len(general) < 2:
+        return findings
+    first = general[0]
+    merged = replace(first, message=first.message + f" {len(general)} turns of this run have "
+                     "several calls; this is the first.")
+    drop = {id(f) for f in general[1:]}
+    return [merged if f is first else f for f in findings if id(f) not in drop]
