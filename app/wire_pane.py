@@ -99,10 +99,27 @@ def _badge(body: ProviderBody) -> None:
 
 
 def _code(text: str, height: int | None) -> None:
-    st.code(text, language=None, height=height if height else "content")
+    st.code(text, language=None, wrap_lines=True, height=height if height else "content")
 
 
-def render_body(body: ProviderBody, part: str, *, height: int | None = 520) -> None:
+BUILDERS = {"openai": "ChatOpenAI._get_request_payload",
+            "anthropic": "ChatAnthropic._get_request_payload",
+            "ollama": "ChatOllama._chat_params"}
+
+
+def _where(body: ProviderBody) -> str:
+    """One caption line (the same height in every column): where the body comes from."""
+    if body.wire:
+        w = body.wire
+        return (f"{w.get('method') or 'POST'} {w.get('url') or ''} · HTTP {w.get('status')} · "
+                f"{w.get('duration_ms') or 0:.0f} ms")
+    if body.source == RENDERED:
+        return f"built offline by {BUILDERS[body.provider]}"
+    return "not available"
+
+
+def render_body(body: ProviderBody, part: str, *, height: int | None = 520,
+                fold_tools: bool = True) -> None:
     """One provider's request / response / chunks / headers, as plain text."""
     with st.container(key=f"wire-{body.provider}-{part.lower()}"):
         head = st.columns([3, 2], vertical_alignment="center")
@@ -110,11 +127,7 @@ def render_body(body: ProviderBody, part: str, *, height: int | None = 520) -> N
             st.text(f"{TITLES[body.provider]}  ·  {body.model}")
         with head[1]:
             _badge(body)
-        if body.wire:
-            w = body.wire
-            dur = f"{w.get('duration_ms') or 0:.0f} ms"
-            st.caption(f"{w.get('method') or 'POST'} · HTTP {w.get('status')} · {dur}")
-            st.text(str(w.get("url") or ""))
+        st.caption(_where(body))
         if body.error:
             st.error("This exchange failed:" if body.source == CAPTURED else
                      "Cannot render this provider:", icon=":material/error:")
@@ -123,17 +136,18 @@ def render_body(body: ProviderBody, part: str, *, height: int | None = 520) -> N
             if body.request is None:
                 st.caption("No request body.")
             else:
-                _code(annotated_text(body.request, body.request_notes), height)
+                fold = [("tools",)] if fold_tools else []
+                _code(annotated_text(body.request, body.request_notes, above=True, fold=fold),
+                      height)
         elif part == "Response":
             if body.response is None:
                 st.caption("No response recorded for this call.")
-            else:
-                if body.response_source == RENDERED:
-                    st.caption("The recorded reply, written in this provider's response shape.")
-                if isinstance(body.response, (dict, list)):
-                    _code(annotated_text(body.response, body.response_notes), height)
-                else:  # a malformed body is shown exactly as it came
-                    _code(str(body.response), height)
+            elif isinstance(body.response, (dict, list)):
+                _code(annotated_text(body.response, body.response_notes, above=True), height)
+            else:  # a malformed body is shown exactly as it came
+                _code(str(body.response), height)
+            if body.response is not None and body.response_source == RENDERED:
+                st.caption("The recorded reply, written in this provider's response shape.")
         elif part == "Chunks":
             chunks = body.chunks
             if not chunks:
@@ -159,12 +173,16 @@ def render_turn(view: TurnView, *, key: str, height: int | None = 520) -> None:
                f"{' + system prompt' if view.call.system else ''}. {sources}. "
                "Captured = recorded on the wire; rendered = built offline by the "
                "adapter's own request builder from the recorded messages.")
-    part = st.segmented_control("Show", PARTS, default="Request", key=f"wire_part_{key}",
-                                label_visibility="collapsed") or "Request"
+    bar = st.columns([3, 2], vertical_alignment="center")
+    with bar[0]:
+        part = st.segmented_control("Show", PARTS, default="Request", key=f"wire_part_{key}",
+                                    label_visibility="collapsed") or "Request"
+    with bar[1]:
+        fold = not st.toggle("Show tool definitions", value=False, key=f"wire_tools_{key}")
     cols = st.columns(len(PROVIDERS), gap="small")
     for col, p in zip(cols, PROVIDERS):
         with col:
-            render_body(view.bodies[p], part, height=height)
+            render_body(view.bodies[p], part, height=height, fold_tools=fold)
     rows = aspect_rows(view)
     if rows:
         with st.expander("The differences that matter", expanded=False):

@@ -74,9 +74,12 @@ def test_wire_page_follows_a_deep_link_to_a_captured_call(
     codes = [c.value for c in at.code]
     assert len(codes) >= 3
     anthropic = next(c for c in codes if '"tool_result"' in c and '"system"' in c)
-    assert "<-- system prompt: top-level `system`" in anthropic
+    lines = anthropic.splitlines()
+    at_system = next(i for i, ln in enumerate(lines) if ln.strip().startswith('"system":'))
+    assert lines[at_system - 1].strip() == "// system prompt: top-level `system`, never a message"
     openai = next(c for c in codes if '"role": "tool"' in c and '"tool_call_id"' in c)
-    assert "arguments are a JSON-encoded STRING" in openai
+    assert "// arguments are a JSON-encoded STRING" in openai
+    assert '"tools": [ ... 2 items folded ... ]' in openai
     assert at.query_params["run"] == [rid] or at.query_params["run"] == rid
 
 
@@ -109,7 +112,7 @@ def test_wire_page_renders_every_sample_run(sample_db: Path,
     for r in runs:
         at = open_wire(sample_db, monkeypatch, run=r.id)
         assert not at.error, (r.name, [e.value for e in at.error])
-        assert any("<--" in c.value for c in at.code), r.name
+        assert any("// system prompt" in c.value for c in at.code), r.name
 
 
 def _pane_script() -> None:

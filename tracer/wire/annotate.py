@@ -10,7 +10,7 @@ beside the line where its path starts: the annotations sit on the JSON itself.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,9 +82,14 @@ def _openai_req(body: dict[str, Any]) -> Iterator[Annotation]:
                              f"system prompt: a message of its own, role {role!r}, first in the list")
         elif role == "assistant" and m.get("tool_calls"):
             c = m.get("content")
-            yield Annotation("assistant_content", ("messages", i, "content"),
-                             "content is null: this turn only calls tools" if c is None else
-                             "content is a plain string; the calls travel beside it in tool_calls")
+            if c is None:
+                note = "content is null: this turn only calls tools"
+            elif isinstance(c, list):
+                note = ("content is a list of parts (the recorded message had content "
+                        "blocks); the calls travel beside it in tool_calls")
+            else:
+                note = "content is a plain string; the calls travel beside it in tool_calls"
+            yield Annotation("assistant_content", ("messages", i, "content"), note)
             for j, tc in enumerate(m["tool_calls"]):
                 if j == 0:
                     yield Annotation("arguments", ("messages", i, "tool_calls", j, "function",
@@ -229,42 +234,61 @@ def _ollama_resp(body: dict[str, Any]) -> Iterator[Annotation]:
 
 
 # -- rendering ----------------------------------------------------------------------
-def _lines(value: Any, path: Path, indent: int, key: str | None,
-           comma: bool) -> Iterator[tuple[str, Path]]:
+def _lines(value: Any, path: Path, indent: int, key: str | None, comma: bool,
+           fold: frozenset[Path]) -> Iterator[tuple[str, Path, int]]:
     pad = "  " * indent
     head = pad + (json.dumps(key, ensure_ascii=False) + ": " if key is not None else "")
     tail = "," if comma else ""
-    if isinstance(value, dict) and value:
-        yield head + "{", path
+    if path in fold and isinstance(value, (dict, list)) and value:
+        what = f"{len(value)} item{'s' if len(value) != 1 else ''}"
+        yield head + ("[" if isinstance(value, list) else "{") + f" ... {what} folded ... " + (
+            "]" if isinstance(value, list) else "}") + tail, path, indent
+    elif isinstance(value, dict) and value:
+        yield head + "{", path, indent
         items = list(value.items())
         for n, (k, v) in enumerate(items):
-            yield from _lines(v, (*path, k), indent + 1, str(k), n < len(items) - 1)
-        yield pad + "}" + tail, path
+            yield from _lines(v, (*path, k), indent + 1, str(k), n < len(items) - 1, fold)
+        yield pad + "}" + tail, path, indent
     elif isinstance(value, list) and value:
-        yield head + "[", path
+        yield head + "[", path, indent
         for n, v in enumerate(value):
-            yield from _lines(v, (*path, n), indent + 1, None, n < len(value) - 1)
-        yield pad + "]" + tail, path
+            yield from _lines(v, (*path, n), indent + 1, None, n < len(value) - 1, fold)
+        yield pad + "]" + tail, path, indent
     else:
-        yield head + json.dumps(value, ensure_ascii=False) + tail, path
+        yield head + json.dumps(value, ensure_ascii=False) + tail, path, indent
 
 
-def annotated_text(body: Any, annotations: list[Annotation] = (),  # type: ignore[assignment]
-                   *, marker: str = "  <-- ") -> str:
-    """``body`` as indented JSON with each annotation's note on its path's first line."""
+def annotated_text(body: Any, annotations: Iterable[Annotation] = (), *,
+                   marker: str = "  <-- ", above: bool = False,
+                   fold: Iterable[Path] = ()) -> str:
+    """``body`` as indented JSON with each annotation's note on its path's first line.
+
+    ``above``: put each note on a comment line of its own just above (for narrow
+    columns). ``fold``: paths whose value is shown as one "... N items folded ..."
+    line; notes inside a folded value move to that line.
+    """
+    folded = frozenset(tuple(f) for f in fold)
     notes: dict[Path, list[str]] = {}
     for a in annotations:
-        notes.setdefault(tuple(a.path), []).append(a.note)
+        path = tuple(a.path)
+        for f in folded:
+            if path[:len(f)] == f:
+                path = f
+        notes.setdefault(path, []).append(a.note)
     out = []
     seen: set[Path] = set()
-    for line, path in _lines(body, (), 0, None, False):
+    for line, path, indent in _lines(body, (), 0, None, False, folded):
         if path in notes and path not in seen:
             seen.add(path)
-            line += marker + " | ".join(notes[path])
+            text = " | ".join(dict.fromkeys(notes[path]))
+            if above:
+                out.append("  " * indent + "// " + text)
+            else:
+                line += marker + text
         out.append(line)
-    missing = [a for a in annotations if tuple(a.path) not in seen]
-    for a in missing:
-        out.append(f"// {a.where}: {a.note}")
+    for path, texts in notes.items():
+        if path not in seen:
+            out.append(f"// {path_text(path)}: {' | '.join(texts)}")
     return "\n".join(out)
 
 
