@@ -125,6 +125,9 @@ class _Broken(BaseHTTPRequestHandler):
         self.rfile.read(int(self.headers.get("Content-Length") or 0))
         if self.path.endswith("/api/chat"):
             body, ctype = b'{"model": "m", "message": {"role": "assis\n', "application/x-ndjson"
+        elif self.path.endswith("/v1/messages"):
+            body, ctype = b'event: message_start\ndata: {"type": "message_start", "mess', (
+                "text/event-stream")
         else:
             body, ctype = b'{"id": "chatcmpl-1", "choices": [ truncated', "application/json"
         self.send_response(200)
@@ -146,7 +149,7 @@ def broken_upstream() -> Iterator[str]:
         httpd.server_close()
 
 
-@pytest.mark.parametrize("provider", ["openai", "ollama"])
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "ollama"])
 def test_malformed_upstream_response_is_recorded_and_surfaced(
         broken_upstream: str, tmp_path: Path, provider: str) -> None:
     from langchain.agents import create_agent
@@ -168,11 +171,37 @@ def test_malformed_upstream_response_is_recorded_and_surfaced(
         (row,) = tdb.wire(summary.id)
     assert row["status"] == 200
     assert row["error"] and ("malformed" in row["error"])
-    assert "truncated" in row["response_body"] or "assis" in row["response_body"]
+    assert any(x in row["response_body"] for x in ("truncated", "assis", '"mess'))
     errors = [e for e in run.events if e.phase == "error" and e.hook == "wrap_model_call"]
     assert len(errors) == 1
     assert row["seq"] == model_call_events(run)[0].seq  # linked to the failed call
     assert summary.status == "error"
+
+
+def test_async_agent_through_the_emulator(tmp_path: Path) -> None:
+    """ainvoke: the adapters' async clients and the async wrap hooks, same capture."""
+    import asyncio
+
+    from langchain.agents import create_agent
+
+    from tracer import TraceMiddleware
+    from tracer.wire.demo import scenario_tools
+    from tracer.wire.scenarios import WEATHER_PROMPT
+
+    db = str(tmp_path / "async.db")
+    with WireServer(mode="emulate", db=db) as srv:
+        tm = TraceMiddleware(db=db)
+        agent = create_agent(chat_model("anthropic", srv.url), tools=scenario_tools("weather"),
+                             middleware=[tm])
+        out = asyncio.run(agent.ainvoke({"messages": [("user", WEATHER_PROMPT)]}))
+        tm.flush()
+    assert "Bergen" in str(out["messages"][-1].content)
+    with TraceDB(db) as tdb:
+        (s,) = tdb.runs()
+        run = tdb.run(s.id)
+        rows = tdb.wire(s.id)
+    assert [r["seq"] for r in rows] == [e.seq for e in model_call_events(run)]
+    assert len(rows) == 2
 
 
 def test_unreachable_upstream_is_a_502_row(tmp_path: Path) -> None:
@@ -190,12 +219,11 @@ def test_unreachable_upstream_is_a_502_row(tmp_path: Path) -> None:
     assert proxy.exchanges[0].error and "unreachable" in proxy.exchanges[0].error
 
 
-def test_cli_proxy_emulates_and_records(tmp_path: Path) -> None:
-    import urllib.request
-
+def test_cli_proxy_in_another_process_links_to_the_run(tmp_path: Path) -> None:
+    """`looptrace proxy` as its own process; the agent and its tracer in this one."""
     db = tmp_path / "cli.db"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tracer", "proxy", "--provider", "openai", "--emulate", "weather",
+        [sys.executable, "-m", "tracer", "proxy", "--provider", "openai", "--emulate", "auto",
          "--db", str(db)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         cwd=Path(__file__).resolve().parent.parent)
     try:
@@ -204,34 +232,24 @@ def test_cli_proxy_emulates_and_records(tmp_path: Path) -> None:
         assert "emulating openai" in first, first
         base = proc.stdout.readline().split("base_url =")[1].split()[0]
         assert base.startswith("http://127.0.0.1:") and base.endswith("/v1")
-        req = urllib.request.Request(base + "/chat/completions", headers={
-            "Content-Type": "application/json", "Authorization": "Bearer sk-cli-secret-123456789"},
-            data=json.dumps({"model": "gpt-4o-mini", "messages": [
-                {"role": "user", "content": "weather?"}]}).encode())
-        with urllib.request.urlopen(req, timeout=20) as r:
-            body = json.loads(r.read())
-        calls = body["choices"][0]["message"]["tool_calls"]
-        assert [c["function"]["name"] for c in calls] == ["get_weather", "get_weather"]
-        line = proc.stdout.readline()
-        assert "POST" in line and "200" in line
+        run_id = run_scenario(str(db), "openai", "weather", base.removesuffix("/v1"))
+        lines = [proc.stdout.readline(), proc.stdout.readline()]
+        assert all("POST" in ln and " 200 " in ln for ln in lines), lines
+        # The proxy links each exchange once this process has written the model
+        # call (its writer commits in the background): wait for it, boundedly.
+        deadline = time.monotonic() + 20
+        while True:
+            with TraceDB(db) as tdb:
+                rows = tdb.wire(run_id)
+                run = tdb.run(run_id)
+            if len(rows) == 2 or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
     finally:
         proc.terminate()
         proc.wait(10)
-    deadline = time.monotonic() + 10
-    rows: list[Any] = []
-    while time.monotonic() < deadline and not rows:
-        import sqlite3
-
-        conn = sqlite3.connect(db)
-        try:
-            rows = conn.execute("SELECT provider, request_headers, run_id FROM wire").fetchall()
-        except sqlite3.OperationalError:
-            rows = []
-        finally:
-            conn.close()
-    assert len(rows) == 1
-    assert rows[0][0] == "openai" and rows[0][2] is None  # no model call to link to
-    assert "sk-cli-secret" not in rows[0][1]
+    assert [r["seq"] for r in rows] == [e.seq for e in model_call_events(run)]
+    assert all("sk-fake" not in r["request_headers"] for r in rows)
 
 
 def test_cli_proxy_rejects_bad_arguments(capsys: pytest.CaptureFixture[str]) -> None:

@@ -22,6 +22,7 @@ Rows that match no model call keep ``run_id`` NULL and are listed by
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 import time
@@ -32,6 +33,9 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from ..redact import MASK, Redactor
 from ..schema import connect
 from ..store import get_writer
+
+log = logging.getLogger("looptrace")
+RETRY_WINDOW_S = 10.0
 
 # Header names whose values are credentials (compared lower-case).
 SECRET_HEADERS = frozenset({
@@ -119,6 +123,9 @@ class WireRecorder:
         self.auto_link = link
         self.exchanges: list[Exchange] = []
         self._lock = threading.Lock()
+        self._timer: threading.Timer | None = None
+        self._timer_lock = threading.Lock()
+        self._closing = False
 
     def record(self, ex: Exchange) -> None:
         """Queue ``ex`` for writing; with ``link``, write it now and link it."""
@@ -130,7 +137,12 @@ class WireRecorder:
                 self.link()
 
     def link(self) -> int:
-        """Link every unlinked row of the file; return how many were linked."""
+        """Link every unlinked row of the file; return how many were linked.
+
+        Rows of the last ``RETRY_WINDOW_S`` seconds still unlinked (their model
+        call recorded by another process, not yet on disk) are tried again a
+        second later, in the background.
+        """
         self.writer.flush()
         linked = link_wire(self.path)
         if linked:
@@ -139,7 +151,38 @@ class WireRecorder:
                 hit = by_ts.get(round(ex.ts, 6))
                 if ex.run_id is None and hit:
                     ex.run_id, ex.seq = hit
+        now = time.time()
+        if any(ex.run_id is None and now - ex.ts < RETRY_WINDOW_S for ex in self.exchanges):
+            self._schedule_retry()
         return len(linked)
+
+    def _schedule_retry(self) -> None:
+        with self._timer_lock:
+            if self._closing or (self._timer is not None and self._timer.is_alive()
+                                 and threading.current_thread() is not self._timer):
+                return
+            self._timer = threading.Timer(1.0, self._retry)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _retry(self) -> None:
+        try:
+            self.link()
+        except Exception as exc:  # noqa: BLE001 - best effort; close() links once more
+            log.debug("looptrace could not link wire rows: %r", exc)
+
+    def close(self) -> None:
+        """Stop retrying and link what can be linked."""
+        with self._timer_lock:
+            self._closing = True
+            if self._timer is not None:
+                self._timer.cancel()
+        try:
+            self.writer.flush()
+            link_wire(self.path)
+        except Exception as exc:  # noqa: BLE001 - the rows stay, unlinked
+            log.debug("looptrace could not link wire rows: %r", exc)
+
 
 
 _MODEL_HOOKS = ("wrap_model_call", "model")

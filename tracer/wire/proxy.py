@@ -96,7 +96,7 @@ class WireServer:
         self._httpd.server_close()
         self._thread = None
         if self.recorder is not None:
-            self.recorder.link()
+            self.recorder.close()
 
     def __enter__(self) -> Self:
         return self.start()
