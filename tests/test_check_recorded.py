@@ -169,3 +169,37 @@ def test_real_adapter_requests_on_the_wire_are_clean(db_path: Path) -> None:
     assert not [f for f in found if f.message.startswith("In the captured")]
     assert {(f.rule, f.provider) for f in found} == {
         ("ollama-unlinked-calls", "ollama"), ("unknown-tool", None)}
+
+
+class Summarise(AgentMiddleware):  # type: ignore[type-arg]
+    """From the second call on, sends a summary (a new message without an id)
+    in place of the opening question."""
+
+    def _rewrite(self, request: Any) -> Any:
+        msgs = list(request.messages)
+        if len(msgs) > 1:
+            msgs = [HumanMessage("Summary: the user asked about Oslo and Rome."), *msgs[1:]]
+        return request.override(messages=msgs)
+
+    def wrap_model_call(self, request: Any, handler: Any) -> Any:
+        return handler(self._rewrite(request))
+
+    async def awrap_model_call(self, request: Any, handler: Any) -> Any:
+        return await handler(self._rewrite(request))
+
+
+def test_rewritten_request_with_an_inline_message_is_rebuilt(db_path: Path) -> None:
+    from tracer.checks.base import model_calls
+
+    tm = TraceMiddleware(db=db_path)
+    agent = create_agent(_two_cities(), tools=[get_weather], middleware=[Summarise(), tm])
+    agent.invoke({"messages": [HumanMessage("Oslo and Rome?", id="q")]})
+    tm.flush()
+    run = _only_run(db_path)
+    enters = [e for e in run.events if e.hook == "wrap_model_call" and e.phase == "enter"]
+    assert enters[1].payload["message_keys"][0].startswith("o:")  # no id: matched by order
+    first, second = model_calls(run)
+    assert [t.role for t in first.turns] == ["user"]
+    assert [t.role for t in second.turns] == ["user", "assistant", "tool", "tool"]
+    assert second.turns[0].key != "q"  # the summary, not the original question
+    assert check_run(run, providers=["openai", "anthropic"]) == []

@@ -159,6 +159,28 @@ def _inline_message(d: Any, seq: int, position: int) -> Message | None:
                    str(body.get("content") or ""), d)
 
 
+def _sent(keys: list[Any], inline_dicts: list[Any], by_key: dict[str, Message],
+          seq: int) -> list[Message]:
+    """The messages a rewritten request carried, from its keys and inline messages.
+
+    A key the run does not know is an inline message: matched by key, or (for
+    a message without an id, whose recorded key cannot be rebuilt) by order.
+    """
+    inline = [m for i, d in enumerate(inline_dicts)
+              if (m := _inline_message(d, seq, i)) is not None]
+    key_set = {str(k) for k in keys}
+    inline_by_key = {m.key: m for m in inline}
+    unmatched = [m for m in inline if m.key not in key_set and m.key not in by_key]
+    out: list[Message] = []
+    for k in map(str, keys):
+        m = by_key.get(k) or inline_by_key.get(k)
+        if m is None and unmatched:
+            m = unmatched.pop(0)
+        if m is not None:
+            out.append(m)
+    return out
+
+
 def tool_names(payload: dict[str, Any]) -> frozenset[str] | None:
     """The tool names a model-call payload says were offered, or None."""
     if isinstance(payload.get("tools"), list):
@@ -202,13 +224,7 @@ def model_calls(run: Run) -> list[ModelCall]:
             omitted = frozenset(str(k) for k in p["omitted_keys"])
         keys = p.get("message_keys")
         if isinstance(keys, list):
-            inline: dict[str, Message] = {}
-            for d in p.get("inline_messages") or []:
-                im = _inline_message(d, ev.seq, len(inline))
-                if im is not None:
-                    inline[im.key] = im
-            msgs = [inline.get(k) or by_key.get(k) for k in keys]
-            messages = [m for m in msgs if m is not None]
+            messages = _sent(keys, p.get("inline_messages") or [], by_key, ev.seq)
         else:
             messages = [m for m in replay.messages_at(step.index) if m.key not in omitted]
         replies = tuple(m.key for m in by_seq.get(exits.get(ev.seq, -1), ()))
