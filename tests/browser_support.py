@@ -13,6 +13,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Self
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
@@ -82,3 +83,101 @@ def wait_connected(page, timeout: float = 30_000) -> None:  # type: ignore[no-un
     """Wait until the Streamlit app is connected (then wait for a page element)."""
     page.wait_for_selector('[data-testid="stApp"][data-test-connection-state="CONNECTED"]',
                            timeout=timeout)
+
+
+# -- helpers for the browser tests (network guard, leak server, console) -------
+
+FONT_NOISE = ("font", "fonts.googleapis", "fonts.gstatic", ".woff", ".ttf")
+
+
+class RequestCounter:
+    """A tiny HTTP server on 127.0.0.1 that counts every request it receives
+    (a would-be leak target: a trace that makes the page fetch from it fails)."""
+
+    def __init__(self) -> None:
+        import http.server
+        import threading
+
+        self.requests: list[str] = []
+        counter = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def _any(self) -> None:
+                counter.requests.append(f"{self.command} {self.path}")
+                self.send_response(204)
+                self.end_headers()
+
+            do_GET = do_POST = do_HEAD = do_OPTIONS = _any
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = int(self.server.server_address[1])
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+# Streamlit's own icon / font fetches (a ``:material/...:`` page_icon makes the client
+# fetch the favicon SVG from Google): aborted, but not counted as the trace's doing.
+FONT_HOSTS = ("https://fonts.gstatic.com/", "https://fonts.googleapis.com/")
+
+
+def guard_network(context, allowed_prefix: str | None,  # type: ignore[no-untyped-def]
+                  let_through: tuple[str, ...] = (),
+                  ignore: tuple[str, ...] = FONT_HOSTS) -> list[str]:
+    """Record every request of ``context`` not under ``allowed_prefix`` (None: only
+    file:// and data: are allowed, e.g. for a page opened from disk) and abort it,
+    except URLs starting with one of ``let_through`` (recorded, then sent on, so a
+    counting server sees them too). URLs starting with one of ``ignore`` are aborted
+    and not recorded. Returns the live list of recorded URLs."""
+    blocked: list[str] = []
+
+    def handle(route) -> None:  # type: ignore[no-untyped-def]
+        url = route.request.url
+        if ignore and url.startswith(ignore):
+            route.abort()
+            return
+        if allowed_prefix is not None and (url == allowed_prefix or url.startswith(
+                allowed_prefix.rstrip("/") + "/")):
+            route.continue_()
+            return
+        if url.startswith(("file://", "data:", "blob:", "about:")) and allowed_prefix is None:
+            route.continue_()
+            return
+        blocked.append(url)
+        if url.startswith(let_through) and let_through:
+            route.continue_()
+        else:
+            route.abort()
+
+    context.route("**/*", handle)
+    return blocked
+
+
+def collect_console_errors(page) -> list[str]:  # type: ignore[no-untyped-def]
+    """Console errors and uncaught page errors, without failed font fetches."""
+    errors: list[str] = []
+
+    def on_console(msg) -> None:  # type: ignore[no-untyped-def]
+        if msg.type == "error":
+            text = msg.text
+            loc = (msg.location or {}).get("url", "")
+            if any(n in (text + " " + loc).lower() for n in FONT_NOISE):
+                return
+            # Streamlit's client probes /<page>/_stcore/... before /_stcore/...: a benign 404.
+            if "/_stcore/" in loc and "404" in text:
+                return
+            errors.append(text)
+
+    page.on("console", on_console)
+    page.on("pageerror", lambda exc: errors.append(f"pageerror: {exc}"))
+    return errors

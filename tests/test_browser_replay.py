@@ -1,0 +1,486 @@
+"""The replay app in a real browser (Debian's Chromium driven by Playwright).
+
+One Streamlit server serves the whole module: a copy of the sample-trace
+database plus a hostile-content run recorded here with the tracer and a
+scripted model. Every page is opened in a context that records (and aborts)
+any request not addressed to the app itself, and every test fails on such a
+request and on console errors (failed font fetches aside).
+
+What is on the page is compared with ``tracer.replay`` for the same step: the
+graph's ``data-step`` / ``data-active-node`` and the message pane's
+``.st-key-msg-<position>`` containers (see app/replay_view.py, graph_component.py,
+messages_pane.py for these hooks).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from browser_support import (
+    RequestCounter,
+    collect_console_errors,
+    guard_network,
+    streamlit_server,
+    wait_connected,
+)
+
+pytest.importorskip("playwright")
+from playwright.sync_api import Page, expect
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+from tracer.exchange import read_trace, sample_files
+from tracer.loader import TraceDB
+from tracer.replay import Replay, build_replay
+
+expect.set_options(timeout=10_000)
+
+WINDOW = 40  # the message pane shows the newest 40 messages (app/state.py DEFAULT_WINDOW)
+# Live elements only: during a rerun Streamlit keeps the previous element (stale) on the page.
+GRAPH = '[data-stale="false"] [data-testid="lt-graph"]'
+MSGS = '.st-key-messages [class*="st-key-msg-"]'
+VIEWPORT = {"width": 1400, "height": 1000}
+
+
+# -- the database and the server (one per module) ------------------------------------
+
+def record_hostile_run(db: Path, leak_url: str) -> str:
+    """Record, with the real tracer and a scripted model, a run whose tool result
+    (and final answer) holds script, an onerror image, a markdown image pointing at
+    ``leak_url`` and a markdown link. Returns the run id."""
+    from langchain.agents import create_agent
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langchain_core.tools import tool
+
+    from tracer.demo.models import ScriptedChatModel, call, turn_script
+    from tracer.middleware import TraceMiddleware
+
+    page = hostile_text(leak_url)
+    with TraceDB(db) as tdb:
+        before = {r.id for r in tdb.runs()}
+
+    @tool
+    def fetch_page(url: str) -> str:
+        """Fetch a web page and return its text."""
+        return page
+
+    model = ScriptedChatModel(script=turn_script([
+        AIMessage("", tool_calls=[call("fetch_page", {"url": "http://example.test/"},
+                                       "call_hostile_1")]),
+        AIMessage(f"Summary: ![reply]({leak_url}/reply.png) <b>bold</b> "
+                  f"[see here]({leak_url}/reply-link)"),
+    ]))
+    tm = TraceMiddleware(db=db, run_name="hostile-browser")
+    agent = tm.attach(create_agent(model, tools=[fetch_page], middleware=[tm],
+                                   system_prompt="Summarise web pages."))
+    agent.invoke({"messages": [HumanMessage("Summarise http://example.test/")]})
+    tm.flush()
+    tm.close()
+    with TraceDB(db) as tdb:
+        new = [r.id for r in tdb.runs() if r.id not in before and not r.parent_id]
+    assert len(new) == 1, new
+    return new[0]
+
+
+def hostile_text(leak_url: str) -> str:
+    return ("<script>window.__pwned=1</script>\n"
+            '<img src=x onerror="window.__pwned=2">\n'
+            f"![x]({leak_url}/leak.png)\n"
+            f"[click me]({leak_url}/link)\n")
+
+
+@pytest.fixture(scope="module")
+def leak() -> Iterator[RequestCounter]:
+    with RequestCounter() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def app_db(sample_db: Path, leak: RequestCounter,
+           tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    db = tmp_path_factory.mktemp("browser") / "replay.db"
+    shutil.copy(sample_db, db)
+    return db, record_hostile_run(db, leak.url)
+
+
+@pytest.fixture(scope="module")
+def app_url(app_db: tuple[Path, str], browser: Any) -> Iterator[str]:
+    with streamlit_server(app_db[0]) as url:
+        # Warm the server (imports, first load of a run) so each test measures a warm app.
+        page = browser.new_page()
+        try:
+            page.goto(url + "/replay?run=" + app_db[1])
+            wait_connected(page)
+            expect(page.locator(GRAPH)).to_have_attribute("data-step", "0", timeout=60_000)
+        finally:
+            page.close()
+        yield url
+
+
+@pytest.fixture(scope="module")
+def replays(app_db: tuple[Path, str]) -> dict[str, Replay]:
+    """Every run of the app's database, as ``tracer.replay`` sees it: by run id, and
+    each sample trace's root run by the sample's file name (``"shopping"``)."""
+    out: dict[str, Replay] = {}
+    with TraceDB(app_db[0]) as db:
+        for r in db.runs():
+            out[r.id] = build_replay(db.run(r.id))
+    for path in sample_files():
+        out[path.stem] = out[read_trace(path)[0]["root"]]
+    return out
+
+
+class Session:
+    """A page of the app in its own browser context, with its network guard."""
+
+    def __init__(self, page: Page, url: str, foreign: list[str], errors: list[str]) -> None:
+        self.page, self.url, self.foreign, self.errors = page, url, foreign, errors
+
+    def open(self, run_id: str, step: Any = None, *, expect_step: int | None = None) -> None:
+        q = f"?run={run_id}" + ("" if step is None else f"&step={step}")
+        self.page.goto(self.url + "/replay" + q)
+        wait_connected(self.page)
+        want = expect_step if expect_step is not None else (int(step) if step is not None else 0)
+        expect(self.graph).to_have_attribute("data-step", str(want), timeout=15_000)
+
+    @property
+    def graph(self):  # type: ignore[no-untyped-def]
+        return self.page.locator(GRAPH)
+
+    def button(self, key: str):  # type: ignore[no-untyped-def]
+        return self.page.locator(f".st-key-{key} button:visible")
+
+
+@pytest.fixture
+def session(browser: Any, app_url: str) -> Iterator[Session]:
+    context = browser.new_context(viewport=VIEWPORT, reduced_motion="reduce")
+    foreign = guard_network(context, app_url)
+    page = context.new_page()
+    page.set_default_timeout(10_000)
+    errors = collect_console_errors(page)
+    try:
+        yield Session(page, app_url, foreign, errors)
+    finally:
+        context.close()
+    assert foreign == [], f"the page requested something outside the app: {foreign}"
+    assert errors == [], f"console errors: {errors}"
+
+
+# -- what the page should show at a step ---------------------------------------------
+
+def expected_positions(rp: Replay, i: int) -> list[int]:
+    return [m.position for m in rp.messages_at(i)][-WINDOW:]
+
+
+def first_line(content: Any) -> str:
+    if not isinstance(content, str):
+        return ""
+    lines = [ln.strip() for ln in content.splitlines() if ln.strip()]
+    return lines[0][:40] if lines else ""
+
+
+def assert_step_shown(s: Session, rp: Replay, i: int) -> None:
+    """Graph, step counter and message pane all show step ``i`` of ``rp``."""
+    step = rp.steps[i]
+    expect(s.graph).to_have_attribute("data-step", str(i))
+    expect(s.graph).to_have_attribute("data-active-node", step.node)
+    expect(s.page.get_by_text(f"Step {i + 1} / {len(rp)}", exact=True)).to_be_visible()
+    positions = expected_positions(rp, i)
+    msgs = s.page.locator(MSGS)
+    if positions:
+        expect(msgs).to_have_class([re.compile(rf"(^|\s)st-key-msg-{p}(\s|$)")
+                                    for p in positions])
+    else:
+        expect(msgs).to_have_count(0)
+    # The messages this step added are marked with the step number and show their text.
+    shown = set(positions)
+    for m in rp.run.messages:
+        if m.key in step.new_keys and m.position in shown:
+            box = s.page.locator(f".st-key-msg-{m.position}")
+            expect(box).to_contain_text(f"step {i + 1}")
+            if first_line(m.content):
+                expect(box).to_contain_text(first_line(m.content))
+            if m.tool_call_id:
+                expect(box).to_contain_text(f"answers tool_call_id {m.tool_call_id}")
+
+
+# A snapshot of both panes taken in one animation frame, recorded on every change.
+SNAPSHOT_JS = """
+() => {
+  window.__snaps = [];
+  let host = null, last = '';
+  const findGraph = (root) => {
+    const r = root.querySelector('[data-testid="lt-graph"]');
+    if (r) return r;
+    for (const el of root.querySelectorAll('*')) {
+      if (el.shadowRoot) { const x = findGraph(el.shadowRoot); if (x) return x; }
+    }
+    return null;
+  };
+  const tick = () => {
+    if (!host || !host.isConnected) host = findGraph(document);
+    const msgs = [...document.querySelectorAll('.st-key-messages [class*="st-key-msg-"]')]
+      .filter(e => !e.closest('[data-stale="true"]'))
+      .map(e => Number((e.className.match(/st-key-msg-(\\d+)/) || [])[1]));
+    const snap = {step: host ? Number(host.getAttribute('data-step')) : -1,
+                  node: host ? host.getAttribute('data-active-node') : null, msgs};
+    const key = JSON.stringify(snap);
+    if (key !== last) { last = key; snap.t = performance.now(); window.__snaps.push(snap); }
+    if (!window.__stopSnaps) requestAnimationFrame(tick);
+  };
+  requestAnimationFrame(tick);
+}
+"""
+
+
+# -- the tests ---------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def playback(browser: Any, app_url: str, replays: dict[str, Replay]) -> dict[str, Any]:
+    """Play the shopping sample at 4x from step 0 and record both panes on every
+    animation frame until step 6 was shown, then pause."""
+    rp = replays["shopping"]
+    context = browser.new_context(viewport=VIEWPORT, reduced_motion="reduce")
+    foreign = guard_network(context, app_url)
+    page = context.new_page()
+    errors = collect_console_errors(page)
+    s = Session(page, app_url, foreign, errors)
+    target = min(6, len(rp) - 1)
+    try:
+        s.open(rp.run.id, 0)
+        assert_step_shown(s, rp, 0)
+        page.locator(".st-key-speed button:visible", has_text="4x").click()
+        page.evaluate(SNAPSHOT_JS)
+        s.button("play").click()
+        expect(s.button("pause")).to_be_visible()
+        # Wait on the recorded snapshots (taken every animation frame), not on the live
+        # attribute, which playback moves past between two polls of `expect`.
+        try:
+            page.wait_for_function(f"window.__snaps.some(x => x.step >= {target})",
+                                   timeout=25_000)
+        except PlaywrightTimeout:
+            steps = [x["step"] for x in page.evaluate("window.__snaps")]
+            pytest.fail(f"playback did not reach step {target}: steps shown {steps}")
+        s.button("pause").click()
+        expect(s.button("play")).to_be_visible()
+        page.evaluate("window.__stopSnaps = true")
+        snaps: list[dict[str, Any]] = page.evaluate("window.__snaps")
+        stopped = int(s.graph.get_attribute("data-step") or -1)
+        # Paused: it stays where it stopped, both panes in sync.
+        assert_step_shown(s, rp, stopped)
+    finally:
+        context.close()
+    assert foreign == [], f"the page requested something outside the app: {foreign}"
+    assert errors == [], f"console errors: {errors}"
+    seen = [snap["step"] for snap in snaps if snap["step"] >= 0]
+    return {"replay": rp, "snaps": snaps, "seen": seen, "target": target, "stopped": stopped}
+
+
+def test_play_advances_graph_and_messages_together(playback: dict[str, Any]) -> None:
+    """Press play: the active node and the message pane advance, and for every step
+    the page showed, the graph and the messages agree with tracer.replay."""
+    rp, snaps, seen, target = (playback[k] for k in ("replay", "snaps", "seen", "target"))
+    assert playback["stopped"] >= target
+    changes = [b for a, b in itertools.pairwise(seen) if a != b]
+    shown = sorted(set(seen) - {0})
+    # On a loaded machine a timer tick can be dropped; playback still goes step by step.
+    assert len(shown) >= target // 2, f"playback jumped instead of stepping: {changes}"
+    skipped = sorted(set(range(1, target + 1)) - set(shown))
+    lags = []
+    for i in shown:
+        node, positions = rp.steps[i].node, expected_positions(rp, i)
+        agree = [snap for snap in snaps if snap["step"] == i and snap["node"] == node
+                 and snap["msgs"] == positions]
+        assert agree, (f"step {i}: graph and message pane never agreed with tracer.replay "
+                       f"(want node {node}, messages {positions}); saw "
+                       f"{[x for x in snaps if x['step'] == i]}")
+        # How long the graph trailed the message pane at a step that added a message.
+        if positions != expected_positions(rp, i - 1):
+            t_msgs = min(x["t"] for x in snaps if x["msgs"] == positions)
+            t_graph = min(x["t"] for x in snaps if x["step"] == i)
+            lags.append(t_graph - t_msgs)
+    print(f"\nplayback: {len(shown)} of {target} steps shown (dropped ticks: {skipped}); "
+          f"graph behind the message pane: max {max(lags, default=0):.0f} ms, "
+          f"mean {sum(lags) / max(1, len(lags)):.0f} ms")
+
+
+def test_playback_never_steps_back(playback: dict[str, Any]) -> None:
+    """While playing, the shown step only moves forward."""
+    seen = playback["seen"]
+    changes = [b for a, b in itertools.pairwise(seen) if a != b]
+    backwards = [(a, b) for a, b in itertools.pairwise(seen) if b < a]
+    assert not backwards, (
+        f"playback went back {backwards} (steps shown: {changes}). Seen in the app: the "
+        "scrubber slider's on_change (_on_scrub) fires during playback with the value the "
+        "browser still holds from the previous step, and moves the step back by one.")
+
+
+def test_keyboard_steps(session: Session, replays: dict[str, Replay]) -> None:
+    rp = replays["shopping"]
+    s = session
+    s.open(rp.run.id, 5)
+    assert_step_shown(s, rp, 5)
+    s.page.keyboard.press("ArrowRight")
+    assert_step_shown(s, rp, 6)
+    s.page.keyboard.press("ArrowRight")
+    assert_step_shown(s, rp, 7)
+    s.page.keyboard.press("ArrowLeft")
+    assert_step_shown(s, rp, 6)
+    s.page.keyboard.press("End")
+    assert_step_shown(s, rp, len(rp) - 1)
+    s.page.keyboard.press("Home")
+    assert_step_shown(s, rp, 0)
+    # Space plays, space again pauses; the URL follows the step.
+    s.page.keyboard.press("Space")
+    expect(s.button("pause")).to_be_visible()
+    expect(s.graph).not_to_have_attribute("data-step", "0")
+    s.page.keyboard.press("Space")
+    expect(s.button("play")).to_be_visible()
+    here = int(s.graph.get_attribute("data-step") or 0)
+    assert here > 0
+    assert_step_shown(s, rp, here)
+    expect(s.page).to_have_url(re.compile(rf"[?&]step={here}(&|$)"))
+
+
+def test_deep_link_lands_on_that_step(session: Session,
+                                                     replays: dict[str, Replay]) -> None:
+    rp = replays["shopping"]
+    s = session
+    s.open(rp.run.id, 9)
+    assert_step_shown(s, rp, 9)
+    expect(s.page).to_have_url(re.compile(rf"run={rp.run.id}.*step=9"))
+    last = len(rp) - 1
+    s.open(rp.run.id, 99999, expect_step=last)
+    assert_step_shown(s, rp, last)
+    expect(s.page).to_have_url(re.compile(rf"[?&]step={last}(&|$)"))
+
+
+def test_bad_deep_links_are_clamped_or_explained(session: Session,
+                                                 replays: dict[str, Replay]) -> None:
+    rp = replays["shopping"]
+    s = session
+    for bad in ("-4", "abc"):
+        s.open(rp.run.id, bad, expect_step=0)
+        assert_step_shown(s, rp, 0)
+        expect(s.page).to_have_url(re.compile(r"[?&]step=0(&|$)"))
+    # A run id that does not exist: a clear message, not a traceback.
+    s.page.goto(s.url + "/replay?run=no-such-run&step=3")
+    wait_connected(s.page)
+    expect(s.page.get_by_text("no run 'no-such-run'")).to_be_visible()
+    expect(s.page.locator('[data-testid="stException"]')).to_have_count(0)
+
+
+def test_open_subagent_run(session: Session, replays: dict[str, Replay]) -> None:
+    """The Deep Agents sample: at the task call, open the subagent's own replay and
+    come back to the parent at that call."""
+    parent = replays["deep-agent"]
+    assert parent.run.children, "the Deep Agents sample has a subagent run"
+    child = parent.run.children[0]
+    sub = next(rp for rp in replays.values() if rp.run.id == child.id)
+    call_step = next(st.index for st in parent.steps
+                     if st.event.tool_call_id == child.parent_tool_call_id)
+    s = session
+    s.open(parent.run.id, call_step)
+    assert_step_shown(s, parent, call_step)
+    s.button("open_subagent").click()
+    expect(s.page).to_have_url(re.compile(rf"run={child.id}"))
+    expect(s.page.get_by_text(child.id, exact=False).first).to_be_visible()
+    assert_step_shown(s, sub, 0)
+    s.page.keyboard.press("End")
+    assert_step_shown(s, sub, len(sub) - 1)
+    s.button("to_parent").click()
+    expect(s.page).to_have_url(re.compile(rf"run={parent.run.id}"))
+    assert_step_shown(s, parent, call_step)
+    # The header's list of subagent runs opens it too.
+    s.button("open_child_0").click()
+    expect(s.page).to_have_url(re.compile(rf"run={child.id}"))
+    assert_step_shown(s, sub, 0)
+
+
+def test_hostile_content_is_text_and_fetches_nothing(browser: Any, app_url: str,
+                                                     app_db: tuple[Path, str],
+                                                     leak: RequestCounter,
+                                                     replays: dict[str, Replay]) -> None:
+    rp = next(r for r in replays.values() if r.run.id == app_db[1])
+    tool_msg = next(m for m in rp.run.messages if m.tool_call_id == "call_hostile_1")
+    step = next(st.index for st in rp.steps if tool_msg.key in st.new_keys)
+    context = browser.new_context(viewport=VIEWPORT, reduced_motion="reduce")
+    # Anything not addressed to the app is recorded; requests to the counting server are
+    # let through so that it would see them too.
+    foreign = guard_network(context, app_url, let_through=(leak.url,))
+    page = context.new_page()
+    page.set_default_timeout(10_000)
+    errors = collect_console_errors(page)
+    s = Session(page, app_url, foreign, errors)
+    try:
+        s.open(rp.run.id, step)
+        assert_step_shown(s, rp, step)
+        box = page.locator(f".st-key-msg-{tool_msg.position}")
+        for literal in ("<script>window.__pwned=1</script>",
+                        '<img src=x onerror="window.__pwned=2">',
+                        f"![x]({leak.url}/leak.png)", f"[click me]({leak.url}/link)"):
+            expect(box).to_contain_text(literal)
+        # The final answer (markdown image and link in AI text) as well.
+        page.keyboard.press("End")
+        assert_step_shown(s, rp, len(rp) - 1)
+        final = rp.messages_at(len(rp) - 1)[-1]
+        expect(page.locator(f".st-key-msg-{final.position}")).to_contain_text(
+            f"![reply]({leak.url}/reply.png)")
+        page.wait_for_load_state("networkidle")
+        assert page.evaluate("typeof window.__pwned") == "undefined"
+        assert page.locator(f'img[src="x"], img[src^="{leak.url}"]').count() == 0
+        assert page.locator(f'a[href^="{leak.url}"]').count() == 0
+    finally:
+        context.close()
+    assert leak.requests == [], f"the trace made the page fetch: {leak.requests}"
+    assert foreign == [], f"the page requested something outside the app: {foreign}"
+    assert errors == [], f"console errors: {errors}"
+
+
+def _luminance(css: str) -> float:
+    nums = [float(x) for x in re.findall(r"[\d.]+", css)[:3]]
+    r, g, b = (v / 255 for v in nums)
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_screenshot_in_each_theme(browser: Any, app_url: str, artifacts: Path,
+                                  replays: dict[str, Replay], theme: str) -> None:
+    """The replay in the light and the dark theme (the browser's colour scheme),
+    saved to test-artifacts/replay-<theme>.png."""
+    rp = replays["shopping"]
+    # The second tool result: tool calls in the graph, a highlighted new message.
+    i = [st.index for st in rp.steps if st.kind == "tool" and st.new_keys][1]
+    context = browser.new_context(viewport={"width": 1500, "height": 1150},
+                                  reduced_motion="reduce", color_scheme=theme)
+    foreign = guard_network(context, app_url)
+    page = context.new_page()
+    page.set_default_timeout(10_000)
+    errors = collect_console_errors(page)
+    s = Session(page, app_url, foreign, errors)
+    try:
+        s.open(rp.run.id, i)
+        assert_step_shown(s, rp, i)
+        bg = page.evaluate(
+            "getComputedStyle(document.querySelector('[data-testid=stApp]')).backgroundColor")
+        lum = _luminance(bg)
+        assert (lum > 0.8) if theme == "light" else (lum < 0.2), f"{theme} theme background {bg}"
+        # The graph's node labels contrast with the page in this theme.
+        fill = page.locator(f'{GRAPH} g.node[data-node="before_agent"] text').evaluate(
+            "e => getComputedStyle(e).fill")
+        assert abs(_luminance(fill) - lum) > 0.5, f"node label {fill} on background {bg}"
+        page.wait_for_load_state("networkidle")
+        time.sleep(0.3)  # let fonts and icons settle before the picture (not an assertion)
+        out = artifacts / f"replay-{theme}.png"
+        page.screenshot(path=str(out), full_page=True)
+        assert out.stat().st_size > 20_000
+    finally:
+        context.close()
+    assert foreign == [], f"the page requested something outside the app: {foreign}"
+    assert errors == [], f"console errors: {errors}"
