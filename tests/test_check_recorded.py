@@ -203,3 +203,26 @@ def test_rewritten_request_with_an_inline_message_is_rebuilt(db_path: Path) -> N
     assert [t.role for t in second.turns] == ["user", "assistant", "tool", "tool"]
     assert second.turns[0].key != "q"  # the summary, not the original question
     assert check_run(run, providers=["openai", "anthropic"]) == []
+
+
+def test_structured_response_is_a_final_answer(db_path: Path) -> None:
+    """With ToolStrategy the last model reply is a call to the schema's tool,
+    answered by create_agent itself: neither a loop bound nor an unknown tool."""
+    from langchain.agents.structured_output import ToolStrategy
+    from pydantic import BaseModel
+
+    class Forecast(BaseModel):
+        city: str
+        celsius: int
+
+    model = ScriptedChatModel(script=turn_script([
+        AIMessage("", tool_calls=[call("get_weather", {"city": "Oslo"}, "c1")]),
+        AIMessage("", tool_calls=[call("Forecast", {"city": "Oslo", "celsius": -3}, "s1")]),
+    ]))
+    tm = TraceMiddleware(db=db_path)
+    agent = tm.attach(create_agent(model, tools=[get_weather], middleware=[tm],
+                                   response_format=ToolStrategy(Forecast)))
+    out = agent.invoke({"messages": [HumanMessage("Weather in Oslo?")]})
+    tm.flush()
+    assert out["structured_response"].celsius == -3
+    assert check_run(_only_run(db_path)) == []

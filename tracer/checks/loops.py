@@ -28,6 +28,14 @@ from .base import MODEL_HOOKS, TOOL_HOOKS, Finding, ModelCall, Thresholds
 
 _RECURSION = re.compile(r"GraphRecursionError|Recursion limit of \d+ reached", re.IGNORECASE)
 _EMPTY = {"", "[]", "{}", "null", "none", '""'}
+# create_agent answers the call of a ToolStrategy response format with this.
+STRUCTURED_PREFIX = "Returning structured response"
+
+
+def structured_calls(run: Run) -> set[str]:
+    """Ids of calls that returned a structured response (a final answer, not a tool)."""
+    return {str(m.tool_call_id) for m in run.messages
+            if m.type == "tool" and m.text.startswith(STRUCTURED_PREFIX)}
 
 
 def _canon(value: Any) -> Any:
@@ -206,7 +214,9 @@ def endings(run: Run) -> list[Finding]:
     model_made = {ev.seq for ev in run.events if ev.hook in MODEL_HOOKS and ev.phase == "exit"}
     ais = [m for m in final if m.type in ("ai", "AIMessageChunk")]
     last_model_ai = next((m for m in reversed(ais) if m.seq in model_made), None)
-    if last_model_ai is not None and last_model_ai.tool_calls:
+    structured = structured_calls(run)
+    if last_model_ai is not None and last_model_ai.tool_calls and not all(
+            str(c.get("id")) in structured for c in last_model_ai.tool_calls):
         tail = final[final.index(last_model_ai):]
         stopper = next((m for m in tail if m.type in ("ai", "AIMessageChunk")
                         and m is not last_model_ai), None)
@@ -228,6 +238,8 @@ def endings(run: Run) -> list[Finding]:
         return out
     last = final[-1]
     text = last.text.strip() if isinstance(last.text, str) else ""
+    if last.type == "tool" and str(last.tool_call_id) in structured:
+        return out
     if not (last.type in ("ai", "AIMessageChunk") and not last.tool_calls and text):
         out.append(Finding(
             "no-final-answer", "warning", None,
@@ -268,7 +280,7 @@ def model_replies(run: Run, calls: list[ModelCall]) -> list[Finding]:
     """Invalid tool calls and calls to tools that were not offered."""
     out: list[Finding] = []
     by_key = run.message_by_key
-    seen: set[str] = set()
+    seen: set[str] = structured_calls(run)
     for mc in calls:
         for key in mc.reply_keys:
             m = by_key.get(key)
