@@ -215,8 +215,9 @@ def endings(run: Run) -> list[Finding]:
     ais = [m for m in final if m.type in ("ai", "AIMessageChunk")]
     last_model_ai = next((m for m in reversed(ais) if m.seq in model_made), None)
     structured = structured_calls(run)
-    if last_model_ai is not None and last_model_ai.tool_calls and not all(
-            str(c.get("id")) in structured for c in last_model_ai.tool_calls):
+    asking = last_model_ai is not None and bool(last_model_ai.tool_calls) and not all(
+        str(c.get("id")) in structured for c in last_model_ai.tool_calls)
+    if s.status == "completed" and last_model_ai is not None and asking:
         tail = final[final.index(last_model_ai):]
         stopper = next((m for m in tail if m.type in ("ai", "AIMessageChunk")
                         and m is not last_model_ai), None)
@@ -243,11 +244,19 @@ def endings(run: Run) -> list[Finding]:
     if not (last.type in ("ai", "AIMessageChunk") and not last.tool_calls and text):
         out.append(Finding(
             "no-final-answer", "warning", None,
-            "The run ended without a final answer: its last message is "
-            f"{'an empty assistant message' if last.type == 'ai' else 'a ' + last.type + ' message'}"
-            f"{' and the run failed' if s.status == 'error' else ''}.",
+            f"The run ended without a final answer: its last message is {_describe(last)}"
+            + (f", and the run failed ({s.error[:160]})" if s.status == "error" and s.error
+               else (", and the run failed" if s.status == "error" else "")) + ".",
             run.id, last.seq if last.seq is not None else last_seq, (last.key,)))
     return out
+
+
+def _describe(m: Message) -> str:
+    if m.type in ("ai", "AIMessageChunk"):
+        return ("an assistant message asking for tools" if m.tool_calls
+                else "an empty assistant message")
+    return {"tool": "a tool result", "human": "a user message",
+            "system": "a system message"}.get(m.type, f"a {m.type} message")
 
 
 def token_jumps(run: Run, th: Thresholds) -> list[Finding]:
