@@ -19,6 +19,7 @@ from tracer import TraceMiddleware
 from tracer.cli import main
 from tracer.demo.models import ScriptedChatModel, call, turn_script
 from tracer.diff import diff_runs, message_text
+from tracer.exchange import sample_files
 from tracer.loader import Run, TraceDB
 
 
@@ -172,15 +173,33 @@ def test_extra_lap(runs: tuple[Path, dict[str, str]]) -> None:
     assert end.identical and end.rows[0].step_a is not None and end.rows[0].step_b is not None
 
 
-def test_different_system_prompt_diverges_at_the_first_model_call(
-        runs: tuple[Path, dict[str, str]]) -> None:
+def test_a_different_system_prompt_is_setup_not_behaviour(
+        runs: tuple[Path, dict[str, str]], capsys: pytest.CaptureFixture[str]) -> None:
     db, ids = runs
     a, b = load(db, ids["base"], ids["prompt"])
-    first = diff_runs(a, b).first_divergence
-    assert first is not None
-    assert (first.kind, first.lap, first.step_a) == (
-        "system_prompt", 1, step_of(a, 1, "wrap_model_call", "enter"))
-    assert "+You are a pirate weather bot." in first.detail
+    d = diff_runs(a, b)
+    # The scripted model behaves the same with either prompt: no divergence, one setup note.
+    assert not d.identical
+    assert d.first_divergence is None
+    assert [(x.kind, x.lap, x.step_a) for x in d.setup] == [
+        ("system_prompt", 1, step_of(a, 1, "wrap_model_call", "enter"))]
+    assert "+You are a pirate weather bot." in d.setup[0].detail
+    assert main(["diff", ids["base"], ids["prompt"], "--db", str(db)]) == 1
+    out = capsys.readouterr().out
+    assert "setup (system_prompt): lap 1, step 3 (A) / 3 (B)" in out
+    assert "same behaviour" in out
+
+
+def test_a_prompt_change_that_changes_behaviour(tmp_path: Path) -> None:
+    db = tmp_path / "p.db"
+    a_id = record(db, BASE, "before")
+    b_id = record(db, [BASE[0], lap("Berlin", "c2"), BASE[2]], "after",
+                  system_prompt="You are a pirate weather bot.")
+    a, b = load(db, a_id, b_id)
+    d = diff_runs(a, b)
+    assert [x.kind for x in d.setup] == ["system_prompt"]  # reported once, not per lap
+    assert d.first_divergence is not None
+    assert (d.first_divergence.kind, d.first_divergence.lap) == ("different_arguments", 2)
 
 
 def test_tool_error_and_status(runs: tuple[Path, dict[str, str]]) -> None:
@@ -252,3 +271,21 @@ def test_cli_json_and_second_database(runs: tuple[Path, dict[str, str]], tmp_pat
     assert data["first_divergence"]["lap"] == 3
     assert data["b"]["id"] == b_id and data["b"]["laps"] == 4
     assert "extra_lap" in [x["kind"] for ld in data["laps"] for x in ld["differences"]]
+
+
+@pytest.mark.skipif(not sample_files(), reason="no sample traces bundled yet")
+def test_a_fresh_recording_of_every_demo_scenario_matches_its_sample_trace(
+        sample_db: Path, tmp_path: Path) -> None:
+    from tracer.demo.cli import record_all
+
+    fresh_db = tmp_path / "fresh.db"
+    record_all(str(fresh_db), providers=False)
+    with TraceDB(fresh_db) as fresh, TraceDB(sample_db) as samples:
+        fresh_ids = {r.name: r.id for r in fresh.runs() if not r.parent_id}
+        pairs = [(samples.run(r.id), fresh.run(fresh_ids[r.name]))
+                 for r in samples.runs() if not r.parent_id and r.name in fresh_ids]
+    assert len(pairs) >= 5
+    for sample, again in pairs:
+        d = diff_runs(sample, again)
+        assert d.identical, (sample.summary.name, [x.description for x in d.differences])
+        assert d.message_diff == ""

@@ -26,6 +26,7 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
         "base": record(path, BASE, "base"),
         "same": record(path, BASE, "same"),
         "args": record(path, [BASE[0], lap("Berlin", "c2"), BASE[2]], "args"),
+        "prompt": record(path, BASE, "prompt", system_prompt="Talk like a pirate."),
         "hostile": record(path, [BASE[0], BASE[1], AIMessage(
             content="<img src=x onerror=alert(1)> ![x](http://evil.example/x.png)")],
             "hostile <script>alert(2)</script>"),
@@ -96,6 +97,18 @@ def test_query_params_pick_the_runs_and_jump_goes_to_the_first_divergence(
     at.slider(key="cmp_slider").set_value(1).run()
     assert at.session_state["cmp_row"] == 0
     assert graph_nodes(at) == ["before_agent", "before_agent"]
+
+
+def test_setup_only_difference(monkeypatch: pytest.MonkeyPatch,
+                               db: tuple[Path, dict[str, str]]) -> None:
+    path, ids = db
+    at = open_compare(monkeypatch, path, ids["base"], ids["prompt"])
+    assert any(i.value.startswith("Set up differently") for i in at.info)
+    assert any(s.value.startswith("Same behaviour") for s in at.success)
+    assert any(c.value.startswith("[system_prompt] lap 1, step 3 (A) / 3 (B)") for c in at.code)
+    at.button(key="cmp_jump").click().run()
+    assert at.session_state["cmp_row"] == 2
+    assert graph_nodes(at) == ["model", "model"]
 
 
 def test_identical_runs(monkeypatch: pytest.MonkeyPatch,

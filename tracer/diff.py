@@ -51,6 +51,10 @@ KINDS: tuple[str, ...] = (
     "status",  # the runs ended differently (completed / error / interrupted)
 )
 
+# Differences in how the model was set up rather than in what the run did: reported once
+# each (not at every model call), and never the "first divergence".
+SETUP_KINDS: tuple[str, ...] = ("system_prompt", "tools", "model")
+
 _TOOL_HOOKS = ("wrap_tool_call", "tool")
 _MODEL_HOOKS = ("wrap_model_call", "model")
 
@@ -103,7 +107,13 @@ class RunDiff:
 
     @property
     def first_divergence(self) -> Divergence | None:
-        return self.differences[0] if self.differences else None
+        """The first step where the runs behave differently (setup differences aside)."""
+        return next((x for x in self.differences if x.kind not in SETUP_KINDS), None)
+
+    @property
+    def setup(self) -> list[Divergence]:
+        """How the model was set up differently (model, system prompt, tools), each once."""
+        return [x for x in self.differences if x.kind in SETUP_KINDS]
 
     @property
     def identical(self) -> bool:
@@ -127,6 +137,7 @@ class RunDiff:
         return {
             "a": side(self.a), "b": side(self.b), "identical": self.identical,
             "first_divergence": asdict(first) if first else None,
+            "setup": [asdict(x) for x in self.setup],
             "laps": [{"segment": ld.segment, "lap": ld.lap,
                       "differences": [asdict(d) for d in ld.differences],
                       "message_diff": ld.message_diff} for ld in self.laps],
@@ -440,6 +451,7 @@ def diff_replays(ra: Replay, rb: Replay) -> RunDiff:
     rows: list[Row] = []
     laps: list[LapDiff] = []
     differences: list[Divergence] = []
+    setup_seen: set[tuple[str, str]] = set()
     for key in sorted(set(sa) | set(sb)):
         _order, label = key
         steps_a, steps_b = sa.get(key, []), sb.get(key, [])
@@ -454,6 +466,10 @@ def diff_replays(ra: Replay, rb: Replay) -> RunDiff:
             lap_rows.append(Row(label, ia, ib, not found if same is None else same))
             lap = (x or y).event.lap  # type: ignore[union-attr]
             for kind, desc, detail in found:
+                if kind in SETUP_KINDS:
+                    if (kind, desc + detail) in setup_seen:
+                        continue
+                    setup_seen.add((kind, desc + detail))
                 where = f"{label}, step {_idx(ia)} (A) / {_idx(ib)} (B)"
                 lap_diffs.append(Divergence(lap, ia, ib, kind, f"{where}: {desc}", detail))
 
@@ -514,8 +530,9 @@ def diff_replays(ra: Replay, rb: Replay) -> RunDiff:
 
 HELP = """Compare two runs lap by lap and hook by hook and print the first divergence
 (different tool, arguments, answer, tool result, extra lap, hook sequence, status),
-every difference per lap and a unified diff of the messages. Ids, timestamps,
-durations and token counts are ignored.
+every difference per lap and a unified diff of the messages. Differences in the
+setup (model, system prompt, tools offered) are listed once, apart from the
+divergence. Ids, timestamps, durations and token counts are ignored.
 
 Exit status (like diff(1)): 0 the runs are identical, 1 they differ,
 2 trouble (no such database or run)."""
@@ -548,11 +565,19 @@ def format_text(d: RunDiff) -> str:
         s = rp.run.summary
         lines.append(f"{tag}: {s.id}  {s.name or ''}  {s.status}, {s.laps} laps, "
                      f"{len(rp.steps)} steps")
-    first = d.first_divergence
-    if first is None:
+    if d.identical:
         lines.append("identical: same hooks, tool calls, arguments, answers and status")
         return "\n".join(lines)
+    for x in d.setup:
+        lines.append("")
+        lines.append(f"setup ({x.kind}): {x.description}")
+        if x.detail:
+            lines.append(x.detail)
+    first = d.first_divergence
     lines.append("")
+    if first is None:
+        lines.append("same behaviour: the same hooks, tool calls, arguments, answers and status")
+        return "\n".join(lines)
     lines.append(f"first divergence ({first.kind}): {first.description}")
     if first.detail:
         lines.append(first.detail)
@@ -561,12 +586,12 @@ def format_text(d: RunDiff) -> str:
             lines.append("")
             lines.append(f"status: {x.description}")
     for ld in d.laps:
-        if ld.identical:
+        rest = [x for x in ld.differences if x.kind not in SETUP_KINDS]
+        if not rest:
             continue
         lines.append("")
-        lines.append(f"{ld.segment}: {len(ld.differences)} difference"
-                     f"{'s' * (len(ld.differences) > 1)}")
-        for x in ld.differences:
+        lines.append(f"{ld.segment}: {len(rest)} difference{'s' * (len(rest) > 1)}")
+        for x in rest:
             lines.append(f"  - [{x.kind}] {x.description}")
     if d.message_diff:
         lines.append("")
@@ -590,6 +615,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
 __all__ = [
     "KINDS",
+    "SETUP_KINDS",
     "Divergence",
     "LapDiff",
     "Row",

@@ -137,13 +137,21 @@ def main() -> None:
         return
     rows = d.rows
     first = d.first_divergence
-    if first is None:
+    if d.identical:
         st.success("Identical: same hooks, tool calls, arguments, answers and status "
                    "(ids, timings and token counts are ignored).", icon=":material/check:")
-    else:
-        st.warning(f"The runs differ: {len(d.differences)} differences. First divergence, "
-                   f"in lap {first.lap}:", icon=":material/call_split:")
+    if d.setup:
+        st.info("Set up differently (model, system prompt or tools):", icon=":material/tune:")
+        for x in d.setup:
+            _divergence(x)
+    if first is not None:
+        st.warning(f"The runs behave differently: {len(d.differences) - len(d.setup)} "
+                   f"differences. First divergence, in lap {first.lap}:",
+                   icon=":material/call_split:")
         _divergence(first)
+    elif d.setup:
+        st.success("Same behaviour: the same hooks, tool calls, arguments, answers and "
+                   "status.", icon=":material/check:")
     if not rows:
         st.info("Neither run has recorded steps.", icon=":material/info:")
         return
@@ -161,9 +169,11 @@ def main() -> None:
                   on_click=_set_row, args=(min(last, row + 1),), width="stretch")
     nav[3].button("Last", icon=":material/last_page:", key="cmp_last",
                   on_click=_set_row, args=(last,), width="stretch")
-    if first is not None:
-        target = d.row_of(step_a=first.step_a, step_b=first.step_b)
-        nav[4].button("Jump to first divergence", icon=":material/call_split:",
+    goal = first or (d.setup[0] if d.setup else None)
+    if goal is not None:
+        target = d.row_of(step_a=goal.step_a, step_b=goal.step_b)
+        what = "first divergence" if first else "first difference"
+        nav[4].button(f"Jump to {what}", icon=":material/call_split:",
                       key="cmp_jump", on_click=_set_row, args=(target,), type="primary",
                       width="stretch")
     st.slider("Aligned step", 1, max(last + 1, 2), key=SLIDER, on_change=_on_slider,
@@ -185,7 +195,7 @@ def main() -> None:
         st.subheader("Differences at this step")
         for x in at_row:
             _divergence(x)
-    if first is not None:
+    if not d.identical:
         with st.expander(f"Every difference, lap by lap ({len(d.differences)})"):
             for ld in d.laps:
                 if ld.identical:
