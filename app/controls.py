@@ -132,8 +132,7 @@ def render_controls(view: RunView, index: int) -> None:
                    disabled=replay.find(index, kind) is None, width="stretch")
     jumps[3].caption("Keys: ← → step · space play/pause · Home / End")
     markers = [{"step": s, "severity": str(getattr(f, "severity", "info"))}
-               for f in view.findings
-               if (s := view.step_of_seq(getattr(f, "seq", None))) is not None]
+               for f, s in zip(view.findings, view.finding_steps) if s is not None]
     if n > 1:
         render_ticks(view.kinds, index, markers, on_seek=_on_seek)
         if st.session_state.get("scrub") != index + 1:

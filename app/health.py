@@ -35,7 +35,13 @@ def _jump(step: int | None, keys: tuple[str, ...]) -> None:
     st.session_state[state.PLAYING] = False
 
 
-def render_findings(view: RunView, index: int) -> None:
+MAX_BUTTONS = 12
+
+
+def render_findings(view: RunView) -> None:
+    """The findings panel (outside the replay fragment: it does not change per step)."""
+    if view.findings_pending:
+        st.caption("Checking this run for protocol and loop problems…")
     if view.findings_error:
         st.warning("The run checks failed; the replay is unaffected.", icon=":material/warning:")
         st.text(view.findings_error)
@@ -43,9 +49,11 @@ def render_findings(view: RunView, index: int) -> None:
         return
     with st.expander(f"Findings ({badge(view.findings)})", expanded=False,
                      icon=":material/health_and_safety:"):
-        for k, f in enumerate(view.findings):
+        if len(view.findings) > MAX_BUTTONS:
+            st.dataframe(findings_frame(view), hide_index=True, key="findings_table")
+            st.caption(f"The first {MAX_BUTTONS} findings, with a jump to their step:")
+        for k, (f, step) in enumerate(zip(view.findings[:MAX_BUTTONS], view.finding_steps)):
             sev = str(getattr(f, "severity", "info"))
-            step = view.step_of_seq(getattr(f, "seq", None))
             cols = st.columns([1.2, 6, 1.6], vertical_alignment="center")
             cols[0].badge(sev, color=SEVERITY_COLOUR.get(sev, "gray"))  # type: ignore[arg-type]
             provider = getattr(f, "provider", None)
@@ -56,3 +64,13 @@ def render_findings(view: RunView, index: int) -> None:
                            key=f"finding_{k}", icon=":material/my_location:",
                            on_click=_jump,
                            args=(step, tuple(getattr(f, "message_keys", ()) or ())))
+
+
+def findings_frame(view: RunView) -> Any:
+    import pandas as pd
+
+    return pd.DataFrame([{
+        "severity": getattr(f, "severity", ""), "rule": getattr(f, "rule", ""),
+        "provider": getattr(f, "provider", None) or "", "step": None if s is None else s + 1,
+        "message": getattr(f, "message", ""),
+    } for f, s in zip(view.findings, view.finding_steps)])

@@ -82,30 +82,26 @@ def _more(window: int) -> None:
 
 def _message(mv: MessageView, index: int, hot: bool, pending: set[str], rules: list[str],
              big: bool) -> None:
-    label, colour = ROLE_BADGE.get(mv.role, (mv.role.title(), "gray"))
-    cols = st.columns([5, 2], vertical_alignment="center")
-    with cols[0]:
-        st.badge(label, color=colour)  # type: ignore[arg-type]
-    with cols[1]:
-        marker = f":material/play_arrow: **step {index + 1}** · " if hot else ""
-        st.caption(f"{marker}#{mv.position}")
+    label, colour = ROLE_BADGE.get(mv.role, ("Message", "gray"))
+    marker = f" · :material/play_arrow: **step {index + 1}**" if hot else ""
+    st.caption(f":{colour}-badge[{label}] · #{mv.position}{marker}")  # our own words only
     if mv.role == "tool":
         status = "error" if mv.status == "error" else (mv.status or "success")
         st.text(f"answers tool_call_id {mv.tool_call_id}  ·  status: {status}"
                 + (f"  ·  tool: {mv.name}" if mv.name else ""))
         if status == "error":
             st.badge("error", color="red", icon=":material/error:")
-    if mv.text:
-        st.text(mv.text) if mv.role != "tool" else st.code(mv.text, language=None,
-                                                            wrap_lines=True)
+        if mv.text:
+            st.code(mv.text, language=None, wrap_lines=True)
+    elif mv.text:
+        st.text(mv.text)
     for j, call in enumerate(mv.calls):
         ckey = f"tc-{mv.position}-{j}"
         rules.append(f".st-key-{ckey} {{ border-left: 7px solid {call.colour}; "
                      f"padding-left: 10px; }}")
         with st.container(key=ckey):
-            is_pending = call.id in pending
             st.text(f"tool call  {call.name}   id {call.id}")
-            if is_pending:
+            if call.id in pending:
                 st.badge("pending: no result yet", color="orange", icon=":material/hourglass_top:")
             st.code(call.args, language="json", wrap_lines=True)
     for bad in mv.invalid_calls:

@@ -10,6 +10,8 @@ messages only, the caption as narration, keyboard only).
 
 from __future__ import annotations
 
+import time
+
 import streamlit as st
 
 from tracer.errors import LooptraceError, RunNotFound
@@ -76,6 +78,8 @@ def replay_page(*, presenter: bool = False) -> None:
         render_run_header(path, view)
     st.session_state[state.TIMER] = state.interval()
     st.fragment(run_every=st.session_state[state.TIMER])(_body)(path, presenter)
+    if not presenter:
+        render_findings(view)
 
 
 def _advance(view: RunView) -> int:
@@ -93,6 +97,14 @@ def _advance(view: RunView) -> int:
 
 
 def _body(path: str, presenter: bool) -> None:
+    t0 = time.perf_counter()
+    try:
+        _draw(path, presenter)
+    finally:  # server-side render time of the last step, read by tests/bench_app.py
+        st.session_state["_lt_render_ms"] = (time.perf_counter() - t0) * 1000
+
+
+def _draw(path: str, presenter: bool) -> None:
     try:
         view = data.load_view(path, str(st.session_state.get(state.RUN)))
     except LooptraceError as exc:
@@ -117,7 +129,6 @@ def _body(path: str, presenter: bool) -> None:
                                 colours=view.colour_index, scroll_to=scroll_to),
                      on_key=on_key)
     render_inspector(view, i)
-    render_findings(view, i)
 
 
 def _presenter(view: RunView, i: int) -> None:

@@ -9,7 +9,9 @@ Stepping then only picks from these: nothing is rebuilt per step.
 
 from __future__ import annotations
 
+import bisect
 import json
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,6 +48,11 @@ class MessageView:
     name: str | None
 
 
+# Runs with more steps than this are checked on a background thread, so a
+# large run opens at once and its findings appear when ready.
+SYNC_CHECK_STEPS = 1500
+
+
 @dataclass
 class RunView:
     replay: Replay
@@ -55,18 +62,36 @@ class RunView:
     kinds: str  # one letter per step (see KIND_LETTER)
     findings: list[Any] = field(default_factory=list)
     findings_error: str | None = None
+    finding_steps: list[int | None] = field(default_factory=list)  # step of each finding
+    findings_pending: bool = False
+
+    def set_findings(self, findings: list[Any], error: str | None) -> None:
+        self.finding_steps = [self.step_of_seq(getattr(f, "seq", None)) for f in findings]
+        self.findings, self.findings_error = findings, error
+        self.findings_pending = False
+
+    def check(self, *, background: bool | None = None) -> None:
+        """Run ``tracer.check`` on the run (on a thread for a large run)."""
+        if background is None:
+            background = len(self.replay.steps) > SYNC_CHECK_STEPS
+        if not background:
+            self.set_findings(*_findings(self.replay))
+            return
+        self.findings_pending = True
+        threading.Thread(target=lambda: self.set_findings(*_findings(self.replay)),
+                         name="looptrace-check", daemon=True).start()
 
     def view(self, m: Message) -> MessageView:
         v = self.messages.get((m.position, m.seq))
         return v if v is not None else message_view(m, self.colour_index)
 
     def step_of_seq(self, seq: int | None) -> int | None:
-        if seq is None:
+        """The first step at or after event ``seq``."""
+        if seq is None or not self.replay.steps:
             return None
-        for s in self.replay.steps:
-            if s.event.seq >= seq:
-                return s.index
-        return len(self.replay.steps) - 1 if self.replay.steps else None
+        seqs = [s.event.seq for s in self.replay.steps]
+        i = bisect.bisect_left(seqs, seq)
+        return min(i, len(seqs) - 1)
 
     def step_of_tool_call(self, tool_call_id: str | None) -> int | None:
         for s in self.replay.steps:
@@ -155,5 +180,7 @@ def build_run_view(replay: Replay, *, with_findings: bool = True) -> RunView:
             if c.get("id"):
                 names.setdefault(str(c["id"]), str(c.get("name") or "tool"))
     kinds = "".join(KIND_LETTER.get(s.kind, "h") for s in replay.steps)
-    findings, err = _findings(replay) if with_findings else ([], None)
-    return RunView(replay, views, colours, names, kinds, findings, err)
+    view = RunView(replay, views, colours, names, kinds)
+    if with_findings:
+        view.check()
+    return view

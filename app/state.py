@@ -25,7 +25,7 @@ SEEN = "lt_url_seen"  # the (run, step) of the URL last adopted or written  # a 
 
 SPEEDS = (0.5, 1.0, 2.0, 4.0)
 BASE_INTERVAL = 1.2  # seconds per step at 1x
-DEFAULT_WINDOW = 40
+DEFAULT_WINDOW = 24
 
 
 def get(key: str, default: Any = None) -> Any:

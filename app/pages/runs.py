@@ -33,6 +33,8 @@ def _health(path: str, run) -> str:  # type: ignore[no-untyped-def]
         view = data.load_view(path, run.id)
     except LooptraceError:
         return "–"
+    if view.findings_pending:
+        return "checking…"
     if view.findings_error:
         return "check failed"
     return health.badge(view.findings)
