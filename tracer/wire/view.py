@@ -107,7 +107,8 @@ def _reply_of(run: Run, enter: Event, model: str) -> Reply | None:
                   for c in ai.tool_calls)
     return Reply(text=text, tool_calls=calls, input_tokens=int(usage.get("input_tokens") or 0),
                  output_tokens=int(usage.get("output_tokens") or 0), model=model,
-                 id=(ai.msg_id or "recorded").replace("lc_run--", "")[:24])
+                 id=(ai.msg_id or "recorded").replace("lc_run--", "").replace("-", "")[:24],
+                 created=int(ex.ts))
 
 
 def turn_view(replay: Replay, enter: Event, wire_rows: list[dict[str, Any]]) -> TurnView:

@@ -1,0 +1,55 @@
+"""The Wire page in a real browser (Debian's Chromium driven by Playwright).
+
+A run recorded through the real ChatAnthropic adapter and the emulator; the
+page deep-linked to its second model call shows the three providers side by
+side (Anthropic captured, the others rendered), switches to the responses, and
+makes no request outside the app.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from browser_support import collect_console_errors, guard_network, streamlit_server, wait_connected
+
+pytest.importorskip("playwright")
+from playwright.sync_api import expect
+
+from tracer.loader import TraceDB
+from tracer.replay import build_replay
+from tracer.wire.demo import record_provider_demos
+from tracer.wire.render import model_call_events
+
+
+def test_wire_page_in_a_browser(browser, tmp_path: Path, artifacts: Path) -> None:  # type: ignore[no-untyped-def]
+    db = tmp_path / "wire.db"
+    (rid, _) = record_provider_demos(db, providers=("anthropic",))
+    with TraceDB(db) as t:
+        run = t.run(rid)
+    second = model_call_events(run)[1]
+    step = next(s.index for s in build_replay(run).steps if s.event.seq == second.seq)
+    with streamlit_server(db) as url:
+        context = browser.new_context(viewport={"width": 1500, "height": 1100})
+        blocked = guard_network(context, url)
+        page = context.new_page()
+        errors = collect_console_errors(page)
+        page.goto(f"{url}/wire?run={rid}&step={step}")
+        wait_connected(page, 60_000)
+        anthropic = page.locator(".st-key-wire-anthropic-request")
+        expect(anthropic).to_contain_text("captured", timeout=90_000)
+        expect(anthropic).to_contain_text("// system prompt: top-level `system`")
+        expect(page.locator(".st-key-wire-openai-request")).to_contain_text("rendered")
+        expect(page.locator(".st-key-wire-openai-request")).to_contain_text(
+            "// arguments are a JSON-encoded STRING")
+        expect(page.locator(".st-key-wire-ollama-request")).to_contain_text(
+            "// one role:\"tool\" message per result, with NO call id")
+        page.locator(".st-key-wire_part_page button", has_text="Response").click()
+        expect(page.locator(".st-key-wire-anthropic-response")).to_contain_text(
+            "// stop reason top-level: stop_reason")
+        expect(page.locator(".st-key-wire-ollama-response")).to_contain_text("done_reason")
+        page.screenshot(path=str(artifacts / "wire-page.png"))
+        assert "step=" in page.url and rid in page.url
+        context.close()
+    assert blocked == []
+    assert errors == []
