@@ -44,13 +44,15 @@ def _clear_caches() -> Iterator[None]:
 
 
 def open_compare(monkeypatch: pytest.MonkeyPatch, path: Path, a: str | None = None,
-                 b: str | None = None) -> AppTest:
+                 b: str | None = None, row: str | None = None) -> AppTest:
     monkeypatch.setenv("LOOPTRACE_DB", str(path))
     at = AppTest.from_file(MAIN, default_timeout=30)
     if a:
         at.query_params["a"] = a
     if b:
         at.query_params["b"] = b
+    if row is not None:
+        at.query_params["row"] = row
     at.run()
     at.switch_page("pages/compare.py").run()
     assert not at.exception, [e.value for e in at.exception]
@@ -130,6 +132,22 @@ def test_untrusted_text_never_reaches_markdown(monkeypatch: pytest.MonkeyPatch,
     for el in [*at.markdown, *at.warning, *at.success, *at.caption]:
         assert "onerror" not in el.value and "evil.example" not in el.value
         assert "<script>" not in el.value
+
+
+def test_row_deep_link(monkeypatch: pytest.MonkeyPatch,
+                       db: tuple[Path, dict[str, str]]) -> None:
+    path, ids = db
+    at = open_compare(monkeypatch, path, ids["base"], ids["args"], row="9")
+    assert at.session_state["cmp_row"] == 9
+    assert graph_nodes(at) == ["model", "model"]
+    assert at.query_params["row"] == "9"
+    at.button(key="cmp_next").click().run()
+    assert at.query_params["row"] == "10"
+    for bad, want in (("999", "17"), ("-4", "0"), ("x", "0")):
+        st.cache_data.clear()
+        st.cache_resource.clear()
+        at = open_compare(monkeypatch, path, ids["base"], ids["args"], row=bad)
+        assert at.query_params["row"] == want
 
 
 def test_bad_query_params_fall_back_to_defaults(monkeypatch: pytest.MonkeyPatch,

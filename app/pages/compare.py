@@ -1,6 +1,7 @@
 """Compare: two runs side by side, in sync, with the first divergence pointed out.
 
-Pick two runs (defaults from ``?a=...&b=...``); one slider walks the alignment
+Pick two runs (defaults from ``?a=...&b=...``, and ``&row=N`` for the aligned
+row, 0-based, so a link opens that moment); one slider walks the alignment
 that ``tracer.diff`` computed (lap by lap, hook by hook), and both panes show
 their run at the aligned step. Trace text goes through ``st.text`` /
 ``st.code`` only (a diff is ``st.code(language="diff")``), never markdown.
@@ -47,6 +48,13 @@ def _default(ids: list[str], wanted: str | None, fallback: int) -> int:
 # Our own constant CSS (no trace text): two graphs side by side need less height.
 STYLE = ("<style>.st-key-cmp_gbox_A, .st-key-cmp_gbox_B "
          "{ --lt-graph-max-height: 380px; }</style>")
+
+
+def _int(value: Any) -> int:
+    try:
+        return int(str(value).strip())
+    except (TypeError, ValueError):
+        return 0
 
 
 def _set_row(i: int) -> None:
@@ -156,8 +164,12 @@ def main() -> None:
         st.info("Neither run has recorded steps.", icon=":material/info:")
         return
     last = len(rows) - 1
-    row = max(0, min(int(st.session_state.get(ROW) or 0), last))
+    if ROW not in st.session_state:  # a fresh session: follow ?row= (0-based, clamped)
+        st.session_state[ROW] = _int(qp.get("row"))
+    row = max(0, min(_int(st.session_state.get(ROW)), last))
     st.session_state[ROW] = row
+    if qp.get("row") != str(row):
+        qp["row"] = str(row)
     if st.session_state.get(SLIDER) != row + 1:
         st.session_state[SLIDER] = row + 1
     nav = st.columns([1, 1, 1, 1, 2], vertical_alignment="bottom")
