@@ -8,11 +8,11 @@ from collections.abc import Sequence
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langchain_core.tools import tool
+from tracer_kit import assert_gapless, no_tracer_warnings, rows  # noqa: F401
 
 from tracer import TraceMiddleware
 from tracer.demo.models import ScriptedChatModel, call, last_tool_results
 from tracer.loader import TraceDB
-from tracer_kit import assert_gapless, no_tracer_warnings, rows  # noqa: F401
 
 deepagents = pytest.importorskip("deepagents")
 

@@ -12,12 +12,12 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
+from tracer_kit import assert_gapless, make_agent, no_tracer_warnings, rows  # noqa: F401
 
 from tracer import TraceMiddleware
 from tracer.demo.models import ScriptedChatModel, call, last_tool_results
 from tracer.loader import TraceDB
 from tracer.replay import build_replay
-from tracer_kit import assert_gapless, make_agent, no_tracer_warnings, rows  # noqa: F401
 
 pytestmark = pytest.mark.usefixtures("no_tracer_warnings")
 

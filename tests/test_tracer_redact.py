@@ -7,10 +7,10 @@ import sqlite3
 import pytest
 from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
+from tracer_kit import make_agent, no_tracer_warnings  # noqa: F401
 
 from tracer import TraceCallbackHandler, TraceMiddleware
 from tracer.demo.models import ScriptedChatModel, call, turn_script
-from tracer_kit import make_agent, no_tracer_warnings  # noqa: F401
 
 pytestmark = pytest.mark.usefixtures("no_tracer_warnings")
 

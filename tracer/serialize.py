@@ -77,6 +77,12 @@ def message_dict(message: BaseMessage) -> dict[str, Any]:
 
 def message_json(message: BaseMessage) -> str:
     """JSON text of one message, cut to ``MAX_MESSAGE_CHARS`` with a marker."""
+    try:  # the common case: pydantic writes the JSON once, nothing is parsed again
+        body = message.model_dump_json()
+    except Exception:  # noqa: BLE001 - not JSON-serialisable: the slow path below
+        body = None
+    if body is not None and len(body) <= MAX_MESSAGE_CHARS - 40:
+        return f'{{"type":{json.dumps(message.type)},"data":{body}}}'
     d = message_dict(message)
     text = json.dumps(d, ensure_ascii=False, separators=(",", ":"))
     if len(text) <= MAX_MESSAGE_CHARS:

@@ -53,6 +53,7 @@ class Writer:
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
+        self._wake = threading.Event()
         self._warned: set[str] = set()
         self._conn: sqlite3.Connection | None = None
         self._closed = False
@@ -78,9 +79,11 @@ class Writer:
             return
         if not wait:
             self._queue.put(_FLUSH)
+            self._wake.set()  # cut the linger short
             return
         done = threading.Event()
         self._queue.put((_FLUSH, done))
+        self._wake.set()
         done.wait(timeout)
 
     def close(self) -> None:
@@ -90,6 +93,7 @@ class Writer:
         if self._thread is not None and self._thread.is_alive():
             done = threading.Event()
             self._queue.put((_STOP, done))
+            self._wake.set()
             done.wait(30.0)
         if self._conn is not None:
             try:
@@ -112,9 +116,11 @@ class Writer:
             item = self._queue.get()
             waiters: list[threading.Event] = []
             stop = False
-            # Linger so that one commit carries many records, unless asked to flush.
+            # Linger so that one commit carries many records, unless asked to flush
+            # (a flush sets ``_wake``; puts do not, so events never wake this thread).
             if not self._is_control(item):
-                time.sleep(self.linger)
+                self._wake.wait(self.linger)
+            self._wake.clear()
             batch = [item]
             while True:
                 try:

@@ -1,0 +1,268 @@
+"""Benchmark: what does tracing cost a real ``create_agent`` loop?  (Not a pytest test.)
+
+    uv run python tests/bench_tracer.py [--runs N] [--quick]
+
+Scenarios: 1 lap (2 model calls + 1 tool call) and 10 laps x 3 parallel tool calls, both a
+real ``create_agent`` driven by a scripted model. Variants, interleaved run by run (round
+robin, so that drift in the machine's load hits every variant alike):
+
+  baseline      no middleware, no callbacks
+  floor         a do-nothing middleware with all six hooks (sync and async twins)
+  looptrace     TraceMiddleware (writes to SQLite on its background thread)
+  lean          TraceMiddleware(lean=True): wrap hooks only
+  collector     LangChain's in-memory RunCollectorCallbackHandler
+  openinference OpenInference's LangChain instrumentation + in-memory OTel span exporter
+
+Each run is measured two ways: wall time of ``invoke`` (what the agent feels), and the CPU
+time of the whole process from the start of ``invoke`` until the tracer's writer has
+committed the run (so the background writer's work is counted too). The CPU figure is the
+primary one: it is what tracing costs, and it is steady on a loaded machine. Medians.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from langchain.agents import create_agent
+from langchain.agents.middleware import AgentMiddleware
+from langchain_core.messages import AIMessage
+from langchain_core.tools import tool
+
+from tracer import TraceMiddleware
+from tracer.demo.models import ScriptedChatModel, call, turn_script
+
+
+@tool
+def get_price(item: str) -> str:
+    """Price of an item."""
+    return f"{item}: 10 EUR"
+
+
+def scripted(laps: int, width: int) -> ScriptedChatModel:
+    turns = [AIMessage(content=f"lap {lap}", tool_calls=[
+        call("get_price", {"item": f"item-{lap}-{j}"}, f"c{lap}-{j}") for j in range(width)])
+        for lap in range(laps)]
+    turns.append(AIMessage(content="All priced."))
+    return ScriptedChatModel(script=turn_script(turns))
+
+
+class DoNothing(AgentMiddleware):  # type: ignore[type-arg]
+    """All six hooks, sync and async, doing nothing: the floor any middleware tracer pays."""
+
+    def before_agent(self, state: Any, runtime: Any) -> None:
+        return None
+
+    def before_model(self, state: Any, runtime: Any) -> None:
+        return None
+
+    def after_model(self, state: Any, runtime: Any) -> None:
+        return None
+
+    def after_agent(self, state: Any, runtime: Any) -> None:
+        return None
+
+    async def abefore_agent(self, state: Any, runtime: Any) -> None:
+        return None
+
+    async def abefore_model(self, state: Any, runtime: Any) -> None:
+        return None
+
+    async def aafter_model(self, state: Any, runtime: Any) -> None:
+        return None
+
+    async def aafter_agent(self, state: Any, runtime: Any) -> None:
+        return None
+
+    def wrap_model_call(self, request: Any, handler: Any) -> Any:
+        return handler(request)
+
+    async def awrap_model_call(self, request: Any, handler: Any) -> Any:
+        return await handler(request)
+
+    def wrap_tool_call(self, request: Any, handler: Any) -> Any:
+        return handler(request)
+
+    async def awrap_tool_call(self, request: Any, handler: Any) -> Any:
+        return await handler(request)
+
+
+class Variant:
+    """One way of running the agent; ``before``/``after`` run outside the timed region."""
+
+    def __init__(self, name: str, agent: Any, *, config: Any = None, trace: Any = None,
+                 setup: Any = None, teardown: Any = None, check: Any = None) -> None:
+        self.name = name
+        self.agent = agent
+        self.config = config
+        self.trace = trace
+        self.setup = setup
+        self.teardown = teardown
+        self.check = check
+        self.wall: list[float] = []
+        self.cpu: list[float] = []
+
+    def run_once(self, question: str) -> None:
+        if self.setup:
+            self.setup()
+        config = self.config() if callable(self.config) else None
+        c0 = time.process_time()
+        w0 = time.perf_counter()
+        self.agent.invoke({"messages": [("user", question)]}, config=config)
+        w1 = time.perf_counter()
+        if self.trace is not None:
+            self.trace.flush()  # the writer's work is part of the cost
+        c1 = time.process_time()
+        if self.teardown:
+            self.teardown()
+        if self.check:
+            self.check(config)
+        self.wall.append((w1 - w0) * 1000)
+        self.cpu.append((c1 - c0) * 1000)
+
+
+def build_variants(laps: int, width: int, tmp: Path) -> list[Variant]:
+    from langchain_core.tracers.run_collector import RunCollectorCallbackHandler
+
+    def agent(mw: list[Any]) -> Any:
+        return create_agent(scripted(laps, width), tools=[get_price], middleware=mw)
+
+    trace = TraceMiddleware(db=tmp / f"bench-{laps}x{width}.db")
+    lean = TraceMiddleware(db=tmp / f"bench-lean-{laps}x{width}.db", lean=True,
+                           name="LeanTrace")
+    variants = [
+        Variant("baseline", agent([])),
+        Variant("floor (6 no-op hooks)", agent([DoNothing()])),
+        Variant("looptrace", agent([trace]), trace=trace),
+        Variant("looptrace lean", agent([lean]), trace=lean),
+        Variant("RunCollector (in-memory)", agent([]),
+                config=lambda: {"callbacks": [RunCollectorCallbackHandler()]},
+                check=lambda cfg: _nonempty(cfg["callbacks"][0].traced_runs)),
+    ]
+    oi = _openinference(agent([]))
+    if oi is not None:
+        variants.append(oi)
+    return variants
+
+
+def _nonempty(seq: Any) -> None:
+    assert seq, "the peer tracer recorded nothing"
+
+
+def _openinference(agent: Any) -> Variant | None:
+    try:
+        from openinference.instrumentation.langchain import LangChainInstrumentor
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    except ImportError:
+        return None
+    import logging
+
+    logging.getLogger("opentelemetry").setLevel(logging.ERROR)  # "Attributes dict is full"
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    inst = LangChainInstrumentor()
+
+    def setup() -> None:
+        exporter.clear()
+        inst.instrument(tracer_provider=provider)
+
+    def teardown() -> None:
+        inst.uninstrument()
+
+    def check(_cfg: Any) -> None:
+        _nonempty(exporter.get_finished_spans())
+
+    return Variant("OpenInference + OTel (in-memory)", agent, setup=setup, teardown=teardown,
+                   check=check)
+
+
+def bench(laps: int, width: int, runs: int, warmup: int, tmp: Path) -> list[Variant]:
+    variants = build_variants(laps, width, tmp)
+    for i in range(warmup):
+        for v in variants:
+            v.run_once(f"warm-up {i}")
+    for v in variants:
+        v.wall.clear()
+        v.cpu.clear()
+    for i in range(runs):
+        order = variants if i % 2 == 0 else list(reversed(variants))
+        for v in order:
+            v.run_once(f"question {i}")
+    return variants
+
+
+def table(title: str, variants: list[Variant]) -> str:
+    base = variants[0]
+    floor = variants[1]
+    b_cpu, b_wall = statistics.median(base.cpu), statistics.median(base.wall)
+    f_cpu, f_wall = statistics.median(floor.cpu), statistics.median(floor.wall)
+    lines = [title,
+             (f"{'variant':34} {'cpu ms':>8} {'x base':>7} {'x floor':>8}"
+              f" {'wall ms':>8} {'x base':>7} {'x floor':>8}")]
+    for v in variants:
+        c, w = statistics.median(v.cpu), statistics.median(v.wall)
+        lines.append(f"{v.name:34} {c:8.2f} {c / b_cpu:7.2f} {c / f_cpu:8.2f}"
+                     f" {w:8.2f} {w / b_wall:7.2f} {w / f_wall:8.2f}")
+    return "\n".join(lines)
+
+
+def storage_10x3(tmp: Path) -> tuple[int, int]:
+    """Bytes of row data of one 10x3 run, and how much it grows a VACUUMed file."""
+    import sqlite3
+
+    from tracer.schema import connect
+
+    def vacuumed(path: Path) -> int:
+        conn = sqlite3.connect(path)
+        conn.execute("VACUUM")
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        conn.close()
+        return path.stat().st_size
+
+    empty = tmp / "empty.db"
+    connect(empty).close()
+    db = tmp / "storage.db"
+    trace = TraceMiddleware(db=db)
+    create_agent(scripted(10, 3), tools=[get_price], middleware=[trace]).invoke(
+        {"messages": [("user", "Price everything")]})
+    trace.close()
+    conn = sqlite3.connect(db)
+    total = 0
+    for table_, key in (("runs", "id"), ("events", "run_id"), ("messages", "run_id")):
+        cols = [r[1] for r in conn.execute(f"PRAGMA table_info({table_})")]
+        expr = " + ".join(f"COALESCE(LENGTH(CAST({c} AS BLOB)), 0)" for c in cols)
+        total += conn.execute(f"SELECT COALESCE(SUM({expr}), 0) FROM {table_}").fetchone()[0]
+    conn.close()
+    return total, vacuumed(db) - vacuumed(empty)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--runs", type=int, default=0, help="timed runs per variant (0: default)")
+    ap.add_argument("--quick", action="store_true", help="few runs, for a smoke test")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        for laps, width, runs in ((1, 1, 150), (10, 3, 40)):
+            n = args.runs or (5 if args.quick else runs)
+            title = (f"\n== {laps} lap{'s' if laps > 1 else ''} x {width} tool call"
+                     f"{'s' if width > 1 else ''}: {n} runs per variant, interleaved ==")
+            print(table(title, bench(laps, width, n, 2 if args.quick else 5, tmp)), flush=True)
+        rows_bytes, file_bytes = storage_10x3(tmp)
+        print(f"\nstorage of one 10x3 run: {rows_bytes} bytes of row data; "
+              f"a VACUUMed file grows by {file_bytes} bytes (target < 40 KB)")
+
+
+if __name__ == "__main__":
+    main()
