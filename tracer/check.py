@@ -34,7 +34,8 @@ from .checks.wire import check_wire
 from .errors import LooptraceError
 from .loader import Run, TraceDB
 
-__all__ = ["PROVIDERS", "RULES", "Finding", "Thresholds", "check_db", "check_run", "register"]
+__all__ = ["PROVIDERS", "RULES", "Finding", "Thresholds", "check_db", "check_run", "health",
+           "register"]
 
 DEFAULT_DB = "looptrace.db"
 
@@ -136,7 +137,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("runs", nargs="*", metavar="RUN", help="run ids or prefixes (default: all)")
     p.add_argument("--db", default=DEFAULT_DB)
     p.add_argument("--provider", action="append", choices=PROVIDERS,
-                   help="check only this provider's rules (repeatable; default: all)")
+                   help="check only this provider's rules (repeatable; default: all three); "
+                        "findings that concern every provider are always shown")
     p.add_argument("--json", action="store_true", help="print the findings as a JSON list")
     p.set_defaults(func=cmd_check)
 
