@@ -4,8 +4,8 @@
 the model received: the replay's conversation at that step, or the exact keys
 a middleware recorded when it rewrote the request (``message_keys``, with any
 message that only lived in the request carried inline), less the recorded
-messages the callback handler saw left out of the request (``omitted_keys``). Each message is
-reduced to a ``Turn``: the little a protocol rule needs to know.
+messages the callback handler saw left out of the request (``omitted_keys``).
+Each message is reduced to a ``Turn``: the little a protocol rule needs.
 """
 
 from __future__ import annotations
