@@ -50,10 +50,10 @@ def _toggle() -> None:
 
 
 def _jump(kind: str) -> None:
-    rp = _replay()
-    if rp is None:
+    view: RunView | None = st.session_state.get("_lt_view")
+    if view is None:
         return
-    found = rp.find(int(st.session_state.get(state.STEP) or 0), kind)
+    found = view.find(int(st.session_state.get(state.STEP) or 0), kind)
     if found is not None:
         state.set_step(found)
 
@@ -98,10 +98,12 @@ def render_controls(view: RunView, index: int) -> None:
     """The control bar, the tick strip and the scrubber for step ``index``."""
     replay = view.replay
     st.session_state["_lt_replay"] = replay
+    st.session_state["_lt_view"] = view
     n = len(replay)
     last = max(0, n - 1)
     playing = bool(st.session_state.get(state.PLAYING))
-    bar = st.columns([1, 1, 1.3, 1, 1, 2.6, 3.4], vertical_alignment="center", gap="small")
+    bar = st.columns([0.8, 0.8, 1.3, 0.8, 0.8, 1.7, 1.3, 1.3, 1.3, 2.4],
+                     vertical_alignment="center", gap="small")
     bar[0].button("", key="first", icon=":material/first_page:", help="First step (Home)",
                   on_click=_go, args=(0,), disabled=index == 0, width="stretch")
     bar[1].button("", key="step_prev", icon=":material/chevron_left:",
@@ -119,18 +121,17 @@ def render_controls(view: RunView, index: int) -> None:
     bar[4].button("", key="last", icon=":material/last_page:", help="Last step (End)",
                   on_click=_go, args=(last,), disabled=index >= last, width="stretch")
     bar[5].markdown(f"**Step {index + 1} / {n}**" if n else "**Step 0 / 0**")
+    for col, (kind, label, icon) in zip(bar[6:9], (
+            ("model", "Model", ":material/psychology:"),
+            ("tool", "Tool", ":material/build:"),
+            ("error", "Error", ":material/error:"))):
+        col.button(label, key=f"next_{kind}", icon=icon, on_click=_jump, args=(kind,),
+                   help=f"Jump to the next {kind if kind == 'error' else kind + ' call'}",
+                   disabled=view.find(index, kind) is None, width="stretch")
     if st.session_state.get("speed") not in state.SPEEDS:
         st.session_state["speed"] = float(st.session_state.get(state.SPEED) or 1.0)
-    bar[6].segmented_control("Speed", state.SPEEDS, format_func=lambda s: f"{s:g}x",
+    bar[9].segmented_control("Speed", state.SPEEDS, format_func=lambda s: f"{s:g}x",
                              key="speed", on_change=_on_speed, label_visibility="collapsed")
-    jumps = st.columns(4, vertical_alignment="center", gap="small")
-    for col, (kind, label, icon) in zip(jumps, (
-            ("model", "Next model call", ":material/psychology:"),
-            ("tool", "Next tool call", ":material/build:"),
-            ("error", "Next error", ":material/error:"))):
-        col.button(label, key=f"next_{kind}", icon=icon, on_click=_jump, args=(kind,),
-                   disabled=replay.find(index, kind) is None, width="stretch")
-    jumps[3].caption("Keys: ← → step · space play/pause · Home / End")
     markers = [{"step": s, "severity": str(getattr(f, "severity", "info"))}
                for f, s in zip(view.findings, view.finding_steps) if s is not None]
     if n > 1:
@@ -138,4 +139,4 @@ def render_controls(view: RunView, index: int) -> None:
         if st.session_state.get("scrub") != index + 1:
             st.session_state["scrub"] = index + 1
         st.slider("Step", 1, n, key="scrub", on_change=_on_scrub, label_visibility="collapsed")
-        st.caption(legend())
+        st.caption(legend() + " · keys: ← → step · space play / pause · Home / End")

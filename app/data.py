@@ -21,6 +21,7 @@ from tracer.loader import Run, RunSummary, TraceDB
 from tracer.replay import Replay, build_replay
 
 from .run_view import RunView, build_run_view
+from .safe import md_escape
 
 ENV_VAR = "LOOPTRACE_DB"
 
@@ -101,8 +102,8 @@ def runs(path: str, search: str | None = None) -> list[RunSummary]:
 
 def show_error(exc: BaseException) -> None:
     """A one-line message for a LooptraceError (never a traceback), then stop."""
-    st.error(str(exc) if isinstance(exc, LooptraceError) else f"{type(exc).__name__}: {exc}",
-             icon=":material/error:")
+    text = str(exc) if isinstance(exc, LooptraceError) else f"{type(exc).__name__}: {exc}"
+    st.error(md_escape(text), icon=":material/error:")
     st.stop()
 
 

@@ -24,6 +24,7 @@ from tracer.hooks import HOOK_BY_NAME
 from tracer.replay import GRAPH_EDGES, GRAPH_NODES, Replay
 
 from .palette import call_colour
+from .run_view import is_error
 
 # Node boxes: name -> (centre x, centre y, width, height, label, shape)
 NODES: dict[str, tuple[int, int, int, int, str, str]] = {
@@ -130,7 +131,7 @@ def graph_data(replay: Replay, index: int, *, names: dict[str, str] | None = Non
         "tools": [{"id": t, "name": names.get(t, "tool"),
                    "colour": call_colour(colours.get(t, 0))} for t in step.active_tools],
         "kind": step.kind,
-        "error": step.kind == "error",
+        "error": is_error(step),
         "lap": step.event.lap,
         "keyboard": keyboard,
         "scroll_to": scroll_to,

@@ -11,7 +11,7 @@ from typing import Any
 
 import streamlit as st
 
-from .run_view import RunView
+from .run_view import RunView, is_error
 
 KIND_LABEL = {"model": "model call", "tool": "tool call", "error": "error",
               "interrupt": "interrupt", "hook": "hook", "run": "run"}
@@ -40,9 +40,10 @@ def render_caption(view: RunView, index: int, *, key: str = "narration") -> None
     if not view.replay.steps:
         return
     step = view.replay.steps[index]
+    kind = "error" if is_error(step) else step.kind
+    label = "tool error" if kind == "error" and step.kind == "tool" else KIND_LABEL.get(kind, kind)
     with st.container(key=key, border=True, horizontal=True, vertical_alignment="center"):
-        st.badge(KIND_LABEL.get(step.kind, step.kind), color=KIND_BADGE.get(step.kind, "gray"),
-                 width="content")  # type: ignore[arg-type]
+        st.badge(label, color=KIND_BADGE.get(kind, "gray"), width="content")  # type: ignore[arg-type]
         st.text(step.caption or "")
 
 

@@ -23,10 +23,13 @@ from .health import render_findings
 from .inspector import render_caption, render_inspector
 from .messages_pane import render_messages
 from .run_view import RunView
+from .safe import md_escape
 from .subagents import render_run_header, render_subagent_jump
 
 STYLE = """<style>
+[data-testid="stMainBlockContainer"] { padding-top: 3.6rem; }
 .st-key-narration [data-testid="stText"] { font-size: 1.05rem; line-height: 1.45; }
+.st-key-presenter { --lt-graph-max-height: 64vh; }
 .st-key-presenter [data-testid="stText"] { font-size: 1.35rem; line-height: 1.5; }
 .st-key-presenter [data-testid="stCode"] code { font-size: 1.15rem; }
 .st-key-presenter .st-key-narration [data-testid="stText"] { font-size: 1.75rem;
@@ -58,7 +61,7 @@ def load(path: str) -> RunView:
     try:
         view = data.load_view(path, run_id)
     except RunNotFound as exc:
-        st.error(f"{exc}. Pick a run on the Runs page.", icon=":material/error:")
+        st.error(f"{md_escape(str(exc))}. Pick a run on the Runs page.", icon=":material/error:")
         st.page_link("pages/runs.py", label="Runs", icon=":material/list:")
         st.stop()
     except LooptraceError as exc:
@@ -108,7 +111,7 @@ def _draw(path: str, presenter: bool) -> None:
     try:
         view = data.load_view(path, str(st.session_state.get(state.RUN)))
     except LooptraceError as exc:
-        st.error(str(exc), icon=":material/error:")
+        st.error(md_escape(str(exc)), icon=":material/error:")
         return
     i = _advance(view)
     if state.interval() != st.session_state.get(state.TIMER) or (

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tracer.loader import Message
-from tracer.replay import Replay
+from tracer.replay import Replay, Step
 
 from .palette import call_colour
 
@@ -93,11 +93,25 @@ class RunView:
         i = bisect.bisect_left(seqs, seq)
         return min(i, len(seqs) - 1)
 
+    def find(self, index: int, kind: str) -> int | None:
+        """The next step of ``kind`` after ``index`` ('error' includes error tool results)."""
+        letter = KIND_LETTER[kind]
+        i = self.kinds.find(letter, index + 1)
+        return None if i < 0 else i
+
     def step_of_tool_call(self, tool_call_id: str | None) -> int | None:
         for s in self.replay.steps:
             if s.event.tool_call_id == tool_call_id:
                 return s.index
         return None
+
+
+def is_error(step: Step) -> bool:
+    """An error step, or a tool result that came back as an error ToolMessage."""
+    if step.kind == "error":
+        return True
+    p = step.event.payload
+    return step.kind == "tool" and isinstance(p, dict) and p.get("status") == "error"
 
 
 def content_text(content: Any) -> str:
@@ -179,7 +193,7 @@ def build_run_view(replay: Replay, *, with_findings: bool = True) -> RunView:
         for c in m.tool_calls:
             if c.get("id"):
                 names.setdefault(str(c["id"]), str(c.get("name") or "tool"))
-    kinds = "".join(KIND_LETTER.get(s.kind, "h") for s in replay.steps)
+    kinds = "".join("e" if is_error(s) else KIND_LETTER.get(s.kind, "h") for s in replay.steps)
     view = RunView(replay, views, colours, names, kinds)
     if with_findings:
         view.check()

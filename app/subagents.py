@@ -54,7 +54,8 @@ def render_run_header(path: str, view: RunView) -> None:
     with head[0]:
         st.text(f"{s.name or s.agent_name or 'run'}  ·  {s.id}")
     with head[1]:
-        st.badge(s.status, color=STATUS_COLOUR.get(s.status, "gray"))  # type: ignore[arg-type]
+        status = s.status if s.status in STATUS_COLOUR else "unknown status"  # badges are markdown
+        st.badge(status, color=STATUS_COLOUR.get(status, "gray"))  # type: ignore[arg-type]
     if s.parent_id:
         try:
             back = data.load_view(path, s.parent_id).step_of_tool_call(

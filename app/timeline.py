@@ -6,6 +6,7 @@ calls visibly overlap). Pure functions of a ``Replay``; tested directly.
 
 from __future__ import annotations
 
+import html
 from typing import Any
 
 import plotly.graph_objects as go
@@ -41,9 +42,10 @@ def spans(replay: Replay) -> list[dict[str, Any]]:
                 ms - start if start is not None else 0.0)
             if start is None:
                 start = ms - dur
-            lane = ("model calls" if is_model else
-                    f"tool {names.get(ev.tool_call_id or '', 'call')} · {ev.tool_call_id}")
-            kind = "error" if ev.phase == "error" else ("model" if is_model else "tool")
+            lane = ("model calls" if is_model else _tool_lane(names, ev.tool_call_id))
+            failed = ev.phase == "error" or (
+                isinstance(ev.payload, dict) and ev.payload.get("status") == "error")
+            kind = "error" if failed else ("model" if is_model else "tool")
             out.append({"lane": lane, "start": start, "duration": max(dur, 0.05), "kind": kind,
                         "step": si, "lap": ev.lap, "label": f"{ev.hook} {ev.phase}",
                         "span": True})
@@ -56,11 +58,16 @@ def spans(replay: Replay) -> list[dict[str, Any]]:
                         "kind": kind, "step": i, "lap": ev.lap, "label": f"{ev.hook} {ev.phase}",
                         "span": False})
     for (_kind, tcid), (start, si) in open_.items():  # never finished (interrupted, running)
-        lane = "model calls" if tcid is None else f"tool {names.get(tcid, 'call')} · {tcid}"
+        lane = "model calls" if tcid is None else _tool_lane(names, tcid)
         out.append({"lane": lane, "start": start, "duration": 0.05, "kind": "interrupt",
                     "step": si, "lap": events[si].lap, "label": "no exit recorded",
                     "span": True})
     return out
+
+
+def _tool_lane(names: dict[str, str], tool_call_id: str | None) -> str:
+    """A lane label; escaped, since plotly reads a subset of HTML in its labels."""
+    return html.escape(f"tool {names.get(tool_call_id or '', 'call')} · {tool_call_id}")
 
 
 def timeline_figure(replay: Replay) -> go.Figure:

@@ -3,6 +3,7 @@ the graph description per step, timeline lanes, the runs table."""
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -196,3 +197,18 @@ def test_runs_frame_nests_children_under_parents(sample_db: Path) -> None:
             assert ids.index(r.parent_id) < i
             assert df.iloc[i]["depth"] == 1
     assert set(df["health"]) == {"ok"}
+
+
+def test_a_hostile_run_id_in_the_url_stays_text(sample_db: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LOOPTRACE_DB", str(sample_db))
+    at = AppTest.from_file(MAIN, default_timeout=30)
+    at.run()
+    at.switch_page("pages/replay.py")
+    at.query_params["run"] = "![x](http://127.0.0.1:9/leak.png) <img src=x onerror=alert(1)>"
+    at.run()
+    assert not at.exception and len(at.error) == 1
+    msg = at.error[0].value
+    # every character markdown could act on is backslash-escaped
+    assert re.search(r"(?<!\\)[<>!\[\]()]", msg) is None, msg
+    assert "\\!\\[x\\]" in msg and "\\<img" in msg

@@ -9,12 +9,13 @@ ensure_navigation()
 import streamlit as st
 
 from app import data, health, runs_table
+from app.safe import md_escape
 from app.subagents import run_label
 from tracer.errors import LooptraceError
 
 st.title("Runs")
 path = data.open_db()
-st.caption(f"Database: {path}")
+st.caption(f"Database: {md_escape(path)}")
 
 top = st.columns([4, 3, 3], vertical_alignment="bottom")
 search = top[0].text_input("Search messages", key="search", placeholder="text in any message")
@@ -48,7 +49,7 @@ def table() -> None:
     try:
         runs = data.runs(path, search or None)
     except LooptraceError as exc:
-        st.error(str(exc), icon=":material/error:")
+        st.error(md_escape(str(exc)), icon=":material/error:")
         return
     if not runs:
         st.info("No runs match." if search else "No runs recorded yet.", icon=":material/info:")
