@@ -17,6 +17,12 @@ SEVERITY_COLOUR = {"error": "red", "warning": "orange", "info": "blue"}
 
 def badge(findings: Sequence[Any] | None) -> str:
     """'ok', 'N warnings', 'N errors' (errors win)."""
+    try:
+        from .findings_pane import health_badge  # the checks' own wording, when present
+    except ImportError:
+        pass
+    else:
+        return str(health_badge(findings))
     if findings is None:
         return "–"
     errors = sum(1 for f in findings if getattr(f, "severity", "") == "error")
@@ -35,6 +41,11 @@ def _jump(step: int | None, keys: tuple[str, ...]) -> None:
     st.session_state[state.PLAYING] = False
 
 
+def _jump_to_seq(seq: int | None, keys: tuple[str, ...]) -> None:
+    view: RunView | None = st.session_state.get("_lt_view")
+    _jump(view.step_of_seq(seq) if view is not None else None, keys)
+
+
 MAX_BUTTONS = 12
 
 
@@ -46,6 +57,14 @@ def render_findings(view: RunView) -> None:
         st.warning("The run checks failed; the replay is unaffected.", icon=":material/warning:")
         st.text(view.findings_error)
     if not view.findings:
+        return
+    try:
+        from .findings_pane import render_findings as pane  # written with tracer.check
+    except ImportError:
+        pane = None
+    if pane is not None:
+        st.session_state["_lt_view"] = view
+        pane(view.findings, _jump_to_seq, key="finding", expanded=False)
         return
     with st.expander(f"Findings ({badge(view.findings)})", expanded=False,
                      icon=":material/health_and_safety:"):

@@ -132,6 +132,21 @@ def _draw(path: str, presenter: bool) -> None:
                                 colours=view.colour_index, scroll_to=scroll_to),
                      on_key=on_key)
     render_inspector(view, i)
+    _wire(path, view, i)
+
+
+def _wire(path: str, view: RunView, i: int) -> None:
+    """The provider wire formats of the current model call (when that pane exists)."""
+    try:
+        from .wire_pane import render_wire_pane
+    except ImportError:
+        return
+    if st.toggle("Wire formats of this model call (OpenAI · Anthropic · Ollama)",
+                 key="show_wire", value=bool(st.session_state.get("lt_show_wire"))):
+        st.session_state["lt_show_wire"] = True
+        render_wire_pane(path, view.replay, i)
+    else:
+        st.session_state["lt_show_wire"] = False
 
 
 def _presenter(view: RunView, i: int) -> None:

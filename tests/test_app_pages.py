@@ -259,3 +259,17 @@ def test_presenter_shows_counter_caption_graph_and_messages_only(samples: Path) 
     for key in ("play", "step_next", "scrub"):
         with pytest.raises(KeyError):
             at.button(key=key) if key != "scrub" else at.slider(key=key)
+
+
+def test_wire_pane_follows_the_replay_when_switched_on(samples: Path) -> None:
+    pytest.importorskip("app.wire_pane")
+    run = run_named(samples, "weather")
+    rp = replay_of(samples, run.id)
+    model_step = rp.find(0, "model")
+    at = open_page("pages/replay.py", run=run.id, step=str(model_step))
+    at.toggle(key="show_wire").set_value(True).run()
+    assert not problems(at)
+    assert at.session_state["lt_show_wire"] is True
+    at.button(key="step_next").click().run()
+    assert not problems(at)
+    assert at.toggle(key="show_wire").value is True
