@@ -193,7 +193,14 @@ def test_async_agent_through_the_emulator(tmp_path: Path) -> None:
         tm = TraceMiddleware(db=db)
         agent = create_agent(chat_model("anthropic", srv.url), tools=scenario_tools("weather"),
                              middleware=[tm])
-        out = asyncio.run(agent.ainvoke({"messages": [("user", WEATHER_PROMPT)]}))
+        # A fresh loop on its own thread: a session-wide Playwright browser keeps an
+        # event loop running on the main thread, where asyncio.run() would refuse.
+        box: dict[str, Any] = {}
+        worker = threading.Thread(target=lambda: box.setdefault("out", asyncio.run(
+            agent.ainvoke({"messages": [("user", WEATHER_PROMPT)]}))))
+        worker.start()
+        worker.join(120)
+        out = box["out"]
         tm.flush()
     assert "Bergen" in str(out["messages"][-1].content)
     with TraceDB(db) as tdb:

@@ -61,6 +61,7 @@ def cmd_proxy(args: argparse.Namespace, ready: threading.Event | None = None) ->
     print(f"  base_url = {base}   (endpoint {fmt.path})", flush=True)
     if ready is not None:
         ready.set()
+    _stop_on_sigterm()
     try:
         srv.serve_forever()
     except KeyboardInterrupt:
@@ -68,6 +69,17 @@ def cmd_proxy(args: argparse.Namespace, ready: threading.Event | None = None) ->
     finally:
         srv.stop()
     return 0
+
+
+def _stop_on_sigterm() -> None:
+    """SIGTERM stops the proxy like Ctrl-C: the last exchanges still get linked."""
+    import signal
+
+    def stop(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, stop)
 
 
 def _print_exchange(ex: object) -> None:
