@@ -88,6 +88,46 @@ def record_hostile_run(db: Path, leak_url: str) -> str:
     return new[0]
 
 
+def record_parallel_run(db: Path) -> str:
+    """Record a run whose model asks for two tool calls that are in flight at the same
+    time (a barrier holds each until the other has started). Returns the run id."""
+    import threading
+
+    from langchain.agents import create_agent
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langchain_core.tools import tool
+
+    from tracer.demo.models import ScriptedChatModel, call, turn_script
+    from tracer.middleware import TraceMiddleware
+
+    barrier = threading.Barrier(2, timeout=20)
+
+    @tool
+    def lookup(city: str) -> str:
+        """Look up the weather of a city."""
+        barrier.wait()
+        return f"{city}: sunny, 21 C"
+
+    with TraceDB(db) as tdb:
+        before = {r.id for r in tdb.runs()}
+    model = ScriptedChatModel(script=turn_script([
+        AIMessage("Looking up both cities at once.",
+                  tool_calls=[call("lookup", {"city": "Oslo"}, "call_par_oslo"),
+                              call("lookup", {"city": "Rome"}, "call_par_rome")]),
+        AIMessage("Sunny in both Oslo and Rome."),
+    ]))
+    tm = TraceMiddleware(db=db)
+    agent = tm.attach(create_agent(model, tools=[lookup], middleware=[tm],
+                                   system_prompt="Answer with the tools."))
+    agent.invoke({"messages": [HumanMessage("Weather in Oslo and Rome?")]})
+    tm.flush()
+    tm.close()
+    with TraceDB(db) as tdb:
+        new = [r.id for r in tdb.runs() if r.id not in before and not r.parent_id]
+    assert len(new) == 1, new
+    return new[0]
+
+
 def hostile_text(leak_url: str) -> str:
     return ("<script>window.__pwned=1</script>\n"
             '<img src=x onerror="window.__pwned=2">\n'
@@ -102,29 +142,41 @@ def leak() -> Iterator[RequestCounter]:
 
 
 @pytest.fixture(scope="module")
-def app_db(sample_db: Path, leak: RequestCounter,
-           tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+def served(sample_db: Path, leak: RequestCounter, browser: Any,
+           tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path, str, str]]:
+    """(app URL, database, hostile run id, parallel run id): one Streamlit server over a
+    copy of the samples plus two runs recorded here while the server warms up."""
     db = tmp_path_factory.mktemp("browser") / "replay.db"
     shutil.copy(sample_db, db)
-    return db, record_hostile_run(db, leak.url)
-
-
-@pytest.fixture(scope="module")
-def app_url(app_db: tuple[Path, str], browser: Any) -> Iterator[str]:
-    with streamlit_server(app_db[0]) as url:
-        # Warm the server (imports, first load of a run) so each test measures a warm app.
+    first = read_trace(sample_files()[0])[0]["root"]
+    with streamlit_server(db) as url:
+        # Warm the server (its first script run imports the tracer and LangChain) while
+        # this process records the two runs; each test then meets a warm app.
         page = browser.new_page()
         try:
-            page.goto(url + "/replay?run=" + app_db[1])
+            page.goto(url + "/replay?run=" + first)
             wait_connected(page)
+            hostile = record_hostile_run(db, leak.url)
+            parallel = record_parallel_run(db)
             expect(page.locator(GRAPH)).to_have_attribute("data-step", "0", timeout=60_000)
         finally:
             page.close()
-        yield url
+        yield url, db, hostile, parallel
 
 
 @pytest.fixture(scope="module")
-def replays(app_db: tuple[Path, str]) -> dict[str, Replay]:
+def app_db(served: tuple[str, Path, str, str]) -> tuple[Path, str, str]:
+    """(database, hostile run id, parallel run id)."""
+    return served[1], served[2], served[3]
+
+
+@pytest.fixture(scope="module")
+def app_url(served: tuple[str, Path, str, str]) -> str:
+    return served[0]
+
+
+@pytest.fixture(scope="module")
+def replays(app_db: tuple[Path, str, str]) -> dict[str, Replay]:
     """Every run of the app's database, as ``tracer.replay`` sees it: by run id, and
     each sample trace's root run by the sample's file name (``"shopping"``)."""
     out: dict[str, Replay] = {}
@@ -198,6 +250,16 @@ def assert_step_shown(s: Session, rp: Replay, i: int) -> None:
                                     for p in positions])
     else:
         expect(msgs).to_have_count(0)
+    # Tool calls in flight are chips on the graph; calls not answered yet are pending.
+    chips = s.page.locator(f"{GRAPH} g.chip[data-tool-call]")
+    expect(chips).to_have_count(min(5, len(step.active_tools)))
+    for call_id in step.active_tools[:5]:
+        expect(s.page.locator(f'{GRAPH} g.chip[data-tool-call="{call_id}"]')).to_have_count(1)
+    pending = rp.pending_calls(i)
+    n_pending = sum(1 for m in rp.messages_at(i)[-WINDOW:] for c in m.tool_calls
+                    if c.get("id") in pending)
+    expect(s.page.locator('.st-key-messages [class*="st-key-tc-"]').filter(
+        has_text="pending: no result yet")).to_have_count(n_pending)
     # The messages this step added are marked with the step number and show their text.
     shown = set(positions)
     for m in rp.run.messages:
@@ -239,6 +301,37 @@ SNAPSHOT_JS = """
 """
 
 
+# The step the page settled on: the graph and the "Step N / M" counter agree.
+SETTLED_JS = r"""
+() => {
+  const findGraph = (root) => {
+    for (const el of root.querySelectorAll('*')) {
+      if (el.matches('[data-testid="lt-graph"]') && !el.getRootNode().host?.closest(
+          '[data-stale="true"]')) return el;
+      if (el.shadowRoot) { const x = findGraph(el.shadowRoot); if (x) return x; }
+    }
+    return null;
+  };
+  const g = findGraph(document);
+  const counter = [...document.querySelectorAll('[data-testid="stMarkdownContainer"]')]
+    .map(e => e.textContent.trim().match(/^Step (\d+) \/ \d+$/)).find(Boolean);
+  const step = g && counter && Number(g.getAttribute('data-step')) + 1 === Number(counter[1])
+    ? Number(g.getAttribute('data-step')) : null;
+  const st = window.__settle || (window.__settle = {step: null, frames: 0});
+  if (step === null || step !== st.step) { st.step = step; st.frames = 0; return null; }
+  st.frames += 1;
+  return st.frames >= 30 ? step : null;
+}
+"""
+
+
+def settled_step(s: Session) -> int:
+    """After pausing: the step the page rests on (the graph and the step counter agree
+    for 30 animation frames in a row; the reruns after a pause can still move it)."""
+    s.page.evaluate("window.__settle = null")
+    return int(s.page.wait_for_function(SETTLED_JS, timeout=15_000).json_value())
+
+
 # -- the tests ---------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
@@ -269,9 +362,9 @@ def playback(browser: Any, app_url: str, replays: dict[str, Replay]) -> dict[str
             pytest.fail(f"playback did not reach step {target}: steps shown {steps}")
         s.button("pause").click()
         expect(s.button("play")).to_be_visible()
+        stopped = settled_step(s)
         page.evaluate("window.__stopSnaps = true")
         snaps: list[dict[str, Any]] = page.evaluate("window.__snaps")
-        stopped = int(s.graph.get_attribute("data-step") or -1)
         # Paused: it stays where it stopped, both panes in sync.
         assert_step_shown(s, rp, stopped)
     finally:
@@ -311,7 +404,7 @@ def test_play_advances_graph_and_messages_together(playback: dict[str, Any]) -> 
 
 
 def test_playback_never_steps_back(playback: dict[str, Any]) -> None:
-    """While playing, the shown step only moves forward."""
+    """While playing (and when pausing), the shown step only moves forward."""
     seen = playback["seen"]
     changes = [b for a, b in itertools.pairwise(seen) if a != b]
     backwards = [(a, b) for a, b in itertools.pairwise(seen) if b < a]
@@ -342,7 +435,7 @@ def test_keyboard_steps(session: Session, replays: dict[str, Replay]) -> None:
     expect(s.graph).not_to_have_attribute("data-step", "0")
     s.page.keyboard.press("Space")
     expect(s.button("play")).to_be_visible()
-    here = int(s.graph.get_attribute("data-step") or 0)
+    here = settled_step(s)
     assert here > 0
     assert_step_shown(s, rp, here)
     expect(s.page).to_have_url(re.compile(rf"[?&]step={here}(&|$)"))
@@ -404,7 +497,7 @@ def test_open_subagent_run(session: Session, replays: dict[str, Replay]) -> None
 
 
 def test_hostile_content_is_text_and_fetches_nothing(browser: Any, app_url: str,
-                                                     app_db: tuple[Path, str],
+                                                     app_db: tuple[Path, str, str],
                                                      leak: RequestCounter,
                                                      replays: dict[str, Replay]) -> None:
     rp = next(r for r in replays.values() if r.run.id == app_db[1])
@@ -443,6 +536,26 @@ def test_hostile_content_is_text_and_fetches_nothing(browser: Any, app_url: str,
     assert errors == [], f"console errors: {errors}"
 
 
+def test_parallel_tool_calls_in_flight_together(session: Session,
+                                                replays: dict[str, Replay],
+                                                app_db: tuple[Path, str, str]) -> None:
+    """Two tool calls running at once: both are chips on the graph and both calls are
+    pending in the message pane; each answer then removes one."""
+    rp = replays[app_db[2]]
+    both = next(st.index for st in rp.steps if len(st.active_tools) == 2)
+    s = session
+    s.open(rp.run.id, both)
+    assert_step_shown(s, rp, both)
+    expect(s.page.locator(f"{GRAPH} g.chip")).to_have_count(2)
+    s.button("step_next").click()
+    assert_step_shown(s, rp, both + 1)
+    s.button("next_model").click()
+    nxt = rp.find(both + 1, "model")
+    assert nxt is not None
+    assert_step_shown(s, rp, nxt)
+    expect(s.page.locator(f"{GRAPH} g.chip")).to_have_count(0)
+
+
 def _luminance(css: str) -> float:
     nums = [float(x) for x in re.findall(r"[\d.]+", css)[:3]]
     r, g, b = (v / 255 for v in nums)
@@ -451,12 +564,13 @@ def _luminance(css: str) -> float:
 
 @pytest.mark.parametrize("theme", ["light", "dark"])
 def test_screenshot_in_each_theme(browser: Any, app_url: str, artifacts: Path,
-                                  replays: dict[str, Replay], theme: str) -> None:
+                                  replays: dict[str, Replay], app_db: tuple[Path, str, str],
+                                  theme: str) -> None:
     """The replay in the light and the dark theme (the browser's colour scheme),
     saved to test-artifacts/replay-<theme>.png."""
-    rp = replays["shopping"]
-    # The second tool result: tool calls in the graph, a highlighted new message.
-    i = [st.index for st in rp.steps if st.kind == "tool" and st.new_keys][1]
+    # Two tool calls in flight: chips on the graph, pending calls in the message pane.
+    rp = replays[app_db[2]]
+    i = next(st.index for st in rp.steps if len(st.active_tools) == 2)
     context = browser.new_context(viewport={"width": 1500, "height": 1150},
                                   reduced_motion="reduce", color_scheme=theme)
     foreign = guard_network(context, app_url)
