@@ -17,7 +17,9 @@ import streamlit as st
 
 HERE = Path(__file__).resolve().parent
 
-st.set_page_config(page_title="looptrace", page_icon=":material/all_inclusive:", layout="wide")
+# The favicon is an emoji (drawn from a data: URL): a ":material/...:" favicon, or a page's
+# material icon used as one, is fetched from fonts.gstatic.com, a request off the machine.
+st.set_page_config(page_title="looptrace", page_icon="🔁", layout="wide")
 
 pages = [
     st.Page("pages/runs.py", title="Runs", icon=":material/list:", default=True),
