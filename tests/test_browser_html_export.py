@@ -26,7 +26,6 @@ from tracer.exchange import read_trace, sample_files
 from tracer.loader import TraceDB
 from tracer.replay import Replay, build_replay
 
-expect.set_options(timeout=5_000)
 
 SAMPLES = sample_files()
 ROOT = "#replay"
