@@ -8,6 +8,7 @@ robin, so that drift in the machine's load hits every variant alike):
 
   baseline      no middleware, no callbacks
   floor         a do-nothing middleware with all six hooks (sync and async twins)
+  wrap floor    a do-nothing middleware with the two wrap hooks only (lean mode's floor)
   looptrace     TraceMiddleware (writes to SQLite on its background thread)
   lean          TraceMiddleware(lean=True): wrap hooks only
   collector     LangChain's in-memory RunCollectorCallbackHandler
@@ -95,6 +96,22 @@ class DoNothing(AgentMiddleware):  # type: ignore[type-arg]
         return await handler(request)
 
 
+class WrapOnly(AgentMiddleware):  # type: ignore[type-arg]
+    """The two wrap hooks, sync and async, doing nothing: the floor of the lean mode."""
+
+    def wrap_model_call(self, request: Any, handler: Any) -> Any:
+        return handler(request)
+
+    async def awrap_model_call(self, request: Any, handler: Any) -> Any:
+        return await handler(request)
+
+    def wrap_tool_call(self, request: Any, handler: Any) -> Any:
+        return handler(request)
+
+    async def awrap_tool_call(self, request: Any, handler: Any) -> Any:
+        return await handler(request)
+
+
 class Variant:
     """One way of running the agent; ``before``/``after`` run outside the timed region."""
 
@@ -141,6 +158,7 @@ def build_variants(laps: int, width: int, tmp: Path) -> list[Variant]:
     variants = [
         Variant("baseline", agent([])),
         Variant("floor (6 no-op hooks)", agent([DoNothing()])),
+        Variant("floor (2 no-op wrap hooks)", agent([WrapOnly()])),
         Variant("looptrace", agent([trace]), trace=trace),
         Variant("looptrace lean", agent([lean]), trace=lean),
         Variant("RunCollector (in-memory)", agent([]),

@@ -465,7 +465,14 @@ def _jsonable_goto(goto: Any) -> Any:
     return str(goto) if goto else None
 
 
+_MODEL_NAMES: dict[int, tuple[Any, str, str | None]] = {}
+
+
 def _model_names(run: RunState, model: Any) -> None:
+    entry = _MODEL_NAMES.get(id(model))
+    if entry is not None and entry[0]() is model:
+        run.model, run.provider = entry[1], entry[2]
+        return
     try:
         params = model._get_ls_params()
         run.model = params.get("ls_model_name") or type(model).__name__
@@ -473,6 +480,12 @@ def _model_names(run: RunState, model: Any) -> None:
     except Exception:  # noqa: BLE001
         run.model = getattr(model, "model_name", None) or getattr(model, "model", None) or type(
             model).__name__
+    try:
+        if len(_MODEL_NAMES) > 1024:
+            _MODEL_NAMES.clear()
+        _MODEL_NAMES[id(model)] = (weakref.ref(model), str(run.model), run.provider)
+    except TypeError:
+        pass
 
 
 def _request_payload(run: RunState, request: Any, state_msgs: Any) -> dict[str, Any]:
@@ -526,12 +539,29 @@ class _ToolSchemas:
         self.tools = list(tools)
 
     def __looptrace_json__(self) -> list[Any]:
-        from langchain_core.utils.function_calling import convert_to_openai_tool
+        return [_tool_schema(t) for t in self.tools]
 
-        out = []
-        for t in self.tools:
-            try:
-                out.append(convert_to_openai_tool(t))
-            except Exception:  # noqa: BLE001
-                out.append({"name": getattr(t, "name", repr(t))})
-        return out
+
+# id(tool) -> (a reference to the tool, its schema): tools live long, converting is slow.
+_SCHEMAS: dict[int, tuple[Any, Any, dict[str, Any]]] = {}
+
+
+def _tool_schema(tool: Any) -> dict[str, Any]:
+    entry = _SCHEMAS.get(id(tool))
+    desc = getattr(tool, "description", None)
+    if entry is not None and entry[0]() is tool and entry[1] == desc:
+        return entry[2]
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+
+    try:
+        schema = convert_to_openai_tool(tool)
+    except Exception:  # noqa: BLE001
+        return {"name": getattr(tool, "name", repr(tool))}
+    try:
+        ref: Any = weakref.ref(tool)
+    except TypeError:  # a dict or another value that cannot be weakly referenced
+        return schema
+    if len(_SCHEMAS) > 4096:
+        _SCHEMAS.clear()
+    _SCHEMAS[id(tool)] = (ref, desc, schema)
+    return schema

@@ -49,10 +49,13 @@ def truncate_text(text: str, limit: int) -> str:
     return text[:limit] + f"…[looptrace: truncated {len(text) - limit} of {len(text)} chars]"
 
 
+_ENCODER = json.JSONEncoder(default=_default, ensure_ascii=False, separators=(",", ":"))
+
+
 def dumps(obj: Any, limit: int = MAX_PAYLOAD_CHARS) -> str:
     """JSON text of ``obj``; falls back to ``repr`` for anything JSON cannot hold."""
     try:
-        text = json.dumps(obj, default=_default, ensure_ascii=False, separators=(",", ":"))
+        text = _ENCODER.encode(obj)
     except Exception:  # noqa: BLE001 - circular references, broken __repr__ ...
         text = json.dumps({"__repr__": _short_repr(obj)}, ensure_ascii=False)
     if len(text) > limit:
