@@ -69,7 +69,7 @@ class WireServer:
         self.exchanges: list[Exchange] = []
         self._lock = threading.Lock()
         handler = type("Handler", (_Handler,), {"server_obj": self})
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", port), handler)
+        self._httpd = _QuietServer(("127.0.0.1", port), handler)
         self._httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
 
@@ -115,6 +115,17 @@ class WireServer:
                                                    f"{err!r}")
         if self.on_exchange is not None:
             self.on_exchange(ex)
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """A client dropping its kept-alive connection is normal, not a traceback."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        import sys
+
+        if isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            return
+        super().handle_error(request, client_address)
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -12,6 +12,7 @@ against an unroutable local URL and never called).
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -167,12 +168,28 @@ def _bound_kwargs(llm: Any, tools: list[dict[str, Any]]) -> dict[str, Any]:
     return dict(llm.bind_tools(tools).kwargs)
 
 
+@functools.lru_cache(maxsize=16)
+def _adapter(provider: str, model: str) -> Any:
+    """One adapter instance per (provider, model): building one creates HTTP
+    clients (an SSL context: ~0.1 s), and the request builders do not mutate it."""
+    if provider == "openai":
+        from langchain_openai import ChatOpenAI
+
+        return ChatOpenAI(model=model, api_key="sk-offline-render",
+                          base_url=_OFFLINE_URL + "/v1", max_retries=0)
+    if provider == "anthropic":
+        from langchain_anthropic import ChatAnthropic
+
+        return ChatAnthropic(model=model, api_key="offline-render", base_url=_OFFLINE_URL,
+                             max_retries=0)
+    from langchain_ollama import ChatOllama
+
+    return ChatOllama(model=model, base_url=_OFFLINE_URL)
+
+
 def _openai(msgs: list[BaseMessage], model: str, tools: list[dict[str, Any]],
             stream: bool) -> dict[str, Any]:
-    from langchain_openai import ChatOpenAI
-
-    llm = ChatOpenAI(model=model, api_key="sk-offline-render", base_url=_OFFLINE_URL + "/v1",
-                     max_retries=0)
+    llm = _adapter("openai", model)
     kwargs = _bound_kwargs(llm, tools)
     if stream:
         kwargs["stream"] = True
@@ -183,10 +200,7 @@ def _openai(msgs: list[BaseMessage], model: str, tools: list[dict[str, Any]],
 
 def _anthropic(msgs: list[BaseMessage], model: str, tools: list[dict[str, Any]],
                stream: bool) -> dict[str, Any]:
-    from langchain_anthropic import ChatAnthropic
-
-    llm = ChatAnthropic(model=model, api_key="offline-render", base_url=_OFFLINE_URL,
-                        max_retries=0)
+    llm = _adapter("anthropic", model)
     kwargs = _bound_kwargs(llm, tools)
     body = llm._get_request_payload(msgs, **kwargs)
     if stream:
@@ -198,12 +212,10 @@ def _ollama(msgs: list[BaseMessage], model: str, tools: list[dict[str, Any]],
             stream: bool) -> dict[str, Any]:
     import importlib
 
-    from langchain_ollama import ChatOllama
-
     oc = importlib.import_module("ollama._client")  # the package shadows it with a Client
     ChatRequest = importlib.import_module("ollama._types").ChatRequest
 
-    llm = ChatOllama(model=model, base_url=_OFFLINE_URL)
+    llm = _adapter("ollama", model)
     kwargs = _bound_kwargs(llm, tools)
     params = llm._chat_params(msgs, **kwargs)
     req = ChatRequest(
