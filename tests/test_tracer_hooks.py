@@ -126,3 +126,33 @@ def test_hook_order_middleware_alone(db_path, mode):
     assert [e[5] for e in evs if e[1] == "wrap_tool_call"] == ["c1", "c1"]
     status = rows(db_path, "SELECT status FROM runs WHERE id = ?", [run_id])[0][0]
     assert status == "completed"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_lean_mode_records_wrap_hooks_only(db_path, mode):
+    trace = TraceMiddleware(db=db_path, lean=True)
+    agent = make_agent(two_lap_model(), [get_weather], [trace])
+    drive(agent, mode)
+    trace.flush()
+    (run_id,) = run_ids(db_path)
+    evs = events(db_path, run_id)
+    assert [(e[1], e[2], e[4], e[5]) for e in evs] == [
+        ("wrap_model_call", "enter", 1, None), ("wrap_model_call", "exit", 1, None),
+        ("wrap_tool_call", "enter", 1, "c1"), ("wrap_tool_call", "exit", 1, "c1"),
+        ("wrap_model_call", "enter", 2, None), ("wrap_model_call", "exit", 2, None),
+    ]
+    assert [r[0] for r in rows(db_path, "SELECT type FROM messages WHERE run_id = ?"
+                                        " ORDER BY position", [run_id])] == [
+        "human", "ai", "tool", "ai"]
+    assert rows(db_path, "SELECT status FROM runs")[0][0] == "completed"
+
+
+def test_recording_again_after_close(db_path):
+    trace = TraceMiddleware(db=db_path)
+    agent = make_agent(two_lap_model(), [get_weather], [trace])
+    drive(agent, "invoke")
+    trace.close()
+    drive(agent, "invoke")
+    trace.close()
+    assert len(run_ids(db_path)) == 2
+    assert [r[0] for r in rows(db_path, "SELECT status FROM runs")] == ["completed"] * 2

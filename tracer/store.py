@@ -69,8 +69,8 @@ class Writer:
 
     # -- hot path -----------------------------------------------------------
     def put(self, item: tuple[Any, ...]) -> None:
-        if self._thread is None:
-            self._start()
+        if self._thread is None or self._closed:
+            self._start()  # first record, or recording again after close()
         self._queue.put(item)
 
     def flush(self, wait: bool = True, timeout: float = 30.0) -> None:
@@ -105,7 +105,8 @@ class Writer:
     # -- writer thread ------------------------------------------------------
     def _start(self) -> None:
         with self._start_lock:
-            if self._thread is None:
+            if self._thread is None or self._closed:
+                self._closed = False
                 t = threading.Thread(target=self._loop, name="looptrace-writer", daemon=True)
                 self._thread = t
                 t.start()
