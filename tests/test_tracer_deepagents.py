@@ -97,3 +97,66 @@ def test_subagent_run_nested_under_parent(db_path, mode):
     with TraceDB(db_path) as tdb:
         run = tdb.run(parent[0])
     assert [c.id for c in run.children] == [child[0]]
+
+
+@tool
+def delete_file(path: str) -> str:
+    """Delete a file."""
+    return f"deleted {path}"
+
+
+def cleaner_script(messages: Sequence[BaseMessage]) -> AIMessage:
+    system = " ".join(str(m.content) for m in messages if isinstance(m, SystemMessage))
+    n_ai = sum(1 for m in messages if isinstance(m, AIMessage))
+    if "CLEANER" in system:
+        if n_ai == 0:
+            return AIMessage("", tool_calls=[call("delete_file", {"path": "/tmp/x"}, "c_del")])
+        return AIMessage("Cleaned.")
+    if n_ai == 0:
+        return AIMessage("Delegating.", tool_calls=[call(
+            "task", {"description": "Clean /tmp/x", "subagent_type": "cleaner"}, "c_task")])
+    found = last_tool_results(messages)
+    return AIMessage(f"Done: {found[-1].content if found else ''}")
+
+
+def test_pause_inside_a_subagent_resumes_the_same_child_run(db_path):
+    from langchain_core.messages import HumanMessage
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.types import Command
+
+    model = ScriptedChatModel(script=cleaner_script)
+    trace = TraceMiddleware(db=db_path)
+    cleaner = {"name": "cleaner", "description": "Cleans.",
+               "system_prompt": "You are the CLEANER.",
+               "tools": [delete_file], "model": model, "interrupt_on": {"delete_file": True}}
+    agent = trace.attach(deepagents.create_deep_agent(
+        model=model, tools=[], middleware=[trace], subagents=[cleaner],
+        checkpointer=InMemorySaver()))
+    config = {"configurable": {"thread_id": "sub-pause"}}
+    first = agent.invoke({"messages": [HumanMessage("clean up")]}, config=config)
+    assert "__interrupt__" in first
+    trace.flush()
+    assert [r[0] for r in rows(db_path, "SELECT status FROM runs ORDER BY started_at")] == [
+        "interrupted", "interrupted"]
+    final = agent.invoke(Command(resume={"decisions": [{"type": "approve"}]}), config=config)
+    assert final["messages"][-1].content == "Done: Cleaned."
+    trace.flush()
+    runs = rows(db_path, "SELECT id, parent_id, parent_tool_call_id, status FROM runs"
+                         " ORDER BY started_at")
+    assert len(runs) == 2  # the child went on in its own run, no third run
+    parent, child = runs
+    assert parent[3] == "completed" and child[3] == "completed"
+    assert child[1] == parent[0] and child[2] == "c_task"
+    for run_id in (parent[0], child[0]):
+        assert_gapless(db_path, run_id)
+    cevs = [(h, p) for h, p in rows(db_path, "SELECT hook, phase FROM events WHERE run_id = ?"
+                                             " ORDER BY seq", [child[0]])]
+    assert cevs.index(("interrupt", "fire")) < cevs.index(("resume", "fire")) < cevs.index(
+        ("tool", "exit"))
+    cmsgs = rows(db_path, "SELECT position, type, tool_call_id FROM messages WHERE run_id = ?"
+                          " ORDER BY position", [child[0]])
+    assert cmsgs == [(0, "human", None), (1, "ai", None), (2, "tool", "c_del"), (3, "ai", None)]
+    # The parent's task call was re-entered on resume (LangGraph re-runs the paused call).
+    ptask = rows(db_path, "SELECT phase FROM events WHERE run_id = ? AND tool_call_id = 'c_task'"
+                          " ORDER BY seq", [parent[0]])
+    assert [p for (p,) in ptask] == ["enter", "interrupt", "enter", "exit"]

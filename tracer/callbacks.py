@@ -99,6 +99,10 @@ class TraceCallbackHandler(BaseCallbackHandler):
                     run = rec.resume_run(str(thread_id))
                     if run is not None:
                         rec.event(run, "resume", "fire", payload={"resume": inputs.resume})
+                if run is None and tool is not None and tool[2]:
+                    run = rec.resume_child(tool[0], tool[2])  # a paused subagent goes on
+                    if run is not None:
+                        rec.event(run, "resume", "fire")
                 if run is None:
                     prun = tool[0] if tool else None
                     agent = meta.get("lc_agent_name")

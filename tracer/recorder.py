@@ -51,6 +51,7 @@ class RunState:
         "id", "seq", "lap", "conv", "known", "call_pos", "thread_id", "ended", "status",
         "error", "tokens", "lock", "tools_hash", "model", "provider", "lc_ids", "middleware",
         "error_seen", "interrupted", "parent", "name", "sys_hash", "paused", "owner", "pending", "answered", "lap_open",
+        "parent_call",
     )
 
     def __init__(self, run_id: str, *, start_seq: int = 0, thread_id: str | None = None,
@@ -75,6 +76,7 @@ class RunState:
         self.error_seen: str | None = None
         self.interrupted = False
         self.parent = parent
+        self.parent_call: str | None = None  # the parent's tool call this run runs inside
         self.name = name
         self.sys_hash: int | None = None
         self.paused = False  # a GraphInterrupt was seen inside this invocation
@@ -109,6 +111,8 @@ class Recorder:
         self._lock = threading.Lock()
         self.by_thread: dict[str, RunState] = {}  # thread id -> latest interrupted run
         self.lc_runs: dict[Any, RunState] = {}  # LangChain callback run id -> run
+        # (parent run id, parent tool_call_id) -> a subagent run that paused inside it
+        self.paused_children: dict[tuple[str, str], RunState] = {}
 
     # -- runs ---------------------------------------------------------------
     def start_run(self, *, name: str | None, thread_id: str | None = None,
@@ -124,6 +128,7 @@ class Recorder:
         }
         if metadata:
             fields["metadata"] = metadata
+        run.parent_call = parent_tool_call_id
         self.writer.put(("r", run.id, fields))
         if thread_id and parent is None:
             with self._lock:
@@ -147,6 +152,21 @@ class Recorder:
                 self.writer.put(("r", run.id, {"status": "running", "ended_at": None}))
                 return run
         return self._resume_from_db(thread_id)
+
+    def resume_child(self, parent: RunState, tool_call_id: str) -> RunState | None:
+        """The subagent run that paused inside ``parent``'s call ``tool_call_id``, if any:
+        when the parent resumes, that call runs again and its subagent continues."""
+        with self._lock:
+            run = self.paused_children.pop((parent.id, tool_call_id), None)
+            if run is None or not run.interrupted:
+                return None
+            run.interrupted = False
+            run.paused = False
+            run.owner = "resumed"
+            run.ended = False
+            run.status = "running"
+        self.writer.put(("r", run.id, {"status": "running", "ended_at": None}))
+        return run
 
     def _resume_from_db(self, thread_id: str) -> RunState | None:
         self.writer.flush()
@@ -192,6 +212,10 @@ class Recorder:
             with self._lock:
                 if self.by_thread.get(run.thread_id) is run:
                     del self.by_thread[run.thread_id]
+        if status == "interrupted" and run.parent is not None and run.parent_call:
+            run.interrupted = True
+            with self._lock:
+                self.paused_children[(run.parent.id, run.parent_call)] = run
         self.flush_pending(run)
         fields: dict[str, Any] = {"status": status, "ended_at": time.time()}
         if error is not None:
