@@ -118,6 +118,35 @@ def test_graph_interrupt_propagates_unchanged(db_path, mode):
     assert rows(db_path, "SELECT status FROM runs")[0][0] != "error"
 
 
+class ModelDown(Exception):
+    pass
+
+
+DOWN = ModelDown("503 from the provider")
+
+
+class FailingModel(ScriptedChatModel):
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):  # type: ignore[no-untyped-def]
+        raise DOWN
+
+
+@pytest.mark.parametrize("attach", [False, True])
+def test_model_exception_propagates_unchanged_and_is_recorded(db_path, attach):
+    trace = TraceMiddleware(db=db_path)
+    agent = make_agent(FailingModel(script=None), [explode], [trace])
+    if attach:
+        agent = trace.attach(agent)
+    with pytest.raises(ModelDown) as info:
+        agent.invoke({"messages": [("user", "go")]})
+    assert info.value is DOWN
+    trace.flush()
+    status, error = rows(db_path, "SELECT status, error FROM runs")[0]
+    assert status == "error" and "503 from the provider" in error
+    errs = rows(db_path, "SELECT hook FROM events WHERE phase = 'error' AND"
+                         " middleware = 'TraceMiddleware'")
+    assert errs == [("wrap_model_call",)]
+
+
 def test_unknown_tool_is_an_error_tool_message(db_path):
     trace = TraceMiddleware(db=db_path)
     agent = make_agent(one_call_model("no_such_tool"), [explode], [trace])

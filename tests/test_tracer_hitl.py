@@ -170,10 +170,13 @@ def test_resume_before_the_pause_is_noticed_still_continues_the_run(db_path):
     assert [t for (t,) in stored] == [m.type for m in final["messages"]]
 
 
-def test_a_new_turn_on_the_same_thread_is_a_new_run(db_path):
+@pytest.mark.parametrize("attach", [False, True])
+def test_a_new_turn_on_the_same_thread_is_a_new_run(db_path, attach):
     trace = TraceMiddleware(db=db_path)
     agent = make_agent(ScriptedChatModel(script=lambda m: AIMessage("hello")), [send_email],
                        [trace], checkpointer=InMemorySaver())
+    if attach:
+        agent = trace.attach(agent)
     config = {"configurable": {"thread_id": "t-chat"}}
     agent.invoke({"messages": [HumanMessage("hi")]}, config=config)
     agent.invoke({"messages": [HumanMessage("hi again")]}, config=config)
