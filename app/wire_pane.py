@@ -19,7 +19,7 @@ import streamlit as st
 
 from tracer.loader import TraceDB
 from tracer.replay import Replay
-from tracer.wire.annotate import annotated_text
+from tracer.wire.annotate import annotated_text, earlier_turns
 from tracer.wire.providers import PROVIDERS
 from tracer.wire.render import call_at
 from tracer.wire.view import CAPTURED, RENDERED, ProviderBody, TurnView, aspect_rows, turn_label
@@ -119,7 +119,7 @@ def _where(body: ProviderBody) -> str:
 
 
 def render_body(body: ProviderBody, part: str, *, height: int | None = 520,
-                fold_tools: bool = True) -> None:
+                fold_tools: bool = True, latest_only: bool = False) -> None:
     """One provider's request / response / chunks / headers, as plain text."""
     with st.container(key=f"wire-{body.provider}-{part.lower()}"):
         head = st.columns([3, 2], vertical_alignment="center")
@@ -137,8 +137,9 @@ def render_body(body: ProviderBody, part: str, *, height: int | None = 520,
                 st.caption("No request body.")
             else:
                 fold = [("tools",)] if fold_tools else []
-                _code(annotated_text(body.request, body.request_notes, above=True, fold=fold),
-                      height)
+                hide = earlier_turns(body.request) if latest_only else []
+                _code(annotated_text(body.request, body.request_notes, above=True, fold=fold,
+                                     hide=hide), height)
         elif part == "Response":
             if body.response is None:
                 st.caption("No response recorded for this call.")
@@ -173,16 +174,20 @@ def render_turn(view: TurnView, *, key: str, height: int | None = 520) -> None:
                f"{' + system prompt' if view.call.system else ''}. {sources}. "
                "Captured = recorded on the wire; rendered = built offline by the "
                "adapter's own request builder from the recorded messages.")
-    bar = st.columns([3, 2], vertical_alignment="center")
+    bar = st.columns([3, 2, 2], vertical_alignment="center")
     with bar[0]:
         part = st.segmented_control("Show", PARTS, default="Request", key=f"wire_part_{key}",
                                     label_visibility="collapsed") or "Request"
     with bar[1]:
+        latest = st.toggle("Fold earlier turns", value=True, key=f"wire_latest_{key}",
+                           help="Fold the messages before the last assistant turn")
+    with bar[2]:
         fold = not st.toggle("Show tool definitions", value=False, key=f"wire_tools_{key}")
     cols = st.columns(len(PROVIDERS), gap="small")
     for col, p in zip(cols, PROVIDERS):
         with col:
-            render_body(view.bodies[p], part, height=height, fold_tools=fold)
+            render_body(view.bodies[p], part, height=height, fold_tools=fold,
+                        latest_only=latest)
     rows = aspect_rows(view)
     if rows:
         with st.expander("The differences that matter", expanded=False):

@@ -178,3 +178,34 @@ def test_no_model_call_before_the_first_one(sample_db: Path) -> None:
         s = tdb.runs()[0]
         replay = build_replay(tdb.run(s.id))
         assert turn_at_step(replay, 0, []) is None
+
+
+def test_folding_earlier_turns_keeps_the_latest_turn_whole() -> None:
+    from tracer.wire.annotate import annotate_request, earlier_turns
+
+    body = {"model": "m", "tools": [{"type": "function", "function": {"name": "f"}}],
+            "messages": [
+                {"role": "system", "content": "s"},
+                {"role": "user", "content": "u"},
+                {"role": "assistant", "content": None, "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "f",
+                                                                   "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": "c1", "content": "r1"},
+                {"role": "assistant", "content": None, "tool_calls": [
+                    {"id": "c2", "type": "function", "function": {"name": "f",
+                                                                   "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": "c2", "content": "r2"}]}
+    notes = annotate_request("openai", body)
+    assert earlier_turns(body) == [("messages", i) for i in range(4)]
+    text = annotated_text(body, notes, above=True, fold=[("tools",)],
+                          hide=earlier_turns(body))
+    lines = text.splitlines()
+    assert '  "tools": [ ... 1 item folded ... ],' in lines
+    assert '    {"role": "assistant", ... 2 more keys folded ... },' in lines
+    # The folded turn's inner notes are gone; the latest turn keeps all of its own.
+    assert text.count("// content is null") == 1
+    assert text.count("arguments are a JSON-encoded STRING") == 1
+    assert "// system prompt" in text  # a note ON a folded message stays
+    assert '"tool_call_id": "c2"' in text and '"tool_call_id": "c1"' not in text
+    # Results are annotated on the latest group.
+    assert [n.path for n in notes if n.aspect == "tool_results"] == [("messages", 5)]

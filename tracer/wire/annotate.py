@@ -70,9 +70,21 @@ def annotate_response(provider: str, body: Any) -> list[Annotation]:
 
 
 # -- OpenAI -------------------------------------------------------------------------
+def _last_results(msgs: list[Any]) -> int | None:
+    """Index of the first message of the last run of role:tool messages."""
+    def is_tool(m: Any) -> bool:
+        return isinstance(m, dict) and m.get("role") == "tool"
+
+    start = None
+    for i, m in enumerate(msgs):
+        if is_tool(m) and (i == 0 or not is_tool(msgs[i - 1])):
+            start = i
+    return start
+
+
 def _openai_req(body: dict[str, Any]) -> Iterator[Annotation]:
     msgs = _msgs(body)
-    results_noted = False
+    last_results = _last_results(msgs)
     for i, m in enumerate(msgs):
         if not isinstance(m, dict):
             continue
@@ -97,8 +109,7 @@ def _openai_req(body: dict[str, Any]) -> Iterator[Annotation]:
                                      "arguments are a JSON-encoded STRING, not an object")
                 yield Annotation("ids", ("messages", i, "tool_calls", j, "id"),
                                  "call id, echoed by the result's tool_call_id")
-        elif role == "tool" and not results_noted:
-            results_noted = True
+        elif role == "tool" and i == last_results:
             yield Annotation("tool_results", ("messages", i),
                              "one role:\"tool\" message per result, right after the call, "
                              "tied to it by tool_call_id")
@@ -189,8 +200,9 @@ def _anthropic_resp(body: dict[str, Any]) -> Iterator[Annotation]:
 
 # -- Ollama -------------------------------------------------------------------------
 def _ollama_req(body: dict[str, Any]) -> Iterator[Annotation]:
-    results_noted = False
-    for i, m in enumerate(_msgs(body)):
+    msgs = _msgs(body)
+    last_results = _last_results(msgs)
+    for i, m in enumerate(msgs):
         if not isinstance(m, dict):
             continue
         role = m.get("role")
@@ -208,8 +220,7 @@ def _ollama_req(body: dict[str, Any]) -> Iterator[Annotation]:
                                            "arguments"), "arguments are an OBJECT")
             yield Annotation("ids", ("messages", i, "tool_calls", 0),
                              "no id at all on the wire (LangChain invents one locally)")
-        elif role == "tool" and not results_noted:
-            results_noted = True
+        elif role == "tool" and i == last_results:
             yield Annotation("tool_results", ("messages", i),
                              "one role:\"tool\" message per result, with NO call id: "
                              "matched to its call by order only")
@@ -240,6 +251,11 @@ def _lines(value: Any, path: Path, indent: int, key: str | None, comma: bool,
     head = pad + (json.dumps(key, ensure_ascii=False) + ": " if key is not None else "")
     tail = "," if comma else ""
     if path in fold and isinstance(value, (dict, list)) and value:
+        if isinstance(value, dict) and isinstance(value.get("role"), str):
+            rest = len(value) - 1
+            yield (head + '{"role": ' + json.dumps(value["role"]) + f", ... {rest} more "
+                   f"key{'s' if rest != 1 else ''} folded ... }}" + tail), path, indent
+            return
         what = f"{len(value)} item{'s' if len(value) != 1 else ''}"
         yield head + ("[" if isinstance(value, list) else "{") + f" ... {what} folded ... " + (
             "]" if isinstance(value, list) else "}") + tail, path, indent
@@ -260,18 +276,23 @@ def _lines(value: Any, path: Path, indent: int, key: str | None, comma: bool,
 
 def annotated_text(body: Any, annotations: Iterable[Annotation] = (), *,
                    marker: str = "  <-- ", above: bool = False,
-                   fold: Iterable[Path] = ()) -> str:
+                   fold: Iterable[Path] = (), hide: Iterable[Path] = ()) -> str:
     """``body`` as indented JSON with each annotation's note on its path's first line.
 
     ``above``: put each note on a comment line of its own just above (for narrow
-    columns). ``fold``: paths whose value is shown as one "... N items folded ..."
-    line; notes inside a folded value move to that line.
+    columns). ``fold``: paths whose value is shown as one "... folded ..." line;
+    notes inside a folded value move to that line. ``hide``: folded the same way,
+    but the notes inside are dropped (earlier turns, annotated again later).
     """
-    folded = frozenset(tuple(f) for f in fold)
+    moved = frozenset(tuple(f) for f in fold)
+    hidden = frozenset(tuple(h) for h in hide)
+    folded = moved | hidden
     notes: dict[Path, list[str]] = {}
     for a in annotations:
         path = tuple(a.path)
-        for f in folded:
+        if any(len(path) > len(h) and path[:len(h)] == h for h in hidden):
+            continue
+        for f in moved:
             if path[:len(f)] == f:
                 path = f
         notes.setdefault(path, []).append(a.note)
@@ -290,6 +311,14 @@ def annotated_text(body: Any, annotations: Iterable[Annotation] = (), *,
         if path not in seen:
             out.append(f"// {path_text(path)}: {' | '.join(texts)}")
     return "\n".join(out)
+
+
+def earlier_turns(body: Any) -> list[Path]:
+    """The messages before the last assistant message (to fold: they were sent before)."""
+    msgs = _msgs(body) if isinstance(body, dict) else []
+    last = max((i for i, m in enumerate(msgs) if isinstance(m, dict)
+                and m.get("role") == "assistant"), default=None)
+    return [("messages", i) for i in range(last)] if last else []
 
 
 def resolve(body: Any, path: Path) -> Any:
