@@ -173,3 +173,28 @@ def test_rejected_by_the_cli(tmp_path, make, error, words):
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and words in lines[0], proc.stderr
     assert proc.stdout == ""
+
+
+EXIT_WITHOUT_CLOSE = textwrap.dedent("""
+    import sys
+    from tracer import TraceMiddleware
+    from tracer_kit import get_price, make_agent, parallel_model
+
+    trace = TraceMiddleware(db=sys.argv[1])
+    make_agent(parallel_model(3, 2), [get_price], [trace]).invoke(
+        {"messages": [("user", "then exit at once")]})
+    # no flush(), no close(): the interpreter-exit hook must commit everything
+""")
+
+
+def test_interpreter_exit_flushes(tmp_path):
+    db = tmp_path / "exit.db"
+    proc = subprocess.run([sys.executable, "-c", EXIT_WITHOUT_CLOSE, str(db)], env=ENV,
+                          check=False, capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stderr
+    (run_id, status), = rows(db, "SELECT id, status FROM runs")
+    assert status == "completed"
+    seqs = assert_gapless(db, run_id)
+    assert rows(db, "SELECT hook FROM events WHERE run_id = ? AND seq = ?",
+                [run_id, seqs[-1]]) == [("after_agent",)]
+    assert len(rows(db, "SELECT 1 FROM messages WHERE run_id = ?", [run_id])) == 1 + 3 * 3 + 1
