@@ -162,9 +162,18 @@ def render_body(body: ProviderBody, part: str, *, height: int | None = 520,
                 st.caption("Only captured exchanges have headers.")
             else:
                 st.text("request")
-                _code(str(body.wire.get("request_headers") or ""), None)
+                _code(_pretty(body.wire.get("request_headers")), None)
                 st.text("response")
-                _code(str(body.wire.get("response_headers") or ""), None)
+                _code(_pretty(body.wire.get("response_headers")), None)
+
+
+def _pretty(text: Any) -> str:
+    import json
+
+    try:
+        return json.dumps(json.loads(text), indent=2, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return str(text or "")
 
 
 def render_turn(view: TurnView, *, key: str, height: int | None = 520) -> None:

@@ -126,6 +126,9 @@ def _openai_req(body: dict[str, Any]) -> Iterator[Annotation]:
 def _openai_resp(body: dict[str, Any]) -> Iterator[Annotation]:
     if "usage" in body:
         yield Annotation("usage", ("usage",), "usage: prompt_tokens / completion_tokens")
+    elif body.get("object") == "chat.completion" and "choices" in body:
+        yield Annotation("usage", (), "no usage: a stream carries it only when the request "
+                                      "asks with stream_options.include_usage")
     choices = body.get("choices")
     if isinstance(choices, list) and choices:
         yield Annotation("stop_reason", ("choices", 0, "finish_reason"),
