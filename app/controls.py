@@ -75,10 +75,17 @@ def on_key() -> None:
         _step_by(1 if action == "next" else -1)
 
 
+SCRUB_HISTORY = "_lt_scrub_set"  # the last values the app itself gave the slider
+
+
 def _on_scrub() -> None:
+    # The browser can send back a slider value the app set a step or two ago (a
+    # timer rerun, or a click, racing the update): that echo is not a seek.
     value = st.session_state.get("scrub")
-    if value is not None:
-        _go(int(value) - 1)
+    recent = list(st.session_state.get(SCRUB_HISTORY) or [])
+    if value is None or value in recent[:-1]:
+        return
+    _go(int(value) - 1)
 
 
 def _on_seek() -> None:
@@ -138,5 +145,8 @@ def render_controls(view: RunView, index: int) -> None:
         render_ticks(view.kinds, index, markers, on_seek=_on_seek)
         if st.session_state.get("scrub") != index + 1:
             st.session_state["scrub"] = index + 1
+        recent = list(st.session_state.get(SCRUB_HISTORY) or [])
+        if not recent or recent[-1] != index + 1:
+            st.session_state[SCRUB_HISTORY] = [*recent[-3:], index + 1]
         st.slider("Step", 1, n, key="scrub", on_change=_on_scrub, label_visibility="collapsed")
         st.caption(legend() + " · keys: ← → step · space play / pause · Home / End")

@@ -21,7 +21,7 @@ STACK = "lt_stack"  # [(run id, step)] to return to from a subagent
 HIGHLIGHT = "lt_highlight"  # extra message keys to highlight (from a finding)
 WINDOW = "lt_window"  # how many messages the pane shows
 ACTED = "lt_acted"
-SEEN = "lt_url_seen"  # the (run, step) of the URL last adopted or written  # a control was used during this rerun: the timer does not advance
+SEEN = "lt_url_seen"  # the last few (run, step) URLs adopted or written  # a control was used during this rerun: the timer does not advance
 
 SPEEDS = (0.5, 1.0, 2.0, 4.0)
 BASE_INTERVAL = 1.2  # seconds per step at 1x
@@ -77,9 +77,10 @@ def adopt_query_params() -> None:
     if not run:
         return
     step = qp.get("step")
-    if (run, step) == st.session_state.get(SEEN):
-        return  # the URL is the one we wrote: the state may have moved on since
-    st.session_state[SEEN] = (run, step)
+    seen = list(st.session_state.get(SEEN) or [])
+    if (run, step) in seen:
+        return  # a URL the app wrote (maybe a step or two ago): not a new link
+    st.session_state[SEEN] = [*seen[-5:], (run, step)]
     if run != st.session_state.get(RUN):
         st.session_state[RUN] = run
         st.session_state[STEP] = step if step is not None else 0  # clamped by the page
@@ -96,4 +97,6 @@ def sync_url(run_id: str, step: int) -> None:
     if qp.get("run") != run_id or qp.get("step") != str(step):
         qp["run"] = run_id
         qp["step"] = str(step)
-    st.session_state[SEEN] = (run_id, str(step))
+    seen = list(st.session_state.get(SEEN) or [])
+    if not seen or seen[-1] != (run_id, str(step)):
+        st.session_state[SEEN] = [*seen[-5:], (run_id, str(step))]
