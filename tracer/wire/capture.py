@@ -144,7 +144,9 @@ class WireRecorder:
         second later, in the background.
         """
         self.writer.flush()
-        linked = link_wire(self.path)
+        # Only recent rows: a proxy used without a tracer keeps every row unlinked,
+        # and each exchange must not rescan them all. close() links the rest.
+        linked = link_wire(self.path, since=time.time() - 6 * RETRY_WINDOW_S)
         if linked:
             by_ts = {round(ts, 6): (rid, seq) for ts, rid, seq in linked}
             for ex in self.exchanges:
@@ -213,12 +215,15 @@ def find_model_call(conn: Any, ts: float) -> tuple[str, int] | None:
     return (best[1], best[2]) if best else None
 
 
-def link_wire(db: str | os.PathLike[str]) -> list[tuple[float, str, int]]:
-    """Link unlinked wire rows to the model call in progress when they were sent."""
+def link_wire(db: str | os.PathLike[str], *,
+              since: float | None = None) -> list[tuple[float, str, int]]:
+    """Link unlinked wire rows (sent after ``since``, if given) to the model call
+    in progress when they were sent; return (ts, run id, seq) of each row linked."""
     conn = connect(os.fspath(db))
     try:
         out = []
-        rows = conn.execute("SELECT id, ts FROM wire WHERE run_id IS NULL").fetchall()
+        rows = conn.execute("SELECT id, ts FROM wire WHERE run_id IS NULL AND ts >= ?",
+                            [since if since is not None else float("-inf")]).fetchall()
         with conn:
             for wid, ts in rows:
                 hit = find_model_call(conn, ts)
