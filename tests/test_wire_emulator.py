@@ -181,6 +181,8 @@ def test_emulator_answers_unknown_paths_and_bad_json(tmp_path: Path) -> None:
         with pytest.raises(urllib.error.HTTPError) as missing:
             urllib.request.urlopen(srv.url + "/v2/unknown", timeout=10)
         assert missing.value.code == 404
+        with urllib.request.urlopen(srv.url + "/api/tags", timeout=10) as r:
+            assert json.loads(r.read())["models"][0]["name"] == "llama3.1"
         ok = urllib.request.Request(
             srv.url + "/api/chat", headers={"Content-Type": "application/json"},
             data=json.dumps({"model": "m", "stream": False,

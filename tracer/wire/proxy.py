@@ -117,6 +117,17 @@ class WireServer:
             self.on_exchange(ex)
 
 
+# What some clients ask before chatting (model lists, server version).
+_LISTINGS: dict[str, Any] = {
+    "/v1/models": {"object": "list", "data": [
+        {"id": m, "object": "model", "created": 1767225600, "owned_by": "looptrace-emulator"}
+        for m in ("gpt-4o-mini", "claude-haiku-4-5")]},
+    "/api/tags": {"models": [{"name": "llama3.1", "model": "llama3.1", "size": 0,
+                              "digest": "emulated", "details": {"family": "llama"}}]},
+    "/api/version": {"version": "0.0.0-looptrace-emulator"},
+}
+
+
 class _QuietServer(ThreadingHTTPServer):
     """A client dropping its kept-alive connection is normal, not a traceback."""
 
@@ -223,6 +234,11 @@ class _Handler(BaseHTTPRequestHandler):
         # The port changes from run to run: keep recordings reproducible.
         ex.request_headers = {k: ("emulator" if k.lower() == "host" else v)
                               for k, v in ex.request_headers.items()}
+        listing = _LISTINGS.get(self.path.split("?", 1)[0].rstrip("/"))
+        if listing is not None and self.command == "GET":
+            ex.status = 200
+            ex.response_headers, ex.response_body = self._json(200, listing)
+            return
         if fmt is None or self.command != "POST":
             ex.status = 404
             ex.response_headers, ex.response_body = self._json(404, {"error": {
