@@ -156,3 +156,35 @@ def test_recording_again_after_close(db_path):
     trace.close()
     assert len(run_ids(db_path)) == 2
     assert [r[0] for r in rows(db_path, "SELECT status FROM runs")] == ["completed"] * 2
+
+
+CB_LAP = [("before_model", "fire", "A"), ("before_model", "fire", "B"),
+          ("model", "enter", None), ("model", "exit", None),
+          ("after_model", "fire", "B"), ("after_model", "fire", "A")]
+EXPECTED_CALLBACKS_ONLY = [
+    ("run", "start", None), ("before_agent", "fire", "A"), ("before_agent", "fire", "B"),
+    *CB_LAP, ("tool", "enter", None), ("tool", "exit", None), *CB_LAP,
+    ("after_agent", "fire", "B"), ("after_agent", "fire", "A"), ("run", "end", None),
+]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_callback_handler_alone_sees_every_node_hook(db_path, mode):
+    from tracer import TraceCallbackHandler
+
+    log: list[tuple[str, str, str]] = []
+    handler = TraceCallbackHandler(db=db_path)
+    agent = make_agent(two_lap_model(), [get_weather], [Spy("A", log), Spy("B", log)])
+    drive(agent.with_config(callbacks=[handler]), mode)
+    handler.close()
+    (run_id,) = run_ids(db_path)
+    evs = events(db_path, run_id)
+    assert [(e[1], e[2], e[3]) for e in evs] == EXPECTED_CALLBACKS_ONLY
+    assert [e[0] for e in evs] == list(range(len(evs)))
+    assert [e[5] for e in evs if e[1] == "tool"] == ["c1", "c1"]
+    assert [e[4] for e in evs] == [0, 0, 0] + [1] * 8 + [2] * 6 + [2] * 3
+    assert log == SPY_EXPECTED
+    assert [r[0] for r in rows(db_path, "SELECT type FROM messages WHERE run_id = ?"
+                                        " ORDER BY position", [run_id])] == [
+        "human", "ai", "tool", "ai"]
+    assert rows(db_path, "SELECT status FROM runs")[0][0] == "completed"
