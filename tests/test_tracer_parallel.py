@@ -141,3 +141,29 @@ def test_concurrent_runs_from_threads_share_one_tracer(db_path):
         status = rows(db_path, "SELECT status FROM runs WHERE id = ?", [run_id])[0][0]
         assert status == "completed"
     assert firsts == {f"question {i}" for i in range(8)}
+
+
+@pytest.mark.parametrize("attach", [False, True])
+def test_concurrent_ainvokes_are_separate_runs(db_path, attach):
+    trace = TraceMiddleware(db=db_path)
+    agent = make_agent(parallel_model(2, 3, "aslow_price"), [aslow_price], [trace])
+    if attach:
+        agent = trace.attach(agent)
+
+    async def main():
+        return await asyncio.gather(*[agent.ainvoke({"messages": [("user", f"q{i}")]})
+                                      for i in range(6)])
+
+    asyncio.run(main())
+    trace.flush()
+    ids = run_ids(db_path)
+    assert len(ids) == 6
+    firsts = set()
+    for run_id in ids:
+        assert_gapless(db_path, run_id)
+        msgs = rows(db_path, "SELECT position, text FROM messages WHERE run_id = ?"
+                             " ORDER BY position", [run_id])
+        assert [m[0] for m in msgs] == list(range(1 + 2 * 4 + 1))
+        firsts.add(msgs[0][1])
+    assert firsts == {f"q{i}" for i in range(6)}
+    assert {r[0] for r in rows(db_path, "SELECT status FROM runs")} == {"completed"}
