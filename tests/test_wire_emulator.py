@@ -193,3 +193,23 @@ def test_emulator_answers_unknown_paths_and_bad_json(tmp_path: Path) -> None:
         assert body["done"] is True
     assert [e.status for e in srv.exchanges] == [400, 200]
     assert srv.exchanges[0].error and "bad request" in srv.exchanges[0].error
+
+
+def _broken_script(req: object) -> object:
+    msg = "the script has a bug"
+    raise RuntimeError(msg)
+
+
+def test_a_failing_script_is_a_500_and_a_recorded_error(tmp_path: Path) -> None:
+    import urllib.error
+    import urllib.request
+
+    with WireServer(mode="emulate", script=_broken_script, db=tmp_path / "t.db") as srv:
+        req = urllib.request.Request(srv.url + "/v1/messages", data=b'{"messages": []}',
+                                     headers={"Content-Type": "application/json"})
+        with pytest.raises(urllib.error.HTTPError) as err:
+            urllib.request.urlopen(req, timeout=10)
+    assert err.value.code == 500
+    assert "the script has a bug" in json.loads(err.value.read())["error"]["message"]
+    (ex,) = srv.exchanges
+    assert ex.status == 500 and ex.error == "emulate failed: RuntimeError: the script has a bug"

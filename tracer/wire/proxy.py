@@ -210,6 +210,12 @@ class _Handler(BaseHTTPRequestHandler):
                 self._forward(ex, fmt)
         except (BrokenPipeError, ConnectionResetError) as err:
             ex.error = ex.error or f"client went away: {err}"
+        except Exception as err:  # noqa: BLE001 - a script or upstream bug: answer 500
+            ex.error = f"{srv.mode} failed: {type(err).__name__}: {err}"
+            if not self._pending_end:
+                ex.status = 500
+                ex.response_headers, ex.response_body = self._json(500, {"error": {
+                    "type": "looptrace_error", "message": ex.error}})
         finally:
             ex.duration_ms = (time.perf_counter() - t0) * 1000
             if fmt is not None or srv.mode == "forward":
