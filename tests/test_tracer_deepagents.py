@@ -160,3 +160,52 @@ def test_pause_inside_a_subagent_resumes_the_same_child_run(db_path):
     ptask = rows(db_path, "SELECT phase FROM events WHERE run_id = ? AND tool_call_id = 'c_task'"
                           " ORDER BY seq", [parent[0]])
     assert [p for (p,) in ptask] == ["enter", "interrupt", "enter", "exit"]
+
+
+def two_tasks_script(messages: Sequence[BaseMessage]) -> AIMessage:
+    system = " ".join(str(m.content) for m in messages if isinstance(m, SystemMessage))
+    n_ai = sum(1 for m in messages if isinstance(m, AIMessage))
+    if "RESEARCHER" in system:
+        topic = str(messages[-1].content) if n_ai else ""
+        if n_ai == 0:
+            human = next(m for m in messages if m.type == "human")
+            return AIMessage("", tool_calls=[call("lookup_fact", {"topic": str(human.content)},
+                                                  f"c_look_{len(str(human.content))}")])
+        return AIMessage(f"Found: {topic}")
+    if n_ai == 0:
+        return AIMessage("Two at once.", tool_calls=[
+            call("task", {"description": "Norway", "subagent_type": "researcher"}, "c_t1"),
+            call("task", {"description": "Sweden!", "subagent_type": "researcher"}, "c_t2")])
+    return AIMessage("Both done.")
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
+def test_parallel_subagents_each_nested_under_their_call(db_path, mode):
+    model = ScriptedChatModel(script=two_tasks_script)
+    trace = TraceMiddleware(db=db_path)
+    researcher = {"name": "researcher", "description": "Looks facts up.",
+                  "system_prompt": "You are the RESEARCHER.", "tools": [lookup_fact],
+                  "model": model}
+    agent = trace.attach(deepagents.create_deep_agent(
+        model=model, tools=[lookup_fact], middleware=[trace], subagents=[researcher]))
+    inp = {"messages": [("user", "Norway and Sweden?")]}
+    if mode == "invoke":
+        agent.invoke(inp)
+    else:
+        asyncio.run(agent.ainvoke(inp))
+    trace.flush()
+    runs = rows(db_path, "SELECT id, parent_id, parent_tool_call_id, status FROM runs")
+    assert len(runs) == 3
+    (parent,) = [r for r in runs if r[1] is None]
+    children = {r[2]: r for r in runs if r[1] == parent[0]}
+    assert set(children) == {"c_t1", "c_t2"}
+    for tcid, look in (("c_t1", "c_look_6"), ("c_t2", "c_look_7")):
+        child = children[tcid]
+        assert child[3] == "completed"
+        assert_gapless(db_path, child[0])
+        human = rows(db_path, "SELECT text FROM messages WHERE run_id = ? AND position = 0",
+                     [child[0]])[0][0]
+        assert human == ("Norway" if tcid == "c_t1" else "Sweden!")
+        calls = rows(db_path, "SELECT DISTINCT tool_call_id FROM events WHERE run_id = ? AND"
+                              " tool_call_id IS NOT NULL", [child[0]])
+        assert calls == [(look,)]
