@@ -79,16 +79,26 @@ def replay_page(*, presenter: bool = False) -> None:
     st.html(STYLE)
     if not presenter:
         render_run_header(path, view)
-    st.session_state[state.TIMER] = state.interval()
+    st.session_state[state.TIMER] = state.timer(_running(view))
     st.fragment(run_every=st.session_state[state.TIMER])(_body)(path, presenter)
     if not presenter:
         render_findings(view)
 
 
+def _running(view: RunView) -> bool:
+    return view.replay.run.summary.status == "running"
+
+
 def _advance(view: RunView) -> int:
-    """The step to draw now: playback moves one step per timer tick."""
+    """The step to draw now: playback moves one step per timer tick; watching the
+    last step of a run being recorded follows the new steps as they arrive."""
     replay = view.replay
     i = replay.clamp(st.session_state.get(state.STEP))
+    seen_len = st.session_state.get("_lt_len")
+    st.session_state["_lt_len"] = (replay.run.id, len(replay))
+    if (_running(view) and isinstance(seen_len, tuple) and seen_len[0] == replay.run.id
+            and i == seen_len[1] - 1 and len(replay) > seen_len[1]):
+        i = len(replay) - 1
     if st.session_state.get(state.PLAYING) and not st.session_state.get(state.ACTED):
         if i >= len(replay) - 1:
             st.session_state[state.PLAYING] = False
@@ -114,7 +124,7 @@ def _draw(path: str, presenter: bool) -> None:
         st.error(md_escape(str(exc)), icon=":material/error:")
         return
     i = _advance(view)
-    if state.interval() != st.session_state.get(state.TIMER) or (
+    if state.timer(_running(view)) != st.session_state.get(state.TIMER) or (
             not presenter and view.replay.run.id != st.session_state.get("_lt_header_run")):
         st.rerun(scope="app")  # start, stop or re-time the playback timer; a new run
     state.sync_url(view.replay.run.id, i)

@@ -48,6 +48,14 @@ def interval() -> float | None:
     return round(BASE_INTERVAL / speed, 3)
 
 
+LIVE_INTERVAL = 2.0  # seconds between reloads of a run still being recorded
+
+
+def timer(running: bool) -> float | None:
+    """The fragment's timer: playback, else a slow reload while the run is recorded."""
+    return interval() or (LIVE_INTERVAL if running else None)
+
+
 def set_step(index: int, *, acted: bool = True) -> None:
     st.session_state[STEP] = int(index)
     st.session_state[HIGHLIGHT] = ()

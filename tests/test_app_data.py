@@ -212,3 +212,36 @@ def test_a_hostile_run_id_in_the_url_stays_text(sample_db: Path,
     # every character markdown could act on is backslash-escaped
     assert re.search(r"(?<!\\)[<>!\[\]()]", msg) is None, msg
     assert "\\!\\[x\\]" in msg and "\\<img" in msg
+
+
+def test_a_run_being_recorded_refreshes_and_follows_new_steps(
+        sample_db: Path, db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+
+    shutil.copy(sample_db, db_path)
+    with TraceDB(db_path) as db:
+        run = next(r for r in db.runs() if r.name == "weather")
+        n = len(build_replay(db.run(run.id)))
+    conn = sqlite3.connect(db_path)
+    conn.execute("UPDATE runs SET status = 'running', ended_at = NULL WHERE id = ?", [run.id])
+    conn.commit()
+    monkeypatch.setenv("LOOPTRACE_DB", str(db_path))
+    at = AppTest.from_file(MAIN, default_timeout=30)
+    at.run()
+    at.switch_page("pages/replay.py")
+    at.query_params["run"] = run.id
+    at.query_params["step"] = str(n - 1)
+    at.run()
+    assert not at.exception
+    assert at.session_state["lt_timer"] == 2.0  # reloads while the run is recorded
+    # the recorder appends a step: watching the last step follows it
+    last = conn.execute("SELECT MAX(seq), MAX(ts), MAX(lap) FROM events WHERE run_id = ?",
+                        [run.id]).fetchone()
+    conn.execute("INSERT INTO events(run_id, seq, ts, hook, phase, lap) VALUES (?, ?, ?, ?, ?, ?)",
+                 [run.id, last[0] + 1, last[1] + 0.01, "before_model", "fire", last[2] + 1])
+    conn.commit()
+    conn.close()
+    at.run()
+    assert not at.exception
+    assert at.session_state["lt_step"] == n
+    assert "Step " + str(n + 1) + " / " + str(n + 1) in " ".join(m.value for m in at.markdown)
