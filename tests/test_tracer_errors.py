@@ -350,3 +350,33 @@ def test_tracer_built_while_database_locked(tmp_path):
     _same(result, _untraced(model, [get_weather]))
     trace.flush()
     assert rows(db, "SELECT status FROM runs")[0][0] == "completed"
+
+
+def test_disk_full_never_breaks_the_agent_and_recovers(db_path):
+    """SQLITE_FULL (the file may not grow: max_page_count on the writer's connection) fails
+    the writes; the agent goes on, one warning, and the records land once space is back."""
+    from tracer_kit import get_price, parallel_model
+
+    trace = TraceMiddleware(db=db_path)
+    agent = make_agent(parallel_model(3, 2), [get_price], [trace])
+    agent.invoke({"messages": [("user", "first")]})
+    trace.flush()
+    conn = trace.recorder.writer._conn
+    pages = conn.execute("PRAGMA page_count").fetchone()[0]
+    conn.execute(f"PRAGMA max_page_count = {pages}")
+    expected = make_agent(parallel_model(3, 2), [get_price], []).invoke(
+        {"messages": [("user", "second " + "x" * 200_000)]})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = agent.invoke({"messages": [("user", "second " + "x" * 200_000)]})
+        trace.flush()
+    _same(result, expected)
+    ours = [str(w.message) for w in caught if "looptrace" in str(w.message)]
+    assert len(ours) == 1 and "full" in ours[0], ours
+    conn.execute("PRAGMA max_page_count = 1073741823")
+    agent.invoke({"messages": [("user", "third")]})
+    trace.flush()
+    runs = rows(db_path, "SELECT id, status FROM runs")
+    assert len(runs) == 3 and {s for _, s in runs} == {"completed"}
+    for run_id, _ in runs:
+        assert len(rows(db_path, "SELECT 1 FROM messages WHERE run_id = ?", [run_id])) == 11
