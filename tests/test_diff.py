@@ -7,6 +7,7 @@ recorded by ``TraceMiddleware`` into a temporary SQLite file.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -233,6 +234,16 @@ def test_parallel_calls_align_in_call_order_not_completion_order(tmp_path: Path)
         assert (ea.hook, ea.phase, ea.tool_call_id) == (eb.hook, eb.phase, eb.tool_call_id)
 
 
+def test_different_tool_call_ids_are_not_a_difference(tmp_path: Path) -> None:
+    """Real providers invent new call ids on every run: only behaviour counts."""
+    db = tmp_path / "ids.db"
+    a_id = record(db, BASE, "ids-a")
+    b_id = record(db, [lap("Paris", "call_Xy7"), lap("Rome", "toolu_01Q"), BASE[2]], "ids-b")
+    a, b = load(db, a_id, b_id)
+    assert [c["id"] for m in b.messages for c in m.tool_calls] == ["call_Xy7", "toolu_01Q"]
+    assert diff_runs(a, b).identical
+
+
 def test_message_text_is_readable_and_id_free(runs: tuple[Path, dict[str, str]]) -> None:
     db, ids = runs
     (a,) = load(db, ids["base"])
@@ -275,7 +286,7 @@ def test_cli_json_and_second_database(runs: tuple[Path, dict[str, str]], tmp_pat
 
 @pytest.mark.skipif(not sample_files(), reason="no sample traces bundled yet")
 def test_a_fresh_recording_of_every_demo_scenario_matches_its_sample_trace(
-        sample_db: Path, tmp_path: Path) -> None:
+        sample_db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from tracer.demo.cli import record_all
 
     fresh_db = tmp_path / "fresh.db"
@@ -289,3 +300,14 @@ def test_a_fresh_recording_of_every_demo_scenario_matches_its_sample_trace(
         d = diff_runs(sample, again)
         assert d.identical, (sample.summary.name, [x.description for x in d.differences])
         assert d.message_diff == ""
+    # Subagent runs are compared too (the CLI diffs the whole run tree).
+    parents = [(a.id, b.id) for a, b in pairs if a.children]
+    assert parents, "a sample with a subagent run"
+    a_id, b_id = parents[0]
+    assert main(["diff", a_id, b_id, "--db", str(sample_db), "--db-b", str(fresh_db)]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"subagent #1 \S+: identical", out)
+    lone = next(a.id for a, _ in pairs if not a.children)
+    assert main(["diff", a_id, lone, "--db", str(sample_db), "--json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert data["subagents"][0]["b"] is None and data["subagents"][0]["diff"] is None

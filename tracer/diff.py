@@ -104,6 +104,7 @@ class RunDiff:
     laps: list[LapDiff]
     differences: list[Divergence] = field(default_factory=list)
     message_diff: str = ""  # unified diff of the final conversations
+    subagents: list[SubagentDiff] = field(default_factory=list)  # filled by diff_tree
 
     @property
     def first_divergence(self) -> Divergence | None:
@@ -117,7 +118,7 @@ class RunDiff:
 
     @property
     def identical(self) -> bool:
-        return not self.differences
+        return not self.differences and all(sd.identical for sd in self.subagents)
 
     def row_of(self, *, step_a: int | None = None, step_b: int | None = None) -> int:
         """The alignment row holding ``step_a`` (or ``step_b``); 0 if none does."""
@@ -143,7 +144,27 @@ class RunDiff:
                       "message_diff": ld.message_diff} for ld in self.laps],
             "alignment": [[r.step_a, r.step_b] for r in self.rows],
             "message_diff": self.message_diff,
+            "subagents": [sd.to_dict() for sd in self.subagents],
         }
+
+
+@dataclass
+class SubagentDiff:
+    """The n-th subagent run of A next to the n-th of B (in the order they started)."""
+
+    index: int
+    name: str
+    a: str | None  # run id (None: B ran a subagent A did not)
+    b: str | None
+    diff: RunDiff | None  # None when one side has no such subagent
+
+    @property
+    def identical(self) -> bool:
+        return self.diff is not None and self.diff.identical
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"index": self.index, "name": self.name, "a": self.a, "b": self.b,
+                "diff": self.diff.to_dict() if self.diff else None}
 
 
 # -- readable forms -----------------------------------------------------------
@@ -532,7 +553,8 @@ HELP = """Compare two runs lap by lap and hook by hook and print the first diver
 (different tool, arguments, answer, tool result, extra lap, hook sequence, status),
 every difference per lap and a unified diff of the messages. Differences in the
 setup (model, system prompt, tools offered) are listed once, apart from the
-divergence. Ids, timestamps, durations and token counts are ignored.
+divergence. Subagent runs are compared too, the n-th of A with the n-th of B.
+Ids, timestamps, durations and token counts are ignored.
 
 Exit status (like diff(1)): 0 the runs are identical, 1 they differ,
 2 trouble (no such database or run)."""
@@ -549,17 +571,35 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.set_defaults(func=cmd_diff)
 
 
-def load_pair(db_a: str, run_a: str, db_b: str | None, run_b: str) -> tuple[Run, Run]:
-    with TraceDB(db_a) as da:
-        ra = da.run(da.resolve(run_a))
-        if db_b is None or db_b == db_a:
-            rb = da.run(da.resolve(run_b))
-            return ra, rb
-    with TraceDB(db_b) as dbb:
-        return ra, dbb.run(dbb.resolve(run_b))
+def diff_tree(db_a: TraceDB, run_a: str, db_b: TraceDB, run_b: str) -> RunDiff:
+    """``diff_runs`` of two runs, plus their subagent runs paired in starting order."""
+    d = diff_runs(db_a.run(run_a), db_b.run(run_b))
+    kids_a, kids_b = d.a.run.children, d.b.run.children
+    for i in range(max(len(kids_a), len(kids_b))):
+        ka = kids_a[i] if i < len(kids_a) else None
+        kb = kids_b[i] if i < len(kids_b) else None
+        name = (ka or kb).name or (ka or kb).agent_name or "subagent"  # type: ignore[union-attr]
+        sub = diff_tree(db_a, ka.id, db_b, kb.id) if ka and kb else None
+        d.subagents.append(SubagentDiff(i + 1, name, ka.id if ka else None,
+                                        kb.id if kb else None, sub))
+    return d
 
 
-def format_text(d: RunDiff) -> str:
+def format_text(d: RunDiff, indent: str = "") -> str:
+    text = _format(d)
+    for sd in d.subagents:
+        head = f"subagent #{sd.index} {sd.name}"
+        if sd.diff is None:
+            side = "A" if sd.a else "B"
+            text += f"\n\n{head}: only in {side} ({sd.a or sd.b})"
+        elif sd.identical:
+            text += f"\n\n{head}: identical ({sd.a} / {sd.b})"
+        else:
+            text += f"\n\n{head}:\n" + format_text(sd.diff, indent + "    ")
+    return "\n".join(indent + line if line else line for line in text.splitlines())
+
+
+def _format(d: RunDiff) -> str:
     lines = []
     for tag, rp in (("A", d.a), ("B", d.b)):
         s = rp.run.summary
@@ -601,11 +641,15 @@ def format_text(d: RunDiff) -> str:
 
 def cmd_diff(args: argparse.Namespace) -> int:
     try:
-        ra, rb = load_pair(args.db, args.run_a, args.db_b, args.run_b)
+        with TraceDB(args.db) as da:
+            if args.db_b is None or args.db_b == args.db:
+                d = diff_tree(da, da.resolve(args.run_a), da, da.resolve(args.run_b))
+            else:
+                with TraceDB(args.db_b) as dbb:
+                    d = diff_tree(da, da.resolve(args.run_a), dbb, dbb.resolve(args.run_b))
     except LooptraceError as exc:
         print(f"looptrace diff: {exc}", file=sys.stderr)
         return 2
-    d = diff_runs(ra, rb)
     if args.json:
         print(json.dumps(d.to_dict(), indent=2, ensure_ascii=False))
     else:
@@ -620,8 +664,10 @@ __all__ = [
     "LapDiff",
     "Row",
     "RunDiff",
+    "SubagentDiff",
     "diff_replays",
     "diff_runs",
+    "diff_tree",
     "message_text",
     "messages_diff",
 ]
