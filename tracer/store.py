@@ -140,6 +140,10 @@ class Writer:
                     pending.append(it)
             if pending:
                 pending = self._write(pending)
+            if stop and pending:  # the last try failed too: say what is lost
+                self.dropped += len(pending)
+                self._warn("write-drop", f"looptrace dropped {len(pending)} records it could "
+                           f"not write to {self.path} before closing")
             for w in waiters:
                 w.set()
             if stop:
