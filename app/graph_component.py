@@ -132,6 +132,7 @@ def graph_data(replay: Replay, index: int, *, names: dict[str, str] | None = Non
                    "colour": call_colour(colours.get(t, 0))} for t in step.active_tools],
         "kind": step.kind,
         "error": is_error(step),
+        "interrupt": step.kind == "interrupt",
         "lap": step.event.lap,
         "keyboard": keyboard,
         "scroll_to": scroll_to,
@@ -161,6 +162,8 @@ CSS = """
   fill: var(--st-primary-color); stroke: var(--st-primary-color); stroke-width: 3; }
 .lt-graph .node.active text { fill: #fff; }
 .lt-graph .node.error.active rect { fill: #d62728; stroke: #d62728; }
+.lt-graph .node.interrupt.active rect { fill: #f59f00; stroke: #f59f00; }
+.lt-graph .node.interrupt.active text { fill: #1a1a1a; }
 .lt-graph .node.passthrough text { font-weight: 400; font-size: 13px; opacity: .8;
   text-anchor: start; }
 .lt-graph .node.passthrough circle { r: 7px; }
@@ -259,6 +262,7 @@ function update(root, d) {
     g.classList.toggle('active', d.node === n.id);
     g.classList.toggle('visited', visited.has(n.id) && d.node !== n.id);
     g.classList.toggle('error', d.node === n.id && !!d.error);
+    g.classList.toggle('interrupt', d.node === n.id && !!d.interrupt);
     g.classList.toggle('passthrough', !!isPass);
     const rect = g.querySelector('rect'), dot = g.querySelector('circle'),
           text = g.querySelector('text');
