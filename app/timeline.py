@@ -18,11 +18,18 @@ from .palette import KIND_COLOURS
 NODE_HOOKS = ("before_agent", "before_model", "after_model", "after_agent")
 
 
+MAX_CALL_LANES = 30  # more tool calls than this: one lane per tool name instead
+
+
 def spans(replay: Replay) -> list[dict[str, Any]]:
-    """Bars and points: lane, start (ms from the run's start), duration (ms), kind, step."""
+    """Bars and points: lane, start (ms from the run's start), duration (ms), kind, step.
+
+    One lane per tool call (parallel calls overlap visibly); a run with more
+    than ``MAX_CALL_LANES`` tool calls gets one lane per tool name instead."""
     events = replay.run.events
     if not events:
         return []
+    per_call = len({e.tool_call_id for e in events if e.tool_call_id}) <= MAX_CALL_LANES
     t0 = events[0].ts
     out: list[dict[str, Any]] = []
     open_: dict[tuple[str, str | None], tuple[float, int]] = {}
@@ -42,7 +49,7 @@ def spans(replay: Replay) -> list[dict[str, Any]]:
                 ms - start if start is not None else 0.0)
             if start is None:
                 start = ms - dur
-            lane = ("model calls" if is_model else _tool_lane(names, ev.tool_call_id))
+            lane = ("model calls" if is_model else _tool_lane(names, ev.tool_call_id, per_call))
             failed = ev.phase == "error" or (
                 isinstance(ev.payload, dict) and ev.payload.get("status") == "error")
             kind = "error" if failed else ("model" if is_model else "tool")
@@ -58,16 +65,17 @@ def spans(replay: Replay) -> list[dict[str, Any]]:
                         "kind": kind, "step": i, "lap": ev.lap, "label": f"{ev.hook} {ev.phase}",
                         "span": False})
     for (_kind, tcid), (start, si) in open_.items():  # never finished (interrupted, running)
-        lane = "model calls" if tcid is None else _tool_lane(names, tcid)
+        lane = "model calls" if tcid is None else _tool_lane(names, tcid, per_call)
         out.append({"lane": lane, "start": start, "duration": 0.05, "kind": "interrupt",
                     "step": si, "lap": events[si].lap, "label": "no exit recorded",
                     "span": True})
     return out
 
 
-def _tool_lane(names: dict[str, str], tool_call_id: str | None) -> str:
+def _tool_lane(names: dict[str, str], tool_call_id: str | None, per_call: bool = True) -> str:
     """A lane label; escaped, since plotly reads a subset of HTML in its labels."""
-    return html.escape(f"tool {names.get(tool_call_id or '', 'call')} · {tool_call_id}")
+    name = names.get(tool_call_id or "", "call")
+    return html.escape(f"tool {name} · {tool_call_id}" if per_call else f"tool {name}")
 
 
 def timeline_figure(replay: Replay) -> go.Figure:

@@ -245,3 +245,17 @@ def test_a_run_being_recorded_refreshes_and_follows_new_steps(
     assert not at.exception
     assert at.session_state["lt_step"] == n
     assert "Step " + str(n + 1) + " / " + str(n + 1) in " ".join(m.value for m in at.markdown)
+
+
+def test_timeline_groups_tool_lanes_by_name_for_many_calls(
+        sample_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import app.timeline as tl
+
+    with TraceDB(sample_db) as db:
+        run = max(db.runs(), key=lambda r: r.tool_calls)
+        rp = build_replay(db.run(run.id))
+    monkeypatch.setattr(tl, "MAX_CALL_LANES", 1)
+    names = {e.payload.get("name") for e in rp.run.events
+             if e.hook == "wrap_tool_call" and isinstance(e.payload, dict) and e.payload.get("name")}
+    lanes = {r["lane"] for r in tl.spans(rp) if r["lane"].startswith("tool ")}
+    assert lanes == {f"tool {n}" for n in names}
