@@ -25,9 +25,12 @@ def sample_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_sample_db(tmp_path_factory.mktemp("samples") / "samples.db")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
-    """Debian's Chromium driven by Playwright (skips if it is not installed)."""
+    """Debian's Chromium driven by Playwright (skips if it is not installed).
+
+    Module-scoped: Playwright's sync API keeps an asyncio loop running while it is
+    open, so a session-wide one made every later ``asyncio.run`` test fail."""
     exe = chromium_path()
     if exe is None:
         if os.environ.get("CI"):
