@@ -218,6 +218,40 @@ def test_tool_error_and_status(runs: tuple[Path, dict[str, str]]) -> None:
     assert "B ended error" in d.differences[-1].description
 
 
+def record_approval(db: Path, name: str, decision: dict[str, str]) -> str:
+    from langchain.agents.middleware import HumanInTheLoopMiddleware
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.types import Command
+
+    mw = TraceMiddleware(db=db, run_name=name)
+    agent = create_agent(
+        ScriptedChatModel(script=turn_script([lap("Oslo", "c1", "forecast"),
+                                              AIMessage(content="Done.")])),
+        tools=[forecast], checkpointer=InMemorySaver(),
+        middleware=[mw, HumanInTheLoopMiddleware(interrupt_on={"forecast": True})])
+    config = {"configurable": {"thread_id": name}}
+    bound = mw.attach(agent)  # the callback handler sees the interrupt and the decision
+    bound.invoke({"messages": [("user", "Forecast for Oslo?")]}, config=config)
+    bound.invoke(Command(resume={"decisions": [decision]}), config=config)
+    mw.flush()
+    with TraceDB(db) as tdb:
+        return next(r.id for r in tdb.runs() if r.thread_id == name)
+
+
+def test_a_different_human_decision(tmp_path: Path) -> None:
+    db = tmp_path / "hitl.db"
+    a_id = record_approval(db, "approve", {"type": "approve"})
+    b_id = record_approval(db, "reject", {"type": "reject", "message": "Not now."})
+    a, b = load(db, a_id, b_id)
+    assert [e.hook for e in a.events if e.hook == "resume"] == ["resume"]
+    first = diff_runs(a, b).first_divergence
+    assert first is not None
+    assert (first.kind, first.lap) == ("human_decision", 1)
+    assert first.step_a == next(i for i, e in enumerate(a.events) if e.hook == "resume")
+    assert '"type": "reject"' in first.description
+    assert diff_runs(a, load(db, record_approval(db, "again", {"type": "approve"}))[0]).identical
+
+
 def test_parallel_calls_align_in_call_order_not_completion_order(tmp_path: Path) -> None:
     db = tmp_path / "p.db"
     turns = [AIMessage(content="", tool_calls=[

@@ -46,6 +46,8 @@ KINDS: tuple[str, ...] = (
     "tool_result",  # a tool returned something else (or another status)
     "message",  # any other message difference
     "error",  # a different error (or an error on one side only)
+    "interrupt",  # the run paused for a human with a different request
+    "human_decision",  # the human answered an interrupt differently
     "hook_sequence",  # a hook fired on one side with no counterpart on the other
     "extra_lap",  # a whole lap exists on one side only
     "status",  # the runs ended differently (completed / error / interrupted)
@@ -405,6 +407,15 @@ def _compare_pair(a: _Side, b: _Side, sa: Step, sb: Step,
     elif ea.phase == "error" and pa.get("error") != pb.get("error"):
         out.append(("error", (f"{ea.hook} raised {_short(str(pa.get('error')))!r} in A but "
                              f"{_short(str(pb.get('error')))!r} in B"), ""))
+    if ea.phase == "interrupt":
+        va = [i.get("value") for i in pa.get("interrupts") or [] if isinstance(i, dict)]
+        vb = [i.get("value") for i in pb.get("interrupts") or [] if isinstance(i, dict)]
+        if _canon(va) != _canon(vb):
+            out.append(("interrupt", (f"the run paused asking {_short(_canon(va))} in A but "
+                                     f"{_short(_canon(vb))} in B"), ""))
+    if ea.hook == "resume" and _canon(pa.get("resume")) != _canon(pb.get("resume")):
+        out.append(("human_decision", (f"the human answered {_short(_canon(pa.get('resume')))} "
+                                      f"in A but {_short(_canon(pb.get('resume')))} in B"), ""))
     if ea.hook in _MODEL_HOOKS and ea.phase == "enter":
         sys_a, sys_b = a.systems.get(sa.index), b.systems.get(sb.index)
         if sys_a != sys_b:
@@ -427,8 +438,11 @@ def _compare_pair(a: _Side, b: _Side, sa: Step, sb: Step,
         more, side = (ma, "A") if len(ma) > len(mb) else (mb, "B")
         extra = more[min(len(ma), len(mb)):]
         detail = messages_diff(ma, mb, "A", "B", text=text)
-        out.append(("message", (f"{side} adds {len(extra)} more message"
-                               f"{'s' * (len(extra) > 1)} here ({extra[0].type})"), detail))
+        kind = {"tool": "tool_result", "human": "input", "ai": "different_answer"}.get(
+            extra[0].type, "message")
+        what = (f"a {extra[0].type} message" if len(extra) == 1 else
+                f"{len(extra)} more messages ({extra[0].type} first)")
+        out.append((kind, f"{side} adds {what} here: {_short(text(extra[0]))!r}", detail))
     if ea.hook in _TOOL_HOOKS and ea.phase == "enter":
         if pa.get("name") != pb.get("name"):
             out.append(("different_tool", (f"tool {pa.get('name')} runs in A but "
