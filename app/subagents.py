@@ -10,6 +10,7 @@ from tracer.loader import RunSummary
 
 from . import data, state
 from .run_view import RunView
+from .safe import md_escape
 
 STATUS_COLOUR = {"completed": "green", "running": "blue", "error": "red", "interrupted": "orange"}
 
@@ -65,16 +66,16 @@ def render_run_header(path: str, view: RunView) -> None:
         st.button("Back to the parent run", key="to_parent", icon=":material/arrow_upward:",
                   on_click=_to_parent, args=(s.parent_id, back))
     if run.children:
-        with st.expander(f"Subagent runs ({len(run.children)})", expanded=True,
-                         icon=":material/account_tree:"):
-            for k, child in enumerate(run.children):
-                cols = st.columns([5, 2], vertical_alignment="center")
-                cols[0].text(f"{child.name or child.agent_name or 'subagent'}  ·  "
-                             f"called by {child.parent_tool_call_id or '?'}  ·  {child.status}")
-                cols[1].button("Open nested replay", key=f"open_child_{k}",
-                               icon=":material/subdirectory_arrow_right:",
-                               on_click=_open_child, args=(child.id,))
-
+        with st.container(horizontal=True, horizontal_alignment="left", vertical_alignment="center",
+                          key="children"):
+            st.caption(f"Subagent runs ({len(run.children)}):")
+            for k, child in enumerate(run.children[:8]):
+                name = (child.name or child.agent_name or "subagent")[:40]
+                # a button label is markdown: the (untrusted) name is escaped
+                st.button(f"{md_escape(name)} · {child.status if child.status in STATUS_COLOUR else '?'}",
+                          key=f"open_child_{k}", icon=":material/subdirectory_arrow_right:",
+                          help="Open this subagent run as its own nested replay",
+                          on_click=_open_child, args=(child.id,))
 
 def render_subagent_jump(view: RunView, index: int) -> None:
     """At a tool call that ran a subagent: a button opening that subagent's replay."""
