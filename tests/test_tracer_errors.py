@@ -380,3 +380,15 @@ def test_disk_full_never_breaks_the_agent_and_recovers(db_path):
     assert len(runs) == 3 and {s for _, s in runs} == {"completed"}
     for run_id, _ in runs:
         assert len(rows(db_path, "SELECT 1 FROM messages WHERE run_id = ?", [run_id])) == 11
+
+
+def test_warnings_as_errors_do_not_kill_the_writer(db_path):
+    """Under ``-W error`` the tracer's warning cannot be raised into the writer thread."""
+    model = one_call_model("huge")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = _traced(db_path, model, [huge])  # truncation warns inside the writer
+        assert result["messages"][2].content == BIG
+        result = _traced(db_path, one_call_model("get_weather"), [get_weather])
+    assert len(rows(db_path, "SELECT id FROM runs")) == 2
+    assert {s for (s,) in rows(db_path, "SELECT status FROM runs")} == {"completed"}

@@ -139,7 +139,12 @@ class Writer:
                 else:
                     pending.append(it)
             if pending:
-                pending = self._write(pending)
+                try:
+                    pending = self._write(pending)
+                except Exception as exc:  # noqa: BLE001 - this thread must never die
+                    self.dropped += len(pending)
+                    pending = []
+                    self._warn("writer", f"looptrace writer failed: {exc!r}")
             if stop and pending:  # the last try failed too: say what is lost
                 self.dropped += len(pending)
                 self._warn("write-drop", f"looptrace dropped {len(pending)} records it could "
@@ -259,10 +264,16 @@ class Writer:
                        " it is not JSON-serialisable")
 
     def _warn(self, key: str, text: str) -> None:
+        """Warn once per kind of failure (later ones only go to the debug log)."""
+        if key in self._warned:
+            log.debug(text)
+            return
+        self._warned.add(key)
         log.warning(text)
-        if key not in self._warned:
-            self._warned.add(key)
+        try:
             warnings.warn(text, RuntimeWarning, stacklevel=2)
+        except Exception:  # noqa: BLE001 - e.g. ``-W error``: never let a warning break anything
+            pass
 
 
 _writers: dict[tuple[str, int], Writer] = {}
