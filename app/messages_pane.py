@@ -60,9 +60,13 @@ def render_messages(view: RunView, index: int, *, big: bool = False,
                       on_click=_more, args=(window,))
         if not msgs:
             st.caption("No messages yet at this step.")
+        used: set[str] = set()
         for mv in msgs[start:]:
             hot = mv.key in new
             ckey = f"msg-{mv.position}"
+            while ckey in used:  # a rewritten history can repeat a position
+                ckey += "-x"
+            used.add(ckey)
             if hot:
                 scroll_to = ckey
                 rules.append(f".st-key-{ckey} {{ outline: 3px solid {HIGHLIGHT}; "
@@ -70,7 +74,7 @@ def render_messages(view: RunView, index: int, *, big: bool = False,
             if mv.colour:
                 rules.append(f".st-key-{ckey} {{ border-left: 7px solid {mv.colour} !important; }}")
             with st.container(border=True, key=ckey):
-                _message(mv, index, hot, pending, rules, big)
+                _message(mv, index, hot, pending, rules, big, ckey)
     _style(rules)
     return scroll_to
 
@@ -81,7 +85,7 @@ def _more(window: int) -> None:
 
 
 def _message(mv: MessageView, index: int, hot: bool, pending: set[str], rules: list[str],
-             big: bool) -> None:
+             big: bool, ckey: str) -> None:
     label, colour = ROLE_BADGE.get(mv.role, ("Message", "gray"))
     marker = f" · :material/play_arrow: **step {index + 1}**" if hot else ""
     st.caption(f":{colour}-badge[{label}] · #{mv.position}{marker}")  # our own words only
@@ -96,10 +100,10 @@ def _message(mv: MessageView, index: int, hot: bool, pending: set[str], rules: l
     elif mv.text:
         st.text(mv.text)
     for j, call in enumerate(mv.calls):
-        ckey = f"tc-{mv.position}-{j}"
-        rules.append(f".st-key-{ckey} {{ border-left: 7px solid {call.colour}; "
+        tkey = "tc-" + ckey[4:] + f"-{j}"
+        rules.append(f".st-key-{tkey} {{ border-left: 7px solid {call.colour}; "
                      f"padding-left: 10px; }}")
-        with st.container(key=ckey):
+        with st.container(key=tkey):
             st.text(f"tool call  {call.name}   id {call.id}")
             if call.id in pending:
                 st.badge("pending: no result yet", color="orange", icon=":material/hourglass_top:")

@@ -154,8 +154,16 @@ def message_view(m: Message, colour_index: dict[str, int]) -> MessageView:
         f"{c.get('name') or '?'}: {c.get('args') or ''} ({c.get('error') or 'invalid'})"
         for c in m.invalid_tool_calls)
     colour = call_colour(colour_index.get(m.tool_call_id, 0)) if m.tool_call_id else None
-    return MessageView(m.position, m.key, role, content_text(m.content), calls, invalid,
+    return MessageView(_int(m.position), m.key, role, content_text(m.content), calls, invalid,
                        m.tool_call_id, colour, m.status, m.name)
+
+
+def _int(value: Any) -> int:
+    """A stored position as an int (it names CSS classes: never trust the file's type)."""
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return -1
 
 
 def colour_indexes(messages: list[Message]) -> dict[str, int]:

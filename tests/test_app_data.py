@@ -259,3 +259,28 @@ def test_timeline_groups_tool_lanes_by_name_for_many_calls(
              if e.hook == "wrap_tool_call" and isinstance(e.payload, dict) and e.payload.get("name")}
     lanes = {r["lane"] for r in tl.spans(rp) if r["lane"].startswith("tool ")}
     assert lanes == {f"tool {n}" for n in names}
+
+
+def test_odd_message_positions_do_not_break_the_pane(
+        sample_db: Path, db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Positions name CSS classes and widget keys: a crafted file can hold text
+    there, or repeat one; the pane still renders and no markup gets through."""
+    import shutil
+
+    shutil.copy(sample_db, db_path)
+    conn = sqlite3.connect(db_path)
+    rid = conn.execute("SELECT id FROM runs WHERE name = 'weather'").fetchone()[0]
+    conn.execute("UPDATE messages SET position = 'x</style><img src=x>' "
+                 "WHERE run_id = ? AND position = 1", [rid])
+    conn.execute("UPDATE messages SET position = 0 WHERE run_id = ? AND position = 2", [rid])
+    conn.commit()
+    conn.close()
+    monkeypatch.setenv("LOOPTRACE_DB", str(db_path))
+    at = AppTest.from_file(MAIN, default_timeout=30)
+    at.run()
+    at.switch_page("pages/replay.py")
+    at.query_params["run"] = rid
+    at.query_params["step"] = "999"
+    at.run()
+    assert not at.exception and not at.error
+    assert not any("<img" in h.proto.body for h in at.get("html"))
