@@ -284,3 +284,21 @@ def test_odd_message_positions_do_not_break_the_pane(
     at.run()
     assert not at.exception and not at.error
     assert not any("<img" in h.proto.body for h in at.get("html"))
+
+
+def test_a_run_with_no_events_renders_on_every_page(
+        db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    connect(db_path).close()
+    conn = sqlite3.connect(db_path)
+    conn.execute("INSERT INTO runs(id, name, status, started_at) VALUES "
+                 "('empty-run', 'nothing yet', 'running', 1.0)")
+    conn.commit()
+    conn.close()
+    monkeypatch.setenv("LOOPTRACE_DB", str(db_path))
+    for page in PAGES:
+        at = AppTest.from_file(MAIN, default_timeout=30)
+        at.run()
+        at.switch_page(page)
+        at.query_params["run"] = "empty-run"
+        at.run()
+        assert not at.exception and not at.error, (page, at.exception, at.error)
