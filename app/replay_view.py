@@ -123,6 +123,8 @@ def _draw(path: str, presenter: bool) -> None:
     except LooptraceError as exc:
         st.error(md_escape(str(exc)), icon=":material/error:")
         return
+    st.session_state["_lt_replay"] = view.replay  # for the controls' callbacks
+    st.session_state["_lt_view"] = view
     i = _advance(view)
     if state.timer(_running(view)) != st.session_state.get(state.TIMER) or (
             not presenter and view.replay.run.id != st.session_state.get("_lt_header_run")):

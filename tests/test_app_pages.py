@@ -256,6 +256,8 @@ def test_presenter_shows_counter_caption_graph_and_messages_only(samples: Path) 
     assert not problems(at)
     assert any(m.value == f"Step 5 / {len(rp)}" for m in at.markdown)
     assert rp.steps[4].caption in [t.value for t in at.text]
+    # the keyboard callbacks (the only control here) find the replay they act on
+    assert at.session_state["_lt_replay"].run.id == run.id
     for key in ("play", "step_next", "scrub"):
         with pytest.raises(KeyError):
             at.button(key=key) if key != "scrub" else at.slider(key=key)
