@@ -302,3 +302,18 @@ def test_a_run_with_no_events_renders_on_every_page(
         at.query_params["run"] = "empty-run"
         at.run()
         assert not at.exception and not at.error, (page, at.exception, at.error)
+
+
+def test_hooks_no_middleware_used_are_pass_through_points(sample_db: Path) -> None:
+    from tracer.hooks import HOOK_NAMES
+
+    with TraceDB(sample_db) as db:
+        replays = {r.name: build_replay(db.run(r.id)) for r in db.runs()}
+    # the hand-rolled loop has no middleware at all: every hook is a pass-through point
+    bare = replays["weather_loop"]
+    assert sorted(graph_data(bare, 0)["passthrough"]) == sorted(HOOK_NAMES)
+    # a create_agent run traced by TraceMiddleware uses every hook: none passes through
+    assert graph_data(replays["weather"], 0)["passthrough"] == []
+    # the subagent sees only some hooks: the others pass through
+    sub = replays["researcher"]
+    assert set(graph_data(sub, 0)["passthrough"]) == set(HOOK_NAMES) - set(sub.used_hooks)
