@@ -164,8 +164,7 @@ CSS = """
 .lt-graph .node.error.active rect { fill: #d62728; stroke: #d62728; }
 .lt-graph .node.interrupt.active rect { fill: #f59f00; stroke: #f59f00; }
 .lt-graph .node.interrupt.active text { fill: #1a1a1a; }
-.lt-graph .node.passthrough text { font-weight: 400; font-size: 13px; opacity: .8;
-  text-anchor: start; }
+.lt-graph .node.passthrough text { font-weight: 400; font-size: 13px; opacity: .8; }
 .lt-graph .node.passthrough circle { r: 7px; }
 .lt-graph .node.passthrough.active circle { r: 10px; }
 .lt-graph .node.passthrough.active text { fill: var(--st-primary-color); opacity: 1;
@@ -204,6 +203,8 @@ CSS = """
 
 JS = """
 const LAYOUT = __LAYOUT__;
+const BACK_TO_BOX = LAYOUT.edges.find((e) => e.id === 'tools>before_model').d;
+const BACK_TO_POINT = BACK_TO_BOX.replace(/H\d+$/, 'H180');
 const NS = 'http://www.w3.org/2000/svg';
 function el(tag, attrs, parent) {
   const e = document.createElementNS(NS, tag);
@@ -268,8 +269,12 @@ function update(root, d) {
           text = g.querySelector('text');
     rect.style.display = isPass ? 'none' : '';
     dot.style.display = isPass ? '' : 'none';
-    text.setAttribute('x', isPass ? n.x + 16 : n.x);
+    text.setAttribute('x', isPass ? n.x - 16 : n.x);
+    text.style.textAnchor = isPass ? 'end' : '';
   }
+  // The back edge ends at before_model's box, or at its point when it passes through.
+  const back = root.querySelector('g.edge[data-edge="tools>before_model"] path');
+  back.setAttribute('d', pass.has('before_model') ? BACK_TO_POINT : BACK_TO_BOX);
   for (const w of LAYOUT.wraps) {
     const g = root.querySelector(`g.wrap[data-hook="${w.id}"]`);
     const node = w.id === 'wrap_model_call' ? 'model' : 'tools';
@@ -292,7 +297,9 @@ function update(root, d) {
     const y = 436 + i * 22;
     el('rect', {x: 292, y: y - 9, width: 12, height: 18, rx: 3, fill: t.colour}, g);
     const label = el('text', {x: 310, y: y}, g);
-    label.textContent = t.name + '  ' + (t.id.length > 14 ? t.id.slice(0, 13) + '…' : t.id);
+    const full = t.name + '  ' + t.id;
+    label.textContent = full.length > 20 ? full.slice(0, 19) + '…' : full;
+    el('title', {}, g).textContent = full;
   });
   if (d.tools.length > max) {
     el('text', {x: 310, y: 436 + max * 22, class: 'chip'}, chips).textContent =
