@@ -204,7 +204,7 @@ CSS = """
 JS = """
 const LAYOUT = __LAYOUT__;
 const BACK_TO_BOX = LAYOUT.edges.find((e) => e.id === 'tools>before_model').d;
-const BACK_TO_POINT = BACK_TO_BOX.replace(/H\d+$/, 'H180');
+const BACK_TO_POINT = BACK_TO_BOX.replace(/H[0-9]+$/, "H180");
 const NS = 'http://www.w3.org/2000/svg';
 function el(tag, attrs, parent) {
   const e = document.createElementNS(NS, tag);
