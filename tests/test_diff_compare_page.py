@@ -85,7 +85,7 @@ def test_query_params_pick_the_runs_and_jump_goes_to_the_first_divergence(
     assert at.session_state["cmp_row"] == row
     assert at.slider(key="cmp_slider").value == row + 1
     shown = texts(at)
-    assert shown.count("step 10 / 18  ·  lap 2  ·  wrap_model_call exit") == 2
+    assert shown.count("step 10 / 19  ·  lap 2  ·  wrap_model_call exit") == 2
     assert graph_nodes(at) == ["model", "model"]
     # The message difference is shown as a diff, and both panes show their own call.
     diffs = [c.value for c in at.code if c.language == "diff"]
@@ -143,7 +143,7 @@ def test_row_deep_link(monkeypatch: pytest.MonkeyPatch,
     assert at.query_params["row"] == "9"
     at.button(key="cmp_next").click().run()
     assert at.query_params["row"] == "10"
-    for bad, want in (("999", "17"), ("-4", "0"), ("x", "0")):
+    for bad, want in (("999", "18"), ("-4", "0"), ("x", "0")):
         st.cache_data.clear()
         st.cache_resource.clear()
         at = open_compare(monkeypatch, path, ids["base"], ids["args"], row=bad)

@@ -195,6 +195,6 @@ def test_interpreter_exit_flushes(tmp_path):
     (run_id, status), = rows(db, "SELECT id, status FROM runs")
     assert status == "completed"
     seqs = assert_gapless(db, run_id)
-    assert rows(db, "SELECT hook FROM events WHERE run_id = ? AND seq = ?",
-                [run_id, seqs[-1]]) == [("after_agent",)]
+    assert rows(db, "SELECT hook, phase FROM events WHERE run_id = ? AND seq >= ? ORDER BY seq",
+                [run_id, seqs[-2]]) == [("after_agent", "fire"), ("run", "end")]
     assert len(rows(db, "SELECT 1 FROM messages WHERE run_id = ?", [run_id])) == 1 + 3 * 3 + 1

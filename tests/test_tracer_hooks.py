@@ -44,8 +44,9 @@ EXPECTED_ATTACHED = [
     ("after_agent", "fire", "B"),
     ("after_agent", "fire", T),
     ("after_agent", "fire", "A"),
+    ("run", "end", None),  # the replay's END node
 ]
-EXPECTED_ALONE = [e for e in EXPECTED_ATTACHED if e[2] == T]
+EXPECTED_ALONE = [e for e in EXPECTED_ATTACHED if e[2] == T] + [("run", "end", None)]
 
 # What A and B themselves saw, in firing order (A is the outer wrapper).
 SPY_LAP = [
@@ -110,7 +111,7 @@ def test_hook_order_with_attach(db_path, mode):
     assert recorded_others == [x for x in log if x[1] not in ("wrap_model_call",
                                                                "wrap_tool_call")]
     # Laps: a lap opens at its first before_model (A's), whoever's hook that is.
-    assert [e[4] for e in evs] == [0] * 4 + [1] * 10 + [2] * 8 + [2] * 3
+    assert [e[4] for e in evs] == [0] * 4 + [1] * 10 + [2] * 8 + [2] * 4
     status = rows(db_path, "SELECT status FROM runs WHERE id = ?", [run_id])[0][0]
     assert status == "completed"
 
@@ -122,7 +123,7 @@ def test_hook_order_middleware_alone(db_path, mode):
     assert [e[0] for e in evs] == list(range(len(evs)))
     assert [(e[1], e[2], e[3]) for e in evs] == [e for e in EXPECTED_ALONE]
     assert log == SPY_EXPECTED
-    assert [e[4] for e in evs] == [0, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2]
+    assert [e[4] for e in evs] == [0, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2]
     assert [e[5] for e in evs if e[1] == "wrap_tool_call"] == ["c1", "c1"]
     status = rows(db_path, "SELECT status FROM runs WHERE id = ?", [run_id])[0][0]
     assert status == "completed"
@@ -140,6 +141,7 @@ def test_lean_mode_records_wrap_hooks_only(db_path, mode):
         ("wrap_model_call", "enter", 1, None), ("wrap_model_call", "exit", 1, None),
         ("wrap_tool_call", "enter", 1, "c1"), ("wrap_tool_call", "exit", 1, "c1"),
         ("wrap_model_call", "enter", 2, None), ("wrap_model_call", "exit", 2, None),
+        ("run", "end", 2, None),
     ]
     assert [r[0] for r in rows(db_path, "SELECT type FROM messages WHERE run_id = ?"
                                         " ORDER BY position", [run_id])] == [

@@ -141,10 +141,9 @@ class TraceCallbackHandler(BaseCallbackHandler):
                     if isinstance(outputs, dict) and isinstance(outputs.get("messages"), list):
                         msgs = [m for m in outputs["messages"] if isinstance(m, BaseMessage)]
                         if not root.middleware:
+                            root.end_seen = True
                             seq = rec.event(root, "run", "end")
                             rec.sync_messages(root, seq, _no_system(msgs))
-                    elif not root.middleware:
-                        rec.event(root, "run", "end")
                     rec.end_run(root, "completed")
                 return
             rec.lc_runs.pop(run_id, None)

@@ -29,13 +29,14 @@ COMMANDS: dict[str, str] = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser; with ``only``, just that subcommand's module is imported (fast start)."""
     parser = argparse.ArgumentParser(
         prog="looptrace", description="Record and replay LLM agent loops.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     done: set[str] = set()
     for name, module in COMMANDS.items():
-        if module in done:
+        if module in done or (only is not None and name != only):
             continue
         try:
             mod = importlib.import_module(module)
@@ -59,7 +60,9 @@ def _unavailable(name: str, why: str):  # type: ignore[no-untyped-def]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    first = next((a for a in argv if not a.startswith("-")), None)
+    parser = build_parser(first if first in COMMANDS else None)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()

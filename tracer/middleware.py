@@ -161,7 +161,9 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
             msgs = state.get("messages") if isinstance(state, dict) else None
             if msgs is not None:
                 rec.sync_messages(run, seq, msgs)
-            if hook == "after_agent":
+            if hook == "after_agent" and not run.lc_ids:
+                # (with the callback handler attached, the run ends when the graph
+                # returns, after the outer middlewares' after_agent hooks)
                 rec.end_run(run, "completed")
         except Exception as exc:  # noqa: BLE001 - the tracer must never break the agent
             self.recorder.writer._warn("hook", f"looptrace failed in {hook}: {exc!r}")

@@ -50,7 +50,7 @@ class RunState:
     __slots__ = (
         "id", "seq", "lap", "conv", "known", "call_pos", "thread_id", "ended", "status",
         "error", "tokens", "lock", "tools_hash", "model", "provider", "lc_ids", "middleware",
-        "error_seen", "interrupted", "parent", "name", "sys_hash", "paused", "owner", "pending", "answered", "lap_open",
+        "error_seen", "interrupted", "parent", "name", "sys_hash", "paused", "owner", "pending", "answered", "end_seen", "lap_open",
         "parent_call",
     )
 
@@ -82,6 +82,7 @@ class RunState:
         self.paused = False  # a GraphInterrupt was seen inside this invocation
         self.owner: object = None  # the invocation currently recording into this run
         self.answered = False  # the last model reply asked for no tools (a final answer)
+        self.end_seen = False  # a ("run", "end") event was recorded
         # tool results seen before they reach the state: key -> (seq, message, guess)
         self.pending: dict[str, tuple[int, BaseMessage, int]] = {}
         self.lap_open = False  # a lap began (first before_model / model call) and is not over
@@ -217,6 +218,9 @@ class Recorder:
             with self._lock:
                 self.paused_children[(run.parent.id, run.parent_call)] = run
         self.flush_pending(run)
+        if status == "completed" and not run.end_seen:
+            run.end_seen = True
+            self.event(run, "run", "end")  # the replay's END node
         fields: dict[str, Any] = {"status": status, "ended_at": time.time()}
         if error is not None:
             fields["error"] = error

@@ -8,6 +8,7 @@ runs them all; ``sample_traces/`` ships their exports.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -39,6 +40,7 @@ PRICES = {"laptop": 1299.0, "mouse": 25.0, "keyboard": 89.0}
 @tool
 def get_price(product: str) -> str:
     """Look up the price of a product in the catalogue (USD)."""
+    time.sleep(0.05)  # a catalogue round trip: parallel look-ups visibly overlap
     if product not in PRICES:
         msg = f"unknown product {product!r}: not in the catalogue"
         raise ToolException(msg)
