@@ -70,8 +70,19 @@ class Writer:
     # -- hot path -----------------------------------------------------------
     def put(self, item: tuple[Any, ...]) -> None:
         if self._thread is None or self._closed:
+            if _exiting:
+                # At interpreter exit (e.g. a run's finaliser after close_all) no
+                # thread can start: write this record here and now.
+                self._write_now(item)
+                return
             self._start()  # first record, or recording again after close()
         self._queue.put(item)
+
+    def _write_now(self, item: tuple[Any, ...]) -> None:
+        try:
+            self._write([item])
+        except Exception:  # noqa: BLE001 - never raise at exit
+            self.dropped += 1
 
     def flush(self, wait: bool = True, timeout: float = 30.0) -> None:
         """Ask the writer to commit now; with ``wait``, block until it has."""
@@ -291,12 +302,21 @@ def get_writer(path: str | os.PathLike[str], redactor: Redactor = DEFAULT_REDACT
         return w
 
 
+_exiting = False
+
+
 def close_all() -> None:
     with _writers_lock:
         writers = list(_writers.values())
         _writers.clear()
     for w in writers:
         w.close()
+
+
+def _at_exit() -> None:
+    global _exiting
+    _exiting = True
+    close_all()
 
 
 def _after_fork() -> None:
@@ -306,5 +326,5 @@ def _after_fork() -> None:
     _writers_lock = threading.Lock()
 
 
-atexit.register(close_all)
+atexit.register(_at_exit)
 os.register_at_fork(after_in_child=_after_fork)
