@@ -24,7 +24,8 @@ def event_fields(view: RunView, index: int) -> dict[str, Any]:
     ev = step.event
     t0 = view.replay.steps[0].event.ts
     fields: dict[str, Any] = {
-        "step": index, "seq": ev.seq, "hook": ev.hook, "phase": ev.phase, "node": step.node,
+        "step": index + 1, "index (?step=)": index, "seq": ev.seq, "hook": ev.hook,
+        "phase": ev.phase, "node": step.node,
         "kind": step.kind, "lap": ev.lap, "middleware": ev.middleware,
         "duration_ms": None if ev.duration_ms is None else round(ev.duration_ms, 3),
         "t_offset_ms": round((ev.ts - t0) * 1000, 3),
