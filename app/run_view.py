@@ -15,7 +15,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from tracer.loader import Message
+from tracer.loader import Message, content_text
 from tracer.replay import Replay, Step
 
 from .palette import call_colour
@@ -112,27 +112,6 @@ def is_error(step: Step) -> bool:
         return True
     p = step.event.payload
     return step.kind == "tool" and isinstance(p, dict) and p.get("status") == "error"
-
-
-def content_text(content: Any) -> str:
-    """Plain text of a message's content (a string, or a list of content blocks)."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = []
-        for block in content:
-            if isinstance(block, str):
-                parts.append(block)
-            elif isinstance(block, dict) and block.get("type") == "text":
-                parts.append(str(block.get("text", "")))
-            elif isinstance(block, dict) and block.get("type") in ("tool_use", "tool_call"):
-                continue  # shown as a tool call
-            else:
-                parts.append(json.dumps(block, ensure_ascii=False, default=str))
-        return "\n".join(p for p in parts if p)
-    return json.dumps(content, ensure_ascii=False, default=str)
 
 
 def _args_text(args: Any) -> str:

@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .errors import LooptraceError
-from .loader import Message, Run, TraceDB
+from .loader import Message, Run, TraceDB, content_text
 from .replay import Replay, Step, build_replay
 
 DEFAULT_DB = "looptrace.db"
@@ -173,27 +173,6 @@ class SubagentDiff:
 
 def _canon(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
-
-
-def content_text(content: Any) -> str:
-    """Message content as plain text (block lists joined, non-text blocks as JSON)."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = []
-        for block in content:
-            if isinstance(block, str):
-                parts.append(block)
-            elif isinstance(block, dict) and block.get("type") == "text":
-                parts.append(str(block.get("text", "")))
-            elif isinstance(block, dict) and block.get("type") in ("tool_use", "tool_call"):
-                continue  # shown as a tool call
-            else:
-                parts.append(_canon(block))
-        return "\n".join(parts)
-    return _canon(content)
 
 
 def message_text(m: Message) -> str:

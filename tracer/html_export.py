@@ -34,10 +34,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .diff import content_text
 from .exchange import run_tree
 from .hooks import HOOK_BY_NAME
-from .loader import Message, TraceDB
+from .loader import Message, TraceDB, content_text
 from .replay import GRAPH_EDGES, GRAPH_NODES, Replay, build_replay
 
 # Fixed node positions (centre x, y) in the SVG's 460 x 530 view box.
