@@ -12,6 +12,7 @@ from __future__ import annotations
 import bisect
 import json
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,6 +52,9 @@ class MessageView:
 # Runs with more steps than this are checked on a background thread, so a
 # large run opens at once and its findings appear when ready.
 SYNC_CHECK_STEPS = 1500
+# The background check starts after this delay: it holds the GIL for seconds on a
+# large run, and the page's first render should not wait behind it.
+CHECK_DELAY_S = 2.0
 
 
 @dataclass
@@ -78,8 +82,12 @@ class RunView:
             self.set_findings(*_findings(self.replay))
             return
         self.findings_pending = True
-        threading.Thread(target=lambda: self.set_findings(*_findings(self.replay)),
-                         name="looptrace-check", daemon=True).start()
+
+        def later() -> None:
+            time.sleep(CHECK_DELAY_S)
+            self.set_findings(*_findings(self.replay))
+
+        threading.Thread(target=later, name="looptrace-check", daemon=True).start()
 
     def view(self, m: Message) -> MessageView:
         v = self.messages.get((m.position, m.seq))

@@ -102,12 +102,13 @@ def main() -> int:
 
     os.environ["LOOPTRACE_DB"] = str(db)
     at = AppTest.from_file(str(ROOT / "app" / "main.py"), default_timeout=120)
-    at.run()  # warm the interpreter (imports), not the caches
-    st.cache_data.clear()
-    st.cache_resource.clear()
+    at.run()
     at.switch_page("pages/replay.py")
     at.query_params["run"] = run_id
     at.query_params["step"] = "0"
+    at.run()  # warm the interpreter (every import the replay page makes) ...
+    st.cache_data.clear()  # ... but not the caches: the run is loaded afresh below
+    st.cache_resource.clear()
     t = time.perf_counter()
     at.run()
     t_open = time.perf_counter() - t
