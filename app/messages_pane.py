@@ -44,6 +44,7 @@ def render_messages(view: RunView, index: int, *, big: bool = False,
     new = set(step.new_keys) if step else set()
     new |= set(st.session_state.get(state.HIGHLIGHT) or ())
     pending = replay.pending_calls(index) if replay.steps else set()
+    omitted = replay.omitted_at(index)
     window = int(st.session_state.get(state.WINDOW) or state.DEFAULT_WINDOW)
     start = max(0, len(msgs) - window)
     rules: list[str] = []
@@ -74,6 +75,9 @@ def render_messages(view: RunView, index: int, *, big: bool = False,
             if mv.colour:
                 rules.append(f".st-key-{ckey} {{ border-left: 7px solid {mv.colour} !important; }}")
             with st.container(border=True, key=ckey):
+                if mv.key in omitted:
+                    st.badge("not sent to the model: the loop never appended it",
+                             color="red", icon=":material/block:")
                 _message(mv, index, hot, pending, rules, big, ckey)
     _style(rules)
     return scroll_to

@@ -9,6 +9,7 @@ the hook. Pure functions over loader records; the app only draws them.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from .hooks import HOOK_BY_NAME
@@ -95,6 +96,24 @@ class Replay:
     @property
     def _history_events(self) -> list[Event]:
         return [e for e in self.run.events if e.hook == "history"]
+
+    def omitted_at(self, index: int) -> frozenset[str]:
+        """Keys of recorded messages that the latest model call up to step ``index``
+        did NOT receive (a hand-rolled loop that ran a tool but never sent its result)."""
+        if not self.steps:
+            return frozenset()
+        seq = self.steps[self.clamp(index)].event.seq
+        out: frozenset[str] = frozenset()
+        for ev in self._omission_events:
+            if ev.seq > seq:
+                break
+            out = frozenset(str(k) for k in ev.payload["omitted_keys"])
+        return out
+
+    @cached_property
+    def _omission_events(self) -> list[Event]:
+        return [e for e in self.run.events if isinstance(e.payload, dict)
+                and isinstance(e.payload.get("omitted_keys"), list)]
 
     def pending_calls(self, index: int) -> set[str]:
         """Tool calls asked for and not answered as of step ``index``."""

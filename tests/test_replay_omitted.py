@@ -1,0 +1,90 @@
+"""A hand-rolled loop that runs a tool but never sends its result: the replay
+marks that recorded message as not received by the model."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import streamlit as st
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.runnables import chain
+from langchain_core.tools import tool
+from streamlit.testing.v1 import AppTest
+
+from tracer import TraceCallbackHandler
+from tracer.demo.models import ScriptedChatModel, call, turn_script
+from tracer.loader import TraceDB
+from tracer.replay import build_replay
+
+MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
+
+
+@tool
+def lookup(city: str) -> str:
+    """Look a city up."""
+    return f"{city}: 12 degrees"
+
+
+def record_forgetful_loop(db: Path) -> str:
+    llm = ScriptedChatModel(script=turn_script([
+        AIMessage("", tool_calls=[call("lookup", {"city": "Oslo"}, "call_forgotten")]),
+        AIMessage("I never saw the result."),
+    ]))
+    handler = TraceCallbackHandler(db=db)
+
+    @chain
+    def forgetful(question: str) -> list[BaseMessage]:
+        messages: list[BaseMessage] = [HumanMessage(question)]
+        ai = llm.invoke(messages)
+        messages.append(ai)
+        for tc in ai.tool_calls:
+            lookup.invoke(tc)  # the bug: the ToolMessage is never appended
+        messages.append(llm.invoke(messages))
+        return messages
+
+    forgetful.invoke("Weather in Oslo?", config={"callbacks": [handler]})
+    handler.close()
+    with TraceDB(db) as t:
+        return t.runs()[0].id
+
+
+def test_replay_marks_the_result_the_model_never_got(db_path: Path) -> None:
+    run_id = record_forgetful_loop(db_path)
+    with TraceDB(db_path) as t:
+        replay = build_replay(t.run(run_id))
+    tool_exit = next(s.index for s in replay.steps
+                     if s.event.hook == "tool" and s.event.phase == "exit")
+    assert replay.omitted_at(tool_exit) == frozenset()  # not yet: no model call since
+    second_call = next(s.index for s in replay.steps[tool_exit:]
+                       if s.event.hook == "model" and s.event.phase == "enter")
+    assert replay.omitted_at(second_call) == {"t:call_forgotten"}
+    # the message is still recorded and shown: nothing recorded is lost
+    assert "t:call_forgotten" in {m.key for m in replay.messages_at(second_call)}
+
+
+@pytest.fixture
+def _clean_caches() -> Iterator[None]:
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    yield
+    st.cache_data.clear()
+    st.cache_resource.clear()
+
+
+def test_message_pane_shows_the_omission(db_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                         _clean_caches: None) -> None:
+    run_id = record_forgetful_loop(db_path)
+    with TraceDB(db_path) as t:
+        replay = build_replay(t.run(run_id))
+    monkeypatch.setenv("LOOPTRACE_DB", str(db_path))
+    at = AppTest.from_file(MAIN, default_timeout=30)
+    at.run()
+    at.switch_page("pages/replay.py")
+    at.query_params["run"] = run_id
+    at.query_params["step"] = str(len(replay) - 1)
+    at.run()
+    assert not at.exception
+    shown = [m.value for m in at.markdown]  # st.badge renders as a markdown badge
+    assert sum("not sent to the model" in v for v in shown) == 1, shown
