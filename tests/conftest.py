@@ -46,6 +46,18 @@ def browser() -> Iterator[object]:
             b.close()
 
 
+@pytest.fixture
+def clean_streamlit_caches() -> Iterator[None]:
+    """Clear st.cache_data / st.cache_resource around an AppTest test."""
+    import streamlit as st
+
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    yield
+    st.cache_data.clear()
+    st.cache_resource.clear()
+
+
 @pytest.fixture(scope="session")
 def artifacts() -> Path:
     ARTIFACTS.mkdir(exist_ok=True)

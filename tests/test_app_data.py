@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from app.graph_component import EDGES, NODES, _route, graph_data
@@ -24,13 +22,7 @@ MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
 PAGES = ("pages/runs.py", "pages/replay.py", "pages/timeline.py", "pages/presenter.py")
 
 
-@pytest.fixture(autouse=True)
-def _clean_caches() -> Iterator[None]:
-    st.cache_data.clear()
-    st.cache_resource.clear()
-    yield
-    st.cache_data.clear()
-    st.cache_resource.clear()
+pytestmark = pytest.mark.usefixtures("clean_streamlit_caches")
 
 
 def run_page(page: str) -> AppTest:

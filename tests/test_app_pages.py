@@ -8,12 +8,10 @@ fires no timers: playback and the keyboard are covered by the browser tests.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from tracer.loader import RunSummary, TraceDB
@@ -23,13 +21,7 @@ MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
 PAGES = ("pages/runs.py", "pages/replay.py", "pages/timeline.py", "pages/presenter.py")
 
 
-@pytest.fixture(autouse=True)
-def _clean_caches() -> Iterator[None]:
-    st.cache_data.clear()
-    st.cache_resource.clear()
-    yield
-    st.cache_data.clear()
-    st.cache_resource.clear()
+pytestmark = pytest.mark.usefixtures("clean_streamlit_caches")
 
 
 @pytest.fixture

@@ -3,11 +3,9 @@ marks that recorded message as not received by the model."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import streamlit as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import chain
 from langchain_core.tools import tool
@@ -64,17 +62,9 @@ def test_replay_marks_the_result_the_model_never_got(db_path: Path) -> None:
     assert "t:call_forgotten" in {m.key for m in replay.messages_at(second_call)}
 
 
-@pytest.fixture
-def _clean_caches() -> Iterator[None]:
-    st.cache_data.clear()
-    st.cache_resource.clear()
-    yield
-    st.cache_data.clear()
-    st.cache_resource.clear()
-
-
-def test_message_pane_shows_the_omission(db_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                         _clean_caches: None) -> None:
+@pytest.mark.usefixtures("clean_streamlit_caches")
+def test_message_pane_shows_the_omission(db_path: Path,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
     run_id = record_forgetful_loop(db_path)
     with TraceDB(db_path) as t:
         replay = build_replay(t.run(run_id))

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from tracer.loader import TraceDB
@@ -17,13 +15,7 @@ from tracer.wire.render import model_call_events
 MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
 
 
-@pytest.fixture(autouse=True)
-def _clean_caches() -> Iterator[None]:
-    st.cache_data.clear()
-    st.cache_resource.clear()
-    yield
-    st.cache_data.clear()
-    st.cache_resource.clear()
+pytestmark = pytest.mark.usefixtures("clean_streamlit_caches")
 
 
 @pytest.fixture(scope="module")
