@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import threading
 import time
@@ -11,10 +12,11 @@ from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langgraph.config import get_config
 from langgraph.errors import GraphInterrupt
 from langgraph.types import Command
 
-from .recorder import Recorder, RunState, begin_lap, end_lap, user_metadata
+from .recorder import Recorder, RunState, begin_lap, message_key, user_metadata
 from .redact import Redactor
 
 
@@ -94,13 +96,14 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
     def _new_or_resumed(self, runtime: Any, starting: bool) -> RunState:
         info = getattr(runtime, "execution_info", None)
         thread_id = getattr(info, "thread_id", None)
+        config = _config()
         # A callback handler on the same invocation created the run already.
-        handler_run = self._handler_run()
+        handler_run = self._handler_run(config)
         if handler_run is not None:
             handler_run.middleware = True
             return handler_run
         if not starting and thread_id:
-            resume = _resume_payload()
+            resume = _resume_payload(config)
             # Not starting at before_agent means a resumed thread (lean mode has no
             # before_agent, so there only a resume value says so).
             live = resume is not None or not self.lean
@@ -109,24 +112,20 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
                 run.middleware = True
                 self.recorder.event(run, "resume", "fire", payload=resume)
                 return run
-        agent_name = _agent_name()
+        meta = config.get("metadata") or {}
+        agent_name = meta.get("lc_agent_name")
         run = self.recorder.start_run(
             name=self.run_name or agent_name or "agent",
             thread_id=str(thread_id) if thread_id else None, source="middleware",
-            agent_name=agent_name, metadata=_user_metadata(),
+            agent_name=agent_name, metadata=user_metadata(meta),
         )
         run.middleware = True
         return run
 
-    def _handler_run(self) -> RunState | None:
+    def _handler_run(self, config: dict[str, Any]) -> RunState | None:
         if self._handler is None:
             return None
-        try:
-            from langgraph.config import get_config
-
-            cbs = get_config().get("callbacks")
-        except Exception:  # noqa: BLE001
-            return None
+        cbs = config.get("callbacks")
         parent = getattr(cbs, "parent_run_id", None)
         return self.recorder.lc_runs.get(parent) if parent is not None else None
 
@@ -174,13 +173,15 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
             run = self._run(request.runtime, request.state)
             if run.error_seen:
                 _error_handled(self.recorder, run)
-            begin_lap(run)
+            if not run.lap_open:  # (begin_lap, inlined: this is the hot path)
+                run.lap_open = True
+                run.lap += 1
             if run.model is None:
                 _model_names(run, request.model)
             rec = self.recorder
-            state_msgs = request.state.get("messages") or []
+            state_msgs = request.state.get("messages") or ()
             seq = rec.event(run, "wrap_model_call", "enter", middleware=self._name,
-                            payload=_request_payload(run, request, state_msgs))
+                            payload=_RequestPayload(run, request, state_msgs))
             rec.sync_messages(run, seq, state_msgs)
             return run, time.perf_counter()
         except Exception as exc:  # noqa: BLE001
@@ -194,31 +195,17 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
         run, t0 = pre
         try:
             dur = (time.perf_counter() - t0) * 1000
-            end_lap(run)
+            run.lap_open = False  # (end_lap)
             result = getattr(response, "result", None)
             msgs: list[BaseMessage] = list(result) if result is not None else (
                 [response] if isinstance(response, BaseMessage) else [])
-            payload: dict[str, Any] = {}
             for m in msgs:
                 if isinstance(m, AIMessage):
-                    usage = m.usage_metadata
-                    if usage:
-                        t = run.tokens
-                        t[0] += usage.get("input_tokens", 0) or 0
-                        t[1] += usage.get("output_tokens", 0) or 0
-                        t[2] += usage.get("total_tokens", 0) or 0
-                        payload["usage"] = dict(usage)
-                    meta = m.response_metadata or {}
-                    stop = meta.get("finish_reason") or meta.get("stop_reason") or meta.get(
-                        "done_reason")
-                    if stop:
-                        payload["stop_reason"] = stop
-                    payload["tool_calls"] = len(m.tool_calls)
                     run.answered = not m.tool_calls
                     run.error_seen = None
             rec = self.recorder
             seq = rec.event(run, "wrap_model_call", "exit", middleware=self._name,
-                            duration_ms=dur, payload=payload or None)
+                            duration_ms=dur, payload=_ResponsePayload(run, msgs))
             pos = len(request.state.get("messages") or ())
             for i, m in enumerate(msgs):
                 rec.message(run, seq, pos + i, m)
@@ -413,29 +400,17 @@ def _error_handled(rec: Recorder, run: RunState) -> None:
     rec.writer.put(("r", run.id, {"status": "running", "error": None, "ended_at": None}))
 
 
-def _agent_name() -> str | None:
+def _config() -> dict[str, Any]:
+    """The invocation's config (empty outside a LangGraph run)."""
     try:
-        from langgraph.config import get_config
-
-        return get_config().get("metadata", {}).get("lc_agent_name")
-    except Exception:  # noqa: BLE001
-        return None
+        return get_config()
+    except Exception:  # noqa: BLE001 - e.g. called outside a runnable context
+        return {}
 
 
-def _user_metadata() -> dict[str, Any] | None:
+def _resume_payload(config: dict[str, Any]) -> dict[str, Any] | None:
     try:
-        from langgraph.config import get_config
-
-        return user_metadata(get_config().get("metadata"))
-    except Exception:  # noqa: BLE001
-        return None
-
-
-def _resume_payload() -> dict[str, Any] | None:
-    try:
-        from langgraph.config import get_config
-
-        pad = get_config()["configurable"].get("__pregel_scratchpad")
+        pad = config["configurable"].get("__pregel_scratchpad")
         resume = list(getattr(pad, "resume", None) or [])
         return {"resume": resume} if resume else None
     except Exception:  # noqa: BLE001
@@ -450,14 +425,10 @@ def _interrupts(exc: GraphInterrupt) -> list[Any]:
 
 
 def _task_name() -> str:
-    try:
-        import asyncio
-
+    if asyncio._get_running_loop() is not None:  # (no exception when there is no loop)
         task = asyncio.current_task()
         if task is not None:
             return task.get_name()
-    except RuntimeError:
-        pass
     return threading.current_thread().name
 
 
@@ -490,58 +461,118 @@ def _model_names(run: RunState, model: Any) -> None:
         pass
 
 
-def _request_payload(run: RunState, request: Any, state_msgs: Any) -> dict[str, Any]:
-    """The request as the model gets it, without repeating the history."""
-    msgs = request.messages
-    payload: dict[str, Any] = {"messages": len(msgs)}
-    if not (len(msgs) == len(state_msgs) and all(a is b for a, b in zip(msgs, state_msgs))):
-        # A middleware rewrote the messages: keep the keys, and inline any new message.
-        from .recorder import message_key
+class _RequestPayload:
+    """The request as the model gets it, without repeating the history.
 
-        keys = []
-        inline = []
-        for m in msgs:
-            k = message_key(m)
-            keys.append(k)
-            if k not in run.known:
-                inline.append(m)
-        payload["message_keys"] = keys
-        if inline:
-            payload["inline_messages"] = inline
-    system = request.system_prompt
-    if system is not None:
-        h = hash(system)
-        if h != run.sys_hash:
-            run.sys_hash = h
-            payload["system"] = system
+    Built on the writer thread (``__looptrace_json__``), off the agent's path: the
+    hook keeps references only. Whether a middleware rewrote the messages is
+    decided at the hook, while ``run.known`` is what the model call saw. The
+    system prompt and tool schemas are written when they change; the writer,
+    which handles a run's records in order, keeps what it last wrote.
+    """
+
+    __slots__ = ("run", "n", "rewrite", "system", "tools", "model", "tool_choice", "settings",
+                 "done")
+
+    def __init__(self, run: RunState, request: Any, state_msgs: Any) -> None:
+        msgs = request.messages
+        self.run = run
+        self.n = len(msgs)
+        self.rewrite: dict[str, Any] | None = None
+        if msgs is not state_msgs and not (
+                len(msgs) == len(state_msgs) and all(a is b for a, b in zip(msgs, state_msgs))):
+            self.rewrite = _rewritten(run, msgs)
+        self.system = request.system_prompt
+        self.tools = request.tools or []
+        self.model = run.model
+        self.tool_choice = request.tool_choice
+        self.settings = request.model_settings
+        self.done: dict[str, Any] | None = None
+
+    def __looptrace_json__(self) -> dict[str, Any]:
+        if self.done is None:  # once: a batch that failed to commit is serialised again
+            self.done = self._build()
+        return self.done
+
+    def _build(self) -> dict[str, Any]:
+        run = self.run
+        payload: dict[str, Any] = {"messages": self.n}
+        if self.rewrite:
+            payload.update(self.rewrite)
+        system = self.system
+        if system is not None:
+            h = hash(system)
+            if h != run.sys_hash:
+                run.sys_hash = h
+                payload["system"] = system
+            else:
+                payload["system_same"] = True
+        tools = self.tools
+        tkey = hash(tuple(id(t) for t in tools))
+        if tkey != run.tools_hash:
+            run.tools_hash = tkey
+            payload["tools"] = [_tool_schema(t) for t in tools]
         else:
-            payload["system_same"] = True
-    tools = request.tools or []
-    tkey = hash(tuple(id(t) for t in tools))
-    if tkey != run.tools_hash:
-        run.tools_hash = tkey
-        payload["tools"] = _ToolSchemas(tools)
-    else:
-        payload["tool_names"] = [getattr(t, "name", None) or str(t) for t in tools]
-    if run.model:
-        payload["model"] = run.model
-    if request.tool_choice is not None:
-        payload["tool_choice"] = request.tool_choice
-    if request.model_settings:
-        payload["model_settings"] = request.model_settings
-    return payload
+            payload["tool_names"] = [getattr(t, "name", None) or str(t) for t in tools]
+        if self.model:
+            payload["model"] = self.model
+        if self.tool_choice is not None:
+            payload["tool_choice"] = self.tool_choice
+        if self.settings:
+            payload["model_settings"] = self.settings
+        return payload
 
 
-class _ToolSchemas:
-    """Tool schemas, converted to JSON by the writer thread, off the hot path."""
+def _rewritten(run: RunState, msgs: Any) -> dict[str, Any]:
+    """A middleware rewrote the messages: keep the keys, and inline any new message."""
+    keys = []
+    inline = []
+    for m in msgs:
+        k = message_key(m)
+        keys.append(k)
+        if k not in run.known:
+            inline.append(m)
+    out: dict[str, Any] = {"message_keys": keys}
+    if inline:
+        out["inline_messages"] = inline
+    return out
 
-    __slots__ = ("tools",)
 
-    def __init__(self, tools: list[Any]) -> None:
-        self.tools = list(tools)
+class _ResponsePayload:
+    """What the model answered (usage, stop reason, tool calls), built on the writer
+    thread, which also adds the usage to the run's token totals (in order, before the
+    totals are written: see ``Recorder.update_totals``)."""
 
-    def __looptrace_json__(self) -> list[Any]:
-        return [_tool_schema(t) for t in self.tools]
+    __slots__ = ("run", "msgs", "done")
+
+    def __init__(self, run: RunState, msgs: list[BaseMessage]) -> None:
+        self.run = run
+        self.msgs = msgs
+        self.done: dict[str, Any] | None = None
+
+    def __looptrace_json__(self) -> dict[str, Any] | None:
+        if self.done is None:  # once: the usage must be added to the totals once
+            self.done = self._build()
+        return self.done or None
+
+    def _build(self) -> dict[str, Any]:
+        payload: dict[str, Any] = {}
+        for m in self.msgs:
+            if isinstance(m, AIMessage):
+                usage = m.usage_metadata
+                if usage:
+                    t = self.run.tokens
+                    t[0] += usage.get("input_tokens", 0) or 0
+                    t[1] += usage.get("output_tokens", 0) or 0
+                    t[2] += usage.get("total_tokens", 0) or 0
+                    payload["usage"] = dict(usage)
+                meta = m.response_metadata or {}
+                stop = meta.get("finish_reason") or meta.get("stop_reason") or meta.get(
+                    "done_reason")
+                if stop:
+                    payload["stop_reason"] = stop
+                payload["tool_calls"] = len(m.tool_calls)
+        return payload
 
 
 # id(tool) -> (a reference to the tool, its schema): tools live long, converting is slow.

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import itertools
 import os
+import random
 import threading
 import time
-import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from .redact import DEFAULT_REDACTOR, Redactor
 from .schema import connect
@@ -24,13 +24,24 @@ from .store import Writer, get_writer
 
 def message_key(m: BaseMessage) -> str:
     """A stable key for a message: tool results by call id, others by id or object."""
-    tcid = getattr(m, "tool_call_id", None)
+    # isinstance first: a missing attribute on a pydantic model costs microseconds.
+    tcid = m.tool_call_id if isinstance(m, ToolMessage) else (
+        None if isinstance(m, BaseMessage) else getattr(m, "tool_call_id", None))
     if tcid:
         return "t:" + tcid
     mid = m.id
     if mid:
         return mid
     return f"o:{id(m)}"
+
+
+def tool_calls_of(m: Any) -> list[Any]:
+    """The tool calls an AIMessage asks for (cheaply: no attribute misses)."""
+    if isinstance(m, AIMessage):
+        return m.tool_calls
+    if isinstance(m, BaseMessage):
+        return []
+    return getattr(m, "tool_calls", None) or []
 
 
 _INTERNAL_META = ("langgraph_", "lc_", "ls_", "checkpoint_", "__", "thread_id")
@@ -103,6 +114,29 @@ def end_lap(run: RunState) -> None:
     run.lap_open = False
 
 
+_random_bits = random.Random().getrandbits  # seeded from os.urandom
+_PID = [os.getpid()]
+
+
+def _after_fork() -> None:
+    global _random_bits
+    _random_bits = random.Random().getrandbits  # a fresh seed: children must not share ids
+    _PID[0] = os.getpid()
+
+
+os.register_at_fork(after_in_child=_after_fork)
+
+
+def _totals(run: RunState) -> dict[str, Any]:
+    f: dict[str, Any] = {}
+    f["input_tokens"], f["output_tokens"], f["total_tokens"] = run.tokens
+    if run.model:
+        f["model"] = run.model
+    if run.provider:
+        f["provider"] = run.provider
+    return f
+
+
 class Recorder:
     """Writes runs, events and messages for one database through its writer."""
 
@@ -120,12 +154,15 @@ class Recorder:
                   parent: RunState | None = None, parent_tool_call_id: str | None = None,
                   source: str, agent_name: str | None = None,
                   metadata: dict[str, Any] | None = None) -> RunState:
-        run = RunState(uuid.uuid4().hex, thread_id=thread_id, parent=parent, name=name)
+        # (no system call on the hot path: ``random`` is seeded from the OS, and re-seeded
+        # in a forked child; the pid is cached the same way)
+        run = RunState(f"{_random_bits(128):032x}", thread_id=thread_id, parent=parent,
+                       name=name)
         fields: dict[str, Any] = {
             "name": name, "thread_id": thread_id, "status": "running",
             "started_at": time.time(), "source": source, "agent_name": agent_name,
             "parent_id": parent.id if parent else None,
-            "parent_tool_call_id": parent_tool_call_id, "pid": os.getpid(),
+            "parent_tool_call_id": parent_tool_call_id, "pid": _PID[0],
         }
         if metadata:
             fields["metadata"] = metadata
@@ -224,19 +261,15 @@ class Recorder:
         fields: dict[str, Any] = {"status": status, "ended_at": time.time()}
         if error is not None:
             fields["error"] = error
-        self.update_totals(run, fields)
         self.writer.put(("r", run.id, fields))
+        self.update_totals(run)
         self.writer.flush(wait=False)
 
-    def update_totals(self, run: RunState, fields: dict[str, Any] | None = None) -> None:
-        f = fields if fields is not None else {}
-        f["input_tokens"], f["output_tokens"], f["total_tokens"] = run.tokens
-        if run.model:
-            f["model"] = run.model
-        if run.provider:
-            f["provider"] = run.provider
-        if fields is None:
-            self.writer.put(("r", run.id, f))
+    def update_totals(self, run: RunState) -> None:
+        """Write the run's token totals and model names, as the writer finds them: token
+        counts may be added on the writer thread (see ``middleware._ResponsePayload``),
+        and it handles records in order."""
+        self.writer.put(("r", run.id, lambda: _totals(run)))
 
     # -- events -------------------------------------------------------------
     def event(self, run: RunState, hook: str, phase: str, *, middleware: str | None = None,
@@ -255,7 +288,7 @@ class Recorder:
             if key in run.known:
                 return
             run.known.add(key)
-            calls = getattr(m, "tool_calls", None)
+            calls = tool_calls_of(m)
             if calls:
                 for i, c in enumerate(calls):
                     if c.get("id"):
@@ -270,8 +303,8 @@ class Recorder:
             if key in run.known:
                 return
             run.known.add(key)
-            run.pending[key] = (seq, m, self.tool_result_position(run, getattr(
-                m, "tool_call_id", None)))
+            tcid = key[2:] if key.startswith("t:") else None
+            run.pending[key] = (seq, m, self.tool_result_position(run, tcid))
 
     def flush_pending(self, run: RunState) -> None:
         """Write tool results that never reached the state, at their best-guess position."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage
 
 MAX_PAYLOAD_CHARS = 256_000
 MAX_MESSAGE_CHARS = 1_000_000
@@ -115,7 +115,7 @@ def message_text(message: BaseMessage) -> str:
         text = str(message.text)
     except Exception:  # noqa: BLE001
         text = str(message.content)
-    calls = getattr(message, "tool_calls", None)
+    calls = message.tool_calls if isinstance(message, AIMessage) else None
     if calls:
         text = f"{text} " + " ".join(f"{c.get('name')}({c.get('args')})" for c in calls)
     return text[:MAX_SEARCH_TEXT]

@@ -1,10 +1,12 @@
 """The write side: one background writer per database file per process.
 
 Hooks put small tuples on a queue (no I/O, no JSON on the hot path). A single
-writer thread drains the queue, serialises and redacts, and group-commits each
-batch with ``executemany`` in one transaction after a short linger. It flushes
-at the end of a run, on ``close()`` and at interpreter exit. A failure of the
-writer never reaches the agent: it warns once and keeps what it can.
+writer thread drains the queue on its own timer (every ``LINGER_S`` while
+records come), serialises and redacts, and group-commits each batch with
+``executemany`` in one transaction. A finished run is committed at the next
+tick, at most one linger after its end; ``flush()`` commits now, and
+``close()`` and interpreter exit flush too. A failure of the writer never
+reaches the agent: it warns once and keeps what it can.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ import time
 import warnings
 from typing import Any
 
+from langchain_core.messages import BaseMessage, ToolMessage
+
 from .errors import DatabaseUnavailable
 from .redact import DEFAULT_REDACTOR, Redactor
 from .schema import connect
@@ -27,6 +31,7 @@ from .serialize import dumps, message_json, message_text
 log = logging.getLogger("looptrace")
 
 LINGER_S = 0.05
+IDLE_TICKS = 20  # empty ticks (about a second) before the writer sleeps until woken
 MAX_RETRIES = 5
 
 _EVENT_SQL = (
@@ -85,12 +90,9 @@ class Writer:
             self.dropped += 1
 
     def flush(self, wait: bool = True, timeout: float = 30.0) -> None:
-        """Ask the writer to commit now; with ``wait``, block until it has."""
-        if self._thread is None or not self._thread.is_alive():
-            return
-        if not wait:
-            self._queue.put(_FLUSH)
-            self._wake.set()  # cut the linger short
+        """Commit what was put so far: with ``wait``, now, blocking until it is done;
+        without, at the writer's next tick (at most one linger away), waking nothing."""
+        if self._thread is None or not self._thread.is_alive() or not wait:
             return
         done = threading.Event()
         self._queue.put((_FLUSH, done))
@@ -123,22 +125,33 @@ class Writer:
                 t.start()
 
     def _loop(self) -> None:
+        """Tick every ``linger`` while records come; sleep in ``get`` once idle.
+
+        While the agent is recording, a put never wakes this thread: it commits on
+        its own timer, so the agent's thread is not made to hand over the GIL in
+        the middle of a run. After ``IDLE_TICKS`` empty ticks it blocks on the
+        queue, and the next record (or a flush) wakes it.
+        """
         pending: list[Any] = []
+        idle = IDLE_TICKS  # start asleep
         while True:
-            item = self._queue.get()
-            waiters: list[threading.Event] = []
-            stop = False
-            # Linger so that one commit carries many records, unless asked to flush
-            # (a flush sets ``_wake``; puts do not, so events never wake this thread).
-            if not self._is_control(item):
+            batch: list[Any] = []
+            if idle >= IDLE_TICKS:
+                item = self._queue.get()
+                batch.append(item)
+                if not self._is_control(item):
+                    self._wake.wait(self.linger)  # linger so one commit carries many
+            else:
                 self._wake.wait(self.linger)
             self._wake.clear()
-            batch = [item]
             while True:
                 try:
                     batch.append(self._queue.get_nowait())
                 except queue.Empty:
                     break
+            idle = 0 if batch else idle + 1
+            waiters: list[threading.Event] = []
+            stop = False
             for it in batch:
                 if it is _FLUSH:
                     continue
@@ -156,6 +169,8 @@ class Writer:
                     self.dropped += len(pending)
                     pending = []
                     self._warn("writer", f"looptrace writer failed: {exc!r}")
+                if pending:
+                    idle = 0  # a failed write is retried at the next tick
             if stop and pending:  # the last try failed too: say what is lost
                 self.dropped += len(pending)
                 self._warn("write-drop", f"looptrace dropped {len(pending)} records it could "
@@ -230,6 +245,8 @@ class Writer:
             if kind == "e":
                 _, run_id, seq, ts, hook, phase, dur, mw, lap, tcid, task, payload = it
                 text = red(dumps(payload)) if payload is not None else None
+                if text == "null":  # a lazy payload that found nothing to say
+                    text = None
                 if text and ("looptrace_truncated" in text or '{"__repr__":' in text):
                     self._lossy(text, f"an event payload of {hook}")
                 events.append((run_id, seq, ts, hook, phase, dur, mw, lap, tcid, task, text))
@@ -245,11 +262,10 @@ class Writer:
                                   "data": {"content": f"<unserialisable message: {exc!r}>"}})
                     text = ""
                 messages.append((run_id, position, seq, getattr(msg, "id", None),
-                                 getattr(msg, "type", None), getattr(msg, "tool_call_id", None),
-                                 text, data))
+                                 getattr(msg, "type", None), _tool_call_id(msg), text, data))
             elif kind == "r":
                 _, run_id, fields = it
-                fields = dict(fields)
+                fields = fields() if callable(fields) else dict(fields)
                 if "metadata" in fields and not isinstance(fields["metadata"], str):
                     fields["metadata"] = red(dumps(fields["metadata"]))
                 if isinstance(fields.get("error"), str):
@@ -285,6 +301,14 @@ class Writer:
             warnings.warn(text, RuntimeWarning, stacklevel=2)
         except Exception:  # noqa: BLE001 - e.g. ``-W error``: never let a warning break anything
             pass
+
+
+def _tool_call_id(msg: Any) -> str | None:
+    if isinstance(msg, ToolMessage):
+        return msg.tool_call_id
+    if isinstance(msg, BaseMessage):  # (a missing attribute of a pydantic model is slow)
+        return None
+    return getattr(msg, "tool_call_id", None)
 
 
 _writers: dict[tuple[str, int], Writer] = {}
