@@ -3,8 +3,9 @@
     uv run python tests/bench_tracer.py [--runs N] [--quick]
 
 Scenarios: 1 lap (2 model calls + 1 tool call) and 10 laps x 3 parallel tool calls, both a
-real ``create_agent`` driven by a scripted model. Variants, interleaved run by run (round
-robin, so that drift in the machine's load hits every variant alike):
+real ``create_agent`` driven by a scripted model. Variants are interleaved run by run, in a
+new shuffled order each round (seeded), so that drift in the machine's load, and what the
+run before leaves in the CPU caches, hit every variant alike:
 
   baseline      no middleware, no callbacks
   floor         a do-nothing middleware with all six hooks (sync and async twins)
@@ -14,15 +15,19 @@ robin, so that drift in the machine's load hits every variant alike):
   collector     LangChain's in-memory RunCollectorCallbackHandler
   openinference OpenInference's LangChain instrumentation + in-memory OTel span exporter
 
-Each run is measured two ways: wall time of ``invoke`` (what the agent feels), and the CPU
-time of the whole process from the start of ``invoke`` until the tracer's writer has
-committed the run (so the background writer's work is counted too). The CPU figure is the
-primary one: it is what tracing costs, and it is steady on a loaded machine. Medians.
+Each run is measured two ways: the wall time of ``invoke``, which is what the agent feels
+and what the targets are about (the writer commits on its own thread, off the agent's
+path), and the CPU time of the whole process from the start of ``invoke`` until the
+tracer's writer has committed the run, which adds the writer's work (serialising,
+redacting, SQLite): the total cost of tracing to a machine that is busy anyway. Medians.
+On a 2-core machine the 1-lap ratios move by a few hundredths from one invocation to the
+next (one lap is about 3 ms): run it twice before reading a difference that small.
 """
 
 from __future__ import annotations
 
 import argparse
+import random
 import statistics
 import sys
 import tempfile
@@ -213,8 +218,10 @@ def bench(laps: int, width: int, runs: int, warmup: int, tmp: Path) -> list[Vari
     for v in variants:
         v.wall.clear()
         v.cpu.clear()
+    shuffle = random.Random(20261130).shuffle
     for i in range(runs):
-        order = variants if i % 2 == 0 else list(reversed(variants))
+        order = list(variants)
+        shuffle(order)
         for v in order:
             v.run_once(f"question {i}")
     return variants
@@ -272,7 +279,7 @@ def main() -> None:
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
-        for laps, width, runs in ((1, 1, 150), (10, 3, 40)):
+        for laps, width, runs in ((1, 1, 300), (10, 3, 40)):
             n = args.runs or (5 if args.quick else runs)
             title = (f"\n== {laps} lap{'s' if laps > 1 else ''} x {width} tool call"
                      f"{'s' if width > 1 else ''}: {n} runs per variant, interleaved ==")

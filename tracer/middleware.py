@@ -101,6 +101,7 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
         handler_run = self._handler_run(config)
         if handler_run is not None:
             handler_run.middleware = True
+            self.recorder.defer_messages(handler_run)
             return handler_run
         if not starting and thread_id:
             resume = _resume_payload(config)
@@ -110,6 +111,7 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
             run = self.recorder.resume_run(str(thread_id), live=live)
             if run is not None:
                 run.middleware = True
+                self.recorder.defer_messages(run)
                 self.recorder.event(run, "resume", "fire", payload=resume)
                 return run
         meta = config.get("metadata") or {}
@@ -120,6 +122,7 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
             agent_name=agent_name, metadata=user_metadata(meta),
         )
         run.middleware = True
+        self.recorder.defer_messages(run)
         return run
 
     def _handler_run(self, config: dict[str, Any]) -> RunState | None:
@@ -180,9 +183,11 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
                 _model_names(run, request.model)
             rec = self.recorder
             state_msgs = request.state.get("messages") or ()
-            seq = rec.event(run, "wrap_model_call", "enter", middleware=self._name,
-                            payload=_RequestPayload(run, request, state_msgs))
-            rec.sync_messages(run, seq, state_msgs)
+            # (the messages first, so that the request payload, built on the writer
+            # thread, knows which of them the run has recorded)
+            seq = rec.sync_messages(run, run.seq.__next__, state_msgs)
+            rec.event(run, "wrap_model_call", "enter", middleware=self._name, seq=seq,
+                      payload=_RequestPayload(run, request, state_msgs))
             return run, time.perf_counter()
         except Exception as exc:  # noqa: BLE001
             self.recorder.writer._warn("model", f"looptrace failed in wrap_model_call: {exc!r}")
@@ -465,10 +470,9 @@ class _RequestPayload:
     """The request as the model gets it, without repeating the history.
 
     Built on the writer thread (``__looptrace_json__``), off the agent's path: the
-    hook keeps references only. Whether a middleware rewrote the messages is
-    decided at the hook, while ``run.known`` is what the model call saw. The
-    system prompt and tool schemas are written when they change; the writer,
-    which handles a run's records in order, keeps what it last wrote.
+    hook keeps references only. The writer handles a run's records in order, so
+    ``run.known`` there is what the model call saw, and the system prompt and
+    tool schemas are written when they differ from what it last wrote.
     """
 
     __slots__ = ("run", "n", "rewrite", "system", "tools", "model", "tool_choice", "settings",
@@ -478,10 +482,10 @@ class _RequestPayload:
         msgs = request.messages
         self.run = run
         self.n = len(msgs)
-        self.rewrite: dict[str, Any] | None = None
-        if msgs is not state_msgs and not (
-                len(msgs) == len(state_msgs) and all(a is b for a, b in zip(msgs, state_msgs))):
-            self.rewrite = _rewritten(run, msgs)
+        # A middleware rewrote the messages (the keys are taken on the writer thread).
+        self.rewrite = None if msgs is state_msgs or (
+            len(msgs) == len(state_msgs) and all(a is b for a, b in zip(msgs, state_msgs))
+        ) else list(msgs)
         self.system = request.system_prompt
         self.tools = request.tools or []
         self.model = run.model
@@ -497,8 +501,8 @@ class _RequestPayload:
     def _build(self) -> dict[str, Any]:
         run = self.run
         payload: dict[str, Any] = {"messages": self.n}
-        if self.rewrite:
-            payload.update(self.rewrite)
+        if self.rewrite is not None:
+            payload.update(_rewritten(run, self.rewrite))
         system = self.system
         if system is not None:
             h = hash(system)

@@ -12,7 +12,7 @@ import os
 import random
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
@@ -62,7 +62,7 @@ class RunState:
         "id", "seq", "lap", "conv", "known", "call_pos", "thread_id", "ended", "status",
         "error", "tokens", "lock", "tools_hash", "model", "provider", "lc_ids", "middleware",
         "error_seen", "interrupted", "parent", "name", "sys_hash", "paused", "owner", "pending", "answered", "end_seen", "lap_open",
-        "parent_call",
+        "parent_call", "deferred", "n_conv", "last_key",
     )
 
     def __init__(self, run_id: str, *, start_seq: int = 0, thread_id: str | None = None,
@@ -97,6 +97,11 @@ class RunState:
         # tool results seen before they reach the state: key -> (seq, message, guess)
         self.pending: dict[str, tuple[int, BaseMessage, int]] = {}
         self.lap_open = False  # a lap began (first before_model / model call) and is not over
+        # message bookkeeping on the writer thread (see Recorder.defer_messages); then
+        # the agent's thread keeps only the conversation's length and last key
+        self.deferred = False
+        self.n_conv = 0
+        self.last_key: str | None = None
 
 
 def begin_lap(run: RunState) -> None:
@@ -274,15 +279,37 @@ class Recorder:
     # -- events -------------------------------------------------------------
     def event(self, run: RunState, hook: str, phase: str, *, middleware: str | None = None,
               duration_ms: float | None = None, tool_call_id: str | None = None,
-              task: str | None = None, payload: Any = None, ts: float | None = None) -> int:
-        seq = next(run.seq)
+              task: str | None = None, payload: Any = None, ts: float | None = None,
+              seq: int | None = None) -> int:
+        """Record one event; ``seq`` if it was taken already (see ``sync_messages``)."""
+        if seq is None:
+            seq = next(run.seq)
         self.writer.put(("e", run.id, seq, ts or time.time(), hook, phase, duration_ms,
                          middleware, run.lap, tool_call_id, task, payload))
         return seq
 
     # -- messages -----------------------------------------------------------
+    # For a run with ``deferred`` set (the middleware's runs), the bookkeeping of
+    # which messages are known and where they sit runs on the writer thread, in
+    # order with the events (``Writer.defer``): the agent's thread only puts. The
+    # agent's thread keeps just the length and last key of the conversation, to
+    # notice a rewritten history and give its ``history`` event a seq in order.
+
+    def defer_messages(self, run: RunState) -> None:
+        """From now on, keep ``run``'s message bookkeeping on the writer thread."""
+        if not run.deferred:
+            run.n_conv = len(run.conv)
+            run.last_key = run.conv[-1] if run.conv else None
+            run.deferred = True
+
     def message(self, run: RunState, seq: int, position: int, m: BaseMessage) -> None:
         """Record ``m`` once; later sightings are ignored."""
+        if run.deferred:
+            self.writer.defer(self._message_now, run, seq, position, m)
+        else:
+            self._message_now(run, seq, position, m)
+
+    def _message_now(self, run: RunState, seq: int, position: int, m: BaseMessage) -> None:
         key = message_key(m)
         with run.lock:
             if key in run.known:
@@ -298,6 +325,12 @@ class Recorder:
     def tool_result(self, run: RunState, seq: int, m: BaseMessage) -> None:
         """Record a tool result seen at ``seq``; its position is fixed when it reaches
         the state (results can be reordered or joined by others, e.g. a rejection)."""
+        if run.deferred:
+            self.writer.defer(self._tool_result_now, run, seq, m)
+        else:
+            self._tool_result_now(run, seq, m)
+
+    def _tool_result_now(self, run: RunState, seq: int, m: BaseMessage) -> None:
         key = message_key(m)
         with run.lock:
             if key in run.known:
@@ -308,6 +341,12 @@ class Recorder:
 
     def flush_pending(self, run: RunState) -> None:
         """Write tool results that never reached the state, at their best-guess position."""
+        if run.deferred:
+            self.writer.defer(self._flush_pending_now, run)
+        else:
+            self._flush_pending_now(run)
+
+    def _flush_pending_now(self, run: RunState) -> None:
         with run.lock:
             items = list(run.pending.values())
             run.pending.clear()
@@ -320,34 +359,69 @@ class Recorder:
             return len(run.conv)
         return pos[0] + 1 + pos[1]
 
-    def sync_messages(self, run: RunState, seq: int, messages: Sequence[BaseMessage]) -> None:
+    def sync_messages(self, run: RunState, seq: int | Callable[[], int],
+                      messages: Sequence[BaseMessage]) -> int:
         """Bring ``run.conv`` up to ``messages``: record the new ones at ``seq``.
 
         The common case (the list only grew) costs one comparison. When the
         history was rewritten (summarised, trimmed) a ``history`` event records
-        the new order of message keys.
+        the new order of message keys. ``seq`` may be a function that takes the
+        seq of the event the messages belong to: it is called after the history
+        event's, so that a model call comes after the rewrite it saw; record that
+        event after this call, and it is written after the messages. Returns the seq.
         """
+        if not run.deferred:
+            if callable(seq):
+                seq = seq()
+            self._sync_now(run, seq, messages, None)
+            return seq
+        n = run.n_conv
+        k = len(messages)
+        if k == n and (n == 0 or message_key(messages[-1]) == run.last_key):
+            return seq() if callable(seq) else seq
+        history = None
+        if not (k >= n and (n == 0 or message_key(messages[n - 1]) == run.last_key)):
+            history = (next(run.seq), run.lap, time.time())  # its place in the replay
+        if callable(seq):
+            seq = seq()
+        run.n_conv = k
+        run.last_key = message_key(messages[-1]) if k else None
+        self.writer.defer(self._sync_now, run, seq, list(messages), history)
+        return seq
+
+    def _sync_now(self, run: RunState, seq: int, messages: Sequence[BaseMessage],
+                  history: tuple[int, int, float] | None) -> None:
         conv = run.conv
         n = len(conv)
-        if len(messages) == n and (n == 0 or message_key(messages[-1]) == conv[-1]):
-            return
-        if len(messages) >= n and (n == 0 or message_key(messages[n - 1]) == conv[n - 1]):
+        if run.deferred:  # the agent's thread decided (same test, on its own copy)
+            grew = history is None
+        else:
+            if len(messages) == n and (n == 0 or message_key(messages[-1]) == conv[-1]):
+                return
+            grew = len(messages) >= n and (n == 0 or message_key(messages[n - 1]) == conv[n - 1])
+        if grew:
             for i in range(n, len(messages)):
                 m = messages[i]
                 key = message_key(m)
                 conv.append(key)
                 if key not in run.known:
-                    self.message(run, seq, i, m)
+                    self._message_now(run, seq, i, m)
                 elif run.pending:
                     self._place(run, key, i)
             return
         # History rewritten: record the new order, then any new messages.
         keys = [message_key(m) for m in messages]
-        hseq = self.event(run, "history", "fire", payload={"keys": keys, "previous": len(conv)})
+        payload = {"keys": keys, "previous": len(conv)}
+        if history is None:
+            hseq = self.event(run, "history", "fire", payload=payload)
+        else:
+            hseq, lap, ts = history
+            self.writer.put(("e", run.id, hseq, ts, "history", "fire", None, None, lap, None,
+                             None, payload))
         run.conv = keys
         for i, m in enumerate(messages):
             if keys[i] not in run.known:
-                self.message(run, hseq, i, m)
+                self._message_now(run, hseq, i, m)
             elif run.pending:
                 self._place(run, keys[i], i)
 

@@ -19,6 +19,7 @@ import sqlite3
 import threading
 import time
 import warnings
+from collections import deque
 from typing import Any
 
 from langchain_core.messages import BaseMessage, ToolMessage
@@ -62,6 +63,7 @@ class Writer:
         self._warned: set[str] = set()
         self._conn: sqlite3.Connection | None = None
         self._closed = False
+        self._sink: tuple[int, list[Any]] | None = None  # (thread, records) of a deferred op
         self.dropped = 0
         # Open once up front so a foreign or newer-schema file fails loudly at
         # construction time (in the user's code), not silently later. A file that
@@ -74,6 +76,10 @@ class Writer:
 
     # -- hot path -----------------------------------------------------------
     def put(self, item: tuple[Any, ...]) -> None:
+        sink = self._sink
+        if sink is not None and sink[0] == threading.get_ident():
+            sink[1].append(item)  # made by a deferred operation: handled in its place
+            return
         if self._thread is None or self._closed:
             if _exiting:
                 # At interpreter exit (e.g. a run's finaliser after close_all) no
@@ -82,6 +88,12 @@ class Writer:
                 return
             self._start()  # first record, or recording again after close()
         self._queue.put(item)
+
+    def defer(self, fn: Any, *args: Any) -> None:
+        """Run ``fn(*args)`` on the writer thread, in order with the records put
+        around it; what it puts is written in its place. Bookkeeping that needs no
+        answer on the agent's thread goes here: it then costs the agent one put."""
+        self.put(("f", [fn, args, None]))
 
     def _write_now(self, item: tuple[Any, ...]) -> None:
         try:
@@ -240,9 +252,13 @@ class Writer:
         messages: list[tuple[Any, ...]] = []
         runs: dict[str, dict[str, Any]] = {}
         wires: list[dict[str, Any]] = []
-        for it in items:
+        work = deque(items)
+        while work:
+            it = work.popleft()
             kind = it[0]
-            if kind == "e":
+            if kind == "f":
+                work.extendleft(reversed(self._run_deferred(it[1])))
+            elif kind == "e":
                 _, run_id, seq, ts, hook, phase, dur, mw, lap, tcid, task, payload = it
                 text = red(dumps(payload)) if payload is not None else None
                 if text == "null":  # a lazy payload that found nothing to say
@@ -280,6 +296,21 @@ class Writer:
                         w[k] = red(v)
                 wires.append(w)
         return events, messages, runs, wires
+
+    def _run_deferred(self, op: list[Any]) -> list[Any]:
+        """The records a deferred operation makes (made once: a batch that failed to
+        commit is built again, and the operation must not run twice)."""
+        if op[2] is None:
+            made: list[Any] = []
+            self._sink = (threading.get_ident(), made)
+            try:
+                op[0](*op[1])
+            except Exception as exc:  # noqa: BLE001 - keep what it made, say what failed
+                self._warn("deferred", f"looptrace failed recording: {exc!r}")
+            finally:
+                self._sink = None
+            op[2] = made
+        return op[2]
 
     def _lossy(self, text: str, what: str) -> None:
         """Warn (once per kind) that a record was cut or stored through its repr."""
