@@ -3,9 +3,9 @@
 Hooks put small tuples on a queue (no I/O, no JSON on the hot path). A single
 writer thread drains the queue on its own timer (every ``LINGER_S`` while
 records come), serialises and redacts, and group-commits each batch with
-``executemany`` in one transaction. A finished run is committed at the next
-tick, at most one linger after its end; ``flush()`` commits now, and
-``close()`` and interpreter exit flush too. A failure of the writer never
+``executemany`` in one transaction. The end of a run cuts the linger short (the
+run is committed at once, without the agent waiting for it); ``flush()``
+commits and waits, and ``close()`` and interpreter exit flush too. A failure of the writer never
 reaches the agent: it warns once and keeps what it can.
 """
 
@@ -102,9 +102,13 @@ class Writer:
             self.dropped += 1
 
     def flush(self, wait: bool = True, timeout: float = 30.0) -> None:
-        """Commit what was put so far: with ``wait``, now, blocking until it is done;
-        without, at the writer's next tick (at most one linger away), waking nothing."""
-        if self._thread is None or not self._thread.is_alive() or not wait:
+        """Commit what was put so far: now, and with ``wait`` block until it is done.
+        (Without ``wait``, as at the end of a run, it only cuts the writer's linger
+        short: the agent's thread does not wait for the commit.)"""
+        if not wait:
+            self._wake.set()
+            return
+        if self._thread is None or not self._thread.is_alive():
             return
         done = threading.Event()
         self._queue.put((_FLUSH, done))
@@ -140,8 +144,8 @@ class Writer:
         """Tick every ``linger`` while records come; sleep in ``get`` once idle.
 
         While the agent is recording, a put never wakes this thread: it commits on
-        its own timer, so the agent's thread is not made to hand over the GIL in
-        the middle of a run. After ``IDLE_TICKS`` empty ticks it blocks on the
+        its own timer (or when a run ends), so the agent's thread is not made to
+        hand over the GIL in the middle of a run. After ``IDLE_TICKS`` empty ticks it blocks on the
         queue, and the next record (or a flush) wakes it.
         """
         pending: list[Any] = []
