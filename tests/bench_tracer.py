@@ -61,7 +61,23 @@ def scripted(laps: int, width: int) -> ScriptedChatModel:
     return ScriptedChatModel(script=turn_script(turns))
 
 
-class DoNothing(AgentMiddleware):  # type: ignore[type-arg]
+class WrapOnly(AgentMiddleware):  # type: ignore[type-arg]
+    """The two wrap hooks, sync and async, doing nothing: the floor of the lean mode."""
+
+    def wrap_model_call(self, request: Any, handler: Any) -> Any:
+        return handler(request)
+
+    async def awrap_model_call(self, request: Any, handler: Any) -> Any:
+        return await handler(request)
+
+    def wrap_tool_call(self, request: Any, handler: Any) -> Any:
+        return handler(request)
+
+    async def awrap_tool_call(self, request: Any, handler: Any) -> Any:
+        return await handler(request)
+
+
+class DoNothing(WrapOnly):
     """All six hooks, sync and async, doing nothing: the floor any middleware tracer pays."""
 
     def before_agent(self, state: Any, runtime: Any) -> None:
@@ -87,34 +103,6 @@ class DoNothing(AgentMiddleware):  # type: ignore[type-arg]
 
     async def aafter_agent(self, state: Any, runtime: Any) -> None:
         return None
-
-    def wrap_model_call(self, request: Any, handler: Any) -> Any:
-        return handler(request)
-
-    async def awrap_model_call(self, request: Any, handler: Any) -> Any:
-        return await handler(request)
-
-    def wrap_tool_call(self, request: Any, handler: Any) -> Any:
-        return handler(request)
-
-    async def awrap_tool_call(self, request: Any, handler: Any) -> Any:
-        return await handler(request)
-
-
-class WrapOnly(AgentMiddleware):  # type: ignore[type-arg]
-    """The two wrap hooks, sync and async, doing nothing: the floor of the lean mode."""
-
-    def wrap_model_call(self, request: Any, handler: Any) -> Any:
-        return handler(request)
-
-    async def awrap_model_call(self, request: Any, handler: Any) -> Any:
-        return await handler(request)
-
-    def wrap_tool_call(self, request: Any, handler: Any) -> Any:
-        return handler(request)
-
-    async def awrap_tool_call(self, request: Any, handler: Any) -> Any:
-        return await handler(request)
 
 
 class Variant:

@@ -19,7 +19,15 @@ from langchain_core.messages import BaseMessage, SystemMessage, ToolMessage
 from langgraph.errors import GraphInterrupt
 from langgraph.types import Command
 
-from .recorder import Recorder, RunState, begin_lap, end_lap, user_metadata
+from .recorder import (
+    Recorder,
+    ResponsePayload,
+    RunState,
+    begin_lap,
+    end_lap,
+    message_key,
+    user_metadata,
+)
 from .redact import Redactor
 
 _SKIP_NODES = frozenset({"model", "tools", "__start__", "__end__"})
@@ -214,8 +222,7 @@ class TraceCallbackHandler(BaseCallbackHandler):
                 not run.middleware):
             for m in outputs["messages"]:
                 if isinstance(m, BaseMessage) and not isinstance(m, SystemMessage):
-                    rec.message(run, seq, len(run.conv), m)
-                    run.conv.append(_key(m))
+                    rec.append_message(run, seq, m)
 
     # -- model calls ----------------------------------------------------------
     def on_chat_model_start(self, serialized: dict[str, Any] | None,
@@ -277,23 +284,8 @@ class TraceCallbackHandler(BaseCallbackHandler):
                 msg = response.generations[0][0].message
             except (AttributeError, IndexError):
                 pass
-            payload: dict[str, Any] = {}
-            if msg is not None:
-                usage = getattr(msg, "usage_metadata", None)
-                if usage:
-                    t = run.tokens
-                    t[0] += usage.get("input_tokens", 0) or 0
-                    t[1] += usage.get("output_tokens", 0) or 0
-                    t[2] += usage.get("total_tokens", 0) or 0
-                    payload["usage"] = dict(usage)
-                payload["tool_calls"] = len(getattr(msg, "tool_calls", None) or [])
-                meta = getattr(msg, "response_metadata", None) or {}
-                stop = meta.get("finish_reason") or meta.get("stop_reason") or meta.get(
-                    "done_reason")
-                if stop:
-                    payload["stop_reason"] = stop
             seq = rec.event(run, "model", "exit", duration_ms=(time.perf_counter() - t0) * 1000,
-                            payload=payload)
+                            payload=ResponsePayload(run, [msg] if msg is not None else []))
             if msg is not None:
                 rec.message(run, seq, n, msg)
             rec.update_totals(run)
@@ -392,7 +384,7 @@ def _note_omitted(omitted: dict[str, frozenset[str]], run: RunState,
     message the model never received. ``omitted_keys`` lists them; the checks
     leave them out of this call and later ones, until it changes again.
     """
-    now = frozenset(run.known.difference(_key(m) for m in convo))
+    now = frozenset(run.known.difference(message_key(m) for m in convo))
     if now != omitted.get(run.id, frozenset()):
         omitted[run.id] = now
         payload["omitted_keys"] = sorted(now)
@@ -400,12 +392,6 @@ def _note_omitted(omitted: dict[str, frozenset[str]], run: RunState,
 
 def _no_system(msgs: list[BaseMessage]) -> list[BaseMessage]:
     return [m for m in msgs if not isinstance(m, SystemMessage)]
-
-
-def _key(m: BaseMessage) -> str:
-    from .recorder import message_key
-
-    return message_key(m)
 
 
 def _tool_name(t: Any) -> Any:

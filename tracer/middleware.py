@@ -16,7 +16,14 @@ from langgraph.config import get_config
 from langgraph.errors import GraphInterrupt
 from langgraph.types import Command
 
-from .recorder import Recorder, RunState, begin_lap, message_key, user_metadata
+from .recorder import (
+    Recorder,
+    ResponsePayload,
+    RunState,
+    begin_lap,
+    message_key,
+    user_metadata,
+)
 from .redact import Redactor
 
 
@@ -210,7 +217,7 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
                     run.error_seen = None
             rec = self.recorder
             seq = rec.event(run, "wrap_model_call", "exit", middleware=self._name,
-                            duration_ms=dur, payload=_ResponsePayload(run, msgs))
+                            duration_ms=dur, payload=ResponsePayload(run, msgs))
             pos = len(request.state.get("messages") or ())
             for i, m in enumerate(msgs):
                 rec.message(run, seq, pos + i, m)
@@ -475,8 +482,7 @@ class _RequestPayload:
     tool schemas are written when they differ from what it last wrote.
     """
 
-    __slots__ = ("run", "n", "rewrite", "system", "tools", "model", "tool_choice", "settings",
-                 "done")
+    __slots__ = ("run", "n", "rewrite", "system", "tools", "model", "tool_choice", "settings")
 
     def __init__(self, run: RunState, request: Any, state_msgs: Any) -> None:
         msgs = request.messages
@@ -491,14 +497,8 @@ class _RequestPayload:
         self.model = run.model
         self.tool_choice = request.tool_choice
         self.settings = request.model_settings
-        self.done: dict[str, Any] | None = None
 
     def __looptrace_json__(self) -> dict[str, Any]:
-        if self.done is None:  # once: a batch that failed to commit is serialised again
-            self.done = self._build()
-        return self.done
-
-    def _build(self) -> dict[str, Any]:
         run = self.run
         payload: dict[str, Any] = {"messages": self.n}
         if self.rewrite is not None:
@@ -540,43 +540,6 @@ def _rewritten(run: RunState, msgs: Any) -> dict[str, Any]:
     if inline:
         out["inline_messages"] = inline
     return out
-
-
-class _ResponsePayload:
-    """What the model answered (usage, stop reason, tool calls), built on the writer
-    thread, which also adds the usage to the run's token totals (in order, before the
-    totals are written: see ``Recorder.update_totals``)."""
-
-    __slots__ = ("run", "msgs", "done")
-
-    def __init__(self, run: RunState, msgs: list[BaseMessage]) -> None:
-        self.run = run
-        self.msgs = msgs
-        self.done: dict[str, Any] | None = None
-
-    def __looptrace_json__(self) -> dict[str, Any] | None:
-        if self.done is None:  # once: the usage must be added to the totals once
-            self.done = self._build()
-        return self.done or None
-
-    def _build(self) -> dict[str, Any]:
-        payload: dict[str, Any] = {}
-        for m in self.msgs:
-            if isinstance(m, AIMessage):
-                usage = m.usage_metadata
-                if usage:
-                    t = self.run.tokens
-                    t[0] += usage.get("input_tokens", 0) or 0
-                    t[1] += usage.get("output_tokens", 0) or 0
-                    t[2] += usage.get("total_tokens", 0) or 0
-                    payload["usage"] = dict(usage)
-                meta = m.response_metadata or {}
-                stop = meta.get("finish_reason") or meta.get("stop_reason") or meta.get(
-                    "done_reason")
-                if stop:
-                    payload["stop_reason"] = stop
-                payload["tool_calls"] = len(m.tool_calls)
-        return payload
 
 
 # id(tool) -> (a reference to the tool, its schema): tools live long, converting is slow.

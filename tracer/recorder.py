@@ -15,33 +15,23 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage
 
 from .redact import DEFAULT_REDACTOR, Redactor
 from .schema import connect
+from .serialize import tool_call_id_of, tool_calls_of
 from .store import Writer, get_writer
 
 
 def message_key(m: BaseMessage) -> str:
     """A stable key for a message: tool results by call id, others by id or object."""
-    # isinstance first: a missing attribute on a pydantic model costs microseconds.
-    tcid = m.tool_call_id if isinstance(m, ToolMessage) else (
-        None if isinstance(m, BaseMessage) else getattr(m, "tool_call_id", None))
+    tcid = tool_call_id_of(m)
     if tcid:
         return "t:" + tcid
     mid = m.id
     if mid:
         return mid
     return f"o:{id(m)}"
-
-
-def tool_calls_of(m: Any) -> list[Any]:
-    """The tool calls an AIMessage asks for (cheaply: no attribute misses)."""
-    if isinstance(m, AIMessage):
-        return m.tool_calls
-    if isinstance(m, BaseMessage):
-        return []
-    return getattr(m, "tool_calls", None) or []
 
 
 _INTERNAL_META = ("langgraph_", "lc_", "ls_", "checkpoint_", "__", "thread_id")
@@ -97,8 +87,8 @@ class RunState:
         # tool results seen before they reach the state: key -> (seq, message, guess)
         self.pending: dict[str, tuple[int, BaseMessage, int]] = {}
         self.lap_open = False  # a lap began (first before_model / model call) and is not over
-        # message bookkeeping on the writer thread (see Recorder.defer_messages); then
-        # the agent's thread keeps only the conversation's length and last key
+        # message bookkeeping on the writer thread (see Recorder.defer_messages); the
+        # caller's thread keeps only the conversation's length and last key
         self.deferred = False
         self.n_conv = 0
         self.last_key: str | None = None
@@ -119,13 +109,10 @@ def end_lap(run: RunState) -> None:
     run.lap_open = False
 
 
-_random_bits = random.Random().getrandbits  # seeded from os.urandom
 _PID = [os.getpid()]
 
 
 def _after_fork() -> None:
-    global _random_bits
-    _random_bits = random.Random().getrandbits  # a fresh seed: children must not share ids
     _PID[0] = os.getpid()
 
 
@@ -140,6 +127,38 @@ def _totals(run: RunState) -> dict[str, Any]:
     if run.provider:
         f["provider"] = run.provider
     return f
+
+
+class ResponsePayload:
+    """What a model call answered (usage, stop reason, number of tool calls), as an
+    event payload built on the writer thread, off the agent's path. Building it adds
+    the usage to the run's token totals there, in order with the totals records
+    (``Recorder.update_totals``)."""
+
+    __slots__ = ("msgs", "run")
+
+    def __init__(self, run: RunState, msgs: Sequence[BaseMessage]) -> None:
+        self.run = run
+        self.msgs = msgs
+
+    def __looptrace_json__(self) -> dict[str, Any] | None:
+        payload: dict[str, Any] = {}
+        for m in self.msgs:
+            if isinstance(m, AIMessage):
+                usage = m.usage_metadata
+                if usage:
+                    t = self.run.tokens
+                    t[0] += usage.get("input_tokens", 0) or 0
+                    t[1] += usage.get("output_tokens", 0) or 0
+                    t[2] += usage.get("total_tokens", 0) or 0
+                    payload["usage"] = dict(usage)
+                meta = m.response_metadata or {}
+                stop = meta.get("finish_reason") or meta.get("stop_reason") or meta.get(
+                    "done_reason")
+                if stop:
+                    payload["stop_reason"] = stop
+                payload["tool_calls"] = len(m.tool_calls)
+        return payload or None
 
 
 class Recorder:
@@ -159,9 +178,9 @@ class Recorder:
                   parent: RunState | None = None, parent_tool_call_id: str | None = None,
                   source: str, agent_name: str | None = None,
                   metadata: dict[str, Any] | None = None) -> RunState:
-        # (no system call on the hot path: ``random`` is seeded from the OS, and re-seeded
-        # in a forked child; the pid is cached the same way)
-        run = RunState(f"{_random_bits(128):032x}", thread_id=thread_id, parent=parent,
+        # (no system call on the hot path: ``random`` is seeded from the OS and Python
+        # re-seeds it in a forked child; the pid is cached and renewed the same way)
+        run = RunState(f"{random.getrandbits(128):032x}", thread_id=thread_id, parent=parent,
                        name=name)
         fields: dict[str, Any] = {
             "name": name, "thread_id": thread_id, "status": "running",
@@ -238,6 +257,8 @@ class Recorder:
             if key:
                 run.conv.append(key)
                 run.known.add(key)
+        run.n_conv = len(run.conv)
+        run.last_key = run.conv[-1] if run.conv else None
         self.writer.put(("r", run_id, {"status": "running", "ended_at": None}))
         return run
 
@@ -272,8 +293,7 @@ class Recorder:
 
     def update_totals(self, run: RunState) -> None:
         """Write the run's token totals and model names, as the writer finds them: token
-        counts may be added on the writer thread (see ``middleware._ResponsePayload``),
-        and it handles records in order."""
+        counts are added on the writer thread (``ResponsePayload``), in order."""
         self.writer.put(("r", run.id, lambda: _totals(run)))
 
     # -- events -------------------------------------------------------------
@@ -289,25 +309,27 @@ class Recorder:
         return seq
 
     # -- messages -----------------------------------------------------------
-    # For a run with ``deferred`` set (the middleware's runs), the bookkeeping of
-    # which messages are known and where they sit runs on the writer thread, in
-    # order with the events (``Writer.defer``): the agent's thread only puts. The
-    # agent's thread keeps just the length and last key of the conversation, to
-    # notice a rewritten history and give its ``history`` event a seq in order.
+    # Which messages a run has recorded and where they sit (``conv``, ``known``,
+    # ``call_pos``, ``pending``) is kept by the ``*_now`` methods. For a run with
+    # ``deferred`` set (the middleware's runs) they run on the writer thread, in
+    # order with the events (``Writer.defer``), so the agent's thread only puts.
+    # The caller's thread keeps the conversation's length and last key
+    # (``n_conv``, ``last_key``): enough to notice a rewritten history and give
+    # its ``history`` event a seq in order.
 
     def defer_messages(self, run: RunState) -> None:
         """From now on, keep ``run``'s message bookkeeping on the writer thread."""
-        if not run.deferred:
-            run.n_conv = len(run.conv)
-            run.last_key = run.conv[-1] if run.conv else None
-            run.deferred = True
+        run.deferred = True
+
+    def _do(self, run: RunState, fn: Callable[..., None], *args: Any) -> None:
+        if run.deferred:
+            self.writer.defer(fn, *args)
+        else:
+            fn(*args)
 
     def message(self, run: RunState, seq: int, position: int, m: BaseMessage) -> None:
         """Record ``m`` once; later sightings are ignored."""
-        if run.deferred:
-            self.writer.defer(self._message_now, run, seq, position, m)
-        else:
-            self._message_now(run, seq, position, m)
+        self._do(run, self._message_now, run, seq, position, m)
 
     def _message_now(self, run: RunState, seq: int, position: int, m: BaseMessage) -> None:
         key = message_key(m)
@@ -322,13 +344,23 @@ class Recorder:
                         run.call_pos[c["id"]] = (position, i)
         self.writer.put(("m", run.id, position, seq, m))
 
+    def append_message(self, run: RunState, seq: int, m: BaseMessage) -> None:
+        """Record ``m`` as the next message of the conversation (a node's output)."""
+        key = message_key(m)
+        position = run.n_conv
+        run.n_conv = position + 1
+        run.last_key = key
+        self._do(run, self._append_now, run, seq, position, key, m)
+
+    def _append_now(self, run: RunState, seq: int, position: int, key: str,
+                    m: BaseMessage) -> None:
+        self._message_now(run, seq, position, m)
+        run.conv.append(key)
+
     def tool_result(self, run: RunState, seq: int, m: BaseMessage) -> None:
         """Record a tool result seen at ``seq``; its position is fixed when it reaches
         the state (results can be reordered or joined by others, e.g. a rejection)."""
-        if run.deferred:
-            self.writer.defer(self._tool_result_now, run, seq, m)
-        else:
-            self._tool_result_now(run, seq, m)
+        self._do(run, self._tool_result_now, run, seq, m)
 
     def _tool_result_now(self, run: RunState, seq: int, m: BaseMessage) -> None:
         key = message_key(m)
@@ -341,10 +373,7 @@ class Recorder:
 
     def flush_pending(self, run: RunState) -> None:
         """Write tool results that never reached the state, at their best-guess position."""
-        if run.deferred:
-            self.writer.defer(self._flush_pending_now, run)
-        else:
-            self._flush_pending_now(run)
+        self._do(run, self._flush_pending_now, run)
 
     def _flush_pending_now(self, run: RunState) -> None:
         with run.lock:
@@ -361,20 +390,16 @@ class Recorder:
 
     def sync_messages(self, run: RunState, seq: int | Callable[[], int],
                       messages: Sequence[BaseMessage]) -> int:
-        """Bring ``run.conv`` up to ``messages``: record the new ones at ``seq``.
+        """Bring the run's conversation up to ``messages``: record the new ones at ``seq``.
 
-        The common case (the list only grew) costs one comparison. When the
-        history was rewritten (summarised, trimmed) a ``history`` event records
-        the new order of message keys. ``seq`` may be a function that takes the
-        seq of the event the messages belong to: it is called after the history
-        event's, so that a model call comes after the rewrite it saw; record that
-        event after this call, and it is written after the messages. Returns the seq.
+        The common case (nothing new, or the list only grew) costs one or two key
+        comparisons here. When the history was rewritten (summarised, trimmed) a
+        ``history`` event records the new order of message keys. ``seq`` may be a
+        function that takes the seq of the event the messages belong to: it is
+        called after the history event's, so that a model call comes after the
+        rewrite it saw (record that event after this call, and it is written
+        after the messages). Returns the seq.
         """
-        if not run.deferred:
-            if callable(seq):
-                seq = seq()
-            self._sync_now(run, seq, messages, None)
-            return seq
         n = run.n_conv
         k = len(messages)
         if k == n and (n == 0 or message_key(messages[-1]) == run.last_key):
@@ -386,21 +411,16 @@ class Recorder:
             seq = seq()
         run.n_conv = k
         run.last_key = message_key(messages[-1]) if k else None
-        self.writer.defer(self._sync_now, run, seq, list(messages), history)
+        # (a deferred run gets a copy: the caller's list may change before the writer runs)
+        self._do(run, self._sync_now, run, seq, list(messages) if run.deferred else messages,
+                 history)
         return seq
 
     def _sync_now(self, run: RunState, seq: int, messages: Sequence[BaseMessage],
                   history: tuple[int, int, float] | None) -> None:
         conv = run.conv
-        n = len(conv)
-        if run.deferred:  # the agent's thread decided (same test, on its own copy)
-            grew = history is None
-        else:
-            if len(messages) == n and (n == 0 or message_key(messages[-1]) == conv[-1]):
-                return
-            grew = len(messages) >= n and (n == 0 or message_key(messages[n - 1]) == conv[n - 1])
-        if grew:
-            for i in range(n, len(messages)):
+        if history is None:  # the list grew: record what is new
+            for i in range(len(conv), len(messages)):
                 m = messages[i]
                 key = message_key(m)
                 conv.append(key)
@@ -411,13 +431,9 @@ class Recorder:
             return
         # History rewritten: record the new order, then any new messages.
         keys = [message_key(m) for m in messages]
-        payload = {"keys": keys, "previous": len(conv)}
-        if history is None:
-            hseq = self.event(run, "history", "fire", payload=payload)
-        else:
-            hseq, lap, ts = history
-            self.writer.put(("e", run.id, hseq, ts, "history", "fire", None, None, lap, None,
-                             None, payload))
+        hseq, lap, ts = history
+        self.writer.put(("e", run.id, hseq, ts, "history", "fire", None, None, lap, None, None,
+                         {"keys": keys, "previous": len(conv)}))
         run.conv = keys
         for i, m in enumerate(messages):
             if keys[i] not in run.known:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 MAX_PAYLOAD_CHARS = 256_000
 MAX_MESSAGE_CHARS = 1_000_000
@@ -109,13 +109,33 @@ def message_json(message: BaseMessage) -> str:
     return text
 
 
+# isinstance first in these two: a missing attribute of a pydantic model raises inside
+# and costs microseconds, and they run for every message.
+def tool_call_id_of(m: Any) -> str | None:
+    """The call a tool result answers (None for any other message)."""
+    if isinstance(m, ToolMessage):
+        return m.tool_call_id
+    if isinstance(m, BaseMessage):
+        return None
+    return getattr(m, "tool_call_id", None)
+
+
+def tool_calls_of(m: Any) -> list[Any]:
+    """The tool calls an AI message asks for (empty for any other message)."""
+    if isinstance(m, AIMessage):
+        return m.tool_calls
+    if isinstance(m, BaseMessage):
+        return []
+    return getattr(m, "tool_calls", None) or []
+
+
 def message_text(message: BaseMessage) -> str:
     """Plain text of a message, for search."""
     try:
         text = str(message.text)
     except Exception:  # noqa: BLE001
         text = str(message.content)
-    calls = message.tool_calls if isinstance(message, AIMessage) else None
+    calls = tool_calls_of(message)
     if calls:
         text = f"{text} " + " ".join(f"{c.get('name')}({c.get('args')})" for c in calls)
     return text[:MAX_SEARCH_TEXT]

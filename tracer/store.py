@@ -22,12 +22,10 @@ import warnings
 from collections import deque
 from typing import Any
 
-from langchain_core.messages import BaseMessage, ToolMessage
-
 from .errors import DatabaseUnavailable
 from .redact import DEFAULT_REDACTOR, Redactor
 from .schema import connect
-from .serialize import dumps, message_json, message_text
+from .serialize import dumps, message_json, message_text, tool_call_id_of
 
 log = logging.getLogger("looptrace")
 
@@ -43,6 +41,29 @@ _MESSAGE_SQL = (
     "INSERT OR REPLACE INTO messages(run_id, position, seq, msg_id, type, tool_call_id, text, data)"
     " VALUES (?,?,?,?,?,?,?,?)"
 )
+
+class _Rows:
+    """Rows ready to commit: built once from the records, kept as they are while a
+    commit fails, and added to by later batches (run updates merge in order)."""
+
+    __slots__ = ("events", "messages", "runs", "wires")
+
+    def __init__(self) -> None:
+        self.events: list[tuple[Any, ...]] = []
+        self.messages: list[tuple[Any, ...]] = []
+        self.runs: dict[str, dict[str, Any]] = {}
+        self.wires: list[dict[str, Any]] = []
+
+    def add(self, other: _Rows) -> None:
+        self.events += other.events
+        self.messages += other.messages
+        for run_id, fields in other.runs.items():
+            self.runs.setdefault(run_id, {}).update(fields)
+        self.wires += other.wires
+
+    def __len__(self) -> int:
+        return len(self.events) + len(self.messages) + len(self.runs) + len(self.wires)
+
 
 _FLUSH = object()
 _STOP = object()
@@ -64,6 +85,7 @@ class Writer:
         self._conn: sqlite3.Connection | None = None
         self._closed = False
         self._sink: tuple[int, list[Any]] | None = None  # (thread, records) of a deferred op
+        self._attempts = 0  # failed commits in a row
         self.dropped = 0
         # Open once up front so a foreign or newer-schema file fails loudly at
         # construction time (in the user's code), not silently later. A file that
@@ -93,13 +115,17 @@ class Writer:
         """Run ``fn(*args)`` on the writer thread, in order with the records put
         around it; what it puts is written in its place. Bookkeeping that needs no
         answer on the agent's thread goes here: it then costs the agent one put."""
-        self.put(("f", [fn, args, None]))
+        self.put(("f", (fn, args)))
 
     def _write_now(self, item: tuple[Any, ...]) -> None:
+        """At exit: build and commit one record here, one try."""
+        rows = _Rows()
+        self._build([item], rows)
         try:
-            self._write([item])
+            if rows and not self._commit(rows):
+                self.dropped += len(rows)
         except Exception:  # noqa: BLE001 - never raise at exit
-            self.dropped += 1
+            self.dropped += len(rows)
 
     def flush(self, wait: bool = True, timeout: float = 30.0) -> None:
         """Commit what was put so far: now, and with ``wait`` block until it is done.
@@ -148,7 +174,7 @@ class Writer:
         hand over the GIL in the middle of a run. After ``IDLE_TICKS`` empty ticks it blocks on the
         queue, and the next record (or a flush) wakes it.
         """
-        pending: list[Any] = []
+        pending = _Rows()  # built, not yet committed (a failed commit is retried as is)
         idle = IDLE_TICKS  # start asleep
         while True:
             batch: list[Any] = []
@@ -168,6 +194,7 @@ class Writer:
             idle = 0 if batch else idle + 1
             waiters: list[threading.Event] = []
             stop = False
+            records: list[Any] = []
             for it in batch:
                 if it is _FLUSH:
                     continue
@@ -177,16 +204,19 @@ class Writer:
                     waiters.append(it[1])
                     stop = True
                 else:
-                    pending.append(it)
+                    records.append(it)
+            if records:
+                self._build(records, pending)
             if pending:
                 try:
-                    pending = self._write(pending)
+                    if self._commit(pending):
+                        pending = _Rows()
+                    else:
+                        idle = 0  # a failed commit is retried at the next tick
                 except Exception as exc:  # noqa: BLE001 - this thread must never die
                     self.dropped += len(pending)
-                    pending = []
+                    pending = _Rows()
                     self._warn("writer", f"looptrace writer failed: {exc!r}")
-                if pending:
-                    idle = 0  # a failed write is retried at the next tick
             if stop and pending:  # the last try failed too: say what is lost
                 self.dropped += len(pending)
                 self._warn("write-drop", f"looptrace dropped {len(pending)} records it could "
@@ -201,18 +231,23 @@ class Writer:
         return item is _FLUSH or (isinstance(item, tuple) and bool(item) and
                                   (item[0] is _FLUSH or item[0] is _STOP))
 
-    def _write(self, items: list[Any]) -> list[Any]:
-        """Write a batch; return what must be retried (empty on success)."""
+    def _build(self, items: list[Any], into: _Rows) -> None:
+        """Add the rows of ``items`` to ``into`` (never raises: a batch that cannot be
+        built is dropped with a warning)."""
         try:
-            events, messages, runs, wires = self._rows(items)
+            into.add(self._rows(items))
         except Exception as exc:  # noqa: BLE001 - must never happen, but never crash
+            self.dropped += len(items)
             self._warn("serialize", f"looptrace could not serialise a batch: {exc!r}")
-            return []
+
+    def _commit(self, rows: _Rows) -> bool:
+        """Commit ``rows`` in one transaction. False: try again later; after
+        ``MAX_RETRIES`` failures in a row they are dropped (and True is returned)."""
         try:
             conn = self._conn or connect(self.path)
             self._conn = conn
             with conn:
-                for run_id, fields in runs.items():
+                for run_id, fields in rows.runs.items():
                     cols = ["id", *fields]
                     values = [run_id, *fields.values()]
                     if "status" not in fields:
@@ -226,36 +261,37 @@ class Writer:
                         f" ON CONFLICT(id) DO UPDATE SET {sets}",
                         values,
                     )
-                if events:
-                    conn.executemany(_EVENT_SQL, events)
-                if messages:
-                    conn.executemany(_MESSAGE_SQL, messages)
-                for w in wires:
+                if rows.events:
+                    conn.executemany(_EVENT_SQL, rows.events)
+                if rows.messages:
+                    conn.executemany(_MESSAGE_SQL, rows.messages)
+                for w in rows.wires:
                     cols = list(w)
                     conn.execute(
                         f"INSERT INTO wire({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
                         list(w.values()),
                     )
-            return []
+            self._attempts = 0
+            return True
         except Exception as exc:  # noqa: BLE001 - locked, disk full, closed ...
-            attempts = getattr(self, "_attempts", 0) + 1
+            attempts = self._attempts + 1
             self._attempts = attempts
             if attempts >= MAX_RETRIES:
                 self._attempts = 0
-                self.dropped += len(items)
-                self._warn("write-drop", f"looptrace dropped {len(items)} records after "
+                self.dropped += len(rows)
+                self._warn("write-drop", f"looptrace dropped {len(rows)} records after "
                            f"{attempts} failed writes to {self.path}: {exc}")
-                return []
+                return True
             self._warn("write", f"looptrace could not write to {self.path} ({exc}); retrying")
             time.sleep(min(0.2 * attempts, 1.0))
-            return items
+            return False
 
-    def _rows(self, items: list[Any]):  # type: ignore[no-untyped-def]
+    def _rows(self, items: list[Any]) -> _Rows:
+        """Serialise and redact ``items`` into rows, running deferred operations in
+        their place (each record is built once: a failed commit retries the rows)."""
         red = self.redactor
-        events: list[tuple[Any, ...]] = []
-        messages: list[tuple[Any, ...]] = []
-        runs: dict[str, dict[str, Any]] = {}
-        wires: list[dict[str, Any]] = []
+        rows = _Rows()
+        events, messages, runs, wires = rows.events, rows.messages, rows.runs, rows.wires
         work = deque(items)
         while work:
             it = work.popleft()
@@ -282,7 +318,7 @@ class Writer:
                                   "data": {"content": f"<unserialisable message: {exc!r}>"}})
                     text = ""
                 messages.append((run_id, position, seq, getattr(msg, "id", None),
-                                 getattr(msg, "type", None), _tool_call_id(msg), text, data))
+                                 getattr(msg, "type", None), tool_call_id_of(msg), text, data))
             elif kind == "r":
                 _, run_id, fields = it
                 fields = fields() if callable(fields) else dict(fields)
@@ -299,22 +335,19 @@ class Writer:
                         v = w[k] if isinstance(w[k], str) else dumps(w[k], limit=4_000_000)
                         w[k] = red(v)
                 wires.append(w)
-        return events, messages, runs, wires
+        return rows
 
-    def _run_deferred(self, op: list[Any]) -> list[Any]:
-        """The records a deferred operation makes (made once: a batch that failed to
-        commit is built again, and the operation must not run twice)."""
-        if op[2] is None:
-            made: list[Any] = []
-            self._sink = (threading.get_ident(), made)
-            try:
-                op[0](*op[1])
-            except Exception as exc:  # noqa: BLE001 - keep what it made, say what failed
-                self._warn("deferred", f"looptrace failed recording: {exc!r}")
-            finally:
-                self._sink = None
-            op[2] = made
-        return op[2]
+    def _run_deferred(self, op: tuple[Any, tuple[Any, ...]]) -> list[Any]:
+        """Run a deferred operation; return the records it put."""
+        made: list[Any] = []
+        self._sink = (threading.get_ident(), made)
+        try:
+            op[0](*op[1])
+        except Exception as exc:  # noqa: BLE001 - keep what it made, say what failed
+            self._warn("deferred", f"looptrace failed recording: {exc!r}")
+        finally:
+            self._sink = None
+        return made
 
     def _lossy(self, text: str, what: str) -> None:
         """Warn (once per kind) that a record was cut or stored through its repr."""
@@ -336,14 +369,6 @@ class Writer:
             warnings.warn(text, RuntimeWarning, stacklevel=2)
         except Exception:  # noqa: BLE001 - e.g. ``-W error``: never let a warning break anything
             pass
-
-
-def _tool_call_id(msg: Any) -> str | None:
-    if isinstance(msg, ToolMessage):
-        return msg.tool_call_id
-    if isinstance(msg, BaseMessage):  # (a missing attribute of a pydantic model is slow)
-        return None
-    return getattr(msg, "tool_call_id", None)
 
 
 _writers: dict[tuple[str, int], Writer] = {}

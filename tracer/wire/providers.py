@@ -139,6 +139,19 @@ class WireFormat:
     stop_path: tuple[Any, ...] = ()
 
 
+def _json_object(text: str, what: str) -> dict[str, Any]:
+    """``text`` parsed as a JSON object, or ``MalformedStream`` saying what it was."""
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        msg = f"{what} is not JSON: {text[:80]!r} ({exc})"
+        raise MalformedStream(msg) from None
+    if not isinstance(value, dict):
+        msg = f"{what} is not an object: {text[:80]!r}"
+        raise MalformedStream(msg)
+    return value
+
+
 def _sse_data(block: str) -> tuple[str | None, str]:
     event = None
     data = []
@@ -246,14 +259,7 @@ class OpenAIFormat(WireFormat):
             if data.strip() == "[DONE]":
                 saw_done = True
                 continue
-            try:
-                c = json.loads(data)
-            except ValueError as exc:
-                msg = f"OpenAI stream chunk is not JSON: {data[:80]!r} ({exc})"
-                raise MalformedStream(msg) from None
-            if not isinstance(c, dict):
-                msg = f"OpenAI stream chunk is not an object: {data[:80]!r}"
-                raise MalformedStream(msg)
+            c = _json_object(data, "OpenAI stream chunk")
             for k in ("id", "created", "model", "system_fingerprint"):
                 if k in c:
                     final[k] = c[k]
@@ -387,12 +393,8 @@ class AnthropicFormat(WireFormat):
             event, data = _sse_data(block)
             if not data:
                 continue
-            try:
-                d = json.loads(data)
-            except ValueError as exc:
-                msg = f"Anthropic stream event is not JSON: {data[:80]!r} ({exc})"
-                raise MalformedStream(msg) from None
-            kind = d.get("type") if isinstance(d, dict) else None
+            d = _json_object(data, "Anthropic stream event")
+            kind = d.get("type")
             if kind == "message_start":
                 message = dict(d.get("message") or {})
             elif kind == "content_block_start":
@@ -497,14 +499,7 @@ class OllamaFormat(WireFormat):
         last: dict[str, Any] | None = None
         role = "assistant"
         for n, ln in enumerate(chunks):
-            try:
-                part = json.loads(ln)
-            except ValueError as exc:
-                msg = f"Ollama NDJSON line {n + 1} is not JSON: {ln[:80]!r} ({exc})"
-                raise MalformedStream(msg) from None
-            if not isinstance(part, dict):
-                msg = f"Ollama NDJSON line {n + 1} is not an object"
-                raise MalformedStream(msg)
+            part = _json_object(ln, f"Ollama NDJSON line {n + 1}")
             if part.get("error"):
                 msg = f"Ollama stream error: {part['error']}"
                 raise MalformedStream(msg)
