@@ -50,20 +50,38 @@ VIEWPORT = {"width": 1400, "height": 1000}
 
 # -- the database and the server (one per module) ------------------------------------
 
+def record_new_run(db: Path, model: Any, tools: list[Any], system_prompt: str, question: Any,
+                   **trace_kwargs: Any) -> str:
+    """Run a real ``create_agent`` traced (middleware and callbacks) into ``db``, which
+    may hold other runs already; return the id of the one top-level run it added."""
+    from langchain.agents import create_agent
+
+    from tracer.middleware import TraceMiddleware
+
+    with TraceDB(db) as tdb:
+        before = {r.id for r in tdb.runs()}
+    tm = TraceMiddleware(db=db, **trace_kwargs)
+    agent = tm.attach(create_agent(model, tools=tools, middleware=[tm],
+                                   system_prompt=system_prompt))
+    agent.invoke({"messages": [question]})
+    tm.flush()
+    tm.close()
+    with TraceDB(db) as tdb:
+        new = [r.id for r in tdb.runs() if r.id not in before and not r.parent_id]
+    assert len(new) == 1, new
+    return new[0]
+
+
 def record_hostile_run(db: Path, leak_url: str) -> str:
     """Record, with the real tracer and a scripted model, a run whose tool result
     (and final answer) holds script, an onerror image, a markdown image pointing at
     ``leak_url`` and a markdown link. Returns the run id."""
-    from langchain.agents import create_agent
     from langchain_core.messages import AIMessage, HumanMessage
     from langchain_core.tools import tool
 
     from tracer.demo.models import ScriptedChatModel, call, turn_script
-    from tracer.middleware import TraceMiddleware
 
     page = hostile_text(leak_url)
-    with TraceDB(db) as tdb:
-        before = {r.id for r in tdb.runs()}
 
     @tool
     def fetch_page(url: str) -> str:
@@ -76,16 +94,9 @@ def record_hostile_run(db: Path, leak_url: str) -> str:
         AIMessage(f"Summary: ![reply]({leak_url}/reply.png) <b>bold</b> "
                   f"[see here]({leak_url}/reply-link)"),
     ]))
-    tm = TraceMiddleware(db=db, run_name="hostile-browser")
-    agent = tm.attach(create_agent(model, tools=[fetch_page], middleware=[tm],
-                                   system_prompt="Summarise web pages."))
-    agent.invoke({"messages": [HumanMessage("Summarise http://example.test/")]})
-    tm.flush()
-    tm.close()
-    with TraceDB(db) as tdb:
-        new = [r.id for r in tdb.runs() if r.id not in before and not r.parent_id]
-    assert len(new) == 1, new
-    return new[0]
+    return record_new_run(db, model, [fetch_page], "Summarise web pages.",
+                          HumanMessage("Summarise http://example.test/"),
+                          run_name="hostile-browser")
 
 
 def record_parallel_run(db: Path) -> str:
@@ -93,12 +104,10 @@ def record_parallel_run(db: Path) -> str:
     time (a barrier holds each until the other has started). Returns the run id."""
     import threading
 
-    from langchain.agents import create_agent
     from langchain_core.messages import AIMessage, HumanMessage
     from langchain_core.tools import tool
 
     from tracer.demo.models import ScriptedChatModel, call, turn_script
-    from tracer.middleware import TraceMiddleware
 
     barrier = threading.Barrier(2, timeout=20)
 
@@ -108,24 +117,14 @@ def record_parallel_run(db: Path) -> str:
         barrier.wait()
         return f"{city}: sunny, 21 C"
 
-    with TraceDB(db) as tdb:
-        before = {r.id for r in tdb.runs()}
     model = ScriptedChatModel(script=turn_script([
         AIMessage("Looking up both cities at once.",
                   tool_calls=[call("lookup", {"city": "Oslo"}, "call_par_oslo"),
                               call("lookup", {"city": "Rome"}, "call_par_rome")]),
         AIMessage("Sunny in both Oslo and Rome."),
     ]))
-    tm = TraceMiddleware(db=db)
-    agent = tm.attach(create_agent(model, tools=[lookup], middleware=[tm],
-                                   system_prompt="Answer with the tools."))
-    agent.invoke({"messages": [HumanMessage("Weather in Oslo and Rome?")]})
-    tm.flush()
-    tm.close()
-    with TraceDB(db) as tdb:
-        new = [r.id for r in tdb.runs() if r.id not in before and not r.parent_id]
-    assert len(new) == 1, new
-    return new[0]
+    return record_new_run(db, model, [lookup], "Answer with the tools.",
+                          HumanMessage("Weather in Oslo and Rome?"))
 
 
 def hostile_text(leak_url: str) -> str:

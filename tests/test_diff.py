@@ -15,6 +15,7 @@ import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
+from tracer_kit import get_weather
 
 from tracer import TraceMiddleware
 from tracer.cli import main
@@ -22,12 +23,6 @@ from tracer.demo.models import ScriptedChatModel, call, turn_script
 from tracer.diff import diff_runs, message_text
 from tracer.exchange import sample_files
 from tracer.loader import Run, TraceDB
-
-
-@tool
-def get_weather(city: str) -> str:
-    """Weather for a city."""
-    return f"Sunny in {city}, 21 C"
 
 
 @tool

@@ -129,18 +129,7 @@ def test_concurrent_runs_from_threads_share_one_tracer(db_path):
     for t in threads:
         t.join()
     trace.flush()
-    ids = run_ids(db_path)
-    assert len(ids) == 8
-    firsts = set()
-    for run_id in ids:
-        assert_gapless(db_path, run_id)
-        msgs = rows(db_path, "SELECT position, type, text FROM messages WHERE run_id = ?"
-                             " ORDER BY position", [run_id])
-        assert [m[0] for m in msgs] == list(range(1 + 2 * 4 + 1))
-        firsts.add(msgs[0][2])
-        status = rows(db_path, "SELECT status FROM runs WHERE id = ?", [run_id])[0][0]
-        assert status == "completed"
-    assert firsts == {f"question {i}" for i in range(8)}
+    assert_separate_runs(db_path, {f"question {i}" for i in range(8)})
 
 
 @pytest.mark.parametrize("attach", [False, True])
@@ -156,8 +145,13 @@ def test_concurrent_ainvokes_are_separate_runs(db_path, attach):
 
     asyncio.run(main())
     trace.flush()
+    assert_separate_runs(db_path, {f"q{i}" for i in range(6)})
+
+
+def assert_separate_runs(db_path, questions: set[str]) -> None:
+    """One completed run per question (2 laps x 3 calls each), gapless, positions whole."""
     ids = run_ids(db_path)
-    assert len(ids) == 6
+    assert len(ids) == len(questions)
     firsts = set()
     for run_id in ids:
         assert_gapless(db_path, run_id)
@@ -165,5 +159,6 @@ def test_concurrent_ainvokes_are_separate_runs(db_path, attach):
                              " ORDER BY position", [run_id])
         assert [m[0] for m in msgs] == list(range(1 + 2 * 4 + 1))
         firsts.add(msgs[0][1])
-    assert firsts == {f"q{i}" for i in range(6)}
-    assert {r[0] for r in rows(db_path, "SELECT status FROM runs")} == {"completed"}
+        status = rows(db_path, "SELECT status FROM runs WHERE id = ?", [run_id])[0][0]
+        assert status == "completed"
+    assert firsts == questions

@@ -225,11 +225,11 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
         except Exception as exc:  # noqa: BLE001
             self.recorder.writer._warn("model", f"looptrace failed in wrap_model_call: {exc!r}")
 
-    def _error(self, pre: tuple[RunState, float] | None, hook: str, exc: BaseException,
+    def _error(self, pre: tuple[Any, ...] | None, hook: str, exc: BaseException,
                tool_call_id: str | None = None) -> None:
         if pre is None:
             return
-        run, t0 = pre
+        run, t0 = pre[0], pre[1]
         try:
             dur = (time.perf_counter() - t0) * 1000
             if isinstance(exc, GraphInterrupt):
@@ -271,25 +271,27 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
         return response
 
     # -- tool calls ---------------------------------------------------------
-    def _tool_enter(self, request: Any) -> tuple[RunState, float] | None:
+    def _tool_enter(self, request: Any) -> tuple[RunState, float, str] | None:
         try:
             call = request.tool_call
             run = self._run(request.runtime, request.state)
+            task = _task_name()  # (the exit runs in the same thread or asyncio task)
             self.recorder.event(
                 run, "wrap_tool_call", "enter", middleware=self._name,
-                tool_call_id=call.get("id"), task=_task_name(),
+                tool_call_id=call.get("id"), task=task,
                 payload={"name": call.get("name"), "args": call.get("args"),
                          "known_tool": request.tool is not None},
             )
-            return run, time.perf_counter()
+            return run, time.perf_counter(), task
         except Exception as exc:  # noqa: BLE001
             self.recorder.writer._warn("tool", f"looptrace failed in wrap_tool_call: {exc!r}")
             return None
 
-    def _tool_exit(self, pre: tuple[RunState, float] | None, request: Any, result: Any) -> None:
+    def _tool_exit(self, pre: tuple[RunState, float, str] | None, request: Any,
+                   result: Any) -> None:
         if pre is None:
             return
-        run, t0 = pre
+        run, t0, task = pre
         try:
             dur = (time.perf_counter() - t0) * 1000
             tcid = request.tool_call.get("id")
@@ -306,7 +308,7 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
                 msgs = []
                 payload = {"result_type": type(result).__name__}
             seq = rec.event(run, "wrap_tool_call", "exit", middleware=self._name,
-                            duration_ms=dur, tool_call_id=tcid, task=_task_name(),
+                            duration_ms=dur, tool_call_id=tcid, task=task,
                             payload=payload)
             for m in msgs:
                 rec.tool_result(run, seq, m)
