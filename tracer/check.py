@@ -31,13 +31,13 @@ from .checks.base import PROVIDERS, SEVERITIES, Finding, Thresholds, model_calls
 from .checks.loops import endings, model_replies, repeated_calls, repeated_failures, token_jumps
 from .checks.protocol import check_model_call, collapse_ollama_order
 from .checks.wire import check_wire
+from .cli import DEFAULT_DB
 from .errors import LooptraceError
 from .loader import Run, TraceDB
 
 __all__ = ["PROVIDERS", "RULES", "Finding", "Thresholds", "check_db", "check_run", "health",
            "register"]
 
-DEFAULT_DB = "looptrace.db"
 
 # Every rule id, with the provider(s) it can name and what it means.
 RULES: dict[str, str] = {

@@ -9,10 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from .cli import DEFAULT_DB
 from .exchange import export_run, import_many
 from .loader import TraceDB
-
-DEFAULT_DB = "looptrace.db"
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

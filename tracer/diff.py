@@ -27,11 +27,10 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from .cli import DEFAULT_DB
 from .errors import LooptraceError
 from .loader import Message, Run, TraceDB, content_text
 from .replay import Replay, Step, build_replay
-
-DEFAULT_DB = "looptrace.db"
 
 # Divergence kinds, in the order a reader thinks about them.
 KINDS: tuple[str, ...] = (
