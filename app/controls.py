@@ -34,12 +34,23 @@ def _play() -> None:
     if rp is not None and int(st.session_state.get(state.STEP) or 0) >= len(rp) - 1:
         state.set_step(0)
     st.session_state[state.PLAYING] = True
-    st.session_state[state.ACTED] = True
 
 
 def _pause() -> None:
     st.session_state[state.PLAYING] = False
-    st.session_state[state.ACTED] = True
+
+
+def _tick(tick_step: int) -> None:
+    """The graph component's playback timer fired while it showed ``tick_step``."""
+    rp = _replay()
+    if rp is None or not st.session_state.get(state.PLAYING):
+        return
+    step = rp.clamp(st.session_state.get(state.STEP))
+    following = state.after_tick(step, tick_step, len(rp))
+    if following is None:
+        st.session_state[state.PLAYING] = False
+    else:
+        st.session_state[state.STEP] = following
 
 
 def _toggle() -> None:
@@ -59,8 +70,11 @@ def _jump(kind: str) -> None:
 
 
 def on_key() -> None:
-    """Keyboard shortcut sent by the graph component."""
-    action = key_action()
+    """A keyboard shortcut or a playback tick sent by the graph component."""
+    action, arg = key_action()
+    if action == "tick" and arg is not None:
+        _tick(arg)
+        return
     if action == "toggle":
         _toggle()
         return
@@ -98,7 +112,6 @@ def _on_speed() -> None:
     value = st.session_state.get("speed")
     if value is not None:
         st.session_state[state.SPEED] = float(value)
-    st.session_state[state.ACTED] = True
 
 
 def render_controls(view: RunView, index: int) -> None:

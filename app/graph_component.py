@@ -3,8 +3,9 @@
 The SVG is drawn once with fixed node positions; each step only changes CSS
 classes (active node, edge just taken, visited nodes), so the picture stays in
 place and the change animates. The same component listens for the replay's
-keyboard shortcuts on the document and sends them back as a trigger, and
-scrolls the highlighted message into view.
+keyboard shortcuts on the document and sends them back as a trigger, keeps
+playback's time (it asks for the next step with a 'tick' trigger), and scrolls
+the highlighted message into view.
 
 ``graph_data(replay, index)`` is a pure function (tests snapshot it); only
 ``render_graph`` touches Streamlit. Trace text (tool names and ids) reaches the
@@ -111,12 +112,14 @@ def tool_names(replay: Replay) -> dict[str, str]:
 
 def graph_data(replay: Replay, index: int, *, names: dict[str, str] | None = None,
                colours: dict[str, int] | None = None, scroll_to: str | None = None,
-               keyboard: bool = True) -> dict[str, Any]:
-    """Everything the graph shows at step ``index`` (JSON-ready)."""
+               keyboard: bool = True, play_ms: int = 0) -> dict[str, Any]:
+    """Everything the graph shows at step ``index`` (JSON-ready). ``play_ms``:
+    while playing, how long the component shows this step before it asks for
+    the next one (a 'tick'); 0 when paused."""
     if not replay.steps:
         return {"step": 0, "steps": 0, "node": "START", "edges": [], "visited": [],
                 "passthrough": _passthrough(replay), "tools": [], "kind": "run",
-                "keyboard": keyboard, "scroll_to": scroll_to, "lap": 0}
+                "keyboard": keyboard, "scroll_to": scroll_to, "lap": 0, "play_ms": 0}
     step = replay.steps[index]
     names = names if names is not None else tool_names(replay)
     colours = colours or {}
@@ -136,6 +139,7 @@ def graph_data(replay: Replay, index: int, *, names: dict[str, str] | None = Non
         "lap": step.event.lap,
         "keyboard": keyboard,
         "scroll_to": scroll_to,
+        "play_ms": max(0, int(play_ms)),
     }
 
 
@@ -327,7 +331,24 @@ function scrollLater(key) {
   };
   setTimeout(go, 30);
 }
+// Playback: while playing, ask for the next step once this one has been shown for
+// play_ms. The next tick is scheduled only when the new step arrives, so playback
+// never runs ahead of the page. If nothing arrives (a tick lost in a busy rerun),
+// the same tick is sent again; the app ignores a tick for a step already left.
+function schedule(host, d) {
+  if (host.__ltTimer) clearTimeout(host.__ltTimer);
+  host.__ltTimer = null;
+  if (!d.play_ms) return;
+  const send = (delay) => {
+    host.__ltTimer = setTimeout(() => {
+      host.__ltSend('key', 'tick:' + d.step + ':' + Date.now());
+      send(Math.max(1500, 3 * d.play_ms));
+    }, delay);
+  };
+  send(d.play_ms);
+}
 const KEYS = {ArrowRight: 'next', ArrowLeft: 'prev', ' ': 'toggle', Home: 'first', End: 'last'};
+const NAVIGABLE = new Set(['radio', 'tab', 'option', 'menuitem', 'menuitemradio', 'gridcell']);
 export default function (component) {
   const { data, parentElement, setTriggerValue } = component;
   let root = parentElement.querySelector('.lt-graph');
@@ -336,24 +357,34 @@ export default function (component) {
   if (data.scroll_to) scrollLater(data.scroll_to);
   const host = root;
   host.__ltSend = setTriggerValue;
+  schedule(host, data);
   if (data.keyboard && !host.__ltKey) {
     host.__ltKey = (ev) => {
       const action = KEYS[ev.key];
       if (!action || ev.ctrlKey || ev.metaKey || ev.altKey) return;
       const t = ev.target;
       const tag = (t && t.tagName) || '';
+      const role = (t && t.getAttribute && t.getAttribute('role')) || '';
       if (tag === 'INPUT' || tag === 'TEXTAREA' || tag === 'SELECT' ||
-          (t && t.isContentEditable) || (t && t.getAttribute && t.getAttribute('role') === 'slider')) {
+          (t && t.isContentEditable) || role === 'slider') {
         return;
       }
+      // Arrows, Home and End move within a radio group or tab list (the speed control).
+      if (action !== 'toggle' && NAVIGABLE.has(role)) return;
       ev.preventDefault();
       if (tag === 'BUTTON' && t.blur) t.blur();
       host.__ltSend('key', action + ':' + Date.now());
     };
-    document.addEventListener('keydown', host.__ltKey);
+    // The capture phase: widgets such as the speed control stop the key's bubbling,
+    // so after choosing a speed the space bar would not reach a bubbling listener.
+    document.addEventListener('keydown', host.__ltKey, true);
   }
   return () => {
-    if (host.__ltKey) { document.removeEventListener('keydown', host.__ltKey); host.__ltKey = null; }
+    if (host.__ltKey) {
+      document.removeEventListener('keydown', host.__ltKey, true);
+      host.__ltKey = null;
+    }
+    if (host.__ltTimer) { clearTimeout(host.__ltTimer); host.__ltTimer = null; }
   };
 }
 """
@@ -376,10 +407,20 @@ def render_graph(data: dict[str, Any], *, key: str = "lt_graph",
     return _get_component()(key=key, data=data, on_key_change=on_key or (lambda: None))
 
 
-def key_action(key: str = "lt_graph") -> str | None:
-    """The shortcut just pressed ('next', 'prev', 'toggle', 'first', 'last'), in a callback."""
+ACTIONS = ("next", "prev", "toggle", "first", "last", "tick")
+
+
+def key_action(key: str = "lt_graph") -> tuple[str | None, int | None]:
+    """In a callback: what the component sent, as (action, step). The action is a
+    shortcut ('next', 'prev', 'toggle', 'first', 'last') or 'tick' (the playback
+    timer fired; ``step`` is the step the graph showed then)."""
     value = (st.session_state.get(key) or {}).get("key")
     if not isinstance(value, str):
-        return None
-    action = value.split(":", 1)[0]
-    return action if action in ("next", "prev", "toggle", "first", "last") else None
+        return None, None
+    action, _, rest = value.partition(":")
+    if action not in ACTIONS:
+        return None, None
+    if action != "tick":
+        return action, None
+    arg = rest.split(":", 1)[0]
+    return (action, int(arg)) if arg.isdigit() else (None, None)

@@ -85,7 +85,6 @@ def render_messages(view: RunView, index: int, *, big: bool = False,
 
 def _more(window: int) -> None:
     st.session_state[state.WINDOW] = window * 2
-    st.session_state[state.ACTED] = True
 
 
 def _message(mv: MessageView, index: int, hot: bool, pending: set[str], rules: list[str],

@@ -1,9 +1,14 @@
 """The replay: ONE fragment renders the controls, the graph and the messages
 from the step kept in ``st.session_state``, so the two panes always agree.
 
-Playback is the fragment's ``run_every`` timer; the timer is only set or
-cleared by a full app run, so the fragment calls ``st.rerun(scope="app")``
-whenever playing starts, stops or changes speed. Used by the Replay page and,
+Playback is timed by the graph component in the browser: while playing it
+shows a step for the step's interval, then sends a 'tick' and the fragment
+reruns on the next step (controls.on_key). Playing, pausing and changing speed
+are plain fragment reruns. The fragment's own ``run_every`` timer only reloads
+a run still being recorded; it is set by a full app run, so the fragment calls
+``st.rerun(scope="app")`` when that changes. (Switching ``run_every`` on every
+play and pause raced with the timer's own reruns: Streamlit's page went blank
+with "Bad delta path index" about once in ten pauses.) Used by the Replay page and,
 with ``presenter=True``, by the Presenter page (large type, graph and
 messages only, the caption as narration, keyboard only).
 """
@@ -90,8 +95,8 @@ def _running(view: RunView) -> bool:
 
 
 def _advance(view: RunView) -> int:
-    """The step to draw now: playback moves one step per timer tick; watching the
-    last step of a run being recorded follows the new steps as they arrive."""
+    """The step to draw now: the state's step, clamped; watching the last step of
+    a run being recorded follows the new steps as they arrive."""
     replay = view.replay
     i = replay.clamp(st.session_state.get(state.STEP))
     seen_len = st.session_state.get("_lt_len")
@@ -99,14 +104,13 @@ def _advance(view: RunView) -> int:
     if (_running(view) and isinstance(seen_len, tuple) and seen_len[0] == replay.run.id
             and i == seen_len[1] - 1 and len(replay) > seen_len[1]):
         i = len(replay) - 1
-    if st.session_state.get(state.PLAYING) and not st.session_state.get(state.ACTED):
-        if i >= len(replay) - 1:
-            st.session_state[state.PLAYING] = False
-        else:
-            i += 1
-    st.session_state[state.ACTED] = False
     st.session_state[state.STEP] = i
     return i
+
+
+def _play_ms() -> int:
+    seconds = state.interval()
+    return round(seconds * 1000) if seconds else 0
 
 
 def _body(path: str, presenter: bool) -> None:
@@ -128,7 +132,7 @@ def _draw(path: str, presenter: bool) -> None:
     i = _advance(view)
     if state.timer(_running(view)) != st.session_state.get(state.TIMER) or (
             not presenter and view.replay.run.id != st.session_state.get("_lt_header_run")):
-        st.rerun(scope="app")  # start, stop or re-time the playback timer; a new run
+        st.rerun(scope="app")  # start or stop the live reload; a new run
     state.sync_url(view.replay.run.id, i)
     if presenter:
         _presenter(view, i)
@@ -141,7 +145,8 @@ def _draw(path: str, presenter: bool) -> None:
         scroll_to = render_messages(view, i)
     with left:
         render_graph(graph_data(view.replay, i, names=view.tool_names,
-                                colours=view.colour_index, scroll_to=scroll_to),
+                                colours=view.colour_index, scroll_to=scroll_to,
+                                play_ms=_play_ms()),
                      on_key=on_key)
     render_inspector(view, i)
     _wire(path, view, i)
@@ -175,6 +180,7 @@ def _presenter(view: RunView, i: int) -> None:
             scroll_to = render_messages(view, i, height=720)
         with left:
             render_graph(graph_data(view.replay, i, names=view.tool_names,
-                                    colours=view.colour_index, scroll_to=scroll_to),
+                                    colours=view.colour_index, scroll_to=scroll_to,
+                                    play_ms=_play_ms()),
                          on_key=on_key)
         st.caption("Keyboard: → next · ← back · space play / pause · Home / End")

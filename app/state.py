@@ -20,8 +20,7 @@ TIMER = "lt_timer"  # the run_every the fragment was decorated with
 STACK = "lt_stack"  # [(run id, step)] to return to from a subagent
 HIGHLIGHT = "lt_highlight"  # extra message keys to highlight (from a finding)
 WINDOW = "lt_window"  # how many messages the pane shows
-ACTED = "lt_acted"
-SEEN = "lt_url_seen"  # the last few (run, step) URLs adopted or written  # a control was used during this rerun: the timer does not advance
+SEEN = "lt_url_seen"  # the last few (run, step) URLs adopted or written
 
 SPEEDS = (0.5, 1.0, 2.0, 4.0)
 BASE_INTERVAL = 1.2  # seconds per step at 1x
@@ -34,14 +33,14 @@ def get(key: str, default: Any = None) -> Any:
 
 def init() -> None:
     defaults = {STEP: 0, PLAYING: False, SPEED: 1.0, TIMER: None, STACK: [], HIGHLIGHT: (),
-                WINDOW: DEFAULT_WINDOW, ACTED: False}
+                WINDOW: DEFAULT_WINDOW}
     for k, v in defaults.items():
         if k not in st.session_state:
             st.session_state[k] = v
 
 
 def interval() -> float | None:
-    """The fragment's timer: seconds per step while playing, else None."""
+    """Seconds per step while playing, else None (the graph component keeps the time)."""
     if not st.session_state.get(PLAYING):
         return None
     speed = float(st.session_state.get(SPEED) or 1.0)
@@ -52,15 +51,29 @@ LIVE_INTERVAL = 2.0  # seconds between reloads of a run still being recorded
 
 
 def timer(running: bool) -> float | None:
-    """The fragment's timer: playback, else a slow reload while the run is recorded."""
-    return interval() or (LIVE_INTERVAL if running else None)
+    """The fragment's timer: a slow reload while the run is still being recorded.
+
+    Playback has no server timer: the graph component asks for the next step
+    (see ``after_tick``), so playing, pausing and changing speed never change
+    the fragment and never need a full app run."""
+    return LIVE_INTERVAL if running else None
 
 
-def set_step(index: int, *, acted: bool = True) -> None:
+def after_tick(step: int, tick_step: int, n_steps: int) -> int | None:
+    """Where a playback tick sent while ``tick_step`` was shown leaves the replay,
+    now at ``step`` of ``n_steps``: the next step, the same step (a tick for a
+    step already left: the user stepped, or a tick was sent twice), or None
+    when the last step is reached (playback stops)."""
+    if tick_step != step:
+        return step
+    if step >= n_steps - 1:
+        return None
+    return step + 1
+
+
+def set_step(index: int) -> None:
     st.session_state[STEP] = int(index)
     st.session_state[HIGHLIGHT] = ()
-    if acted:
-        st.session_state[ACTED] = True
 
 
 def open_run(run_id: str, step: int = 0, *, push: bool = False) -> None:
@@ -74,7 +87,6 @@ def open_run(run_id: str, step: int = 0, *, push: bool = False) -> None:
     st.session_state[PLAYING] = False
     st.session_state[HIGHLIGHT] = ()
     st.session_state[WINDOW] = DEFAULT_WINDOW
-    st.session_state[ACTED] = True
 
 
 def adopt_query_params() -> None:

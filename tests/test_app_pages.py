@@ -162,12 +162,29 @@ def test_play_and_pause_toggle_the_state(samples: Path) -> None:
     at = open_page("pages/replay.py", run=run.id)
     at.button(key="play").click().run()
     assert at.session_state["lt_playing"] is True
-    assert at.session_state["lt_timer"] == pytest.approx(1.2)
+    # The graph component keeps playback's time; the fragment has no timer of its own.
+    assert graph(at)["play_ms"] == 1200
+    assert at.session_state["lt_timer"] is None
     at.segmented_control(key="speed").set_value(4.0).run()
-    assert at.session_state["lt_timer"] == pytest.approx(0.3)
+    assert graph(at)["play_ms"] == 300
     at.button(key="pause").click().run()
     assert at.session_state["lt_playing"] is False
+    assert graph(at)["play_ms"] == 0
     assert at.session_state["lt_timer"] is None
+
+
+@pytest.mark.parametrize(("step", "tick_step", "n", "expected"), [
+    (3, 3, 10, 4),      # the tick of the step shown: the next step
+    (4, 3, 10, 4),      # a tick sent again after the step moved on: ignored
+    (1, 5, 10, 1),      # the user stepped back while the tick was in flight: ignored
+    (9, 9, 10, None),   # the last step: playback stops
+    (0, 0, 1, None),    # a one-step run
+])
+def test_a_playback_tick_moves_one_step_at_most(step: int, tick_step: int, n: int,
+                                                expected: int | None) -> None:
+    from app.state import after_tick
+
+    assert after_tick(step, tick_step, n) == expected
 
 
 # -- deep links and bad query parameters ------------------------------------------------

@@ -384,9 +384,9 @@ def test_play_advances_graph_and_messages_together(playback: dict[str, Any]) -> 
     assert playback["stopped"] >= target
     changes = [b for a, b in itertools.pairwise(seen) if a != b]
     shown = sorted(set(seen) - {0})
-    # On a loaded machine a timer tick can be dropped; playback still goes step by step.
-    assert len(shown) >= target // 2, f"playback jumped instead of stepping: {changes}"
+    # The graph asks for the next step only once it shows a step: none is skipped.
     skipped = sorted(set(range(1, target + 1)) - set(shown))
+    assert not skipped, f"playback skipped steps {skipped}: steps shown {changes}"
     # The graph's steps in the order shown; each frame's messages must be those of a
     # step between the graph's previous and next step (the panes are at most one
     # rerun apart: a rerun cut short by the next tick may paint only its messages).
@@ -411,8 +411,7 @@ def test_play_advances_graph_and_messages_together(playback: dict[str, Any]) -> 
             t_msgs = min(x["t"] for x in snaps if x["msgs"] == positions)
             t_graph = min(x["t"] for x in snaps if x["step"] == i)
             lags.append(t_graph - t_msgs)
-    print(f"\nplayback: {target - len(skipped)} of {target} steps shown (dropped ticks: "
-          f"{skipped}); "
+    print(f"\nplayback: {target} of {target} steps shown; "
           f"{len(exact)} of {len(shown)} painted with both panes exactly on the step; "
           f"graph behind the message pane: max {max(lags, default=0):.0f} ms, "
           f"mean {sum(lags) / max(1, len(lags)):.0f} ms")
@@ -427,6 +426,43 @@ def test_playback_never_steps_back(playback: dict[str, Any]) -> None:
         f"playback went back {backwards} (steps shown: {changes}). Seen in the app: the "
         "scrubber slider's on_change (_on_scrub) fires during playback with the value the "
         "browser still holds from the previous step, and moves the step back by one.")
+
+
+@pytest.mark.parametrize("page", ["replay", "presenter"])
+def test_pause_and_play_again_many_times(session: Session, replays: dict[str, Replay],
+                                         page: str) -> None:
+    """Pausing at any moment of playback stops it on a step where both panes agree,
+    and playing on continues from there. (Seen before playback moved into the graph
+    component: about one pause in ten blanked Streamlit's page, "Bad delta path
+    index", when the fragment's timer was switched off while it fired.)"""
+    rp = replays["shopping"]
+    s = session
+    s.page.goto(f"{s.url}/{page}?run={rp.run.id}&step=0")
+    wait_connected(s.page)
+    expect(s.graph).to_have_attribute("data-step", "0", timeout=15_000)
+    if page == "replay":
+        s.page.locator(".st-key-speed button:visible", has_text="4x").click()
+    here = 0
+    for k in range(6):
+        s.page.keyboard.press("Space")  # play
+        if page == "replay":
+            expect(s.button("pause")).to_be_visible()
+        expect(s.graph).not_to_have_attribute("data-step", str(here), timeout=15_000)
+        time.sleep(0.15 * k)  # pause at a different moment of a step each time
+        s.page.keyboard.press("Space")  # pause
+        if page == "replay":
+            expect(s.button("play")).to_be_visible()
+        stopped = settled_step(s)
+        assert stopped > here, f"round {k}: playback went from {here} to {stopped}"
+        if page == "replay":
+            assert_step_shown(s, rp, stopped)
+        else:
+            counter = s.page.locator(".st-key-counter")
+            expect(counter).to_have_text(f"Step {stopped + 1} / {len(rp)}")
+        here = stopped
+        if here >= len(rp) - 2:
+            break
+    assert s.errors == []
 
 
 def test_keyboard_steps(session: Session, replays: dict[str, Replay]) -> None:
