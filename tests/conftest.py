@@ -7,7 +7,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from browser_support import ARTIFACTS, CHROMIUM_ARGS, chromium_path
 
 

@@ -26,7 +26,6 @@ from tracer.exchange import read_trace, sample_files
 from tracer.loader import TraceDB
 from tracer.replay import Replay, build_replay
 
-
 SAMPLES = sample_files()
 ROOT = "#replay"
 

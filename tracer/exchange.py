@@ -14,8 +14,14 @@ from typing import Any
 
 from .errors import TraceFileError
 from .loader import TraceDB
-from .schema import EVENTS_COLUMNS, MESSAGES_COLUMNS, RUNS_COLUMNS, SCHEMA_VERSION, WIRE_COLUMNS
-from .schema import connect
+from .schema import (
+    EVENTS_COLUMNS,
+    MESSAGES_COLUMNS,
+    RUNS_COLUMNS,
+    SCHEMA_VERSION,
+    WIRE_COLUMNS,
+    connect,
+)
 
 FORMAT = "looptrace-trace"
 FORMAT_VERSION = 1
