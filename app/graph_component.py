@@ -335,17 +335,22 @@ function scrollLater(key) {
 // play_ms. The next tick is scheduled only when the new step arrives, so playback
 // never runs ahead of the page. If nothing arrives (a tick lost in a busy rerun),
 // the same tick is sent again; the app ignores a tick for a step already left.
-function schedule(host, d) {
+// Ticks and shortcuts share the component's one event queue, where Streamlit keeps
+// only the newest event of a burst: a shortcut therefore puts the next tick off,
+// so a tick never replaces a shortcut (a tick replaced by a shortcut is resent).
+const retryMs = (d) => Math.max(1500, 3 * d.play_ms);
+function schedule(host, d, delay) {
   if (host.__ltTimer) clearTimeout(host.__ltTimer);
   host.__ltTimer = null;
+  host.__ltData = d;
   if (!d.play_ms) return;
-  const send = (delay) => {
+  const send = (ms) => {
     host.__ltTimer = setTimeout(() => {
       host.__ltSend('key', 'tick:' + d.step + ':' + Date.now());
-      send(Math.max(1500, 3 * d.play_ms));
-    }, delay);
+      send(retryMs(d));
+    }, ms);
   };
-  send(d.play_ms);
+  send(delay === undefined ? d.play_ms : delay);
 }
 const KEYS = {ArrowRight: 'next', ArrowLeft: 'prev', ' ': 'toggle', Home: 'first', End: 'last'};
 const NAVIGABLE = new Set(['radio', 'tab', 'option', 'menuitem', 'menuitemradio', 'gridcell']);
@@ -374,6 +379,7 @@ export default function (component) {
       ev.preventDefault();
       if (tag === 'BUTTON' && t.blur) t.blur();
       host.__ltSend('key', action + ':' + Date.now());
+      if (host.__ltData) schedule(host, host.__ltData, retryMs(host.__ltData));
     };
     // The capture phase: widgets such as the speed control stop the key's bubbling,
     // so after choosing a speed the space bar would not reach a bubbling listener.
