@@ -70,11 +70,13 @@ def _jump(kind: str) -> None:
 
 
 def on_key() -> None:
-    """A keyboard shortcut or a playback tick sent by the graph component."""
+    """A keyboard shortcut or a timer event sent by the graph component."""
     action, arg = key_action()
     if action == "tick" and arg is not None:
         _tick(arg)
         return
+    if action == "reload":
+        return  # the fragment's rerun reloads the run
     if action == "toggle":
         _toggle()
         return

@@ -4,8 +4,9 @@ The SVG is drawn once with fixed node positions; each step only changes CSS
 classes (active node, edge just taken, visited nodes), so the picture stays in
 place and the change animates. The same component listens for the replay's
 keyboard shortcuts on the document and sends them back as a trigger, keeps
-playback's time (it asks for the next step with a 'tick' trigger), and scrolls
-the highlighted message into view.
+the replay's time (a 'tick' asks for playback's next step, a 'reload' for a
+fresh look at a run still being recorded), and scrolls the highlighted message
+into view.
 
 ``graph_data(replay, index)`` is a pure function (tests snapshot it); only
 ``render_graph`` touches Streamlit. Trace text (tool names and ids) reaches the
@@ -112,14 +113,16 @@ def tool_names(replay: Replay) -> dict[str, str]:
 
 def graph_data(replay: Replay, index: int, *, names: dict[str, str] | None = None,
                colours: dict[str, int] | None = None, scroll_to: str | None = None,
-               keyboard: bool = True, play_ms: int = 0) -> dict[str, Any]:
-    """Everything the graph shows at step ``index`` (JSON-ready). ``play_ms``:
-    while playing, how long the component shows this step before it asks for
-    the next one (a 'tick'); 0 when paused."""
+               keyboard: bool = True, play_ms: int = 0, live_ms: int = 0) -> dict[str, Any]:
+    """Everything the graph shows at step ``index`` (JSON-ready). The component's
+    timers: ``play_ms``, while playing, how long it shows this step before it asks
+    for the next one (a 'tick'); ``live_ms``, while the run is being recorded, how
+    often it asks for a reload. 0 turns a timer off."""
+    timers = {"play_ms": max(0, int(play_ms)), "live_ms": max(0, int(live_ms))}
     if not replay.steps:
         return {"step": 0, "steps": 0, "node": "START", "edges": [], "visited": [],
                 "passthrough": _passthrough(replay), "tools": [], "kind": "run",
-                "keyboard": keyboard, "scroll_to": scroll_to, "lap": 0, "play_ms": 0}
+                "keyboard": keyboard, "scroll_to": scroll_to, "lap": 0, **timers}
     step = replay.steps[index]
     names = names if names is not None else tool_names(replay)
     colours = colours or {}
@@ -139,7 +142,7 @@ def graph_data(replay: Replay, index: int, *, names: dict[str, str] | None = Non
         "lap": step.event.lap,
         "keyboard": keyboard,
         "scroll_to": scroll_to,
-        "play_ms": max(0, int(play_ms)),
+        **timers,
     }
 
 
@@ -338,19 +341,21 @@ function scrollLater(key) {
 // Ticks and shortcuts share the component's one event queue, where Streamlit keeps
 // only the newest event of a burst: a shortcut therefore puts the next tick off,
 // so a tick never replaces a shortcut (a tick replaced by a shortcut is resent).
-const retryMs = (d) => Math.max(1500, 3 * d.play_ms);
+// While the run is being recorded (and not playing), ask for a reload every live_ms.
+const retryMs = (d) => (d.play_ms ? Math.max(1500, 3 * d.play_ms) : d.live_ms);
 function schedule(host, d, delay) {
   if (host.__ltTimer) clearTimeout(host.__ltTimer);
   host.__ltTimer = null;
   host.__ltData = d;
-  if (!d.play_ms) return;
+  if (!d.play_ms && !d.live_ms) return;
+  const event = d.play_ms ? 'tick:' + d.step : 'reload';
   const send = (ms) => {
     host.__ltTimer = setTimeout(() => {
-      host.__ltSend('key', 'tick:' + d.step + ':' + Date.now());
+      host.__ltSend('key', event + ':' + Date.now());
       send(retryMs(d));
     }, ms);
   };
-  send(delay === undefined ? d.play_ms : delay);
+  send(delay === undefined ? (d.play_ms || d.live_ms) : delay);
 }
 const KEYS = {ArrowRight: 'next', ArrowLeft: 'prev', ' ': 'toggle', Home: 'first', End: 'last'};
 const NAVIGABLE = new Set(['radio', 'tab', 'option', 'menuitem', 'menuitemradio', 'gridcell']);
@@ -413,13 +418,14 @@ def render_graph(data: dict[str, Any], *, key: str = "lt_graph",
     return _get_component()(key=key, data=data, on_key_change=on_key or (lambda: None))
 
 
-ACTIONS = ("next", "prev", "toggle", "first", "last", "tick")
+ACTIONS = ("next", "prev", "toggle", "first", "last", "tick", "reload")
 
 
 def key_action(key: str = "lt_graph") -> tuple[str | None, int | None]:
     """In a callback: what the component sent, as (action, step). The action is a
-    shortcut ('next', 'prev', 'toggle', 'first', 'last') or 'tick' (the playback
-    timer fired; ``step`` is the step the graph showed then)."""
+    shortcut ('next', 'prev', 'toggle', 'first', 'last'), 'tick' (the playback
+    timer fired; ``step`` is the step the graph showed then) or 'reload' (the run
+    is being recorded: the rerun itself reloads it)."""
     value = (st.session_state.get(key) or {}).get("key")
     if not isinstance(value, str):
         return None, None

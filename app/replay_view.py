@@ -1,14 +1,15 @@
 """The replay: ONE fragment renders the controls, the graph and the messages
 from the step kept in ``st.session_state``, so the two panes always agree.
 
-Playback is timed by the graph component in the browser: while playing it
-shows a step for the step's interval, then sends a 'tick' and the fragment
-reruns on the next step (controls.on_key). Playing, pausing and changing speed
-are plain fragment reruns. The fragment's own ``run_every`` timer only reloads
-a run still being recorded; it is set by a full app run, so the fragment calls
-``st.rerun(scope="app")`` when that changes. (Switching ``run_every`` on every
-play and pause raced with the timer's own reruns: Streamlit's page went blank
-with "Bad delta path index" about once in ten pauses.) Used by the Replay page and,
+The graph component in the browser keeps all the time: while playing it shows
+a step for the step's interval, then sends a 'tick' and the fragment reruns on
+the next step (controls.on_key); while the run is still being recorded it
+sends a 'reload' every couple of seconds. So playing, pausing and changing
+speed are plain fragment reruns, and the fragment has no ``run_every`` timer.
+(Switching ``run_every`` on every play and pause, through a full app run, raced
+with the timer's own reruns: Streamlit's page went blank with "Bad delta path
+index" about once in ten pauses.) The fragment reruns the whole app only when
+what is drawn outside it changed: another run, or the run's status. Used by the Replay page and,
 with ``presenter=True``, by the Presenter page (large type, graph and
 messages only, the caption as narration, keyboard only).
 """
@@ -84,8 +85,8 @@ def replay_page(*, presenter: bool = False) -> None:
     st.html(STYLE)
     if not presenter:
         render_run_header(path, view)
-    st.session_state[state.TIMER] = state.timer(_running(view))
-    st.fragment(run_every=st.session_state[state.TIMER])(_body)(path, presenter)
+    st.session_state["_lt_page_status"] = view.replay.run.summary.status
+    st.fragment(_body)(path, presenter)
     if not presenter:
         render_findings(view)
 
@@ -99,18 +100,21 @@ def _advance(view: RunView) -> int:
     a run being recorded follows the new steps as they arrive."""
     replay = view.replay
     i = replay.clamp(st.session_state.get(state.STEP))
-    seen_len = st.session_state.get("_lt_len")
-    st.session_state["_lt_len"] = (replay.run.id, len(replay))
-    if (_running(view) and isinstance(seen_len, tuple) and seen_len[0] == replay.run.id
-            and i == seen_len[1] - 1 and len(replay) > seen_len[1]):
+    seen = st.session_state.get("_lt_len")  # (run id, steps, running) at the last draw
+    st.session_state["_lt_len"] = (replay.run.id, len(replay), _running(view))
+    # The last steps of a run often arrive with its end: follow them too.
+    if (isinstance(seen, tuple) and len(seen) == 3 and seen[0] == replay.run.id and seen[2]
+            and i == seen[1] - 1 and len(replay) > seen[1]):
         i = len(replay) - 1
     st.session_state[state.STEP] = i
     return i
 
 
-def _play_ms() -> int:
+def _timing(view: RunView) -> dict[str, int]:
+    """The graph component's timers: playback's step time, the live reload's period."""
     seconds = state.interval()
-    return round(seconds * 1000) if seconds else 0
+    return {"play_ms": round(seconds * 1000) if seconds else 0,
+            "live_ms": round(state.LIVE_INTERVAL * 1000) if _running(view) else 0}
 
 
 def _body(path: str, presenter: bool) -> None:
@@ -130,9 +134,9 @@ def _draw(path: str, presenter: bool) -> None:
     st.session_state["_lt_replay"] = view.replay  # for the controls' callbacks
     st.session_state["_lt_view"] = view
     i = _advance(view)
-    if state.timer(_running(view)) != st.session_state.get(state.TIMER) or (
+    if view.replay.run.summary.status != st.session_state.get("_lt_page_status") or (
             not presenter and view.replay.run.id != st.session_state.get("_lt_header_run")):
-        st.rerun(scope="app")  # start or stop the live reload; a new run
+        st.rerun(scope="app")  # the header shows another run, or another status
     state.sync_url(view.replay.run.id, i)
     if presenter:
         _presenter(view, i)
@@ -146,7 +150,7 @@ def _draw(path: str, presenter: bool) -> None:
     with left:
         render_graph(graph_data(view.replay, i, names=view.tool_names,
                                 colours=view.colour_index, scroll_to=scroll_to,
-                                play_ms=_play_ms()),
+                                **_timing(view)),
                      on_key=on_key)
     render_inspector(view, i)
     _wire(path, view, i)
@@ -181,6 +185,6 @@ def _presenter(view: RunView, i: int) -> None:
         with left:
             render_graph(graph_data(view.replay, i, names=view.tool_names,
                                     colours=view.colour_index, scroll_to=scroll_to,
-                                    play_ms=_play_ms()),
+                                    **_timing(view)),
                          on_key=on_key)
         st.caption("Keyboard: → next · ← back · space play / pause · Home / End")

@@ -16,7 +16,6 @@ RUN = "lt_run"  # run id being replayed
 STEP = "lt_step"  # current step index (0-based)
 PLAYING = "lt_playing"
 SPEED = "lt_speed"
-TIMER = "lt_timer"  # the run_every the fragment was decorated with
 STACK = "lt_stack"  # [(run id, step)] to return to from a subagent
 HIGHLIGHT = "lt_highlight"  # extra message keys to highlight (from a finding)
 WINDOW = "lt_window"  # how many messages the pane shows
@@ -32,7 +31,7 @@ def get(key: str, default: Any = None) -> Any:
 
 
 def init() -> None:
-    defaults = {STEP: 0, PLAYING: False, SPEED: 1.0, TIMER: None, STACK: [], HIGHLIGHT: (),
+    defaults = {STEP: 0, PLAYING: False, SPEED: 1.0, STACK: [], HIGHLIGHT: (),
                 WINDOW: DEFAULT_WINDOW}
     for k, v in defaults.items():
         if k not in st.session_state:
@@ -48,15 +47,6 @@ def interval() -> float | None:
 
 
 LIVE_INTERVAL = 2.0  # seconds between reloads of a run still being recorded
-
-
-def timer(running: bool) -> float | None:
-    """The fragment's timer: a slow reload while the run is still being recorded.
-
-    Playback has no server timer: the graph component asks for the next step
-    (see ``after_tick``), so playing, pausing and changing speed never change
-    the fragment and never need a full app run."""
-    return LIVE_INTERVAL if running else None
 
 
 def after_tick(step: int, tick_step: int, n_steps: int) -> int | None:

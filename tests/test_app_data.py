@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
+from test_app_pages import graph
 
 from app.graph_component import EDGES, NODES, _route, graph_data
 from app.run_view import build_run_view
@@ -225,18 +226,32 @@ def test_a_run_being_recorded_refreshes_and_follows_new_steps(
     at.query_params["step"] = str(n - 1)
     at.run()
     assert not at.exception
-    assert at.session_state["lt_timer"] == 2.0  # reloads while the run is recorded
+    assert graph(at)["live_ms"] == 2000  # reloads while the run is recorded
     # the recorder appends a step: watching the last step follows it
     last = conn.execute("SELECT MAX(seq), MAX(ts), MAX(lap) FROM events WHERE run_id = ?",
                         [run.id]).fetchone()
     conn.execute("INSERT INTO events(run_id, seq, ts, hook, phase, lap) VALUES (?, ?, ?, ?, ?, ?)",
                  [run.id, last[0] + 1, last[1] + 0.01, "before_model", "fire", last[2] + 1])
     conn.commit()
-    conn.close()
     at.run()
     assert not at.exception
     assert at.session_state["lt_step"] == n
     assert "Step " + str(n + 1) + " / " + str(n + 1) in " ".join(m.value for m in at.markdown)
+    # the run ends with a last step: the page follows it, the header says the run
+    # completed and the reloads stop
+    badges = " ".join(m.value for m in at.markdown)
+    assert "-badge[running]" in badges and "-badge[completed]" not in badges
+    conn.execute("INSERT INTO events(run_id, seq, ts, hook, phase, lap) VALUES (?, ?, ?, ?, ?, ?)",
+                 [run.id, last[0] + 2, last[1] + 0.02, "after_agent", "fire", last[2] + 1])
+    conn.execute("UPDATE runs SET status = 'completed', ended_at = 1 WHERE id = ?", [run.id])
+    conn.commit()
+    conn.close()
+    at.run()
+    assert not at.exception
+    assert at.session_state["lt_step"] == n + 1
+    badges = " ".join(m.value for m in at.markdown)
+    assert "-badge[completed]" in badges and "-badge[running]" not in badges
+    assert graph(at)["live_ms"] == 0
 
 
 def test_timeline_groups_tool_lanes_by_name_for_many_calls(

@@ -655,6 +655,72 @@ def test_parallel_tool_calls_in_flight_together(session: Session,
     expect(s.page.locator(f"{GRAPH} g.chip")).to_have_count(0)
 
 
+def test_a_run_being_recorded_follows_and_ends(session: Session,
+                                              app_db: tuple[Path, str, str]) -> None:
+    """Watching a run while it is recorded: the page reloads it (the graph
+    component's reload timer), follows its new steps from the last one, and
+    shows it completed when it ends."""
+    import threading
+
+    from langchain.agents import create_agent
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langchain_core.tools import tool
+
+    from tracer.demo.models import ScriptedChatModel, call, turn_script
+    from tracer.middleware import TraceMiddleware
+
+    db = app_db[0]
+    release = threading.Event()
+
+    @tool
+    def slow_lookup(city: str) -> str:
+        """Look up the weather of a city (waits until the test lets it answer)."""
+        release.wait(60)
+        return f"{city}: sunny"
+
+    model = ScriptedChatModel(script=turn_script([
+        AIMessage("", tool_calls=[call("slow_lookup", {"city": "Oslo"}, "call_live_1")]),
+        AIMessage("Sunny in Oslo."),
+    ]))
+    tm = TraceMiddleware(db=db, run_name="live-browser")
+    agent = create_agent(model, tools=[slow_lookup], middleware=[tm])
+    worker = threading.Thread(
+        target=lambda: agent.invoke({"messages": [HumanMessage("Weather in Oslo?")]}))
+    worker.start()
+    try:
+        deadline = time.monotonic() + 20
+        run_id = None
+        while run_id is None and time.monotonic() < deadline:
+            with TraceDB(db) as tdb:
+                run_id = next((r.id for r in tdb.runs() if r.name == "live-browser"), None)
+            time.sleep(0.1)
+        assert run_id, "the live run was not recorded"
+        s = session
+        s.page.goto(f"{s.url}/replay?run={run_id}")
+        wait_connected(s.page)
+        badge = s.page.locator('[data-testid="stMarkdownContainer"]', has_text="running")
+        expect(badge.first).to_be_visible(timeout=15_000)
+        expect(s.graph).to_have_attribute("data-step", "0", timeout=15_000)
+        with TraceDB(db) as tdb:
+            before = len(build_replay(tdb.run(run_id)))
+        s.page.keyboard.press("End")  # watch the newest step
+        expect(s.graph).to_have_attribute("data-step", str(before - 1))
+        release.set()
+        worker.join(30)
+        tm.flush()
+        with TraceDB(db) as tdb:
+            rp = build_replay(tdb.run(run_id))
+        assert rp.run.summary.status == "completed" and len(rp) > before
+        expect(s.page.locator('[data-testid="stMarkdownContainer"]', has_text="completed")
+               .first).to_be_visible(timeout=15_000)
+        expect(s.graph).to_have_attribute("data-step", str(len(rp) - 1), timeout=15_000)
+        assert_step_shown(s, rp, len(rp) - 1)
+    finally:
+        release.set()
+        worker.join(30)
+        tm.close()
+
+
 def _luminance(css: str) -> float:
     nums = [float(x) for x in re.findall(r"[\d.]+", css)[:3]]
     r, g, b = (v / 255 for v in nums)
