@@ -41,10 +41,13 @@ def _health(path: str, run) -> str:  # type: ignore[no-untyped-def]
     return health.badge(view.findings)
 
 
-any_running = any(r.status == "running" for r in data.runs(path))
+# One period for good: changing a fragment's run_every takes a full app run, and
+# doing that from the fragment's own timer races with it (on the Replay page that
+# blanked the page: "Bad delta path index").
+REFRESH_S = 2.0
 
 
-@st.fragment(run_every=1.5 if any_running else 5.0)
+@st.fragment(run_every=REFRESH_S)
 def table() -> None:
     try:
         runs = data.runs(path, search or None)
@@ -54,8 +57,6 @@ def table() -> None:
     if not runs:
         st.info("No runs match." if search else "No runs recorded yet.", icon=":material/info:")
         return
-    if any(r.status == "running" for r in runs) != any_running:
-        st.rerun(scope="app")  # re-time the live refresh
     if statuses:
         runs = [r for r in runs if r.status in statuses]
     if agent_filter:
