@@ -124,7 +124,7 @@ def render_controls(view: RunView, index: int) -> None:
     n = len(replay)
     last = max(0, n - 1)
     playing = bool(st.session_state.get(state.PLAYING))
-    bar = st.columns([0.7, 0.7, 1.3, 0.7, 0.7, 1.4, 1.5, 1.3, 1.5, 2.9],
+    bar = st.columns([0.7, 0.7, 1.5, 0.7, 0.7, 1.3, 1.4, 1.3, 1.4, 3.0],
                      vertical_alignment="center", gap="small")
     bar[0].button("", key="first", icon=":material/first_page:", help="First step (Home)",
                   on_click=_go, args=(0,), disabled=index == 0, width="stretch")

@@ -341,21 +341,30 @@ function scrollLater(key) {
 // Ticks and shortcuts share the component's one event queue, where Streamlit keeps
 // only the newest event of a burst: a shortcut therefore puts the next tick off,
 // so a tick never replaces a shortcut (a tick replaced by a shortcut is resent).
+// The time the server took to answer a tick counts towards the next step's time
+// (each step still shows for at least half of it), so 4x is close to 4x.
 // While the run is being recorded (and not playing), ask for a reload every live_ms.
 const retryMs = (d) => (d.play_ms ? Math.max(1500, 3 * d.play_ms) : d.live_ms);
 function schedule(host, d, delay) {
   if (host.__ltTimer) clearTimeout(host.__ltTimer);
   host.__ltTimer = null;
   host.__ltData = d;
+  const sentAt = host.__ltTickAt;
+  host.__ltTickAt = null;
   if (!d.play_ms && !d.live_ms) return;
   const event = d.play_ms ? 'tick:' + d.step : 'reload';
   const send = (ms) => {
     host.__ltTimer = setTimeout(() => {
       host.__ltSend('key', event + ':' + Date.now());
+      if (d.play_ms) host.__ltTickAt = performance.now();
       send(retryMs(d));
     }, ms);
   };
-  send(delay === undefined ? (d.play_ms || d.live_ms) : delay);
+  if (delay === undefined && d.play_ms) {
+    const answer = sentAt ? performance.now() - sentAt : 0;
+    delay = Math.max(d.play_ms / 2, d.play_ms - answer);
+  }
+  send(delay === undefined ? d.live_ms : delay);
 }
 const KEYS = {ArrowRight: 'next', ArrowLeft: 'prev', ' ': 'toggle', Home: 'first', End: 'last'};
 const NAVIGABLE = new Set(['radio', 'tab', 'option', 'menuitem', 'menuitemradio', 'gridcell']);

@@ -513,6 +513,42 @@ def test_pause_and_play_again_many_times(session: Session, replays: dict[str, Re
     assert s.errors == []
 
 
+# Controls whose text is wider than its box (a label cut to "Pa…", a speed control
+# clipped at its column's edge): [key, what overflows, content width, box width].
+# (Icons are left out: Streamlit draws each as a ligature wider than its box.)
+OVERFLOW_JS = r"""
+(keys) => {
+  const out = [];
+  for (const key of keys) {
+    const box = document.querySelector('.st-key-' + key);
+    if (!box) { out.push([key, 'missing', 0, 0]); continue; }
+    const texts = box.querySelectorAll('p, [data-testid="stMarkdownContainer"], [role="radiogroup"]');
+    for (const el of [box, ...texts]) {
+      if (el.offsetParent !== null && el.scrollWidth > el.clientWidth + 1)
+        out.push([key, el.tagName + '.' + el.className, el.scrollWidth, el.clientWidth]);
+    }
+  }
+  return out;
+}
+"""
+
+
+def test_control_bar_labels_fit(session: Session, replays: dict[str, Replay]) -> None:
+    """At 1400 px every control of the bar shows its whole label, playing or paused."""
+    rp = replays["shopping"]
+    s = session
+    s.open(rp.run.id, 12)
+    keys = ["first", "step_prev", "play", "step_next", "last", "next_model", "next_tool",
+            "next_error", "speed"]
+    assert s.page.evaluate(OVERFLOW_JS, keys) == []
+    s.button("play").click()
+    expect(s.button("pause")).to_be_visible()
+    keys[2] = "pause"
+    assert s.page.evaluate(OVERFLOW_JS, keys) == []
+    s.button("pause").click()
+    expect(s.button("play")).to_be_visible()
+
+
 def test_keyboard_steps(session: Session, replays: dict[str, Replay]) -> None:
     rp = replays["shopping"]
     s = session
