@@ -341,8 +341,9 @@ function scrollLater(key) {
 // Ticks and shortcuts share the component's one event queue, where Streamlit keeps
 // only the newest event of a burst: a shortcut therefore puts the next tick off,
 // so a tick never replaces a shortcut (a tick replaced by a shortcut is resent).
-// The time the server took to answer a tick counts towards the next step's time
-// (each step still shows for at least half of it), so 4x is close to 4x.
+// A step shows from its arrival until the next step's: while the next tick is being
+// answered too. So the time the server took to answer the last tick is taken off
+// the wait, and 4x is close to 4x when the server keeps up.
 // While the run is being recorded (and not playing), ask for a reload every live_ms.
 const retryMs = (d) => (d.play_ms ? Math.max(1500, 3 * d.play_ms) : d.live_ms);
 function schedule(host, d, delay) {
@@ -362,7 +363,7 @@ function schedule(host, d, delay) {
   };
   if (delay === undefined && d.play_ms) {
     const answer = sentAt ? performance.now() - sentAt : 0;
-    delay = Math.max(d.play_ms / 2, d.play_ms - answer);
+    delay = Math.max(50, d.play_ms - answer);
   }
   send(delay === undefined ? d.live_ms : delay);
 }
