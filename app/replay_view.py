@@ -54,6 +54,7 @@ def choose_run(path: str) -> str | None:
     if not top:
         return None
     st.session_state[state.RUN] = top[0].id
+    st.session_state[state.NO_STEP] = True
     return top[0].id
 
 
@@ -74,6 +75,8 @@ def load(path: str) -> RunView:
         data.show_error(exc)
     if view.replay.run.id != run_id:  # a prefix was given
         st.session_state[state.RUN] = view.replay.run.id
+    if st.session_state.pop(state.NO_STEP, False) and _running(view) and len(view.replay):
+        st.session_state[state.STEP] = len(view.replay) - 1  # watch a live run at its end
     return view
 
 

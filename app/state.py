@@ -20,6 +20,7 @@ STACK = "lt_stack"  # [(run id, step)] to return to from a subagent
 HIGHLIGHT = "lt_highlight"  # extra message keys to highlight (from a finding)
 WINDOW = "lt_window"  # how many messages the pane shows
 SEEN = "lt_url_seen"  # the last few (run, step) URLs adopted or written
+NO_STEP = "lt_no_step"  # a run was just opened without a step: a live one opens at its end
 
 SPEEDS = (0.5, 1.0, 2.0, 4.0)
 BASE_INTERVAL = 1.2  # seconds per step at 1x
@@ -94,6 +95,7 @@ def adopt_query_params() -> None:
     if run != st.session_state.get(RUN):
         st.session_state[RUN] = run
         st.session_state[STEP] = step if step is not None else 0  # clamped by the page
+        st.session_state[NO_STEP] = step is None
         st.session_state[PLAYING] = False
         st.session_state[HIGHLIGHT] = ()
         st.session_state[STACK] = []

@@ -222,10 +222,10 @@ def test_a_run_being_recorded_refreshes_and_follows_new_steps(
     at = AppTest.from_file(MAIN, default_timeout=30)
     at.run()
     at.switch_page("pages/replay.py")
-    at.query_params["run"] = run.id
-    at.query_params["step"] = str(n - 1)
+    at.query_params["run"] = run.id  # no step: a live run opens at its newest step
     at.run()
     assert not at.exception
+    assert at.session_state["lt_step"] == n - 1
     assert graph(at)["live_ms"] == 2000  # reloads while the run is recorded
     # the recorder appends a step: watching the last step follows it
     last = conn.execute("SELECT MAX(seq), MAX(ts), MAX(lap) FROM events WHERE run_id = ?",
@@ -252,6 +252,14 @@ def test_a_run_being_recorded_refreshes_and_follows_new_steps(
     badges = " ".join(m.value for m in at.markdown)
     assert "-badge[completed]" in badges and "-badge[running]" not in badges
     assert graph(at)["live_ms"] == 0
+    # a finished run opened without a step starts at its first step
+    other = AppTest.from_file(MAIN, default_timeout=30)
+    other.run()
+    other.switch_page("pages/replay.py")
+    other.query_params["run"] = run.id
+    other.run()
+    assert not other.exception
+    assert other.session_state["lt_step"] == 0
 
 
 def test_timeline_groups_tool_lanes_by_name_for_many_calls(
