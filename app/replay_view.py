@@ -115,9 +115,7 @@ def _advance(view: RunView) -> int:
 
 def _timing(view: RunView) -> dict[str, int]:
     """The graph component's timers: playback's step time, the live reload's period."""
-    seconds = state.interval()
-    return {"play_ms": round(seconds * 1000) if seconds else 0,
-            "live_ms": round(state.LIVE_INTERVAL * 1000) if _running(view) else 0}
+    return {"play_ms": state.step_ms(), "live_ms": state.LIVE_MS if _running(view) else 0}
 
 
 def _body(path: str, presenter: bool) -> None:

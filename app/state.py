@@ -39,15 +39,15 @@ def init() -> None:
             st.session_state[k] = v
 
 
-def interval() -> float | None:
-    """Seconds per step while playing, else None (the graph component keeps the time)."""
+def step_ms() -> int:
+    """Milliseconds per step while playing, else 0 (the graph component keeps the time)."""
     if not st.session_state.get(PLAYING):
-        return None
+        return 0
     speed = float(st.session_state.get(SPEED) or 1.0)
-    return round(BASE_INTERVAL / speed, 3)
+    return round(BASE_INTERVAL * 1000 / speed)
 
 
-LIVE_INTERVAL = 2.0  # seconds between reloads of a run still being recorded
+LIVE_MS = 2000  # milliseconds between reloads of a run still being recorded
 
 
 def after_tick(step: int, tick_step: int, n_steps: int) -> int | None:

@@ -32,21 +32,15 @@ sys.path.insert(0, str(HERE.parent))
 
 from browser_support import CHROMIUM_ARGS, chromium_path, streamlit_server, wait_connected  # noqa: E402
 from playwright.sync_api import expect, sync_playwright  # noqa: E402
-from test_browser_replay import GRAPH, MOVED_JS, PANES_JS, SETTLED_JS  # noqa: E402
+from test_browser_replay import (  # noqa: E402
+    GRAPH,
+    MOVED_JS,
+    PANES_JS,
+    SETTLED_JS,
+    SHOWN_STEP_JS,
+)
 
 from tracer.exchange import read_trace, sample_files  # noqa: E402
-
-STEP_JS = """() => {
-  const walk = (root) => {
-    for (const el of root.querySelectorAll('*')) {
-      if (el.matches('[data-testid="lt-graph"]')) return el;
-      if (el.shadowRoot) { const x = walk(el.shadowRoot); if (x) return x; }
-    }
-    return null;
-  };
-  const g = walk(document);
-  return g ? Number(g.getAttribute('data-step')) : -1;
-}"""
 
 
 def toggle(page, button: str, click: bool) -> None:  # type: ignore[no-untyped-def]
@@ -90,9 +84,9 @@ def main() -> None:
                         toggle(page, "play", args.buttons)
                         expect(page.locator(".st-key-pause button:visible")).to_be_visible()
                         page.wait_for_function(MOVED_JS, arg=here, timeout=10_000)
-                        t0, s0 = time.monotonic(), page.evaluate(STEP_JS)
+                        t0, s0 = time.monotonic(), page.evaluate(SHOWN_STEP_JS)
                         time.sleep(rnd.uniform(0.3, 1.5))
-                        played[0] += page.evaluate(STEP_JS) - s0
+                        played[0] += page.evaluate(SHOWN_STEP_JS) - s0
                         played[1] += time.monotonic() - t0
                         t0 = time.monotonic()
                         toggle(page, "pause", args.buttons)

@@ -334,10 +334,10 @@ def settled_step(s: Session) -> int:
         pytest.fail(f"the page did not settle on a step: {s.page.evaluate(PANES_JS)}")
 
 
-# Whether the graph shows a step other than ``here``. Stale or not: while playing fast,
-# the fragment reruns back to back and Streamlit marks its elements stale meanwhile.
-MOVED_JS = r"""
-(here) => {
+# The step the graph shows (-1: no graph yet), stale or not: while playing fast, the
+# fragment reruns back to back and Streamlit marks its elements stale meanwhile.
+SHOWN_STEP_JS = r"""
+() => {
   const walk = (root) => {
     for (const el of root.querySelectorAll('*')) {
       if (el.matches('[data-testid="lt-graph"]')) return el;
@@ -346,9 +346,11 @@ MOVED_JS = r"""
     return null;
   };
   const g = walk(document);
-  return !!g && g.getAttribute('data-step') !== String(here);
+  return g ? Number(g.getAttribute('data-step')) : -1;
 }
 """
+# Whether the graph shows a step other than ``here``.
+MOVED_JS = f"(here) => {{ const s = ({SHOWN_STEP_JS.strip()})(); return s >= 0 && s !== here; }}"
 
 
 def wait_moved_past(s: Session, here: int) -> None:

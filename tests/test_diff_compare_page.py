@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -34,13 +33,7 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
     return path, ids
 
 
-@pytest.fixture(autouse=True)
-def _clear_caches() -> Iterator[None]:
-    st.cache_data.clear()
-    st.cache_resource.clear()
-    yield
-    st.cache_data.clear()
-    st.cache_resource.clear()
+pytestmark = pytest.mark.usefixtures("clean_streamlit_caches")
 
 
 def open_compare(monkeypatch: pytest.MonkeyPatch, path: Path, a: str | None = None,
