@@ -29,6 +29,7 @@ from .recorder import (
     user_metadata,
 )
 from .redact import Redactor
+from .store import on_event_loop
 
 _SKIP_NODES = frozenset({"model", "tools", "__start__", "__end__"})
 
@@ -104,7 +105,9 @@ class TraceCallbackHandler(BaseCallbackHandler):
                 run = None
                 if (parent_run_id is None and thread_id and isinstance(inputs, Command)
                         and inputs.resume is not None):
-                    run = rec.resume_run(str(thread_id))
+                    # (on an event loop only a pause this process remembers is found:
+                    # reading the file there would block)
+                    run = rec.resume_run(str(thread_id), from_file=not on_event_loop())
                     if run is not None:
                         rec.event(run, "resume", "fire", payload={"resume": inputs.resume})
                 if run is None and tool is not None and tool[2]:
@@ -130,6 +133,12 @@ class TraceCallbackHandler(BaseCallbackHandler):
             node = meta.get("langgraph_node")
             if node == name and parent_run_id in self._roots:
                 self._nodes[run_id] = (parent, name, time.perf_counter())
+                # A node's input is the state as it is now: what the nodes before it
+                # changed is recorded at the step of the node that made the change.
+                msgs = inputs.get("messages") if isinstance(inputs, dict) else None
+                if isinstance(msgs, list) and parent.last_seq >= 0:
+                    rec.sync_messages(parent, parent.last_seq, _no_system(msgs),
+                                      by=parent.last_node)
         except Exception as exc:  # noqa: BLE001
             self._guard("on_chain_start", exc)
 
@@ -146,12 +155,10 @@ class TraceCallbackHandler(BaseCallbackHandler):
                             "interrupts": _interrupt_values(outputs["__interrupt__"])})
                     rec.end_run(root, "interrupted")
                 elif not root.ended:
+                    # The final state, after the last node (the outermost after_agent).
                     if isinstance(outputs, dict) and isinstance(outputs.get("messages"), list):
-                        msgs = [m for m in outputs["messages"] if isinstance(m, BaseMessage)]
-                        if not root.middleware:
-                            root.end_seen = True
-                            seq = rec.event(root, "run", "end")
-                            rec.sync_messages(root, seq, _no_system(msgs))
+                        rec.sync_messages(root, root.last_seq, _no_system(outputs["messages"]),
+                                          by=root.last_node)
                     rec.end_run(root, "completed")
                 return
             rec.lc_runs.pop(run_id, None)
@@ -188,6 +195,7 @@ class TraceCallbackHandler(BaseCallbackHandler):
     def _node_event(self, node: tuple[RunState, str, float], outputs: Any,
                     error: BaseException | None) -> None:
         run, name, t0 = node
+        run.last_node = name
         dur = (time.perf_counter() - t0) * 1000
         if "." in name:
             mw, hook = name.rsplit(".", 1)
@@ -216,13 +224,8 @@ class TraceCallbackHandler(BaseCallbackHandler):
                 payload["jump_to"] = outputs["jump_to"]
         elif isinstance(outputs, Command):
             payload["goto"] = str(outputs.goto)
-        rec = self.recorder
-        seq = rec.event(run, hook, phase, middleware=mw, duration_ms=dur, payload=payload or None)
-        if isinstance(outputs, dict) and isinstance(outputs.get("messages"), list) and (
-                not run.middleware):
-            for m in outputs["messages"]:
-                if isinstance(m, BaseMessage) and not isinstance(m, SystemMessage):
-                    rec.append_message(run, seq, m)
+        self.recorder.event(run, hook, phase, middleware=mw, duration_ms=dur,
+                            payload=payload or None)
 
     # -- model calls ----------------------------------------------------------
     def on_chat_model_start(self, serialized: dict[str, Any] | None,
@@ -233,6 +236,7 @@ class TraceCallbackHandler(BaseCallbackHandler):
         try:
             run = self._run_of(parent_run_id)
             if run.middleware:
+                self._model_sent(run, messages[0] if messages else [])
                 return
             rec = self.recorder
             params = invocation_params or {}
@@ -305,6 +309,27 @@ class TraceCallbackHandler(BaseCallbackHandler):
                                 1000, payload={"error": text, "type": type(error).__name__})
         except Exception as exc:  # noqa: BLE001
             self._guard("on_llm_error", exc)
+
+    def _model_sent(self, run: RunState, sent: list[BaseMessage]) -> None:
+        """What the model received, when the layers inside the middleware changed the
+        request it recorded (messages or system prompt): a ``("model", "sent")`` step."""
+        convo = _no_system(sent)
+        system = next((m.content for m in sent if isinstance(m, SystemMessage)), None)
+        req = run.req_objs
+        if req is None:
+            return
+        same_system = system == run.req_system or (not system and not run.req_system)
+        if same_system and len(req) == len(convo) and all(a is b for a, b in zip(req, convo)):
+            return
+        rec = self.recorder
+        view = rec.request_view(run, convo)
+        if same_system and "inline_messages" not in view and view["message_keys"] == [
+                message_key(m) for m in req]:
+            return  # copies of the same messages
+        payload: dict[str, Any] = {"messages": len(convo), **view}
+        if not same_system:
+            payload["system"] = system
+        rec.event(run, "model", "sent", payload=payload)
 
     # -- tool calls -----------------------------------------------------------
     def on_tool_start(self, serialized: dict[str, Any] | None, input_str: str, *,
@@ -384,7 +409,7 @@ def _note_omitted(omitted: dict[str, frozenset[str]], run: RunState,
     message the model never received. ``omitted_keys`` lists them; the checks
     leave them out of this call and later ones, until it changes again.
     """
-    now = frozenset(run.known.difference(message_key(m) for m in convo))
+    now = frozenset(set(run.seen).difference(message_key(m) for m in convo))
     if now != omitted.get(run.id, frozenset()):
         omitted[run.id] = now
         payload["omitted_keys"] = sorted(now)

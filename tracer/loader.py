@@ -151,13 +151,18 @@ class Message:
         return messages_from_dict([self.data])[0]
 
 
+
+
 @dataclass
 class Run:
     summary: RunSummary
     events: list[Event]
-    messages: list[Message]  # ordered by (position, seq)
+    messages: list[Message]  # each message as first recorded, ordered by (position, seq)
     children: list[RunSummary] = field(default_factory=list)
     metadata: Any = None
+    # later versions of those messages (same key, other content: a middleware
+    # redacted, cleared or evicted it), ordered by seq
+    revisions: list[Message] = field(default_factory=list)
 
     @property
     def id(self) -> str:
@@ -185,6 +190,9 @@ class TraceDB:
             raise NotALooptraceDatabase(msg)
         self._conn = connect(self.path, readonly=True)
         self._lock = threading.Lock()
+        # (a schema-1 file opened read-only is read as it is: no versions in it)
+        self._has_versions = any(r[1] == "version" for r in self._query(
+            "PRAGMA table_info(messages)"))
 
     def close(self) -> None:
         self._conn.close()
@@ -256,17 +264,21 @@ class TraceDB:
                 "SELECT run_id, seq, ts, hook, phase, duration_ms, middleware, lap, tool_call_id,"
                 " task, payload FROM events WHERE run_id = ? ORDER BY seq", [run_id])
         ]
-        messages = [
-            Message(pos, seq, mid, typ or "unknown", tcid, text or "",
-                    _loads(data) or {"type": typ, "data": {}})
-            for pos, seq, mid, typ, tcid, text, data in self._query(
-                "SELECT position, seq, msg_id, type, tool_call_id, text, data FROM messages"
-                " WHERE run_id = ? ORDER BY position, seq", [run_id])
-        ]
+        version = "version" if self._has_versions else "0"
+        messages: list[Message] = []
+        revisions: list[Message] = []
+        for pos, seq, mid, typ, tcid, text, data, later in self._query(
+                f"SELECT position, seq, msg_id, type, tool_call_id, text, data, {version}"
+                " FROM messages WHERE run_id = ? ORDER BY position, seq", [run_id]):
+            m = Message(pos, seq, mid, typ or "unknown", tcid, text or "",
+                        _loads(data) or {"type": typ, "data": {}})
+            (revisions if later else messages).append(m)
+        revisions.sort(key=lambda m: m.seq)
         children = [s for s in self.runs() if s.parent_id == run_id]
         children.sort(key=lambda s: s.started_at or 0)
         meta = self._query("SELECT metadata FROM runs WHERE id = ?", [run_id])
-        return Run(summary, events, messages, children, _loads(meta[0][0]) if meta else None)
+        return Run(summary, events, messages, children, _loads(meta[0][0]) if meta else None,
+                   revisions)
 
     def wire(self, run_id: str) -> list[dict[str, Any]]:
         """Provider HTTP exchanges recorded for ``run_id``, oldest first."""

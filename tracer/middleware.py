@@ -21,10 +21,10 @@ from .recorder import (
     ResponsePayload,
     RunState,
     begin_lap,
-    message_key,
     user_metadata,
 )
 from .redact import Redactor
+from .store import on_event_loop
 
 
 def _error_text(exc: BaseException) -> str:
@@ -100,6 +100,25 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
             run.owner = key
             return run
 
+    def _known(self, runtime: Any) -> bool:
+        """The invocation of ``runtime`` has its run already (no lookup needed)."""
+        writer = getattr(runtime, "stream_writer", None)
+        entry = self._runs.get(id(writer))
+        return entry is not None and entry[0]() is writer
+
+    async def _arun(self, runtime: Any) -> None:
+        """On the event loop, before an async hook: when finding the run may read the
+        file (a thread resumed after this process forgot its pause), do that in a
+        worker thread, so that the hook itself then finds the run in memory."""
+        try:
+            if self._known(runtime):
+                return
+            thread_id = getattr(getattr(runtime, "execution_info", None), "thread_id", None)
+            if thread_id and not self.recorder.remembers(str(thread_id)):
+                await asyncio.to_thread(self._run, runtime, None)
+        except Exception as exc:  # noqa: BLE001
+            self.recorder.writer._warn("hook", f"looptrace failed finding the run: {exc!r}")
+
     def _new_or_resumed(self, runtime: Any, starting: bool) -> RunState:
         info = getattr(runtime, "execution_info", None)
         thread_id = getattr(info, "thread_id", None)
@@ -115,7 +134,8 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
             # Not starting at before_agent means a resumed thread (lean mode has no
             # before_agent, so there only a resume value says so).
             live = resume is not None or not self.lean
-            run = self.recorder.resume_run(str(thread_id), live=live)
+            run = self.recorder.resume_run(str(thread_id), live=live,
+                                           from_file=not on_event_loop())
             if run is not None:
                 run.middleware = True
                 self.recorder.defer_messages(run)
@@ -166,10 +186,12 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
                     _error_handled(self.recorder, run)
                 begin_lap(run)
             rec = self.recorder
-            seq = rec.event(run, hook, "fire", middleware=self._name)
             msgs = state.get("messages") if isinstance(state, dict) else None
-            if msgs is not None:
-                rec.sync_messages(run, seq, msgs)
+            # (the messages first: a change made before this hook fired is its own
+            # step, before this one)
+            seq = rec.sync_messages(run, run.seq.__next__, msgs, by=run.last_node) if (
+                msgs is not None) else None
+            rec.event(run, hook, "fire", middleware=self._name, seq=seq)
             if hook == "after_agent" and not run.lc_ids:
                 # (with the callback handler attached, the run ends when the graph
                 # returns, after the outer middlewares' after_agent hooks)
@@ -192,9 +214,9 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
             state_msgs = request.state.get("messages") or ()
             # (the messages first, so that the request payload, built on the writer
             # thread, knows which of them the run has recorded)
-            seq = rec.sync_messages(run, run.seq.__next__, state_msgs)
+            seq = rec.sync_messages(run, run.seq.__next__, state_msgs, by=run.last_node)
             rec.event(run, "wrap_model_call", "enter", middleware=self._name, seq=seq,
-                      payload=_RequestPayload(run, request, state_msgs))
+                      payload=_RequestPayload(rec, run, request, state_msgs))
             return run, time.perf_counter()
         except Exception as exc:  # noqa: BLE001
             self.recorder.writer._warn("model", f"looptrace failed in wrap_model_call: {exc!r}")
@@ -261,6 +283,8 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
 
     async def awrap_model_call(self, request: Any,
                                handler: Callable[[Any], Awaitable[Any]]) -> Any:
+        if not self._known(request.runtime):
+            await self._arun(request.runtime)
         pre = self._model_enter(request)
         try:
             response = await handler(request)
@@ -327,6 +351,8 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
 
     async def awrap_tool_call(self, request: Any,
                               handler: Callable[[Any], Awaitable[Any]]) -> Any:
+        if not self._known(request.runtime):
+            await self._arun(request.runtime)
         pre = self._tool_enter(request)
         try:
             result = await handler(request)
@@ -390,12 +416,18 @@ class TraceMiddleware(_TraceBase):
         self._node("before_agent", state, runtime)
 
     async def abefore_model(self, state: Any, runtime: Any) -> None:
+        if not self._known(runtime):
+            await self._arun(runtime)
         self._node("before_model", state, runtime)
 
     async def aafter_model(self, state: Any, runtime: Any) -> None:
+        if not self._known(runtime):
+            await self._arun(runtime)
         self._node("after_model", state, runtime)
 
     async def aafter_agent(self, state: Any, runtime: Any) -> None:
+        if not self._known(runtime):
+            await self._arun(runtime)
         self._node("after_agent", state, runtime)
 
 
@@ -479,22 +511,26 @@ class _RequestPayload:
     """The request as the model gets it, without repeating the history.
 
     Built on the writer thread (``__looptrace_json__``), off the agent's path: the
-    hook keeps references only. The writer handles a run's records in order, so
-    ``run.known`` there is what the model call saw, and the system prompt and
-    tool schemas are written when they differ from what it last wrote.
+    hook keeps references only (and, when a middleware rewrote the messages, the
+    keys and changed messages). The writer handles a run's records in order, so
+    the system prompt and tool schemas are written when they differ from what
+    it last wrote.
     """
 
     __slots__ = ("run", "n", "rewrite", "system", "tools", "model", "tool_choice", "settings")
 
-    def __init__(self, run: RunState, request: Any, state_msgs: Any) -> None:
+    def __init__(self, rec: Recorder, run: RunState, request: Any, state_msgs: Any) -> None:
         msgs = request.messages
         self.run = run
         self.n = len(msgs)
-        # A middleware rewrote the messages (the keys are taken on the writer thread).
-        self.rewrite = None if msgs is state_msgs or (
-            len(msgs) == len(state_msgs) and all(a is b for a, b in zip(msgs, state_msgs))
-        ) else list(msgs)
+        # A middleware rewrote the messages: which ones, decided now (``run.seen``
+        # is the caller's); what the model finally got is compared with this list.
+        same = msgs is state_msgs or (
+            len(msgs) == len(state_msgs) and all(a is b for a, b in zip(msgs, state_msgs)))
+        self.rewrite = None if same else rec.request_view(run, msgs)
+        run.req_objs = state_msgs if same else list(msgs)
         self.system = request.system_prompt
+        run.req_system = self.system
         self.tools = request.tools or []
         self.model = run.model
         self.tool_choice = request.tool_choice
@@ -504,7 +540,7 @@ class _RequestPayload:
         run = self.run
         payload: dict[str, Any] = {"messages": self.n}
         if self.rewrite is not None:
-            payload.update(_rewritten(run, self.rewrite))
+            payload.update(self.rewrite)
         system = self.system
         if system is not None:
             h = hash(system)
@@ -527,21 +563,6 @@ class _RequestPayload:
         if self.settings:
             payload["model_settings"] = self.settings
         return payload
-
-
-def _rewritten(run: RunState, msgs: Any) -> dict[str, Any]:
-    """A middleware rewrote the messages: keep the keys, and inline any new message."""
-    keys = []
-    inline = []
-    for m in msgs:
-        k = message_key(m)
-        keys.append(k)
-        if k not in run.known:
-            inline.append(m)
-    out: dict[str, Any] = {"message_keys": keys}
-    if inline:
-        out["inline_messages"] = inline
-    return out
 
 
 # id(tool) -> (a reference to the tool, its schema): tools live long, converting is slow.

@@ -51,8 +51,9 @@ class RunState:
     __slots__ = (
         "id", "seq", "lap", "conv", "known", "call_pos", "thread_id", "ended", "status",
         "error", "tokens", "lock", "tools_hash", "model", "provider", "lc_ids", "middleware",
-        "error_seen", "interrupted", "parent", "name", "sys_hash", "paused", "owner", "pending", "answered", "end_seen", "lap_open",
-        "parent_call", "deferred", "n_conv", "last_key",
+        "error_seen", "interrupted", "parent", "name", "sys_hash", "paused", "owner", "pending",
+        "answered", "end_seen", "lap_open", "parent_call", "deferred", "objs", "keys", "seen",
+        "last_list", "last_seq", "last_node", "req_objs", "req_system",
     )
 
     def __init__(self, run_id: str, *, start_seq: int = 0, thread_id: str | None = None,
@@ -60,8 +61,7 @@ class RunState:
         self.id = run_id
         self.seq = itertools.count(start_seq)
         self.lap = 0
-        self.conv: list[str] = []  # message keys in conversation order
-        self.known: set[str] = set()  # message keys already recorded
+        self.conv: list[str] = []  # message keys in conversation order (writer side)
         self.call_pos: dict[str, tuple[int, int]] = {}  # tool_call_id -> (ai position, index)
         self.thread_id = thread_id
         self.ended = False
@@ -87,11 +87,20 @@ class RunState:
         # tool results seen before they reach the state: key -> (seq, message, guess)
         self.pending: dict[str, tuple[int, BaseMessage, int]] = {}
         self.lap_open = False  # a lap began (first before_model / model call) and is not over
-        # message bookkeeping on the writer thread (see Recorder.defer_messages); the
-        # caller's thread keeps only the conversation's length and last key
+        # Rows are written on the writer thread for a deferred run (see
+        # Recorder.defer_messages). What the run has seen is kept on the caller's
+        # side, where each change is noticed: the conversation as last seen (its
+        # objects and keys, and the list object itself), and the last object
+        # recorded under each key (None: recorded by an earlier process).
         self.deferred = False
-        self.n_conv = 0
-        self.last_key: str | None = None
+        self.objs: list[BaseMessage] = []
+        self.keys: list[str] = []
+        self.seen: dict[str, BaseMessage | None] = {}
+        self.last_list: object = None
+        self.last_seq = -1  # the seq of the latest event recorded
+        self.last_node: str | None = None  # the latest graph node seen to end (callbacks)
+        self.req_objs: Sequence[BaseMessage] | None = None  # the last request at our layer
+        self.req_system: Any = None  # and its system prompt
 
 
 def begin_lap(run: RunState) -> None:
@@ -197,12 +206,15 @@ class Recorder:
                 self.by_thread[thread_id] = run
         return run
 
-    def resume_run(self, thread_id: str, *, live: bool = False) -> RunState | None:
+    def resume_run(self, thread_id: str, *, live: bool = False,
+                   from_file: bool = True) -> RunState | None:
         """The interrupted run of ``thread_id`` to continue, from memory or the file.
 
         With ``live`` (the invocation carries a resume value) a run of the thread
         that was never seen to end is taken over too: without callbacks the pause
-        is only noticed when the paused invocation is garbage-collected.
+        is only noticed when the paused invocation is garbage-collected. Without
+        ``from_file`` only runs this process remembers are found (the file is not
+        read: on an event loop that would block).
         """
         with self._lock:
             run = self.by_thread.get(thread_id)
@@ -213,7 +225,11 @@ class Recorder:
                 run.status = "running"
                 self.writer.put(("r", run.id, {"status": "running", "ended_at": None}))
                 return run
-        return self._resume_from_db(thread_id)
+        return self._resume_from_db(thread_id) if from_file else None
+
+    def remembers(self, thread_id: str) -> bool:
+        """Whether a paused run of ``thread_id`` is known without reading the file."""
+        return thread_id in self.by_thread
 
     def resume_child(self, parent: RunState, tool_call_id: str) -> RunState | None:
         """The subagent run that paused inside ``parent``'s call ``tool_call_id``, if any:
@@ -254,11 +270,11 @@ class Recorder:
         run.lap = last[1]
         for msg_id, tcid, _type in msgs:
             key = "t:" + tcid if tcid else msg_id
-            if key:
+            if key and key not in run.seen:
                 run.conv.append(key)
-                run.known.add(key)
-        run.n_conv = len(run.conv)
-        run.last_key = run.conv[-1] if run.conv else None
+                run.seen[key] = None  # recorded, its object unknown here
+        run.keys = list(run.conv)
+        run.last_seq = last[0]
         self.writer.put(("r", run_id, {"status": "running", "ended_at": None}))
         return run
 
@@ -304,21 +320,25 @@ class Recorder:
         """Record one event; ``seq`` if it was taken already (see ``sync_messages``)."""
         if seq is None:
             seq = next(run.seq)
+        if seq > run.last_seq:
+            run.last_seq = seq
         self.writer.put(("e", run.id, seq, ts or time.time(), hook, phase, duration_ms,
                          middleware, run.lap, tool_call_id, task, payload))
         return seq
 
     # -- messages -----------------------------------------------------------
-    # Which messages a run has recorded and where they sit (``conv``, ``known``,
-    # ``call_pos``, ``pending``) is kept by the ``*_now`` methods. For a run with
-    # ``deferred`` set (the middleware's runs) they run on the writer thread, in
-    # order with the events (``Writer.defer``), so the agent's thread only puts.
-    # The caller's thread keeps the conversation's length and last key
-    # (``n_conv``, ``last_key``): enough to notice a rewritten history and give
-    # its ``history`` event a seq in order.
+    # Every change to the conversation is recorded where it is seen: a message
+    # is written once when it first appears, and again (a new version, same
+    # key) when an object with the same key but other content takes its place
+    # (a middleware that redacts, clears or evicts keeps the id). A change of
+    # order (summarised, trimmed, removed) is a ``history`` event with the new
+    # order of keys. What is new or changed is decided here, on the caller's
+    # thread, by identity first (an unchanged message is the same object) and
+    # by equality only where identity differs; the rows are written by the
+    # writer, in order with the events (``Writer.defer``) for a deferred run.
 
     def defer_messages(self, run: RunState) -> None:
-        """From now on, keep ``run``'s message bookkeeping on the writer thread."""
+        """From now on, write ``run``'s message rows on the writer thread."""
         run.deferred = True
 
     def _do(self, run: RunState, fn: Callable[..., None], *args: Any) -> None:
@@ -328,59 +348,54 @@ class Recorder:
             fn(*args)
 
     def message(self, run: RunState, seq: int, position: int, m: BaseMessage) -> None:
-        """Record ``m`` once; later sightings are ignored."""
-        self._do(run, self._message_now, run, seq, position, m)
-
-    def _message_now(self, run: RunState, seq: int, position: int, m: BaseMessage) -> None:
+        """Record ``m`` (a model's reply) at ``position``: once, and again only if an
+        object with the same key but other content was recorded before."""
         key = message_key(m)
-        with run.lock:
-            if key in run.known:
-                return
-            run.known.add(key)
-            calls = tool_calls_of(m)
-            if calls:
-                for i, c in enumerate(calls):
-                    if c.get("id"):
-                        run.call_pos[c["id"]] = (position, i)
-        self.writer.put(("m", run.id, position, seq, m))
+        seen = run.seen
+        prev = seen.get(key, _MISSING)
+        if prev is m:
+            return
+        seen[key] = m
+        if prev is _MISSING:
+            self._do(run, self._message_now, run, seq, position, m)
+        elif prev is not None and not same_message(prev, m):
+            self._do(run, self._message_now, run, seq, position, m, 1)
 
-    def append_message(self, run: RunState, seq: int, m: BaseMessage) -> None:
-        """Record ``m`` as the next message of the conversation (a node's output)."""
-        key = message_key(m)
-        position = run.n_conv
-        run.n_conv = position + 1
-        run.last_key = key
-        self._do(run, self._append_now, run, seq, position, key, m)
-
-    def _append_now(self, run: RunState, seq: int, position: int, key: str,
-                    m: BaseMessage) -> None:
-        self._message_now(run, seq, position, m)
-        run.conv.append(key)
+    def _message_now(self, run: RunState, seq: int, position: int, m: BaseMessage,
+                     version: int = 0) -> None:
+        calls = tool_calls_of(m)
+        if calls:
+            for i, c in enumerate(calls):
+                if c.get("id"):
+                    run.call_pos[c["id"]] = (position, i)
+        self.writer.put(("m", run.id, position, seq, m, version))
 
     def tool_result(self, run: RunState, seq: int, m: BaseMessage) -> None:
         """Record a tool result seen at ``seq``; its position is fixed when it reaches
         the state (results can be reordered or joined by others, e.g. a rejection)."""
-        self._do(run, self._tool_result_now, run, seq, m)
-
-    def _tool_result_now(self, run: RunState, seq: int, m: BaseMessage) -> None:
         key = message_key(m)
-        with run.lock:
-            if key in run.known:
-                return
-            run.known.add(key)
-            tcid = key[2:] if key.startswith("t:") else None
-            run.pending[key] = (seq, m, self.tool_result_position(run, tcid))
+        prev = run.seen.get(key, _MISSING)
+        if prev is m or (prev is not _MISSING and (prev is None or same_message(prev, m))):
+            return
+        run.seen[key] = m
+        self._do(run, self._tool_result_now, run, seq, key, m)
+
+    def _tool_result_now(self, run: RunState, seq: int, key: str, m: BaseMessage) -> None:
+        if key in run.conv:  # already in the conversation: a new version in its place
+            self.writer.put(("m", run.id, run.conv.index(key), seq, m, 1))
+            return
+        tcid = key[2:] if key.startswith("t:") else None
+        run.pending[key] = (seq, m, self.tool_result_position(run, tcid))
 
     def flush_pending(self, run: RunState) -> None:
         """Write tool results that never reached the state, at their best-guess position."""
         self._do(run, self._flush_pending_now, run)
 
     def _flush_pending_now(self, run: RunState) -> None:
-        with run.lock:
-            items = list(run.pending.values())
-            run.pending.clear()
+        items = list(run.pending.values())
+        run.pending.clear()
         for seq, m, guess in items:
-            self.writer.put(("m", run.id, guess, seq, m))
+            self.writer.put(("m", run.id, guess, seq, m, 0))
 
     def tool_result_position(self, run: RunState, tool_call_id: str | None) -> int:
         pos = run.call_pos.get(tool_call_id or "")
@@ -389,59 +404,111 @@ class Recorder:
         return pos[0] + 1 + pos[1]
 
     def sync_messages(self, run: RunState, seq: int | Callable[[], int],
-                      messages: Sequence[BaseMessage]) -> int:
-        """Bring the run's conversation up to ``messages``: record the new ones at ``seq``.
+                      messages: Sequence[BaseMessage], by: str | None = None) -> int:
+        """Bring the run's conversation up to ``messages`` (the state as it is now).
 
-        The common case (nothing new, or the list only grew) costs one or two key
-        comparisons here. When the history was rewritten (summarised, trimmed) a
-        ``history`` event records the new order of message keys. ``seq`` may be a
-        function that takes the seq of the event the messages belong to: it is
-        called after the history event's, so that a model call comes after the
-        rewrite it saw (record that event after this call, and it is written
-        after the messages). Returns the seq.
+        New messages are recorded at ``seq``. A change to what was there (a
+        message replaced by another version, removed, reordered, or inserted)
+        is a ``history`` event placed before ``seq``, naming ``by`` (the graph
+        node that made it, when known) and the event after which it was seen;
+        the new versions are recorded at it. The common cases (nothing changed:
+        the same list object; or the list only grew) cost an identity check of
+        the part seen before. ``seq`` may be a function that takes the seq of
+        the event the messages belong to: it is called after the history
+        event's, so that the event comes after the change it saw. Returns it.
         """
-        n = run.n_conv
-        k = len(messages)
-        if k == n and (n == 0 or message_key(messages[-1]) == run.last_key):
+        objs = run.objs
+        n = len(objs)
+        if messages is run.last_list and len(messages) == n:
             return seq() if callable(seq) else seq
-        history = None
-        if not (k >= n and (n == 0 or message_key(messages[n - 1]) == run.last_key)):
-            history = (next(run.seq), run.lap, time.time())  # its place in the replay
+        k = len(messages)
+        i = 0
+        lim = n if n < k else k
+        while i < lim and messages[i] is objs[i]:
+            i += 1
+        seen = run.seen
+        added: list[tuple[int, BaseMessage]] = []
+        placed: list[tuple[int, str]] = []
+        replaced: list[tuple[int, str, BaseMessage]] = []
+        keys = run.keys[:i]
+        for j in range(i, k):
+            m = messages[j]
+            key = message_key(m)
+            keys.append(key)
+            prev = seen.get(key, _MISSING)
+            if prev is _MISSING:
+                added.append((j, m))
+            elif prev is m or prev is None or same_message(prev, m):
+                placed.append((j, key))
+            elif key in keys[:j]:  # the key twice (e.g. two results for one call): a new message
+                added.append((j, m))
+                continue
+            else:
+                placed.append((j, key))
+                replaced.append((j, key, m))
+            seen[key] = m
+        reordered = i < n and keys[:n] != run.keys
+        change = None
+        if reordered or replaced:
+            change = next(run.seq)
+            payload: dict[str, Any] = {"previous": n, "by": by}
+            if reordered:
+                payload["keys"] = keys
+                removed = set(run.keys).difference(keys)
+                if removed:
+                    payload["removed"] = sorted(removed)
+            if replaced:
+                payload["replaced"] = [key for _, key, _ in replaced]
+            self.event(run, "history", "fire", payload=payload, seq=change)
         if callable(seq):
             seq = seq()
-        run.n_conv = k
-        run.last_key = message_key(messages[-1]) if k else None
-        # (a deferred run gets a copy: the caller's list may change before the writer runs)
-        self._do(run, self._sync_now, run, seq, list(messages) if run.deferred else messages,
-                 history)
+        run.objs = list(messages)
+        run.keys = keys
+        run.last_list = messages
+        if added or placed or change is not None:
+            self._do(run, self._sync_now, run, seq, change, keys, added, placed, replaced)
         return seq
 
-    def _sync_now(self, run: RunState, seq: int, messages: Sequence[BaseMessage],
-                  history: tuple[int, int, float] | None) -> None:
-        conv = run.conv
-        if history is None:  # the list grew: record what is new
-            for i in range(len(conv), len(messages)):
-                m = messages[i]
-                key = message_key(m)
-                conv.append(key)
-                if key not in run.known:
-                    self._message_now(run, seq, i, m)
-                elif run.pending:
-                    self._place(run, key, i)
-            return
-        # History rewritten: record the new order, then any new messages.
-        keys = [message_key(m) for m in messages]
-        hseq, lap, ts = history
-        self.writer.put(("e", run.id, hseq, ts, "history", "fire", None, None, lap, None, None,
-                         {"keys": keys, "previous": len(conv)}))
+    def _sync_now(self, run: RunState, seq: int, change: int | None, keys: list[str],
+                  added: list[tuple[int, BaseMessage]], placed: list[tuple[int, str]],
+                  replaced: list[tuple[int, str, BaseMessage]]) -> None:
         run.conv = keys
-        for i, m in enumerate(messages):
-            if keys[i] not in run.known:
-                self._message_now(run, hseq, i, m)
-            elif run.pending:
-                self._place(run, keys[i], i)
+        at = seq if change is None else change
+        for j, m in added:
+            self._message_now(run, at, j, m)
+        if run.pending:
+            for j, key in placed:
+                entry = run.pending.pop(key, None)
+                if entry is not None:
+                    self.writer.put(("m", run.id, j, entry[0], entry[1], 0))
+        for j, _key, m in replaced:
+            self._message_now(run, at, j, m, 1)
 
-    def _place(self, run: RunState, key: str, position: int) -> None:
-        entry = run.pending.pop(key, None)
-        if entry is not None:
-            self.writer.put(("m", run.id, position, entry[0], entry[1]))
+    def request_view(self, run: RunState, msgs: Sequence[BaseMessage]) -> dict[str, Any]:
+        """What a model call received, as keys, with the messages the run has not
+        recorded in that form inlined (a layer rewrote or added them)."""
+        seen = run.seen
+        keys = []
+        inline = []
+        for m in msgs:
+            k = message_key(m)
+            keys.append(k)
+            prev = seen.get(k, _MISSING)
+            if prev is _MISSING or (prev is not m and prev is not None
+                                    and not same_message(prev, m)):
+                inline.append(m)
+        out: dict[str, Any] = {"message_keys": keys}
+        if inline:
+            out["inline_messages"] = inline
+        return out
+
+
+_MISSING: Any = object()
+
+
+def same_message(a: BaseMessage, b: BaseMessage) -> bool:
+    """Whether two message objects hold the same message (a copy, not a new version)."""
+    try:
+        return bool(a == b)
+    except Exception:  # noqa: BLE001 - an odd payload: count it as changed
+        return False

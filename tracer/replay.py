@@ -42,6 +42,9 @@ HOOK_NODE: dict[str, str] = {
     "after_agent": "after_agent",
 }
 
+MODEL_HOOKS = frozenset({"wrap_model_call", "model"})
+TOOL_HOOKS = frozenset({"wrap_tool_call", "tool"})
+
 STEP_KINDS = ("model", "tool", "error", "interrupt", "hook", "run")
 
 
@@ -76,26 +79,87 @@ class Replay:
         return max(0, min(i, len(self.steps) - 1)) if self.steps else 0
 
     def messages_at(self, index: int) -> list[Message]:
-        """The conversation as of step ``index`` (system prompt excluded)."""
+        """The conversation as of step ``index`` (system prompt excluded): the state
+        at that point, each message in its version of then; at a model call whose
+        request a middleware rewrote, the messages the model received."""
         if not self.steps:
             return list(self.run.messages)
-        seq = self.steps[self.clamp(index)].event.seq
-        history: Event | None = None
-        for ev in self._history_events:
-            if ev.seq <= seq:
-                history = ev
-        if history is None:
-            return [m for m in self.run.messages if m.seq <= seq]
-        by_key = {m.key: m for m in self.run.messages if m.seq <= seq}
-        keys = (history.payload or {}).get("keys") or []
-        base = [by_key[k] for k in keys if k in by_key]
-        seen = {m.key for m in base}
-        later = [m for m in self.run.messages if history.seq < m.seq <= seq and m.key not in seen]
-        return base + later
+        ev = self.steps[self.clamp(index)].event
+        p = ev.payload if isinstance(ev.payload, dict) else None
+        if p is not None and isinstance(p.get("message_keys"), list) and (
+                ev.hook in MODEL_HOOKS and ev.phase in ("enter", "sent")):
+            return self.sent_at(ev)
+        return self.state_at(ev.seq)
 
-    @property
-    def _history_events(self) -> list[Event]:
-        return [e for e in self.run.events if e.hook == "history"]
+    def state_at(self, seq: int) -> list[Message]:
+        """The conversation as it was once the event ``seq`` was recorded."""
+        order: Event | None = None
+        for ev in self._order_events:
+            if ev.seq > seq:
+                break
+            order = ev
+        if order is None:
+            base = [m for m in self.run.messages if m.seq <= seq]
+        else:
+            by_key = {m.key: m for m in self.run.messages if m.seq <= seq}
+            keys = order.payload["keys"]
+            base = [by_key[k] for k in map(str, keys) if k in by_key]
+            seen = {m.key for m in base}
+            base += [m for m in self.run.messages
+                     if order.seq < m.seq <= seq and m.key not in seen]
+        return [self.version_at(m, seq) for m in base]
+
+    def version_at(self, m: Message, seq: int) -> Message:
+        """Message ``m`` as it was at ``seq`` (its latest version recorded by then)."""
+        for v in self._versions.get(m.key, ()):
+            if v.seq > seq:
+                break
+            m = v
+        return m
+
+    def sent_at(self, ev: Event) -> list[Message]:
+        """The messages a rewritten model request carried: its keys, each message in
+        its version of then, or as sent where the request changed it (inline)."""
+        p = ev.payload
+        inline = [m for i, d in enumerate(p.get("inline_messages") or [])
+                  if (m := inline_message(d, ev.seq, i)) is not None]
+        keys = [str(k) for k in p["message_keys"]]
+        key_set = set(keys)
+        by_key = self.run.message_by_key
+        inline_by_key = {m.key: m for m in inline}
+        # (a message without an id has no key that survives a round trip: by order)
+        unmatched = [m for m in inline if m.key not in key_set and m.key not in by_key]
+        out: list[Message] = []
+        for k in keys:
+            m = inline_by_key.get(k)
+            if m is None:
+                m = by_key.get(k)
+                m = self.version_at(m, ev.seq) if m is not None else None
+            if m is None and unmatched:
+                m = unmatched.pop(0)
+            if m is not None:
+                out.append(m)
+        return out
+
+    def changed_at(self, index: int) -> tuple[str, ...]:
+        """Keys of messages that step ``index`` replaced by a new version."""
+        if not self.steps:
+            return ()
+        seq = self.steps[self.clamp(index)].event.seq
+        return tuple(m.key for m in self.run.revisions if m.seq == seq)
+
+    @cached_property
+    def _versions(self) -> dict[str, list[Message]]:
+        out: dict[str, list[Message]] = {}
+        for m in self.run.revisions:
+            out.setdefault(m.key, []).append(m)
+        return out
+
+    @cached_property
+    def _order_events(self) -> list[Event]:
+        """History events that set the order of the conversation (they carry keys)."""
+        return [e for e in self.run.events if e.hook == "history"
+                and isinstance(e.payload, dict) and isinstance(e.payload.get("keys"), list)]
 
     def omitted_at(self, index: int) -> frozenset[str]:
         """Keys of recorded messages that the latest model call up to step ``index``
@@ -135,6 +199,16 @@ class Replay:
             if isinstance(ev.payload, dict) and isinstance(ev.payload.get("system"), str):
                 return str(ev.payload["system"])
         return None
+
+
+def inline_message(d: Any, seq: int, position: int) -> Message | None:
+    """A message stored inline in an event payload (``{"type", "data"}``)."""
+    if not isinstance(d, dict) or not isinstance(d.get("data"), dict):
+        return None
+    body = d["data"]
+    typ = str(d.get("type") or body.get("type") or "unknown")
+    return Message(position, seq, body.get("id"), typ, body.get("tool_call_id"),
+                   str(body.get("content") or ""), d)
 
 
 def _kind(ev: Event) -> str:

@@ -4,7 +4,9 @@ Tables:
 
 ``runs``      one row per run (a parent run and its nested subagent runs).
 ``events``    every hook firing, ordered by a gapless per-run ``seq``.
-``messages``  every message ONCE, at the event where it first appeared.
+``messages``  every message at the event where it first appeared, and again at
+              each event that replaced it by another version (``version`` 1;
+              first appearances have 0 or NULL).
 ``wire``      provider HTTP exchanges (requests/responses) linked to model calls.
 ``meta``      ``schema_version`` and ``app``.
 """
@@ -12,13 +14,18 @@ Tables:
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 import sqlite_utils
 
 from .errors import DatabaseUnavailable, NewerSchemaError, NotALooptraceDatabase
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+# Schema history (every older file is migrated in place when opened for writing;
+# read-only, it is read as it is):
+#   1  first release
+#   2  messages.version: a row may be a later version of a message (same key)
 APP_ID = "looptrace"
 
 RUN_STATUSES = ("running", "completed", "error", "interrupted")
@@ -67,6 +74,7 @@ MESSAGES_COLUMNS = {
     "tool_call_id": str,
     "text": str,  # plain text, for search
     "data": str,  # JSON: {"type": ..., "data": ...} as messages_to_dict writes it
+    "version": int,  # 0/NULL: the message as it first appeared; 1: a later version
 }
 
 WIRE_COLUMNS = {
@@ -112,8 +120,38 @@ def _create_clustered(db: sqlite_utils.Database, name: str, columns: dict[str, t
     db.execute(sql + " WITHOUT ROWID")
 
 
-def check_schema(conn: sqlite3.Connection, path: str | Path) -> bool:
-    """Return True if ``conn`` holds a looptrace schema we can read, False if empty.
+def _add_message_versions(conn: sqlite3.Connection) -> None:
+    cols = {r[1] for r in conn.execute("PRAGMA table_info(messages)")}
+    if "version" not in cols:
+        conn.execute("ALTER TABLE messages ADD COLUMN version INTEGER")
+
+
+# version -> the step that takes a file from that version to the next
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
+    1: _add_message_versions,
+}
+
+
+def migrate(conn: sqlite3.Connection, version: int) -> None:
+    """Bring a file written with schema ``version`` up to ``SCHEMA_VERSION``, in place,
+    in one transaction (the DDL included): nothing recorded is lost, and a failure
+    leaves the file as it was."""
+    if version >= SCHEMA_VERSION:
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for v in range(version, SCHEMA_VERSION):
+            MIGRATIONS[v](conn)
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'",
+                     [str(SCHEMA_VERSION)])
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def check_schema(conn: sqlite3.Connection, path: str | Path) -> int:
+    """Return the schema version of ``conn``'s looptrace database (0 if empty).
 
     Raise a one-line error for a file that is not SQLite, is someone else's
     database, or was written by a newer looptrace.
@@ -126,7 +164,7 @@ def check_schema(conn: sqlite3.Connection, path: str | Path) -> bool:
         msg = f"{path} is not a SQLite database ({exc})"
         raise NotALooptraceDatabase(msg) from None
     if not tables:
-        return False
+        return 0
     if "meta" not in tables:
         msg = f"{path} is a SQLite database but not a looptrace one (no meta table)"
         raise NotALooptraceDatabase(msg)
@@ -149,7 +187,7 @@ def check_schema(conn: sqlite3.Connection, path: str | Path) -> bool:
             f"up to {SCHEMA_VERSION}): upgrade looptrace to open it"
         )
         raise NewerSchemaError(msg)
-    return True
+    return max(version, 1)
 
 
 def connect(path: str | Path, *, create: bool = True, readonly: bool = False,
@@ -183,7 +221,9 @@ def connect(path: str | Path, *, create: bool = True, readonly: bool = False,
             if mode != "wal" and path_s != ":memory:":
                 conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
-            if not has_schema and create:
+            if has_schema:
+                migrate(conn, has_schema)
+            elif create:
                 create_schema(sqlite_utils.Database(conn))
                 conn.commit()
         elif not has_schema:

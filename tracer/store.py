@@ -11,6 +11,7 @@ reaches the agent: it warns once and keeps what it can.
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import logging
 import os
@@ -22,7 +23,7 @@ import warnings
 from collections import deque
 from typing import Any
 
-from .errors import DatabaseUnavailable
+from .errors import DatabaseUnavailable, LooptraceError
 from .redact import DEFAULT_REDACTOR, Redactor
 from .schema import connect
 from .serialize import dumps, message_json, message_text, tool_call_id_of
@@ -38,8 +39,8 @@ _EVENT_SQL = (
     " tool_call_id, task, payload) VALUES (?,?,?,?,?,?,?,?,?,?,?)"
 )
 _MESSAGE_SQL = (
-    "INSERT OR REPLACE INTO messages(run_id, position, seq, msg_id, type, tool_call_id, text, data)"
-    " VALUES (?,?,?,?,?,?,?,?)"
+    "INSERT OR REPLACE INTO messages(run_id, position, seq, msg_id, type, tool_call_id, text, data,"
+    " version) VALUES (?,?,?,?,?,?,?,?,?)"
 )
 
 class _Rows:
@@ -90,6 +91,11 @@ class Writer:
         # Open once up front so a foreign or newer-schema file fails loudly at
         # construction time (in the user's code), not silently later. A file that
         # is merely unavailable (locked, read-only) only warns: writes retry later.
+        # On an event loop (an agent built inside ``async def``, ``langgraph dev``)
+        # no file is touched here: the writer thread opens it, and a file it cannot
+        # use is reported there, once (see ``_commit``).
+        if on_event_loop():
+            return
         try:
             self._conn = connect(path, busy_timeout=2.0)
             self._conn.execute("PRAGMA busy_timeout = 30000")
@@ -273,6 +279,10 @@ class Writer:
                     )
             self._attempts = 0
             return True
+        except LooptraceError as exc:  # a foreign or newer file: retrying cannot help
+            self.dropped += len(rows)
+            self._warn("write-drop", f"looptrace cannot record into {self.path}: {exc}")
+            return True
         except Exception as exc:  # noqa: BLE001 - locked, disk full, closed ...
             attempts = self._attempts + 1
             self._attempts = attempts
@@ -307,7 +317,7 @@ class Writer:
                     self._lossy(text, f"an event payload of {hook}")
                 events.append((run_id, seq, ts, hook, phase, dur, mw, lap, tcid, task, text))
             elif kind == "m":
-                _, run_id, position, seq, msg = it
+                _, run_id, position, seq, msg, version = it
                 try:
                     data = red(message_json(msg))
                     text = red(message_text(msg))
@@ -318,7 +328,8 @@ class Writer:
                                   "data": {"content": f"<unserialisable message: {exc!r}>"}})
                     text = ""
                 messages.append((run_id, position, seq, getattr(msg, "id", None),
-                                 getattr(msg, "type", None), tool_call_id_of(msg), text, data))
+                                 getattr(msg, "type", None), tool_call_id_of(msg), text, data,
+                                 version))
             elif kind == "r":
                 _, run_id, fields = it
                 fields = fields() if callable(fields) else dict(fields)
@@ -359,12 +370,19 @@ class Writer:
                        " it is not JSON-serialisable")
 
     def _warn(self, key: str, text: str) -> None:
-        """Warn once per kind of failure (later ones only go to the debug log)."""
-        if key in self._warned:
-            log.debug(text)
-            return
-        self._warned.add(key)
-        log.warning(text)
+        """Warn once per kind of failure (later ones only go to the debug log).
+
+        Never raises: it is called from the hooks' own error handlers, where an
+        exception would reach the agent (``-W error``, a logging handler that
+        fails, blockbuster refusing a write to stderr on the event loop)."""
+        try:
+            if key in self._warned:
+                log.debug(text)
+                return
+            self._warned.add(key)
+            log.warning(text)
+        except Exception:  # noqa: BLE001
+            pass
         try:
             warnings.warn(text, RuntimeWarning, stacklevel=2)
         except Exception:  # noqa: BLE001 - e.g. ``-W error``: never let a warning break anything
@@ -375,9 +393,29 @@ _writers: dict[tuple[str, int], Writer] = {}
 _writers_lock = threading.Lock()
 
 
+def on_event_loop() -> bool:
+    """True on a thread that runs an asyncio event loop: no blocking call here."""
+    return asyncio._get_running_loop() is not None
+
+
+_CWD = [os.getcwd()]
+
+
+def resolve_path(path: str | os.PathLike[str]) -> str:
+    """``os.path.abspath`` without a system call on an event loop (where
+    ``os.getcwd`` would block, and blockbuster refuses it): there the working
+    directory last seen off the loop is used."""
+    p = os.fspath(path)
+    if p == ":memory:" or os.path.isabs(p):
+        return os.path.normpath(p) if p != ":memory:" else p
+    if not on_event_loop():
+        _CWD[0] = os.getcwd()
+    return os.path.normpath(os.path.join(_CWD[0], p))
+
+
 def get_writer(path: str | os.PathLike[str], redactor: Redactor = DEFAULT_REDACTOR) -> Writer:
     """The process-wide writer for ``path`` (one per file per redactor)."""
-    key = (os.path.abspath(os.fspath(path)), id(redactor))
+    key = (resolve_path(path), id(redactor))
     with _writers_lock:
         w = _writers.get(key)
         if w is None or w._closed:

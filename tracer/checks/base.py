@@ -150,37 +150,6 @@ def turn_of(m: Message) -> Turn:
     return Turn(m.key, role, tuple(calls), m.tool_call_id if role == "tool" else None, empty)
 
 
-def _inline_message(d: Any, seq: int, position: int) -> Message | None:
-    if not isinstance(d, dict) or not isinstance(d.get("data"), dict):
-        return None
-    body = d["data"]
-    typ = str(d.get("type") or body.get("type") or "unknown")
-    return Message(position, seq, body.get("id"), typ, body.get("tool_call_id"),
-                   str(body.get("content") or ""), d)
-
-
-def _sent(keys: list[Any], inline_dicts: list[Any], by_key: dict[str, Message],
-          seq: int) -> list[Message]:
-    """The messages a rewritten request carried, from its keys and inline messages.
-
-    A key the run does not know is an inline message: matched by key, or (for
-    a message without an id, whose recorded key cannot be rebuilt) by order.
-    """
-    inline = [m for i, d in enumerate(inline_dicts)
-              if (m := _inline_message(d, seq, i)) is not None]
-    key_set = {str(k) for k in keys}
-    inline_by_key = {m.key: m for m in inline}
-    unmatched = [m for m in inline if m.key not in key_set and m.key not in by_key]
-    out: list[Message] = []
-    for k in map(str, keys):
-        m = by_key.get(k) or inline_by_key.get(k)
-        if m is None and unmatched:
-            m = unmatched.pop(0)
-        if m is not None:
-            out.append(m)
-    return out
-
-
 def tool_names(payload: dict[str, Any]) -> frozenset[str] | None:
     """The tool names a model-call payload says were offered, or None."""
     if isinstance(payload.get("tools"), list):
@@ -200,7 +169,6 @@ def tool_names(payload: dict[str, Any]) -> frozenset[str] | None:
 def model_calls(run: Run) -> list[ModelCall]:
     """Every model call of ``run`` with the conversation it received, in order."""
     replay = build_replay(run)
-    by_key = run.message_by_key
     out: list[ModelCall] = []
     offered: frozenset[str] | None = None
     has_system = False
@@ -212,6 +180,13 @@ def model_calls(run: Run) -> list[ModelCall]:
     cache: dict[tuple[int, int, str], Turn] = {}  # a message's Turn, built once
     for step in replay.steps:
         ev = step.event
+        if ev.hook in MODEL_HOOKS and ev.phase == "sent" and out:
+            # what the model finally received, after the layers inside the tracer
+            last = out[-1]
+            turns = [turn_of(m) for m in replay.messages_at(step.index)]
+            out[-1] = ModelCall(last.seq, last.step, turns, last.has_system_prompt,
+                                last.offered, last.reply_keys)
+            continue
         if ev.hook not in MODEL_HOOKS or ev.phase != "enter":
             continue
         p = ev.payload if isinstance(ev.payload, dict) else {}
@@ -222,9 +197,8 @@ def model_calls(run: Run) -> list[ModelCall]:
             has_system = True
         if isinstance(p.get("omitted_keys"), list):
             omitted = frozenset(str(k) for k in p["omitted_keys"])
-        keys = p.get("message_keys")
-        if isinstance(keys, list):
-            messages = _sent(keys, p.get("inline_messages") or [], by_key, ev.seq)
+        if isinstance(p.get("message_keys"), list):
+            messages = replay.sent_at(ev)
         else:
             messages = [m for m in replay.messages_at(step.index) if m.key not in omitted]
         replies = tuple(m.key for m in by_seq.get(exits.get(ev.seq, -1), ()))
