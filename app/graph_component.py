@@ -8,6 +8,12 @@ the replay's time (a 'tick' asks for playback's next step, a 'reload' for a
 fresh look at a run still being recorded), and scrolls the highlighted message
 into view.
 
+The drawing and the edges a step takes come from ``tracer.graph_layout`` (the
+HTML export draws from the same): a step is drawn over the standard edges only
+through pass-through points (hooks no middleware used), otherwise as one jump
+edge ``"a>b"``, a dotted arc that exists only while it is the step's edge
+(``graph_data(...)["jumps"]`` carries its path data).
+
 ``graph_data(replay, index)`` is a pure function (tests snapshot it); only
 ``render_graph`` touches Streamlit. Trace text (tool names and ids) reaches the
 page through ``textContent`` only.
@@ -16,77 +22,38 @@ page through ``textContent`` only.
 from __future__ import annotations
 
 import json
-from collections import deque
 from collections.abc import Callable
 from typing import Any
 
 import streamlit as st
 
-from tracer.hooks import HOOK_BY_NAME
-from tracer.replay import GRAPH_EDGES, GRAPH_NODES, Replay
+from tracer.graph_layout import (
+    BACK_EDGE,
+    BACK_TO_POINT,
+    COND,
+    EDGES,
+    NODE_HOOK,
+    NODES,
+    POINTS,
+    VIEWBOX,
+    WRAPS,
+    jumps_for,
+    passable_points,
+    passthrough_hooks,
+    route,
+)
+from tracer.replay import Replay
 
 from .palette import call_colour
 from .run_view import is_error
 
-# Node boxes: name -> (centre x, centre y, width, height, label, shape)
-NODES: dict[str, tuple[int, int, int, int, str, str]] = {
-    "START": (170, 28, 96, 30, "START", "pill"),
-    "before_agent": (170, 92, 170, 38, "before_agent", "box"),
-    "before_model": (170, 160, 170, 38, "before_model", "box"),
-    "model": (170, 242, 150, 42, "model", "model"),
-    "after_model": (170, 322, 170, 38, "after_model", "box"),
-    "tools": (362, 384, 124, 42, "tools", "tools"),
-    "after_agent": (170, 452, 170, 38, "after_agent", "box"),
-    "END": (170, 516, 96, 30, "END", "pill"),
-}
-# Dashed boxes drawn around a node for the wrap hooks: hook -> (x, y, w, h)
-WRAPS: dict[str, tuple[int, int, int, int]] = {
-    "wrap_model_call": (40, 200, 260, 86),
-    "wrap_tool_call": (288, 342, 160, 86),
-}
-COND = (170, 384, 20)  # the conditional edge's diamond: centre x, y, half size
-# Edge paths (SVG path data); the conditional edges pass through the diamond.
-EDGES: dict[str, str] = {
-    "START>before_agent": "M170 43 V71",
-    "before_agent>before_model": "M170 111 V139",
-    "before_model>model": "M170 179 V219",
-    "model>after_model": "M170 263 V301",
-    "after_model>tools": "M170 341 V364 M190 384 H298",
-    "after_model>after_agent": "M170 341 V364 M170 404 V431",
-    "tools>before_model": "M424 384 H452 V172 Q452 160 440 160 H257",
-    "after_agent>END": "M170 471 V499",
-}
-VIEWBOX = (0, 0, 460, 540)
-NODE_HOOK = {h.node: h.name for h in HOOK_BY_NAME.values() if h.kind == "node"}
-assert set(NODES) == set(GRAPH_NODES), "the drawing must cover every replay node"
-assert {f"{a}>{b}" for a, b in GRAPH_EDGES} == set(EDGES), "and every replay edge"
+__all__ = ["EDGES", "NODES", "WRAPS", "graph_data", "key_action", "layout", "render_graph"]
 
 
-def _route(a: str, b: str) -> list[str]:
-    """The edges on the shortest path from ``a`` to ``b`` (hooks passed through)."""
-    adj: dict[str, list[str]] = {}
-    for x, y in GRAPH_EDGES:
-        adj.setdefault(x, []).append(y)
-    prev: dict[str, str] = {}
-    todo = deque([a])
-    seen = {a}
-    while todo:
-        n = todo.popleft()
-        if n == b:
-            break
-        for m in adj.get(n, ()):
-            if m not in seen:
-                seen.add(m)
-                prev[m] = n
-                todo.append(m)
-    if b not in prev:
-        return []
-    out = []
-    n = b
-    while n != a:
-        out.append(f"{prev[n]}>{n}")
-        n = prev[n]
-    return out[::-1]
+def _route(a: str, b: str, passable: frozenset[str] | set[str] = frozenset(POINTS)) -> list[str]:
+    """The edges a step from ``a`` to ``b`` takes: through pass-through points only
+    (``passable``), else the one jump edge ``"a>b"`` (``tracer.graph_layout.route``)."""
+    return route(a, b, passable)
 
 
 def layout() -> dict[str, Any]:
@@ -96,8 +63,9 @@ def layout() -> dict[str, Any]:
         "nodes": [{"id": k, "x": v[0], "y": v[1], "w": v[2], "h": v[3], "label": v[4],
                    "shape": v[5], "hook": NODE_HOOK.get(k)} for k, v in NODES.items()],
         "wraps": [{"id": k, "x": v[0], "y": v[1], "w": v[2], "h": v[3]} for k, v in WRAPS.items()],
-        "edges": [{"id": k, "d": d, "back": k == "tools>before_model",
+        "edges": [{"id": k, "d": d, "back": k == BACK_EDGE,
                    "cond": k.startswith("after_model>")} for k, d in EDGES.items()],
+        "back": {"id": BACK_EDGE, "box": EDGES[BACK_EDGE], "point": BACK_TO_POINT},
         "cond": COND,
     }
 
@@ -119,21 +87,25 @@ def graph_data(replay: Replay, index: int, *, names: dict[str, str] | None = Non
     for the next one (a 'tick'); ``live_ms``, while the run is being recorded, how
     often it asks for a reload. 0 turns a timer off."""
     timers = {"play_ms": max(0, int(play_ms)), "live_ms": max(0, int(live_ms))}
+    passthrough = passthrough_hooks(replay)
     if not replay.steps:
-        return {"step": 0, "steps": 0, "node": "START", "edges": [], "visited": [],
-                "passthrough": _passthrough(replay), "tools": [], "kind": "run",
+        return {"step": 0, "steps": 0, "node": "START", "edges": [], "jumps": [], "jump": False,
+                "visited": [], "passthrough": passthrough, "tools": [], "kind": "run",
                 "keyboard": keyboard, "scroll_to": scroll_to, "lap": 0, **timers}
     step = replay.steps[index]
     names = names if names is not None else tool_names(replay)
     colours = colours or {}
-    edges = _route(*step.edge) if step.edge else []
+    edges = route(*step.edge, passable_points(replay)) if step.edge else []
+    jumps = jumps_for(edges)
     return {
         "step": step.index,
         "steps": len(replay.steps),
         "node": step.node,
         "edges": edges,
+        "jumps": jumps,  # edges off the standard ones: [{"id": "a>b", "d": path data}]
+        "jump": bool(jumps),
         "visited": sorted(step.visited),
-        "passthrough": _passthrough(replay),
+        "passthrough": passthrough,
         "tools": [{"id": t, "name": names.get(t, "tool"),
                    "colour": call_colour(colours.get(t, 0))} for t in step.active_tools],
         "kind": step.kind,
@@ -148,7 +120,7 @@ def graph_data(replay: Replay, index: int, *, names: dict[str, str] | None = Non
 
 def _passthrough(replay: Replay) -> list[str]:
     """Hooks that no middleware used in this run: drawn as pass-through points."""
-    return sorted(h for h in HOOK_BY_NAME if h not in replay.used_hooks)
+    return passthrough_hooks(replay)
 
 
 CSS = """
@@ -203,6 +175,13 @@ CSS = """
   font-family: var(--st-code-font, ui-monospace, monospace); dominant-baseline: central; }
 .lt-graph marker path { fill: var(--st-text-color); fill-opacity: .6; }
 .lt-graph marker.hot path { fill: var(--st-primary-color); fill-opacity: 1; }
+.lt-graph marker.jump path { fill: var(--lt-jump-color); fill-opacity: 1; }
+/* A jump edge (the step skipped nodes: jump_to, Command(goto=...), a loop of its own):
+   dotted, in the jump colour, drawn only while it is the step's edge. */
+.lt-graph { --lt-jump-color: var(--st-primary-color); }
+.lt-graph .edge.jump path { stroke: var(--lt-jump-color); stroke-opacity: 1;
+  stroke-width: 3.5; stroke-linecap: round; stroke-dasharray: 0.5 7.5;
+  animation: lt-flow .9s linear infinite; }
 @media (prefers-reduced-motion: reduce) {
   .lt-graph * { transition: none !important; animation: none !important; }
 }
@@ -210,8 +189,7 @@ CSS = """
 
 JS = """
 const LAYOUT = __LAYOUT__;
-const BACK_TO_BOX = LAYOUT.edges.find((e) => e.id === 'tools>before_model').d;
-const BACK_TO_POINT = BACK_TO_BOX.replace(/H[0-9]+$/, "H180");
+const BACK = LAYOUT.back;
 const NS = 'http://www.w3.org/2000/svg';
 function el(tag, attrs, parent) {
   const e = document.createElementNS(NS, tag);
@@ -226,7 +204,7 @@ function build(parent) {
   const svg = el('svg', {viewBox: LAYOUT.viewBox.join(' '), role: 'img',
                          'aria-label': 'agent loop graph'}, root);
   const defs = el('defs', {}, svg);
-  for (const [id, cls] of [['lt-arrow', ''], ['lt-arrow-hot', 'hot']]) {
+  for (const [id, cls] of [['lt-arrow', ''], ['lt-arrow-hot', 'hot'], ['lt-arrow-jump', 'jump']]) {
     const m = el('marker', {id, viewBox: '0 0 10 10', refX: 9, refY: 5, markerWidth: 7,
                             markerHeight: 7, orient: 'auto-start-reverse', class: cls}, defs);
     el('path', {d: 'M0 0 L10 5 L0 10 z'}, m);
@@ -240,6 +218,8 @@ function build(parent) {
     const g = el('g', {class: 'edge' + (e.back ? ' back' : ''), 'data-edge': e.id}, svg);
     el('path', {d: e.d, 'marker-end': 'url(#lt-arrow)'}, g);
   }
+  // Jump edges (a step that skipped nodes): drawn here only while a step takes one.
+  el('g', {class: 'jumps'}, svg);
   const [cx, cy, s] = LAYOUT.cond;
   const cg = el('g', {class: 'cond', 'data-node': 'conditional'}, svg);
   el('polygon', {points: `${cx},${cy - s} ${cx + s},${cy} ${cx},${cy + s} ${cx - s},${cy}`}, cg);
@@ -280,8 +260,8 @@ function update(root, d) {
     text.style.textAnchor = isPass ? 'end' : '';
   }
   // The back edge ends at before_model's box, or at its point when it passes through.
-  const back = root.querySelector('g.edge[data-edge="tools>before_model"] path');
-  back.setAttribute('d', pass.has('before_model') ? BACK_TO_POINT : BACK_TO_BOX);
+  const back = root.querySelector(`g.edge[data-edge="${BACK.id}"] path`);
+  back.setAttribute('d', pass.has('before_model') ? BACK.point : BACK.box);
   for (const w of LAYOUT.wraps) {
     const g = root.querySelector(`g.wrap[data-hook="${w.id}"]`);
     const node = w.id === 'wrap_model_call' ? 'model' : 'tools';
@@ -294,6 +274,20 @@ function update(root, d) {
     g.classList.toggle('taken', on);
     g.querySelector('path').setAttribute('marker-end', on ? 'url(#lt-arrow-hot)' : 'url(#lt-arrow)');
   }
+  // Jump edges: ids and path data are our own constants (node names, numbers).
+  const jumps = root.querySelector('g.jumps');
+  const want = new Map((d.jumps || []).map((j) => [j.id, j.d]));
+  for (const g of Array.from(jumps.children)) {
+    const id = g.getAttribute('data-edge');
+    if (want.get(id) === g.querySelector('path').getAttribute('d')) want.delete(id);
+    else jumps.removeChild(g);
+  }
+  for (const [id, path] of want) {
+    const g = el('g', {class: 'edge jump taken', 'data-edge': id}, jumps);
+    el('path', {d: path, 'marker-end': 'url(#lt-arrow-jump)'}, g);
+    el('title', {}, g).textContent = 'jump: ' + id.replace('>', ' \u2192 ');
+  }
+  root.setAttribute('data-jump', d.jump ? '1' : '0');
   root.querySelector('g.cond').classList.toggle(
     'taken', hot.has('after_model>tools') || hot.has('after_model>after_agent'));
   const chips = root.querySelector('g.chips');

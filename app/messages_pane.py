@@ -39,9 +39,11 @@ def render_messages(view: RunView, index: int, *, big: bool = False,
                     height: int | None = 620) -> str | None:
     """Draw the pane; return the container key of the message to scroll to."""
     replay: Replay = view.replay
-    msgs = visible(view, index)
+    shown = replay.messages_at(index)
+    msgs = [view.view(m) for m in shown]
+    notes = [replay.version_note(m) for m in shown]
     step = replay.steps[index] if replay.steps else None
-    new = set(step.new_keys) if step else set()
+    new = set(step.new_keys) | set(replay.changed_at(index)) if step else set()
     new |= set(st.session_state.get(state.HIGHLIGHT) or ())
     pending = replay.pending_calls(index) if replay.steps else set()
     omitted = replay.omitted_at(index)
@@ -62,7 +64,7 @@ def render_messages(view: RunView, index: int, *, big: bool = False,
         if not msgs:
             st.caption("No messages yet at this step.")
         used: set[str] = set()
-        for mv in msgs[start:]:
+        for mv, note in zip(msgs[start:], notes[start:]):
             hot = mv.key in new
             ckey = f"msg-{mv.position}"
             while ckey in used:  # a rewritten history can repeat a position
@@ -78,9 +80,19 @@ def render_messages(view: RunView, index: int, *, big: bool = False,
                 if mv.key in omitted:
                     st.badge("not sent to the model: the loop never appended it",
                              color="red", icon=":material/block:")
+                if note:  # our words with middleware names from the run: escaped
+                    st.badge(_escape_md(note), color="orange", icon=":material/edit:")
                 _message(mv, index, hot, pending, rules, big, ckey)
     _style(rules)
     return scroll_to
+
+
+_MD_SPECIAL = str.maketrans({c: "\\" + c for c in "\\`*_{}[]()<>#+-.!|~$:"})
+
+
+def _escape_md(text: str) -> str:
+    """Text shown through a label that reads Markdown: every special character escaped."""
+    return text.translate(_MD_SPECIAL)
 
 
 def _more(window: int) -> None:

@@ -179,7 +179,8 @@ def _findings(replay: Replay) -> tuple[list[Any], str | None]:
 def build_run_view(replay: Replay, *, with_findings: bool = True) -> RunView:
     run = replay.run
     colours = colour_indexes(run.messages)
-    views = {(m.position, m.seq): message_view(m, colours) for m in run.messages}
+    views = {(m.position, m.seq): message_view(m, colours)
+             for m in (*run.messages, *run.revisions)}
     names: dict[str, str] = {}
     for ev in run.events:
         if ev.tool_call_id and isinstance(ev.payload, dict) and ev.payload.get("name"):

@@ -236,7 +236,11 @@ class TraceCallbackHandler(BaseCallbackHandler):
         try:
             run = self._run_of(parent_run_id)
             if run.middleware:
-                self._model_sent(run, messages[0] if messages else [])
+                meta = metadata or {}
+                # (the agent's own call; not a model a hook calls, e.g. a summariser)
+                if meta.get("langgraph_node") == "model" and meta.get(
+                        "lc_source") != "summarization":
+                    self._model_sent(run, messages[0] if messages else [])
                 return
             rec = self.recorder
             params = invocation_params or {}

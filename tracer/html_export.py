@@ -15,7 +15,10 @@ Stable hooks for tests: ``#replay[data-step][data-active-node]``, buttons
 ``#counter`` ("Step N / M", N counted from 1), ``.msg[data-position]``,
 ``.msg.current`` for the messages the step added, ``.call.pending``, the SVG
 nodes ``[data-node=...]`` (class ``active`` / ``visited``) and edges
-``[data-edge="from>to"]`` (class ``taken``). ``#step=N`` in the URL opens step N.
+``[data-edge="from>to"]`` (class ``taken``): the drawing and the edges each
+step takes (``steps[i].r``) come from ``tracer.graph_layout``, like the app's;
+a jump edge (a step that skipped nodes) is added to ``#jumps`` while its step
+shows, and ``#replay[data-jump="1"]`` then. ``#step=N`` in the URL opens step N.
 Subagent runs travel in the same file: ``#open-subagent`` (shown while the call
 that ran one is active) opens its own replay, ``#back-to-parent`` returns;
 ``#replay[data-run][data-depth]`` tell which run is shown (``#run=ID&step=N``).
@@ -35,67 +38,57 @@ from pathlib import Path
 from typing import Any
 
 from .exchange import run_tree
-from .hooks import HOOK_BY_NAME
+from .graph_layout import (
+    BACK_EDGE,
+    BACK_TO_POINT,
+    COND,
+    EDGES,
+    NODES,
+    POINTS,
+    VIEWBOX,
+    WRAPS,
+    jump_path,
+    passable_points,
+    route,
+)
 from .loader import Message, TraceDB, content_text
-from .replay import GRAPH_EDGES, GRAPH_NODES, Replay, build_replay
+from .replay import GRAPH_NODES, Replay, build_replay
 
-# Fixed node positions (centre x, y) in the SVG's 460 x 530 view box.
-_POS: dict[str, tuple[int, int]] = {
-    "START": (160, 28), "before_agent": (160, 92), "before_model": (160, 160),
-    "model": (160, 250), "after_model": (160, 340), "tools": (365, 340),
-    "after_agent": (160, 428), "END": (160, 496),
-}
-_W, _H = 136, 32  # node box size
-_WRAPS = {"model": "wrap_model_call", "tools": "wrap_tool_call"}
-_EDGE_PATHS: dict[tuple[str, str], str] = {
-    ("START", "before_agent"): "M160,44 L160,74",
-    ("before_agent", "before_model"): "M160,108 L160,142",
-    ("before_model", "model"): "M160,176 L160,232",
-    ("model", "after_model"): "M160,266 L160,322",
-    ("after_model", "tools"): "M228,340 L295,340",
-    ("after_model", "after_agent"): "M160,356 L160,410",
-    ("tools", "before_model"): "M365,322 C365,220 310,160 230,160",
-    ("after_agent", "END"): "M160,444 L160,478",
-}
-_EDGE_LABELS: dict[tuple[str, str], tuple[int, int, str]] = {
-    ("after_model", "tools"): (226, 360, "tool calls"),
-    ("after_model", "after_agent"): (168, 386, "answer"),
-    ("tools", "before_model"): (368, 230, "next lap"),
-}
+_WRAP_NODE = {"wrap_model_call": "model", "wrap_tool_call": "tools"}
 
 
 def _svg() -> str:
+    """The loop graph, drawn from ``tracer.graph_layout`` (the app draws the same).
+    Jump edges are not here: the page's script adds the one a step takes."""
     e = html.escape
-    out = ['<svg viewBox="0 0 460 530" role="img" aria-label="agent loop graph">',
+    vb = " ".join(str(v) for v in VIEWBOX)
+    out = [f'<svg viewBox="{vb}" role="img" aria-label="agent loop graph">',
            ('<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="9" '
            'markerHeight="9" markerUnits="userSpaceOnUse" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" '
            'fill="context-stroke"/></marker></defs>')]
-    for node, wrap in _WRAPS.items():
-        x, y = _POS[node]
-        left = 130 if node == "model" else 88  # room for the label beside the edge line
-        out.append(f'<rect class="wrap" id="wrap-{wrap}" x="{x - left}" y="{y - 40}" '
-                   f'width="{left + 88}" height="80" rx="10"/>')
-        ly = y - 26 if node == "model" else y + 34
-        out.append(f'<text class="wraplabel" x="{x - left + 6}" y="{ly}">{e(wrap)}</text>')
-    for a, b in GRAPH_EDGES:
-        d = _EDGE_PATHS.get((a, b))
-        if d is None:
-            continue
-        cond = " cond" if a == "after_model" else ""
-        out.append(f'<path class="edge{cond}" data-edge="{e(a)}&gt;{e(b)}" d="{d}" '
-                   'marker-end="url(#arrow)"/>')
-        if (a, b) in _EDGE_LABELS:
-            lx, ly, label = _EDGE_LABELS[(a, b)]
-            out.append(f'<text class="edgelabel" x="{lx}" y="{ly}">{e(label)}</text>')
-    for node in GRAPH_NODES:
-        x, y = _POS[node]
-        cls = "node terminal" if node in ("START", "END") else "node"
+    for wrap, (x, y, w, h) in WRAPS.items():
+        out.append(f'<rect class="wrap" id="wrap-{e(wrap)}" data-wrap-node="{_WRAP_NODE[wrap]}" '
+                   f'x="{x}" y="{y}" width="{w}" height="{h}" rx="10"/>')
+        out.append(f'<text class="wraplabel" x="{x + 8}" y="{y + 15}">{e(wrap)}</text>')
+    for eid, d in EDGES.items():
+        cls = "edge" + (" cond" if eid.startswith("after_model>") else "") + (
+            " back" if eid == BACK_EDGE else "")
+        out.append(f'<path class="{cls}" data-edge="{e(eid)}" d="{d}" marker-end="url(#arrow)"/>')
+    out.append('<g id="jumps"></g>')
+    cx, cy, half = COND
+    out.append(f'<g class="cond" id="cond"><polygon points="{cx},{cy - half} {cx + half},{cy} '
+               f'{cx},{cy + half} {cx - half},{cy}"/>'
+               f'<text class="edgelabel" x="{cx - half - 6}" y="{cy + 4}" text-anchor="end">'
+               'tool calls?</text></g>')
+    for node, (x, y, w, h, label, shape) in NODES.items():
+        cls = "node terminal" if shape == "pill" else "node"
+        rx = h // 2 if shape == "pill" else 8
         out.append(f'<g class="{cls}" data-node="{e(node)}">'
-                   f'<rect class="box" x="{x - _W // 2}" y="{y - _H // 2}" width="{_W}" '
-                   f'height="{_H}" rx="6"/><circle class="dot" cx="{x}" cy="{y}" r="6"/>'
-                   f'<text x="{x}" y="{y}">{e(node)}</text></g>')
-    tx, ty = _POS["tools"]
-    out.append(f'<text id="active-tools" x="{tx}" y="{ty + 58}"></text>')
+                   f'<rect class="box" x="{x - w // 2}" y="{y - h // 2}" width="{w}" '
+                   f'height="{h}" rx="{rx}"/><circle class="dot" cx="{x}" cy="{y}" r="7"/>'
+                   f'<text x="{x}" y="{y}">{e(label)}</text></g>')
+    tx, ty = NODES["tools"][:2]
+    out.append(f'<text id="active-tools" x="{tx - 66}" y="{ty + 58}"></text>')
     out.append("</svg>")
     return "\n".join(out)
 
@@ -116,11 +109,18 @@ def replay_data(rp: Replay) -> dict[str, Any]:
     """Everything the page needs, as plain JSON-able data."""
     s = rp.run.summary
     bit = {n: 1 << i for i, n in enumerate(GRAPH_NODES)}
+    passable = passable_points(rp)
     steps = []
+    jumps: dict[str, str] = {}
     for st in rp.steps:
         ev = st.event
+        taken = route(*st.edge, passable) if st.edge else []
+        for eid in taken:
+            if eid not in EDGES:
+                a, _, b = eid.partition(">")
+                jumps[eid] = jump_path(a, b)
         steps.append({
-            "n": st.node, "e": list(st.edge) if st.edge else None,
+            "n": st.node, "e": list(st.edge) if st.edge else None, "r": taken,
             "v": sum(bit.get(n, 0) for n in st.visited), "t": list(st.active_tools),
             "k": st.kind, "nk": list(st.new_keys), "c": st.caption, "h": ev.hook,
             "p": ev.phase, "l": ev.lap, "s": ev.seq, "mw": ev.middleware,
@@ -128,7 +128,6 @@ def replay_data(rp: Replay) -> dict[str, Any]:
         })
     history = [{"seq": ev.seq, "keys": list((ev.payload or {}).get("keys") or [])}
                for ev in rp.run.events if ev.hook == "history" and isinstance(ev.payload, dict)]
-    node_hooks = [h.name for h in HOOK_BY_NAME.values() if h.kind == "node"]
     return {
         "format": "looptrace-html-replay", "version": 1,
         "run": {"id": s.id, "name": s.name, "status": s.status, "laps": s.laps,
@@ -141,7 +140,10 @@ def replay_data(rp: Replay) -> dict[str, Any]:
         "messages": [_message(m) for m in rp.run.messages],
         "history": history,
         "system": rp.system_prompt(),
-        "unused_hooks": [h for h in node_hooks if h not in rp.used_hooks],
+        "unused_hooks": [h for h in POINTS if h not in rp.used_hooks],
+        # The edges steps take that are not standard edges: id -> SVG path data.
+        "jumps": jumps,
+        "back": EDGES[BACK_EDGE] if "before_model" in rp.used_hooks else BACK_TO_POINT,
         "used_wraps": sorted(h for h in ("wrap_model_call", "wrap_tool_call")
                              if h in rp.used_hooks),
         "children": [{"id": c.id, "name": c.name, "parent_tool_call_id": c.parent_tool_call_id}

@@ -148,6 +148,27 @@ class Replay:
         seq = self.steps[self.clamp(index)].event.seq
         return tuple(m.key for m in self.run.revisions if m.seq == seq)
 
+    def version_note(self, m: Message) -> str | None:
+        """What a shown message is, when it is not the message as first recorded:
+        a later version (which one, and who made it), or the form a rewritten model
+        request carried. None for a message as first recorded."""
+        versions = self._versions.get(m.key, ())
+        for i, v in enumerate(versions):
+            if v is m:
+                ev = self._event_by_seq.get(m.seq)
+                return f"version {i + 2}, changed {_who(ev)}" if ev else f"version {i + 2}"
+        if id(m) in self._first_ids:
+            return None
+        return "as the model received it: a layer of the model call changed it"
+
+    @cached_property
+    def _first_ids(self) -> frozenset[int]:
+        return frozenset(id(m) for m in self.run.messages)
+
+    @cached_property
+    def _event_by_seq(self) -> dict[int, Event]:
+        return {e.seq: e for e in self.run.events}
+
     @cached_property
     def _versions(self) -> dict[str, list[Message]]:
         out: dict[str, list[Message]] = {}
@@ -211,6 +232,18 @@ def inline_message(d: Any, seq: int, position: int) -> Message | None:
                    str(body.get("content") or ""), d)
 
 
+def _who(ev: Event) -> str:
+    """Who changed the conversation at ``ev``, in words."""
+    p = ev.payload if isinstance(ev.payload, dict) else {}
+    if ev.hook == "history":
+        if p.get("by"):
+            return f"by {p['by']}"
+        return "by a hook or wrap layer that ran before this step"
+    if ev.middleware:
+        return f"at {ev.middleware}.{ev.hook}"
+    return f"at {ev.hook} {ev.phase}"
+
+
 def _kind(ev: Event) -> str:
     if ev.phase == "error":
         return "error"
@@ -272,6 +305,24 @@ def _names(run: Run, ev: Event) -> str:
     return ", ".join(calls)
 
 
+def _history_caption(p: dict[str, Any]) -> str:
+    who = f"{p['by']}" if p.get("by") else "A hook or wrap layer that looptrace does not wrap"
+    parts = []
+    if p.get("replaced"):
+        n = len(p["replaced"])
+        parts.append(f"replaced {n} message{'s' if n > 1 else ''} by a new version "
+                     "(same id, other content)")
+    if p.get("removed"):
+        n = len(p["removed"])
+        parts.append(f"removed {n} message{'s' if n > 1 else ''}")
+    if isinstance(p.get("keys"), list) and not p.get("removed"):
+        parts.append("rewrote the order of the history")
+    if not parts:
+        parts.append("rewrote the history (summarised or trimmed)")
+    tail = "" if p.get("by") else " (attach the callback handler to name it)"
+    return f"{who} {' and '.join(parts)}: the conversation from here on is the new one{tail}."
+
+
 def caption(ev: Event, run: Run, tool_calls: int = 0) -> str:
     """One or two sentences: what this hook is for and what happened here."""
     p = ev.payload if isinstance(ev.payload, dict) else {}
@@ -291,8 +342,16 @@ def caption(ev: Event, run: Run, tool_calls: int = 0) -> str:
         return ("The thread resumed with a human decision; the loop continues where it "
                 "paused (no before_agent fires on resume).")
     if ev.hook == "history":
-        return ("The message history was rewritten (summarised or trimmed): "
-                "the conversation from here on is the new list.")
+        return _history_caption(p)
+    if ev.hook in MODEL_HOOKS and ev.phase == "sent":
+        n = p.get("messages", "?")
+        changed = len(p.get("inline_messages") or [])
+        what = (f"; {changed} of them in another form than at TraceMiddleware's layer"
+                if changed else "")
+        sys_note = " and another system prompt" if "system" in p else ""
+        return (f"What the model received: {n} messages{what}{sys_note}. The "
+                "wrap_model_call layers inside TraceMiddleware (later in the middleware "
+                "list) rewrote the request after TraceMiddleware saw it.")
     if ev.hook == "run":
         return {"start": "The run starts: the graph is invoked with the user's input.",
                 "end": "The run ends: the graph returned its final state.",

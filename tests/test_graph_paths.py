@@ -1,0 +1,444 @@
+"""The replay graph animates only edges that were taken.
+
+A step is drawn over the standard edges only through pass-through points (hooks
+no middleware used in the run); a step that skipped a node that ran (a
+``jump_to``, ``after_agent`` sending the agent back, a tool's ``Command(goto)``,
+a hand-rolled loop's own way) is one jump edge ``"a>b"`` drawn as an arc. The
+runs here are hand-made ``Run`` / ``Event`` records; the last tests check the
+same edges in the HTML export, and (with Chromium) that both pages draw them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.graph_component import EDGES, NODES, _route, graph_data
+from tracer.graph_layout import VIEWBOX, jump_path, passable_points, route
+from tracer.html_export import render_html, replay_data
+from tracer.loader import Event, Run, RunSummary, TraceDB
+from tracer.replay import GRAPH_NODES, Replay, build_replay
+
+TM = "TraceMiddleware"
+
+
+# -- hand-made runs ----------------------------------------------------------------
+def make_run(spec: list[tuple[Any, ...]], *, status: str = "completed") -> Replay:
+    """A replay from ``(hook, phase, middleware[, payload[, tool_call_id]])`` tuples."""
+    events = []
+    lap = 0
+    for seq, item in enumerate(spec):
+        hook, phase, mw, *rest = item
+        payload = rest[0] if rest else None
+        tcid = rest[1] if len(rest) > 1 else None
+        if hook in ("wrap_model_call", "model") and phase == "enter":
+            lap += 1
+        events.append(Event(run_id="r1", seq=seq, ts=1000.0 + seq, hook=hook, phase=phase,
+                            duration_ms=1.0 if phase == "exit" else None, middleware=mw,
+                            lap=lap, tool_call_id=tcid, task=None, payload=payload))
+    summary = RunSummary(
+        id="r1", parent_id=None, parent_tool_call_id=None, name="hand-made", thread_id=None,
+        agent_name=None, status=status, started_at=1000.0, ended_at=2000.0, error=None,
+        model=None, provider=None, input_tokens=None, output_tokens=None, total_tokens=None,
+        source="test")
+    return build_replay(Run(summary, events, []))
+
+
+def model(mw: str | None = TM, calls: int = 1) -> list[tuple[Any, ...]]:
+    hook = "wrap_model_call" if mw else "model"
+    return [(hook, "enter", mw, {"messages": 1}), (hook, "exit", mw, {"tool_calls": calls})]
+
+
+def tool(tcid: str, mw: str | None = TM, exit_payload: Any = None) -> list[tuple[Any, ...]]:
+    hook = "wrap_tool_call" if mw else "tool"
+    return [(hook, "enter", mw, {"name": "search"}, tcid),
+            (hook, "exit", mw, exit_payload or {"status": "success"}, tcid)]
+
+
+def hook(name: str, mw: str | None = TM, payload: Any = None) -> list[tuple[Any, ...]]:
+    return [(name, "fire", mw, payload)]
+
+
+START = [("run", "start", None)]
+END = [("run", "end", None)]
+
+
+def taken(rp: Replay) -> list[list[str]]:
+    """The edges graph_data draws, one list per step that moved."""
+    out = []
+    for s in rp.steps:
+        g = graph_data(rp, s.index)
+        assert g["jump"] == any(e not in EDGES for e in g["edges"])
+        assert [j["id"] for j in g["jumps"]] == [e for e in g["edges"] if e not in EDGES]
+        if s.edge:
+            out.append(g["edges"])
+        else:
+            assert g["edges"] == [] and g["jumps"] == []
+    return out
+
+
+def jumps(rp: Replay) -> list[dict[str, Any]]:
+    return [j for s in rp.steps for j in graph_data(rp, s.index)["jumps"]]
+
+
+STANDARD_LAP = [["START>before_agent"], ["before_agent>before_model"], ["before_model>model"],
+                ["model>after_model"], ["after_model>tools"], ["tools>before_model"],
+                ["before_model>model"], ["model>after_model"], ["after_model>after_agent"],
+                ["after_agent>END"]]
+
+
+# -- (a) a standard create_agent run: every hook used, the standard edges ------------
+def test_a_standard_lap_with_every_hook_used_takes_the_standard_edges() -> None:
+    rp = make_run(START + hook("before_agent") + hook("before_model") + model()
+                  + hook("after_model") + tool("c1") + hook("before_model") + model(calls=0)
+                  + hook("after_model") + hook("after_agent") + END)
+    assert graph_data(rp, 0)["passthrough"] == []
+    assert taken(rp) == STANDARD_LAP
+    assert jumps(rp) == []
+
+
+# -- (b) ModelCallLimitMiddleware jumps from before_model to the end -----------------
+def test_a_jump_to_end_from_before_model_is_one_jump_edge_not_through_the_model() -> None:
+    rp = make_run(START + hook("before_agent") + hook("before_model") + model()
+                  + hook("after_model") + tool("c1") + hook("before_model")
+                  + hook("before_model", "ModelCallLimitMiddleware",
+                         {"update_keys": ["jump_to", "messages"], "jump_to": "end"})
+                  + hook("after_agent") + END)
+    edges = taken(rp)
+    assert edges[-2:] == [["before_model>after_agent"], ["after_agent>END"]]
+    i = next(s.index for s in rp.steps if s.edge == ("before_model", "after_agent"))
+    g = graph_data(rp, i)
+    assert g["jump"] is True
+    assert g["jumps"] == [{"id": "before_model>after_agent",
+                           "d": jump_path("before_model", "after_agent")}]
+    assert not any("model>after_model" in e or "after_model>" in e for e in g["edges"])
+    assert [e for es in edges for e in es if e not in EDGES] == ["before_model>after_agent"]
+
+
+def test_a_jump_to_end_recorded_by_callbacks_only_skips_the_model_too() -> None:
+    """Only ModelCallLimitMiddleware's hooks were used (no after_* middleware): the
+    after_model and after_agent points pass through, the model node does not."""
+    lim = "ModelCallLimitMiddleware"
+    rp = make_run(START + hook("before_model", lim) + model(None) + tool("c1", None)
+                  + hook("before_model", lim, {"jump_to": "end"}) + END)
+    assert taken(rp) == [
+        ["START>before_agent", "before_agent>before_model"], ["before_model>model"],
+        ["model>after_model", "after_model>tools"], ["tools>before_model"],
+        ["before_model>END"]]
+
+
+# -- (c) a hook no middleware used is a pass-through point -----------------------------
+def test_model_to_tools_passes_through_an_unused_after_model_point() -> None:
+    mw = "SomeMiddleware"
+    spec = (START + hook("before_agent", mw) + hook("before_model", mw) + model(mw)
+            + tool("c1", mw) + hook("before_model", mw) + model(mw, calls=0)
+            + hook("after_agent", mw) + END)
+    rp = make_run(spec)
+    assert "after_model" in graph_data(rp, 0)["passthrough"]
+    assert passable_points(rp) == {"after_model"}
+    assert taken(rp) == [
+        ["START>before_agent"], ["before_agent>before_model"], ["before_model>model"],
+        ["model>after_model", "after_model>tools"], ["tools>before_model"],
+        ["before_model>model"], ["model>after_model", "after_model>after_agent"],
+        ["after_agent>END"]]
+    assert jumps(rp) == []
+
+
+# -- (d) a hand-rolled loop: no middleware hooks at all --------------------------------
+def test_a_hand_rolled_loop_ends_with_a_jump_not_through_after_agent() -> None:
+    rp = make_run(START + model(None) + tool("c1", None) + model(None, calls=0) + END)
+    assert passable_points(rp) == {"before_model", "after_model"}
+    edges = taken(rp)
+    assert edges == [
+        ["START>model"],  # no before_agent in a loop of its own
+        ["model>after_model", "after_model>tools"],  # the loop's "tool calls?" decision
+        ["tools>before_model", "before_model>model"],  # the loop's back edge
+        ["model>END"],  # no after_agent either
+    ]
+    assert not any("after_agent" in e for es in edges for e in es)
+    assert [j["id"] for j in jumps(rp)] == ["START>model", "model>END"]
+
+
+def test_the_bundled_hand_rolled_loop_never_passes_after_agent(sample_db: Path) -> None:
+    with TraceDB(sample_db) as db:
+        run = next(r for r in db.runs() if r.name == "weather_loop")
+        rp = build_replay(db.run(run.id))
+    edges = [e for s in rp.steps for e in graph_data(rp, s.index)["edges"]]
+    assert edges and not any("after_agent" in e or "before_agent" in e for e in edges)
+
+
+# -- (e) after_agent sends the agent back to work ---------------------------------------
+def test_after_agent_back_to_before_model_is_a_jump_that_goes_up() -> None:
+    rp = make_run(START + hook("before_agent") + hook("before_model") + model(calls=0)
+                  + hook("after_model")
+                  + hook("after_agent", "ReviewMiddleware", {"jump_to": "model"})
+                  + hook("before_model") + model(calls=0) + hook("after_model")
+                  + hook("after_agent") + END)
+    edges = taken(rp)
+    assert edges == [
+        ["START>before_agent"], ["before_agent>before_model"], ["before_model>model"],
+        ["model>after_model"], ["after_model>after_agent"],
+        ["after_agent>before_model"],
+        ["before_model>model"], ["model>after_model"], ["after_model>after_agent"],
+        ["after_agent>END"]]
+    (j,) = jumps(rp)
+    assert j["id"] == "after_agent>before_model"
+    (_, y0), *_, (_, y1) = points(j["d"])
+    assert y1 < y0  # a back jump goes up
+
+
+# -- more jumps: a tool's Command(goto), an after_model jump, interrupts ---------------
+def test_a_tools_command_goto_and_an_after_model_jump_to_model() -> None:
+    rp = make_run(START + hook("before_agent") + hook("before_model") + model()
+                  + hook("after_model")
+                  + tool("c1", exit_payload={"status": "success", "command": True})
+                  + model(calls=1)  # Command(goto="model"): before_model did not run
+                  + hook("after_model", "HumanInTheLoopMiddleware", {"jump_to": "model"})
+                  + model(calls=0) + hook("after_model")
+                  + tool("c2") + hook("after_agent") + END)  # Command(goto=END)
+    edges = taken(rp)
+    assert edges == [
+        ["START>before_agent"], ["before_agent>before_model"], ["before_model>model"],
+        ["model>after_model"], ["after_model>tools"],
+        ["tools>model"], ["model>after_model"], ["after_model>model"],
+        ["model>after_model"], ["after_model>tools"], ["tools>after_agent"],
+        ["after_agent>END"]]
+
+
+def test_an_interrupt_and_its_resume_stay_on_the_node() -> None:
+    hitl = "HumanInTheLoopMiddleware"
+    rp = make_run(START + hook("before_agent") + hook("before_model") + model()
+                  + [("after_model", "interrupt", hitl, {"interrupts": []}),
+                     ("resume", "fire", None, {})]
+                  + hook("after_model", hitl) + tool("c1") + hook("before_model")
+                  + model(calls=0) + hook("after_model") + hook("after_agent") + END)
+    assert taken(rp) == STANDARD_LAP
+    i = next(s.index for s in rp.steps if s.event.hook == "resume")
+    assert graph_data(rp, i)["edges"] == [] and graph_data(rp, i)["node"] == "after_model"
+
+
+# -- the pure router -------------------------------------------------------------------
+def test_route_passes_only_pass_through_points() -> None:
+    every = {"before_agent", "before_model", "after_model", "after_agent"}
+    assert _route("START", "model", every) == [
+        "START>before_agent", "before_agent>before_model", "before_model>model"]
+    assert _route("START", "model", {"before_agent"}) == ["START>model"]
+    assert _route("model", "END", every) == [
+        "model>after_model", "after_model>after_agent", "after_agent>END"]
+    assert _route("model", "END", {"after_model"}) == ["model>END"]
+    assert _route("before_model", "after_agent", every) == ["before_model>after_agent"]
+    assert _route("tools", "model", set()) == ["tools>model"]
+    assert _route("tools", "model", {"before_model"}) == [
+        "tools>before_model", "before_model>model"]
+    # never through model or tools, whatever is passable
+    assert _route("before_model", "tools", every | {"model"}) == ["before_model>tools"]
+    # no step: the same node, or a new invocation at START
+    assert _route("model", "model", every) == []
+    assert _route("END", "START", every) == []
+    assert route("after_agent", "before_model", every) == ["after_agent>before_model"]
+
+
+# -- jump paths ------------------------------------------------------------------------
+NUM = r"-?\d+(?:\.\d)?"
+PATH_RE = re.compile(rf"^M{NUM} {NUM} C{NUM} {NUM}, {NUM} {NUM}, {NUM} {NUM}$")
+
+
+def points(d: str) -> list[tuple[float, float]]:
+    nums = [float(x) for x in re.findall(NUM, d)]
+    return list(zip(nums[::2], nums[1::2]))
+
+
+def bezier(p: list[tuple[float, float]], t: float) -> tuple[float, float]:
+    (x0, y0), (x1, y1), (x2, y2), (x3, y3) = p
+    u = 1 - t
+    return (u**3 * x0 + 3 * u * u * t * x1 + 3 * u * t * t * x2 + t**3 * x3,
+            u**3 * y0 + 3 * u * u * t * y1 + 3 * u * t * t * y2 + t**3 * y3)
+
+
+def box(n: str) -> tuple[float, float, float, float]:
+    x, y, w, h = NODES[n][:4]
+    return x - w / 2, y - h / 2, x + w / 2, y + h / 2
+
+
+def on_border(pt: tuple[float, float], n: str) -> bool:
+    x0, y0, x1, y1 = box(n)
+    x, y = pt
+    return (x0 <= x <= x1 and y0 <= y <= y1) and (x in (x0, x1) or y in (y0, y1))
+
+
+PAIRS = [(a, b) for a, b in itertools.permutations(GRAPH_NODES, 2)]
+
+
+def test_every_jump_path_is_well_formed_distinct_and_inside_the_drawing() -> None:
+    paths = {(a, b): jump_path(a, b) for a, b in PAIRS}
+    assert len(set(paths.values())) == len(PAIRS), "a different path for every pair"
+    _, _, width, height = VIEWBOX
+    for (a, b), d in paths.items():
+        assert PATH_RE.match(d), d
+        p = points(d)
+        assert on_border(p[0], a), (a, b, d)  # leaves a's box
+        assert on_border(p[-1], b), (a, b, d)  # and arrives at b's
+        for t in (i / 20 for i in range(21)):
+            x, y = bezier(p, t)
+            assert 4 <= x <= width - 4 and 0 <= y <= height, (a, b, d, t)
+        # up for a back jump, down for a forward one
+        ya, yb = NODES[a][1], NODES[b][1]
+        assert (p[-1][1] < p[0][1]) == (yb < ya), (a, b, d)
+        if "tools" not in (a, b):
+            # an arc left of the spine, ending pointing right into b's box
+            assert max(bezier(p, t)[0] for t in (0.3, 0.5, 0.7)) < min(box(a)[0], box(b)[0])
+            assert p[-1][0] > p[-2][0]
+    with pytest.raises(ValueError):
+        jump_path("model", "model")
+
+
+def test_graph_data_edges_chain_from_the_steps_edge_on_every_sample(sample_db: Path) -> None:
+    with TraceDB(sample_db) as db:
+        replays = [build_replay(db.run(r.id)) for r in db.runs()]
+    for rp in replays:
+        for s in rp.steps:
+            g = graph_data(rp, s.index)
+            if not s.edge or s.edge[1] == "START":
+                assert g["edges"] == []
+                continue
+            pairs = [e.split(">") for e in g["edges"]]
+            assert pairs[0][0] == s.edge[0] and pairs[-1][1] == s.edge[1]
+            assert all(p[1] == q[0] for p, q in itertools.pairwise(pairs))
+            for e in g["edges"]:
+                assert e in EDGES or e in {j["id"] for j in g["jumps"]}
+
+
+# -- the HTML export draws the same ------------------------------------------------------
+DATA_RE = re.compile(r'<script type="application/json" id="looptrace-data">(.*?)</script>',
+                     re.DOTALL)
+
+
+def test_the_html_export_carries_the_same_edges_and_jump_paths() -> None:
+    rp = make_run(START + hook("before_agent") + hook("before_model") + model()
+                  + hook("after_model") + tool("c1") + hook("before_model")
+                  + hook("before_model", "ModelCallLimitMiddleware", {"jump_to": "end"})
+                  + hook("after_agent") + END)
+    data = replay_data(rp)
+    assert [s["r"] for s in data["steps"]] == [graph_data(rp, i)["edges"]
+                                              for i in range(len(rp))]
+    assert data["jumps"] == {"before_model>after_agent": jump_path("before_model", "after_agent")}
+    page = render_html(rp)
+    assert json.loads(DATA_RE.search(page).group(1))["jumps"] == data["jumps"]
+    # the export's drawing is the app's: every standard edge with the same path data
+    for eid, d in EDGES.items():
+        assert f'data-edge="{eid.replace(">", "&gt;")}" d="{d}"' in page
+    assert '<g id="jumps"></g>' in page
+
+
+# -- in a real browser: the app and the export draw the jump, and only while it is taken --
+JUMP_STEP = 8  # before_model -> after_agent in the recorded run below
+
+
+def record_call_limit_jump(db: Path) -> str:
+    """An agent whose model always asks for a tool, stopped by ModelCallLimitMiddleware
+    (run_limit=1, exit_behavior="end"): before_model jumps to the end."""
+    from langchain.agents import create_agent
+    from langchain.agents.middleware import ModelCallLimitMiddleware
+    from langchain_core.messages import AIMessage
+    from langchain_core.tools import tool as lc_tool
+
+    from tracer import TraceMiddleware
+    from tracer.demo.models import ScriptedChatModel, call
+
+    @lc_tool
+    def search(query: str) -> str:
+        """Search the web."""
+        return "nothing new about " + query
+
+    def script(messages: Any) -> AIMessage:
+        k = sum(1 for m in messages if m.type == "ai")
+        return AIMessage(content="", tool_calls=[call("search", {"query": f"try {k}"}, f"c{k}")])
+
+    trace = TraceMiddleware(db=db, run_name="call-limit-jump")
+    agent = create_agent(ScriptedChatModel(script=script), tools=[search],
+                         middleware=[trace, ModelCallLimitMiddleware(run_limit=1,
+                                                                     exit_behavior="end")])
+    agent.invoke({"messages": [("user", "Find something new")]})
+    trace.flush()
+    with TraceDB(db) as tdb:
+        return tdb.runs()[0].id
+
+
+@pytest.fixture(scope="module")
+def jump_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, Replay]:
+    db = tmp_path_factory.mktemp("jump") / "jump.db"
+    run_id = record_call_limit_jump(db)
+    with TraceDB(db) as tdb:
+        rp = build_replay(tdb.run(run_id))
+    return db, run_id, rp
+
+
+def test_the_recorded_call_limit_run_has_the_jump(jump_run: tuple[Path, str, Replay]) -> None:
+    _, _, rp = jump_run
+    jumped = [(s.index, graph_data(rp, s.index)["edges"]) for s in rp.steps
+              if graph_data(rp, s.index)["jump"]]
+    assert jumped == [(JUMP_STEP, ["before_model>after_agent"])]
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1400, "height": 1000},
+                                  reduced_motion="reduce")
+    pg = context.new_page()
+    pg.set_default_timeout(15_000)
+    try:
+        yield pg
+    finally:
+        context.close()
+
+
+def test_the_html_export_draws_the_jump_only_at_its_step(
+        jump_run: tuple[Path, str, Replay], page: Any, tmp_path: Path) -> None:
+    from playwright.sync_api import expect
+
+    from tracer.html_export import export_html
+
+    db, run_id, _ = jump_run
+    out = export_html(db, run_id, tmp_path / "jump.html")
+    page.goto(out.as_uri() + f"#step={JUMP_STEP}")
+    jump = page.locator('#jumps path[data-edge="before_model>after_agent"]')
+    expect(jump).to_have_count(1)
+    expect(jump).to_have_attribute("d", jump_path("before_model", "after_agent"))
+    expect(page.locator("#replay")).to_have_attribute("data-jump", "1")
+    for eid in ("before_model>model", "model>after_model", "after_model>after_agent"):
+        expect(page.locator(f'path.edge[data-edge="{eid}"]')).not_to_have_class(
+            re.compile(r"\btaken\b"))
+    page.locator("#next").click()
+    expect(page.locator("#jumps path")).to_have_count(0)
+    expect(page.locator('path.edge[data-edge="after_agent>END"]')).to_have_class(
+        re.compile(r"\btaken\b"))
+
+
+def test_the_app_draws_the_jump_only_at_its_step(
+        jump_run: tuple[Path, str, Replay], page: Any) -> None:
+    from browser_support import ARTIFACTS, streamlit_server, wait_connected
+    from playwright.sync_api import expect
+
+    db, run_id, _ = jump_run
+    with streamlit_server(db) as url:
+        page.goto(f"{url}/replay?run={run_id}&step={JUMP_STEP}")
+        wait_connected(page)
+        graph = page.locator('[data-testid="lt-graph"]')
+        expect(graph).to_have_attribute("data-step", str(JUMP_STEP))
+        jump = graph.locator('g.jumps g.edge.jump[data-edge="before_model>after_agent"] path')
+        expect(jump).to_have_count(1)
+        expect(jump).to_have_attribute("d", jump_path("before_model", "after_agent"))
+        expect(graph).to_have_attribute("data-jump", "1")
+        expect(graph.locator("g.edge.taken")).to_have_count(1)  # the jump, nothing else
+        ARTIFACTS.mkdir(exist_ok=True)
+        graph.screenshot(path=str(ARTIFACTS / "graph-jump.png"))
+        page.locator(".st-key-step_next button:visible").click()
+        expect(graph).to_have_attribute("data-step", str(JUMP_STEP + 1))
+        expect(graph.locator("g.jumps g")).to_have_count(0)
+        expect(graph.locator('g.edge.taken[data-edge="after_agent>END"]')).to_have_count(1)

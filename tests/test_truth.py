@@ -1,0 +1,233 @@
+"""The record is the truth: a differential test against LangGraph itself.
+
+Real agents with real prebuilt middleware (``tests/truth_kit.py``: PII in and out,
+summarisation, context editing, a call limit that jumps to the end, tool retry, model
+fallback, todo list, human in the loop with an edit, an ``after_agent`` that sends the
+agent back to work, and a Deep Agent with an evicted tool result, a subagent and its
+summarisation) run with ``TraceMiddleware`` first, in the middle and last in the list,
+sync and async (under blockbuster). The oracle is LangGraph's own stream (the state
+after every node) and a scripted model that keeps what it was given. Checked:
+
+- after every graph node, the replay passes through the state LangGraph had, in order,
+  and every state it shows lies on the way between two of them (tool results appear
+  one by one as their calls return);
+- at every model call the replay shows what the model received;
+- the last step is what the invocation returned;
+- the graph's steps visit the nodes that ran, in order (no path that never ran);
+- the tracer never changes the result.
+
+With only the middleware (no callback handler) the tracer sees the state at its own
+hooks: there the replay must equal the truth at those nodes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from blockbuster import blockbuster_ctx
+from langchain_core.messages import BaseMessage, SystemMessage
+from truth_kit import SCENARIOS, Truth, arun_truth, message_key, run_truth
+
+from tracer import TraceMiddleware
+from tracer.loader import Message, TraceDB
+from tracer.replay import GRAPH_NODES, MODEL_HOOKS, Replay, build_replay
+
+POSITIONS = ("first", "middle", "last")
+NAMES = sorted(SCENARIOS)
+
+
+def _norm(text: Any) -> Any:
+    """Deep Agents names its summary file with a random uuid: not a difference."""
+    if isinstance(text, str):
+        return re.sub(r"session_[0-9a-f-]{32,36}", "session_<uuid>", text)
+    return text
+
+
+def keys(msgs: Sequence[BaseMessage], *, ids: bool = True) -> list[tuple[Any, ...]]:
+    """What is compared of each message (the system message aside): type, id,
+    content, tool calls, tool_call_id. Without ``ids`` the message ids are left out
+    (LangGraph gives random ones to messages made without: two runs differ there)."""
+    out = []
+    for m in msgs:
+        if isinstance(m, SystemMessage):
+            continue
+        k = message_key(m)
+        out.append((k[0], k[1] if ids else None, _norm(k[2]), k[3], k[4]))
+    return out
+
+
+def replayed(msgs: Sequence[Message]) -> list[tuple[Any, ...]]:
+    return keys([m.to_langchain() for m in msgs])
+
+
+def record(tmp_path: Path, name: str, position: str, mode: str,
+           attach: bool) -> tuple[Truth, Replay]:
+    db = tmp_path / f"{name}-{position}-{mode}.db"
+    trace = TraceMiddleware(db=db)
+    callbacks = [trace.callback_handler()] if attach else None
+    if mode == "async":
+        async def go() -> Truth:
+            with blockbuster_ctx():
+                return await arun_truth(name, [trace], position=position, callbacks=callbacks)
+        truth = asyncio.run(go())
+    else:
+        truth = run_truth(name, [trace], position=position, callbacks=callbacks)
+    trace.flush()
+    with TraceDB(db) as tdb:
+        roots = [r for r in tdb.runs() if r.parent_id is None]
+        assert len(roots) == 1, [(r.name, r.status) for r in roots]
+        run = tdb.run(roots[0].id)
+    return truth, build_replay(run)
+
+
+def _graph_node(name: str) -> str:
+    if name in ("model", "tools"):
+        return name
+    return name.rsplit(".", 1)[-1]
+
+
+def _dedupe(seq: list[Any]) -> list[Any]:
+    out: list[Any] = []
+    for x in seq:
+        if not out or out[-1] != x:
+            out.append(x)
+    return out
+
+
+def _is_prefix(a: list[Any], b: list[Any]) -> bool:  # noqa: D103
+    return len(a) <= len(b) and b[:len(a)] == a
+
+
+def check_states(truth: Truth, replay: Replay) -> None:
+    """The replay's states walk through the truth's, in order, and only between them."""
+    truths = _dedupe([keys(st) for _, st in truth.node_states])
+    shown = [st for st in _dedupe([replayed(replay.state_at(s.event.seq))
+                                   for s in replay.steps]) if st]
+    t = 0
+    for i, state in enumerate(shown):
+        later = next((j for j in range(t, len(truths)) if truths[j] == state), None)
+        if later is not None:
+            t = later
+            continue
+        between = t + 1 < len(truths) and _between(truths, t, state)
+        before_first = t == 0 and _is_prefix(state, truths[0])
+        assert between or before_first, (
+            f"replay state {i} of {len(shown)} is no state LangGraph had (after truth"
+            f" {t}, {truth.node_states[t][0]}):\n  shown {_brief(state)}\n"
+            f"  truth {_brief(truths[t])}")
+    # (a state the kit rebuilt between parallel tool results never existed in
+    # LangGraph, which applies them at once: it need not be shown)
+    real = _dedupe([keys(s.messages) for s in truth.steps if not s.rebuilt])
+    missing = [j for j, st in enumerate(real) if st not in shown]
+    assert not missing, f"LangGraph states the replay never shows: {missing} of {len(real)}"
+
+
+def _between(truths: list[list[Any]], t: int, state: list[Any]) -> bool:
+    """``state`` is on the way from node state ``t`` to the next ones: tool results
+    arrive one by one, in the order the calls return (LangGraph applies them in call
+    order, one superstep for all), and a model's reply shows at its return, before the
+    node's other writes (Deep Agents' model node also rewrites an old tool result)."""
+    before = _results(truths[t])
+    now = _results(state)
+    if not _is_prefix(before, now):
+        return False
+    u = t + 1  # the furthest later state that only grows from here
+    while u + 1 < len(truths) and _is_prefix(_results(truths[u]), _results(truths[u + 1])):
+        u += 1
+    if u >= len(truths):
+        return False
+    due = _results(truths[u])
+    if not _is_prefix(before, due):
+        return False
+    came = now[len(before):]
+    rest = due[len(before):]
+    return all(x in rest for x in came) and len(set(map(repr, came))) == len(came)
+
+
+def _results(state: list[Any]) -> list[Any]:
+    """A state with tool results reduced to the call they answer: between two nodes the
+    replay shows each result as the tracer's wrap_tool_call got it, and a layer outside
+    it may still change its content (HITL's note on an edited call, Deep Agents'
+    eviction); the new version is then a step of its own."""
+    return [(k[0], k[4]) if k[0] == "tool" else k for k in state]
+
+
+def _brief(state: list[Any]) -> str:
+    return " | ".join(f"{k[0]}:{str(k[2])[:40]!r}" for k in state)
+
+
+def model_views(replay: Replay) -> list[list[tuple[Any, ...]]]:
+    """What each model call received according to the replay: the innermost view
+    recorded (a ``sent`` step when the layers inside the tracer changed the request)."""
+    out: list[list[tuple[Any, ...]]] = []
+    open_call = False
+    for step in replay.steps:
+        ev = step.event
+        if ev.hook not in MODEL_HOOKS:
+            continue
+        if ev.phase == "enter":
+            out.append(replayed(replay.messages_at(step.index)))
+            open_call = True
+        elif ev.phase == "sent" and open_call:
+            out.append(replayed(replay.messages_at(step.index)))
+        elif ev.phase in ("exit", "error"):
+            open_call = False
+    return out
+
+
+def check_model_inputs(truth: Truth, replay: Replay, position: str) -> None:
+    want = _dedupe([keys(m.messages) for m in truth.model_calls if m.kind == "main"])
+    got = _dedupe(model_views(replay))
+    # A sent step follows its enter step: what the model got is the last view per call.
+    assert all(w in got for w in want), (
+        "a model call's input is not shown by the replay:\n" + "\n".join(
+            f"  truth {_brief(w)}" for w in want if w not in got))
+
+
+def check_paths(truth: Truth, replay: Replay) -> None:
+    ran = _dedupe([_graph_node(n) for n in truth.nodes])
+    drawn = _dedupe([s.node for s in replay.steps if s.node not in ("START", "END")])
+    assert drawn == ran, f"\n  drawn {drawn}\n  ran   {ran}"
+    assert set(drawn) <= set(GRAPH_NODES)
+
+
+@pytest.fixture(scope="module")
+def untraced() -> dict[str, Truth]:
+    return {name: run_truth(name) for name in NAMES}
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize("position", POSITIONS)
+@pytest.mark.parametrize("name", NAMES)
+def test_replay_is_the_truth(tmp_path, untraced, name, position, mode):
+    truth, replay = record(tmp_path, name, position, mode, attach=True)
+    # The tracer never changes the result, nor what the model was given.
+    assert keys(truth.final, ids=False) == keys(untraced[name].final, ids=False)
+    assert [keys(m.messages, ids=False) for m in truth.model_calls] == [
+        keys(m.messages, ids=False) for m in untraced[name].model_calls]
+    # The last step is what the invocation returned.
+    assert replayed(replay.messages_at(len(replay) - 1)) == keys(truth.final)
+    check_states(truth, replay)
+    check_model_inputs(truth, replay, position)
+    check_paths(truth, replay)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize("position", POSITIONS)
+@pytest.mark.parametrize("name", NAMES)
+def test_middleware_alone_is_true_at_its_hooks(tmp_path, name, position, mode):
+    """Without callbacks: at each of its own node hooks the replay equals LangGraph's
+    state there; the last step equals the result when no after_agent runs after it."""
+    truth, replay = record(tmp_path, name, position, mode, attach=False)
+    own = [keys(s) for n, s in truth.node_states if n.startswith("TraceMiddleware.")]
+    seen = [replayed(replay.state_at(s.event.seq)) for s in replay.steps
+            if s.event.middleware == "TraceMiddleware" and s.event.phase == "fire"]
+    assert seen == own
+    last_node = next((n for n in reversed(truth.nodes) if n.endswith(".after_agent")), None)
+    if last_node == "TraceMiddleware.after_agent":
+        assert replayed(replay.messages_at(len(replay) - 1)) == keys(truth.final)

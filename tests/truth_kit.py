@@ -1,0 +1,910 @@
+"""The oracle side of looptrace's differential tests: real agents, and what really happened.
+
+Each :class:`Scenario` builds a real ``create_agent`` (or Deep Agents) loop with real
+prebuilt middleware from ``langchain.agents.middleware``, driven by
+:class:`RecordingChatModel`, a scripted chat model that records every call it
+receives. :func:`run_truth` streams the agent (``stream`` or ``astream``, so the very
+same run can also be traced by looptrace) and returns a :class:`Truth`: LangGraph's
+own account of the run, independent of looptrace.
+
+Where each field of :class:`Truth` comes from, and why it is exact
+------------------------------------------------------------------
+
+``model_inputs`` / ``sub_model_inputs`` / ``summary_inputs``
+    Deep copies of the ``messages`` argument of ``RecordingChatModel._generate`` /
+    ``_agenerate``, taken on entry, i.e. exactly what the chat model received after
+    every ``wrap_model_call`` rewrote the request (system message included, first).
+    A call is classified from the callback metadata LangChain hands the model
+    (``run_manager.metadata``): ``lc_source == "summarization"`` marks a
+    summarization call (LangChain's and Deep Agents' ``SummarizationMiddleware``
+    both tag their summary calls so); otherwise a ``checkpoint_ns`` containing ``|``
+    marks a call made inside a nested graph (a Deep Agents subagent running inside
+    the parent's ``task`` tool); anything else is a call of the main agent's
+    ``model`` node. Failed calls (``ModelFallbackMiddleware``'s primary raises) are
+    recorded too, with ``error`` set: they did receive their input. Use
+    ``model_calls`` for the per-call detail (model name, tools offered, reply,
+    error, node, namespace).
+
+``node_states`` / ``nodes`` / ``steps``
+    The agent is streamed with ``stream_mode=["debug", "values"]``:
+
+    * ``debug`` ``task`` events give, per superstep (``step``), every task that
+      LangGraph scheduled, in the order it prepared them; ``task_result`` events
+      give each task's writes (``result``), ``interrupts`` and ``error``.
+    * ``values`` events give the full state after a superstep's writes were
+      applied. LangGraph emits one only when the superstep changed an output
+      channel, so a superstep without one left the state unchanged.
+
+    LangGraph's runner yields control to the stream consumer *before* it runs
+    the next superstep's tasks (``PregelRunner.tick`` yields first), so the deep
+    copy the kit takes of a ``values`` event is the state exactly after that
+    superstep, before any later node could mutate a message in place.
+
+    A superstep with one task (every node of ``create_agent`` except parallel tool
+    calls) therefore gets the exact state after that node. A superstep with
+    several tasks (one ``tools`` task per tool call, sent with ``Send``) is applied
+    by LangGraph all at once, in task-path order, which for ``Send`` tasks is the
+    order of the tool calls in the AIMessage, which is also the order in which the
+    ``debug`` ``task`` events arrive (not the completion order in which the
+    ``task_result`` / ``updates`` events arrive). The kit rebuilds the
+    intermediate states by applying each task's ``messages`` writes with
+    ``add_messages`` in that order; the state after the LAST task is LangGraph's
+    own ``values`` event, and the kit checks that its rebuild reproduces it (ids
+    and contents) and raises :class:`TruthError` otherwise. ``StepRecord.rebuilt``
+    marks the rebuilt intermediate states.
+
+    Invocations are concatenated (HITL: the interrupted invocation, then the
+    resumed one). A node interrupted by ``interrupt()`` is listed (it ran, up to
+    the interrupt) with the state unchanged (its writes were not applied); on
+    resume LangGraph runs it again from the start, so it is listed again.
+
+``final``
+    The messages of the last ``values`` event of the last invocation, which is
+    what ``invoke`` would have returned as ``result["messages"]``.
+
+``interrupts``
+    The ``Interrupt`` objects LangGraph surfaced (``__interrupt__`` of the
+    ``values`` stream), in order, deep-copied.
+
+Middleware placement
+--------------------
+
+``Scenario.build(extra, position=...)`` places the EXTRA middleware with
+:func:`place`: ``"first"`` (outermost wrapper; its before_* hooks run first,
+after_* hooks last), ``"last"`` (innermost) or ``"middle"`` (after
+``max(1, len(stack) // 2)`` scenario middlewares). Only ``pii`` has two scenario
+middlewares (``PIIMiddleware[email]``, ``PIIMiddleware[credit_card]``), so only there is
+"middle" a third placement; every other ``create_agent`` scenario has one, and "middle"
+is the same as "last". Every combination of scenario x position x sync/async, with and
+without looptrace's callback handler, runs to completion. ``deep_agent`` ignores
+``position``: ``create_deep_agent(middleware=...)`` always splices user middleware
+after its core stack (Filesystem, SubAgent, _ParentNotifier, Summarization,
+PatchToolCalls) and before its tail (prompt caching, UnsupportedContent), so it
+lands in the middle whatever ``position`` says.
+
+Async
+-----
+
+``mode="async"`` uses ``astream``; the model implements ``_agenerate`` natively and
+every scenario tool has a coroutine, so nothing is pushed to a thread. The kit does
+no file I/O, no ``time.sleep`` and takes no lock on the event loop; ToolRetry's
+backoff is 0. Run async runs under ``blockbuster.blockbuster_ctx()``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import copy
+import itertools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain.agents import create_agent
+from langchain.agents.middleware import (
+    AgentMiddleware,
+    ClearToolUsesEdit,
+    ContextEditingMiddleware,
+    HumanInTheLoopMiddleware,
+    ModelCallLimitMiddleware,
+    ModelFallbackMiddleware,
+    PIIMiddleware,
+    SummarizationMiddleware,
+    TodoListMiddleware,
+    ToolRetryMiddleware,
+    hook_config,
+)
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    ToolMessage,
+)
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.tools import BaseTool, StructuredTool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph.message import add_messages
+from langgraph.types import Command
+
+Script = Callable[[list[BaseMessage]], AIMessage]
+
+
+class TruthError(AssertionError):
+    """The kit could not establish the truth exactly (its own consistency check failed)."""
+
+
+# ---------------------------------------------------------------------------
+# The recording scripted model
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class ModelCall:
+    """One call of a :class:`RecordingChatModel` (deep copies, taken on entry)."""
+
+    index: int
+    model: str                      # the model's ``model_name``
+    kind: str                       # "main" | "sub" | "summary"
+    messages: list[BaseMessage]     # exactly what the call received (system message included)
+    tools: list[str]                # names of the tools bound for this call
+    node: str | None                # metadata ``langgraph_node`` (e.g. "model", "tools")
+    checkpoint_ns: str              # metadata ``checkpoint_ns`` ("" at the root)
+    agent_name: str | None          # metadata ``lc_agent_name``
+    reply: AIMessage | None = None  # what the model answered (None if it raised)
+    error: str | None = None        # "Type: message" if the call raised
+
+
+class Recorder:
+    """Collects :class:`ModelCall` s. Appends only (atomic under the GIL, no lock)."""
+
+    def __init__(self) -> None:
+        self.calls: list[ModelCall] = []
+        self.counter = itertools.count()
+
+    def of_kind(self, kind: str) -> list[ModelCall]:
+        return [c for c in self.calls if c.kind == kind]
+
+
+_RECORDER: contextvars.ContextVar[Recorder | None] = contextvars.ContextVar(
+    "truth_kit_recorder", default=None)
+
+
+def current_recorder() -> Recorder:
+    """The recorder of the :func:`run_truth` in progress (a throwaway one outside it)."""
+    rec = _RECORDER.get()
+    return rec if rec is not None else Recorder()
+
+
+def _tool_name(tool: Any) -> str:
+    if isinstance(tool, BaseTool):
+        return tool.name
+    if isinstance(tool, dict):
+        return str(tool.get("name") or tool.get("function", {}).get("name") or tool)
+    return str(getattr(tool, "name", None) or getattr(tool, "__name__", tool))
+
+
+def _classify(metadata: dict[str, Any]) -> tuple[str, str, str | None, str | None]:
+    # `langgraph_checkpoint_ns` is the full path ("tools:<id>|model:<id>" inside a
+    # subagent); `checkpoint_ns` there is only the parent graph's ("tools:<id>").
+    ns = str(metadata.get("langgraph_checkpoint_ns") or metadata.get("checkpoint_ns") or "")
+    if metadata.get("lc_source") == "summarization":
+        kind = "summary"
+    elif "|" in ns:
+        kind = "sub"
+    else:
+        kind = "main"
+    return kind, ns, metadata.get("langgraph_node"), metadata.get("lc_agent_name")
+
+
+class RecordingChatModel(BaseChatModel):
+    """A scripted ``BaseChatModel`` that records every call's input (sync and async).
+
+    ``script(messages)`` answers the main agent's calls, ``sub_script`` (default:
+    ``script``) a subagent's, ``summary`` summarization calls. ``fail=True`` makes
+    every call raise ``RuntimeError`` (after recording it). ``bind_tools`` binds
+    the tool names as a ``tools`` kwarg, so each call records what it was offered.
+    """
+
+    script: Any = None
+    sub_script: Any = None
+    summary: str = "Summary: the user asked for work; tools were called and answered."
+    fail: bool = False
+    recorder: Any = None
+    model_name: str = "truth-model"
+
+    @property
+    def _llm_type(self) -> str:
+        return "truth-scripted"
+
+    @property
+    def _identifying_params(self) -> dict[str, Any]:
+        return {"model_name": self.model_name}
+
+    def _get_ls_params(self, stop: list[str] | None = None, **kwargs: Any) -> Any:
+        params = super()._get_ls_params(stop=stop, **kwargs)
+        params["ls_provider"] = "truth-scripted"
+        params["ls_model_name"] = self.model_name
+        return params
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Any:  # type: ignore[override]
+        return self.bind(tools=[_tool_name(t) for t in tools], **kwargs)
+
+    def _respond(self, messages: list[BaseMessage], run_manager: Any,
+                 kwargs: dict[str, Any]) -> ChatResult:
+        metadata = dict(getattr(run_manager, "metadata", None) or {})
+        kind, ns, node, agent_name = _classify(metadata)
+        rec = ModelCall(index=-1, model=self.model_name, kind=kind,
+                        messages=copy.deepcopy(list(messages)),
+                        tools=list(kwargs.get("tools") or []), node=node, checkpoint_ns=ns,
+                        agent_name=agent_name)
+        recorder = self.recorder if self.recorder is not None else Recorder()
+        rec.index = next(recorder.counter)
+        recorder.calls.append(rec)
+        if self.fail:
+            rec.error = f"RuntimeError: {self.model_name} is down"
+            raise RuntimeError(f"{self.model_name} is down")
+        if kind == "summary":
+            reply = AIMessage(content=self.summary)
+        else:
+            script = self.sub_script if (kind == "sub" and self.sub_script) else self.script
+            reply = script(list(messages)).model_copy(deep=True)
+        if reply.usage_metadata is None:
+            words_in = sum(len(str(m.content).split()) for m in messages) + 10
+            words_out = max(1, len(str(reply.content).split())) + 5 * len(reply.tool_calls)
+            reply.usage_metadata = {"input_tokens": words_in, "output_tokens": words_out,
+                                    "total_tokens": words_in + words_out}
+        reply.response_metadata = {"model_name": self.model_name,
+                                   "finish_reason": "tool_calls" if reply.tool_calls else "stop"}
+        rec.reply = reply.model_copy(deep=True)
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
+                  run_manager: CallbackManagerForLLMRun | None = None,
+                  **kwargs: Any) -> ChatResult:
+        return self._respond(messages, run_manager, kwargs)
+
+    async def _agenerate(self, messages: list[BaseMessage], stop: list[str] | None = None,
+                         run_manager: AsyncCallbackManagerForLLMRun | None = None,
+                         **kwargs: Any) -> ChatResult:
+        return self._respond(messages, run_manager, kwargs)
+
+
+def turn_script(turns: Sequence[AIMessage | Script]) -> Script:
+    """Play ``turns`` in order, by how many AI messages the model was sent (stateless)."""
+
+    def script(messages: list[BaseMessage]) -> AIMessage:
+        n = sum(1 for m in messages if isinstance(m, AIMessage))
+        turn = turns[min(n, len(turns) - 1)]
+        return turn(messages) if callable(turn) else turn
+
+    return script
+
+
+def call(name: str, args: dict[str, Any], call_id: str) -> dict[str, Any]:
+    return {"name": name, "args": args, "id": call_id, "type": "tool_call"}
+
+
+def last_tool_message(messages: Sequence[BaseMessage]) -> ToolMessage | None:
+    return next((m for m in reversed(messages) if isinstance(m, ToolMessage)), None)
+
+
+def make_tool(fn: Callable[..., Any], name: str | None = None,
+              description: str | None = None) -> StructuredTool:
+    """A tool with both a sync and a native async implementation (no thread hop)."""
+
+    async def coroutine(**kwargs: Any) -> Any:
+        return fn(**kwargs)
+
+    return StructuredTool.from_function(func=fn, coroutine=coroutine, name=name or fn.__name__,
+                                        description=description or fn.__doc__ or fn.__name__)
+
+
+def _model(script: Script | None = None, **kw: Any) -> RecordingChatModel:
+    return RecordingChatModel(script=script, recorder=current_recorder(), **kw)
+
+
+# ---------------------------------------------------------------------------
+# Placement
+# ---------------------------------------------------------------------------
+
+
+def place(stack: list[Any], extra: Any, position: str) -> list[Any]:
+    """``stack`` with ``extra`` (one middleware or a list, kept together) inserted.
+
+    ``"first"``: before everything (outermost); ``"last"``: after everything
+    (innermost); ``"middle"``: after ``max(1, len(stack) // 2)`` entries (so for a
+    one-middleware stack "middle" is "last").
+    """
+    extras = list(extra) if isinstance(extra, (list, tuple)) else [extra]
+    stack = list(stack)
+    if position == "first":
+        return [*extras, *stack]
+    if position == "last":
+        return [*stack, *extras]
+    if position == "middle":
+        i = max(1, len(stack) // 2) if stack else 0
+        return [*stack[:i], *extras, *stack[i:]]
+    msg = f"position must be 'first', 'middle' or 'last', not {position!r}"
+    raise ValueError(msg)
+
+
+# ---------------------------------------------------------------------------
+# Scenarios
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class Scenario:
+    name: str
+    build: Callable[..., Any]   # build(extra: list[AgentMiddleware], position="last") -> agent
+    inputs: list[Any]
+    config: dict[str, Any] = field(default_factory=dict)
+    doc: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.doc:
+            self.doc = " ".join((self.build.__doc__ or "").split())
+
+
+def _user(text: str, msg_id: str) -> dict[str, Any]:
+    return {"messages": [HumanMessage(text, id=msg_id)]}
+
+
+# 1. pii ----------------------------------------------------------------------
+
+def _build_pii(extra: list[Any], position: str = "last") -> Any:
+    """PII redaction of the input and of the answer; one tool call (stack of two PII)."""
+    def lookup_account(user: str) -> str:
+        """Look up the account of a user."""
+        return f"Account of {user}: premium plan, 3 open tickets."
+
+    def script(messages: list[BaseMessage]) -> AIMessage:
+        if last_tool_message(messages) is None:
+            human = next(m for m in reversed(messages) if isinstance(m, HumanMessage))
+            who = str(human.content).removeprefix("I am ").strip()
+            return AIMessage("", id="ai-pii-1",
+                             tool_calls=[call("lookup_account", {"user": who}, "call_pii_1")])
+        return AIMessage("Found it. mail me at bob@example.com", id="ai-pii-2")
+
+    stack = [PIIMiddleware("email", strategy="redact", apply_to_input=True,
+                           apply_to_output=True),
+             PIIMiddleware("credit_card", strategy="mask")]  # finds nothing; makes "middle" real
+    return create_agent(_model(script, model_name="pii-model"),
+                        tools=[make_tool(lookup_account)],
+                        middleware=place(stack, extra, position),
+                        system_prompt="You are a support agent.")
+
+
+# 2. summarization ------------------------------------------------------------
+
+SUMMARY_TEXT = "SUMMARY: the user wants three reports; reports 0 and 1 are done."
+
+
+def _laps_script(tool: str, laps: int, prefix: str) -> Script:
+    """Lap k calls ``tool(n=k)``; decided from the last tool result (robust to summaries)."""
+
+    def script(messages: list[BaseMessage]) -> AIMessage:
+        last = last_tool_message(messages)
+        done = -1 if last is None else int(str(last.tool_call_id).rsplit("-", 1)[1])
+        lap = done + 1
+        if lap < laps:
+            return AIMessage(f"lap {lap}", id=f"ai-{prefix}-{lap}",
+                             tool_calls=[call(tool, {"n": lap}, f"call-{prefix}-{lap}")])
+        return AIMessage(f"All {laps} done.", id=f"ai-{prefix}-final")
+
+    return script
+
+
+def _build_summarization(extra: list[Any], position: str = "last") -> Any:
+    """Three laps of tools; LangChain's summarization (before_model) fires before lap 4."""
+    def make_report(n: int) -> str:
+        """Make report number n."""
+        return f"report {n}: " + " ".join(f"row{n}-{i}" for i in range(30))
+
+    summarizer = _model(None, model_name="summarizer-model", summary=SUMMARY_TEXT)
+    stack = [SummarizationMiddleware(summarizer, trigger=("messages", 6),
+                                     keep=("messages", 2))]
+    return create_agent(_model(_laps_script("make_report", 3, "sum"), model_name="main-model"),
+                        tools=[make_tool(make_report)],
+                        middleware=place(stack, extra, position),
+                        system_prompt="You write reports.")
+
+
+# 3. context_editing ----------------------------------------------------------
+
+CLEARED = "[cleared by context editing]"
+
+
+def _build_context_editing(extra: list[Any], position: str = "last") -> Any:
+    """Three laps; older tool results are cleared in the model request, not in the state."""
+    def fetch_page(n: int) -> str:
+        """Fetch page n of the archive."""
+        return f"page {n}: " + " ".join(f"word{n}x{i}" for i in range(120))
+
+    stack = [ContextEditingMiddleware(edits=[ClearToolUsesEdit(
+        trigger=150, keep=1, placeholder=CLEARED)])]
+    return create_agent(_model(_laps_script("fetch_page", 3, "ctx"), model_name="ctx-model"),
+                        tools=[make_tool(fetch_page)],
+                        middleware=place(stack, extra, position),
+                        system_prompt="You read archives.")
+
+
+# 4. model_call_limit ---------------------------------------------------------
+
+def _build_model_call_limit(extra: list[Any], position: str = "last") -> Any:
+    """A model that always calls a tool; the run limit (2) jumps to the end."""
+    def ping(n: int) -> str:
+        """Ping."""
+        return f"pong {n}"
+
+    def script(messages: list[BaseMessage]) -> AIMessage:
+        n = sum(1 for m in messages if isinstance(m, AIMessage))
+        return AIMessage(f"ping {n}", id=f"ai-limit-{n}",
+                         tool_calls=[call("ping", {"n": n}, f"call-limit-{n}")])
+
+    stack = [ModelCallLimitMiddleware(run_limit=2, exit_behavior="end")]
+    return create_agent(_model(script, model_name="limit-model"), tools=[make_tool(ping)],
+                        middleware=place(stack, extra, position),
+                        system_prompt="You ping forever.")
+
+
+# 5. tool_retry ---------------------------------------------------------------
+
+def _build_tool_retry(extra: list[Any], position: str = "last") -> Any:
+    """Two parallel tool calls; ``flaky_lookup`` fails on its first attempt only."""
+    attempts: list[int] = []
+
+    def flaky_lookup(key: str) -> str:
+        """Look a key up in a flaky service."""
+        attempts.append(1)
+        if len(attempts) == 1:
+            raise ConnectionError("flaky service: connection reset")
+        return f"{key} = 42 (attempt {len(attempts)})"
+
+    def stable_lookup(key: str) -> str:
+        """Look a key up in a stable service."""
+        return f"{key} = 7"
+
+    def answer(messages: list[BaseMessage]) -> AIMessage:
+        results = sorted(str(m.content) for m in messages if isinstance(m, ToolMessage))
+        return AIMessage("The services say: " + "; ".join(results), id="ai-retry-2")
+
+    model = _model(turn_script([
+        AIMessage("", id="ai-retry-1", tool_calls=[
+            call("flaky_lookup", {"key": "answer"}, "call-retry-1"),
+            call("stable_lookup", {"key": "other"}, "call-retry-2")]),
+        answer,
+    ]), model_name="retry-model")
+    stack = [ToolRetryMiddleware(max_retries=2, initial_delay=0.0, backoff_factor=0.0,
+                                 max_delay=0.0, jitter=False)]
+    return create_agent(model, tools=[make_tool(flaky_lookup), make_tool(stable_lookup)],
+                        middleware=place(stack, extra, position),
+                        system_prompt="You look things up.")
+
+
+# 6. model_fallback -----------------------------------------------------------
+
+def _build_model_fallback(extra: list[Any], position: str = "last") -> Any:
+    """The primary model raises on every call; the fallback model does the work."""
+    def get_time(city: str) -> str:
+        """Current time in a city."""
+        return f"It is 10:00 in {city}."
+
+    primary = _model(None, model_name="primary-model", fail=True)
+    backup = _model(turn_script([
+        AIMessage("", id="ai-fb-1", tool_calls=[call("get_time", {"city": "Oslo"}, "call-fb-1")]),
+        AIMessage("In Oslo it is 10:00.", id="ai-fb-2"),
+    ]), model_name="fallback-model")
+    stack = [ModelFallbackMiddleware(backup)]
+    return create_agent(primary, tools=[make_tool(get_time)],
+                        middleware=place(stack, extra, position),
+                        system_prompt="You tell the time.")
+
+
+# 7. todo -----------------------------------------------------------------------
+
+TODOS = [{"content": "Collect the figures", "status": "completed"},
+         {"content": "Write the summary", "status": "in_progress"}]
+
+
+def _build_todo(extra: list[Any], position: str = "last") -> Any:
+    """``write_todos`` (a Command updating ``todos`` and messages), then an answer."""
+    model = _model(turn_script([
+        AIMessage("Planning first.", id="ai-todo-1",
+                  tool_calls=[call("write_todos", {"todos": TODOS}, "call-todo-1")]),
+        AIMessage("Plan written; the summary is next.", id="ai-todo-2"),
+    ]), model_name="todo-model")
+    return create_agent(model, tools=[], middleware=place([TodoListMiddleware()], extra, position),
+                        system_prompt="You plan.")
+
+
+# 8. hitl_edit ------------------------------------------------------------------
+
+HITL_EDITED_ARGS = {"to": "boss@corp.test", "subject": "Q3", "body": "Edited by a human."}
+
+
+def _build_hitl_edit(extra: list[Any], position: str = "last") -> Any:
+    """Pause before ``send_email``; resume with an ``edit`` decision (a checkpointer)."""
+    def send_email(to: str, subject: str, body: str) -> str:
+        """Send an email."""
+        return f"sent to {to}: {subject} / {body}"
+
+    model = _model(turn_script([
+        AIMessage("I'll send it.", id="ai-hitl-1", tool_calls=[call(
+            "send_email", {"to": "team@corp.test", "subject": "Q3", "body": "Draft."},
+            "call-hitl-1")]),
+        lambda msgs: AIMessage(f"Done: {last_tool_message(msgs).content}", id="ai-hitl-2"),
+    ]), model_name="hitl-model")
+    stack = [HumanInTheLoopMiddleware(interrupt_on={"send_email": True})]
+    return create_agent(model, tools=[make_tool(send_email)],
+                        middleware=place(stack, extra, position), checkpointer=InMemorySaver(),
+                        system_prompt="You send emails.")
+
+
+# 9. after_agent_jump -------------------------------------------------------------
+
+class OneMoreThing(AgentMiddleware):  # type: ignore[type-arg]
+    """``after_agent`` sends the agent back to the model once, with a new user message."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fired = 0
+
+    def _hook(self) -> dict[str, Any] | None:
+        self.fired += 1
+        if self.fired == 1:
+            return {"jump_to": "model", "messages": [HumanMessage("one more thing",
+                                                                  id="human-one-more")]}
+        return None
+
+    @hook_config(can_jump_to=["model"])
+    def after_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        return self._hook()
+
+    @hook_config(can_jump_to=["model"])
+    async def aafter_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        return self._hook()
+
+
+def _build_after_agent_jump(extra: list[Any], position: str = "last") -> Any:
+    """``after_agent`` jumps back to the model once with a new HumanMessage."""
+    def note(text: str) -> str:
+        """Take a note."""
+        return f"noted: {text}"
+
+    def script(messages: list[BaseMessage]) -> AIMessage:
+        last = messages[-1]
+        if isinstance(last, HumanMessage) and last.content == "one more thing":
+            return AIMessage("Sure, the one more thing is done too.", id="ai-jump-3")
+        if last_tool_message(messages) is None:
+            return AIMessage("", id="ai-jump-1",
+                             tool_calls=[call("note", {"text": "first task"}, "call-jump-1")])
+        return AIMessage("First task done.", id="ai-jump-2")
+
+    return create_agent(_model(script, model_name="jump-model"), tools=[make_tool(note)],
+                        middleware=place([OneMoreThing()], extra, position),
+                        system_prompt="You take notes.")
+
+
+# 10. deep_agent --------------------------------------------------------------------
+
+BIG_RESULT_CHARS = 150_000
+SUB_ANSWER = "The key figure is 12345. " + " ".join(f"detail-{i}" for i in range(900))
+DEEP_SUMMARY = "SUMMARY: the sales report was fetched and analysed; the key figure is 12345."
+# Main-agent calls count ~2.7k, ~3.1k, then ~5.1k tokens (system prompt and tool schemas
+# included; the subagent's long answer makes the jump). Deep Agents summarizes at 85 % of
+# the profile's max_input_tokens (0.85 * 4800 = 4080): only before the third main call.
+DEEP_MAX_INPUT_TOKENS = 4_800
+
+
+def _build_deep_agent(extra: list[Any], position: str = "last") -> Any:
+    """Deep Agents: a 150 KB tool result is evicted to the filesystem, the ``task`` tool
+    runs the general-purpose subagent, and summarization fires before the third main
+    call. ``position`` is ignored: Deep Agents splices user middleware after its core
+    stack."""
+    from deepagents import create_deep_agent
+
+    def big_report(topic: str) -> str:
+        """Download the full report on a topic (very large)."""
+        line = f"{topic} measurement row with value 12345 and some padding text.\n"
+        text = f"BEGIN REPORT {topic}\n"
+        while len(text) < BIG_RESULT_CHARS:
+            text += line
+        return text + "END REPORT\n"
+
+    def script(messages: list[BaseMessage]) -> AIMessage:
+        summarized = any(m.additional_kwargs.get("lc_source") == "summarization"
+                         for m in messages)
+        last = last_tool_message(messages)
+        if summarized or (last is not None and last.tool_call_id == "call_task"):
+            return AIMessage("Final answer: the key figure is 12345.", id="ai-deep-3")
+        if last is None:
+            return AIMessage("Fetching the report.", id="ai-deep-1", tool_calls=[
+                call("big_report", {"topic": "sales"}, "call_big")])
+        return AIMessage("Delegating the analysis.", id="ai-deep-2", tool_calls=[
+            call("task", {"description": "Find the key figure in the sales report.",
+                          "subagent_type": "general-purpose"}, "call_task")])
+
+    def sub_script(messages: list[BaseMessage]) -> AIMessage:
+        return AIMessage(SUB_ANSWER)
+
+    model = _model(script, sub_script=sub_script, model_name="deep-model", summary=DEEP_SUMMARY,
+                   profile={"max_input_tokens": DEEP_MAX_INPUT_TOKENS})
+    return create_deep_agent(model=model, tools=[make_tool(big_report)], middleware=list(extra),
+                             system_prompt="You analyse reports.")
+
+
+_HITL_RESUME = Command(resume={"decisions": [{
+    "type": "edit", "edited_action": {"name": "send_email", "args": HITL_EDITED_ARGS}}]})
+
+SCENARIOS: dict[str, Scenario] = {
+    s.name: s for s in [
+        Scenario("pii", _build_pii, [_user("I am alice@example.com", "human-pii")]),
+        Scenario("summarization", _build_summarization,
+                 [_user("Make three reports.", "human-summarization")]),
+        Scenario("context_editing", _build_context_editing,
+                 [_user("Read three pages.", "human-context-editing")]),
+        Scenario("model_call_limit", _build_model_call_limit,
+                 [_user("Ping until stopped.", "human-model-call-limit")]),
+        Scenario("tool_retry", _build_tool_retry,
+                 [_user("What is the answer?", "human-tool-retry")]),
+        Scenario("model_fallback", _build_model_fallback,
+                 [_user("What time is it in Oslo?", "human-model-fallback")]),
+        Scenario("todo", _build_todo, [_user("Plan the quarterly summary.", "human-todo")]),
+        Scenario("hitl_edit", _build_hitl_edit,
+                 [_user("Email the Q3 draft to the team.", "human-hitl"), _HITL_RESUME],
+                 config={"configurable": {"thread_id": "truth-hitl"}}),
+        Scenario("after_agent_jump", _build_after_agent_jump,
+                 [_user("Note the first task.", "human-after-agent-jump")]),
+        Scenario("deep_agent", _build_deep_agent,
+                 [_user("Analyse the sales report.", "human-deep-agent")]),
+    ]
+}
+
+
+# ---------------------------------------------------------------------------
+# Running and capturing
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class StepRecord:
+    """One task (graph node run) of the top-level graph."""
+
+    invocation: int                 # index into Scenario.inputs
+    step: int                       # LangGraph superstep number
+    task_id: str
+    name: str                       # node name, e.g. "model", "PIIMiddleware[email].before_model"
+    writes: dict[str, Any] | None   # the task's writes (debug task_result "result"), deep copy
+    messages: list[BaseMessage]     # state messages after this node's update was applied
+    values: dict[str, Any]          # full output state after the node (see ``rebuilt``)
+    interrupts: list[Any] = field(default_factory=list)
+    error: Any = None
+    rebuilt: bool = False           # intermediate state of a multi-task superstep, rebuilt
+
+
+@dataclass
+class Truth:
+    """What really happened in one :func:`run_truth` (see the module docstring).
+
+    ``final_values`` is the last ``values`` chunk: EVERY state channel, including the
+    private ones ``invoke()`` filters out (``jump_to``, ``run_model_call_count``,
+    ``hitl_edited_tool_calls``, ``_summarization_event`` ...). ``invocation_finals``
+    holds the final messages of each invocation (HITL: the paused one, then the
+    resumed one). ``model_calls`` has every chat-model call of every kind, in order.
+    """
+
+    final: list[BaseMessage]
+    model_inputs: list[list[BaseMessage]]
+    node_states: list[tuple[str, list[BaseMessage]]]
+    nodes: list[str]
+    interrupts: list[Any]
+    sub_model_inputs: list[list[BaseMessage]] = field(default_factory=list)
+    summary_inputs: list[list[BaseMessage]] = field(default_factory=list)
+    model_calls: list[ModelCall] = field(default_factory=list)
+    steps: list[StepRecord] = field(default_factory=list)
+    final_values: dict[str, Any] = field(default_factory=dict)
+    invocation_finals: list[list[BaseMessage]] = field(default_factory=list)
+
+
+class _Capture:
+    """Folds ``("debug", ...)`` and ``("values", ...)`` stream chunks into StepRecords."""
+
+    def __init__(self) -> None:
+        self.steps: list[StepRecord] = []
+        self.interrupts: list[Any] = []
+        self.invocation = 0
+        self.values: dict[str, Any] = {}
+        self._step: int | None = None
+        self._tasks: list[tuple[str, str]] = []
+        self._results: dict[str, dict[str, Any]] = {}
+        self._after: dict[str, Any] | None = None
+        self.last_values: dict[str, Any] = {}
+
+    def begin(self, invocation: int) -> None:
+        self.invocation = invocation
+        self._step = None
+        self._tasks, self._results, self._after = [], {}, None
+
+    def feed(self, chunk: Any) -> None:
+        mode, data = chunk
+        if mode == "debug":
+            kind, payload = data["type"], data["payload"]
+            if kind == "task":
+                if data["step"] != self._step:
+                    self._close_step()
+                    self._step = data["step"]
+                self._tasks.append((payload["id"], payload["name"]))
+            elif kind == "task_result":
+                self._results[payload["id"]] = copy.deepcopy(payload)
+        elif mode == "values":
+            data = dict(data)
+            interrupts = data.pop("__interrupt__", None)
+            snapshot = copy.deepcopy(data)
+            if interrupts is not None:
+                self.interrupts.extend(copy.deepcopy(list(interrupts)))
+            elif self._step is None:
+                self.values = snapshot      # the input state (or the resumed checkpoint)
+            else:
+                self._after = snapshot
+            self.last_values = snapshot
+
+    def end(self) -> None:
+        self._close_step()
+
+    def _close_step(self) -> None:
+        if self._step is None or not self._tasks:
+            return
+        before = self.values
+        after = self._after if self._after is not None else before
+        if len(self._tasks) == 1:
+            task_id, name = self._tasks[0]
+            self._add(task_id, name, after, rebuilt=False)
+        else:
+            msgs = list(before.get("messages", []))
+            for i, (task_id, name) in enumerate(self._tasks):
+                written = (self._results.get(task_id) or {}).get("result") or {}
+                w = written.get("messages")
+                if w is not None:
+                    for part in (w["$writes"] if isinstance(w, dict) and "$writes" in w else [w]):
+                        msgs = add_messages(msgs, part)
+                last = i == len(self._tasks) - 1
+                if last:
+                    want = [_msg_key(m) for m in after.get("messages", [])]
+                    got = [_msg_key(m) for m in msgs]
+                    if want != got:
+                        msg = (f"rebuilt state of step {self._step} does not match LangGraph's:"
+                               f"\nrebuilt: {got}\nlanggraph: {want}")
+                        raise TruthError(msg)
+                    self._add(task_id, name, after, rebuilt=False)
+                else:
+                    values = {**before, "messages": copy.deepcopy(msgs)}
+                    self._add(task_id, name, values, rebuilt=True)
+        self.values = after
+        self._tasks, self._results, self._after = [], {}, None
+
+    def _add(self, task_id: str, name: str, values: dict[str, Any], *, rebuilt: bool) -> None:
+        res = self._results.get(task_id) or {}
+        self.steps.append(StepRecord(
+            invocation=self.invocation, step=int(self._step or 0), task_id=task_id, name=name,
+            writes=res.get("result"), messages=list(values.get("messages", [])), values=values,
+            interrupts=list(res.get("interrupts") or []), error=res.get("error"),
+            rebuilt=rebuilt))
+
+
+STREAM_MODES = ["debug", "values"]
+
+
+def _prepare(scenario: Scenario | str, extra_middleware: list[Any] | None, position: str,
+             callbacks: list[Any] | None) -> tuple[Scenario, Recorder, Any, dict[str, Any]]:
+    sc = SCENARIOS[scenario] if isinstance(scenario, str) else scenario
+    rec = Recorder()
+    token = _RECORDER.set(rec)
+    try:
+        agent = sc.build(list(extra_middleware or []), position=position)
+    finally:
+        _RECORDER.reset(token)
+    config = copy.deepcopy(sc.config)
+    if callbacks:
+        config["callbacks"] = list(callbacks)
+    return sc, rec, agent, config
+
+
+def _truth(cap: _Capture, rec: Recorder, finals: list[list[BaseMessage]]) -> Truth:
+    return Truth(
+        final=finals[-1] if finals else [],
+        model_inputs=[c.messages for c in rec.calls if c.kind == "main"],
+        node_states=[(s.name, s.messages) for s in cap.steps],
+        nodes=[s.name for s in cap.steps],
+        interrupts=cap.interrupts,
+        sub_model_inputs=[c.messages for c in rec.calls if c.kind == "sub"],
+        summary_inputs=[c.messages for c in rec.calls if c.kind == "summary"],
+        model_calls=list(rec.calls),
+        steps=cap.steps,
+        final_values=cap.last_values,
+        invocation_finals=finals,
+    )
+
+
+def run_truth(scenario: Scenario | str, extra_middleware: list[Any] | None = None, *,
+              position: str = "last", mode: str = "sync",
+              callbacks: list[Any] | None = None) -> Truth:
+    """Build ``scenario`` with ``extra_middleware`` at ``position``, run all its inputs.
+
+    ``mode="sync"`` uses ``agent.stream``; ``mode="async"`` runs :func:`arun_truth`
+    (``agent.astream``) with ``asyncio.run`` (call :func:`arun_truth` directly from a
+    running event loop). ``callbacks`` go into the run config.
+    """
+    if mode == "async":
+        return asyncio.run(arun_truth(scenario, extra_middleware, position=position,
+                                      callbacks=callbacks))
+    if mode != "sync":
+        msg = f"mode must be 'sync' or 'async', not {mode!r}"
+        raise ValueError(msg)
+    sc, rec, agent, config = _prepare(scenario, extra_middleware, position, callbacks)
+    cap = _Capture()
+    finals: list[list[BaseMessage]] = []
+    for i, inp in enumerate(sc.inputs):
+        cap.begin(i)
+        # a copy: LangGraph stamps ids onto the caller's input messages in place
+        for chunk in agent.stream(copy.deepcopy(inp), config=config, stream_mode=STREAM_MODES):
+            cap.feed(chunk)
+        cap.end()
+        finals.append(list(cap.last_values.get("messages", [])))
+    return _truth(cap, rec, finals)
+
+
+async def arun_truth(scenario: Scenario | str, extra_middleware: list[Any] | None = None, *,
+                     position: str = "last", callbacks: list[Any] | None = None) -> Truth:
+    """The async twin of :func:`run_truth` (``agent.astream``)."""
+    sc, rec, agent, config = _prepare(scenario, extra_middleware, position, callbacks)
+    cap = _Capture()
+    finals: list[list[BaseMessage]] = []
+    for i, inp in enumerate(sc.inputs):
+        cap.begin(i)
+        async for chunk in agent.astream(copy.deepcopy(inp), config=config,
+                                         stream_mode=STREAM_MODES):
+            cap.feed(chunk)
+        cap.end()
+        finals.append(list(cap.last_values.get("messages", [])))
+    return _truth(cap, rec, finals)
+
+
+# ---------------------------------------------------------------------------
+# Comparing messages
+# ---------------------------------------------------------------------------
+
+
+def _msg_key(m: BaseMessage) -> tuple[Any, ...]:
+    tool_calls = [(tc.get("name"), tc.get("args"), tc.get("id"))
+                  for tc in (getattr(m, "tool_calls", None) or [])]
+    return (m.type, m.id, m.content, tool_calls, getattr(m, "tool_call_id", None))
+
+
+def message_key(m: BaseMessage) -> tuple[Any, ...]:
+    """(type, id, content, [(name, args, id) of tool_calls], tool_call_id)."""
+    return _msg_key(m)
+
+
+def same_messages(a: Sequence[BaseMessage], b: Sequence[BaseMessage]) -> bool:
+    return [_msg_key(m) for m in a] == [_msg_key(m) for m in b]
+
+
+def text_of(messages: Sequence[BaseMessage]) -> str:
+    """All message contents (and tool-call args) as one string, for ``in`` checks."""
+    parts: list[str] = []
+    for m in messages:
+        parts.append(str(m.content))
+        for tc in getattr(m, "tool_calls", None) or []:
+            parts.append(str(tc.get("args")))
+    return "\n".join(parts)
+
+
+__all__ = [
+    "SCENARIOS", "ModelCall", "Recorder", "RecordingChatModel", "Scenario", "StepRecord",
+    "Truth", "TruthError", "arun_truth", "call", "make_tool", "message_key",
+    "place", "run_truth", "same_messages", "text_of", "turn_script",
+]

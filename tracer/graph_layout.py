@@ -1,0 +1,228 @@
+"""The loop graph's drawing and the edges each replay step lights up.
+
+Pure Python (no Streamlit): the app's graph component (``app/graph_component.py``)
+and the self-contained HTML export (``tracer/html_export.py``) both draw from
+these constants and both ask ``step_edges`` which edges a step took, so the two
+pictures cannot drift apart.
+
+What a step draws (``route``). A step moves from the node of the previous event
+to its own node (``Step.edge``). It is drawn over the standard edges only when
+every node passed on the way is a *pass-through point*: a hook that no
+middleware used in this run. ``create_agent`` builds no graph node for such a
+hook, so passing its point is the real edge. A node that some middleware used
+(and ``model``, ``tools``, ``START``, ``END``) is never passed: if no path
+avoids them, the step skipped them: a ``jump_to`` (``end``, ``model``,
+``tools``) from a node hook, ``after_agent`` sending the agent back to work, a
+tool's ``Command(goto=...)``, or a loop without middleware going its own way.
+Such a step is one *jump edge*, ``"a>b"``, drawn on demand by ``jump_path``:
+an arc left of the spine (back jumps go up, forward jumps go down), or a curve
+to or from the side of ``tools``.
+
+Runs without any middleware hook (a hand-rolled loop, a plain LangGraph graph
+recorded by the callback handler: no hook used, no hook event at all) have no
+``before_agent`` and no ``after_agent``: those two are not pass-through points
+there. ``before_model`` and ``after_model`` stay points: ``tools -> model`` is
+such a loop's back edge (through the ``before_model`` point) and ``model ->
+tools`` its "tool calls?" decision (through the ``after_model`` point and the
+diamond). So a hand-rolled loop starts with the jump ``START>model`` and ends
+with ``model>END`` (or ``tools>END``), never through ``after_agent``.
+
+Nothing enters ``START``: a step that lands there (a new invocation) draws no edge.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import TYPE_CHECKING
+
+from .hooks import HOOK_BY_NAME
+from .replay import GRAPH_EDGES, GRAPH_NODES
+
+if TYPE_CHECKING:
+    from .replay import Replay
+
+# Node boxes: name -> (centre x, centre y, width, height, label, shape)
+NODES: dict[str, tuple[int, int, int, int, str, str]] = {
+    "START": (170, 28, 96, 30, "START", "pill"),
+    "before_agent": (170, 92, 170, 38, "before_agent", "box"),
+    "before_model": (170, 160, 170, 38, "before_model", "box"),
+    "model": (170, 242, 150, 42, "model", "model"),
+    "after_model": (170, 322, 170, 38, "after_model", "box"),
+    "tools": (362, 384, 124, 42, "tools", "tools"),
+    "after_agent": (170, 452, 170, 38, "after_agent", "box"),
+    "END": (170, 516, 96, 30, "END", "pill"),
+}
+# Dashed boxes drawn around a node for the wrap hooks: hook -> (x, y, w, h)
+WRAPS: dict[str, tuple[int, int, int, int]] = {
+    "wrap_model_call": (40, 200, 260, 86),
+    "wrap_tool_call": (288, 342, 160, 86),
+}
+COND = (170, 384, 20)  # the conditional edge's diamond: centre x, y, half size
+# Edge paths (SVG path data); the conditional edges pass through the diamond.
+EDGES: dict[str, str] = {
+    "START>before_agent": "M170 43 V71",
+    "before_agent>before_model": "M170 111 V139",
+    "before_model>model": "M170 179 V219",
+    "model>after_model": "M170 263 V301",
+    "after_model>tools": "M170 341 V364 M190 384 H298",
+    "after_model>after_agent": "M170 341 V364 M170 404 V431",
+    "tools>before_model": "M424 384 H452 V172 Q452 160 440 160 H257",
+    "after_agent>END": "M170 471 V499",
+}
+BACK_EDGE = "tools>before_model"
+# The back edge when before_model is drawn as a pass-through point: it ends at the point.
+BACK_TO_POINT = EDGES[BACK_EDGE].rsplit("H", 1)[0] + "H180"
+VIEWBOX = (0, 0, 460, 540)
+
+# The node hooks: each is a node of the drawing, or a pass-through point.
+POINTS: tuple[str, ...] = tuple(h.name for h in HOOK_BY_NAME.values() if h.kind == "node")
+NODE_HOOK: dict[str, str] = {h.node: h.name for h in HOOK_BY_NAME.values() if h.kind == "node"}
+# Not points in a run without middleware hooks (see the module docstring).
+NOT_POINTS_WITHOUT_MIDDLEWARE = frozenset({"before_agent", "after_agent"})
+
+assert set(NODES) == set(GRAPH_NODES), "the drawing must cover every replay node"
+assert {f"{a}>{b}" for a, b in GRAPH_EDGES} == set(EDGES), "and every replay edge"
+assert set(POINTS) <= set(NODES)
+
+
+def _adjacency() -> dict[str, list[str]]:
+    adj: dict[str, list[str]] = {}
+    for x, y in GRAPH_EDGES:
+        adj.setdefault(x, []).append(y)
+    return adj
+
+
+_ADJ = _adjacency()
+
+
+def route(a: str, b: str, passable: frozenset[str] | set[str] = frozenset(POINTS)) -> list[str]:
+    """The edge ids a step from ``a`` to ``b`` takes: the standard edges from ``a``
+    to ``b`` that pass only through the nodes in ``passable`` (the run's
+    pass-through points), or, when there is no such path, the one jump edge
+    ``"a>b"``. ``[]`` when there is no step (``a == b``) or ``b`` is START."""
+    if a == b or b == "START" or a not in NODES or b not in NODES:
+        return []
+    points = set(passable) & set(POINTS)  # START, END, model and tools are never passed
+    prev: dict[str, str] = {}
+    todo = deque([a])
+    seen = {a}
+    while todo:
+        n = todo.popleft()
+        if n == b:
+            break
+        if n != a and n not in points:
+            continue  # a node that ran (or has middleware on it) is never passed through
+        for m in _ADJ.get(n, ()):
+            if m not in seen:
+                seen.add(m)
+                prev[m] = n
+                todo.append(m)
+    if b not in prev:
+        return [f"{a}>{b}"]
+    out = []
+    n = b
+    while n != a:
+        out.append(f"{prev[n]}>{n}")
+        n = prev[n]
+    return out[::-1]
+
+
+def is_jump(edge_id: str) -> bool:
+    """True for an edge that is not one of the standard edges (drawn by ``jump_path``)."""
+    return edge_id not in EDGES
+
+
+def has_middleware_hooks(replay: Replay) -> bool:
+    """False for a run with no middleware hook at all (a hand-rolled loop, a plain graph)."""
+    return bool(replay.used_hooks) or any(e.hook in NODE_HOOK for e in replay.run.events)
+
+
+def passthrough_hooks(replay: Replay) -> list[str]:
+    """Hooks that no middleware used in this run: drawn as pass-through points
+    (node hooks) or faded boxes (wrap hooks)."""
+    return sorted(h for h in HOOK_BY_NAME if h not in replay.used_hooks)
+
+
+def passable_points(replay: Replay) -> frozenset[str]:
+    """The nodes a step may pass through in this run (see the module docstring)."""
+    points = frozenset(p for p in POINTS if p not in replay.used_hooks)
+    if not has_middleware_hooks(replay):
+        points -= NOT_POINTS_WITHOUT_MIDDLEWARE
+    return points
+
+
+def step_edges(replay: Replay, index: int, passable: frozenset[str] | None = None) -> list[str]:
+    """The edge ids step ``index`` takes (``[]`` for a step that stays on its node)."""
+    step = replay.steps[index]
+    if not step.edge:
+        return []
+    return route(*step.edge, passable if passable is not None else passable_points(replay))
+
+
+# -- jump edges -----------------------------------------------------------------
+def _num(v: float) -> str:
+    return f"{round(v, 1):g}"
+
+
+def _side(node: str, side: str) -> tuple[float, float]:
+    x, y, w, h = NODES[node][:4]
+    if side == "left":
+        return x - w / 2, y
+    if side == "right":
+        return x + w / 2, y
+    if side == "top":
+        return x, y - h / 2
+    return x, y + h / 2
+
+
+def jump_path(a: str, b: str) -> str:
+    """SVG path data for the jump edge ``a>b`` (any two distinct nodes).
+
+    Between two nodes of the spine: a curve from the left side of ``a`` out to
+    the left and back into the left side of ``b`` (it ends pointing right, into
+    the box); the further apart the nodes, the wider the arc. To or from
+    ``tools`` (right of the spine): a curve between the right side of the spine
+    node (just below its middle) and the top of ``tools`` (the bottom, for a
+    node below it)."""
+    if a == b or a not in NODES or b not in NODES:
+        msg = f"no jump from {a!r} to {b!r}"
+        raise ValueError(msg)
+    if "tools" in (a, b):
+        other = b if a == "tools" else a
+        _, ty = NODES["tools"][:2]
+        tx, tyy = _side("tools", "top" if NODES[other][1] < ty else "bottom")
+        ox, oy = _side(other, "right")
+        oy += 6  # a little below the middle: the back edge arrives at before_model's
+        bend = ox + 0.4 * (tx - ox)
+        if a == "tools":  # up (or down) out of tools, then left into the node
+            pts = [(tx, tyy), (tx, oy), (bend, oy), (ox, oy)]
+        else:  # right out of the node, then down (or up) into tools
+            pts = [(ox, oy), (bend, oy), (tx, oy), (tx, tyy)]
+    else:
+        ax, ay = _side(a, "left")
+        bx, by = _side(b, "left")
+        # The arc's leftmost point: further out for longer jumps, never off the drawing.
+        reach = max(16.0, min(ax, bx) - min(70.0, max(22.0, 0.35 * abs(by - ay))))
+        # A cubic with both inner control points at x = c has its middle at
+        # x = (ax + bx) / 8 + 0.75 c.
+        c = (reach - (ax + bx) / 8) / 0.75
+        pts = [(ax, ay), (c, ay), (c, by), (bx, by)]
+    (x0, y0), *rest = pts
+    return f"M{_num(x0)} {_num(y0)} C" + ", ".join(f"{_num(x)} {_num(y)}" for x, y in rest)
+
+
+def jumps_for(edge_ids: list[str]) -> list[dict[str, str]]:
+    """The jump edges among ``edge_ids`` with their path data, for the drawing."""
+    out = []
+    for e in edge_ids:
+        if is_jump(e):
+            a, _, b = e.partition(">")
+            out.append({"id": e, "d": jump_path(a, b)})
+    return out
+
+
+__all__ = [
+    "BACK_EDGE", "BACK_TO_POINT", "COND", "EDGES", "NODES", "NODE_HOOK", "POINTS", "VIEWBOX",
+    "WRAPS", "has_middleware_hooks", "is_jump", "jump_path", "jumps_for", "passable_points",
+    "passthrough_hooks", "route", "step_edges",
+]
