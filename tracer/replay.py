@@ -8,7 +8,7 @@ the hook. Pure functions over loader records; the app only draws them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
 
@@ -291,10 +291,35 @@ def build_replay(run: Run) -> Replay:
             new_keys=tuple(new_by_seq.get(ev.seq, ())),
             caption=caption(ev, run, last_ai_calls),
         ))
-    # A finished run ends at END.
-    if steps and run.summary.status == "completed" and steps[-1].node == "after_agent":
-        pass
-    return Replay(run, steps, used)
+    replay = Replay(run, steps, used)
+    _caption_jumps(replay)
+    return replay
+
+
+def _caption_jumps(replay: Replay) -> None:
+    """Say so at a step that skipped nodes (a jump), naming who jumped when the run
+    recorded it (a node hook's ``jump_to``, a ``Command(goto=...)``)."""
+    from .graph_layout import is_jump, passable_points, route  # (it imports this module)
+
+    passable = passable_points(replay)
+    who: str | None = None
+    steps = replay.steps
+    for i, st in enumerate(steps):
+        if st.edge:
+            edges = route(*st.edge, passable)
+            if len(edges) == 1 and is_jump(edges[0]):
+                a, b = st.edge
+                said = (f"{who} jumped" if who else
+                        "A jump (a hook's jump_to, or a Command's goto) that looptrace saw"
+                        " no hook return; attach the callback handler to name it:")
+                steps[i] = replace(st, caption=f"{said} from {a} straight to {b}. {st.caption}")
+            who = None  # any move uses up a recorded jump
+        p = st.event.payload if isinstance(st.event.payload, dict) else {}
+        target = p.get("jump_to") or p.get("goto")
+        if target:
+            name = f"{st.event.middleware}.{st.event.hook}" if st.event.middleware else (
+                str(p.get("node") or st.event.hook))
+            who = f"{name} (to {target})"
 
 
 def _names(run: Run, ev: Event) -> str:

@@ -96,28 +96,44 @@ WIRE_COLUMNS = {
 }
 
 
-def create_schema(db: sqlite_utils.Database) -> None:
-    """Create every table and index if missing, and stamp the version."""
-    db["meta"].create({"key": str, "value": str}, pk="key", if_not_exists=True)
-    db["runs"].create(RUNS_COLUMNS, pk="id", not_null={"status"}, if_not_exists=True)
-    # Clustered on their primary key (WITHOUT ROWID): the key is stored once, not twice.
-    _create_clustered(db, "events", EVENTS_COLUMNS, ("run_id", "seq"))
-    _create_clustered(db, "messages", MESSAGES_COLUMNS, ("run_id", "position", "seq"))
-    db["wire"].create(WIRE_COLUMNS, pk="id", if_not_exists=True)
-    db["runs"].create_index(["parent_id"], if_not_exists=True)
-    db["runs"].create_index(["thread_id", "status"], if_not_exists=True)
-    db["wire"].create_index(["run_id", "seq"], if_not_exists=True)
-    db.execute(
-        "INSERT OR IGNORE INTO meta(key, value) VALUES ('app', ?), ('schema_version', ?)",
-        [APP_ID, str(SCHEMA_VERSION)],
-    )
+def schema_sql() -> list[str]:
+    """The statements that create the schema, declared once through sqlite-utils."""
+    db = sqlite_utils.Database(memory=True)
+    out = [
+        _if_missing(db.create_table_sql("meta", {"key": str, "value": str}, pk="key")),
+        _if_missing(db.create_table_sql("runs", RUNS_COLUMNS, pk="id", not_null={"status"})),
+        # Clustered on their primary key (WITHOUT ROWID): the key is stored once, not twice.
+        _if_missing(db.create_table_sql("events", EVENTS_COLUMNS, pk=("run_id", "seq")))
+        + " WITHOUT ROWID",
+        _if_missing(db.create_table_sql("messages", MESSAGES_COLUMNS,
+                                        pk=("run_id", "position", "seq"))) + " WITHOUT ROWID",
+        _if_missing(db.create_table_sql("wire", WIRE_COLUMNS, pk="id")),
+    ]
+    for table, cols in (("runs", ("parent_id",)), ("runs", ("thread_id", "status")),
+                        ("wire", ("run_id", "seq"))):
+        out.append(f"CREATE INDEX IF NOT EXISTS idx_{table}_{'_'.join(cols)}"
+                   f" ON {table}({', '.join(cols)})")
+    return out
 
 
-def _create_clustered(db: sqlite_utils.Database, name: str, columns: dict[str, type],
-                      pk: tuple[str, ...]) -> None:
-    sql = db.create_table_sql(name, columns, pk=pk).strip().rstrip(";")
-    sql = sql.replace("CREATE TABLE ", "CREATE TABLE IF NOT EXISTS ", 1)
-    db.execute(sql + " WITHOUT ROWID")
+def _if_missing(sql: str) -> str:
+    return sql.strip().rstrip(";").replace("CREATE TABLE ", "CREATE TABLE IF NOT EXISTS ", 1)
+
+
+def create_schema(conn: sqlite3.Connection, path: str | Path = "") -> None:
+    """Create every table and index and stamp the version, in one transaction: two
+    processes (or threads) creating the same new file never see half a schema."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if not check_schema(conn, path):  # (another connection may have just made it)
+            for sql in schema_sql():
+                conn.execute(sql)
+            conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('app', ?),"
+                         " ('schema_version', ?)", [APP_ID, str(SCHEMA_VERSION)])
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
 
 
 def _add_message_versions(conn: sqlite3.Connection) -> None:
@@ -224,8 +240,7 @@ def connect(path: str | Path, *, create: bool = True, readonly: bool = False,
             if has_schema:
                 migrate(conn, has_schema)
             elif create:
-                create_schema(sqlite_utils.Database(conn))
-                conn.commit()
+                create_schema(conn, path_s)
         elif not has_schema:
             msg = f"{path_s} is empty: no looptrace runs recorded yet"
             raise NotALooptraceDatabase(msg)

@@ -114,6 +114,11 @@ class Writer:
                 # thread can start: write this record here and now.
                 self._write_now(item)
                 return
+            if self._thread is not None and self._thread.ident == threading.get_ident():
+                # The writer itself while it closes (a run's finaliser run by the
+                # garbage collector on this thread): it writes this before it stops.
+                self._queue.put(item)
+                return
             self._start()  # first record, or recording again after close()
         self._queue.put(item)
 
@@ -166,6 +171,9 @@ class Writer:
     # -- writer thread ------------------------------------------------------
     def _start(self) -> None:
         with self._start_lock:
+            old = self._thread
+            if old is not None and self._closed and old.is_alive():
+                old.join(30.0)  # one writer per file: let the closing one finish first
             if self._thread is None or self._closed:
                 self._closed = False
                 t = threading.Thread(target=self._loop, name="looptrace-writer", daemon=True)
@@ -223,6 +231,15 @@ class Writer:
                     self.dropped += len(pending)
                     pending = _Rows()
                     self._warn("writer", f"looptrace writer failed: {exc!r}")
+            if stop:  # what was put while this batch was written (by this thread)
+                late = [it for it in self._drain() if not self._is_control(it)]
+                if late:
+                    self._build(late, pending)
+                    try:
+                        if self._commit(pending):
+                            pending = _Rows()
+                    except Exception as exc:  # noqa: BLE001
+                        self._warn("writer", f"looptrace writer failed: {exc!r}")
             if stop and pending:  # the last try failed too: say what is lost
                 self.dropped += len(pending)
                 self._warn("write-drop", f"looptrace dropped {len(pending)} records it could "
@@ -231,6 +248,14 @@ class Writer:
                 w.set()
             if stop:
                 return
+
+    def _drain(self) -> list[Any]:
+        out = []
+        while True:
+            try:
+                out.append(self._queue.get_nowait())
+            except queue.Empty:
+                return out
 
     @staticmethod
     def _is_control(item: Any) -> bool:
