@@ -7,9 +7,12 @@ caption. Everything from the trace goes through ``st.json`` / ``st.text``.
 
 from __future__ import annotations
 
+import difflib
 from typing import Any
 
 import streamlit as st
+
+from tracer.loader import content_text
 
 from .run_view import RunView, is_error
 
@@ -48,6 +51,42 @@ def render_caption(view: RunView, index: int, *, key: str = "narration") -> None
         st.text(step.caption or "")
 
 
+def layer_diff(view: RunView, step_index: int, previous: int | None) -> str:
+    """What a layer changed in the messages of a request: a unified diff of the
+    messages (type and text) before and after it."""
+    rp = view.replay
+
+    def lines(i: int | None) -> list[str]:
+        if i is None:
+            return []
+        return [f"{m.type} #{n}: {content_text(m.content)}"
+                for n, m in enumerate(rp.messages_at(i))]
+
+    return "\n".join(difflib.unified_diff(lines(previous), lines(step_index), "above",
+                                          "after this layer", lineterm="", n=0))
+
+
+def render_layers(view: RunView, index: int) -> None:
+    """The onion of the current call, outermost layer first (``trace.around``)."""
+    layers = view.replay.layers_of(index)
+    if not layers:
+        return
+    st.caption(f"The layers of this call, outermost first ({len(layers)} changed something)")
+    enter = next((s.index for s in reversed(view.replay.steps[:layers[0].index])
+                  if s.event.phase == "enter"), None)
+    previous = enter
+    for s in layers:
+        p = s.event.payload if isinstance(s.event.payload, dict) else {}
+        mark = "  <- this step" if s.index == index else ""
+        st.text(f"step {s.index + 1} · {s.event.middleware} · {p.get('what')}"
+                f" · {', '.join(map(str, p.get('changed') or ())) or ''}{mark}")
+        if p.get("what") == "request" and "message_keys" in p:
+            diff = layer_diff(view, s.index, previous)
+            if diff:
+                st.code(diff, language="diff", wrap_lines=True)
+            previous = s.index
+
+
 def render_inspector(view: RunView, index: int) -> None:
     if not view.replay.steps:
         return
@@ -74,3 +113,4 @@ def render_inspector(view: RunView, index: int) -> None:
                 m = by_key.get(k)
                 if m is not None:
                     st.json(m.data, expanded=1)
+        render_layers(view, index)

@@ -11,6 +11,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
+from tracer.records import MODEL_HOOKS, TOOL_HOOKS
 from tracer.replay import Replay
 
 from .palette import KIND_COLOURS
@@ -36,8 +37,8 @@ def spans(replay: Replay) -> list[dict[str, Any]]:
     names: dict[str, str] = {}
     for i, ev in enumerate(events):
         ms = (ev.ts - t0) * 1000
-        if ev.hook in ("wrap_model_call", "model", "wrap_tool_call", "tool"):
-            is_model = ev.hook in ("wrap_model_call", "model")
+        if ev.hook in MODEL_HOOKS | TOOL_HOOKS:
+            is_model = ev.hook in MODEL_HOOKS
             key = ("model" if is_model else "tool", None if is_model else ev.tool_call_id)
             if ev.tool_call_id and isinstance(ev.payload, dict) and ev.payload.get("name"):
                 names.setdefault(ev.tool_call_id, str(ev.payload["name"]))
@@ -118,7 +119,7 @@ def timeline_figure(replay: Replay) -> go.Figure:
 def tokens_per_lap(replay: Replay) -> list[dict[str, Any]]:
     laps: dict[int, dict[str, Any]] = {}
     for ev in replay.run.events:
-        if ev.hook in ("wrap_model_call", "model") and ev.phase == "exit" and isinstance(
+        if ev.hook in MODEL_HOOKS and ev.phase == "exit" and isinstance(
                 ev.payload, dict):
             usage = ev.payload.get("usage") or {}
             row = laps.setdefault(ev.lap, {"lap": ev.lap, "input": 0, "output": 0})

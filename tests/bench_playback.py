@@ -30,9 +30,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
-from browser_support import CHROMIUM_ARGS, chromium_path, streamlit_server, wait_connected  # noqa: E402
-from playwright.sync_api import expect, sync_playwright  # noqa: E402
-from test_browser_replay import (  # noqa: E402
+from browser_support import CHROMIUM_ARGS, chromium_path, streamlit_server, wait_connected
+from playwright.sync_api import expect, sync_playwright
+from test_browser_replay import (
     GRAPH,
     MOVED_JS,
     PANES_JS,
@@ -40,7 +40,7 @@ from test_browser_replay import (  # noqa: E402
     SHOWN_STEP_JS,
 )
 
-from tracer.exchange import read_trace, sample_files  # noqa: E402
+from tracer.exchange import read_trace, sample_files
 
 
 def toggle(page, button: str, click: bool) -> None:  # type: ignore[no-untyped-def]

@@ -164,6 +164,29 @@ def build_variants(laps: int, width: int, tmp: Path) -> list[Variant]:
     return variants
 
 
+def _wrap_layers(n: int) -> list[Any]:
+    """``n`` do-nothing wrap layers with names of their own (a real stack's PII,
+    context editing, fallback, retry ... without their work)."""
+    return [type(f"Layer{i}", (WrapOnly,), {})() for i in range(n)]
+
+
+def build_layer_variants(laps: int, width: int, tmp: Path, n: int = 4) -> list[Variant]:
+    """The cost of ``trace.around``: a probe inside each of ``n`` wrap layers."""
+
+    def agent(mw: list[Any]) -> Any:
+        return create_agent(scripted(laps, width), tools=[get_price], middleware=mw)
+
+    first = TraceMiddleware(db=tmp / f"layers-first-{laps}x{width}.db")
+    around = TraceMiddleware(db=tmp / f"layers-around-{laps}x{width}.db", name="AroundTrace")
+    return [
+        Variant(f"{n} wrap layers, no tracer", agent(_wrap_layers(n))),
+        Variant(f"floor (6 no-op hooks) + {n} layers", agent([DoNothing(), *_wrap_layers(n)])),
+        Variant(f"looptrace first + {n} layers", agent([first, *_wrap_layers(n)]), trace=first),
+        Variant(f"looptrace.around({n} layers)", agent(around.around(*_wrap_layers(n))),
+                trace=around),
+    ]
+
+
 def _nonempty(seq: Any) -> None:
     assert seq, "the peer tracer recorded nothing"
 
@@ -198,8 +221,9 @@ def _openinference(agent: Any) -> Variant | None:
                    check=check)
 
 
-def bench(laps: int, width: int, runs: int, warmup: int, tmp: Path) -> list[Variant]:
-    variants = build_variants(laps, width, tmp)
+def bench(laps: int, width: int, runs: int, warmup: int, tmp: Path,
+          build: Any = None) -> list[Variant]:
+    variants = (build or build_variants)(laps, width, tmp)
     for i in range(warmup):
         for v in variants:
             v.run_once(f"warm-up {i}")
@@ -207,12 +231,22 @@ def bench(laps: int, width: int, runs: int, warmup: int, tmp: Path) -> list[Vari
         v.wall.clear()
         v.cpu.clear()
     shuffle = random.Random(20261130).shuffle
+    if BACK_TO_BACK[0]:  # as an evaluation suite runs: one variant's runs in a row
+        order = list(variants)
+        shuffle(order)
+        for v in order:
+            for i in range(runs):
+                v.run_once(f"question {i}")
+        return variants
     for i in range(runs):
         order = list(variants)
         shuffle(order)
         for v in order:
             v.run_once(f"question {i}")
     return variants
+
+
+BACK_TO_BACK = [False]
 
 
 def table(title: str, variants: list[Variant]) -> str:
@@ -264,13 +298,28 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", type=int, default=0, help="timed runs per variant (0: default)")
     ap.add_argument("--quick", action="store_true", help="few runs, for a smoke test")
+    ap.add_argument("--back-to-back", action="store_true",
+                    help="each variant's runs one after the other (as an evaluation suite"
+                         " runs them) instead of interleaved run by run")
+    ap.add_argument("--layers", action="store_true",
+                    help="only the cost of trace.around (a probe in each of 4 wrap layers)")
     args = ap.parse_args()
+    BACK_TO_BACK[0] = args.back_to_back
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
+        if args.layers:
+            for laps, width, runs in ((1, 1, 300), (10, 3, 40)):
+                n = args.runs or (5 if args.quick else runs)
+                title = f"\n== {laps} lap(s) x {width}, 4 wrap layers: {n} runs per variant =="
+                variants = bench(laps, width, n, 2 if args.quick else 5, tmp,
+                                 build_layer_variants)
+                print(table(title, variants[:1] + variants[1:]), flush=True)
+            return
         for laps, width, runs in ((1, 1, 300), (10, 3, 40)):
             n = args.runs or (5 if args.quick else runs)
+            how = "back to back" if args.back_to_back else "interleaved"
             title = (f"\n== {laps} lap{'s' if laps > 1 else ''} x {width} tool call"
-                     f"{'s' if width > 1 else ''}: {n} runs per variant, interleaved ==")
+                     f"{'s' if width > 1 else ''}: {n} runs per variant, {how} ==")
             print(table(title, bench(laps, width, n, 2 if args.quick else 5, tmp)), flush=True)
         rows_bytes, file_bytes = storage_10x3(tmp)
         print(f"\nstorage of one 10x3 run: {rows_bytes} bytes of row data; "

@@ -15,7 +15,7 @@ README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encodi
 
 
 def test_hooks_table_matches_hooks() -> None:
-    rows = re.findall(r"^\| `(\w+)` \| (node|wrap) \| (.+) \|$", README, re.M)
+    rows = re.findall(r"^\| `(\w+)` \| (node|wrap) \| (.+) \|$", README, re.MULTILINE)
     assert [(h.name, h.kind, h.purpose) for h in HOOKS] == rows
 
 

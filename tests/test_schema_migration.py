@@ -7,12 +7,12 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from tracer_kit import get_weather, make_agent, two_lap_model
 
 from tracer import TraceMiddleware
 from tracer.loader import TraceDB
 from tracer.replay import build_replay
 from tracer.schema import SCHEMA_VERSION, connect
-from tracer_kit import get_weather, make_agent, two_lap_model
 
 FIXTURE = Path(__file__).parent / "fixtures" / "schema1.db"
 
@@ -93,7 +93,7 @@ def test_recording_into_a_schema_1_file(tmp_path):
 def test_a_failed_migration_leaves_the_file_as_it_was(tmp_path, monkeypatch):
     path = _copy(tmp_path)
     before = _dump(path)
-    import tracer.schema as schema
+    from tracer import schema
 
     def then_fail(conn):
         schema._add_message_versions(conn)  # the real step runs, then the disk fails

@@ -9,6 +9,7 @@ import sys
 import threading
 import time
 
+from tracer.records import RunRecord
 from tracer.schema import connect
 from tracer.store import Writer
 
@@ -23,7 +24,7 @@ def test_a_record_put_by_the_writer_while_it_closes_is_written_by_it(tmp_path):
     db = tmp_path / "w.db"
     w = Writer(str(db))
     before = _writer_threads()
-    late = ("r", "late-run", {"status": "completed", "name": "late"})
+    late = RunRecord("late-run", {"status": "completed", "name": "late"})
     orig = w._commit
     started: list[int] = []
 
@@ -35,9 +36,9 @@ def test_a_record_put_by_the_writer_while_it_closes_is_written_by_it(tmp_path):
         return orig(rows)
 
     w._commit = commit  # type: ignore[method-assign]
-    w.put(("r", "first-run", {"status": "running", "name": "first"}))
+    w.put(RunRecord("first-run", {"status": "running", "name": "first"}))
     w.flush()
-    w.put(("r", "first-run", {"status": "completed"}))
+    w.put(RunRecord("first-run", {"status": "completed"}))
     w.close()
     assert max(n for n in started if n >= 0) <= before + 1  # never a second writer
     conn = sqlite3.connect(db)

@@ -15,6 +15,7 @@ from tracer_kit import assert_gapless, rows
 
 from tracer import NewerSchemaError, NotALooptraceDatabase, TraceMiddleware
 from tracer.loader import TraceDB
+from tracer.records import RunRecord
 from tracer.schema import connect
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -70,7 +71,7 @@ def test_sigkill_mid_run_leaves_a_clean_database(tmp_path):
     assert [m.type for m in run.messages] == ["human", "ai", "tool", "ai"]
     # And the file still takes new runs.
     trace = TraceMiddleware(db=db)
-    trace.recorder.writer.put(("r", "after-kill", {"status": "completed", "name": "x"}))
+    trace.recorder.writer.put(RunRecord("after-kill", {"status": "completed", "name": "x"}))
     trace.flush()
     assert len(rows(db, "SELECT id FROM runs")) == 2
 

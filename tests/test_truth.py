@@ -35,9 +35,10 @@ from truth_kit import SCENARIOS, Truth, arun_truth, message_key, run_truth
 
 from tracer import TraceMiddleware
 from tracer.loader import Message, TraceDB
-from tracer.replay import GRAPH_NODES, MODEL_HOOKS, Replay, build_replay
+from tracer.records import MODEL_HOOKS
+from tracer.replay import GRAPH_NODES, Replay, build_replay
 
-POSITIONS = ("first", "middle", "last")
+POSITIONS = ("first", "middle", "last", "around")
 NAMES = sorted(SCENARIOS)
 
 
@@ -99,7 +100,7 @@ def _dedupe(seq: list[Any]) -> list[Any]:
     return out
 
 
-def _is_prefix(a: list[Any], b: list[Any]) -> bool:  # noqa: D103
+def _is_prefix(a: list[Any], b: list[Any]) -> bool:
     return len(a) <= len(b) and b[:len(a)] == a
 
 
@@ -162,8 +163,9 @@ def _brief(state: list[Any]) -> str:
 
 
 def model_views(replay: Replay) -> list[list[tuple[Any, ...]]]:
-    """What each model call received according to the replay: the innermost view
-    recorded (a ``sent`` step when the layers inside the tracer changed the request)."""
+    """What each model call received according to the replay: the views recorded
+    from the tracer's layer inwards (a ``sent`` step when the layers inside the tracer
+    changed the request; with probes, a ``layer`` step for each layer that did)."""
     out: list[list[tuple[Any, ...]]] = []
     open_call = False
     for step in replay.steps:
@@ -173,8 +175,9 @@ def model_views(replay: Replay) -> list[list[tuple[Any, ...]]]:
         if ev.phase == "enter":
             out.append(replayed(replay.messages_at(step.index)))
             open_call = True
-        elif ev.phase == "sent" and open_call:
-            out.append(replayed(replay.messages_at(step.index)))
+        elif open_call and (ev.phase == "sent" or (
+                ev.phase == "layer" and "message_keys" in (ev.payload or {}))):
+            out.append(replayed(replay.messages_at(step.index)))  # a layer's view
         elif ev.phase in ("exit", "error"):
             open_call = False
     return out

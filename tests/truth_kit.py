@@ -316,7 +316,9 @@ def place(stack: list[Any], extra: Any, position: str) -> list[Any]:
 
     ``"first"``: before everything (outermost); ``"last"``: after everything
     (innermost); ``"middle"``: after ``max(1, len(stack) // 2)`` entries (so for a
-    one-middleware stack "middle" is "last").
+    one-middleware stack "middle" is "last"); ``"around"``: ``extra[0]`` is a
+    ``TraceMiddleware`` and the stack is ``trace.around(*stack)`` (the tracer first,
+    a probe inside every layer that wraps calls).
     """
     extras = list(extra) if isinstance(extra, (list, tuple)) else [extra]
     stack = list(stack)
@@ -327,7 +329,10 @@ def place(stack: list[Any], extra: Any, position: str) -> list[Any]:
     if position == "middle":
         i = max(1, len(stack) // 2) if stack else 0
         return [*stack[:i], *extras, *stack[i:]]
-    msg = f"position must be 'first', 'middle' or 'last', not {position!r}"
+    if position == "around":  # the tracer first, with a probe inside every wrap layer
+        trace, *rest = extras
+        return [*trace.around(*stack), *rest]
+    msg = f"position must be 'first', 'middle', 'last' or 'around', not {position!r}"
     raise ValueError(msg)
 
 

@@ -30,6 +30,7 @@ from typing import Any
 from .cli import DEFAULT_DB
 from .errors import LooptraceError
 from .loader import Message, Run, TraceDB, content_text
+from .records import MODEL_HOOKS, TOOL_HOOKS
 from .replay import Replay, Step, build_replay
 
 # Divergence kinds, in the order a reader thinks about them.
@@ -56,8 +57,6 @@ KINDS: tuple[str, ...] = (
 # each (not at every model call), and never the "first divergence".
 SETUP_KINDS: tuple[str, ...] = ("system_prompt", "tools", "model")
 
-_TOOL_HOOKS = ("wrap_tool_call", "tool")
-_MODEL_HOOKS = ("wrap_model_call", "model")
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,7 +234,7 @@ def _segments(rp: Replay) -> dict[tuple[int, str], list[Step]]:
         out: list[Step] = []
         block: list[Step] = []
         for s in steps + [None]:  # type: ignore[list-item]
-            if s is not None and s.event.hook in _TOOL_HOOKS and s.event.tool_call_id:
+            if s is not None and s.event.hook in TOOL_HOOKS and s.event.tool_call_id:
                 block.append(s)
                 continue
             if block:
@@ -252,7 +251,7 @@ def _segments(rp: Replay) -> dict[tuple[int, str], list[Step]]:
 def _signature(step: Step) -> tuple[str, str, str]:
     ev = step.event
     # A wrapped call that raised lines up with one that returned: compared, not skipped.
-    phase = "exit" if ev.phase == "error" and ev.hook in _TOOL_HOOKS + _MODEL_HOOKS else ev.phase
+    phase = "exit" if ev.phase == "error" and ev.hook in TOOL_HOOKS | MODEL_HOOKS else ev.phase
     return (ev.hook, phase, ev.middleware or "")
 
 
@@ -264,7 +263,7 @@ def _systems(rp: Replay) -> dict[int, str | None]:
     current: str | None = None
     for s in rp.steps:
         p = s.event.payload if isinstance(s.event.payload, dict) else {}
-        if s.event.hook in _MODEL_HOOKS and s.event.phase == "enter":
+        if s.event.hook in MODEL_HOOKS and s.event.phase == "enter":
             if isinstance(p.get("system"), str):
                 current = p["system"]
                 out[s.index] = current
@@ -377,7 +376,7 @@ def _compare_pair(a: _Side, b: _Side, sa: Step, sb: Step,
         bad, good = ("A", "B") if ea.phase == "error" else ("B", "A")
         err = (pa if ea.phase == "error" else pb).get("error")
         what = "the model call"
-        if ea.hook in _TOOL_HOOKS:
+        if ea.hook in TOOL_HOOKS:
             what = f"tool call {(a if bad == 'A' else b).call_name(sa if bad == 'A' else sb)}"
         desc = f"{what} raised {_short(str(err))!r} in {bad} but returned in {good}"
         out.append(("error", desc, ""))
@@ -394,7 +393,7 @@ def _compare_pair(a: _Side, b: _Side, sa: Step, sb: Step,
     if ea.hook == "resume" and _canon(pa.get("resume")) != _canon(pb.get("resume")):
         out.append(("human_decision", (f"the human answered {_short(_canon(pa.get('resume')))} "
                                       f"in A but {_short(_canon(pb.get('resume')))} in B"), ""))
-    if ea.hook in _MODEL_HOOKS and ea.phase == "enter":
+    if ea.hook in MODEL_HOOKS and ea.phase == "enter":
         sys_a, sys_b = a.systems.get(sa.index), b.systems.get(sb.index)
         if sys_a != sys_b:
             detail = "\n".join(difflib.unified_diff(
@@ -421,7 +420,7 @@ def _compare_pair(a: _Side, b: _Side, sa: Step, sb: Step,
         what = (f"a {extra[0].type} message" if len(extra) == 1 else
                 f"{len(extra)} more messages ({extra[0].type} first)")
         out.append((kind, f"{side} adds {what} here: {_short(text(extra[0]))!r}", detail))
-    if ea.hook in _TOOL_HOOKS and ea.phase == "enter":
+    if ea.hook in TOOL_HOOKS and ea.phase == "enter":
         if pa.get("name") != pb.get("name"):
             out.append(("different_tool", (f"tool {pa.get('name')} runs in A but "
                                           f"{pb.get('name')} in B"), ""))
@@ -429,7 +428,7 @@ def _compare_pair(a: _Side, b: _Side, sa: Step, sb: Step,
             out.append(("different_arguments",
                         (f"tool {pa.get('name')} runs with {_short(_canon(pa.get('args')))} in A"
                         f" but with {_short(_canon(pb.get('args')))} in B"), ""))
-    if (ea.hook in _TOOL_HOOKS and ea.phase == "exit" and pa.get("status") != pb.get("status")
+    if (ea.hook in TOOL_HOOKS and ea.phase == "exit" and pa.get("status") != pb.get("status")
             and not any(k == "tool_result" for k, _, _ in out)):
         out.append(("tool_result", (f"tool call ended with status {pa.get('status')} in A "
                                        f"but {pb.get('status')} in B"), ""))
@@ -444,7 +443,7 @@ def _idx(i: int | None) -> str:
 def _describe_step(step: Step) -> str:
     ev = step.event
     what = f"{ev.hook} {ev.phase}"
-    if ev.hook in _TOOL_HOOKS and isinstance(ev.payload, dict) and ev.payload.get("name"):
+    if ev.hook in TOOL_HOOKS and isinstance(ev.payload, dict) and ev.payload.get("name"):
         what += f" ({ev.payload['name']})"
     return what
 

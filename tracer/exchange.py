@@ -185,7 +185,8 @@ def normalize(lines: Iterable[str]) -> list[dict[str, Any]]:
 
     ids: dict[str, str] = {}
     uuidish = re.compile(r"(lc_run--)?[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?"
-                         r"[0-9a-f]{12}(-\d+)?|\b[0-9a-f]{32}\b")
+                         r"[0-9a-f]{12}(-\d+)?|\b[0-9a-f]{32}\b|\bo:\d{4,}\b")
+    # (the last: the key of a message without id, which names its object)
 
     def canon(m: re.Match[str]) -> str:
         return ids.setdefault(m.group(0), f"<id{len(ids)}>")

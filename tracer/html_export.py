@@ -105,6 +105,46 @@ def _message(m: Message) -> dict[str, Any]:
             "text": text, "calls": calls, "tcid": m.tool_call_id, "status": m.status}
 
 
+class _MessageTable:
+    """Every message a step of the replay shows (first versions, later versions, the
+    forms a rewritten request carried), once each, numbered."""
+
+    def __init__(self, rp: Replay) -> None:
+        self.rp = rp
+        self.rows: list[dict[str, Any]] = []
+        self._ids: dict[int, int] = {}
+        self._keep: list[Message] = []  # (ids stay unique while the objects live)
+
+    def index(self, m: Message) -> int:
+        i = self._ids.get(id(m))
+        if i is None:
+            i = self._ids[id(m)] = len(self.rows)
+            row = _message(m)
+            note = self.rp.version_note(m)
+            if note:
+                row["vn"] = note
+            self.rows.append(row)
+            self._keep.append(m)
+        return i
+
+
+def view_edit(prev: list[int], cur: list[int]) -> dict[str, Any] | None:
+    """``cur`` as an edit of ``prev``: keep the first ``b`` entries, put ``x`` in place,
+    append ``a``; or the whole list (``f``) when that is shorter. None: no change."""
+    if prev == cur:
+        return None
+    k = min(len(prev), len(cur))
+    subs = [[j, cur[j]] for j in range(k) if prev[j] != cur[j]]
+    if len(subs) > 16:
+        return {"f": cur}
+    op: dict[str, Any] = {"b": k}
+    if subs:
+        op["x"] = subs
+    if len(cur) > k:
+        op["a"] = cur[k:]
+    return op
+
+
 def replay_data(rp: Replay) -> dict[str, Any]:
     """Everything the page needs, as plain JSON-able data."""
     s = rp.run.summary
@@ -112,6 +152,8 @@ def replay_data(rp: Replay) -> dict[str, Any]:
     passable = passable_points(rp)
     steps = []
     jumps: dict[str, str] = {}
+    table = _MessageTable(rp)
+    prev: list[int] = []
     for st in rp.steps:
         ev = st.event
         taken = route(*st.edge, passable) if st.edge else []
@@ -126,8 +168,14 @@ def replay_data(rp: Replay) -> dict[str, Any]:
             "p": ev.phase, "l": ev.lap, "s": ev.seq, "mw": ev.middleware,
             "d": ev.duration_ms, "tc": ev.tool_call_id, "pl": ev.payload,
         })
-    history = [{"seq": ev.seq, "keys": list((ev.payload or {}).get("keys") or [])}
-               for ev in rp.run.events if ev.hook == "history" and isinstance(ev.payload, dict)]
+        # The conversation the step shows, as Python's Replay.messages_at has it, given
+        # as an edit of the step before's (the page applies it: no second replay in JS).
+        cur = [table.index(m) for m in rp.messages_at(st.index)]
+        op = view_edit(prev, cur)
+        if op is not None:
+            steps[-1]["mv"] = op
+        prev = cur
+    view0 = [] if rp.steps else [table.index(m) for m in rp.run.messages]
     return {
         "format": "looptrace-html-replay", "version": 1,
         "run": {"id": s.id, "name": s.name, "status": s.status, "laps": s.laps,
@@ -137,8 +185,8 @@ def replay_data(rp: Replay) -> dict[str, Any]:
                 "ended_at": s.ended_at},
         "nodes": list(GRAPH_NODES),
         "steps": steps,
-        "messages": [_message(m) for m in rp.run.messages],
-        "history": history,
+        "messages": table.rows,
+        "view0": view0,
         "system": rp.system_prompt(),
         "unused_hooks": [h for h in POINTS if h not in rp.used_hooks],
         # The edges steps take that are not standard edges: id -> SVG path data.

@@ -112,9 +112,15 @@ class Message:
     tool_call_id: str | None
     text: str
     data: dict[str, Any]  # {"type": ..., "data": {...}}
+    stored_key: str | None = None  # the writer's key (schema 2); None in older files
 
     @property
     def key(self) -> str:
+        """The writer's key (``tracer.records.message_key``); for a file written
+        before keys were stored, the same rule with the position standing in for
+        the object of a message without id."""
+        if self.stored_key:
+            return self.stored_key
         if self.tool_call_id:
             return "t:" + self.tool_call_id
         return self.msg_id or f"p:{self.position}"
@@ -264,14 +270,14 @@ class TraceDB:
                 "SELECT run_id, seq, ts, hook, phase, duration_ms, middleware, lap, tool_call_id,"
                 " task, payload FROM events WHERE run_id = ? ORDER BY seq", [run_id])
         ]
-        version = "version" if self._has_versions else "0"
+        extra = "version, key" if self._has_versions else "0, NULL"
         messages: list[Message] = []
         revisions: list[Message] = []
-        for pos, seq, mid, typ, tcid, text, data, later in self._query(
-                f"SELECT position, seq, msg_id, type, tool_call_id, text, data, {version}"
+        for pos, seq, mid, typ, tcid, text, data, later, key in self._query(
+                f"SELECT position, seq, msg_id, type, tool_call_id, text, data, {extra}"
                 " FROM messages WHERE run_id = ? ORDER BY position, seq", [run_id]):
             m = Message(pos, seq, mid, typ or "unknown", tcid, text or "",
-                        _loads(data) or {"type": typ, "data": {}})
+                        _loads(data) or {"type": typ, "data": {}}, key)
             (revisions if later else messages).append(m)
         revisions.sort(key=lambda m: m.seq)
         children = [s for s in self.runs() if s.parent_id == run_id]

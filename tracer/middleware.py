@@ -23,6 +23,7 @@ from .recorder import (
     begin_lap,
     user_metadata,
 )
+from .records import RunRecord
 from .redact import Redactor
 from .store import on_event_loop
 
@@ -51,6 +52,7 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
         self._runs: dict[int, tuple[weakref.ref[Any], RunState]] = {}
         self._lock = threading.Lock()
         self._handler: Any = None
+        self._layered = False  # probes inside the other layers (see ``around``)
 
     @property
     def name(self) -> str:  # type: ignore[override]
@@ -71,6 +73,30 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
         Use it for Deep Agents so subagent runs are recorded nested under the parent.
         """
         return agent.with_config(callbacks=[self.callback_handler()])
+
+    def around(self, *middleware: Any) -> list[Any]:
+        """The middleware list for ``create_agent``: this tracer first (the outermost
+        layer), then ``middleware``, with a probe just inside each one that wraps
+        model or tool calls, so the record shows what each layer changed, one at a
+        time: the request on the way in, every attempt (retries, fallbacks), errors
+        and the response on the way out (``tracer.layers``). The probes add no graph
+        node; they cost a comparison per layer per call (see the README's figures).
+
+        Example:
+            ```python
+            agent = create_agent(model, tools, middleware=trace.around(
+                PIIMiddleware("email"), ContextEditingMiddleware(), ModelFallbackMiddleware(m2)))
+            ```
+        """
+        from .layers import LayerProbe, wraps_calls
+
+        self._layered = True
+        out: list[Any] = [self]
+        for mw in middleware:
+            out.append(mw)
+            if wraps_calls(mw):
+                out.append(LayerProbe(self, mw))
+        return out
 
     def flush(self) -> None:
         """Block until everything recorded so far is committed."""
@@ -265,7 +291,7 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
             rec.event(run, hook, "error", middleware=self._name, duration_ms=dur,
                       tool_call_id=tool_call_id, payload={"error": text, "type": type(exc).__name__})
             # Most likely the invocation dies with it: say so now (a later lap undoes it).
-            rec.writer.put(("r", run.id, {"status": "error", "error": text,
+            rec.writer.put(RunRecord(run.id, {"status": "error", "error": text,
                                           "ended_at": time.time()}))
             rec.writer.flush(wait=False)
         except Exception as inner:  # noqa: BLE001
@@ -273,6 +299,8 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
 
     def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
         pre = self._model_enter(request)
+        if self._layered and pre is not None:
+            return self._layer_call(pre, request, handler, "wrap_model_call")
         try:
             response = handler(request)
         except BaseException as exc:
@@ -286,6 +314,8 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
         if not self._known(request.runtime):
             await self._arun(request.runtime)
         pre = self._model_enter(request)
+        if self._layered and pre is not None:
+            return await self._alayer_call(pre, request, handler, "wrap_model_call")
         try:
             response = await handler(request)
         except BaseException as exc:
@@ -293,6 +323,52 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
             raise
         self._model_exit(pre, request, response)
         return response
+
+    # -- with probes in the other layers (``around``) ----------------------
+    def _layer_call(self, pre: Any, request: Any, handler: Callable[[Any], Any],
+                    hook: str) -> Any:
+        from .layers import FRAME, Frame, settle
+
+        tcid = request.tool_call.get("id") if hook == "wrap_tool_call" else None
+        frame = Frame(pre[0], request)
+        token = FRAME.set(frame)
+        try:
+            response = handler(request)
+        except BaseException as exc:
+            self._error(pre, hook, exc, tcid)
+            raise
+        finally:
+            FRAME.reset(token)
+        self._layer_exit(pre, frame, request, response, hook, tcid, settle)
+        return response
+
+    async def _alayer_call(self, pre: Any, request: Any,
+                           handler: Callable[[Any], Awaitable[Any]], hook: str) -> Any:
+        from .layers import FRAME, Frame, settle
+
+        tcid = request.tool_call.get("id") if hook == "wrap_tool_call" else None
+        frame = Frame(pre[0], request)
+        token = FRAME.set(frame)
+        try:
+            response = await handler(request)
+        except BaseException as exc:
+            self._error(pre, hook, exc, tcid)
+            raise
+        finally:
+            FRAME.reset(token)
+        self._layer_exit(pre, frame, request, response, hook, tcid, settle)
+        return response
+
+    def _layer_exit(self, pre: Any, frame: Any, request: Any, response: Any, hook: str,
+                    tcid: str | None, settle: Callable[..., None]) -> None:
+        try:
+            settle(self.recorder, frame, hook, tcid, response)
+        except Exception as exc:  # noqa: BLE001
+            self.recorder.writer._warn("layer", f"looptrace failed in a probe: {exc!r}")
+        if hook == "wrap_model_call":
+            self._model_exit(pre, request, response)
+        else:
+            self._tool_exit(pre, request, response)
 
     # -- tool calls ---------------------------------------------------------
     def _tool_enter(self, request: Any) -> tuple[RunState, float, str] | None:
@@ -341,6 +417,8 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
 
     def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
         pre = self._tool_enter(request)
+        if self._layered and pre is not None:
+            return self._layer_call(pre, request, handler, "wrap_tool_call")
         try:
             result = handler(request)
         except BaseException as exc:
@@ -354,6 +432,8 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
         if not self._known(request.runtime):
             await self._arun(request.runtime)
         pre = self._tool_enter(request)
+        if self._layered and pre is not None:
+            return await self._alayer_call(pre, request, handler, "wrap_tool_call")
         try:
             result = await handler(request)
         except BaseException as exc:
@@ -443,7 +523,7 @@ class LeanTraceMiddleware(_TraceBase):
 def _error_handled(rec: Recorder, run: RunState) -> None:
     """An error passed through a wrap hook but the loop went on: the run is running again."""
     run.error_seen = None
-    rec.writer.put(("r", run.id, {"status": "running", "error": None, "ended_at": None}))
+    rec.writer.put(RunRecord(run.id, {"status": "running", "error": None, "ended_at": None}))
 
 
 def _config() -> dict[str, Any]:
@@ -517,7 +597,7 @@ class _RequestPayload:
     it last wrote.
     """
 
-    __slots__ = ("run", "n", "rewrite", "system", "tools", "model", "tool_choice", "settings")
+    __slots__ = ("model", "n", "rewrite", "run", "settings", "system", "tool_choice", "tools")
 
     def __init__(self, rec: Recorder, run: RunState, request: Any, state_msgs: Any) -> None:
         msgs = request.messages

@@ -17,22 +17,11 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
+from .records import EventRecord, MessageRecord, RunRecord, message_key
 from .redact import DEFAULT_REDACTOR, Redactor
 from .schema import connect
-from .serialize import tool_call_id_of, tool_calls_of
+from .serialize import tool_calls_of
 from .store import Writer, get_writer
-
-
-def message_key(m: BaseMessage) -> str:
-    """A stable key for a message: tool results by call id, others by id or object."""
-    tcid = tool_call_id_of(m)
-    if tcid:
-        return "t:" + tcid
-    mid = m.id
-    if mid:
-        return mid
-    return f"o:{id(m)}"
-
 
 _INTERNAL_META = ("langgraph_", "lc_", "ls_", "checkpoint_", "__", "thread_id")
 
@@ -49,11 +38,44 @@ class RunState:
     """In-memory state of one run being recorded."""
 
     __slots__ = (
-        "id", "seq", "lap", "conv", "known", "call_pos", "thread_id", "ended", "status",
-        "error", "tokens", "lock", "tools_hash", "model", "provider", "lc_ids", "middleware",
-        "error_seen", "interrupted", "parent", "name", "sys_hash", "paused", "owner", "pending",
-        "answered", "end_seen", "lap_open", "parent_call", "deferred", "objs", "keys", "seen",
-        "last_list", "last_seq", "last_node", "req_objs", "req_system",
+        "answered",
+        "call_pos",
+        "conv",
+        "deferred",
+        "end_seen",
+        "ended",
+        "error",
+        "error_seen",
+        "id",
+        "interrupted",
+        "keys",
+        "known",
+        "lap",
+        "lap_open",
+        "last_list",
+        "last_node",
+        "last_seq",
+        "lc_ids",
+        "lock",
+        "middleware",
+        "model",
+        "name",
+        "objs",
+        "owner",
+        "parent",
+        "parent_call",
+        "paused",
+        "pending",
+        "provider",
+        "req_objs",
+        "req_system",
+        "seen",
+        "seq",
+        "status",
+        "sys_hash",
+        "thread_id",
+        "tokens",
+        "tools_hash",
     )
 
     def __init__(self, run_id: str, *, start_seq: int = 0, thread_id: str | None = None,
@@ -200,7 +222,7 @@ class Recorder:
         if metadata:
             fields["metadata"] = metadata
         run.parent_call = parent_tool_call_id
-        self.writer.put(("r", run.id, fields))
+        self.writer.put(RunRecord(run.id, fields))
         if thread_id and parent is None:
             with self._lock:
                 self.by_thread[thread_id] = run
@@ -223,7 +245,7 @@ class Recorder:
                 run.owner = "resumed"  # an old invocation's finaliser must not end it again
                 run.ended = False
                 run.status = "running"
-                self.writer.put(("r", run.id, {"status": "running", "ended_at": None}))
+                self.writer.put(RunRecord(run.id, {"status": "running", "ended_at": None}))
                 return run
         return self._resume_from_db(thread_id) if from_file else None
 
@@ -243,7 +265,7 @@ class Recorder:
             run.owner = "resumed"
             run.ended = False
             run.status = "running"
-        self.writer.put(("r", run.id, {"status": "running", "ended_at": None}))
+        self.writer.put(RunRecord(run.id, {"status": "running", "ended_at": None}))
         return run
 
     def _resume_from_db(self, thread_id: str) -> RunState | None:
@@ -275,7 +297,7 @@ class Recorder:
                 run.seen[key] = None  # recorded, its object unknown here
         run.keys = list(run.conv)
         run.last_seq = last[0]
-        self.writer.put(("r", run_id, {"status": "running", "ended_at": None}))
+        self.writer.put(RunRecord(run_id, {"status": "running", "ended_at": None}))
         return run
 
     def end_run(self, run: RunState, status: str, error: str | None = None) -> None:
@@ -303,14 +325,14 @@ class Recorder:
         fields: dict[str, Any] = {"status": status, "ended_at": time.time()}
         if error is not None:
             fields["error"] = error
-        self.writer.put(("r", run.id, fields))
+        self.writer.put(RunRecord(run.id, fields))
         self.update_totals(run)
         self.writer.flush(wait=False)
 
     def update_totals(self, run: RunState) -> None:
         """Write the run's token totals and model names, as the writer finds them: token
         counts are added on the writer thread (``ResponsePayload``), in order."""
-        self.writer.put(("r", run.id, lambda: _totals(run)))
+        self.writer.put(RunRecord(run.id, lambda: _totals(run)))
 
     # -- events -------------------------------------------------------------
     def event(self, run: RunState, hook: str, phase: str, *, middleware: str | None = None,
@@ -320,10 +342,12 @@ class Recorder:
         """Record one event; ``seq`` if it was taken already (see ``sync_messages``)."""
         if seq is None:
             seq = next(run.seq)
-        if seq > run.last_seq:
-            run.last_seq = seq
-        self.writer.put(("e", run.id, seq, ts or time.time(), hook, phase, duration_ms,
-                         middleware, run.lap, tool_call_id, task, payload))
+        run.last_seq = max(run.last_seq, seq)
+        # (tuple.__new__: the record without the NamedTuple's own __new__ frame; this
+        # is the hottest record)
+        self.writer.put(_new(EventRecord, (run.id, seq, ts or time.time(), hook, phase,
+                                           duration_ms, middleware, run.lap, tool_call_id,
+                                           task, payload)))
         return seq
 
     # -- messages -----------------------------------------------------------
@@ -368,7 +392,7 @@ class Recorder:
             for i, c in enumerate(calls):
                 if c.get("id"):
                     run.call_pos[c["id"]] = (position, i)
-        self.writer.put(("m", run.id, position, seq, m, version))
+        self.writer.put(MessageRecord(run.id, position, seq, m, version))
 
     def tool_result(self, run: RunState, seq: int, m: BaseMessage) -> None:
         """Record a tool result seen at ``seq``; its position is fixed when it reaches
@@ -382,7 +406,7 @@ class Recorder:
 
     def _tool_result_now(self, run: RunState, seq: int, key: str, m: BaseMessage) -> None:
         if key in run.conv:  # already in the conversation: a new version in its place
-            self.writer.put(("m", run.id, run.conv.index(key), seq, m, 1))
+            self.writer.put(MessageRecord(run.id, run.conv.index(key), seq, m, 1))
             return
         tcid = key[2:] if key.startswith("t:") else None
         run.pending[key] = (seq, m, self.tool_result_position(run, tcid))
@@ -395,7 +419,7 @@ class Recorder:
         items = list(run.pending.values())
         run.pending.clear()
         for seq, m, guess in items:
-            self.writer.put(("m", run.id, guess, seq, m, 0))
+            self.writer.put(MessageRecord(run.id, guess, seq, m, 0))
 
     def tool_result_position(self, run: RunState, tool_call_id: str | None) -> int:
         pos = run.call_pos.get(tool_call_id or "")
@@ -423,7 +447,7 @@ class Recorder:
             return seq() if callable(seq) else seq
         k = len(messages)
         i = 0
-        lim = n if n < k else k
+        lim = min(k, n)
         while i < lim and messages[i] is objs[i]:
             i += 1
         seen = run.seen
@@ -480,7 +504,7 @@ class Recorder:
             for j, key in placed:
                 entry = run.pending.pop(key, None)
                 if entry is not None:
-                    self.writer.put(("m", run.id, j, entry[0], entry[1], 0))
+                    self.writer.put(MessageRecord(run.id, j, entry[0], entry[1], 0))
         for j, _key, m in replaced:
             self._message_now(run, at, j, m, 1)
 
@@ -500,10 +524,12 @@ class Recorder:
         out: dict[str, Any] = {"message_keys": keys}
         if inline:
             out["inline_messages"] = inline
+            out["inline_keys"] = [message_key(m) for m in inline]
         return out
 
 
 _MISSING: Any = object()
+_new = tuple.__new__
 
 
 def same_message(a: BaseMessage, b: BaseMessage) -> bool:

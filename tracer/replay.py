@@ -14,6 +14,7 @@ from typing import Any
 
 from .hooks import HOOK_BY_NAME
 from .loader import Event, Message, Run
+from .records import MODEL_HOOKS, TOOL_HOOKS
 
 # The loop as a graph: nodes in drawing order, and every edge the loop can take.
 GRAPH_NODES: tuple[str, ...] = (
@@ -42,8 +43,6 @@ HOOK_NODE: dict[str, str] = {
     "after_agent": "after_agent",
 }
 
-MODEL_HOOKS = frozenset({"wrap_model_call", "model"})
-TOOL_HOOKS = frozenset({"wrap_tool_call", "tool"})
 
 STEP_KINDS = ("model", "tool", "error", "interrupt", "hook", "run")
 
@@ -87,7 +86,7 @@ class Replay:
         ev = self.steps[self.clamp(index)].event
         p = ev.payload if isinstance(ev.payload, dict) else None
         if p is not None and isinstance(p.get("message_keys"), list) and (
-                ev.hook in MODEL_HOOKS and ev.phase in ("enter", "sent")):
+                ev.hook in MODEL_HOOKS and ev.phase in ("enter", "sent", "layer")):
             return self.sent_at(ev)
         return self.state_at(ev.seq)
 
@@ -121,8 +120,10 @@ class Replay:
         """The messages a rewritten model request carried: its keys, each message in
         its version of then, or as sent where the request changed it (inline)."""
         p = ev.payload
+        ikeys = p.get("inline_keys") if isinstance(p.get("inline_keys"), list) else []
         inline = [m for i, d in enumerate(p.get("inline_messages") or [])
-                  if (m := inline_message(d, ev.seq, i)) is not None]
+                  if (m := inline_message(d, ev.seq, i,
+                                          str(ikeys[i]) if i < len(ikeys) else None))]
         keys = [str(k) for k in p["message_keys"]]
         key_set = set(keys)
         by_key = self.run.message_by_key
@@ -139,6 +140,31 @@ class Replay:
                 m = unmatched.pop(0)
             if m is not None:
                 out.append(m)
+        return out
+
+    def layers_of(self, index: int) -> list[Step]:
+        """The onion of the model or tool call that step ``index`` belongs to: its
+        ``layer`` steps, outermost first (``TraceMiddleware.around``)."""
+        if not self.steps:
+            return []
+        i = self.clamp(index)
+        ev = self.steps[i].event
+        hooks = MODEL_HOOKS if ev.hook in MODEL_HOOKS else TOOL_HOOKS
+        if ev.hook not in hooks:
+            return []
+        tcid = ev.tool_call_id if hooks is TOOL_HOOKS else None
+        start = i
+        while start > 0 and not (self.steps[start].event.hook in hooks and self.steps[
+                start].event.phase == "enter" and self.steps[start].event.tool_call_id == tcid):
+            start -= 1
+        out = []
+        for st in self.steps[start:]:
+            e = st.event
+            if e.hook in hooks and e.tool_call_id == tcid:
+                if e.phase == "layer":
+                    out.append(st)
+                elif e.phase in ("exit", "error") and st.index >= i:
+                    break
         return out
 
     def changed_at(self, index: int) -> tuple[str, ...]:
@@ -222,14 +248,15 @@ class Replay:
         return None
 
 
-def inline_message(d: Any, seq: int, position: int) -> Message | None:
-    """A message stored inline in an event payload (``{"type", "data"}``)."""
+def inline_message(d: Any, seq: int, position: int, key: str | None = None) -> Message | None:
+    """A message stored inline in an event payload (``{"type", "data"}``), with the
+    writer's key when the payload gives it (``inline_keys``)."""
     if not isinstance(d, dict) or not isinstance(d.get("data"), dict):
         return None
     body = d["data"]
     typ = str(d.get("type") or body.get("type") or "unknown")
     return Message(position, seq, body.get("id"), typ, body.get("tool_call_id"),
-                   str(body.get("content") or ""), d)
+                   str(body.get("content") or ""), d, key)
 
 
 def _who(ev: Event) -> str:
@@ -245,13 +272,14 @@ def _who(ev: Event) -> str:
 
 
 def _kind(ev: Event) -> str:
-    if ev.phase == "error":
+    if ev.phase == "error" or (ev.phase == "layer" and isinstance(ev.payload, dict)
+                               and ev.payload.get("what") == "error"):
         return "error"
     if ev.phase == "interrupt" or ev.hook in ("interrupt", "resume"):
         return "interrupt"
-    if ev.hook in ("wrap_model_call", "model"):
+    if ev.hook in MODEL_HOOKS:
         return "model"
-    if ev.hook in ("wrap_tool_call", "tool"):
+    if ev.hook in TOOL_HOOKS:
         return "tool"
     if ev.hook == "run":
         return "run"
@@ -276,12 +304,12 @@ def build_replay(run: Run) -> Replay:
             node = HOOK_NODE.get(ev.hook, node)
         if ev.hook == "after_agent":
             pass
-        if ev.tool_call_id and ev.hook in ("wrap_tool_call", "tool"):
+        if ev.tool_call_id and ev.hook in TOOL_HOOKS:
             if ev.phase == "enter":
                 active[ev.tool_call_id] = None
-            else:
+            elif ev.phase in ("exit", "error", "interrupt"):
                 active.pop(ev.tool_call_id, None)
-        if ev.hook in ("wrap_model_call", "model") and ev.phase == "exit":
+        if ev.hook in MODEL_HOOKS and ev.phase == "exit":
             last_ai_calls = int((ev.payload or {}).get("tool_calls") or 0)
         edge = (prev, node) if prev != node else None
         visited.add(node)
@@ -330,6 +358,37 @@ def _names(run: Run, ev: Event) -> str:
     return ", ".join(calls)
 
 
+def _layer_caption(ev: Event, p: dict[str, Any]) -> str:
+    """A step of the onion (``TraceMiddleware.around``): what one layer did."""
+    layer = ev.middleware or "a layer"
+    call = "model call" if ev.hook in MODEL_HOOKS else f"tool call {ev.tool_call_id}"
+    what = p.get("what")
+    changed = ", ".join(str(c) for c in p.get("changed") or ()) or "nothing"
+    if what == "request":
+        detail = ""
+        if "model" in p:
+            detail += f" Model: {p['model']}."
+        if "tool_names" in p:
+            detail += f" Tools offered: {', '.join(map(str, p['tool_names']))}."
+        if "args" in p:
+            detail += " New arguments."
+        return (f"{layer} changed the {call} on its way in ({changed}); the layers inside "
+                f"it and the {'model' if ev.hook in MODEL_HOOKS else 'tool'} get this "
+                f"version.{detail}")
+    if what == "attempt":
+        on = f" with {p['model']}" if p.get("model") else ""
+        return (f"{layer} called the rest of the onion again: attempt {p.get('attempt')}"
+                f"{on} (a retry or a fallback).")
+    if what == "error":
+        return (f"{p.get('error', 'An exception')} came up out of the layers inside "
+                f"{layer}, into {layer}: it may retry, fall back or turn it into a "
+                "result; if it does not, the call fails.")
+    if what == "response":
+        return (f"{layer} changed the {call}'s result on its way out ({changed}): the "
+                "layers outside it, and the state, get this version.")
+    return f"{layer}: a step of the {call}."
+
+
 def _history_caption(p: dict[str, Any]) -> str:
     who = f"{p['by']}" if p.get("by") else "A hook or wrap layer that looptrace does not wrap"
     parts = []
@@ -357,7 +416,7 @@ def caption(ev: Event, run: Run, tool_calls: int = 0) -> str:
     who = f" ({ev.middleware})" if ev.middleware else ""
     if ev.phase == "error":
         what = f"{ev.hook}{who} raised {p.get('error', 'an error')}{dur}."
-        if ev.hook in ("wrap_tool_call", "tool"):
+        if ev.hook in TOOL_HOOKS:
             what += " The exception propagates unless a middleware turns it into a ToolMessage."
         return what
     if ev.phase == "interrupt" or ev.hook == "interrupt":
@@ -368,6 +427,8 @@ def caption(ev: Event, run: Run, tool_calls: int = 0) -> str:
                 "paused (no before_agent fires on resume).")
     if ev.hook == "history":
         return _history_caption(p)
+    if ev.phase == "layer":
+        return _layer_caption(ev, p)
     if ev.hook in MODEL_HOOKS and ev.phase == "sent":
         n = p.get("messages", "?")
         changed = len(p.get("inline_messages") or [])
@@ -383,7 +444,7 @@ def caption(ev: Event, run: Run, tool_calls: int = 0) -> str:
                 "error": f"The run failed: {p.get('error', '')}"}.get(ev.phase, "")
     if ev.hook == "node":
         return f"Graph node {p.get('node', '?')} ran{dur}."
-    if ev.hook in ("wrap_model_call", "model"):
+    if ev.hook in MODEL_HOOKS:
         if ev.phase == "enter":
             n = p.get("messages", "?")
             return (f"{purpose} The model is called with {n} messages"
@@ -400,7 +461,7 @@ def caption(ev: Event, run: Run, tool_calls: int = 0) -> str:
                     f"{', which run them in parallel' if n > 1 else ''}.")
         return (f"The model answered in plain text{dur}{tok}: no tool calls, so the loop "
                 "ends after after_model.")
-    if ev.hook in ("wrap_tool_call", "tool"):
+    if ev.hook in TOOL_HOOKS:
         name = p.get("name", "")
         if ev.phase == "enter":
             known = "" if p.get("known_tool", True) else " (not a tool the agent has!)"

@@ -25,7 +25,8 @@ SCHEMA_VERSION = 2
 # Schema history (every older file is migrated in place when opened for writing;
 # read-only, it is read as it is):
 #   1  first release
-#   2  messages.version: a row may be a later version of a message (same key)
+#   2  messages.version: a row may be a later version of a message (same key);
+#      messages.key: the key the writer gave it (the read side uses the same)
 APP_ID = "looptrace"
 
 RUN_STATUSES = ("running", "completed", "error", "interrupted")
@@ -75,6 +76,7 @@ MESSAGES_COLUMNS = {
     "text": str,  # plain text, for search
     "data": str,  # JSON: {"type": ..., "data": ...} as messages_to_dict writes it
     "version": int,  # 0/NULL: the message as it first appeared; 1: a later version
+    "key": str,  # the message's key as the writer knew it (tracer.records.message_key)
 }
 
 WIRE_COLUMNS = {
@@ -140,6 +142,8 @@ def _add_message_versions(conn: sqlite3.Connection) -> None:
     cols = {r[1] for r in conn.execute("PRAGMA table_info(messages)")}
     if "version" not in cols:
         conn.execute("ALTER TABLE messages ADD COLUMN version INTEGER")
+    if "key" not in cols:
+        conn.execute("ALTER TABLE messages ADD COLUMN key TEXT")
 
 
 # version -> the step that takes a file from that version to the next

@@ -24,6 +24,7 @@ from collections import deque
 from typing import Any
 
 from .errors import DatabaseUnavailable, LooptraceError
+from .records import Deferred, EventRecord, MessageRecord, RunRecord, WireRecord, message_key
 from .redact import DEFAULT_REDACTOR, Redactor
 from .schema import connect
 from .serialize import dumps, message_json, message_text, tool_call_id_of
@@ -40,7 +41,7 @@ _EVENT_SQL = (
 )
 _MESSAGE_SQL = (
     "INSERT OR REPLACE INTO messages(run_id, position, seq, msg_id, type, tool_call_id, text, data,"
-    " version) VALUES (?,?,?,?,?,?,?,?,?)"
+    " version, key) VALUES (?,?,?,?,?,?,?,?,?,?)"
 )
 
 class _Rows:
@@ -126,7 +127,7 @@ class Writer:
         """Run ``fn(*args)`` on the writer thread, in order with the records put
         around it; what it puts is written in its place. Bookkeeping that needs no
         answer on the agent's thread goes here: it then costs the agent one put."""
-        self.put(("f", (fn, args)))
+        self.put(Deferred(fn, args))
 
     def _write_now(self, item: tuple[Any, ...]) -> None:
         """At exit: build and commit one record here, one try."""
@@ -330,55 +331,61 @@ class Writer:
         work = deque(items)
         while work:
             it = work.popleft()
-            kind = it[0]
-            if kind == "f":
-                work.extendleft(reversed(self._run_deferred(it[1])))
-            elif kind == "e":
-                _, run_id, seq, ts, hook, phase, dur, mw, lap, tcid, task, payload = it
+            kind = type(it)
+            if kind is Deferred:
+                work.extendleft(reversed(self._run_deferred(it)))
+            elif kind is EventRecord:
+                payload = it.payload
                 text = red(dumps(payload)) if payload is not None else None
                 if text == "null":  # a lazy payload that found nothing to say
                     text = None
                 if text and ("looptrace_truncated" in text or '{"__repr__":' in text):
-                    self._lossy(text, f"an event payload of {hook}")
-                events.append((run_id, seq, ts, hook, phase, dur, mw, lap, tcid, task, text))
-            elif kind == "m":
-                _, run_id, position, seq, msg, version = it
+                    self._lossy(text, f"an event payload of {it.hook}")
+                events.append((*it[:10], text))
+            elif kind is MessageRecord:
+                msg = it.message
                 try:
-                    data = red(message_json(msg))
-                    text = red(message_text(msg))
+                    raw = message_json(msg)
+                    data = red(raw)
+                    text = message_text(msg)
+                    # (the search text is made of the message's own strings: when its
+                    # JSON held no secret, neither does it)
+                    if data is not raw or red._extra is not None:
+                        text = red(text)
                     if "looptrace_truncated" in data or "looptrace_fallback" in data:
                         self._lossy(data, f"a {getattr(msg, 'type', '')} message")
                 except Exception as exc:  # noqa: BLE001
                     data = dumps({"type": getattr(msg, "type", "unknown"),
                                   "data": {"content": f"<unserialisable message: {exc!r}>"}})
                     text = ""
-                messages.append((run_id, position, seq, getattr(msg, "id", None),
+                messages.append((it.run_id, it.position, it.seq, getattr(msg, "id", None),
                                  getattr(msg, "type", None), tool_call_id_of(msg), text, data,
-                                 version))
-            elif kind == "r":
-                _, run_id, fields = it
-                fields = fields() if callable(fields) else dict(fields)
+                                 it.version, message_key(msg)))
+            elif kind is RunRecord:
+                fields = it.fields() if callable(it.fields) else dict(it.fields)
                 if "metadata" in fields and not isinstance(fields["metadata"], str):
                     fields["metadata"] = red(dumps(fields["metadata"]))
                 if isinstance(fields.get("error"), str):
                     fields["error"] = red(fields["error"])
-                runs.setdefault(run_id, {}).update(fields)
-            elif kind == "w":
-                w = dict(it[1])
+                runs.setdefault(it.run_id, {}).update(fields)
+            elif kind is WireRecord:
+                w = dict(it.row)
                 for k in ("request_headers", "response_headers", "request_body",
                           "response_body", "chunks"):
                     if w.get(k) is not None:
                         v = w[k] if isinstance(w[k], str) else dumps(w[k], limit=4_000_000)
                         w[k] = red(v)
                 wires.append(w)
+            else:
+                self._warn("record", f"looptrace got a record it does not know: {kind!r}")
         return rows
 
-    def _run_deferred(self, op: tuple[Any, tuple[Any, ...]]) -> list[Any]:
+    def _run_deferred(self, op: Deferred) -> list[Any]:
         """Run a deferred operation; return the records it put."""
         made: list[Any] = []
         self._sink = (threading.get_ident(), made)
         try:
-            op[0](*op[1])
+            op.fn(*op.args)
         except Exception as exc:  # noqa: BLE001 - keep what it made, say what failed
             self._warn("deferred", f"looptrace failed recording: {exc!r}")
         finally:

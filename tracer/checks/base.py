@@ -14,12 +14,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..loader import Message, Run
+from ..records import MODEL_HOOKS
 from ..replay import build_replay
 
 PROVIDERS: tuple[str, ...] = ("openai", "anthropic", "ollama")
 SEVERITIES: tuple[str, ...] = ("error", "warning", "info")
-MODEL_HOOKS = frozenset({"wrap_model_call", "model"})
-TOOL_HOOKS = frozenset({"wrap_tool_call", "tool"})
 
 
 @dataclass(frozen=True)
@@ -180,7 +179,10 @@ def model_calls(run: Run) -> list[ModelCall]:
     cache: dict[tuple[int, int, str], Turn] = {}  # a message's Turn, built once
     for step in replay.steps:
         ev = step.event
-        if ev.hook in MODEL_HOOKS and ev.phase == "sent" and out:
+        p = ev.payload if isinstance(ev.payload, dict) else {}
+        later_view = ev.phase == "sent" or (ev.phase == "layer" and isinstance(
+            p.get("message_keys"), list))
+        if ev.hook in MODEL_HOOKS and later_view and out:
             # what the model finally received, after the layers inside the tracer
             last = out[-1]
             turns = [turn_of(m) for m in replay.messages_at(step.index)]

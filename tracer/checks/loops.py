@@ -23,8 +23,9 @@ from difflib import SequenceMatcher
 from typing import Any
 
 from ..loader import Message, Run
+from ..records import MODEL_HOOKS, TOOL_HOOKS
 from ..replay import build_replay
-from .base import MODEL_HOOKS, TOOL_HOOKS, Finding, ModelCall, Thresholds
+from .base import Finding, ModelCall, Thresholds
 
 _RECURSION = re.compile(r"GraphRecursionError|Recursion limit of \d+ reached", re.IGNORECASE)
 _EMPTY = {"", "[]", "{}", "null", "none", '""'}
@@ -212,8 +213,10 @@ def endings(run: Run) -> list[Finding]:
     if not final:
         return out
     model_made = {ev.seq for ev in run.events if ev.hook in MODEL_HOOKS and ev.phase == "exit"}
+    # (by key: the final state may hold a later version of a reply, e.g. redacted)
+    made_keys = {m.key for m in run.messages if m.seq in model_made}
     ais = [m for m in final if m.type in ("ai", "AIMessageChunk")]
-    last_model_ai = next((m for m in reversed(ais) if m.seq in model_made), None)
+    last_model_ai = next((m for m in reversed(ais) if m.key in made_keys), None)
     structured = structured_calls(run)
     asking = last_model_ai is not None and bool(last_model_ai.tool_calls) and not all(
         str(c.get("id")) in structured for c in last_model_ai.tool_calls)

@@ -264,6 +264,67 @@ def hostile_content(db: str) -> None:
     _run(agent, tm, "Summarise http://example.test/ <script>alert('hi')</script>")
 
 
+@tool
+def lookup_orders(customer: str) -> str:
+    """List a customer's orders."""
+    rows = [f"order A-{i}: {item}, status {st}" for i, (item, st) in enumerate(
+        [("laptop sleeve", "delivered"), ("usb-c hub", "shipped"), ("desk lamp", "returned"),
+         ("monitor arm", "delivered"), ("webcam", "delivered")], start=1)]
+    return f"Orders of {customer}:\n" + "\n".join(rows * 3)
+
+
+def middleware_stack(db: str) -> None:
+    """LangChain's prebuilt middleware around the loop, recorded one layer at a time
+    (``trace.around``): PII redaction gives the user's message and the final reply a
+    new version; context editing clears an old tool result in what the model gets
+    (not in the state); a model fallback and a tool retry show as an error and a
+    second attempt at the layer that handled them."""
+    from langchain.agents.middleware import (
+        ClearToolUsesEdit,
+        ContextEditingMiddleware,
+        ModelFallbackMiddleware,
+        PIIMiddleware,
+        ToolRetryMiddleware,
+    )
+
+    calls = {"model": 0, "tool": 0}
+    answers = turn_script([
+        AIMessage("Let me look up your orders.", tool_calls=[
+            call("lookup_orders", {"customer": "the customer"}, "call_orders")]),
+        AIMessage("", tool_calls=[call("track_order", {"order_id": "A-2"}, "call_track")]),
+        AIMessage("Your usb-c hub (order A-2) left the warehouse yesterday. I'll send the "
+                  "tracking link to alice@example.com."),
+    ])
+
+    def primary(messages: Sequence[BaseMessage]) -> AIMessage:
+        calls["model"] += 1
+        if calls["model"] == 1:
+            msg = "429 Too Many Requests: rate limited (scripted)"
+            raise RuntimeError(msg)
+        return answers(messages)
+
+    @tool
+    def track_order(order_id: str) -> str:
+        """Track a shipped order."""
+        calls["tool"] += 1
+        if calls["tool"] == 1:
+            msg = "carrier API timed out (scripted)"
+            raise ConnectionError(msg)
+        return f"{order_id}: in transit, left the warehouse yesterday."
+
+    tm = TraceMiddleware(db=db)
+    stack = tm.around(
+        PIIMiddleware("email", strategy="redact", apply_to_input=True, apply_to_output=True),
+        ContextEditingMiddleware(edits=[ClearToolUsesEdit(trigger=200, keep=1)]),
+        ModelFallbackMiddleware(ScriptedChatModel(model_name="scripted-backup", script=answers)),
+        ToolRetryMiddleware(max_retries=1, initial_delay=0.0, backoff_factor=0.0, jitter=False),
+    )
+    agent = create_agent(ScriptedChatModel(model_name="scripted-primary", script=primary),
+                         tools=[lookup_orders, track_order], middleware=stack,
+                         name="support-desk", system_prompt="You are a support agent.")
+    _run(agent, tm, "Hi, I am alice@example.com. Where is my usb-c hub?")
+
+
 SCENARIOS: dict[str, Callable[[str], None]] = {
     "weather": weather,
     "shopping": shopping,
@@ -272,4 +333,5 @@ SCENARIOS: dict[str, Callable[[str], None]] = {
     "human-in-the-loop": human_in_the_loop,
     "hand-rolled-loop": hand_rolled,
     "hostile-content": hostile_content,
+    "middleware-stack": middleware_stack,
 }

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from ..records import MODEL_HOOKS, WireRecord
 from ..redact import MASK, Redactor
 from ..schema import connect
 from ..store import get_writer
@@ -131,7 +132,7 @@ class WireRecorder:
         """Queue ``ex`` for writing; with ``link``, write it now and link it."""
         with self._lock:
             self.exchanges.append(ex)
-            self.writer.put(("w", ex.row()))
+            self.writer.put(WireRecord(ex.row()))
             if self.auto_link:
                 self.writer.flush()
                 self.link()
@@ -187,7 +188,6 @@ class WireRecorder:
 
 
 
-_MODEL_HOOKS = ("wrap_model_call", "model")
 
 
 def find_model_call(conn: Any, ts: float) -> tuple[str, int] | None:
@@ -199,7 +199,7 @@ def find_model_call(conn: Any, ts: float) -> tuple[str, int] | None:
     for rid in runs:
         rows = conn.execute(
             "SELECT seq, ts, hook, phase FROM events WHERE run_id = ? AND hook IN (?, ?)"
-            " AND phase IN ('enter', 'exit', 'error') ORDER BY seq", [rid, *_MODEL_HOOKS]
+            " AND phase IN ('enter', 'exit', 'error') ORDER BY seq", [rid, *sorted(MODEL_HOOKS)]
         ).fetchall()
         open_calls: dict[str, tuple[int, float]] = {}
         for seq, ets, hook, phase in rows:

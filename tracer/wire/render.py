@@ -22,12 +22,12 @@ from langchain_core.messages import BaseMessage, SystemMessage
 
 from ..errors import LooptraceError
 from ..loader import Event, Run
+from ..records import MODEL_HOOKS
 from ..replay import Replay
 from .providers import PROVIDERS
 
 DEFAULT_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-haiku-4-5", "ollama": "llama3.1"}
 _OFFLINE_URL = "http://127.0.0.1:9"  # discard port: never contacted
-MODEL_HOOKS = ("wrap_model_call", "model")
 
 
 class RenderError(LooptraceError):

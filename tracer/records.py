@@ -1,0 +1,102 @@
+"""The event format: one definition for the write side and the read side.
+
+What the hooks put on the writer's queue is one of the typed records below
+(``Writer`` dispatches on their type); what the loader reads back are rows of
+the same columns. The names an event can carry (hooks and phases), which of
+them make a model call or a tool call, and the key that identifies a message
+across the two sides are defined here and nowhere else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from langchain_core.messages import BaseMessage
+
+from .serialize import tool_call_id_of
+
+# -- names ---------------------------------------------------------------------
+# A model call is recorded by the middleware's wrap hook (``wrap_model_call``) or,
+# for a loop without middleware, by the callback handler (``model``); the same
+# for tool calls. Every reader asks these sets, never spells the pair out.
+MODEL_HOOKS: frozenset[str] = frozenset({"wrap_model_call", "model"})
+TOOL_HOOKS: frozenset[str] = frozenset({"wrap_tool_call", "tool"})
+
+# Phases. ``sent``: what the model received, when layers inside the tracer
+# rewrote the request it recorded at ``enter``.
+FIRE, ENTER, EXIT, ERROR, INTERRUPT, START, END, SENT = (
+    "fire", "enter", "exit", "error", "interrupt", "start", "end", "sent")
+# Event hooks besides the six middleware hooks: a run's start/end/error, a
+# change to the conversation (``history``), a graph node of a plain graph,
+# interrupts and resumes.
+RUN, HISTORY, NODE, RESUME = "run", "history", "node", "resume"
+
+
+def message_key(m: Any) -> str:
+    """The key of a message on both sides: a tool result by the call it answers,
+    any other message by its id, else (no id: a hand-rolled loop's own objects)
+    by the object. The writer stores it with the row (``messages.key``)."""
+    tcid = tool_call_id_of(m)
+    if tcid:
+        return "t:" + tcid
+    mid = getattr(m, "id", None)
+    if mid:
+        return str(mid)
+    return f"o:{id(m)}"
+
+
+# -- records on the writer's queue -----------------------------------------------
+
+
+class EventRecord(NamedTuple):
+    """One row of ``events``; ``payload`` is any value, or an object with
+    ``__looptrace_json__`` that the writer builds off the agent's thread."""
+
+    run_id: str
+    seq: int
+    ts: float
+    hook: str
+    phase: str
+    duration_ms: float | None
+    middleware: str | None
+    lap: int
+    tool_call_id: str | None
+    task: str | None
+    payload: Any
+
+
+class MessageRecord(NamedTuple):
+    """One row of ``messages``: ``message`` at ``position`` from event ``seq`` on;
+    ``version`` 0 when it first appears, 1 for a later version of it."""
+
+    run_id: str
+    position: int
+    seq: int
+    message: BaseMessage
+    version: int
+
+
+class RunRecord(NamedTuple):
+    """Fields of a ``runs`` row to set (merged in order); a function is called on the
+    writer thread, in order with the other records."""
+
+    run_id: str
+    fields: dict[str, Any] | Callable[[], dict[str, Any]]
+
+
+class WireRecord(NamedTuple):
+    """One row of ``wire`` (a provider HTTP exchange)."""
+
+    row: dict[str, Any]
+
+
+class Deferred(NamedTuple):
+    """Work to do on the writer thread in order with the records around it; the
+    records it puts are written in its place."""
+
+    fn: Callable[..., None]
+    args: tuple[Any, ...]
+
+
+Record = EventRecord | MessageRecord | RunRecord | WireRecord | Deferred
