@@ -59,8 +59,12 @@ def layer_diff(view: RunView, step_index: int, previous: int | None) -> str:
     def lines(i: int | None) -> list[str]:
         if i is None:
             return []
-        return [f"{m.type} #{n}: {content_text(m.content)}"
-                for n, m in enumerate(rp.messages_at(i))]
+        out = []
+        for n, m in enumerate(rp.messages_at(i)):
+            first, *rest = content_text(m.content).split("\n") or [""]
+            out.append(f"{m.type} #{n}: {first}")
+            out += [f"    {line}" for line in rest]  # (each line its own, in the diff)
+        return out
 
     return "\n".join(difflib.unified_diff(lines(previous), lines(step_index), "above",
                                           "after this layer", lineterm="", n=0))

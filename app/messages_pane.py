@@ -80,19 +80,13 @@ def render_messages(view: RunView, index: int, *, big: bool = False,
                 if mv.key in omitted:
                     st.badge("not sent to the model: the loop never appended it",
                              color="red", icon=":material/block:")
-                if note:  # our words with middleware names from the run: escaped
-                    st.badge(_escape_md(note), color="orange", icon=":material/edit:")
+                if note:  # our words with middleware names from the run: plain text
+                    with st.container(key=f"note-{ckey}"):
+                        st.text(note)
+                    rules.append(f".st-key-note-{ckey} {{ color: #b25e00; font-size: .85em; }}")
                 _message(mv, index, hot, pending, rules, big, ckey)
     _style(rules)
     return scroll_to
-
-
-_MD_SPECIAL = str.maketrans({c: "\\" + c for c in "\\`*_{}[]()<>#+-.!|~$:"})
-
-
-def _escape_md(text: str) -> str:
-    """Text shown through a label that reads Markdown: every special character escaped."""
-    return text.translate(_MD_SPECIAL)
 
 
 def _more(window: int) -> None:

@@ -283,3 +283,30 @@ def test_wire_pane_follows_the_replay_when_switched_on(samples: Path) -> None:
     at.button(key="step_next").click().run()
     assert not problems(at)
     assert at.toggle(key="show_wire").value is True
+
+
+def _step_where(rp: Replay, pred: Any) -> int:
+    return next(s.index for s in rp.steps if pred(s))
+
+
+def test_versions_and_layers_are_shown(samples: Path) -> None:
+    """The middleware-stack sample: a message in a later version says so and who made
+    it; at a layer step the inspector lists the call's layers with a diff of what the
+    layer changed in the messages, and the pane shows the request as it passed on."""
+    run = run_named(samples, "support-desk")
+    rp = replay_of(samples, run.id)
+    layer = _step_where(rp, lambda s: s.event.phase == "layer"
+                        and s.event.middleware == "ContextEditingMiddleware")
+    at = open_page("pages/replay.py", run=run.id, step=str(layer))
+    assert not problems(at), problems(at)
+    texts = [t.value for t in at.text]
+    assert "version 2, changed by PIIMiddleware[email].before_model" in texts
+    assert "as the model received it: a layer of the model call changed it" in texts
+    codes = [c.value for c in at.code]
+    diff = next(c for c in codes if c.startswith("--- above"))
+    assert "-tool #2: Orders of the customer:" in diff and "+tool #2: [cleared]" in diff
+    assert any("ContextEditingMiddleware · request · messages" in t for t in texts)
+    # a step before any layer changed anything: no note of a request form
+    before = _step_where(rp, lambda s: s.event.hook == "before_model")
+    at = open_page("pages/replay.py", run=run.id, step=str(before))
+    assert not any(str(t.value).startswith("as the model received it") for t in at.text)

@@ -133,12 +133,16 @@ class Replay:
         out: list[Message] = []
         for k in keys:
             m = inline_by_key.get(k)
+            inline_here = m is not None
             if m is None:
                 m = by_key.get(k)
                 m = self.version_at(m, ev.seq) if m is not None else None
             if m is None and unmatched:
                 m = unmatched.pop(0)
+                inline_here = True
             if m is not None:
+                if inline_here and m.position != len(out):  # its place in the request
+                    m = replace(m, position=len(out))
                 out.append(m)
         return out
 
