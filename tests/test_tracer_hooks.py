@@ -190,3 +190,17 @@ def test_callback_handler_alone_sees_every_node_hook(db_path, mode):
                                         " ORDER BY position", [run_id])] == [
         "human", "ai", "tool", "ai"]
     assert rows(db_path, "SELECT status FROM runs")[0][0] == "completed"
+
+
+def test_run_name_holds_with_attach(db_path):
+    """``TraceMiddleware(run_name=...)`` names the run whether or not the callback
+    handler is attached (attached, the handler starts the run)."""
+    from tracer.loader import TraceDB
+
+    for attach in (False, True):
+        trace = TraceMiddleware(db=db_path, run_name=f"my-run-{attach}")
+        agent = make_agent(two_lap_model(), [get_weather], [trace])
+        (trace.attach(agent) if attach else agent).invoke({"messages": [("user", "hi")]})
+        trace.flush()
+    with TraceDB(db_path) as tdb:
+        assert sorted(r.name for r in tdb.runs()) == ["my-run-False", "my-run-True"]

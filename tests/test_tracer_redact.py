@@ -104,3 +104,30 @@ def test_callback_handler_redacts_metadata_and_messages(db_path):
     text = dump(db_path)
     assert ANTHROPIC not in text and OPENAI not in text and BEARER not in text
     assert "[REDACTED]" in text
+
+
+# One example of every key shape the README lists (made up, the right shape).
+SHAPES = {
+    "openai": "sk-proj-" + "Ab12Cd34Ef56Gh78Ij90",
+    "anthropic": "sk-ant-api03-" + "Zz9Yy8Xx7Ww6",
+    "google": "AIza" + "SyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6",
+    "groq": "gsk_" + "a1B2c3D4e5F6g7H8i9J0k1L2",
+    "slack": "xoxb-" + "1234567890-abcdefghij",
+    "github": "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8",
+    "github fine-grained": "github_pat_" + "11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz",
+    "hugging face": "hf_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7",
+    "aws": "AKIA" + "ABCDEFGHIJKLMNOP",
+    "langsmith": "lsv2_pt_" + "0123456789abcdef0123456789abcdef",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(SHAPES))
+def test_every_documented_key_shape_is_redacted(db_path, kind):
+    secret = SHAPES[kind]
+    trace = TraceMiddleware(db=db_path)
+    make_agent(model(), [call_api], [trace]).invoke(
+        {"messages": [("user", f"here is my {kind} key: {secret} thanks")]})
+    trace.flush()
+    text = dump(db_path)  # every column of every table: data, search text, payloads
+    assert secret not in text
+    assert f"here is my {kind} key: [REDACTED] thanks" in text

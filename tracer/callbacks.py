@@ -61,6 +61,7 @@ class TraceCallbackHandler(BaseCallbackHandler):
         self.recorder = recorder or Recorder(
             db, redactor=None if redact else Redactor(enabled=False))
         self._mw_name = getattr(middleware, "name", None)
+        self._run_name = getattr(middleware, "run_name", None)  # TraceMiddleware(run_name=)
         self._nodes: dict[UUID, tuple[RunState, str, float]] = {}
         self._roots: dict[UUID, RunState] = {}
         self._tools: dict[UUID, tuple[RunState, float, str | None, str]] = {}
@@ -118,7 +119,8 @@ class TraceCallbackHandler(BaseCallbackHandler):
                     prun = tool[0] if tool else None
                     agent = meta.get("lc_agent_name")
                     run = rec.start_run(
-                        name=agent if (prun and agent) else name,
+                        name=agent if (prun and agent) else (
+                            self._run_name if prun is None and self._run_name else name),
                         thread_id=str(thread_id) if thread_id and prun is None else None,
                         parent=prun, parent_tool_call_id=tool[2] if tool else None,
                         source="callbacks", agent_name=agent,

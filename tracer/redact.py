@@ -19,6 +19,7 @@ DEFAULT_PATTERNS: tuple[str, ...] = (
     r"gsk_[A-Za-z0-9]{20,}",  # Groq
     r"xox[abprs]-[A-Za-z0-9\-]{10,}",  # Slack
     r"gh[pousr]_[A-Za-z0-9]{30,}",  # GitHub
+    r"github_pat_[A-Za-z0-9_]{22,}",  # GitHub fine-grained personal access token
     r"hf_[A-Za-z0-9]{30,}",  # Hugging Face
     r"AKIA[0-9A-Z]{16}",  # AWS access key id
     r"lsv2_[a-z]{2}_[A-Za-z0-9_]{20,}",  # LangSmith
@@ -36,7 +37,8 @@ SECRET_KEYS = (
 # A literal that every match of a default pattern contains: texts without any of them
 # (nearly all) skip the regular expressions, which are slow to scan.
 _DEFAULT_LITERALS: tuple[str, ...] = (
-    "sk-", "AIza", "gsk_", "xox", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "hf_", "AKIA",
+    "sk-", "AIza", "gsk_", "xox", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_",
+    "hf_", "AKIA",
     "lsv2_", "earer ",
 )
 
