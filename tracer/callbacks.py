@@ -26,6 +26,7 @@ from .recorder import (
     begin_lap,
     end_lap,
     message_key,
+    note_request,
     user_metadata,
 )
 from .redact import Redactor
@@ -256,22 +257,9 @@ class TraceCallbackHandler(BaseCallbackHandler):
             system = [m for m in sent if isinstance(m, SystemMessage)]
             convo = _no_system(sent)
             payload: dict[str, Any] = {"messages": len(convo), "model": run.model}
-            if system:
-                text = system[0].content
-                h = hash(str(text))
-                if h != run.sys_hash:
-                    run.sys_hash = h
-                    payload["system"] = text
-                else:
-                    payload["system_same"] = True
-            tools = params.get("tools")
-            if tools:
-                h = hash(repr(tools))
-                if h != run.tools_hash:
-                    run.tools_hash = h
-                    payload["tools"] = tools
-                else:
-                    payload["tool_names"] = [_tool_name(t) for t in tools]
+            tools = params.get("tools") or None
+            note_request(run, payload, system=system[0].content if system else None,
+                         tools=tools, tools_key=hash(repr(tools)), schemas=lambda: tools)
             _note_omitted(self._omitted, run, convo, payload)
             seq = rec.event(run, "model", "enter", payload=payload)
             rec.sync_messages(run, seq, convo)
@@ -423,13 +411,6 @@ def _note_omitted(omitted: dict[str, frozenset[str]], run: RunState,
 
 def _no_system(msgs: list[BaseMessage]) -> list[BaseMessage]:
     return [m for m in msgs if not isinstance(m, SystemMessage)]
-
-
-def _tool_name(t: Any) -> Any:
-    if isinstance(t, dict):
-        fn = t.get("function")
-        return fn.get("name") if isinstance(fn, dict) else t.get("name")
-    return getattr(t, "name", str(t))
 
 
 def _interrupt_values(items: Any) -> list[Any]:

@@ -34,6 +34,7 @@ from langchain_core.messages import BaseMessage, ToolMessage
 from langgraph.errors import GraphInterrupt
 
 from .recorder import same_message
+from .records import tool_name
 
 if TYPE_CHECKING:
     from .middleware import _TraceBase
@@ -238,7 +239,7 @@ def _model_changes(rec: Any, run: RunState, before: Any, after: Any) -> dict[str
         out["system"] = after.system_prompt
     if [id(t) for t in before.tools or ()] != [id(t) for t in after.tools or ()]:
         out.setdefault("changed", []).append("tools")
-        out["tool_names"] = [_tool_name(t) for t in after.tools or ()]
+        out["tool_names"] = [tool_name(t) for t in after.tools or ()]
     if before.model is not after.model:
         out.setdefault("changed", []).append("model")
         out["model"] = model_name(after.model)
@@ -288,10 +289,3 @@ def _response_changes(inner: Any, outer: Any) -> dict[str, Any]:
             outer, "structured_response", None):
         out.setdefault("changed", []).append("structured_response")
     return out
-
-
-def _tool_name(t: Any) -> str:
-    if isinstance(t, dict):
-        fn = t.get("function")
-        return str(fn.get("name") if isinstance(fn, dict) else t.get("name"))
-    return str(getattr(t, "name", t))

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import NotALooptraceDatabase, RunNotFound
+from .records import EventRecord
 from .schema import connect
 
 _RUN_FIELDS = (
@@ -56,19 +57,9 @@ class RunSummary:
         return max(0.0, self.ended_at - self.started_at)
 
 
-@dataclass(frozen=True, slots=True)
-class Event:
-    run_id: str
-    seq: int
-    ts: float
-    hook: str
-    phase: str
-    duration_ms: float | None
-    middleware: str | None
-    lap: int
-    tool_call_id: str | None
-    task: str | None
-    payload: Any
+# An event as read back is the record the writer was given (its payload parsed):
+# one definition for both sides.
+Event = EventRecord
 
 
 def content_text(content: Any) -> str:

@@ -21,6 +21,7 @@ from .recorder import (
     ResponsePayload,
     RunState,
     begin_lap,
+    note_request,
     user_metadata,
 )
 from .records import RunRecord
@@ -621,21 +622,10 @@ class _RequestPayload:
         payload: dict[str, Any] = {"messages": self.n}
         if self.rewrite is not None:
             payload.update(self.rewrite)
-        system = self.system
-        if system is not None:
-            h = hash(system)
-            if h != run.sys_hash:
-                run.sys_hash = h
-                payload["system"] = system
-            else:
-                payload["system_same"] = True
         tools = self.tools
-        tkey = hash(tuple(id(t) for t in tools))
-        if tkey != run.tools_hash:
-            run.tools_hash = tkey
-            payload["tools"] = [_tool_schema(t) for t in tools]
-        else:
-            payload["tool_names"] = [getattr(t, "name", None) or str(t) for t in tools]
+        note_request(run, payload, system=self.system, tools=tools,
+                     tools_key=hash(tuple(id(t) for t in tools)),
+                     schemas=lambda: [_tool_schema(t) for t in tools])
         if self.model:
             payload["model"] = self.model
         if self.tool_choice is not None:

@@ -17,7 +17,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from .records import EventRecord, MessageRecord, RunRecord, message_key
+from .records import EventRecord, MessageRecord, RunRecord, message_key, tool_name
 from .redact import DEFAULT_REDACTOR, Redactor
 from .schema import connect
 from .serialize import tool_calls_of
@@ -123,6 +123,31 @@ class RunState:
         self.last_node: str | None = None  # the latest graph node seen to end (callbacks)
         self.req_objs: Sequence[BaseMessage] | None = None  # the last request at our layer
         self.req_system: Any = None  # and its system prompt
+
+
+def note_request(run: RunState, payload: dict[str, Any], *, system: Any,
+                 tools: Sequence[Any] | None, tools_key: int,
+                 schemas: Callable[[], Any]) -> None:
+    """Put a model call's system prompt and tools into its ``enter`` payload, without
+    repeating them: each is written when it differs from what the run last wrote
+    (else ``system_same`` / ``tool_names``). One builder for every model call,
+    whoever records it (the middleware, on the writer thread; the callback handler).
+    ``schemas`` makes the tool schemas only when they are written; ``tools=None``
+    (a loop whose model call carried none) writes nothing of tools."""
+    if system is not None:
+        h = hash(system if isinstance(system, str) else repr(system))
+        if h != run.sys_hash:
+            run.sys_hash = h
+            payload["system"] = system
+        else:
+            payload["system_same"] = True
+    if tools is None:
+        return
+    if tools_key != run.tools_hash:
+        run.tools_hash = tools_key
+        payload["tools"] = schemas()
+    else:
+        payload["tool_names"] = [tool_name(t) for t in tools]
 
 
 def begin_lap(run: RunState) -> None:

@@ -46,6 +46,16 @@ def message_key(m: Any) -> str:
     return f"o:{id(m)}"
 
 
+def tool_name(t: Any) -> str:
+    """The name of a tool as a model-call payload lists it: a LangChain tool, or a
+    provider tool schema given as a dict (OpenAI's ``{"function": {"name"}}`` or a
+    flat ``{"name"}``)."""
+    if isinstance(t, dict):
+        fn = t.get("function")
+        return str(fn.get("name") if isinstance(fn, dict) else t.get("name"))
+    return str(getattr(t, "name", None) or t)
+
+
 # -- records on the writer's queue -----------------------------------------------
 
 
