@@ -175,6 +175,82 @@ def test_only_layers_that_wrap_calls_get_a_probe(tmp_path):
 def test_layer_steps_have_captions_and_known_kinds(tmp_path, name):
     _truth, replay = _layered(tmp_path, name)
     for s in layer_steps(replay):
-        assert s.event.payload["what"] in ("request", "attempt", "error", "response")
+        assert s.event.payload["what"] in ("request", "attempt", "error", "response",
+                                           "short-circuit")
         assert s.caption and s.event.middleware
         assert s.node in ("model", "tools")
+
+
+class Cache(AgentMiddleware):  # type: ignore[type-arg]
+    """Answers the second model call from its cache: the model is not called."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    def _hit(self) -> Any:
+        from langchain.agents.middleware.types import ModelResponse
+
+        return ModelResponse(result=[AIMessage("from the cache", id="ai-cached")])
+
+    def wrap_model_call(self, request: Any, handler: Any) -> Any:
+        self.calls += 1
+        return self._hit() if self.calls == 2 else handler(request)
+
+    async def awrap_model_call(self, request: Any, handler: Any) -> Any:
+        self.calls += 1
+        return self._hit() if self.calls == 2 else await handler(request)
+
+
+class ErrorsAsResults(AgentMiddleware):  # type: ignore[type-arg]
+    """Turns a tool's exception into an error ToolMessage."""
+
+    def _answer(self, request: Any, exc: Exception) -> Any:
+        from langchain_core.messages import ToolMessage
+
+        return ToolMessage(f"tool failed: {exc}", tool_call_id=request.tool_call["id"],
+                           name=request.tool_call["name"], status="error")
+
+    def wrap_tool_call(self, request: Any, handler: Any) -> Any:
+        try:
+            return handler(request)
+        except ValueError as exc:
+            return self._answer(request, exc)
+
+    async def awrap_tool_call(self, request: Any, handler: Any) -> Any:
+        try:
+            return await handler(request)
+        except ValueError as exc:
+            return self._answer(request, exc)
+
+
+def test_a_short_circuit_and_a_recovery_are_named(tmp_path):
+    model = recording_model(turn_script([
+        AIMessage("", id="ai-1", tool_calls=[call("explode", {"n": 1}, "call-x")]),
+        AIMessage("never reached: the cache answers", id="ai-2"),
+    ]), model_name="sc-model")
+
+    def explode(n: int) -> str:
+        """Explode."""
+        raise ValueError(f"boom {n}")
+
+    trace = TraceMiddleware(db=tmp_path / "sc.db")
+    agent = create_agent(model, tools=[make_tool(explode)],
+                         middleware=trace.around(Cache(), ErrorsAsResults()))
+    out = agent.invoke({"messages": [("user", "go")]})
+    trace.flush()
+    assert [m.content for m in out["messages"]][-2:] == ["tool failed: boom 1", "from the cache"]
+    replay = _replay(tmp_path / "sc.db")
+    got = [(s.event.middleware, s.event.payload["what"], s.event.payload.get("changed"))
+           for s in layer_steps(replay)]
+    assert got == [
+        ("ErrorsAsResults", "error", None),  # the tool's exception came up into it ...
+        ("ErrorsAsResults", "response", ["recovered"]),  # ... and it answered anyway
+        ("Cache", "short-circuit", None),  # the second model call never reached the model
+    ]
+    recovered = layer_steps(replay, "response")[0]
+    assert "turned the exception (ValueError: boom 1) into a result" in recovered.caption
+    assert recovered.event.payload["status"] == "error"
+    assert "answered the model call itself" in layer_steps(replay, "short-circuit")[0].caption
+    # the model itself was called once (the recording model keeps what it was given)
+    assert len(model.recorder.calls) == 1

@@ -46,15 +46,17 @@ LAYER = "layer"
 class Frame:
     """One call in progress at one depth of the onion."""
 
-    __slots__ = ("entered", "raised", "request", "returned", "returned_by", "run")
+    __slots__ = ("below", "entered", "parent", "raised", "request", "returned", "run")
 
-    def __init__(self, run: RunState, request: Any) -> None:
+    def __init__(self, run: RunState, request: Any, below: str | None,
+                 parent: Frame | None = None) -> None:
         self.run = run
-        self.request = request  # as passed down to the layer below
-        self.entered = 0  # how often the layer below was entered (attempts)
-        self.returned: Any = None  # what the probe below passed back up ...
-        self.returned_by: str | None = None  # ... to the layer it sits in
-        self.raised: BaseException | None = None  # what came up from below, raised
+        self.parent = parent  # the frame above (the layer that called this one)
+        self.request = request  # as passed down to the layer below ...
+        self.below = below  # ... (its name; None: the model or the tool itself)
+        self.entered = 0  # how often that layer called on (its probe was entered)
+        self.returned: Any = None  # what its probe passed back up to it
+        self.raised: BaseException | None = None  # what came up into it, raised
 
 
 FRAME: contextvars.ContextVar[Frame | None] = contextvars.ContextVar(
@@ -79,6 +81,8 @@ class LayerProbe(AgentMiddleware):  # type: ignore[type-arg]
         super().__init__()
         self.trace = trace
         self.layer = str(getattr(layer, "name", type(layer).__name__))
+        # the next layer inside this one that wraps each kind of call (set by ``around``)
+        self.below: dict[str, str | None] = {"wrap_model_call": None, "wrap_tool_call": None}
         self._name = f"looptrace.probe[{self.layer}]"
         # (a layer that wraps only tool calls passes model calls through, and the
         # other way round: its probe does too, so nothing is put on it)
@@ -110,7 +114,7 @@ class LayerProbe(AgentMiddleware):  # type: ignore[type-arg]
             if hook == "wrap_model_call":  # the last view the model's own call is compared to
                 run.req_objs = list(request.messages)
                 run.req_system = request.system_prompt
-            return Frame(run, request)
+            return Frame(run, request, self.below[hook], above)
         except Exception as exc:  # noqa: BLE001 - the tracer must never break the agent
             self.trace.recorder.writer._warn("layer", f"looptrace failed in a probe: {exc!r}")
             return None
@@ -121,10 +125,10 @@ class LayerProbe(AgentMiddleware):  # type: ignore[type-arg]
             return
         try:
             settle(self.trace.recorder, frame, hook, tool_call_id, response)
-            above = FRAME.get()
+            above = frame.parent
             if above is not None:
                 above.returned = response
-                above.returned_by = self.layer
+                above.raised = None  # (an earlier attempt's exception was retried away)
         except Exception as exc:  # noqa: BLE001
             self.trace.recorder.writer._warn("layer", f"looptrace failed in a probe: {exc!r}")
 
@@ -133,7 +137,9 @@ class LayerProbe(AgentMiddleware):  # type: ignore[type-arg]
         if frame is None or isinstance(exc, GraphInterrupt):
             return
         try:
-            above = FRAME.get()
+            # (frame.parent: inside the except clause the context still holds this
+            # probe's own frame; it is reset only in the finally that follows)
+            above = frame.parent
             if above is not None:
                 above.raised = exc
             self.trace.recorder.event(
@@ -198,15 +204,29 @@ class LayerProbe(AgentMiddleware):  # type: ignore[type-arg]
 
 
 def settle(rec: Any, frame: Frame, hook: str, tool_call_id: str | None, response: Any) -> None:
-    """On the way out: record what the layer just inside ``frame``'s owner changed in
-    the response the probe below it passed up (``frame.returned``)."""
-    inner = frame.returned
-    if inner is None or response is inner or frame.returned_by is None:
+    """On the way out: record what the layer just inside ``frame``'s owner
+    (``frame.below``) did to the response: changed what its inside passed up, turned
+    an exception from its inside into a result, or answered without calling its
+    inside at all (a short-circuit: a cache, a guard, a canned reply)."""
+    layer = frame.below
+    if layer is None:
         return
-    changed = _response_changes(inner, response)
-    if changed:
-        rec.event(frame.run, hook, LAYER, middleware=frame.returned_by,
-                  tool_call_id=tool_call_id, payload={"what": "response", **changed})
+    inner = frame.returned
+    payload: dict[str, Any] | None = None
+    if frame.entered == 0:
+        payload = {"what": "short-circuit", "type": type(response).__name__}
+    elif inner is None and frame.raised is not None:
+        exc = frame.raised
+        payload = {"what": "response", "changed": ["recovered"],
+                   "recovered": f"{type(exc).__name__}: {exc}"}
+        payload.update(_response_changes(None, response, recovered=True))
+    elif inner is not None and response is not inner:
+        changed = _response_changes(inner, response)
+        if changed:
+            payload = {"what": "response", **changed}
+    if payload is not None:
+        rec.event(frame.run, hook, LAYER, middleware=layer, tool_call_id=tool_call_id,
+                  payload=payload)
 
 
 # -- what changed ----------------------------------------------------------------
@@ -274,9 +294,14 @@ def _messages_of(response: Any) -> list[BaseMessage]:
     return []
 
 
-def _response_changes(inner: Any, outer: Any) -> dict[str, Any]:
+def _response_changes(inner: Any, outer: Any, *, recovered: bool = False) -> dict[str, Any]:
     a, b = _messages_of(inner), _messages_of(outer)
     out: dict[str, Any] = {}
+    if recovered:  # the result the layer made in place of the exception
+        out["inline_messages"] = b
+        if b and isinstance(b[0], ToolMessage):
+            out["status"] = b[0].status
+        return out
     if type(inner) is not type(outer):
         out["changed"] = ["type"]
         out["type"] = type(outer).__name__

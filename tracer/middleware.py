@@ -54,6 +54,7 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
         self._lock = threading.Lock()
         self._handler: Any = None
         self._layered = False  # probes inside the other layers (see ``around``)
+        self._below: dict[str, str | None] = {}  # the first layer inside, per kind of call
 
     @property
     def name(self) -> str:  # type: ignore[override]
@@ -93,10 +94,21 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
 
         self._layered = True
         out: list[Any] = [self]
+        probes: list[LayerProbe] = []
         for mw in middleware:
             out.append(mw)
             if wraps_calls(mw):
-                out.append(LayerProbe(self, mw))
+                probes.append(LayerProbe(self, mw))
+                out.append(probes[-1])
+        # Who is next inside each probe, for each kind of call (a short-circuit or a
+        # recovery is told to the frame above the layer that did it).
+        for hook, attr in (("wrap_model_call", "_models"), ("wrap_tool_call", "_tools")):
+            nxt: str | None = None
+            for p in reversed(probes):
+                p.below[hook] = nxt
+                if getattr(p, attr):
+                    nxt = p.layer
+            self._below[hook] = nxt
         return out
 
     def flush(self) -> None:
@@ -331,7 +343,7 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
         from .layers import FRAME, Frame, settle
 
         tcid = request.tool_call.get("id") if hook == "wrap_tool_call" else None
-        frame = Frame(pre[0], request)
+        frame = Frame(pre[0], request, self._below.get(hook))
         token = FRAME.set(frame)
         try:
             response = handler(request)
@@ -348,7 +360,7 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
         from .layers import FRAME, Frame, settle
 
         tcid = request.tool_call.get("id") if hook == "wrap_tool_call" else None
-        frame = Frame(pre[0], request)
+        frame = Frame(pre[0], request, self._below.get(hook))
         token = FRAME.set(frame)
         try:
             response = await handler(request)

@@ -387,6 +387,14 @@ def _layer_caption(ev: Event, p: dict[str, Any]) -> str:
         return (f"{p.get('error', 'An exception')} came up out of the layers inside "
                 f"{layer}, into {layer}: it may retry, fall back or turn it into a "
                 "result; if it does not, the call fails.")
+    if what == "short-circuit":
+        inside = "model" if ev.hook in MODEL_HOOKS else "tool"
+        return (f"{layer} answered the {call} itself, without calling the layers inside it "
+                f"or the {inside} (a cache, a guard, a canned reply).")
+    if what == "response" and "recovered" in (p.get("changed") or ()):
+        return (f"{layer} turned the exception ({p.get('recovered', '?')}) into a result "
+                "instead of failing the call: the layers outside it get a normal answer"
+                f"{' with status ' + str(p['status']) if p.get('status') else ''}.")
     if what == "response":
         return (f"{layer} changed the {call}'s result on its way out ({changed}): the "
                 "layers outside it, and the state, get this version.")
