@@ -97,3 +97,31 @@ def test_sample_loads_and_replays(path: Path, sample_db: Path) -> None:
             for m in run.messages:
                 if m.type == "tool":
                     assert m.tool_call_id in asked
+
+
+@pytest.mark.parametrize("path", SAMPLES, ids=[p.stem for p in SAMPLES])
+def test_state_at_is_the_plain_definition(path: Path, tmp_path: Path) -> None:
+    """``Replay.state_at`` (bisection over the messages' seq bounds) gives, at every
+    step, what the plain definition gives: the messages recorded by then, in
+    conversation order (after the latest reorder), each in its version of then."""
+    db = tmp_path / "s.db"
+    import_trace(path, db)
+    with TraceDB(db) as tdb:
+        runs = [tdb.run(s.id) for s in tdb.runs()]
+    for run in runs:
+        replay = build_replay(run)
+        for step in replay.steps:
+            seq = step.event.seq
+            orders = [e for e in run.events if e.hook == "history" and e.seq <= seq
+                      and isinstance(e.payload, dict) and "keys" in e.payload]
+            known = [m for m in run.messages if m.seq <= seq]
+            if orders:
+                last = orders[-1]
+                by_key = {m.key: m for m in known}
+                plain = [by_key[k] for k in last.payload["keys"] if k in by_key]
+                plain += [m for m in known if m.seq > last.seq and m not in plain]
+            else:
+                plain = known
+            versions = [max((v for v in run.revisions if v.key == m.key and v.seq <= seq),
+                            key=lambda v: v.seq, default=m) for m in plain]
+            assert replay.state_at(seq) == versions, (path.stem, step.index)

@@ -127,13 +127,27 @@ class _MessageTable:
             self._keep.append(m)
         return i
 
+    def indexes(self, msgs: list[Message]) -> list[int]:
+        """The numbers of ``msgs`` (a step's list: mostly numbered already, so the
+        lookups run in C: ``map`` and a set difference, not a Python loop)."""
+        ids = list(map(id, msgs))
+        new = set(ids).difference(self._ids)
+        if new:
+            for m in msgs:
+                if id(m) in new:
+                    self.index(m)
+        return list(map(self._ids.__getitem__, ids))
+
 
 def view_edit(prev: list[int], cur: list[int]) -> dict[str, Any] | None:
     """``cur`` as an edit of ``prev``: keep the first ``b`` entries, put ``x`` in place,
     append ``a``; or the whole list (``f``) when that is shorter. None: no change."""
     if prev == cur:
         return None
-    k = min(len(prev), len(cur))
+    n = len(prev)
+    if len(cur) >= n and cur[:n] == prev:  # the usual step: messages added at the end
+        return {"b": n, "a": cur[n:]}
+    k = min(n, len(cur))
     subs = [[j, cur[j]] for j in range(k) if prev[j] != cur[j]]
     if len(subs) > 16:
         return {"f": cur}
@@ -170,7 +184,7 @@ def replay_data(rp: Replay) -> dict[str, Any]:
         })
         # The conversation the step shows, as Python's Replay.messages_at has it, given
         # as an edit of the step before's (the page applies it: no second replay in JS).
-        cur = [table.index(m) for m in rp.messages_at(st.index)]
+        cur = table.indexes(rp.messages_at(st.index))
         op = view_edit(prev, cur)
         if op is not None:
             steps[-1]["mv"] = op

@@ -8,6 +8,8 @@ the hook. Pure functions over loader records; the app only draws them.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
@@ -97,16 +99,34 @@ class Replay:
             if ev.seq > seq:
                 break
             order = ev
+        msgs = self.run.messages
         if order is None:
-            base = [m for m in self.run.messages if m.seq <= seq]
+            # Every message before the first whose running max seq passes ``seq`` is
+            # in; after it, only up to where the smallest seq still to come passes it
+            # (parallel tool results can be placed a little out of seq order).
+            high, low = self._seq_bounds
+            k = bisect.bisect_right(high, seq)
+            end = bisect.bisect_right(low, seq, lo=k)
+            base = msgs[:k] + [m for m in msgs[k:end] if m.seq <= seq]
         else:
-            by_key = {m.key: m for m in self.run.messages if m.seq <= seq}
+            by_key = {m.key: m for m in msgs if m.seq <= seq}
             keys = order.payload["keys"]
             base = [by_key[k] for k in map(str, keys) if k in by_key]
             seen = {m.key for m in base}
-            base += [m for m in self.run.messages
-                     if order.seq < m.seq <= seq and m.key not in seen]
-        return [self.version_at(m, seq) for m in base]
+            base += [m for m in msgs if order.seq < m.seq <= seq and m.key not in seen]
+        versions = self._versions
+        if not versions:
+            return base
+        return [self.version_at(m, seq) if m.key in versions else m for m in base]
+
+    @cached_property
+    def _seq_bounds(self) -> tuple[list[int], list[int]]:
+        """For the messages in conversation order: the running maximum of their seqs,
+        and the minimum of the seqs from each one on (both never decrease)."""
+        seqs = [m.seq for m in self.run.messages]
+        high, low = list(itertools.accumulate(seqs, max)), list(
+            itertools.accumulate(reversed(seqs), min))[::-1]
+        return high, low
 
     def version_at(self, m: Message, seq: int) -> Message:
         """Message ``m`` as it was at ``seq`` (its latest version recorded by then)."""
@@ -401,8 +421,18 @@ def _layer_caption(ev: Event, p: dict[str, Any]) -> str:
     return f"{layer}: a step of the {call}."
 
 
+_NODE_WHO = {
+    "tools": "The tools node (a wrap_tool_call layer outside TraceMiddleware, e.g. Deep "
+             "Agents' eviction of a large result to a file, or the tool's own Command)",
+    "model": "The model node (a wrap_model_call layer outside TraceMiddleware, e.g. Deep "
+             "Agents' summarisation offloading old results)",
+}
+
+
 def _history_caption(p: dict[str, Any]) -> str:
-    who = f"{p['by']}" if p.get("by") else "A hook or wrap layer that looptrace does not wrap"
+    by = p.get("by")
+    who = _NODE_WHO.get(str(by), str(by)) if by else (
+        "A hook or wrap layer that looptrace does not wrap")
     parts = []
     if p.get("replaced"):
         n = len(p["replaced"])
