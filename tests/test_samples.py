@@ -125,3 +125,15 @@ def test_state_at_is_the_plain_definition(path: Path, tmp_path: Path) -> None:
             versions = [max((v for v in run.revisions if v.key == m.key and v.seq <= seq),
                             key=lambda v: v.seq, default=m) for m in plain]
             assert replay.state_at(seq) == versions, (path.stem, step.index)
+
+
+@pytest.mark.parametrize("path", SAMPLES, ids=[p.stem for p in SAMPLES])
+def test_every_event_uses_the_format_names(path: Path) -> None:
+    """Every event of every sample names a hook and a phase of ``tracer.records``."""
+    from tracer.records import EVENT_HOOKS, PHASES
+
+    _header, rows = read_trace(path)
+    events = [r for t, r in rows if t == "events"]
+    assert events
+    assert {e["hook"] for e in events} <= set(EVENT_HOOKS), path.stem
+    assert {e["phase"] for e in events} <= set(PHASES), path.stem

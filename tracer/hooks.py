@@ -35,11 +35,3 @@ HOOKS: tuple[Hook, ...] = (
 
 HOOK_NAMES: tuple[str, ...] = tuple(h.name for h in HOOKS)
 HOOK_BY_NAME: dict[str, Hook] = {h.name: h for h in HOOKS}
-
-# Event hooks that are not middleware hooks but that the replay also shows.
-# "model" and "tools" are recorded by the callback handler for loops without
-# middleware; "run" marks start/end/interrupt/resume of a run.
-EXTRA_EVENT_HOOKS: tuple[str, ...] = ("run", "model", "tool", "node", "interrupt", "resume")
-
-# Phases an event can have.
-PHASES: tuple[str, ...] = ("fire", "enter", "exit", "error", "start", "end")

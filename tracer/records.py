@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 
 from langchain_core.messages import BaseMessage
 
+from .hooks import HOOK_NAMES
 from .serialize import tool_call_id_of
 
 # -- names ---------------------------------------------------------------------
@@ -23,14 +24,17 @@ from .serialize import tool_call_id_of
 MODEL_HOOKS: frozenset[str] = frozenset({"wrap_model_call", "model"})
 TOOL_HOOKS: frozenset[str] = frozenset({"wrap_tool_call", "tool"})
 
-# Phases. ``sent``: what the model received, when layers inside the tracer
-# rewrote the request it recorded at ``enter``.
-FIRE, ENTER, EXIT, ERROR, INTERRUPT, START, END, SENT = (
-    "fire", "enter", "exit", "error", "interrupt", "start", "end", "sent")
-# Event hooks besides the six middleware hooks: a run's start/end/error, a
-# change to the conversation (``history``), a graph node of a plain graph,
-# interrupts and resumes.
-RUN, HISTORY, NODE, RESUME = "run", "history", "node", "resume"
+# Every hook an event can name: the six middleware hooks, and ``run`` (a run's
+# start/end/error), ``model`` / ``tool`` (calls recorded by the callback handler),
+# ``node`` (a node of a plain graph), ``interrupt``, ``resume`` and ``history`` (a
+# change to the conversation).
+EVENT_HOOKS: tuple[str, ...] = (*HOOK_NAMES, "run", "model", "tool", "node", "interrupt",
+                                "resume", "history")
+# Every phase. ``sent``: what the model received when layers inside the tracer
+# rewrote the request it recorded at ``enter``; ``layer``: what one wrap layer did
+# (``TraceMiddleware.around``).
+PHASES: tuple[str, ...] = ("fire", "enter", "sent", "layer", "exit", "error", "interrupt",
+                           "start", "end")
 
 
 def message_key(m: Any) -> str:
