@@ -137,3 +137,17 @@ def test_every_event_uses_the_format_names(path: Path) -> None:
     assert events
     assert {e["hook"] for e in events} <= set(EVENT_HOOKS), path.stem
     assert {e["phase"] for e in events} <= set(PHASES), path.stem
+
+
+def test_a_runs_children_are_its_subagent_runs(tmp_path: Path) -> None:
+    """``TraceDB.run`` asks only for a run's own children (not every run of the file)."""
+    db = tmp_path / "s.db"
+    for path in SAMPLES:
+        import_trace(path, db)
+    with TraceDB(db) as tdb:
+        every = tdb.runs()
+        parents = {r.parent_id for r in every if r.parent_id}
+        assert parents  # the deep-agent sample nests a subagent run
+        for r in every:
+            want = sorted(x.id for x in every if x.parent_id == r.id)
+            assert sorted(c.id for c in tdb.run(r.id).children) == want

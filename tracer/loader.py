@@ -209,10 +209,15 @@ class TraceDB:
                 raise NotALooptraceDatabase(msg) from None
 
     # -- runs ---------------------------------------------------------------
-    def runs(self, *, search: str | None = None, ids: list[str] | None = None) -> list[RunSummary]:
-        """Every run with its counts, newest first; ``search`` matches message text."""
+    def runs(self, *, search: str | None = None, ids: list[str] | None = None,
+             parent_id: str | None = None) -> list[RunSummary]:
+        """Every run with its counts, newest first; ``search`` matches message text,
+        ``ids`` and ``parent_id`` select runs (``parent_id``: a run's subagent runs)."""
         where = []
         params: list[Any] = []
+        if parent_id is not None:
+            where.append("r.parent_id = ?")
+            params.append(parent_id)
         if search:
             where.append("r.id IN (SELECT run_id FROM messages WHERE text LIKE ? ESCAPE '\\')")
             esc = search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
@@ -271,7 +276,7 @@ class TraceDB:
                         _loads(data) or {"type": typ, "data": {}}, key)
             (revisions if later else messages).append(m)
         revisions.sort(key=lambda m: m.seq)
-        children = [s for s in self.runs() if s.parent_id == run_id]
+        children = self.runs(parent_id=run_id)  # (not every run of the file: see runs())
         children.sort(key=lambda s: s.started_at or 0)
         meta = self._query("SELECT metadata FROM runs WHERE id = ?", [run_id])
         return Run(summary, events, messages, children, _loads(meta[0][0]) if meta else None,
