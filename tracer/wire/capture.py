@@ -190,12 +190,12 @@ class WireRecorder:
 
 
 
-def find_model_call(conn: Any, ts: float) -> tuple[str, int] | None:
-    """The model call (run id, enter seq) that was in progress at ``ts``."""
+def open_model_calls(conn: Any, ts: float) -> list[tuple[float, str, int]]:
+    """The model calls (enter ts, run id, enter seq) in progress at ``ts``, latest first."""
     runs = [r[0] for r in conn.execute(
         "SELECT id FROM runs WHERE started_at <= ? AND (ended_at IS NULL OR ended_at >= ?)",
         [ts + 0.001, ts - 0.001])]
-    best: tuple[float, str, int] | None = None
+    out: list[tuple[float, str, int]] = []
     for rid in runs:
         rows = conn.execute(
             "SELECT seq, ts, hook, phase FROM events WHERE run_id = ? AND hook IN (?, ?)"
@@ -209,26 +209,105 @@ def find_model_call(conn: Any, ts: float) -> tuple[str, int] | None:
                 open_calls[hook] = (seq, ets)
             else:
                 open_calls.pop(hook, None)
-        for seq, ets in open_calls.values():
-            if best is None or ets > best[0]:
-                best = (ets, rid, seq)
-    return (best[1], best[2]) if best else None
+        out += [(ets, rid, seq) for seq, ets in open_calls.values()]
+    return sorted(out, reverse=True)
+
+
+def find_model_call(conn: Any, ts: float) -> tuple[str, int] | None:
+    """The model call (run id, enter seq) that was in progress at ``ts`` (the latest
+    to start, when several were: see ``link_wire`` for the choice by content)."""
+    calls = open_model_calls(conn, ts)
+    return (calls[0][1], calls[0][2]) if calls else None
+
+
+Signature = tuple[int, str, frozenset[str]]
+
+
+def wire_signature(row: dict[str, Any]) -> Signature | None:
+    """What an exchange's request carried, in terms a recorded model call also has: the
+    number of assistant turns, the last user text, the tool-call ids (None: unreadable)."""
+    from .providers import format_for_path, get_format
+
+    try:
+        body = json.loads(row.get("request_body") or "")
+        fmt = format_for_path(str(row.get("url") or "")) or get_format(str(row.get("provider")))
+        msgs = fmt.read_request(body).messages
+    except Exception:  # noqa: BLE001 - a body we cannot read: time decides
+        return None
+    users = [m.text.strip() for m in msgs if m.role == "user" and m.text.strip()]
+    ids = {c.id for m in msgs for c in m.tool_calls} | {
+        m.tool_call_id or "" for m in msgs if m.role == "tool"}
+    return (sum(1 for m in msgs if m.role == "assistant"), users[-1] if users else "",
+            frozenset(i for i in ids if i))
+
+
+def call_signature(messages: list[Any]) -> Signature:
+    """The same of what a recorded model call received (``Replay.messages_at``)."""
+    from ..loader import content_text
+
+    humans = [content_text(m.content).strip() for m in messages if m.type == "human"]
+    humans = [h for h in humans if h]
+    ids = {str(c.get("id")) for m in messages for c in m.tool_calls if c.get("id")} | {
+        m.tool_call_id for m in messages if m.tool_call_id}
+    return (sum(1 for m in messages if m.type in ("ai", "AIMessageChunk")),
+            humans[-1] if humans else "", frozenset(ids))
+
+
+def match(wire: Signature, call: Signature) -> int:
+    """How well an exchange fits a model call (0-3): same number of assistant turns,
+    same last user text, and the exchange's tool-call ids all known to the call."""
+    return ((wire[0] == call[0]) + (wire[1] == call[1])
+            + (bool(wire[2]) and wire[2] <= call[2]))
+
+
+class _Calls:
+    """Recorded model calls' signatures, read on demand (one replay per run)."""
+
+    def __init__(self, db: str) -> None:
+        self.db = db
+        self._replays: dict[str, Any] = {}
+
+    def signature(self, run_id: str, seq: int) -> Signature | None:
+        from ..loader import TraceDB
+        from ..replay import build_replay
+
+        rp = self._replays.get(run_id)
+        if rp is None:
+            with TraceDB(self.db) as tdb:
+                rp = self._replays[run_id] = build_replay(tdb.run(run_id))
+        step = next((s.index for s in rp.steps if s.event.seq == seq), None)
+        return None if step is None else call_signature(rp.messages_at(step))
 
 
 def link_wire(db: str | os.PathLike[str], *,
               since: float | None = None) -> list[tuple[float, str, int]]:
-    """Link unlinked wire rows (sent after ``since``, if given) to the model call
-    in progress when they were sent; return (ts, run id, seq) of each row linked."""
-    conn = connect(os.fspath(db))
+    """Link unlinked wire rows (sent after ``since``, if given) to their model call:
+    of the calls in progress when a row was sent, the one whose recorded request it
+    matches by content (turns, last user text, tool-call ids); time decides a tie
+    (the latest to start). Return (ts, run id, seq) of each row linked."""
+    path = os.fspath(db)
+    conn = connect(path)
     try:
         out = []
-        rows = conn.execute("SELECT id, ts FROM wire WHERE run_id IS NULL AND ts >= ?",
-                            [since if since is not None else float("-inf")]).fetchall()
+        calls = _Calls(path)
+        rows = conn.execute(
+            "SELECT id, ts, url, provider, request_body FROM wire WHERE run_id IS NULL"
+            " AND ts >= ?", [since if since is not None else float("-inf")]).fetchall()
         with conn:
-            for wid, ts in rows:
-                hit = find_model_call(conn, ts)
-                if hit is None:
+            for wid, ts, url, provider, body in rows:
+                candidates = open_model_calls(conn, ts)
+                if not candidates:
                     continue
+                hit = candidates[0][1:]
+                if len(candidates) > 1:
+                    sig = wire_signature({"url": url, "provider": provider,
+                                          "request_body": body})
+                    if sig is not None:
+                        scored = []
+                        for ets, rid, seq in candidates:
+                            cs = calls.signature(rid, seq)
+                            scored.append((match(sig, cs) if cs else -1, ets, rid, seq))
+                        hit = max(scored)[2:]
                 conn.execute("UPDATE wire SET run_id = ?, seq = ? WHERE id = ?", [*hit, wid])
                 out.append((ts, *hit))
         return out
