@@ -129,6 +129,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph.message import add_messages
 from langgraph.types import Command
 
+from tracer.demo.models import stamp
+
 Script = Callable[[list[BaseMessage]], AIMessage]
 
 
@@ -251,13 +253,7 @@ class RecordingChatModel(BaseChatModel):
         else:
             script = self.sub_script if (kind == "sub" and self.sub_script) else self.script
             reply = script(list(messages)).model_copy(deep=True)
-        if reply.usage_metadata is None:
-            words_in = sum(len(str(m.content).split()) for m in messages) + 10
-            words_out = max(1, len(str(reply.content).split())) + 5 * len(reply.tool_calls)
-            reply.usage_metadata = {"input_tokens": words_in, "output_tokens": words_out,
-                                    "total_tokens": words_in + words_out}
-        reply.response_metadata = {"model_name": self.model_name,
-                                   "finish_reason": "tool_calls" if reply.tool_calls else "stop"}
+        reply = stamp(reply, messages, self.model_name)
         rec.reply = reply.model_copy(deep=True)
         return ChatResult(generations=[ChatGeneration(message=reply)])
 

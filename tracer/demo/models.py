@@ -40,15 +40,21 @@ class ScriptedChatModel(BaseChatModel):
     def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
                   run_manager: CallbackManagerForLLMRun | None = None,
                   **kwargs: Any) -> ChatResult:
-        reply = self.script(messages)
-        if reply.usage_metadata is None:
-            words_in = sum(len(str(m.content).split()) for m in messages) + 10
-            words_out = max(1, len(str(reply.content).split())) + 5 * len(reply.tool_calls)
-            reply.usage_metadata = {"input_tokens": words_in, "output_tokens": words_out,
-                                    "total_tokens": words_in + words_out}
-        reply.response_metadata = {"model_name": self.model_name,
-                                   "finish_reason": "tool_calls" if reply.tool_calls else "stop"}
+        reply = stamp(self.script(messages), messages, self.model_name)
         return ChatResult(generations=[ChatGeneration(message=reply)])
+
+
+def stamp(reply: AIMessage, messages: Sequence[BaseMessage], model_name: str) -> AIMessage:
+    """What a provider adds to a reply: token usage (counted in words, unless the script
+    gave its own) and the model name and stop reason."""
+    if reply.usage_metadata is None:
+        words_in = sum(len(str(m.content).split()) for m in messages) + 10
+        words_out = max(1, len(str(reply.content).split())) + 5 * len(reply.tool_calls)
+        reply.usage_metadata = {"input_tokens": words_in, "output_tokens": words_out,
+                                "total_tokens": words_in + words_out}
+    reply.response_metadata = {"model_name": model_name,
+                               "finish_reason": "tool_calls" if reply.tool_calls else "stop"}
+    return reply
 
 
 def turn_script(turns: Sequence[Callable[[Sequence[BaseMessage]], AIMessage] | AIMessage]) -> Script:
