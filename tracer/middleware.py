@@ -16,6 +16,7 @@ from langgraph.config import get_config
 from langgraph.errors import GraphInterrupt
 from langgraph.types import Command
 
+from .layers import FRAME, Frame, LayerProbe, settle, wraps_calls
 from .recorder import (
     Recorder,
     ResponsePayload,
@@ -90,8 +91,6 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
                 PIIMiddleware("email"), ContextEditingMiddleware(), ModelFallbackMiddleware(m2)))
             ```
         """
-        from .layers import LayerProbe, wraps_calls
-
         self._layered = True
         out: list[Any] = [self]
         probes: list[LayerProbe] = []
@@ -312,13 +311,17 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
 
     def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
         pre = self._model_enter(request)
-        if self._layered and pre is not None:
-            return self._layer_call(pre, request, handler, "wrap_model_call")
+        framed = self._frame(pre, request, "wrap_model_call") if self._layered else None
         try:
             response = handler(request)
         except BaseException as exc:
             self._error(pre, "wrap_model_call", exc)
             raise
+        finally:
+            if framed is not None:
+                FRAME.reset(framed[1])
+        if framed is not None:
+            self._settle(framed[0], "wrap_model_call", None, response)
         self._model_exit(pre, request, response)
         return response
 
@@ -327,61 +330,34 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
         if not self._known(request.runtime):
             await self._arun(request.runtime)
         pre = self._model_enter(request)
-        if self._layered and pre is not None:
-            return await self._alayer_call(pre, request, handler, "wrap_model_call")
+        framed = self._frame(pre, request, "wrap_model_call") if self._layered else None
         try:
             response = await handler(request)
         except BaseException as exc:
             self._error(pre, "wrap_model_call", exc)
             raise
+        finally:
+            if framed is not None:
+                FRAME.reset(framed[1])
+        if framed is not None:
+            self._settle(framed[0], "wrap_model_call", None, response)
         self._model_exit(pre, request, response)
         return response
 
     # -- with probes in the other layers (``around``) ----------------------
-    def _layer_call(self, pre: Any, request: Any, handler: Callable[[Any], Any],
-                    hook: str) -> Any:
-        from .layers import FRAME, Frame, settle
-
-        tcid = request.tool_call.get("id") if hook == "wrap_tool_call" else None
+    def _frame(self, pre: Any, request: Any, hook: str) -> tuple[Frame, Any] | None:
+        """The frame the first probe inside reads (the request as this layer passed it
+        down), set in the call's context; with its token, to reset it after the call."""
+        if pre is None:
+            return None
         frame = Frame(pre[0], request, self._below.get(hook))
-        token = FRAME.set(frame)
-        try:
-            response = handler(request)
-        except BaseException as exc:
-            self._error(pre, hook, exc, tcid)
-            raise
-        finally:
-            FRAME.reset(token)
-        self._layer_exit(pre, frame, request, response, hook, tcid, settle)
-        return response
+        return frame, FRAME.set(frame)
 
-    async def _alayer_call(self, pre: Any, request: Any,
-                           handler: Callable[[Any], Awaitable[Any]], hook: str) -> Any:
-        from .layers import FRAME, Frame, settle
-
-        tcid = request.tool_call.get("id") if hook == "wrap_tool_call" else None
-        frame = Frame(pre[0], request, self._below.get(hook))
-        token = FRAME.set(frame)
-        try:
-            response = await handler(request)
-        except BaseException as exc:
-            self._error(pre, hook, exc, tcid)
-            raise
-        finally:
-            FRAME.reset(token)
-        self._layer_exit(pre, frame, request, response, hook, tcid, settle)
-        return response
-
-    def _layer_exit(self, pre: Any, frame: Any, request: Any, response: Any, hook: str,
-                    tcid: str | None, settle: Callable[..., None]) -> None:
+    def _settle(self, frame: Frame, hook: str, tcid: str | None, response: Any) -> None:
         try:
             settle(self.recorder, frame, hook, tcid, response)
         except Exception as exc:  # noqa: BLE001
             self.recorder.writer._warn("layer", f"looptrace failed in a probe: {exc!r}")
-        if hook == "wrap_model_call":
-            self._model_exit(pre, request, response)
-        else:
-            self._tool_exit(pre, request, response)
 
     # -- tool calls ---------------------------------------------------------
     def _tool_enter(self, request: Any) -> tuple[RunState, float, str] | None:
@@ -430,13 +406,17 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
 
     def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
         pre = self._tool_enter(request)
-        if self._layered and pre is not None:
-            return self._layer_call(pre, request, handler, "wrap_tool_call")
+        framed = self._frame(pre, request, "wrap_tool_call") if self._layered else None
         try:
             result = handler(request)
         except BaseException as exc:
             self._error(pre, "wrap_tool_call", exc, request.tool_call.get("id"))
             raise
+        finally:
+            if framed is not None:
+                FRAME.reset(framed[1])
+        if framed is not None:
+            self._settle(framed[0], "wrap_tool_call", request.tool_call.get("id"), result)
         self._tool_exit(pre, request, result)
         return result
 
@@ -445,13 +425,17 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
         if not self._known(request.runtime):
             await self._arun(request.runtime)
         pre = self._tool_enter(request)
-        if self._layered and pre is not None:
-            return await self._alayer_call(pre, request, handler, "wrap_tool_call")
+        framed = self._frame(pre, request, "wrap_tool_call") if self._layered else None
         try:
             result = await handler(request)
         except BaseException as exc:
             self._error(pre, "wrap_tool_call", exc, request.tool_call.get("id"))
             raise
+        finally:
+            if framed is not None:
+                FRAME.reset(framed[1])
+        if framed is not None:
+            self._settle(framed[0], "wrap_tool_call", request.tool_call.get("id"), result)
         self._tool_exit(pre, request, result)
         return result
 
