@@ -83,7 +83,8 @@ def render_messages(view: RunView, index: int, *, big: bool = False,
                 if note:  # our words with middleware names from the run: plain text
                     with st.container(key=f"note-{ckey}"):
                         st.text(note)
-                    rules.append(f".st-key-note-{ckey} {{ color: #b25e00; font-size: .85em; }}")
+                    rules.append(f".st-key-note-{ckey}, .st-key-note-{ckey} * {{ color: #b25e00; "
+                                 "font-size: 0.9rem; }}")
                 _message(mv, index, hot, pending, rules, big, ckey)
     _style(rules)
     return scroll_to
