@@ -1,9 +1,12 @@
 """One local HTTP server, two modes: a provider emulator and a recording proxy.
 
-``WireServer(mode="emulate")`` answers ``POST /v1/chat/completions`` (OpenAI),
-``/v1/messages`` (Anthropic) and ``/api/chat`` (Ollama) from a scripted
-conversation, as JSON or as a stream (SSE, NDJSON) when the request asks for
-one, so the real LangChain adapters run end to end with no key and no network.
+``WireServer(mode="emulate")`` answers ``POST /v1/chat/completions`` and
+``/v1/responses`` (OpenAI), ``/v1/messages`` (Anthropic) and ``/api/chat``
+(Ollama) from a scripted conversation, as JSON or as a stream (SSE, NDJSON)
+when the request asks for one, so the real LangChain adapters run end to end
+with no key and no network. For the Responses API it also remembers the
+conversations it answered, so a request continuing one by
+``previous_response_id`` gets its history back as the real server would.
 
 ``WireServer(mode="forward", provider=..., upstream=...)`` forwards every
 request to the upstream provider (streaming the response through as it
@@ -34,7 +37,14 @@ from typing import Any, Self
 from urllib.parse import urlsplit
 
 from .capture import Exchange, WireRecorder
-from .providers import FORMATS, MalformedStream, WireFormat, format_for_path, get_format
+from .providers import (
+    FORMATS,
+    MalformedStream,
+    ResponsesFormat,
+    WireFormat,
+    format_for_path,
+    get_format,
+)
 from .scenarios import Script, count_tokens, load_script
 
 MODES = ("emulate", "forward")
@@ -68,6 +78,8 @@ class WireServer:
         self.on_exchange = on_exchange
         self.exchanges: list[Exchange] = []
         self._lock = threading.Lock()
+        # The emulator's stored Responses API conversations (items), by response id.
+        self._stored: dict[str, list[Any]] = {}
         handler = type("Handler", (_Handler,), {"server_obj": self})
         self._httpd = _QuietServer(("127.0.0.1", port), handler)
         self._httpd.daemon_threads = True
@@ -115,6 +127,15 @@ class WireServer:
                                                    f"{err!r}")
         if self.on_exchange is not None:
             self.on_exchange(ex)
+
+    def store(self, response_id: str, items: list[Any]) -> None:
+        with self._lock:
+            self._stored[response_id] = items
+
+    def stored(self, response_id: str) -> list[Any] | None:
+        """The conversation items up to and including emulated response ``response_id``."""
+        with self._lock:
+            return self._stored.get(response_id)
 
 
 # What some clients ask before chatting (model lists, server version).
@@ -261,9 +282,16 @@ class _Handler(BaseHTTPRequestHandler):
             ex.response_headers, ex.response_body = self._json(400, {"error": {
                 "type": "invalid_request_error", "message": str(err)}})
             return
+        if isinstance(fmt, ResponsesFormat):
+            payload = self._resume(ex, fmt, payload)
+            if payload is None:
+                return
         req = fmt.read_request(payload)
         assert srv.script is not None
         reply = count_tokens(req, srv.script(req))
+        if isinstance(fmt, ResponsesFormat) and payload.get("store") is not False:
+            body = fmt.response(reply)
+            srv.store(body["id"], fmt.stored_items(payload, body))
         ex.status = 200
         if not req.stream:
             ex.response_headers, ex.response_body = self._json(200, fmt.response(reply))
@@ -277,6 +305,25 @@ class _Handler(BaseHTTPRequestHandler):
         ex.response_headers = headers
         ex.chunks = chunks
         ex.response_body = json.dumps(fmt.reassemble(chunks))
+
+    def _resume(self, ex: Exchange, fmt: ResponsesFormat,
+                payload: dict[str, Any]) -> dict[str, Any] | None:
+        """A Responses API request with the history its ``previous_response_id``
+        names put back in (the scripts count turns); None, and a 400, for an id
+        this emulator did not answer (or was told not to store)."""
+        prev = payload.get("previous_response_id")
+        if prev is None:
+            return payload
+        stored = self.server_obj.stored(str(prev))
+        if stored is None:
+            ex.status = 400
+            ex.error = f"bad request: unknown previous_response_id {prev!r}"
+            ex.response_headers, ex.response_body = self._json(400, {"error": {
+                "message": f"Previous response with id '{prev}' not found.",
+                "type": "invalid_request_error", "param": "previous_response_id",
+                "code": "previous_response_not_found"}})
+            return None
+        return fmt.resume(payload, stored)
 
     # -- forward --------------------------------------------------------------
     def _forward(self, ex: Exchange, fmt: WireFormat | None) -> None:
