@@ -40,6 +40,7 @@ from tracer.graph_layout import (
     jumps_for,
     passable_points,
     passthrough_hooks,
+    unknown_hooks,
     route,
 )
 from tracer.replay import Replay
@@ -90,7 +91,8 @@ def graph_data(replay: Replay, index: int, *, names: dict[str, str] | None = Non
     passthrough = passthrough_hooks(replay)
     if not replay.steps:
         return {"step": 0, "steps": 0, "node": "START", "edges": [], "jumps": [], "jump": False,
-                "visited": [], "passthrough": passthrough, "tools": [], "kind": "run",
+                "visited": [], "passthrough": passthrough, "unknown": unknown_hooks(replay),
+                "tools": [], "kind": "run",
                 "keyboard": keyboard, "scroll_to": scroll_to, "lap": 0, **timers}
     step = replay.steps[index]
     names = names if names is not None else tool_names(replay)
@@ -106,6 +108,7 @@ def graph_data(replay: Replay, index: int, *, names: dict[str, str] | None = Non
         "jump": bool(jumps),
         "visited": sorted(step.visited),
         "passthrough": passthrough,
+        "unknown": unknown_hooks(replay),  # a run seen from outside: hooks it cannot know
         "tools": [{"id": t, "name": names.get(t, "tool"),
                    "colour": call_colour(colours.get(t, 0))} for t in step.active_tools],
         "kind": step.kind,
@@ -154,6 +157,9 @@ CSS = """
   font-family: var(--st-code-font, ui-monospace, monospace); }
 .lt-graph .wrap.passthrough rect { stroke-opacity: .18; }
 .lt-graph .wrap.passthrough text { opacity: .4; }
+.lt-graph .node.unknown text { font-style: italic; opacity: .5; }
+.lt-graph .node.unknown circle { fill: none; stroke-dasharray: 2 2; }
+.lt-graph .wrap.unknown rect { stroke-dasharray: 2 4; }
 .lt-graph .wrap.active rect { stroke: var(--st-primary-color); stroke-opacity: 1;
   stroke-width: 2.2; }
 .lt-graph .edge path { fill: none; stroke: var(--st-text-color); stroke-opacity: .45;
@@ -243,7 +249,8 @@ function update(root, d) {
   root.setAttribute('data-step', String(d.step));
   root.setAttribute('data-active-node', d.node);
   root.setAttribute('data-kind', d.kind);
-  const visited = new Set(d.visited), pass = new Set(d.passthrough), hot = new Set(d.edges);
+  const visited = new Set(d.visited), pass = new Set(d.passthrough), hot = new Set(d.edges),
+        unknown = new Set(d.unknown || []);
   for (const n of LAYOUT.nodes) {
     const g = root.querySelector(`g.node[data-node="${n.id}"]`);
     const isPass = n.hook && pass.has(n.hook);
@@ -252,8 +259,10 @@ function update(root, d) {
     g.classList.toggle('error', d.node === n.id && !!d.error);
     g.classList.toggle('interrupt', d.node === n.id && !!d.interrupt);
     g.classList.toggle('passthrough', !!isPass);
+    g.classList.toggle('unknown', !!(n.hook && unknown.has(n.hook)));
     const rect = g.querySelector('rect'), dot = g.querySelector('circle'),
           text = g.querySelector('text');
+    text.textContent = n.hook && unknown.has(n.hook) ? n.label + ' ?' : n.label;
     rect.style.display = isPass ? 'none' : '';
     dot.style.display = isPass ? '' : 'none';
     text.setAttribute('x', isPass ? n.x - 16 : n.x);
@@ -266,6 +275,7 @@ function update(root, d) {
     const g = root.querySelector(`g.wrap[data-hook="${w.id}"]`);
     const node = w.id === 'wrap_model_call' ? 'model' : 'tools';
     g.classList.toggle('passthrough', pass.has(w.id));
+    g.classList.toggle('unknown', unknown.has(w.id));
     g.classList.toggle('active', d.node === node && !pass.has(w.id));
   }
   for (const e of LAYOUT.edges) {

@@ -143,6 +143,12 @@ def passthrough_hooks(replay: Replay) -> list[str]:
     return sorted(h for h in HOOK_BY_NAME if h not in replay.used_hooks)
 
 
+def unknown_hooks(replay: Replay) -> list[str]:
+    """Hooks this run cannot say anything about: all six for a run seen from outside
+    (its traffic or its spans show model calls and tool results, never hooks)."""
+    return sorted(HOOK_BY_NAME) if replay.run.observed else []
+
+
 def passable_points(replay: Replay) -> frozenset[str]:
     """The nodes a step may pass through in this run (see the module docstring)."""
     points = frozenset(p for p in POINTS if p not in replay.used_hooks)
@@ -224,5 +230,6 @@ def jumps_for(edge_ids: list[str]) -> list[dict[str, str]]:
 __all__ = [
     "BACK_EDGE", "BACK_TO_POINT", "COND", "EDGES", "NODES", "NODE_HOOK", "POINTS", "VIEWBOX",
     "WRAPS", "has_middleware_hooks", "is_jump", "jump_path", "jumps_for", "passable_points",
+    "unknown_hooks",
     "passthrough_hooks", "route", "step_edges",
 ]

@@ -49,6 +49,7 @@ from .graph_layout import (
     WRAPS,
     jump_path,
     passable_points,
+    unknown_hooks,
     route,
 )
 from .loader import Message, TraceDB, content_text
@@ -203,6 +204,8 @@ def replay_data(rp: Replay) -> dict[str, Any]:
         "view0": view0,
         "system": rp.system_prompt(),
         "unused_hooks": [h for h in POINTS if h not in rp.used_hooks],
+        # a run seen from outside: the hooks it cannot know (drawn as unknown)
+        "unknown_hooks": unknown_hooks(rp),
         # The edges steps take that are not standard edges: id -> SVG path data.
         "jumps": jumps,
         "back": EDGES[BACK_EDGE] if "before_model" in rp.used_hooks else BACK_TO_POINT,

@@ -165,6 +165,13 @@ class Run:
     def id(self) -> str:
         return self.summary.id
 
+    @property
+    def observed(self) -> str | None:
+        """What saw this run from outside ("wire": a proxy's traffic; "otel": spans),
+        or None for a run the tracer recorded from inside (``tracer/ingest.py``)."""
+        meta = self.metadata if isinstance(self.metadata, dict) else {}
+        return str(meta["observed"]) if meta.get("observed") else None
+
     @cached_property
     def message_by_key(self) -> dict[str, Message]:
         return {m.key: m for m in self.messages}
@@ -229,7 +236,9 @@ class TraceDB:
             f"SELECT {', '.join('r.' + f for f in _RUN_FIELDS)},"
             " COALESCE(MAX(e.lap), 0),"
             " SUM(e.hook IN ('wrap_model_call', 'model') AND e.phase = 'enter'),"
-            " SUM(e.hook IN ('wrap_tool_call', 'tool') AND e.phase = 'enter'),"
+            # (a tool call seen from outside has no enter: its result's exit says observed)
+            " SUM(e.hook IN ('wrap_tool_call', 'tool') AND (e.phase = 'enter' OR"
+            " (e.phase = 'exit' AND e.payload LIKE '{\"observed\"%'))),"
             " SUM(e.phase = 'error'), COUNT(e.seq)"
             " FROM runs r LEFT JOIN events e ON e.run_id = r.id"
             + (" WHERE " + " AND ".join(where) if where else "")

@@ -353,6 +353,8 @@ def _caption_jumps(replay: Replay) -> None:
     recorded it (a node hook's ``jump_to``, a ``Command(goto=...)``)."""
     from .graph_layout import is_jump, passable_points, route  # (it imports this module)
 
+    if replay.run.observed:  # no hook to name, and the loop's own moves are no jumps
+        return
     passable = passable_points(replay)
     who: str | None = None
     steps = replay.steps
@@ -372,6 +374,58 @@ def _caption_jumps(replay: Replay) -> None:
             name = f"{st.event.middleware}.{st.event.hook}" if st.event.middleware else (
                 str(p.get("node") or st.event.hook))
             who = f"{name} (to {target})"
+
+
+_SEEN_BY = {"wire": "its HTTP traffic, recorded by looptrace proxy",
+            "otel": "its OpenTelemetry spans"}
+
+
+def _observed_caption(ev: Event, p: dict[str, Any], run: Run) -> str | None:
+    """Captions for a run seen from outside (``tracer/ingest.py``): say what the
+    observer saw and what it cannot know, never a hook it did not see."""
+    seen = _SEEN_BY.get(run.observed or "", f"what {run.observed} recorded")
+    if ev.hook == "run" and ev.phase == "start":
+        if p.get("continued"):
+            return ("The conversation goes on: the next request extends the finished one "
+                    "(a follow-up), so it is the same run.")
+        return (f"A loop seen from outside, through {seen}: model calls and the tool "
+                "results sent back are known; hooks and middleware are not (the grey "
+                "question marks on the graph).")
+    if ev.hook == "run" and ev.phase == "end":
+        return ("The model answered without asking for a tool and no later request extends "
+                "this conversation: the loop is done. Nothing on the wire says \"done\": "
+                "the loop decides by the absence of tool calls, not by the stop reason.")
+    if ev.hook in MODEL_HOOKS and ev.phase == "enter":
+        n = p.get("messages", "?")
+        sys_note = " and a system prompt" if p.get("system") or p.get("system_same") else ""
+        said = (f"The model is called with {n} message{'' if n == 1 else 's'}{sys_note} "
+                f"(lap {ev.lap}).")
+        if ev.lap > 1:
+            said = (f"The model is called with the whole history again, {n} messages"
+                    f"{sys_note} (lap {ev.lap}): the API keeps no state between calls.")
+        if p.get("previous_response_id"):
+            said = (f"The model is called with {n} new items and previous_response_id "
+                    f"{p['previous_response_id']} (lap {ev.lap}): the server holds the "
+                    "earlier turns, so they are not on the wire.")
+        if p.get("changed"):
+            said += f" Changed since the previous call: {', '.join(p['changed'])}."
+        return said
+    if ev.hook in MODEL_HOOKS and ev.phase == "exit":
+        k = int(p.get("tool_calls") or 0)
+        stop = f" (stop reason: {p['stop_reason']})" if p.get("stop_reason") else ""
+        if k:
+            names = _names(run, ev)
+            return (f"The model answered asking for {k} tool call{'s' if k > 1 else ''}"
+                    f"{': ' + names if names else ''}{stop}. The loop runs "
+                    f"{'them' if k > 1 else 'it'} and sends one result per call back, each "
+                    "with the call's id.")
+        return (f"The model answered in plain text{stop}: no tool calls, so the loop "
+                "stops here.")
+    if ev.hook in TOOL_HOOKS and p.get("observed"):
+        return (f"The result for tool call {ev.tool_call_id} was sent back with the next "
+                "request. The wire shows when it was sent, not when or how long the tool "
+                "ran.")
+    return None
 
 
 def _names(run: Run, ev: Event) -> str:
@@ -452,6 +506,10 @@ def _history_caption(p: dict[str, Any]) -> str:
 def caption(ev: Event, run: Run, tool_calls: int = 0) -> str:
     """One or two sentences: what this hook is for and what happened here."""
     p = ev.payload if isinstance(ev.payload, dict) else {}
+    if run.observed:
+        said = _observed_caption(ev, p, run)
+        if said is not None:
+            return said
     hook = HOOK_BY_NAME.get(ev.hook)
     purpose = f"{ev.hook} {hook.purpose}" if hook else ""
     dur = f" in {ev.duration_ms:.1f} ms" if ev.duration_ms is not None else ""

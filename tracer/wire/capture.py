@@ -37,6 +37,7 @@ from ..store import get_writer
 
 log = logging.getLogger("looptrace")
 RETRY_WINDOW_S = 10.0
+TRAFFIC_GRACE_S = 2.0
 
 # Header names whose values are credentials (compared lower-case).
 SECRET_HEADERS = frozenset({
@@ -118,10 +119,17 @@ class WireRecorder:
     """
 
     def __init__(self, db: str | os.PathLike[str], *, redactor: Redactor | None = None,
-                 link: bool = True) -> None:
+                 link: bool = True, traffic: bool = True) -> None:
         self.path = os.fspath(db)
         self.writer = get_writer(self.path, redactor) if redactor else get_writer(self.path)
         self.auto_link = link
+        # exchanges no traced model call claims become runs of their own (see traffic.py)
+        self.traffic: Any = None
+        if traffic:
+            from .traffic import Conversations
+
+            self.traffic = Conversations(self.path, redactor=redactor)
+        self._build_lock = threading.Lock()
         self.exchanges: list[Exchange] = []
         self._lock = threading.Lock()
         self._timer: threading.Timer | None = None
@@ -148,16 +156,41 @@ class WireRecorder:
         # Only recent rows: a proxy used without a tracer keeps every row unlinked,
         # and each exchange must not rescan them all. close() links the rest.
         linked = link_wire(self.path, since=time.time() - 6 * RETRY_WINDOW_S)
+        self._note(linked)
+        now = time.time()
+        if self.traffic is not None:
+            self._build(before=now - TRAFFIC_GRACE_S)
+        if any(ex.run_id is None and now - ex.ts < RETRY_WINDOW_S for ex in self.exchanges):
+            self._schedule_retry()
+        return len(linked)
+
+    def _note(self, linked: list[tuple[float, str, int]]) -> None:
         if linked:
             by_ts = {round(ts, 6): (rid, seq) for ts, rid, seq in linked}
             for ex in self.exchanges:
                 hit = by_ts.get(round(ex.ts, 6))
                 if ex.run_id is None and hit:
                     ex.run_id, ex.seq = hit
-        now = time.time()
-        if any(ex.run_id is None and now - ex.ts < RETRY_WINDOW_S for ex in self.exchanges):
-            self._schedule_retry()
-        return len(linked)
+
+    def _build(self, before: float | None = None) -> None:
+        """Exchanges still unclaimed ``TRAFFIC_GRACE_S`` after they were sent (a
+        tracer in another process has written its model call by then) are a loop
+        looptrace does not trace: give them to their runs."""
+        from .traffic import build_runs
+
+        with self._build_lock:
+            if not any(ex.run_id is None and (before is None or ex.ts < before)
+                       for ex in self.exchanges):
+                return
+            build_runs(self.path, before=before, conversations=self.traffic)
+            conn = connect(self.path)
+            try:
+                rows = conn.execute("SELECT ts, run_id, seq FROM wire WHERE run_id IS NOT NULL"
+                                    " AND ts >= ?", [min((e.ts for e in self.exchanges),
+                                                         default=0)]).fetchall()
+            finally:
+                conn.close()
+            self._note([(ts, rid, seq) for ts, rid, seq in rows])
 
     def _schedule_retry(self) -> None:
         with self._timer_lock:
@@ -182,7 +215,10 @@ class WireRecorder:
                 self._timer.cancel()
         try:
             self.writer.flush()
-            link_wire(self.path)
+            self._note(link_wire(self.path))
+            if self.traffic is not None:
+                self._build()
+                self.traffic.close()
         except Exception as exc:  # noqa: BLE001 - the rows stay, unlinked
             log.debug("looptrace could not link wire rows: %r", exc)
 
@@ -260,6 +296,13 @@ def match(wire: Signature, call: Signature) -> int:
             + (bool(wire[2]) and wire[2] <= call[2]))
 
 
+def same_conversation(wire: Signature, call: Signature) -> bool:
+    """Whether an exchange can be a model call's at all: the same last user text, or
+    tool-call ids the call knows. (The number of turns alone proves nothing: every
+    conversation's first call has none.)"""
+    return wire[1] == call[1] or (bool(wire[2]) and wire[2] <= call[2])
+
+
 class _Calls:
     """Recorded model calls' signatures, read on demand (one replay per run)."""
 
@@ -284,7 +327,9 @@ def link_wire(db: str | os.PathLike[str], *,
     """Link unlinked wire rows (sent after ``since``, if given) to their model call:
     of the calls in progress when a row was sent, the one whose recorded request it
     matches by content (turns, last user text, tool-call ids); time decides a tie
-    (the latest to start). Return (ts, run id, seq) of each row linked."""
+    (the latest to start). A row that matches none of them in anything (a loop
+    the tracer does not see, calling while a traced run does) is left unlinked,
+    for ``traffic``. Return (ts, run id, seq) of each row linked."""
     path = os.fspath(db)
     conn = connect(path)
     try:
@@ -299,15 +344,18 @@ def link_wire(db: str | os.PathLike[str], *,
                 if not candidates:
                     continue
                 hit = candidates[0][1:]
-                if len(candidates) > 1:
-                    sig = wire_signature({"url": url, "provider": provider,
-                                          "request_body": body})
-                    if sig is not None:
-                        scored = []
-                        for ets, rid, seq in candidates:
-                            cs = calls.signature(rid, seq)
-                            scored.append((match(sig, cs) if cs else -1, ets, rid, seq))
-                        hit = max(scored)[2:]
+                sig = wire_signature({"url": url, "provider": provider, "request_body": body})
+                if sig is not None:
+                    scored = []
+                    for ets, rid, seq in candidates:
+                        cs = calls.signature(rid, seq)
+                        if cs is None:
+                            scored.append((-1, ets, rid, seq))
+                        elif same_conversation(sig, cs):
+                            scored.append((match(sig, cs), ets, rid, seq))
+                    if not scored:  # in progress, but other conversations: not their call
+                        continue
+                    hit = max(scored)[2:]
                 conn.execute("UPDATE wire SET run_id = ?, seq = ? WHERE id = ?", [*hit, wid])
                 out.append((ts, *hit))
         return out

@@ -7,7 +7,7 @@ import sys
 import threading
 
 from ..errors import LooptraceError
-from .providers import FORMATS, PROVIDERS
+from .providers import PROVIDERS, formats_of
 
 DEFAULT_DB = "looptrace.db"
 
@@ -22,7 +22,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         description=(
             "Listen on 127.0.0.1 and forward every request to the provider while recording "
             "both directions into the trace database; point the client's base_url at it "
-            "(OpenAI: http://127.0.0.1:PORT/v1, Anthropic and Ollama: http://127.0.0.1:PORT). "
+            "(OpenAI: http://127.0.0.1:PORT/v1, for chat completions and the Responses API; "
+            "Anthropic and Ollama: http://127.0.0.1:PORT). "
             "With --emulate, answer from a scripted conversation instead: no key, no network."))
     p.add_argument("--provider", choices=PROVIDERS, required=True)
     p.add_argument("--upstream", help="upstream base URL (default: the provider's public API; "
@@ -33,6 +34,30 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--db", default=DEFAULT_DB, help=f"trace database (default {DEFAULT_DB})")
     p.add_argument("--port", type=int, default=0, help="port (default: a free one)")
     p.set_defaults(func=cmd_proxy)
+    t = sub.add_parser(
+        "traffic", help="turn recorded exchanges no traced run claims into runs",
+        description=(
+            "A proxy turns the exchanges of a loop it sees without the tracer into runs as "
+            "they come. This does the same for a file's exchanges that are still unlinked "
+            "(recorded by an older looptrace, or by a proxy that was killed)."))
+    t.add_argument("--db", default=DEFAULT_DB, help=f"trace database (default {DEFAULT_DB})")
+    t.set_defaults(func=cmd_traffic)
+
+
+def cmd_traffic(args: argparse.Namespace) -> int:
+    import os
+
+    from .capture import link_wire
+    from .traffic import build_runs
+
+    if not os.path.exists(args.db):
+        msg = f"no such database: {args.db}"
+        raise ProxyError(msg)
+    link_wire(args.db)
+    ids = build_runs(args.db)
+    print(f"{len(ids)} run{'' if len(ids) == 1 else 's'} from traffic"
+          + (": " + ", ".join(i[:8] for i in ids) if ids else ""))
+    return 0
 
 
 def cmd_proxy(args: argparse.Namespace, ready: threading.Event | None = None) -> int:
@@ -53,12 +78,12 @@ def cmd_proxy(args: argparse.Namespace, ready: threading.Event | None = None) ->
     except OSError as exc:
         msg = f"cannot listen on 127.0.0.1:{args.port}: {exc.strerror or exc}"
         raise ProxyError(msg) from None
-    fmt = FORMATS[args.provider]
+    paths = ", ".join(f.path for f in formats_of(args.provider))
     base = srv.url + ("/v1" if args.provider == "openai" else "")
     what = f"emulating {args.provider} ({args.emulate})" if args.emulate else (
         f"forwarding {args.provider} to {srv.upstream}")
     print(f"looptrace proxy: {what}; recording into {args.db}", flush=True)
-    print(f"  base_url = {base}   (endpoint {fmt.path})", flush=True)
+    print(f"  base_url = {base}   (endpoints {paths})", flush=True)
     if ready is not None:
         ready.set()
     _stop_on_sigterm()
