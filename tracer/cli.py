@@ -26,6 +26,7 @@ COMMANDS: dict[str, str] = {
     "check": "tracer.check",
     "diff": "tracer.diff",
     "proxy": "tracer.wire.cli",
+    "traffic": "tracer.wire.cli",
 }
 
 
