@@ -97,9 +97,19 @@ def test_each_sdk_loop_is_one_run(tmp_path: Path, sdk: str, stream: bool) -> Non
 def test_dropped_parallel_result_is_caught(tmp_path: Path, sdk: str,
                                            capsys: pytest.CaptureFixture[str]) -> None:
     db = tmp_path / "t.db"
-    _loop(db, sdk, drop=True)
+    if sdk == "ollama":  # Ollama's server takes such a history
+        _loop(db, sdk, drop=True)
+    else:  # the others answer 400, as the real APIs do, and the SDK raises
+        with pytest.raises(Exception, match="400") as raised:
+            _loop(db, sdk, drop=True)
+        assert type(raised.value).__name__ == "BadRequestError"
     run, _ = _only_run(db)
     assert [m.type for m in run.messages][:3] == ["human", "ai", "tool"]
+    if sdk != "ollama":
+        assert run.summary.status == "error"
+        refused = [e.payload["error"] for e in run.events if e.hook == "model"
+                   and e.phase == "error"]
+        assert len(refused) == 1 and refused[0].startswith("HTTP 400: ")
     errors = [f for f in check_run(run) if f.severity == "error"]
     assert {f.rule for f in errors} == {"dangling-tool-call"}
     missing = run.messages[1].tool_calls[1]["id"]

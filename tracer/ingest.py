@@ -121,7 +121,7 @@ class RunBuilder:
         self._n += 1
         if isinstance(m, ToolMessage) or m.id:
             return m
-        return m.model_copy(update={"id": f"{self.run.id[:8]}-{self._n}"})
+        return m.model_copy(update={"id": f"{self.metadata['observed']}-m{self._n}"})
 
     def note(self, **fields: Any) -> None:
         """Add ``fields`` to the run's metadata (what the observer could not see)."""

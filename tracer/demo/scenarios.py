@@ -325,6 +325,21 @@ def middleware_stack(db: str) -> None:
     _run(agent, tm, "Hi, I am alice@example.com. Where is my usb-c hub?")
 
 
+def sdk_loop(db: str) -> None:
+    """The hand-rolled loop on the openai SDK, streaming, seen only through the proxy."""
+    from ..wire.demo import sdk_loop as record
+
+    record(db, "openai")
+
+
+def sdk_loop_missing_result(db: str) -> None:
+    """The same loop on the anthropic SDK, sending back only the first of two parallel
+    results: the footgun the API answers with a 400 (check: dangling-tool-call)."""
+    from ..wire.demo import sdk_loop as record
+
+    record(db, "anthropic", stream=False, drop=True)
+
+
 SCENARIOS: dict[str, Callable[[str], None]] = {
     "weather": weather,
     "shopping": shopping,
@@ -334,4 +349,6 @@ SCENARIOS: dict[str, Callable[[str], None]] = {
     "hand-rolled-loop": hand_rolled,
     "hostile-content": hostile_content,
     "middleware-stack": middleware_stack,
+    "sdk-loop": sdk_loop,
+    "sdk-loop-missing-result": sdk_loop_missing_result,
 }

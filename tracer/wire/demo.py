@@ -92,6 +92,19 @@ def record_provider_demos(db_path: str | os.PathLike[str],
     return out
 
 
+def sdk_loop(db: str, sdk: str = "openai", *, stream: bool = True, drop: bool = False) -> None:
+    """The seed's hand-rolled loop on a provider's own SDK (no LangChain, no tracer),
+    through the proxy: looptrace sees it only as traffic, and makes a run of it."""
+    from .loops import LOOPS
+
+    with WireServer(mode="emulate", script="weather", db=db) as srv:
+        try:
+            LOOPS[sdk](srv.url, WEATHER_PROMPT, system=WEATHER_SYSTEM, stream=stream, drop=drop)
+        except Exception as exc:  # the footgun's 400, raised by the SDK: the run records it
+            if not drop or "400" not in str(exc):
+                raise
+
+
 def _roots(db: str) -> set[str]:
     conn = connect(db)
     try:

@@ -40,6 +40,7 @@ from .capture import Exchange, WireRecorder
 from .providers import (
     FORMATS,
     MalformedStream,
+    Request,
     ResponsesFormat,
     WireFormat,
     format_for_path,
@@ -287,6 +288,12 @@ class _Handler(BaseHTTPRequestHandler):
             if payload is None:
                 return
         req = fmt.read_request(payload)
+        refused = unanswered_calls(fmt.name, req)
+        if refused is not None:  # what the real API answers (see unanswered_calls)
+            ex.status = 400
+            ex.response_headers, ex.response_body = self._json(400, {"error": {
+                "type": "invalid_request_error", "message": refused}})
+            return
         assert srv.script is not None
         reply = count_tokens(req, srv.script(req))
         if isinstance(fmt, ResponsesFormat) and payload.get("store") is not False:
@@ -386,6 +393,38 @@ class _Handler(BaseHTTPRequestHandler):
                 ex.error = ex.error or f"unexpected content type {ctype!r}"
         if resp.status >= 400 and not ex.error:
             ex.error = f"upstream answered HTTP {resp.status}"
+
+
+def unanswered_calls(provider: str, req: Request) -> str | None:
+    """The 400 message the real API gives a history where a tool call has no result
+    (OpenAI chat completions and Responses, Anthropic), or None. Ollama's server
+    accepts such a history: the model just sees a call that was never answered."""
+    if provider == "ollama":
+        return None
+    msgs = req.messages
+    for i, m in enumerate(msgs):
+        if not m.tool_calls:
+            continue
+        answered = set()
+        for later in msgs[i + 1:]:
+            if later.role != "tool":
+                break
+            answered.add(later.tool_call_id)
+        missing = [c.id for c in m.tool_calls if c.id not in answered]
+        if not missing:
+            continue
+        ids = ", ".join(missing)
+        if provider == "anthropic":  # (user and assistant alternate: assistant k is at 2k-1)
+            at = 2 * sum(1 for x in msgs[:i + 1] if x.role == "assistant") - 1
+            return (f"messages.{at}: `tool_use` ids were found without `tool_result` "
+                    f"blocks immediately after: {ids}. Each `tool_use` block must have a "
+                    "corresponding `tool_result` block in the next message.")
+        if provider == "openai-responses":
+            return f"No tool output found for function call {missing[0]}."
+        return ("An assistant message with 'tool_calls' must be followed by tool messages "
+                "responding to each 'tool_call_id'. The following tool_call_ids did not have "
+                f"response messages: {ids}")
+    return None
 
 
 def providers_served() -> list[str]:
