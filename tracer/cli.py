@@ -27,6 +27,7 @@ COMMANDS: dict[str, str] = {
     "diff": "tracer.diff",
     "proxy": "tracer.wire.cli",
     "traffic": "tracer.wire.cli",
+    "collect": "tracer.otel.cli",
 }
 
 

@@ -1,4 +1,7 @@
-"""CLI commands over the store: ``runs``, ``export``, ``import``, ``ui``."""
+"""CLI commands over the store: ``runs``, ``export``, ``import``, ``ui``.
+
+``export --otlp`` and the OTLP JSON side of ``import`` are in ``tracer.otel``.
+"""
 
 from __future__ import annotations
 
@@ -10,8 +13,10 @@ import sys
 from pathlib import Path
 
 from .cli import DEFAULT_DB
+from .errors import LooptraceError
 from .exchange import export_run, import_many
 from .loader import TraceDB
+from .otel.cli import add_export_options
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -22,14 +27,16 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.set_defaults(func=cmd_runs)
 
     p = sub.add_parser("export", help="export a run (and its subagent runs)")
-    p.add_argument("run", help="run id (or a unique prefix)")
+    p.add_argument("run", nargs="?", help="run id (or a unique prefix)")
     p.add_argument("--db", default=DEFAULT_DB)
     p.add_argument("-o", "--out", help="output .jsonl file (default: <run>.jsonl)")
     p.add_argument("--html", metavar="OUT.html", help="write a self-contained HTML replay")
+    add_export_options(p)
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("import", help="import trace files into a database")
-    p.add_argument("files", nargs="+")
+    p.add_argument("files", nargs="+",
+                   help="looptrace trace files (.jsonl), or OTLP JSON files of OpenTelemetry spans")
     p.add_argument("--db", default=DEFAULT_DB)
     p.set_defaults(func=cmd_import)
 
@@ -64,6 +71,16 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    if args.otlp or args.follow:
+        if not args.otlp:
+            msg = "--follow needs --otlp URL"
+            raise LooptraceError(msg)
+        from .otel.cli import cmd_export_otlp
+
+        return cmd_export_otlp(args)
+    if not args.run:
+        msg = "give a RUN to export"
+        raise LooptraceError(msg)
     if args.html:
         from .html_export import export_html
 
@@ -76,7 +93,21 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    ids = import_many(args.files, args.db)
+    from .otel.otlp import is_otlp_json
+
+    ids: list[str] = []
+    for path in args.files:
+        if not is_otlp_json(path):
+            ids.extend(import_many([path], args.db))
+            continue
+        from .otel.imports import import_otlp_file
+
+        result = import_otlp_file(path, args.db)
+        ids.extend(result.run_ids)
+        if result.skipped:
+            print(f"{path}: {result.skipped} spans skipped (not GenAI spans)", file=sys.stderr)
+        for w in result.warnings:
+            print(f"{path}: warning: {w}", file=sys.stderr)
     print(f"imported {len(ids)} runs into {args.db}")
     return 0
 

@@ -23,3 +23,15 @@ class TraceFileError(LooptraceError):
 
 class RunNotFound(LooptraceError):
     """No run with that id."""
+
+
+class OtlpFormatError(TraceFileError, ValueError):
+    """An OTLP request or file is malformed (not protobuf/JSON OTLP, bad ids ...)."""
+
+
+class OtelUnavailable(LooptraceError):
+    """The optional OpenTelemetry packages are not installed (``looptrace[otel]``)."""
+
+
+class OtlpExportError(LooptraceError):
+    """An OTLP endpoint refused the spans or could not be reached."""

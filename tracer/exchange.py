@@ -32,13 +32,14 @@ TABLES: dict[str, dict[str, type]] = {
 
 
 def run_tree(db: TraceDB, run_id: str) -> list[str]:
-    """``run_id`` and all its nested subagent runs, parents first."""
+    """``run_id`` and all its nested subagent runs, parents first.
+
+    Each level is asked for by parent (indexed): exporting one run costs the same
+    in a database of ten runs or of ten thousand (``runs()`` reads them all)."""
     out = [run_id]
-    all_runs = db.runs()
     i = 0
     while i < len(out):
-        kids = sorted((r for r in all_runs if r.parent_id == out[i]),
-                      key=lambda r: r.started_at or 0)
+        kids = sorted(db.runs(parent_id=out[i]), key=lambda r: r.started_at or 0)
         out.extend(k.id for k in kids)
         i += 1
     return out
@@ -99,14 +100,9 @@ def read_trace(path: str | Path) -> tuple[dict[str, Any], list[tuple[str, dict[s
         except ValueError as exc:
             msg = f"{p}:{n}: malformed JSON ({exc})"
             raise TraceFileError(msg) from None
-        if not isinstance(rec, dict) or rec.get("table") not in TABLES or not isinstance(
-                rec.get("row"), dict):
-            msg = f"{p}:{n}: expected {{'table': runs|events|messages|wire, 'row': {{...}}}}"
-            raise TraceFileError(msg)
-        cols = TABLES[rec["table"]]
-        unknown = set(rec["row"]) - set(cols)
-        if unknown:
-            msg = f"{p}:{n}: unknown columns for {rec['table']}: {', '.join(sorted(unknown))}"
+        problem = row_problem(rec)
+        if problem:
+            msg = f"{p}:{n}: {problem}"
             raise TraceFileError(msg)
         rows.append((rec["table"], rec["row"]))
     if not any(t == "runs" for t, _ in rows):
@@ -115,21 +111,48 @@ def read_trace(path: str | Path) -> tuple[dict[str, Any], list[tuple[str, dict[s
     return header, rows
 
 
+def row_problem(rec: Any) -> str | None:
+    """What is wrong with one ``{"table": ..., "row": {...}}`` record (None: nothing)."""
+    if not isinstance(rec, dict) or rec.get("table") not in TABLES or not isinstance(
+            rec.get("row"), dict):
+        return "expected {'table': runs|events|messages|wire, 'row': {...}}"
+    unknown = set(rec["row"]) - set(TABLES[rec["table"]])
+    if unknown:
+        return f"unknown columns for {rec['table']}: {', '.join(sorted(unknown))}"
+    return None
+
+
 def import_trace(path: str | Path, db_path: str | Path, *, replace: bool = True) -> list[str]:
     """Load a trace file into ``db_path``; return the run ids it held."""
     _header, rows = read_trace(path)
+    return import_rows(rows, db_path, replace=replace)
+
+
+def import_rows(rows: list[tuple[str, dict[str, Any]]], db_path: str | Path, *,
+                replace: bool = True, keep_stored: bool = False) -> list[str]:
+    """Write validated ``(table, row)`` pairs into ``db_path`` in one transaction
+    (with ``replace``, the runs they hold are deleted first, and no other); return
+    the run ids. Every importer (trace files, OTLP spans) goes through here.
+
+    ``keep_stored`` is for a partial set of rows (a trace cut in transit): what is
+    already stored stays, a row with the same key is overwritten, a wire row
+    already there (same run, event and time) is not added twice."""
     conn = connect(db_path)
     try:
         ids = [r["id"] for t, r in rows if t == "runs"]
         with conn:
-            if replace:
+            if replace and not keep_stored:
                 for rid in ids:
                     for table, key in (("events", "run_id"), ("messages", "run_id"),
                                        ("wire", "run_id"), ("runs", "id")):
                         conn.execute(f"DELETE FROM {table} WHERE {key} = ?", [rid])
             for table, row in rows:
                 cols = list(row)
-                verb = "INSERT OR REPLACE" if replace else "INSERT"
+                if keep_stored and table == "wire" and conn.execute(
+                        "SELECT 1 FROM wire WHERE run_id IS ? AND seq IS ? AND ts IS ?",
+                        [row.get("run_id"), row.get("seq"), row.get("ts")]).fetchone():
+                    continue
+                verb = "INSERT OR REPLACE" if replace or keep_stored else "INSERT"
                 conn.execute(
                     f"{verb} INTO {table}({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
                     [row[c] for c in cols],

@@ -1,0 +1,412 @@
+"""``looptrace collect``: an OTLP/HTTP receiver that turns traces into runs.
+
+Any OpenTelemetry exporter pointed at ``http://127.0.0.1:4318`` posts
+``/v1/traces`` here, as protobuf or JSON, gzip-compressed or not. The answer is
+OTLP's: ``ExportTraceServiceResponse`` (with ``partial_success`` when spans
+were rejected), 400 with a ``google.rpc.Status`` for a malformed body, 415 for
+a content type or encoding OTLP does not use, 413 for an oversized body.
+
+Exporters batch: the spans of one trace can arrive over several requests, in
+any order (a root span usually last, since it ends last). ``TraceBuffer`` keeps
+them per trace and imports a trace when it is whole:
+
+- a looptrace trace as soon as every row it announces has arrived;
+- any other trace once its root span is in and it has been quiet ``quiet``
+  seconds;
+- a trace cut in the middle (no root, or looptrace rows missing) after
+  ``orphan_timeout`` seconds of quiet, with what arrived and a warning;
+- everything still buffered on shutdown.
+
+Spans arriving late for a trace imported a moment ago are merged with the
+ones it had (kept ``retain`` seconds) and the trace is imported again: its runs
+are replaced, no other run is touched. A looptrace trace still incomplete only
+adds to what is stored, so a piece resent after its trace was imported whole
+never cuts the run down.
+
+Example:
+    ```python
+    with CollectServer("looptrace.db", port=0) as srv:
+        export_otlp("source.db", run_id, srv.url)
+    ```
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, Self
+
+from ..errors import LooptraceError, OtlpFormatError
+from ..schema import connect
+from ._deps import require
+from .imports import ImportResult, import_spans
+from .otlp import JSON, body_format, decode_request
+from .rows import A_FORMAT, A_INDEX, A_PART, A_PARTS, A_ROWS, ROW_EVENT, is_looptrace
+from .spans import Span
+
+DEFAULT_PORT = 4318
+MAX_BODY = 64 * 1024 * 1024  # after decompression
+
+
+@dataclass
+class _Pending:
+    """The spans of one trace received so far, and what is known about its completeness."""
+
+    first: float
+    last: float
+    spans: dict[str, Span] = field(default_factory=dict)  # by span id: a resent span replaces
+    has_root: bool = False
+    looptrace: bool = False
+    expected: int | None = None
+    parts: dict[int, set[int]] = field(default_factory=dict)
+    nparts: dict[int, int] = field(default_factory=dict)
+    whole: int = 0  # rows with every part in
+
+    def add(self, span: Span, now: float) -> None:
+        self.last = now
+        self.spans[span.span_id] = span
+        self.has_root = self.has_root or span.parent_id is None
+        if not is_looptrace(span):
+            return
+        self.looptrace = True
+        if A_FORMAT in span.attributes and isinstance(span.attributes.get(A_ROWS), int):
+            self.expected = span.attributes[A_ROWS]
+        for ev in span.events:
+            if ev.name != ROW_EVENT or not isinstance(ev.attributes.get(A_INDEX), int):
+                continue
+            index = ev.attributes[A_INDEX]
+            got = self.parts.setdefault(index, set())
+            before = len(got) == self.nparts.get(index, -1)
+            got.add(ev.attributes.get(A_PART, 0))
+            self.nparts[index] = ev.attributes.get(A_PARTS, 1)
+            self.whole += (len(got) == self.nparts[index]) - before
+
+    @property
+    def complete(self) -> bool:
+        return self.looptrace and self.expected is not None and self.whole >= self.expected
+
+
+class TraceBuffer:
+    """Spans per trace until each trace is whole (or given up on), then runs in ``db``."""
+
+    def __init__(self, db: str | Path, *, quiet: float = 2.0, orphan_timeout: float = 30.0,
+                 retain: float = 60.0,
+                 on_import: Callable[[str, ImportResult], None] | None = None) -> None:
+        self.db = str(db)
+        self.quiet = quiet
+        self.orphan_timeout = orphan_timeout
+        self.retain = retain
+        self.on_import = on_import
+        self.total = ImportResult()
+        self.received = 0
+        self._pending: dict[str, _Pending] = {}
+        self._done: dict[str, tuple[float, list[Span]]] = {}  # recently imported traces
+        self._lock = threading.Lock()  # the buffers
+        self._write = threading.Lock()  # the database: one import at a time
+
+    def add(self, spans: list[Span]) -> ImportResult:
+        """Buffer ``spans``; import (now) the traces they complete; return what that did."""
+        now = time.monotonic()
+        due: list[tuple[str, _Pending]] = []
+        with self._lock:
+            self.received += len(spans)
+            touched: set[str] = set()
+            for span in spans:
+                p = self._pending.get(span.trace_id)
+                if p is None:
+                    p = self._pending[span.trace_id] = _Pending(now, now)
+                    done = self._done.pop(span.trace_id, None)
+                    for old in done[1] if done else ():
+                        p.add(old, now)
+                p.add(span, now)
+                touched.add(span.trace_id)
+            for tid in touched:
+                if self._pending[tid].complete:
+                    due.append((tid, self._pending.pop(tid)))
+        return self._import(due)
+
+    def tick(self, now: float | None = None) -> ImportResult:
+        """Import the traces that are due by now (called periodically)."""
+        now = time.monotonic() if now is None else now
+        due = []
+        with self._lock:
+            for tid, p in list(self._pending.items()):
+                quiet = now - p.last
+                if ((p.has_root and not p.looptrace and quiet >= self.quiet)
+                        or quiet >= self.orphan_timeout):
+                    due.append((tid, self._pending.pop(tid)))
+            for tid, (at, _spans) in list(self._done.items()):
+                if now - at > self.retain:
+                    del self._done[tid]
+        return self._import(due)
+
+    def flush(self) -> ImportResult:
+        """Import everything still buffered (on shutdown)."""
+        with self._lock:
+            due = list(self._pending.items())
+            self._pending.clear()
+        return self._import(due)
+
+    @property
+    def pending(self) -> int:
+        with self._lock:
+            return len(self._pending)
+
+    def _import(self, due: list[tuple[str, _Pending]]) -> ImportResult:
+        out = ImportResult()
+        for tid, p in due:
+            spans = list(p.spans.values())
+            with self._write:
+                try:
+                    result = import_spans(spans, self.db)
+                except LooptraceError as exc:  # locked, unwritable ...: keep it for later
+                    with self._lock:
+                        now = time.monotonic()
+                        later = self._pending.get(tid)
+                        merged = _Pending(p.first, now)
+                        for span in [*spans, *(later.spans.values() if later else ())]:
+                            merged.add(span, now)
+                        self._pending[tid] = merged
+                    out.warnings.append(f"trace {tid}: not imported yet ({exc})")
+                    continue
+            if not p.has_root and not p.looptrace:
+                result.warnings.append(f"trace {tid}: no root span arrived; imported the "
+                                       f"{len(spans)} spans that did")
+            if not p.complete:  # a later span may still complete it
+                with self._lock:
+                    self._done[tid] = (time.monotonic(), spans)
+            out.merge(result)
+            with self._lock:
+                self.total.merge(result)
+            if self.on_import is not None:
+                self.on_import(tid, result)
+        return out
+
+
+class CollectServer:
+    """The OTLP/HTTP receiver: a threaded HTTP server feeding a ``TraceBuffer``."""
+
+    def __init__(self, db: str | Path, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT,
+                 quiet: float = 2.0, orphan_timeout: float = 30.0, max_body: int = MAX_BODY,
+                 on_import: Callable[[str, ImportResult], None] | None = None) -> None:
+        require("opentelemetry.proto.collector.trace.v1.trace_service_pb2")
+        connect(db).close()  # create it now, and fail now for a file that is not ours
+        self.buffer = TraceBuffer(db, quiet=quiet, orphan_timeout=orphan_timeout,
+                                  on_import=on_import)
+        self.max_body = max_body
+        self.requests = 0
+        handler = type("Handler", (_Handler,), {"server_obj": self})
+        self._httpd = _QuietServer((host, port), handler)
+        self._httpd.daemon_threads = True
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._ticker = threading.Thread(target=self._tick, name="looptrace-collect-tick",
+                                        daemon=True)
+
+    @property
+    def port(self) -> int:
+        return int(self._httpd.server_address[1])
+
+    @property
+    def url(self) -> str:
+        host = self._httpd.server_address[0]
+        return f"http://{host}:{self.port}"
+
+    def start(self) -> Self:
+        if self._thread is None:
+            self._ticker.start()
+            self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.1,),
+                                            name=f"looptrace-collect-{self.port}", daemon=True)
+            self._thread.start()
+        return self
+
+    def serve_forever(self) -> None:
+        """Serve in this thread until ``stop()`` or Ctrl-C."""
+        if not self._ticker.is_alive():
+            self._ticker.start()
+        self._httpd.serve_forever()
+
+    def stop(self) -> ImportResult:
+        """Stop listening, then import every trace still buffered."""
+        self._stop.set()
+        if self._thread is not None:
+            self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread = None
+        return self.buffer.flush()
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _tick(self) -> None:
+        step = max(0.02, min(self.buffer.quiet, 1.0) / 4)
+        while not self._stop.wait(step):
+            try:
+                self.buffer.tick()
+            except Exception as exc:  # noqa: BLE001 - the receiver keeps receiving
+                self.buffer.total.warnings.append(f"import failed: {exc!r}")
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """A client dropping its kept-alive connection is normal, not a traceback."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        import sys
+
+        if isinstance(sys.exc_info()[1], ConnectionError | TimeoutError):
+            return
+        super().handle_error(request, client_address)
+
+
+class _HTTPError(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server_obj: CollectServer
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+    def do_POST(self) -> None:
+        ctype = self.headers.get("Content-Type", "")
+        fmt = body_format(ctype) or JSON
+        try:
+            if self.path.split("?", 1)[0].rstrip("/") != "/v1/traces":
+                self._drain()
+                raise _HTTPError(404, f"no OTLP endpoint at {self.path} (traces go to /v1/traces)")
+            body = self._body()
+            if body_format(ctype) is None:
+                raise _HTTPError(415, f"unsupported content type {ctype!r}: send "
+                                      "application/x-protobuf or application/json")
+            decoded = decode_request(body, ctype)
+        except _HTTPError as exc:
+            self._status(exc.status, str(exc), fmt)
+            return
+        except OtlpFormatError as exc:
+            self._status(400, str(exc), fmt)
+            return
+        srv = self.server_obj
+        srv.requests += 1
+        try:
+            result = srv.buffer.add(decoded.spans)
+        except Exception as exc:  # noqa: BLE001 - a bug must not look like success
+            self._status(500, f"looptrace could not store the spans: {exc!r}", fmt)
+            return
+        rejected = decoded.rejected + result.skipped
+        why = decoded.problems[:3] + ([f"{result.skipped} spans are not GenAI spans"]
+                                      if result.skipped else [])
+        self._success(rejected, "; ".join(why), fmt)
+
+    def do_GET(self) -> None:
+        status = 405 if self.path.split("?", 1)[0].rstrip("/") == "/v1/traces" else 404
+        self._status(status, "OTLP/HTTP: POST spans to /v1/traces", JSON)
+
+    # -- body ---------------------------------------------------------------------
+    def _drain(self) -> None:
+        """Skip a body we will not read (or drop the connection rather than read it)."""
+        try:
+            n = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            n = -1
+        chunked = self.headers.get("Transfer-Encoding", "").lower() == "chunked"
+        if 0 <= n <= self.server_obj.max_body and not chunked:
+            self.rfile.read(n)
+        else:
+            self.close_connection = True
+
+    def _body(self) -> bytes:
+        limit = self.server_obj.max_body
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            data = bytearray()
+            while True:
+                size = int(self.rfile.readline().strip().split(b";")[0] or b"0", 16)
+                if size == 0:
+                    self.rfile.readline()
+                    break
+                data += self.rfile.read(size)
+                self.rfile.readline()
+                if len(data) > limit:
+                    self.close_connection = True
+                    raise _HTTPError(413, f"request body over {limit} bytes")
+            raw = bytes(data)
+        else:
+            try:
+                n = int(self.headers.get("Content-Length") or 0)
+            except ValueError:
+                self.close_connection = True
+                raise _HTTPError(400, "invalid Content-Length") from None
+            if n > limit:
+                self.close_connection = True
+                raise _HTTPError(413, f"request body over {limit} bytes")
+            raw = self.rfile.read(n) if n > 0 else b""
+        return _decompress(raw, self.headers.get("Content-Encoding", ""), limit)
+
+    # -- answers --------------------------------------------------------------------
+    def _success(self, rejected: int, message: str, fmt: str) -> None:
+        ts = require("opentelemetry.proto.collector.trace.v1.trace_service_pb2")
+        resp = ts.ExportTraceServiceResponse()
+        if rejected:
+            resp.partial_success.rejected_spans = rejected
+            resp.partial_success.error_message = message
+        self._send(200, resp, fmt)
+
+    def _status(self, status: int, message: str, fmt: str) -> None:
+        status_pb2 = require("google.rpc.status_pb2")
+        # gRPC codes: INVALID_ARGUMENT for a bad request, UNIMPLEMENTED otherwise
+        code = {400: 3, 413: 8, 415: 3, 500: 13}.get(status, 12)
+        self._send(status, status_pb2.Status(code=code, message=message), fmt)
+
+    def _send(self, status: int, message: Any, fmt: str) -> None:
+        if fmt == JSON:
+            json_format = require("google.protobuf.json_format")
+            data = json_format.MessageToJson(message, indent=None).encode()
+            ctype = "application/json"
+        else:
+            data = message.SerializeToString()
+            ctype = "application/x-protobuf"
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(data)))
+            if self.close_connection:
+                self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.write(data)
+            self.wfile.flush()
+        except OSError:
+            pass
+
+
+def _decompress(raw: bytes, encoding: str, limit: int) -> bytes:
+    enc = encoding.strip().lower()
+    if enc in ("", "identity"):
+        return raw
+    if enc not in ("gzip", "deflate", "x-gzip"):
+        raise _HTTPError(415, f"unsupported Content-Encoding {encoding!r} (gzip, deflate or none)")
+    # gzip (wbits 31), zlib-wrapped deflate (15), or raw deflate (-15)
+    for wbits in ((31,) if enc != "deflate" else (15, -15)):
+        d = zlib.decompressobj(wbits)
+        try:
+            out = d.decompress(raw, limit + 1)
+        except zlib.error as exc:
+            if wbits == 15:
+                continue
+            raise _HTTPError(400, f"malformed {enc} body: {exc}") from None
+        if len(out) > limit:
+            raise _HTTPError(413, f"request body over {limit} bytes once decompressed")
+        if not d.eof:
+            raise _HTTPError(400, f"malformed {enc} body: truncated")
+        return out
+    raise _HTTPError(400, f"malformed {enc} body")

@@ -1,0 +1,428 @@
+"""A recorded run as spans in the OpenTelemetry GenAI semantic conventions.
+
+One trace per exported run tree:
+
+``invoke_agent {agent}``   one per run (a subagent run nested under the
+                           ``execute_tool`` span of the parent's tool call that
+                           started it)
+``chat {model}``           one per model call (``wrap_model_call`` / ``model``)
+``execute_tool {tool}``    one per tool call (``wrap_tool_call`` / ``tool``)
+
+Node hooks (``before_model`` ...), ``history``, ``interrupt`` and ``resume``
+become span events on the run's span, named after the hook; a wrap layer's
+events (``wrap_model_call`` phase ``layer``) become span events on its call's
+span. Times are the recorded ones. Messages use the current GenAI message
+schema (role + parts: ``text``, ``tool_call``, ``tool_call_response``).
+
+The view is built from exactly the rows ``looptrace export`` writes
+(``tracer.exchange.export_lines``), and those rows ride along (``rows.py``), so
+the receiving side can rebuild the run bit for bit. Each span also carries its
+run's ``runs`` row (a few hundred bytes), so a trace cut in the middle (its
+root span lost) still imports as a run with what arrived.
+
+Ids are derived from the run ids (the trace id is the root run's id when it is
+32 hex digits): exporting the same run twice gives the same spans, which a
+backend de-duplicates and ``looptrace collect`` replaces.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any
+
+from ..exchange import export_lines
+from ..loader import TraceDB, content_text
+from ..records import MODEL_HOOKS, TOOL_HOOKS
+from ..schema import SCHEMA_VERSION
+from .rows import A_FORMAT, A_ROWS, A_RUN, A_SCHEMA, FORMAT_TAG, row_events
+from .spans import Span, SpanEvent
+
+Rows = list[tuple[str, dict[str, Any]]]
+_HEX32 = re.compile(r"^[0-9a-f]{32}$")
+_ROLES = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system"}
+_CALL_END = ("exit", "error", "interrupt")
+
+
+def run_rows(db: TraceDB, run_id: str) -> Rows:
+    """The stored rows of a run and its subagent runs, exactly as the JSONL export has them."""
+    lines = export_lines(db, run_id)
+    next(lines)  # the header
+    return [(rec["table"], rec["row"]) for rec in map(json.loads, lines)]
+
+
+def run_spans(db: TraceDB, run_id: str) -> list[Span]:
+    """The spans of one run tree (``run_id`` and its subagent runs), one trace."""
+    return spans_from_rows(run_rows(db, run_id))
+
+
+def trace_id_for(run_id: str) -> str:
+    rid = run_id.lower().replace("-", "")
+    if _HEX32.match(rid) and rid != "0" * 32:
+        return rid
+    return hashlib.blake2b(run_id.encode(), digest_size=16).hexdigest()
+
+
+def span_id_for(run_id: str, what: str) -> str:
+    sid = hashlib.blake2b(f"{run_id}/{what}".encode(), digest_size=8).hexdigest()
+    return sid if sid != "0" * 16 else "1" * 16
+
+
+def spans_from_rows(rows: Rows) -> list[Span]:
+    """Build the spans of a run tree from its rows (parents before their subagent runs)."""
+    runs: dict[str, _RunRows] = {}
+    for table, row in rows:
+        rid = row["id"] if table == "runs" else row["run_id"]
+        runs.setdefault(rid, _RunRows()).add(table, row)
+    root = next((r for t, r in rows if t == "runs"), None)
+    if root is None:
+        return []
+    trace_id = trace_id_for(root["id"])
+    tool_spans: dict[tuple[str, str], str] = {}
+    built: dict[str, _Run] = {}
+    spans: list[Span] = []
+    for rid, rr in runs.items():
+        if rr.run is None:
+            continue
+        parent = rr.run.get("parent_id")
+        parent_span = tool_spans.get((parent, rr.run.get("parent_tool_call_id"))) or (
+            built[parent].invoke.span_id if parent in built else None)
+        b = _Run(trace_id, rr, parent_span)
+        built[rid] = b
+        for tcid, span in b.tools.items():
+            tool_spans[(rid, tcid)] = span.span_id
+        spans.extend(b.spans)
+    # the rows themselves, each on the span it describes
+    for index, (table, row) in enumerate(rows):
+        rid = row["id"] if table == "runs" else row["run_id"]
+        b = built.get(rid)
+        if b is None:  # rows of a run whose runs row is missing: on the root span
+            b = next(iter(built.values()))
+        span, ts = b.home(table, row)
+        span.events.extend(row_events(index, table, row, ts))
+        if table == "runs":  # every span of the run carries it: any part of a trace is a run
+            for other in b.spans[1:]:
+                other.events.extend(row_events(index, table, row, other.start))
+    first = spans[0]
+    first.attributes[A_FORMAT] = FORMAT_TAG
+    first.attributes[A_SCHEMA] = SCHEMA_VERSION
+    first.attributes[A_ROWS] = len(rows)
+    return spans
+
+
+class _RunRows:
+    def __init__(self) -> None:
+        self.run: dict[str, Any] | None = None
+        self.events: list[dict[str, Any]] = []
+        self.messages: list[dict[str, Any]] = []
+        self.wire: list[dict[str, Any]] = []
+
+    def add(self, table: str, row: dict[str, Any]) -> None:
+        if table == "runs":
+            self.run = row
+        else:
+            getattr(self, table).append(row)
+
+
+class _Run:
+    """The spans of one run."""
+
+    def __init__(self, trace_id: str, rr: _RunRows, parent: str | None) -> None:
+        assert rr.run is not None
+        run = rr.run
+        self.id = str(run["id"])
+        self.trace_id = trace_id
+        self.run = run
+        self.messages = rr.messages
+        self.wire_provider = {w.get("seq"): w.get("provider") for w in rr.wire}
+        self.ts = {e["seq"]: e["ts"] for e in rr.events}
+        start = _num(run.get("started_at")) or min(self.ts.values(), default=0.0)
+        end = _num(run.get("ended_at")) or max(self.ts.values(), default=start)
+        agent = run.get("agent_name") or run.get("name") or "agent"
+        attrs = _clean({
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.agent.name": agent,
+            "gen_ai.conversation.id": run.get("thread_id"),
+            "gen_ai.provider.name": run.get("provider"),
+            "gen_ai.request.model": run.get("model"),
+            "gen_ai.usage.input_tokens": run.get("input_tokens"),
+            "gen_ai.usage.output_tokens": run.get("output_tokens"),
+            A_RUN: self.id,
+            "looptrace.run.name": run.get("name"),
+            "looptrace.run.status": run.get("status"),
+            "looptrace.run.source": run.get("source"),
+        })
+        self.invoke = Span(trace_id, span_id_for(self.id, "run"), parent,
+                           f"invoke_agent {agent}", start, max(end, start), attrs,
+                           resource={"service.name": "looptrace"}, scope="looptrace")
+        if run.get("status") == "error":
+            self.invoke.status = "error"
+            self.invoke.status_message = run.get("error")
+            self.invoke.attributes["error.type"] = _error_type(run.get("error"))
+        self.spans = [self.invoke]
+        self.tools: dict[str, Span] = {}
+        self.by_seq: dict[int, Span] = {}
+        self._system: str | None = None
+        self._build(rr.events)
+        first_model = next((s for s in self.spans if s.attributes.get(
+            "gen_ai.operation.name") == "chat"), None)
+        if first_model is not None:
+            for key in ("gen_ai.input.messages", "gen_ai.system_instructions"):
+                if key in first_model.attributes:
+                    self.invoke.attributes[key] = first_model.attributes[key]
+        last = next((s for s in reversed(self.spans) if "gen_ai.output.messages"
+                     in s.attributes), None)
+        if last is not None:
+            self.invoke.attributes["gen_ai.output.messages"] = last.attributes[
+                "gen_ai.output.messages"]
+
+    # -- events -> spans ----------------------------------------------------------
+    def _build(self, events: list[dict[str, Any]]) -> None:
+        models: list[Span] = []
+        open_tools: dict[str, Span] = {}
+        for ev in events:
+            seq, hook, phase = ev["seq"], ev.get("hook"), ev.get("phase")
+            payload = _payload(ev.get("payload"))
+            if hook in MODEL_HOOKS:
+                if phase == "enter":
+                    span = self._chat(ev, payload)
+                    models.append(span)
+                else:
+                    span = models[-1] if models else self.invoke
+                    if phase in _CALL_END and models:
+                        models.pop()
+                        self._chat_end(span, ev, payload)
+                    else:
+                        span.events.append(self._hook_event(ev, payload))
+            elif hook in TOOL_HOOKS:
+                key = ev.get("tool_call_id") or ""
+                if phase == "enter":
+                    span = self._tool(ev, payload)
+                    open_tools[key] = span
+                else:
+                    span = open_tools.get(key) or self.tools.get(key) or self.invoke
+                    if phase in _CALL_END and key in open_tools:
+                        open_tools.pop(key)
+                        self._tool_end(span, ev, payload)
+                    else:
+                        span.events.append(self._hook_event(ev, payload))
+            else:
+                span = self.invoke
+                if hook != "run":
+                    span.events.append(self._hook_event(ev, payload))
+            self.by_seq[seq] = span
+        for span in [*models, *open_tools.values()]:  # calls the record never saw end
+            span.end = self.invoke.end
+
+    def _span(self, what: str, name: str, ev: dict[str, Any], kind: str,
+              attrs: dict[str, Any]) -> Span:
+        attrs.update(_clean({A_RUN: self.id, "looptrace.seq": ev["seq"],
+                             "looptrace.lap": ev.get("lap"),
+                             "looptrace.middleware": ev.get("middleware")}))
+        span = Span(self.trace_id, span_id_for(self.id, what), self.invoke.span_id, name,
+                    ev["ts"], ev["ts"], attrs, kind=kind, resource=self.invoke.resource,
+                    scope=self.invoke.scope)
+        self.spans.append(span)
+        return span
+
+    def _chat(self, ev: dict[str, Any], p: dict[str, Any]) -> Span:
+        model = p.get("model") or self.run.get("model")
+        if isinstance(p.get("system"), str):
+            self._system = p["system"]
+        elif not p.get("system_same"):
+            self._system = None
+        history = self._conversation(ev["seq"])
+        if isinstance(p.get("messages"), int):
+            history = history[: p["messages"]]
+        attrs = _clean({
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": self.wire_provider.get(ev["seq"]) or self.run.get("provider"),
+            "gen_ai.request.model": model,
+            "gen_ai.conversation.id": self.run.get("thread_id"),
+            "gen_ai.input.messages": _json([genai_message(m) for m in history]),
+            "gen_ai.system_instructions": (_json([{"type": "text", "content": self._system}])
+                                           if self._system else None),
+            "gen_ai.tool.definitions": _json(p["tools"]) if p.get("tools") else None,
+        })
+        return self._span(f"model/{ev['seq']}", f"chat {model or ''}".strip(), ev, "client",
+                          attrs)
+
+    def _chat_end(self, span: Span, ev: dict[str, Any], p: dict[str, Any]) -> None:
+        span.end = max(ev["ts"], span.start)
+        usage = p.get("usage") if isinstance(p.get("usage"), dict) else {}
+        out = [m for m in self.messages if m.get("seq") == ev["seq"] and not m.get("version")
+               and m.get("type") == "ai"]
+        meta = _body(out[-1]).get("response_metadata") if out else None
+        meta = meta if isinstance(meta, dict) else {}
+        finish = p.get("stop_reason") or meta.get("finish_reason") or meta.get("stop_reason")
+        outputs = [{**genai_message(m), "finish_reason": finish or "stop"} for m in out]
+        span.attributes.update(_clean({
+            "gen_ai.response.model": meta.get("model_name") or meta.get("model"),
+            "gen_ai.response.id": meta.get("id") if isinstance(meta.get("id"), str) else None,
+            "gen_ai.usage.input_tokens": usage.get("input_tokens"),
+            "gen_ai.usage.output_tokens": usage.get("output_tokens"),
+            "gen_ai.response.finish_reasons": [str(finish)] if finish else None,
+            "gen_ai.output.messages": _json(outputs) if outputs else None,
+        }))
+        if ev.get("phase") == "error":
+            _fail(span, p)
+
+    def _tool(self, ev: dict[str, Any], p: dict[str, Any]) -> Span:
+        name = p.get("name") or "tool"
+        tcid = ev.get("tool_call_id")
+        attrs = _clean({
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": name,
+            "gen_ai.tool.type": "function",
+            "gen_ai.tool.call.id": tcid,
+            "gen_ai.tool.call.arguments": _json(p["args"]) if "args" in p else None,
+        })
+        span = self._span(f"tool/{ev['seq']}", f"execute_tool {name}", ev, "internal", attrs)
+        if tcid:
+            self.tools[tcid] = span
+        return span
+
+    def _tool_end(self, span: Span, ev: dict[str, Any], p: dict[str, Any]) -> None:
+        span.end = max(ev["ts"], span.start)
+        tcid = span.attributes.get("gen_ai.tool.call.id")
+        result = next((m for m in self.messages if tcid and m.get("tool_call_id") == tcid
+                       and m.get("type") == "tool" and not m.get("version")), None)
+        if result is not None:
+            body = _body(result)
+            content = body.get("content")
+            span.attributes["gen_ai.tool.call.result"] = _text(
+                content if isinstance(content, str) else content_text(content))
+            if body.get("status") == "error":
+                span.status = "error"
+                span.status_message = _text(content_text(content))[:1000]
+        if ev.get("phase") == "error" or p.get("status") == "error":
+            _fail(span, p)
+
+    def _hook_event(self, ev: dict[str, Any], p: Any) -> SpanEvent:
+        attrs = _clean({"looptrace.phase": ev.get("phase"), "looptrace.seq": ev["seq"],
+                        "looptrace.lap": ev.get("lap"),
+                        "looptrace.middleware": ev.get("middleware"),
+                        "looptrace.duration_ms": ev.get("duration_ms")})
+        if isinstance(p, dict) and isinstance(p.get("what"), str):
+            attrs["looptrace.what"] = p["what"]
+        return SpanEvent(str(ev.get("hook")), ev["ts"], attrs)
+
+    def _conversation(self, seq: int) -> list[dict[str, Any]]:
+        """The messages as they stood at event ``seq`` (later versions applied)."""
+        state: dict[int, dict[str, Any]] = {}
+        for m in sorted((m for m in self.messages if (m.get("seq") or 0) <= seq),
+                        key=lambda m: (m.get("seq") or 0, m.get("version") or 0)):
+            state[m["position"]] = m
+        return [state[p] for p in sorted(state)]
+
+    # -- where a row rides ----------------------------------------------------------
+    def home(self, table: str, row: dict[str, Any]) -> tuple[Span, float]:
+        if table == "runs":
+            return self.invoke, self.invoke.start
+        seq = row.get("seq")
+        span = self.by_seq.get(seq, self.invoke) if isinstance(seq, int) else self.invoke
+        ts = self.ts.get(seq) if table == "messages" and isinstance(seq, int) else row.get("ts")
+        return span, _num(ts) or span.start
+
+
+# -- the GenAI message schema ---------------------------------------------------------
+
+def genai_message(m: dict[str, Any]) -> dict[str, Any]:
+    """A stored message row as a GenAI-convention message (role + parts)."""
+    data = _loads(m.get("data"))
+    typ = data.get("type") or m.get("type")
+    body = data.get("data") if isinstance(data.get("data"), dict) else {}
+    parts: list[dict[str, Any]] = []
+    if typ == "tool":
+        content = body.get("content")
+        parts.append({"type": "tool_call_response", "id": body.get("tool_call_id"),
+                      "response": content if isinstance(content, str) else content_text(content)})
+    else:
+        parts.extend(content_parts(body.get("content")))
+        for call in body.get("tool_calls") or []:
+            parts.append({"type": "tool_call", "id": call.get("id"), "name": call.get("name"),
+                          "arguments": call.get("args")})
+    out: dict[str, Any] = {"role": _ROLES.get(str(typ), str(typ)), "parts": parts}
+    if body.get("name") and typ != "tool":
+        out["name"] = body["name"]
+    return out
+
+
+def content_parts(content: Any) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": "text", "content": content}] if content else []
+    parts: list[dict[str, Any]] = []
+    for block in content if isinstance(content, list) else []:
+        if isinstance(block, str):
+            parts.append({"type": "text", "content": block})
+        elif not isinstance(block, dict):
+            continue
+        elif block.get("type") == "text":
+            parts.append({"type": "text", "content": block.get("text", "")})
+        elif block.get("type") in ("thinking", "reasoning"):
+            parts.append({"type": "reasoning", "content": block.get("thinking")
+                          or block.get("reasoning") or block.get("text") or ""})
+        elif block.get("type") in ("tool_use", "tool_call", "function_call"):
+            continue  # the message's tool_calls carry them
+        else:
+            parts.append(dict(block))
+    return parts
+
+
+# -- small helpers ---------------------------------------------------------------------
+
+def _payload(text: Any) -> dict[str, Any]:
+    value = _loads(text)
+    return value if isinstance(value, dict) else {}
+
+
+def _loads(text: Any) -> Any:
+    if not isinstance(text, str):
+        return {}
+    try:
+        return json.loads(text)
+    except ValueError:
+        return {}
+
+
+def _body(m: dict[str, Any]) -> dict[str, Any]:
+    data = _loads(m.get("data"))
+    body = data.get("data") if isinstance(data, dict) else None
+    return body if isinstance(body, dict) else {}
+
+
+def _num(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) else None
+
+
+def _text(s: str) -> str:
+    """A string protobuf can carry (lone surrogates replaced)."""
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return s.encode("utf-8", "replace").decode("utf-8")
+    return s
+
+
+def _json(value: Any) -> str:
+    return _text(json.dumps(value, ensure_ascii=False, default=str))
+
+
+def _clean(attrs: dict[str, Any]) -> dict[str, Any]:
+    """Attributes without the unset ones (OTLP has no null attribute)."""
+    return {k: (_text(v) if isinstance(v, str) else v) for k, v in attrs.items()
+            if v is not None and v != ""}
+
+
+def _error_type(error: Any) -> str:
+    text = str(error or "error")
+    head = text.split(":", 1)[0].strip()
+    return head if head and " " not in head and len(head) < 80 else "error"
+
+
+def _fail(span: Span, p: dict[str, Any]) -> None:
+    span.status = "error"
+    err = p.get("error") or p.get("message") or p.get("type")
+    span.status_message = _text(str(err))[:1000] if err else None
+    span.attributes["error.type"] = str(p.get("type") or _error_type(err))
