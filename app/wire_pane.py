@@ -22,12 +22,25 @@ from tracer.replay import Replay
 from tracer.wire.annotate import annotated_text, earlier_turns
 from tracer.wire.providers import PROVIDERS
 from tracer.wire.render import call_at
-from tracer.wire.view import CAPTURED, RENDERED, ProviderBody, TurnView, aspect_rows, turn_label
+from tracer.wire.view import (
+    CAPTURED,
+    LANGCHAIN,
+    RECORDED,
+    RENDERED,
+    ProviderBody,
+    TurnView,
+    aspect_rows,
+    turn_label,
+)
 from tracer.wire.view import turn_view as _turn_view
 
-TITLES = {"openai": "OpenAI", "anthropic": "Anthropic", "ollama": "Ollama"}
+TITLES = {"langchain": "LangChain", "openai": "OpenAI", "anthropic": "Anthropic",
+          "ollama": "Ollama"}
 BADGES = {CAPTURED: ("captured", "green", ":material/sensors:"),
-          RENDERED: ("rendered", "blue", ":material/build:")}
+          RENDERED: ("rendered", "blue", ":material/build:"),
+          RECORDED: ("recorded", "violet", ":material/data_object:")}
+# LangChain's own form first: what every adapter starts from and reads back into.
+COLUMNS = (LANGCHAIN, *PROVIDERS)
 PARTS = ("Request", "Response", "Chunks", "Headers")
 
 
@@ -115,6 +128,8 @@ def _where(body: ProviderBody) -> str:
                 f"{w.get('duration_ms') or 0:.0f} ms")
     if body.source == RENDERED:
         return f"built offline by {BUILDERS[body.provider]}"
+    if body.source == RECORDED:
+        return "LangChain's messages, before the adapter (and the reply after it)"
     return "not available"
 
 
@@ -183,17 +198,21 @@ def render_turn(view: TurnView, *, key: str, height: int | None = 520) -> None:
                f"{' + system prompt' if view.call.system else ''}. {sources}. "
                "Captured = recorded on the wire; rendered = built offline by the "
                "adapter's own request builder from the recorded messages.")
-    bar = st.columns([3, 2, 2], vertical_alignment="center")
+    bar = st.columns([3, 2, 2, 2], vertical_alignment="center")
     with bar[0]:
         part = st.segmented_control("Show", PARTS, default="Request", key=f"wire_part_{key}",
                                     label_visibility="collapsed") or "Request"
     with bar[1]:
         latest = st.toggle("Fold earlier turns", value=True, key=f"wire_latest_{key}",
                            help="Fold the messages before the last assistant turn")
-    with bar[2]:
+    with bar[3]:
         fold = not st.toggle("Show tool definitions", value=False, key=f"wire_tools_{key}")
-    cols = st.columns(len(PROVIDERS), gap="small")
-    for col, p in zip(cols, PROVIDERS):
+    with bar[2]:
+        lc = st.toggle("LangChain column", value=True, key=f"wire_lc_{key}",
+                       help="LangChain's normalised messages beside the providers' formats")
+    shown = [p for p in COLUMNS if p in view.bodies and (lc or p != LANGCHAIN)]
+    cols = st.columns(len(shown), gap="small")
+    for col, p in zip(cols, shown):
         with col:
             render_body(view.bodies[p], part, height=height, fold_tools=fold,
                         latest_only=latest)
@@ -201,4 +220,4 @@ def render_turn(view: TurnView, *, key: str, height: int | None = 520) -> None:
     if rows:
         with st.expander("The differences that matter", expanded=False):
             st.dataframe(rows, hide_index=True, key=f"wire_aspects_{key}",
-                         column_config={p: TITLES[p] for p in PROVIDERS})
+                         column_config={p: TITLES[p] for p in COLUMNS})

@@ -30,8 +30,9 @@ from tracer.wire.traffic import build_runs
 WEATHER = {"Oslo": get_weather("Oslo"), "Bergen": get_weather("Bergen")}
 
 
-def _loop(db: Path, sdk: str, *, stream: bool = False, drop: bool = False) -> str:
-    with WireServer(mode="emulate", script="weather", db=db) as srv:
+def _loop(db: Path, sdk: str, *, stream: bool = False, drop: bool = False,
+          ollama_ids: bool = True) -> str:
+    with WireServer(mode="emulate", script="weather", db=db, ollama_ids=ollama_ids) as srv:
         return LOOPS[sdk](srv.url, WEATHER_PROMPT, system=WEATHER_SYSTEM, stream=stream,
                           drop=drop)
 
@@ -66,11 +67,12 @@ def test_each_sdk_loop_is_one_run(tmp_path: Path, sdk: str, stream: bool) -> Non
     assert [m.tool_call_id for m in run.messages[2:4]] == ids
     assert [m.text for m in run.messages[2:4]] == [WEATHER["Oslo"], WEATHER["Bergen"]]
     assert run.messages[4].text.startswith("Here is the weather: Oslo:")
-    if sdk == "ollama":  # the client keeps no ids: made up, and the run says so
-        assert ids == ["wire-1-0", "wire-1-1"]
-        assert "made up" in run.metadata["ids"]
+    assert not any(i.startswith("wire-") for i in ids)  # the server sent them
+    if sdk == "ollama":  # ... and the client dropped them: results paired by order
+        assert "by order" in run.metadata["results"]
+        assert "ids" not in run.metadata
     else:
-        assert not any(i.startswith("wire-") for i in ids)
+        assert "results" not in run.metadata
     # the replay: model call, two results sent back, model call, end; no hook invented
     rp = build_replay(run)
     steps = [(s.event.hook, s.event.phase, s.event.tool_call_id) for s in rp.steps]
@@ -91,6 +93,19 @@ def test_each_sdk_loop_is_one_run(tmp_path: Path, sdk: str, stream: bool) -> Non
     assert [w["seq"] for w in wire] == enters
     # the correct loop has no error to report
     assert not [f for f in check_run(run) if f.severity == "error"]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+def test_an_older_ollama_server_sends_no_ids(tmp_path: Path, stream: bool) -> None:
+    """Before 0.12.10 the server sent no tool call ids: looptrace makes them up to
+    pair results with calls, and the run says so."""
+    db = tmp_path / "t.db"
+    _loop(db, "ollama", stream=stream, ollama_ids=False)
+    run, wire = _only_run(db)
+    assert '"id"' not in wire[0]["response_body" if not stream else "chunks"]
+    assert [c["id"] for c in run.messages[1].tool_calls] == ["wire-1-0", "wire-1-1"]
+    assert [m.tool_call_id for m in run.messages[2:4]] == ["wire-1-0", "wire-1-1"]
+    assert "made up" in run.metadata["ids"]
 
 
 @pytest.mark.parametrize("sdk", ["openai", "openai-responses", "anthropic", "ollama"])

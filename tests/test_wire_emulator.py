@@ -133,7 +133,11 @@ def test_ollama_wire_fields(recorded: dict[str, Any]) -> None:
         assert [c["function"]["arguments"] for c in calls] == [{"product": "laptop"},
                                                                {"product": "mouse"}]
         text = json.dumps(second)
-        assert '"id"' not in text and "tool_call_id" not in text  # no ids on the wire
+        # The server sent an id per call (as Ollama does since 0.12.10) ...
+        first_reply = wire[0]["response_body"]
+        assert '"id": "call_' in first_reply
+        # ... and the ollama client under ChatOllama dropped them: none goes back
+        assert '"id"' not in text and "tool_call_id" not in text
         assert all(set(m) <= {"role", "content", "tool_calls", "tool_name"} for m in msgs)
         assert wire[1]["response_headers"] and "ndjson" in wire[1]["response_headers"]
 

@@ -15,7 +15,7 @@ from tracer.replay import build_replay
 from tracer.wire.annotate import annotated_text, resolve
 from tracer.wire.demo import record_provider_demos
 from tracer.wire.render import model_call, model_call_events, render_request
-from tracer.wire.view import CAPTURED, RENDERED, turn_at_step, turn_view
+from tracer.wire.view import CAPTURED, RECORDED, RENDERED, turn_at_step, turn_view
 
 
 @pytest.fixture(scope="module")
@@ -124,7 +124,19 @@ def test_side_by_side_shows_the_documented_differences(
     stops = {p: [n.where for n in x.response_notes if n.aspect == "stop_reason"]
              for p, x in b.items()}
     assert stops == {"openai": ["$.choices[0].finish_reason"],
-                     "anthropic": ["$.stop_reason"], "ollama": ["$.done_reason"]}
+                     "anthropic": ["$.stop_reason"], "ollama": ["$.done_reason"],
+                     # (LangChain keeps the recording provider's own key: Ollama's here)
+                     "langchain": ["$.response_metadata.done_reason"]}
+    # Said on every body: the API keeps no state, and no flag says the loop is done.
+    for p, body in b.items():
+        assert [n.where for n in body.request_notes if n.aspect == "stateless"] == [
+            "$.messages"], p
+        assert any(n.aspect == "done" and "not because of the stop reason" in n.note
+                   for n in body.response_notes), p
+    # LangChain's normalised call: name, args (a dict), id, type
+    lc_call = b["langchain"].request["messages"][2]["tool_calls"][0]
+    assert set(lc_call) == {"name", "args", "id", "type"} and lc_call["type"] == "tool_call"
+    assert lc_call["args"] == {"product": "laptop"}
     assert b["openai"].response_source == RENDERED
     assert b["openai"].response["choices"][0]["finish_reason"] == "tool_calls"
 
@@ -167,7 +179,7 @@ def test_every_sample_trace_renders_for_every_provider(sample_db: Path) -> None:
                 view = turn_at_step(replay, i, rows)
                 assert view is not None
                 for p, body in view.bodies.items():
-                    assert body.source in (CAPTURED, RENDERED), (s.name, p, body.error)
+                    assert body.source in (CAPTURED, RENDERED, RECORDED), (s.name, p, body.error)
                     assert isinstance(body.request, dict) and body.request.get("messages")
                 viewed += 1
         assert viewed > 10

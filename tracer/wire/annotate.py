@@ -28,7 +28,15 @@ ASPECTS: dict[str, str] = {
     "stream": "Streaming flag",
     "usage": "Where usage comes back",
     "stop_reason": "Where the stop reason comes back",
+    "stateless": "What the server remembers",
+    "done": "How the loop knows it is done",
 }
+
+# True of every provider's chat API, and easy to forget: said on each body.
+STATELESS = ("the whole history again: the API keeps no state between calls, so every "
+             "request carries every earlier turn")
+NO_DONE_FLAG = ("no \"done\" flag for the loop: it stops when the reply asks for no tool, "
+                "not because of the stop reason")
 
 
 @dataclass(frozen=True)
@@ -57,16 +65,23 @@ def _msgs(body: dict[str, Any]) -> list[Any]:
 def annotate_request(provider: str, body: Any) -> list[Annotation]:
     if not isinstance(body, dict):
         return []
-    fn = {"openai": _openai_req, "anthropic": _anthropic_req, "ollama": _ollama_req}.get(provider)
-    return list(fn(body)) if fn else []
+    fn = {"openai": _openai_req, "anthropic": _anthropic_req, "ollama": _ollama_req,
+          "langchain": _langchain_req}.get(provider)
+    out = list(fn(body)) if fn else []
+    if fn and isinstance(body.get("messages"), list):
+        out.append(Annotation("stateless", ("messages",), STATELESS))
+    return out
 
 
 def annotate_response(provider: str, body: Any) -> list[Annotation]:
     if not isinstance(body, dict):
         return []
     fn = {"openai": _openai_resp, "anthropic": _anthropic_resp,
-          "ollama": _ollama_resp}.get(provider)
-    return list(fn(body)) if fn else []
+          "ollama": _ollama_resp, "langchain": _langchain_resp}.get(provider)
+    out = list(fn(body)) if fn else []
+    if fn:
+        out.append(Annotation("done", (), NO_DONE_FLAG))
+    return out
 
 
 # -- OpenAI -------------------------------------------------------------------------
@@ -221,12 +236,24 @@ def _ollama_req(body: dict[str, Any]) -> Iterator[Annotation]:
                                  "no content key at all: this turn only calls tools")
             yield Annotation("arguments", ("messages", i, "tool_calls", 0, "function",
                                            "arguments"), "arguments are an OBJECT")
-            yield Annotation("ids", ("messages", i, "tool_calls", 0),
-                             "no id at all on the wire (LangChain invents one locally)")
+            calls = m["tool_calls"]
+            if isinstance(calls[0], dict) and calls[0].get("id"):
+                yield Annotation("ids", ("messages", i, "tool_calls", 0, "id"),
+                                 "the call id is sent back (this client kept it)")
+            else:
+                yield Annotation("ids", ("messages", i, "tool_calls", 0),
+                                 "no id here: the server sent one (since 0.12.10), but the "
+                                 "ollama Python client 0.6.x drops it (ChatOllama then "
+                                 "invents its own, and does not send it)")
         elif role == "tool" and i == last_results:
-            yield Annotation("tool_results", ("messages", i),
-                             "one role:\"tool\" message per result, with NO call id: "
-                             "matched to its call by order only")
+            if m.get("tool_call_id"):
+                yield Annotation("tool_results", ("messages", i),
+                                 "one role:\"tool\" message per result, with the call's "
+                                 "tool_call_id")
+            else:
+                yield Annotation("tool_results", ("messages", i),
+                                 "one role:\"tool\" message per result, with NO call id: "
+                                 "matched to its call by order only (and tool_name, if sent)")
             yield Annotation("tool_errors", ("messages", i, "content"),
                              "no error flag: a failed tool is only visible in the text")
     if body.get("tools"):
@@ -244,7 +271,64 @@ def _ollama_resp(body: dict[str, Any]) -> Iterator[Annotation]:
         yield Annotation("stop_reason", ("done_reason",), "stop reason: done_reason, with done")
     msg = body.get("message")
     if isinstance(msg, dict) and msg.get("tool_calls"):
-        yield Annotation("ids", ("message", "tool_calls", 0), "tool calls come back with no id")
+        first = msg["tool_calls"][0]
+        if isinstance(first, dict) and first.get("id"):
+            yield Annotation("ids", ("message", "tool_calls", 0, "id"),
+                             "an id per call (Ollama server 0.12.10 and later); the ollama "
+                             "Python client 0.6.x drops it on reading")
+        else:
+            yield Annotation("ids", ("message", "tool_calls", 0),
+                             "tool calls come back with no id (an Ollama server older than "
+                             "0.12.10)")
+
+
+# -- LangChain (what every adapter normalises to) ---------------------------------------
+def _langchain_req(body: dict[str, Any]) -> Iterator[Annotation]:
+    msgs = _msgs(body)
+    last_results = None
+    for i, m in enumerate(msgs):
+        if isinstance(m, dict) and m.get("type") == "tool" and (
+                i == 0 or not isinstance(msgs[i - 1], dict) or msgs[i - 1].get("type") != "tool"):
+            last_results = i
+    for i, m in enumerate(msgs):
+        if not isinstance(m, dict):
+            continue
+        kind = m.get("type")
+        if kind == "system":
+            yield Annotation("system", ("messages", i),
+                             "a SystemMessage at the head; each adapter moves it where its "
+                             "provider wants it")
+        elif kind == "ai" and m.get("tool_calls"):
+            yield Annotation("assistant_content", ("messages", i, "content"),
+                             "content as the model gave it; the calls in tool_calls")
+            yield Annotation("arguments", ("messages", i, "tool_calls", 0, "args"),
+                             "args: a parsed dict, whatever the provider sent")
+            yield Annotation("ids", ("messages", i, "tool_calls", 0),
+                             "the normalised call: {name, args, id, type: \"tool_call\"}, the "
+                             "same for every provider")
+        elif kind == "tool" and i == last_results:
+            yield Annotation("tool_results", ("messages", i),
+                             "one ToolMessage per result, tied to its call by tool_call_id")
+            yield Annotation("tool_errors", ("messages", i, "status"),
+                             "status: \"error\" marks a failed tool (the providers' formats "
+                             "keep it only as is_error, or not at all)")
+    if body.get("tools"):
+        yield Annotation("tools", ("tools", 0), "the tool schemas bind_tools made")
+
+
+def _langchain_resp(body: dict[str, Any]) -> Iterator[Annotation]:
+    if body.get("usage_metadata"):
+        yield Annotation("usage", ("usage_metadata",),
+                         "usage_metadata: input_tokens / output_tokens, whatever the provider")
+    meta = body.get("response_metadata")
+    if isinstance(meta, dict):
+        for key in ("finish_reason", "stop_reason", "done_reason"):
+            if key in meta:
+                yield Annotation("stop_reason", ("response_metadata", key),
+                                 f"the provider's own stop reason, under its own name ({key})")
+                break
+    if body.get("tool_calls"):
+        yield Annotation("ids", ("tool_calls", 0), "tool_calls: [{name, args, id, type}]")
 
 
 # -- rendering ----------------------------------------------------------------------

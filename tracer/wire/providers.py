@@ -445,6 +445,11 @@ class AnthropicFormat(WireFormat):
 
 # -- Ollama -------------------------------------------------------------------
 class OllamaFormat(WireFormat):
+    """Ollama's ``/api/chat``. The server has returned an ``id`` per tool call since
+    0.12.10; ``ids=False`` answers like an older server (no ids at all). Whether a
+    client keeps them is another matter: the ``ollama`` Python client 0.6.x drops
+    them, so its requests carry none, and results pair with calls by order."""
+
     name = "ollama"
     provider = "ollama"
     path = "/api/chat"
@@ -453,17 +458,22 @@ class OllamaFormat(WireFormat):
     usage_path = ("eval_count",)
     stop_path = ("done_reason",)
 
+    def __init__(self, ids: bool = True) -> None:
+        self.ids = ids
+
     def read_request(self, body: dict[str, Any]) -> Request:
         msgs: list[Msg] = []
         for m in body.get("messages") or []:
             role = m.get("role")
             if role == "assistant":
-                calls = tuple(ToolCall("", (c.get("function") or {}).get("name") or "",
+                calls = tuple(ToolCall(str(c.get("id") or ""),
+                                       (c.get("function") or {}).get("name") or "",
                                        _loads_args((c.get("function") or {}).get("arguments")))
                               for c in m.get("tool_calls") or [])
                 msgs.append(Msg("assistant", _text_of(m.get("content")), calls))
             elif role == "tool":
-                msgs.append(Msg("tool", _text_of(m.get("content"))))
+                msgs.append(Msg("tool", _text_of(m.get("content")),
+                                tool_call_id=m.get("tool_call_id") or None))
             elif role == "system":
                 msgs.append(Msg("system", _text_of(m.get("content"))))
             else:
@@ -480,7 +490,11 @@ class OllamaFormat(WireFormat):
                 "eval_duration": 700_000}
 
     def _calls(self, reply: Reply) -> list[dict[str, Any]]:
-        return [{"function": {"name": c.name, "arguments": c.args}} for c in reply.tool_calls]
+        if not self.ids:
+            return [{"function": {"name": c.name, "arguments": c.args}}
+                    for c in reply.tool_calls]
+        return [{"id": c.id, "function": {"index": i, "name": c.name, "arguments": c.args}}
+                for i, c in enumerate(reply.tool_calls)]
 
     def response(self, reply: Reply) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": reply.text}

@@ -40,6 +40,7 @@ from .capture import Exchange, WireRecorder
 from .providers import (
     FORMATS,
     MalformedStream,
+    OllamaFormat,
     Request,
     ResponsesFormat,
     WireFormat,
@@ -49,6 +50,7 @@ from .providers import (
 from .scenarios import Script, count_tokens, load_script
 
 MODES = ("emulate", "forward")
+OLDER_OLLAMA = OllamaFormat(ids=False)  # an Ollama server before 0.12.10: no tool call ids
 # Hop-by-hop headers never relayed (RFC 9110), plus ones we set ourselves.
 _HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization",
                   "te", "trailer", "transfer-encoding", "upgrade", "host", "content-length",
@@ -61,7 +63,8 @@ class WireServer:
     def __init__(self, *, mode: str = "emulate", provider: str | None = None,
                  upstream: str | None = None, script: str | Script | None = None,
                  db: str | os.PathLike[str] | None = None, recorder: WireRecorder | None = None,
-                 port: int = 0, on_exchange: Callable[[Exchange], None] | None = None) -> None:
+                 port: int = 0, on_exchange: Callable[[Exchange], None] | None = None,
+                 ollama_ids: bool = True) -> None:
         if mode not in MODES:
             msg = f"mode must be one of {MODES}, not {mode!r}"
             raise ValueError(msg)
@@ -77,6 +80,8 @@ class WireServer:
         self.script = load_script(script) if mode == "emulate" else None
         self.recorder = recorder or (WireRecorder(db) if db is not None else None)
         self.on_exchange = on_exchange
+        # the emulator answers like an Ollama server >= 0.12.10 (ids), or like an older one
+        self.ollama_ids = ollama_ids
         self.exchanges: list[Exchange] = []
         self._lock = threading.Lock()
         # The emulator's stored Responses API conversations (items), by response id.
@@ -223,6 +228,8 @@ class _Handler(BaseHTTPRequestHandler):
         body = self._body()
         ex.request_body = body.decode("utf-8", "replace")
         fmt = format_for_path(self.path) or (get_format(srv.provider) if srv.provider else None)
+        if isinstance(fmt, OllamaFormat) and not srv.ollama_ids:
+            fmt = OLDER_OLLAMA
         if fmt is not None:
             ex.provider = fmt.name
         try:

@@ -53,7 +53,7 @@ class Observed:
     tools: list[Any]
     reply: AIMessage | None
     error: str | None
-    synthesized_ids: bool = False
+    results_by_order: bool = False
     stream: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -74,13 +74,14 @@ def _call(name: str, args: Any, cid: str) -> dict[str, Any]:
 
 
 def to_messages(msgs: list[Msg]) -> tuple[str | None, list[BaseMessage], bool]:
-    """Neutral messages -> (system prompt, LangChain messages, whether ids were made up).
+    """Neutral messages -> (system prompt, LangChain messages, whether a result had to
+    be paired with its call by order).
 
     A call without an id gets ``wire-<message>-<call>``; a result without one
     answers the next unanswered call of the assistant message before it."""
     system: list[str] = []
     out: list[BaseMessage] = []
-    made_up = False
+    by_order = False
     waiting: list[str] = []  # call ids of the latest assistant message not yet answered
     for m in msgs:
         if m.role == "system":
@@ -90,11 +91,12 @@ def to_messages(msgs: list[Msg]) -> tuple[str | None, list[BaseMessage], bool]:
             for j, c in enumerate(m.tool_calls):
                 cid = c.id
                 if not cid:
-                    cid, made_up = f"wire-{len(out)}-{j}", True
+                    cid = f"wire-{len(out)}-{j}"
                 calls.append(_call(c.name, c.args, cid))
             waiting = [c["id"] for c in calls]
             out.append(AIMessage(m.text, tool_calls=calls))
         elif m.role == "tool":
+            by_order = by_order or not m.tool_call_id
             tcid = m.tool_call_id or (waiting[0] if waiting else f"wire-{len(out)}-orphan")
             if tcid in waiting:
                 waiting.remove(tcid)
@@ -102,7 +104,7 @@ def to_messages(msgs: list[Msg]) -> tuple[str | None, list[BaseMessage], bool]:
                                    status="error" if m.is_error else "success"))
         else:
             out.append(HumanMessage(m.text))
-    return ("\n\n".join(system) if system else None), out, made_up
+    return ("\n\n".join(system) if system else None), out, by_order
 
 
 def _text(content: Any) -> str:
@@ -206,7 +208,7 @@ def read_exchange(row: dict[str, Any]) -> Observed:
         msg = "the request body is not a JSON object"
         raise ValueError(msg)  # noqa: TRY004 - a bad exchange, not a bad argument
     req = fmt.read_request(body)
-    system, messages, made_up = to_messages(req.messages)
+    system, messages, by_order = to_messages(req.messages)
     error = _error_text(row)
     reply = None
     if error is None:
@@ -220,16 +222,43 @@ def read_exchange(row: dict[str, Any]) -> Observed:
             error = "no response body"
         if error is None:
             reply = read_reply(fmt.name, resp, len(messages))
-            made_up = made_up or any(c["id"].startswith("wire-") for c in reply.tool_calls)
     extra: dict[str, Any] = {"provider": fmt.name}
     prev = getattr(req, "previous_response_id", None)
     if prev:
         extra["previous_response_id"] = prev
     return Observed(fmt.name, req.model or None, system, messages,
-                    list(body.get("tools") or []), reply, error, made_up, req.stream, extra)
+                    list(body.get("tools") or []), reply, error, by_order, req.stream, extra)
 
 
 # -- conversations -> runs ----------------------------------------------------------
+
+
+def adopt_ids(messages: list[BaseMessage], known: list[BaseMessage]) -> list[BaseMessage]:
+    """``messages`` with the call ids the run already knows in place of made-up ones.
+
+    A client that drops the ids a server sent (the ``ollama`` Python client) re-sends
+    the assistant message without them, and its results without ``tool_call_id``:
+    the calls take the ids of the reply the run recorded, and the results follow
+    them (``to_messages`` paired them with the made-up ids, in order)."""
+    rename: dict[str, str] = {}
+    for m, k in zip(messages, known, strict=False):
+        if (isinstance(m, AIMessage) and isinstance(k, AIMessage)
+                and len(m.tool_calls) == len(k.tool_calls)):
+            for c, kc in zip(m.tool_calls, k.tool_calls, strict=True):
+                if c["id"].startswith("wire-") and kc.get("id") and c["id"] != kc["id"]:
+                    rename[c["id"]] = kc["id"]
+    if not rename:
+        return messages
+    out: list[BaseMessage] = []
+    for m in messages:
+        if isinstance(m, AIMessage) and m.tool_calls:
+            m = m.model_copy(update={"tool_calls": [
+                {**c, "id": rename.get(c["id"], c["id"])} for c in m.tool_calls]})
+        elif isinstance(m, ToolMessage) and m.tool_call_id in rename:
+            m = m.model_copy(update={"tool_call_id": rename[m.tool_call_id]})
+        out.append(m)
+    return out
+
 
 
 def _title(obs: Observed) -> str:
@@ -251,13 +280,16 @@ class Conversations:
     def _builder_for(self, obs: Observed, ts: float) -> RunBuilder:
         best = None
         for b in self.open:
-            if b.sigs and b.continues(obs.messages) and (best is None or len(b.sigs) > len(
-                    best.sigs)):
-                best = b
+            if not b.sigs or (best is not None and len(b.sigs) <= len(best[0].sigs)):
+                continue
+            adopted = adopt_ids(obs.messages, b.objs)
+            if b.continues(adopted):
+                best = (b, adopted)
         if best is not None:
-            if best.run.ended:
-                best.reopen()
-            return best
+            b, obs.messages = best
+            if b.run.ended:
+                b.reopen()
+            return b
         meta: dict[str, Any] = {"provider": obs.provider}
         b = RunBuilder(self.rec, name=_title(obs), source=SOURCE, observed="wire",
                        started_at=ts, metadata=meta)
@@ -275,8 +307,13 @@ class Conversations:
         end = ts + (row.get("duration_ms") or 0) / 1000
         with self.lock:
             b = self._builder_for(obs, ts)
-            if obs.synthesized_ids:
+            calls = [c["id"] for m in [*obs.messages, *([obs.reply] if obs.reply else [])]
+                     for c in getattr(m, "tool_calls", None) or ()]
+            if any(c.startswith("wire-") for c in calls):
                 b.note(ids="made up by looptrace: the wire carried no tool call ids")
+            if obs.results_by_order:
+                b.note(results="paired with their calls by order: the requests carried no "
+                               "tool_call_id")
             seq = b.call(obs.messages, ts=ts, end_ts=end, reply=obs.reply, error=obs.error,
                          system=obs.system, tools=obs.tools, model=obs.model, extra=obs.extra)
             if obs.error is not None:

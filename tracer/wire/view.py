@@ -30,7 +30,9 @@ from .render import (
 
 CAPTURED = "captured"
 RENDERED = "rendered"
+RECORDED = "recorded"  # the LangChain column: the messages as the run recorded them
 UNAVAILABLE = "unavailable"
+LANGCHAIN = "langchain"
 
 
 @dataclass
@@ -143,7 +145,42 @@ def turn_view(replay: Replay, enter: Event, wire_rows: list[dict[str, Any]]) -> 
         b.request_notes = annotate_request(p, b.request)
         b.response_notes = annotate_response(p, b.response)
         bodies[p] = b
+    bodies[LANGCHAIN] = _langchain_body(run, enter, call)
     return TurnView(call, enter, bodies)
+
+
+def _lc(m: Any) -> dict[str, Any]:
+    """A LangChain message as its normalised fields (what every adapter starts from)."""
+    out: dict[str, Any] = {"type": m.type, "content": m.content}
+    calls = getattr(m, "tool_calls", None)
+    if calls:
+        out["tool_calls"] = [{"name": c.get("name"), "args": c.get("args"), "id": c.get("id"),
+                              "type": c.get("type", "tool_call")} for c in calls]
+    if getattr(m, "tool_call_id", None):
+        out["tool_call_id"] = m.tool_call_id
+        out["status"] = getattr(m, "status", "success")
+    return out
+
+
+def _langchain_body(run: Run, enter: Event, call: ModelCall) -> ProviderBody:
+    """The LangChain column: the call as LangChain holds it, before any adapter
+    turns it into a provider's format (and the reply after the adapter read it)."""
+    b = ProviderBody(LANGCHAIN, RECORDED, str(call.model or run.summary.model or ""))
+    b.request = {"messages": [_lc(m) for m in call.lc_messages()]}
+    if call.tools:
+        b.request["tools"] = call.tools
+    ex = _exit_event(run, enter)
+    ai = next((m for m in run.messages if ex is not None and m.seq == ex.seq
+               and m.type == "ai"), None)
+    if ai is not None:
+        reply = _lc(ai.to_langchain())
+        for key in ("usage_metadata", "response_metadata"):
+            if ai.body.get(key):
+                reply[key] = ai.body[key]
+        b.response, b.response_source = reply, RECORDED
+    b.request_notes = annotate_request(LANGCHAIN, b.request)
+    b.response_notes = annotate_response(LANGCHAIN, b.response)
+    return b
 
 
 def turn_at_step(replay: Replay, step_index: int,
@@ -175,7 +212,7 @@ def aspect_rows(view: TurnView) -> list[dict[str, str]]:
     rows = []
     for _key, title, per in view.aspects():
         row = {"aspect": title}
-        for p in PROVIDERS:
+        for p in (LANGCHAIN, *PROVIDERS):
             notes = per.get(p) or []
             row[p] = "\n".join(dict.fromkeys(f"{n.where}: {n.note}" for n in notes)) or "-"
         rows.append(row)
