@@ -153,12 +153,15 @@ class RunBuilder:
         self.rec.event(run, "tool", "enter", tool_call_id=tcid, ts=ts,
                        payload={"name": name or m.name, "args": args})
         dur = (end_ts - ts) * 1000 if end_ts is not None else None
+        # (the status as the tracer writes it, so that a diff sees no difference)
         if error is not None:
             seq = self.rec.event(run, "tool", "error", tool_call_id=tcid, ts=end_ts or ts,
-                                 duration_ms=dur, payload={"error": error})
+                                 duration_ms=dur, payload={"name": name or m.name,
+                                                           "status": "error", "error": error})
         else:
             seq = self.rec.event(run, "tool", "exit", tool_call_id=tcid, ts=end_ts or ts,
-                                 duration_ms=dur, payload={"name": name or m.name})
+                                 duration_ms=dur, payload={"name": name or m.name,
+                                                           "status": m.status or "success"})
         self.rec.tool_result(run, seq, m)
         self.last_ts = max(self.last_ts, end_ts or ts)
 
@@ -183,8 +186,9 @@ class RunBuilder:
             payload["changed"] = changed
         note_request(run, payload, system=system, tools=list(tools) if tools else None,
                      tools_key=hash(_args(list(tools or ()))), schemas=lambda: list(tools or ()))
-        enter = rec.event(run, "model", "enter", ts=ts, payload=payload)
-        rec.sync_messages(run, enter, convo)
+        # (a change the sync finds comes before the call that received it)
+        enter = rec.sync_messages(
+            run, lambda: rec.event(run, "model", "enter", ts=ts, payload=payload), convo)
         dur = (end_ts - ts) * 1000 if end_ts is not None else None
         if error is not None or reply is None:
             rec.event(run, "model", "error", ts=end_ts or ts, duration_ms=dur,

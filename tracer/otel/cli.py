@@ -138,8 +138,8 @@ def cmd_collect(args: argparse.Namespace) -> int:
     except OSError as exc:
         msg = f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}"
         raise OtelUsageError(msg) from None
-    print(f"looptrace collect: OTLP/HTTP on {srv.url}/v1/traces, writing runs into {args.db}; "
-          "Ctrl-C stops", flush=True)
+    print(f"looptrace collect: OTLP/HTTP on {srv.url}/v1/traces (and /v1/logs), writing runs "
+          f"into {args.db}; Ctrl-C stops", flush=True)
     _stop_on_sigterm(None)
     try:
         srv.serve_forever()
@@ -148,7 +148,9 @@ def cmd_collect(args: argparse.Namespace) -> int:
     finally:
         srv.stop()
     t = srv.buffer.total
-    print(f"received {srv.buffer.received} spans: {len(t.run_ids)} runs imported, "
+    logs = (f" and {srv.buffer.received_logs} log records" if srv.buffer.received_logs
+            else "")
+    print(f"received {srv.buffer.received} spans{logs}: {len(set(t.run_ids))} runs imported, "
           f"{t.skipped} spans skipped, {len(t.warnings)} warnings")
     return 0
 

@@ -1,10 +1,11 @@
 """``looptrace collect``: an OTLP/HTTP receiver that turns traces into runs.
 
 Any OpenTelemetry exporter pointed at ``http://127.0.0.1:4318`` posts
-``/v1/traces`` here, as protobuf or JSON, gzip-compressed or not. The answer is
-OTLP's: ``ExportTraceServiceResponse`` (with ``partial_success`` when spans
-were rejected), 400 with a ``google.rpc.Status`` for a malformed body, 415 for
-a content type or encoding OTLP does not use, 413 for an oversized body.
+``/v1/traces`` (and ``/v1/logs``) here, as protobuf or JSON, gzip-compressed or
+not. The answer is OTLP's: ``ExportTraceServiceResponse`` /
+``ExportLogsServiceResponse`` (with ``partial_success`` when spans or log
+records were rejected), 400 with a ``google.rpc.Status`` for a malformed body,
+415 for a content type or encoding OTLP does not use, 413 for an oversized body.
 
 Exporters batch: the spans of one trace can arrive over several requests, in
 any order (a root span usually last, since it ends last). ``TraceBuffer`` keeps
@@ -23,6 +24,19 @@ are replaced, no other run is touched. A looptrace trace still incomplete only
 adds to what is stored, so a piece resent after its trace was imported whole
 never cuts the run down.
 
+Foreign traces (other instrumentations) all go through one
+``genai.SpanImporter`` kept for the receiver's lifetime (made when the first
+one arrives, closed by ``CollectServer.stop``): a hand-rolled loop on an
+instrumented SDK sends one trace per model call, and its calls make one run.
+
+Log records: ``opentelemetry-instrumentation-openai-v2`` (in its default content
+mode) sends the messages as log records tied to the chat span, not as span
+events. A log record with a trace and span id is put on its span as an event
+(``genai.log_event``'s shape) when its trace is imported; logs arriving before
+their spans wait for them (``retain`` seconds), logs arriving after their trace
+was imported send it through the importer again (the buffer keeps a recently
+imported trace). A log record tied to no span is counted and skipped.
+
 Example:
     ```python
     with CollectServer("looptrace.db", port=0) as srv:
@@ -36,21 +50,27 @@ import threading
 import time
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from ..errors import LooptraceError, OtlpFormatError
 from ..schema import connect
 from ._deps import require
 from .imports import ImportResult, import_spans
-from .otlp import JSON, body_format, decode_request
+from .otlp import JSON, body_format, decode_logs, decode_request
 from .rows import A_FORMAT, A_INDEX, A_PART, A_PARTS, A_ROWS, ROW_EVENT, is_looptrace
-from .spans import Span
+from .spans import Span, SpanEvent
+
+if TYPE_CHECKING:
+    from .genai import SpanImporter
 
 DEFAULT_PORT = 4318
 MAX_BODY = 64 * 1024 * 1024  # after decompression
+TRACES, LOGS = "/v1/traces", "/v1/logs"
+
+_Log = tuple[str, SpanEvent]  # (span id, the log record as a span event)
 
 
 @dataclass
@@ -66,6 +86,7 @@ class _Pending:
     parts: dict[int, set[int]] = field(default_factory=dict)
     nparts: dict[int, int] = field(default_factory=dict)
     whole: int = 0  # rows with every part in
+    logs: list[_Log] = field(default_factory=list)  # log records tied to its spans
 
     def add(self, span: Span, now: float) -> None:
         self.last = now
@@ -104,8 +125,15 @@ class TraceBuffer:
         self.on_import = on_import
         self.total = ImportResult()
         self.received = 0
+        self.received_logs = 0
+        self.logs_without_span = 0  # log records tied to no span: counted, skipped
+        self.logs_dropped = 0  # log records whose spans never arrived
         self._pending: dict[str, _Pending] = {}
-        self._done: dict[str, tuple[float, list[Span]]] = {}  # recently imported traces
+        # recently imported traces: when, their spans, their log records
+        self._done: dict[str, tuple[float, list[Span], list[_Log]]] = {}
+        self._early: dict[str, tuple[float, list[_Log]]] = {}  # logs before their spans
+        self._importer: SpanImporter | None = None  # foreign traces, for our lifetime
+        self._inflight = 0  # traces taken out of the buffer, being imported
         self._lock = threading.Lock()  # the buffers
         self._write = threading.Lock()  # the database: one import at a time
 
@@ -119,16 +147,46 @@ class TraceBuffer:
             for span in spans:
                 p = self._pending.get(span.trace_id)
                 if p is None:
-                    p = self._pending[span.trace_id] = _Pending(now, now)
-                    done = self._done.pop(span.trace_id, None)
-                    for old in done[1] if done else ():
-                        p.add(old, now)
+                    p = self._open(span.trace_id, now)
                 p.add(span, now)
                 touched.add(span.trace_id)
             for tid in touched:
                 if self._pending[tid].complete:
-                    due.append((tid, self._pending.pop(tid)))
+                    due.append(self._take(tid, now))
         return self._import(due)
+
+    def add_logs(self, logs: list[tuple[str, str, SpanEvent]], without_span: int = 0) -> None:
+        """Buffer log records ``(trace_id, span_id, event)`` with their trace: they go
+        on their spans when it is imported (a trace imported a moment ago is imported
+        again). ``without_span``: records tied to no span, only counted."""
+        now = time.monotonic()
+        with self._lock:
+            self.received_logs += len(logs) + without_span
+            self.logs_without_span += without_span
+            for tid, sid, ev in logs:
+                p = self._pending.get(tid)
+                if p is None and tid in self._done and not any(
+                        is_looptrace(s) for s in self._done[tid][1]):
+                    p = self._open(tid, now)
+                if p is not None:
+                    p.logs.append((sid, ev))
+                    p.last = now
+                else:
+                    self._early.setdefault(tid, (now, []))[1].append((sid, ev))
+
+    def _open(self, tid: str, now: float) -> _Pending:
+        """A new pending trace: with what it had when imported a moment ago, and the log
+        records that came before its spans. (Under ``_lock``.)"""
+        p = self._pending[tid] = _Pending(now, now)
+        done = self._done.pop(tid, None)
+        if done is not None:
+            for old in done[1]:
+                p.add(old, now)
+            p.logs.extend(done[2])
+        early = self._early.pop(tid, None)
+        if early is not None:
+            p.logs.extend(early[1])
+        return p
 
     def tick(self, now: float | None = None) -> ImportResult:
         """Import the traces that are due by now (called periodically)."""
@@ -139,53 +197,142 @@ class TraceBuffer:
                 quiet = now - p.last
                 if ((p.has_root and not p.looptrace and quiet >= self.quiet)
                         or quiet >= self.orphan_timeout):
-                    due.append((tid, self._pending.pop(tid)))
-            for tid, (at, _spans) in list(self._done.items()):
+                    due.append(self._take(tid, now))
+            for tid, (at, _spans, _logs) in list(self._done.items()):
                 if now - at > self.retain:
                     del self._done[tid]
-        return self._import(due)
+            wait = max(self.retain, self.orphan_timeout)
+            dropped = [(tid, len(logs)) for tid, (at, logs) in self._early.items()
+                       if now - at > wait]
+            for tid, _n in dropped:
+                del self._early[tid]
+        out = self._drop_logs(dropped)
+        out.merge(self._import(due))
+        return out
 
     def flush(self) -> ImportResult:
         """Import everything still buffered (on shutdown)."""
         with self._lock:
-            due = list(self._pending.items())
-            self._pending.clear()
-        return self._import(due)
+            now = time.monotonic()
+            due = [self._take(tid, now) for tid in list(self._pending)]
+            dropped = [(tid, len(logs)) for tid, (_at, logs) in self._early.items()]
+            self._early.clear()
+        out = self._drop_logs(dropped)
+        out.merge(self._import(due))
+        return out
+
+    def close(self) -> None:
+        """End the runs of foreign loops still waiting for their next model call (a
+        loop's next call can come no more). Call after ``flush``."""
+        with self._write:
+            if self._importer is not None:
+                self._importer.close()
+                self._importer = None
+
+    def _foreign(self) -> SpanImporter:
+        """The importer of foreign traces, made when first needed. (Under ``_write``.)"""
+        if self._importer is None:
+            from .genai import SpanImporter
+
+            self._importer = SpanImporter(self.db)
+        return self._importer
+
+    def _drop_logs(self, dropped: list[tuple[str, int]]) -> ImportResult:
+        out = ImportResult()
+        for tid, n in dropped:
+            out.warnings.append(f"trace {tid}: {n} log records dropped, their spans never "
+                                "arrived")
+        if dropped:
+            with self._lock:
+                self.logs_dropped += sum(n for _tid, n in dropped)
+                self.total.merge(out)
+        return out
 
     @property
     def pending(self) -> int:
+        """Traces received and not imported yet (being imported included)."""
         with self._lock:
-            return len(self._pending)
+            return len(self._pending) + self._inflight
+
+    def _take(self, tid: str, now: float) -> tuple[str, _Pending]:
+        """Take a trace out of the buffer to import it. One that may still grow is kept
+        as imported already: a span or log record arriving while it is being imported
+        brings it back whole. (Under ``_lock``.)"""
+        p = self._pending.pop(tid)
+        self._inflight += 1
+        if not p.complete:
+            self._done[tid] = (now, list(p.spans.values()), list(p.logs))
+        return tid, p
 
     def _import(self, due: list[tuple[str, _Pending]]) -> ImportResult:
         out = ImportResult()
+        # (the calls of a loop, one trace each, in the order they were made)
+        due.sort(key=lambda d: min((s.start for s in d[1].spans.values()), default=0.0))
         for tid, p in due:
-            spans = list(p.spans.values())
-            with self._write:
-                try:
-                    result = import_spans(spans, self.db)
-                except LooptraceError as exc:  # locked, unwritable ...: keep it for later
-                    with self._lock:
-                        now = time.monotonic()
-                        later = self._pending.get(tid)
-                        merged = _Pending(p.first, now)
-                        for span in [*spans, *(later.spans.values() if later else ())]:
-                            merged.add(span, now)
-                        self._pending[tid] = merged
-                    out.warnings.append(f"trace {tid}: not imported yet ({exc})")
-                    continue
-            if not p.has_root and not p.looptrace:
-                result.warnings.append(f"trace {tid}: no root span arrived; imported the "
-                                       f"{len(spans)} spans that did")
-            if not p.complete:  # a later span may still complete it
+            try:
+                result = self._import_one(tid, p)
+            finally:
                 with self._lock:
-                    self._done[tid] = (time.monotonic(), spans)
+                    self._inflight -= 1
+            if isinstance(result, LooptraceError):
+                out.warnings.append(f"trace {tid}: not imported yet ({result})")
+                continue
             out.merge(result)
             with self._lock:
                 self.total.merge(result)
             if self.on_import is not None:
                 self.on_import(tid, result)
         return out
+
+    def _import_one(self, tid: str, p: _Pending) -> ImportResult | LooptraceError:
+        """One trace into the database; the error if the database refused it (the trace
+        is buffered again, to be tried later)."""
+        spans = list(p.spans.values())
+        given, lost = _with_logs(spans, p.logs)
+        with self._write:
+            try:
+                result = import_spans(given, self.db, importer=self._foreign)
+            except LooptraceError as exc:  # locked, unwritable ...: keep it for later
+                with self._lock:
+                    now = time.monotonic()
+                    later = self._pending.get(tid)
+                    merged = _Pending(p.first, now)
+                    for span in [*spans, *(later.spans.values() if later else ())]:
+                        merged.add(span, now)
+                    merged.logs = [*p.logs, *(later.logs if later else ())]
+                    self._pending[tid] = merged
+                    self._done.pop(tid, None)
+                return exc
+        if not p.has_root and not p.looptrace:
+            result.warnings.append(f"trace {tid}: no root span arrived; imported the "
+                                   f"{len(spans)} spans that did")
+        if lost:
+            result.warnings.append(f"trace {tid}: {lost} log records tied to spans that "
+                                   "did not arrive left out")
+        if not p.complete:  # a later span (or log record) may still complete it
+            with self._lock:
+                if tid in self._done:  # (kept from now on: ``retain`` counts from here)
+                    self._done[tid] = (time.monotonic(), *self._done[tid][1:])
+        return result
+
+
+def _with_logs(spans: list[Span], logs: list[_Log]) -> tuple[list[Span], int]:
+    """``spans`` with their log records as events (copies: the buffered spans stay as
+    they came, to be given again with later records); and how many records found no
+    span. A record sent twice (an exporter's retry) is put on once."""
+    if not logs:
+        return spans, 0
+    by_span: dict[str, dict[tuple[Any, ...], SpanEvent]] = {}
+    for sid, ev in logs:
+        key = (ev.name, ev.time, repr(sorted(ev.attributes.items())))
+        by_span.setdefault(sid, {}).setdefault(key, ev)
+    out = []
+    for s in spans:
+        evs = by_span.pop(s.span_id, None)
+        if evs:
+            s = replace(s, events=sorted([*s.events, *evs.values()], key=lambda e: e.time))
+        out.append(s)
+    return out, sum(len(v) for v in by_span.values())
 
 
 class CollectServer:
@@ -232,13 +379,17 @@ class CollectServer:
         self._httpd.serve_forever()
 
     def stop(self) -> ImportResult:
-        """Stop listening, then import every trace still buffered."""
+        """Stop listening, then import every trace still buffered (and end the runs
+        of foreign loops still waiting for a next model call)."""
         self._stop.set()
         if self._thread is not None:
             self._httpd.shutdown()
         self._httpd.server_close()
         self._thread = None
-        return self.buffer.flush()
+        try:
+            return self.buffer.flush()
+        finally:
+            self.buffer.close()
 
     def __enter__(self) -> Self:
         return self.start()
@@ -282,15 +433,17 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         ctype = self.headers.get("Content-Type", "")
         fmt = body_format(ctype) or JSON
+        path = self.path.split("?", 1)[0].rstrip("/")
         try:
-            if self.path.split("?", 1)[0].rstrip("/") != "/v1/traces":
+            if path not in (TRACES, LOGS):
                 self._drain()
-                raise _HTTPError(404, f"no OTLP endpoint at {self.path} (traces go to /v1/traces)")
+                raise _HTTPError(404, f"no OTLP endpoint at {self.path} (traces go to "
+                                      f"{TRACES}, logs to {LOGS})")
             body = self._body()
             if body_format(ctype) is None:
                 raise _HTTPError(415, f"unsupported content type {ctype!r}: send "
                                       "application/x-protobuf or application/json")
-            decoded = decode_request(body, ctype)
+            decoded = decode_request(body, ctype) if path == TRACES else decode_logs(body, ctype)
         except _HTTPError as exc:
             self._status(exc.status, str(exc), fmt)
             return
@@ -299,6 +452,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         srv = self.server_obj
         srv.requests += 1
+        if path == LOGS:
+            self._logs(decoded, fmt)
+            return
         try:
             result = srv.buffer.add(decoded.spans)
         except Exception as exc:  # noqa: BLE001 - a bug must not look like success
@@ -309,9 +465,23 @@ class _Handler(BaseHTTPRequestHandler):
                                       if result.skipped else [])
         self._success(rejected, "; ".join(why), fmt)
 
+    def _logs(self, decoded: Any, fmt: str) -> None:
+        try:
+            self.server_obj.buffer.add_logs(decoded.logs, decoded.without_span)
+        except Exception as exc:  # noqa: BLE001 - a bug must not look like success
+            self._status(500, f"looptrace could not store the log records: {exc!r}", fmt)
+            return
+        rejected = decoded.rejected + decoded.without_span
+        why = decoded.problems[:3]
+        if decoded.without_span:
+            why.append(f"{decoded.without_span} log records are tied to no span (looptrace "
+                       "reads log records only as events of a span)")
+        self._success(rejected, "; ".join(why), fmt, logs=True)
+
     def do_GET(self) -> None:
-        status = 405 if self.path.split("?", 1)[0].rstrip("/") == "/v1/traces" else 404
-        self._status(status, "OTLP/HTTP: POST spans to /v1/traces", JSON)
+        path = self.path.split("?", 1)[0].rstrip("/")
+        status = 405 if path in (TRACES, LOGS) else 404
+        self._status(status, f"OTLP/HTTP: POST spans to {TRACES}, log records to {LOGS}", JSON)
 
     # -- body ---------------------------------------------------------------------
     def _drain(self) -> None:
@@ -354,11 +524,18 @@ class _Handler(BaseHTTPRequestHandler):
         return _decompress(raw, self.headers.get("Content-Encoding", ""), limit)
 
     # -- answers --------------------------------------------------------------------
-    def _success(self, rejected: int, message: str, fmt: str) -> None:
-        ts = require("opentelemetry.proto.collector.trace.v1.trace_service_pb2")
-        resp = ts.ExportTraceServiceResponse()
+    def _success(self, rejected: int, message: str, fmt: str, *, logs: bool = False) -> None:
+        if logs:
+            ls = require("opentelemetry.proto.collector.logs.v1.logs_service_pb2")
+            resp = ls.ExportLogsServiceResponse()
+            if rejected:
+                resp.partial_success.rejected_log_records = rejected
+        else:
+            ts = require("opentelemetry.proto.collector.trace.v1.trace_service_pb2")
+            resp = ts.ExportTraceServiceResponse()
+            if rejected:
+                resp.partial_success.rejected_spans = rejected
         if rejected:
-            resp.partial_success.rejected_spans = rejected
             resp.partial_success.error_message = message
         self._send(200, resp, fmt)
 

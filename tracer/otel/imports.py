@@ -13,15 +13,21 @@ no GenAI span at all (HTTP servers, databases ...) are skipped and counted.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..exchange import import_rows
 from ..schema import SCHEMA_VERSION
 from .otlp import read_otlp_file
 from .rows import A_SCHEMA, gather, is_looptrace
 from .spans import Span
+
+if TYPE_CHECKING:
+    from .genai import SpanImporter
+
+    Importer = SpanImporter | Callable[[], SpanImporter]
 
 _GENAI_PREFIXES = ("gen_ai.", "llm.", "openinference.")
 
@@ -49,8 +55,16 @@ def by_trace(spans: Iterable[Span]) -> dict[str, list[Span]]:
     return out
 
 
-def import_spans(spans: list[Span], db_path: str | Path) -> ImportResult:
-    """Write the runs ``spans`` describe into ``db_path``; say what was skipped and why."""
+def import_spans(spans: list[Span], db_path: str | Path, *,
+                 importer: Importer | None = None) -> ImportResult:
+    """Write the runs ``spans`` describe into ``db_path``; say what was skipped and why.
+
+    Foreign traces go to ``importer`` when given (a ``genai.SpanImporter`` writing
+    into ``db_path``, or a function making one when first needed): a receiver keeps
+    one for its lifetime, so that a loop sending one trace per model call makes one
+    run and a trace given again replaces its runs. Without it, each call converts
+    its spans on their own (``genai.runs_from_spans``).
+    """
     result = ImportResult()
     foreign: list[Span] = []
     for trace_id, group in by_trace(spans).items():
@@ -61,7 +75,7 @@ def import_spans(spans: list[Span], db_path: str | Path) -> ImportResult:
         else:
             result.skipped += len(group)
     if foreign:
-        result.merge(_import_foreign(foreign, db_path))
+        result.merge(_import_foreign(foreign, db_path, importer))
     return result
 
 
@@ -99,10 +113,14 @@ def import_looptrace(trace_id: str, spans: list[Span], db_path: str | Path) -> I
     return result
 
 
-def _import_foreign(spans: list[Span], db_path: str | Path) -> ImportResult:
+def _import_foreign(spans: list[Span], db_path: str | Path,
+                    importer: Importer | None = None) -> ImportResult:
     result = ImportResult()
     try:
-        from .genai import runs_from_spans
+        if importer is None:
+            from .genai import runs_from_spans
+        elif callable(importer):  # made when first needed
+            importer = importer()
     except ImportError as exc:
         # genai.py is written separately: until it exists, such spans are skipped
         # (an ImportError raised inside it is a real bug and propagates).
@@ -111,6 +129,12 @@ def _import_foreign(spans: list[Span], db_path: str | Path) -> ImportResult:
         result.skipped += len(spans)
         result.warnings.append(f"{len(spans)} spans of other instrumentations skipped: "
                                "this looptrace cannot import foreign GenAI spans yet")
+        return result
+    if importer is not None:
+        got = importer.add(spans)
+        result.run_ids.extend(got.run_ids)
+        result.skipped += got.skipped + got.unreadable
+        result.warnings.extend(got.warnings)
         return result
     ids, skipped = runs_from_spans(spans, str(db_path))
     result.run_ids.extend(ids)

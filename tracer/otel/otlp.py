@@ -1,7 +1,10 @@
-"""OTLP trace requests, protobuf or JSON, read into ``Span`` objects.
+"""OTLP trace and log requests, protobuf or JSON, read into ``Span`` objects.
 
 An OTLP/HTTP exporter posts an ``ExportTraceServiceRequest`` to ``/v1/traces``
-as protobuf (``application/x-protobuf``) or as OTLP JSON (``application/json``).
+as protobuf (``application/x-protobuf``) or as OTLP JSON (``application/json``),
+and an ``ExportLogsServiceRequest`` to ``/v1/logs`` (``decode_logs``: each log
+record tied to a span becomes a ``SpanEvent`` for that span, as
+``genai.log_event`` makes it).
 Both are decoded with the ``opentelemetry-proto`` classes, never by hand. OTLP
 JSON is protobuf's JSON mapping with one difference that trips the stock
 parser: trace and span ids are hex, not base64. ``_ids_to_base64`` rewrites
@@ -53,6 +56,18 @@ class Decoded:
     problems: list[str] = field(default_factory=list)
 
 
+@dataclass
+class DecodedLogs:
+    """What one logs request held: the log records tied to a span, as span events
+    ``(trace_id, span_id, event)``; the ones tied to no span (no trace or span id),
+    counted; the ones rejected for malformed ids (with why)."""
+
+    logs: list[tuple[str, str, SpanEvent]] = field(default_factory=list)
+    without_span: int = 0
+    rejected: int = 0
+    problems: list[str] = field(default_factory=list)
+
+
 def body_format(content_type: str | None) -> str | None:
     """``"protobuf"``, ``"json"``, or None for a content type OTLP/HTTP does not use."""
     media = (content_type or "").split(";", 1)[0].strip().lower()
@@ -81,27 +96,61 @@ def decode_request(body: bytes, content_type: str) -> Decoded:
     return spans_of(request_from_json(obj))
 
 
-def _parse_protobuf(body: bytes) -> Any:
+def decode_logs(body: bytes, content_type: str) -> DecodedLogs:
+    """The log records of one ``ExportLogsServiceRequest`` body (``/v1/logs``), as
+    span events; raise ``OtlpFormatError`` for a body that is not one."""
+    fmt = body_format(content_type)
+    if fmt is None:
+        msg = (f"unsupported content type {content_type!r}: OTLP/HTTP sends "
+               "application/x-protobuf or application/json")
+        raise OtlpFormatError(msg)
+    if fmt == PROTOBUF:
+        return logs_of(_parse_protobuf(body, _logs_request()))
+    try:
+        obj = json.loads(body)
+    except (ValueError, UnicodeDecodeError) as exc:
+        msg = f"malformed OTLP JSON: {exc}"
+        raise OtlpFormatError(msg) from None
+    return logs_of(logs_request_from_json(obj))
+
+
+def _trace_request() -> Any:
     trace_service = require("opentelemetry.proto.collector.trace.v1.trace_service_pb2")
+    return trace_service.ExportTraceServiceRequest()
+
+
+def _logs_request() -> Any:
+    logs_service = require("opentelemetry.proto.collector.logs.v1.logs_service_pb2")
+    return logs_service.ExportLogsServiceRequest()
+
+
+def _parse_protobuf(body: bytes, req: Any = None) -> Any:
     message = require("google.protobuf.message")
-    req = trace_service.ExportTraceServiceRequest()
+    req = _trace_request() if req is None else req
     try:
         req.ParseFromString(body)
     except message.DecodeError as exc:
-        msg = f"malformed OTLP protobuf: not an ExportTraceServiceRequest ({exc})"
+        msg = f"malformed OTLP protobuf: not an {req.DESCRIPTOR.name} ({exc})"
         raise OtlpFormatError(msg) from None
     return req
 
 
 def request_from_json(obj: Any, where: str = "") -> Any:
     """An ``ExportTraceServiceRequest`` from a parsed OTLP JSON object."""
-    trace_service = require("opentelemetry.proto.collector.trace.v1.trace_service_pb2")
+    return _from_json(obj, _trace_request(), "resourceSpans", where)
+
+
+def logs_request_from_json(obj: Any, where: str = "") -> Any:
+    """An ``ExportLogsServiceRequest`` from a parsed OTLP JSON object."""
+    return _from_json(obj, _logs_request(), "resourceLogs", where)
+
+
+def _from_json(obj: Any, req: Any, top: str, where: str) -> Any:
     json_format = require("google.protobuf.json_format")
     if not isinstance(obj, dict):
-        msg = f"{where}not an OTLP JSON request: expected an object with 'resourceSpans'"
+        msg = f"{where}not an OTLP JSON request: expected an object with {top!r}"
         raise OtlpFormatError(msg)
     _ids_to_base64(obj, where or "request")
-    req = trace_service.ExportTraceServiceRequest()
     try:
         json_format.ParseDict(obj, req, ignore_unknown_fields=True)
     except json_format.ParseError as exc:
@@ -122,7 +171,7 @@ def _ids_to_base64(node: Any, path: str) -> None:
         size = _ID_FIELDS.get(key)
         if size is not None and isinstance(value, str):
             node[key] = _id_base64(value, size, f"{path}.{key}")
-        elif isinstance(value, dict | list) and key not in ("attributes", "resource"):
+        elif isinstance(value, dict | list) and key not in ("attributes", "resource", "body"):
             _ids_to_base64(value, f"{path}.{key}")
 
 
@@ -190,6 +239,39 @@ def spans_of(request: Any) -> Decoded:
                     status=status, status_message=sp.status.message or None,
                     kind=_KINDS.get(sp.kind, "internal"), resource=resource, scope=scope))
     return out
+
+
+def logs_of(request: Any) -> DecodedLogs:
+    """Every log record of a decoded logs request tied to a span, as a span event
+    (``genai.log_event``'s shape: its attributes, its body under ``body``); records
+    tied to no span counted, records with malformed ids counted and left out."""
+    out = DecodedLogs()
+    for rl in request.resource_logs:
+        for sl in rl.scope_logs:
+            for rec in sl.log_records:
+                tid, sid = rec.trace_id, rec.span_id
+                if not any(tid) or not any(sid):
+                    out.without_span += 1
+                    continue
+                if len(tid) != 16 or len(sid) != 8:
+                    out.rejected += 1
+                    what = rec.event_name or "log record"
+                    out.problems.append(f"{what}: invalid trace or span id (16 and 8 bytes "
+                                        "expected)")
+                    continue
+                out.logs.append((tid.hex(), sid.hex(), _log_event(rec)))
+    return out
+
+
+def _log_event(rec: Any) -> SpanEvent:
+    attrs = attributes(rec.attributes)
+    name = rec.event_name or attrs.get("event.name") or "log"
+    if rec.HasField("body"):
+        body = any_value(rec.body)
+        if body is not None:
+            attrs["body"] = body
+    ts = rec.time_unix_nano or rec.observed_time_unix_nano
+    return SpanEvent(str(name), ts / 1e9, attrs)
 
 
 def _bad_ids(sp: Any) -> str | None:
