@@ -17,8 +17,10 @@ import streamlit as st
 
 from tracer.errors import LooptraceError, NotALooptraceDatabase
 from tracer.exchange import build_sample_db, sample_files
+from tracer.findings_store import findings_for, health_badge, stored_health
 from tracer.loader import Run, RunSummary, TraceDB
 from tracer.replay import Replay, build_replay
+from tracer.run_list import RunFilter
 
 from .run_view import RunView, build_run_view
 from .safe import md_escape
@@ -97,7 +99,62 @@ def load_run(path: str, run_id: str) -> Run:
 
 
 def runs(path: str, search: str | None = None) -> list[RunSummary]:
+    """Every run (or every run with ``search`` in its messages): for small files and
+    tests; the pages list ``runs_page`` or ``recent_runs``."""
     return load_runs(path, db_stamp(path), search)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _load_page(path: str, stamp: Any, f: RunFilter, limit: int,
+               offset: int) -> tuple[list[RunSummary], list[RunSummary], int]:
+    with TraceDB(path) as db:
+        page = db.runs(f, limit=limit, offset=offset)
+        total = db.count_runs(f)
+        below = db.subagent_runs([r.id for r in page]) if f.top_level else []
+    return page, below, total
+
+
+def runs_page(path: str, f: RunFilter, limit: int,
+              offset: int) -> tuple[list[RunSummary], list[RunSummary], int]:
+    """One page of the runs ``f`` selects (newest first), the subagent runs below them
+    (with ``f.top_level``), and how many runs ``f`` selects in all."""
+    return _load_page(path, db_stamp(path), f, limit, offset)
+
+
+def recent_runs(path: str, limit: int = 200) -> list[RunSummary]:
+    """The newest ``limit`` runs (for a run picker: not every run of a large file)."""
+    return _load_page(path, db_stamp(path), RunFilter(), limit, 0)[0]
+
+
+def newest_top_level(path: str) -> RunSummary | None:
+    page = _load_page(path, db_stamp(path), RunFilter(top_level=True), 1, 0)[0]
+    return page[0] if page else None
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _health(path: str, stamp: Any, run_ids: tuple[str, ...]) -> dict[str, str]:
+    with TraceDB(path) as db:
+        out = stored_health(db, run_ids)
+        rest = [r for r in run_ids if r not in out]
+        if rest:  # found now (and kept, for the runs that have ended)
+            for rid, found in findings_for(db, rest).items():
+                out[rid] = health_badge({s: sum(1 for f in found if f.severity == s)
+                                         for s in ("error", "warning", "info")})
+    return out
+
+
+def health(path: str, run_ids: list[str]) -> dict[str, str]:
+    """The health badge of each of ``run_ids``: kept by an earlier check, or found now
+    (``tracer.findings_store``); "check failed" for a run the checks cannot read."""
+    try:
+        return _health(path, db_stamp(path), tuple(run_ids))
+    except Exception:  # noqa: BLE001 - a broken checker must not break the runs list
+        return {r: "check failed" for r in run_ids}
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _validate(path: str, stamp: Any) -> None:
+    TraceDB(path).close()
 
 
 def show_error(exc: BaseException) -> None:
@@ -111,7 +168,7 @@ def open_db() -> str:
     """The database path, validated: shows ``st.error`` and stops the page if unusable."""
     try:
         path = db_path()
-        runs(path)
+        _validate(path, db_stamp(path))
     except LooptraceError as exc:
         show_error(exc)
     return path

@@ -43,7 +43,9 @@ def render_run_header(path: str, view: RunView) -> None:
     run = view.replay.run
     s = run.summary
     st.session_state["_lt_header_run"] = run.id
-    runs = data.runs(path)
+    runs = data.recent_runs(path)  # (the newest: not every run of a large file)
+    if all(r.id != run.id for r in runs):
+        runs = [s, *runs]
     ids = [r.id for r in runs]
     labels = {r.id: run_label(r) for r in runs}
     if st.session_state.get("run_pick") != run.id:

@@ -126,23 +126,66 @@ def test_every_replay_edge_is_drawn_and_routes_pass_through_hooks() -> None:
     assert _route("END", "START") == []
 
 
+# The weather run (README "Demo agents": one tool call, then the answer), step by step:
+# (node drawn active, edges lit by the step, tool calls in flight, nodes visited so far)
+WEATHER_GRAPH = [
+    ("START", [], [], {"START"}),
+    ("before_agent", ["START>before_agent"], [], {"START", "before_agent"}),
+    ("before_model", ["before_agent>before_model"], [], {"START", "before_agent", "before_model"}),
+    ("model", ["before_model>model"], [], {"START", "before_agent", "before_model", "model"}),
+    ("model", [], [], {"START", "before_agent", "before_model", "model"}),
+    ("after_model", ["model>after_model"], [],
+     {"START", "before_agent", "before_model", "model", "after_model"}),
+    ("tools", ["after_model>tools"], ["call_weather_1"],
+     {"START", "before_agent", "before_model", "model", "after_model", "tools"}),
+    ("tools", [], [], {"START", "before_agent", "before_model", "model", "after_model", "tools"}),
+    ("before_model", ["tools>before_model"], [],
+     {"START", "before_agent", "before_model", "model", "after_model", "tools"}),
+    ("model", ["before_model>model"], [],
+     {"START", "before_agent", "before_model", "model", "after_model", "tools"}),
+    ("model", [], [], {"START", "before_agent", "before_model", "model", "after_model", "tools"}),
+    ("after_model", ["model>after_model"], [],
+     {"START", "before_agent", "before_model", "model", "after_model", "tools"}),
+    ("after_agent", ["after_model>after_agent"], [],
+     {"START", "before_agent", "before_model", "model", "after_model", "tools", "after_agent"}),
+    ("END", ["after_agent>END"], [],
+     {"START", "before_agent", "before_model", "model", "after_model", "tools", "after_agent",
+      "END"}),
+]
+
+
 def test_graph_data_follows_the_replay(sample_db: Path) -> None:
+    """What the graph is told to draw at each step, written out by hand (not copied
+    from the replay's steps, which graph_data itself reads)."""
+    with TraceDB(sample_db) as db:
+        run = next(r for r in db.runs() if r.name == "weather")
+        rp = build_replay(db.run(run.id))
+    view = build_run_view(rp, with_findings=False)
+    got = []
+    for i in range(len(rp)):
+        g = graph_data(rp, i, names=view.tool_names, colours=view.colour_index)
+        assert g["step"] == i and g["steps"] == len(WEATHER_GRAPH)
+        got.append((g["node"], g["edges"], [t["id"] for t in g["tools"]], set(g["visited"])))
+    assert got == WEATHER_GRAPH
+
+
+def test_graph_data_colours_parallel_calls_apart(sample_db: Path) -> None:
+    """shopping's first lap asks for two prices at once: while both are in flight,
+    two chips, each in its own colour (the colour of its call in the message pane)."""
     with TraceDB(sample_db) as db:
         run = next(r for r in db.runs() if r.name == "shopping")
         rp = build_replay(db.run(run.id))
     view = build_run_view(rp, with_findings=False)
-    for step in rp.steps:
-        g = graph_data(rp, step.index, names=view.tool_names, colours=view.colour_index)
-        assert g["node"] == step.node and g["step"] == step.index
-        assert set(g["visited"]) == set(step.visited)
-        assert [t["id"] for t in g["tools"]] == list(step.active_tools)
-        if step.edge:
-            assert g["edges"] and g["edges"][-1].endswith(">" + step.node)
-    # parallel tool calls: some step has several calls in flight, each with its colour
-    multi = [s for s in rp.steps if len(s.active_tools) > 1]
-    if multi:
-        g = graph_data(rp, multi[0].index, names=view.tool_names, colours=view.colour_index)
-        assert len({t["colour"] for t in g["tools"]}) == len(g["tools"]) > 1
+    # steps 6-9: two enters, then two exits, in whichever order the threads ran
+    tools = [sorted(t["id"] for t in graph_data(rp, i)["tools"]) for i in range(6, 10)]
+    both = ["call_price_laptop", "call_price_mouse"]
+    assert tools[1] == both and tools[3] == []
+    assert len(tools[0]) == len(tools[2]) == 1
+    g = graph_data(rp, 7, names=view.tool_names, colours=view.colour_index)
+    colours = {t["id"]: t["colour"] for t in g["tools"]}
+    assert len(set(colours.values())) == 2
+    pane = {c.id: c.colour for v in view.messages.values() for c in v.calls}
+    assert colours == {k: pane[k] for k in both}
 
 
 def test_message_views_link_results_to_calls_by_colour(sample_db: Path) -> None:
@@ -162,7 +205,7 @@ def test_message_views_link_results_to_calls_by_colour(sample_db: Path) -> None:
 # -- timeline and runs table ---------------------------------------------------------------
 def test_timeline_lanes_one_per_tool_call_and_tokens_per_lap(sample_db: Path) -> None:
     with TraceDB(sample_db) as db:
-        run = max((r for r in db.runs() if r.total_tokens), key=lambda r: r.tool_calls)
+        run = next(r for r in db.runs() if r.name == "shopping")  # parallel calls, tokens
         rp = build_replay(db.run(run.id))
     rows = spans(rp)
     tool_calls = {e.tool_call_id for e in rp.run.events if e.hook in ("wrap_tool_call", "tool")}
@@ -267,7 +310,7 @@ def test_timeline_groups_tool_lanes_by_name_for_many_calls(
     import app.timeline as tl
 
     with TraceDB(sample_db) as db:
-        run = max(db.runs(), key=lambda r: r.tool_calls)
+        run = next(r for r in db.runs() if r.name == "shopping")  # five calls, three tools
         rp = build_replay(db.run(run.id))
     monkeypatch.setattr(tl, "MAX_CALL_LANES", 1)
     names = {e.payload.get("name") for e in rp.run.events

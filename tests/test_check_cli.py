@@ -25,7 +25,11 @@ def test_errors_exit_1_with_readable_output(sample_db: Path, capsys) -> None:  #
     out = capsys.readouterr().out
     assert "ERROR   loop-bound-hit [all]" in out
     assert "WARNING repeated-tool-call [all]" in out
-    assert "run(s) checked: 2 error(s)" in out
+    # by hand: hand-rolled-loop 1 (loop-bound-hit) and repeated-tool 1 (loop-bound-hit);
+    # the footguns: no-bound 1 (runaway-loop), wrong-id 6 (two orphans and one dangling
+    # call, each for OpenAI and Anthropic), swallowed-error 1, sdk-loop-missing-result 2
+    # (the dangling call, for OpenAI and Anthropic)
+    assert "run(s) checked: 12 error(s)" in out
 
 
 def test_clean_run_exits_0(sample_db: Path, capsys) -> None:  # type: ignore[no-untyped-def]

@@ -52,7 +52,9 @@ def test_clean_runs_have_no_error(findings) -> None:  # type: ignore[no-untyped-
     history stays valid for every provider. The unknown tool is a warning, the one
     error is below the repeat threshold; parallel calls warn for Ollama only."""
     for name, fs in findings.items():
-        if name in ("weather_loop", "stuck-search"):
+        # (the runs that record a mistake on purpose: a bound hit, and the footguns)
+        if name in ("weather_loop", "stuck-search") or name.startswith(
+                ("footgun-", "anthropic: What's the weather")):
             continue
         assert [f for f in fs if f.severity == "error"] == [], name
     assert {(f.rule, f.provider) for f in findings["shopping"]} == {

@@ -28,12 +28,15 @@ from pathlib import Path
 from typing import Any
 
 from .checks.base import PROVIDERS, SEVERITIES, Finding, Thresholds, model_calls
+from .checks.handling import runaway, swallowed_errors
 from .checks.loops import endings, model_replies, repeated_calls, repeated_failures, token_jumps
-from .checks.protocol import check_model_call, collapse_ollama_order
+from .checks.protocol import ProtocolScan, collapse_ollama_order
 from .checks.wire import check_wire
 from .cli import DEFAULT_DB
 from .errors import LooptraceError
+from .findings_store import findings_for
 from .loader import Run, TraceDB
+from .replay import build_replay
 
 __all__ = ["PROVIDERS", "RULES", "Finding", "Thresholds", "check_db", "check_run", "health",
            "register"]
@@ -59,6 +62,8 @@ RULES: dict[str, str] = {
     "loop-bound-hit": "the run ended while the model still asked for tools",
     "no-final-answer": "the run ended without a final assistant answer",
     "token-jump": "a lap using far more tokens than the lap before",
+    "swallowed-tool-error": "a tool raised and the loop went on without telling the model",
+    "runaway-loop": "nearly the same call again and again until something outside failed the run",
 }
 
 _SEV_ORDER = {s: i for i, s in enumerate(SEVERITIES)}
@@ -78,11 +83,13 @@ def check_run(run: Run, *, providers: Iterable[str] = PROVIDERS,
         msg = f"unknown provider {unknown[0]!r} (choose from {', '.join(PROVIDERS)})"
         raise ValueError(msg)
     th = thresholds or Thresholds()
-    calls = model_calls(run)
+    replay = build_replay(run)
+    calls = model_calls(run, replay)
     found: list[Finding] = []
     seen: set[tuple[str, str | None, tuple[str, ...]]] = set()
+    scan = ProtocolScan(run.id, provs)  # (each call's conversation checked once)
     for mc in calls:
-        for f in check_model_call(run.id, mc, provs):
+        for f in scan.check(mc):
             key = (f.rule, f.provider, f.message_keys)
             if key not in seen:
                 seen.add(key)
@@ -93,8 +100,10 @@ def check_run(run: Run, *, providers: Iterable[str] = PROVIDERS,
     found += model_replies(run, calls)
     found += repeated_calls(run, th)
     found += repeated_failures(run, th)
-    found += endings(run)
+    found += endings(run, replay)
     found += token_jumps(run, th)
+    found += swallowed_errors(run)
+    found += runaway(run, th)
     found.sort(key=lambda f: (f.seq if f.seq is not None else 1 << 60,
                               _SEV_ORDER.get(f.severity, 9), f.rule, f.provider or ""))
     return found
@@ -102,17 +111,32 @@ def check_run(run: Run, *, providers: Iterable[str] = PROVIDERS,
 
 def check_db(db: str | Path | TraceDB, run_ids: Sequence[str] = (), *,
              providers: Iterable[str] = PROVIDERS,
-             thresholds: Thresholds | None = None) -> dict[str, list[Finding]]:
-    """Findings per run for ``run_ids`` (ids or unique prefixes), or for every run."""
+             thresholds: Thresholds | None = None, keep: bool = True,
+             on_run: Any = None) -> dict[str, list[Finding]]:
+    """Findings per run for ``run_ids`` (ids or unique prefixes), or for every run
+    (oldest first). With the default thresholds, findings kept from an earlier
+    check are read back, and new ones kept (``keep``; ``tracer.findings_store``).
+    ``on_run(run_id, findings)`` is called as each run's findings are known."""
     own = not isinstance(db, TraceDB)
     tdb = TraceDB(db) if own else db
     assert isinstance(tdb, TraceDB)
     try:
+        provs = tuple(dict.fromkeys(providers))
+        unknown = [p for p in provs if p not in PROVIDERS]
+        if unknown:
+            msg = f"unknown provider {unknown[0]!r} (choose from {', '.join(PROVIDERS)})"
+            raise ValueError(msg)
         ids = [tdb.resolve(r) for r in run_ids] if run_ids else [
-            r.id for r in sorted(tdb.runs(), key=lambda r: r.started_at or 0)]
-        provs = tuple(providers)
-        return {rid: check_run(tdb.run(rid), providers=provs, thresholds=thresholds,
-                               wire=tdb.wire(rid)) for rid in ids}
+            str(r[0]) for r in tdb.query("SELECT id FROM runs ORDER BY started_at, id")]
+        if thresholds is None or thresholds == Thresholds():
+            return findings_for(tdb, ids, providers=provs, keep=keep, on_run=on_run)
+        out = {}
+        for rid in ids:
+            out[rid] = check_run(tdb.run(rid), providers=provs, thresholds=thresholds,
+                                 wire=tdb.wire(rid))
+            if on_run is not None:
+                on_run(rid, out[rid])
+        return out
     finally:
         if own:
             tdb.close()

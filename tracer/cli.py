@@ -19,7 +19,8 @@ DEFAULT_DB = "looptrace.db"
 # subcommand -> module that registers it (imported lazily so the CLI starts fast)
 COMMANDS: dict[str, str] = {
     "demo": "tracer.demo.cli",
-    "runs": "tracer.commands",
+    "runs": "tracer.runs_cli",
+    "prune": "tracer.prune_cli",
     "export": "tracer.commands",
     "import": "tracer.commands",
     "ui": "tracer.commands",

@@ -1,4 +1,4 @@
-"""CLI commands over the store: ``runs``, ``export``, ``import``, ``ui``.
+"""CLI commands over the store: ``export``, ``import``, ``ui``.
 
 ``export --otlp`` and the OTLP JSON side of ``import`` are in ``tracer.otel``.
 """
@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -20,12 +19,7 @@ from .otel.cli import add_export_options
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = sub.add_parser("runs", help="list recorded runs")
-    p.add_argument("--db", default=DEFAULT_DB)
-    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    p.add_argument("--search", help="only runs whose messages contain this text")
-    p.set_defaults(func=cmd_runs)
-
+    # (``runs`` is in tracer.runs_cli: it starts without importing the write side)
     p = sub.add_parser("export", help="export a run (and its subagent runs)")
     p.add_argument("run", nargs="?", help="run id (or a unique prefix)")
     p.add_argument("--db", default=DEFAULT_DB)
@@ -45,29 +39,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--port", type=int, default=8501)
     p.add_argument("--host", default="127.0.0.1")
     p.set_defaults(func=cmd_ui)
-
-
-def cmd_runs(args: argparse.Namespace) -> int:
-    with TraceDB(args.db) as db:
-        runs = db.runs(search=args.search)
-    if args.json:
-        rows = [{**{f: getattr(r, f) for f in r.__dataclass_fields__}, "duration_s": r.duration_s}
-                for r in runs]
-        print(json.dumps(rows, indent=2))
-        return 0
-    if not runs:
-        print("no runs")
-        return 0
-    header = ("id", "name", "status", "laps", "model", "tools", "errors", "tokens", "parent")
-    table = [header]
-    for r in runs:
-        table.append((r.id[:12], (r.name or "")[:28], r.status, str(r.laps), str(r.model_calls),
-                      str(r.tool_calls), str(r.errors), str(r.total_tokens or 0),
-                      (r.parent_id or "")[:12]))
-    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
-    for row in table:
-        print("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
-    return 0
 
 
 def cmd_export(args: argparse.Namespace) -> int:

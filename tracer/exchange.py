@@ -22,6 +22,9 @@ from .schema import (
     WIRE_COLUMNS,
     connect,
 )
+from .search import BATCH as SEARCH_BATCH
+from .search import catch_up
+from .summaries import refresh
 
 FORMAT = "looptrace-trace"
 FORMAT_VERSION = 1
@@ -157,6 +160,9 @@ def import_rows(rows: list[tuple[str, dict[str, Any]]], db_path: str | Path, *,
                     f"{verb} INTO {table}({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
                     [row[c] for c in cols],
                 )
+            # the counts of every run written here that has ended (tracer.summaries)
+            refresh(conn, {r["id"] if t == "runs" else r.get("run_id") for t, r in rows})
+            catch_up(conn, at_least=SEARCH_BATCH)  # (the search index: tracer.search)
     finally:
         conn.close()
     return ids

@@ -10,14 +10,17 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from . import run_list
 from .errors import NotALooptraceDatabase, RunNotFound
 from .records import EventRecord
+from .run_list import RunFilter
 from .schema import connect
+from .summaries import COUNT_FIELDS, live_counts
 
 _RUN_FIELDS = (
     "id", "parent_id", "parent_tool_call_id", "name", "thread_id", "agent_name", "status",
@@ -176,6 +179,14 @@ class Run:
     def message_by_key(self) -> dict[str, Message]:
         return {m.key: m for m in self.messages}
 
+    @cached_property
+    def messages_by_seq(self) -> dict[int, list[Message]]:
+        """The messages (as first recorded) that each event added."""
+        out: dict[int, list[Message]] = {}
+        for m in self.messages:
+            out.setdefault(m.seq, []).append(m)
+        return out
+
 
 class TraceDB:
     """A looptrace database opened for reading (thread-safe)."""
@@ -194,9 +205,13 @@ class TraceDB:
             raise NotALooptraceDatabase(msg)
         self._conn = connect(self.path, readonly=True)
         self._lock = threading.Lock()
-        # (a schema-1 file opened read-only is read as it is: no versions in it)
+        # (a file of an older schema opened read-only is read as it is: schema 1 has
+        # no message versions, schema 2 no derived tables)
         self._has_versions = any(r[1] == "version" for r in self._query(
             "PRAGMA table_info(messages)"))
+        self.schema_version = int(self._query(
+            "SELECT value FROM meta WHERE key = 'schema_version'")[0][0])
+        self.derived = self.schema_version >= 3
 
     def close(self) -> None:
         self._conn.close()
@@ -207,6 +222,10 @@ class TraceDB:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def query(self, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
+        """Rows of ``sql`` (for the read-side modules: ``tracer.findings_store`` ...)."""
+        return self._query(sql, params)
+
     def _query(self, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
         with self._lock:
             try:
@@ -216,37 +235,57 @@ class TraceDB:
                 raise NotALooptraceDatabase(msg) from None
 
     # -- runs ---------------------------------------------------------------
-    def runs(self, *, search: str | None = None, ids: list[str] | None = None,
-             parent_id: str | None = None) -> list[RunSummary]:
-        """Every run with its counts, newest first; ``search`` matches message text,
-        ``ids`` and ``parent_id`` select runs (``parent_id``: a run's subagent runs)."""
-        where = []
-        params: list[Any] = []
-        if parent_id is not None:
-            where.append("r.parent_id = ?")
-            params.append(parent_id)
-        if search:
-            where.append("r.id IN (SELECT run_id FROM messages WHERE text LIKE ? ESCAPE '\\')")
-            esc = search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-            params.append(f"%{esc}%")
-        if ids:
-            where.append(f"r.id IN ({','.join('?' * len(ids))})")
-            params.extend(ids)
-        sql = (
-            f"SELECT {', '.join('r.' + f for f in _RUN_FIELDS)},"
-            " COALESCE(MAX(e.lap), 0),"
-            " SUM(e.hook IN ('wrap_model_call', 'model') AND e.phase = 'enter'),"
-            # (a tool call seen from outside has no enter: its result's exit says observed)
-            " SUM(e.hook IN ('wrap_tool_call', 'tool') AND (e.phase = 'enter' OR"
-            " (e.phase = 'exit' AND e.payload LIKE '{\"observed\"%'))),"
-            " SUM(e.phase = 'error'), COUNT(e.seq)"
-            " FROM runs r LEFT JOIN events e ON e.run_id = r.id"
-            + (" WHERE " + " AND ".join(where) if where else "")
-            + " GROUP BY r.id ORDER BY r.started_at DESC"
-        )
-        return [RunSummary(*row[:16], laps=row[16] or 0, model_calls=row[17] or 0,
-                           tool_calls=row[18] or 0, errors=row[19] or 0, events=row[20] or 0)
-                for row in self._query(sql, params)]
+    def runs(self, filter: RunFilter | None = None, *, search: str | None = None,
+             ids: list[str] | None = None, parent_id: str | None = None,
+             limit: int | None = None, offset: int = 0) -> list[RunSummary]:
+        """Runs with their counts, newest first: all of them, or those ``filter``
+        selects (``search``, ``ids`` and ``parent_id`` are its fields, kept as
+        keywords), ``limit`` of them from ``offset`` on (``tracer.run_list``)."""
+        f = filter or RunFilter()
+        if search is not None or ids is not None or parent_id is not None:
+            f = replace(f, search=search if search is not None else f.search,
+                        ids=ids if ids is not None else f.ids,
+                        parent_id=parent_id if parent_id is not None else f.parent_id)
+        join, params = run_list.joins(self.derived)
+        cond, more = run_list.where(f, self.derived)
+        page = ""
+        if limit is not None or offset:
+            page = " LIMIT ? OFFSET ?"
+            more = [*more, -1 if limit is None else max(0, int(limit)), max(0, int(offset))]
+        rows = self._query(
+            f"SELECT {', '.join('r.' + c for c in _RUN_FIELDS)},"
+            f" {', '.join('s.' + c for c in COUNT_FIELDS)} FROM runs r{join}{cond}"
+            f"{run_list.ORDER}{page}", [*params, *more])
+        # A run still running has no kept counts yet (nor has any run of a file
+        # without them): count those from their events, and only those.
+        live = {row[0] for row in rows if row[6] == "running" or row[16] is None}
+        counted = live_counts(self._query, sorted(live)) if live else {}
+        out = []
+        for row in rows:
+            counts = counted.get(row[0], (0, 0, 0, 0, 0)) if row[0] in live else row[16:21]
+            out.append(RunSummary(*row[:16], laps=counts[0] or 0, model_calls=counts[1] or 0,
+                                  tool_calls=counts[2] or 0, errors=counts[3] or 0,
+                                  events=counts[4] or 0))
+        return out
+
+    def count_runs(self, filter: RunFilter | None = None) -> int:
+        """How many runs ``filter`` selects (all runs without one)."""
+        f = filter or RunFilter()
+        join, params = run_list.joins(self.derived) if f.health else ("", [])
+        cond, more = run_list.where(f, self.derived)
+        return int(self._query(f"SELECT COUNT(*) FROM runs r{join}{cond}",
+                               [*params, *more])[0][0])
+
+    def subagent_runs(self, run_ids: list[str]) -> list[RunSummary]:
+        """Every run below ``run_ids`` (their subagent runs, theirs, and so on)."""
+        if not run_ids:
+            return []
+        marks = ",".join("?" * len(run_ids))
+        below = [str(r[0]) for r in self._query(
+            "WITH RECURSIVE tree(id) AS (SELECT id FROM runs WHERE parent_id IN"
+            f" ({marks}) UNION SELECT r.id FROM runs r JOIN tree ON r.parent_id = tree.id)"
+            " SELECT id FROM tree", run_ids)]
+        return self.runs(ids=below) if below else []
 
     def summary(self, run_id: str) -> RunSummary:
         found = self.runs(ids=[run_id])

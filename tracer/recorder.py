@@ -217,6 +217,17 @@ class ResponsePayload:
         return payload or None
 
 
+def new_run_id(now: float) -> str:
+    """A new run's id: 32 hex digits, the start second first, then 96 random bits.
+
+    Ids that grow with time put a new run's rows (``events`` and ``messages`` are
+    clustered on the run id) at the end of their tables, on pages a recent commit
+    wrote, instead of on random pages of a large file: recording costs the same in
+    a file of 100,000 runs as in an empty one. Twelve digits (``looptrace runs``)
+    still tell runs of the same second apart."""
+    return f"{int(now) & 0xFFFFFFFF:08x}{random.getrandbits(96):024x}"
+
+
 class Recorder:
     """Writes runs, events and messages for one database through its writer."""
 
@@ -236,11 +247,11 @@ class Recorder:
                   metadata: dict[str, Any] | None = None) -> RunState:
         # (no system call on the hot path: ``random`` is seeded from the OS and Python
         # re-seeds it in a forked child; the pid is cached and renewed the same way)
-        run = RunState(f"{random.getrandbits(128):032x}", thread_id=thread_id, parent=parent,
-                       name=name)
+        started = time.time()
+        run = RunState(new_run_id(started), thread_id=thread_id, parent=parent, name=name)
         fields: dict[str, Any] = {
             "name": name, "thread_id": thread_id, "status": "running",
-            "started_at": time.time(), "source": source, "agent_name": agent_name,
+            "started_at": started, "source": source, "agent_name": agent_name,
             "parent_id": parent.id if parent else None,
             "parent_tool_call_id": parent_tool_call_id, "pid": _PID[0],
         }

@@ -10,12 +10,12 @@ across the two sides are defined here and nowhere else.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple
-
-from langchain_core.messages import BaseMessage
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .hooks import HOOK_NAMES
-from .serialize import tool_call_id_of
+
+if TYPE_CHECKING:  # (the read side imports this module: it must not import LangChain)
+    from langchain_core.messages import BaseMessage
 
 # -- names ---------------------------------------------------------------------
 # A model call is recorded by the middleware's wrap hook (``wrap_model_call``) or,
@@ -41,13 +41,26 @@ def message_key(m: Any) -> str:
     """The key of a message on both sides: a tool result by the call it answers,
     any other message by its id, else (no id: a hand-rolled loop's own objects)
     by the object. The writer stores it with the row (``messages.key``)."""
-    tcid = tool_call_id_of(m)
+    tcid = _tool_call_id_of(m)
     if tcid:
         return "t:" + tcid
     mid = getattr(m, "id", None)
     if mid:
         return str(mid)
     return f"o:{id(m)}"
+
+
+_serialize: Any = None  # tracer.serialize, imported on first use (it imports LangChain)
+
+
+def _tool_call_id_of(m: Any) -> str | None:
+    global _serialize
+    if _serialize is None:
+        from . import serialize
+
+        _serialize = serialize
+    tcid: str | None = _serialize.tool_call_id_of(m)
+    return tcid
 
 
 def tool_name(t: Any) -> str:

@@ -9,6 +9,19 @@ Tables:
               first appearances have 0 or NULL).
 ``wire``      provider HTTP exchanges (requests/responses) linked to model calls.
 ``meta``      ``schema_version`` and ``app``.
+
+Derived from those, so that reading costs what is shown, not the size of the file
+(schema 3; kept in step by the write side and by triggers, rebuilt by the migration):
+
+``run_stats``     a run's counts (laps, model calls, tool calls, errors, events), kept
+                  when it ends (``tracer.summaries``); ``gen`` counts the refreshes.
+``run_checks``    the health of a run as ``tracer.check`` found it, for a rules version
+                  and a ``gen`` of its counts; ``findings`` the findings themselves
+                  (``tracer.findings_store``).
+``messages_fts``  a full-text index (FTS5, trigram) of ``messages.text``; ``search_runs``
+                  gives each run a block of its rowids; ``search_pending`` holds the
+                  text of messages written since the index was last brought up to date
+                  (``tracer.search``).
 """
 
 from __future__ import annotations
@@ -16,17 +29,22 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
-
-import sqlite_utils
+from typing import TYPE_CHECKING
 
 from .errors import DatabaseUnavailable, NewerSchemaError, NotALooptraceDatabase
 
-SCHEMA_VERSION = 2
+if TYPE_CHECKING:
+    import sqlite_utils
+
+SCHEMA_VERSION = 3
 # Schema history (every older file is migrated in place when opened for writing;
 # read-only, it is read as it is):
 #   1  first release
 #   2  messages.version: a row may be a later version of a message (same key);
 #      messages.key: the key the writer gave it (the read side uses the same)
+#   3  run_stats, run_checks, findings, search_runs, search_pending, messages_fts
+#      (derived: see above);
+#      indexes for the paged runs list; new files vacuum incrementally
 APP_ID = "looptrace"
 
 RUN_STATUSES = ("running", "completed", "error", "interrupted")
@@ -98,8 +116,105 @@ WIRE_COLUMNS = {
 }
 
 
+# -- derived tables (schema 3) ----------------------------------------------------
+RUN_STATS_COLUMNS = {
+    "run_id": str,
+    "laps": int,
+    "model_calls": int,
+    "tool_calls": int,  # tool calls entered, and tool results seen from outside
+    "errors": int,  # events in phase "error"
+    "events": int,
+    "gen": int,  # 1, then one more at each refresh (stored findings name the gen they saw)
+}
+
+RUN_CHECKS_COLUMNS = {
+    "run_id": str,
+    "rules": int,  # tracer.checks.RULES_VERSION they were found with
+    "gen": int,  # run_stats.gen of the run they were found on
+    "errors": int,
+    "warnings": int,
+    "infos": int,
+}
+
+FINDINGS_COLUMNS = {
+    "run_id": str,
+    "n": int,  # order within the run
+    "rule": str,
+    "severity": str,
+    "provider": str,
+    "message": str,
+    "seq": int,
+    "message_keys": str,  # JSON list
+}
+
+SEARCH_RUNS_COLUMNS = {
+    "n": int,  # the run's block of messages_fts rowids: n << 32 and up
+    "run_id": str,
+    "messages": int,  # messages indexed so far (the next rowid in the block)
+}
+
+SEARCH_PENDING_COLUMNS = {
+    "fts": int,  # its rowid in messages_fts, once indexed
+    "text": str,
+}
+
+# Indexes: (table, columns). The runs list pages by start time, top-level runs or a
+# run's subagent runs (``parent_id``), newest first, with the id to break ties.
+INDEXES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("runs", ("parent_id", "started_at", "id")),
+    ("runs", ("started_at", "id")),
+    ("runs", ("thread_id", "status")),
+    ("wire", ("run_id", "seq")),
+    ("search_runs", ("run_id",)),
+)
+# (schema 2 had runs(parent_id): the first index above serves what it did)
+DROPPED_INDEXES = ("idx_runs_parent_id",)
+
+FTS_SQL = ("CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5("
+           "text, tokenize = 'trigram', detail = 'none')")
+
+# A block of 2**32 rowids per run: a run's rows are found (and deleted) by range.
+FTS_BLOCK = 1 << 32
+
+TRIGGERS_SQL = (
+    # Every message's text is searchable from the transaction that writes it: it waits
+    # in search_pending until the index takes a batch of them (tracer.search: one
+    # segment of the index per batch, rather than one per commit). (No statement
+    # here may meet a conflict: the writer's INSERT OR REPLACE would make it a REPLACE.)
+    """CREATE TRIGGER IF NOT EXISTS messages_fts_insert AFTER INSERT ON messages BEGIN
+  INSERT INTO search_runs(run_id, messages) SELECT NEW.run_id, 0
+    WHERE NOT EXISTS (SELECT 1 FROM search_runs WHERE run_id = NEW.run_id);
+  UPDATE search_runs SET messages = messages + 1 WHERE run_id = NEW.run_id;
+  INSERT INTO search_pending(fts, text)
+    SELECT n * 4294967296 + messages, NEW.text FROM search_runs WHERE run_id = NEW.run_id;
+END""",
+    # a deleted run takes what was derived from it along
+    """CREATE TRIGGER IF NOT EXISTS runs_derived_delete AFTER DELETE ON runs BEGIN
+  DELETE FROM messages_fts WHERE rowid BETWEEN
+    (SELECT n * 4294967296 FROM search_runs WHERE run_id = OLD.id)
+    AND (SELECT n * 4294967296 + 4294967295 FROM search_runs WHERE run_id = OLD.id);
+  DELETE FROM search_pending WHERE fts BETWEEN
+    (SELECT n * 4294967296 FROM search_runs WHERE run_id = OLD.id)
+    AND (SELECT n * 4294967296 + 4294967295 FROM search_runs WHERE run_id = OLD.id);
+  DELETE FROM search_runs WHERE run_id = OLD.id;
+  DELETE FROM run_stats WHERE run_id = OLD.id;
+  DELETE FROM run_checks WHERE run_id = OLD.id;
+  DELETE FROM findings WHERE run_id = OLD.id;
+END""",
+)
+
+DERIVED_TABLES = ("run_stats", "run_checks", "findings", "search_runs", "search_pending",
+                  "messages_fts")
+
+
 def schema_sql() -> list[str]:
-    """The statements that create the schema, declared once through sqlite-utils."""
+    """The statements that create the schema, declared once through sqlite-utils.
+
+    (``messages`` has no rowid, so sqlite-utils' ``enable_fts``, which indexes a
+    table by its rowids, cannot index it: ``messages_fts`` and its triggers are
+    declared here, with rowids of their own.)"""
+    import sqlite_utils  # (only to create a file: the read side starts without it)
+
     db = sqlite_utils.Database(memory=True)
     out = [
         _if_missing(db.create_table_sql("meta", {"key": str, "value": str}, pk="key")),
@@ -110,11 +225,32 @@ def schema_sql() -> list[str]:
         _if_missing(db.create_table_sql("messages", MESSAGES_COLUMNS,
                                         pk=("run_id", "position", "seq"))) + " WITHOUT ROWID",
         _if_missing(db.create_table_sql("wire", WIRE_COLUMNS, pk="id")),
+        *derived_sql(db),
     ]
-    for table, cols in (("runs", ("parent_id",)), ("runs", ("thread_id", "status")),
-                        ("wire", ("run_id", "seq"))):
-        out.append(f"CREATE INDEX IF NOT EXISTS idx_{table}_{'_'.join(cols)}"
+    return out
+
+
+def derived_sql(db: sqlite_utils.Database) -> list[str]:
+    """The derived tables, their indexes and triggers (what schema 3 adds)."""
+    out = [
+        _if_missing(db.create_table_sql("run_stats", RUN_STATS_COLUMNS, pk="run_id"))
+        + " WITHOUT ROWID",
+        _if_missing(db.create_table_sql("run_checks", RUN_CHECKS_COLUMNS, pk="run_id"))
+        + " WITHOUT ROWID",
+        _if_missing(db.create_table_sql("findings", FINDINGS_COLUMNS, pk=("run_id", "n")))
+        + " WITHOUT ROWID",
+        _if_missing(db.create_table_sql("search_runs", SEARCH_RUNS_COLUMNS, pk="n",
+                                        not_null={"run_id", "messages"})),
+        _if_missing(db.create_table_sql("search_pending", SEARCH_PENDING_COLUMNS, pk="fts")),
+        FTS_SQL,
+    ]
+    for name in DROPPED_INDEXES:
+        out.append(f"DROP INDEX IF EXISTS {name}")
+    for table, cols in INDEXES:
+        unique = "UNIQUE " if table == "search_runs" else ""
+        out.append(f"CREATE {unique}INDEX IF NOT EXISTS idx_{table}_{'_'.join(cols)}"
                    f" ON {table}({', '.join(cols)})")
+    out.extend(TRIGGERS_SQL)
     return out
 
 
@@ -146,9 +282,25 @@ def _add_message_versions(conn: sqlite3.Connection) -> None:
         conn.execute("ALTER TABLE messages ADD COLUMN key TEXT")
 
 
+def _add_derived(conn: sqlite3.Connection) -> None:
+    """Schema 3: the derived tables, filled from what the file holds: every run's
+    message text indexed for search, every ended run's counts kept. (Findings are
+    not: they are found when first asked for.)"""
+    import sqlite_utils
+
+    for sql in derived_sql(sqlite_utils.Database(memory=True)):
+        conn.execute(sql)
+    from .search import index_all
+    from .summaries import refresh_all
+
+    index_all(conn)
+    refresh_all(conn)
+
+
 # version -> the step that takes a file from that version to the next
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     1: _add_message_versions,
+    2: _add_derived,
 }
 
 
@@ -160,6 +312,9 @@ def migrate(conn: sqlite3.Connection, version: int) -> None:
         return
     conn.execute("BEGIN IMMEDIATE")
     try:
+        # (read again under the lock: another process may have just migrated it)
+        row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        version = max(int(row[0]) if row else version, 1)
         for v in range(version, SCHEMA_VERSION):
             MIGRATIONS[v](conn)
         conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'",
@@ -237,6 +392,10 @@ def connect(path: str | Path, *, create: bool = True, readonly: bool = False,
         conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
         has_schema = check_schema(conn, path_s)
         if not readonly:
+            if not has_schema and create:
+                # A file that can shrink when runs are pruned (``tracer.prune``): set
+                # before the first table and before WAL, or it does not hold.
+                conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
             mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
             if mode != "wal" and path_s != ":memory:":
                 conn.execute("PRAGMA journal_mode = WAL")

@@ -23,11 +23,13 @@ import warnings
 from collections import deque
 from typing import Any
 
+from . import search
 from .errors import DatabaseUnavailable, LooptraceError
 from .records import Deferred, EventRecord, MessageRecord, RunRecord, WireRecord, message_key
 from .redact import DEFAULT_REDACTOR, Redactor
 from .schema import connect
 from .serialize import dumps, message_json, message_text, tool_call_id_of
+from .summaries import refresh
 
 log = logging.getLogger("looptrace")
 
@@ -66,6 +68,14 @@ class _Rows:
     def __len__(self) -> int:
         return len(self.events) + len(self.messages) + len(self.runs) + len(self.wires)
 
+    def run_ids(self) -> set[str]:
+        """Every run these rows touch."""
+        ids = set(self.runs)
+        ids.update(e[0] for e in self.events)
+        ids.update(m[0] for m in self.messages)
+        ids.update(w.get("run_id") for w in self.wires)
+        return ids
+
 
 _FLUSH = object()
 _STOP = object()
@@ -88,6 +98,7 @@ class Writer:
         self._closed = False
         self._sink: tuple[int, list[Any]] | None = None  # (thread, records) of a deferred op
         self._attempts = 0  # failed commits in a row
+        self._unindexed = 0  # messages written and not yet in the search index
         self.dropped = 0
         # Open once up front so a foreign or newer-schema file fails loudly at
         # construction time (in the user's code), not silently later. A file that
@@ -163,6 +174,13 @@ class Writer:
             self._wake.set()
             done.wait(30.0)
         if self._conn is not None:
+            try:
+                if self._unindexed:
+                    with self._conn:
+                        search.catch_up(self._conn)
+                    self._unindexed = 0
+            except Exception:  # noqa: BLE001 - searched all the same (tracer.search)
+                pass
             try:
                 self._conn.close()
             except Exception:  # noqa: BLE001
@@ -303,6 +321,15 @@ class Writer:
                         f"INSERT INTO wire({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
                         list(w.values()),
                     )
+                # The counts of a run that has ended, kept with the rows that end it (and
+                # again if rows of it come later).
+                refresh(conn, rows.run_ids())
+                # The search index takes the messages' text a batch at a time.
+                unindexed = self._unindexed + len(rows.messages)
+                if unindexed >= search.BATCH:
+                    search.catch_up(conn)
+                    unindexed = 0
+            self._unindexed = unindexed
             self._attempts = 0
             return True
         except LooptraceError as exc:  # a foreign or newer file: retrying cannot help

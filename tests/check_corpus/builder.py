@@ -25,6 +25,7 @@ Steps (one key each):
   {"jump_end": "Middleware"}           a node hook jumping to the end
   {"note": "text"}                     an AI message not made by the model
   {"run_error": "text"}                the run failed with this error
+  {"result": {"id": "c1", "content": ""}}  a result the loop sent without a tool event
   {"wire": {"provider": "openai", "body": {...}}}
                                        the HTTP request body captured for the
                                        last model call (a ``wire`` row)
@@ -156,6 +157,11 @@ def build_trace(case: dict[str, Any], out: Path) -> Path:
             t.message(seq, ToolMessage(spec.get("content", "ok"), tool_call_id=tcid,
                                        status=status, name=spec.get("name"),
                                        id=spec.get("msg_id", f"r{n}")))
+        elif kind == "result":  # a result the loop made itself (no tool event of its own)
+            t.message(max(t.seq - 1, 0), ToolMessage(spec.get("content", ""),
+                                                     tool_call_id=spec["id"],
+                                                     status=spec.get("status", "success"),
+                                                     id=spec.get("msg_id", f"r{n}")))
         elif kind == "history":
             t.event("history", "fire", {"keys": spec, "previous": len(t.conv)}, middleware=None)
             t.conv = list(spec)

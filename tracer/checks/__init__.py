@@ -6,3 +6,7 @@ the rules: ``base`` (records and the conversation each model call received),
 ``protocol`` (what OpenAI, Anthropic and Ollama accept) and ``loops``
 (repeats, bounds, missing answers, token jumps).
 """
+
+# The version of the rules: findings stored with an older one are found again
+# (``tracer.findings_store``). Bump it with any change to what the checks find.
+RULES_VERSION = 1

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..loader import Message, Run
 from ..records import MODEL_HOOKS
-from ..replay import build_replay
+from ..replay import Replay, build_replay
 
 PROVIDERS: tuple[str, ...] = ("openai", "anthropic", "ollama")
 SEVERITIES: tuple[str, ...] = ("error", "warning", "info")
@@ -165,33 +165,69 @@ def tool_names(payload: dict[str, Any]) -> frozenset[str] | None:
     return None
 
 
-def model_calls(run: Run) -> list[ModelCall]:
-    """Every model call of ``run`` with the conversation it received, in order."""
-    replay = build_replay(run)
+class _Turns:
+    """Each message's ``Turn``, made once; and a model call's list of turns made from
+    the previous call's when its messages extend them (a loop sends the history
+    again with a few messages more), so that a run's calls cost its length, not its
+    square. (The messages a replay hands out are the run's own objects; any other, a
+    request's inline message, gets its Turn on the way.)"""
+
+    def __init__(self, run: Run) -> None:
+        self.keep: list[Message] = [*run.messages, *run.revisions]  # (ids stay unique)
+        self.by_id: dict[int, Turn] = {id(m): turn_of(m) for m in self.keep}
+        self.last: tuple[list[Message], list[Turn]] = ([], [])
+
+    def of(self, messages: list[Message]) -> list[Turn]:
+        before, turns = self.last
+        n = len(before)
+        if n and len(messages) >= n and messages[:n] == before:
+            # (shares the previous list's Turn objects: comparing the two is cheap)
+            out = turns + self._of(messages[n:])
+        else:
+            out = self._of(messages)
+        self.last = (messages, out)
+        return out
+
+    def _of(self, messages: list[Message]) -> list[Turn]:
+        try:
+            return list(map(self.by_id.__getitem__, map(id, messages)))
+        except KeyError:
+            out = []
+            for m in messages:
+                t = self.by_id.get(id(m))
+                if t is None:
+                    self.keep.append(m)
+                    t = self.by_id[id(m)] = turn_of(m)
+                out.append(t)
+            return out
+
+
+def model_calls(run: Run, replay: Replay | None = None) -> list[ModelCall]:
+    """Every model call of ``run`` with the conversation it received, in order
+    (``replay``: the run's, if already built)."""
+    replay = replay or build_replay(run)
     out: list[ModelCall] = []
     offered: frozenset[str] | None = None
     has_system = False
     exits = exit_seqs(run)
-    by_seq: dict[int, list[Message]] = {}
-    for m in run.messages:
-        by_seq.setdefault(m.seq, []).append(m)
+    by_seq = run.messages_by_seq
     omitted: frozenset[str] = frozenset()
-    cache: dict[tuple[int, int, str], Turn] = {}  # a message's Turn, built once
+    turns_of = _Turns(run).of
     for step in replay.steps:
         ev = step.event
+        if ev.hook not in MODEL_HOOKS:
+            continue
         p = ev.payload if isinstance(ev.payload, dict) else {}
         later_view = ev.phase == "sent" or (ev.phase == "layer" and isinstance(
             p.get("message_keys"), list))
-        if ev.hook in MODEL_HOOKS and later_view and out:
+        if later_view and out:
             # what the model finally received, after the layers inside the tracer
             last = out[-1]
-            turns = [turn_of(m) for m in replay.messages_at(step.index)]
-            out[-1] = ModelCall(last.seq, last.step, turns, last.has_system_prompt,
-                                last.offered, last.reply_keys)
+            out[-1] = ModelCall(last.seq, last.step, turns_of(replay.messages_at(step.index)),
+                                last.has_system_prompt, last.offered, last.reply_keys)
             continue
-        if ev.hook not in MODEL_HOOKS or ev.phase != "enter":
+        if ev.phase != "enter":
             continue
-        p = ev.payload if isinstance(ev.payload, dict) else {}
         names = tool_names(p)
         if names is not None:
             offered = names
@@ -201,17 +237,13 @@ def model_calls(run: Run) -> list[ModelCall]:
             omitted = frozenset(str(k) for k in p["omitted_keys"])
         if isinstance(p.get("message_keys"), list):
             messages = replay.sent_at(ev)
-        else:
+        elif omitted:
             messages = [m for m in replay.messages_at(step.index) if m.key not in omitted]
+        else:
+            messages = replay.messages_at(step.index)
         replies = tuple(m.key for m in by_seq.get(exits.get(ev.seq, -1), ()))
-        turns = []
-        for m in messages:
-            ck = (m.position, m.seq, m.key)
-            t = cache.get(ck)
-            if t is None:
-                t = cache[ck] = turn_of(m)
-            turns.append(t)
-        out.append(ModelCall(ev.seq, step.index, turns, has_system, offered, replies))
+        out.append(ModelCall(ev.seq, step.index, turns_of(messages), has_system, offered,
+                             replies))
     return out
 
 

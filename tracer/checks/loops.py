@@ -24,7 +24,7 @@ from typing import Any
 
 from ..loader import Message, Run
 from ..records import MODEL_HOOKS, TOOL_HOOKS
-from ..replay import build_replay
+from ..replay import Replay, build_replay
 from .base import Finding, ModelCall, Thresholds
 
 _RECURSION = re.compile(r"GraphRecursionError|Recursion limit of \d+ reached", re.IGNORECASE)
@@ -86,20 +86,49 @@ def _ai_messages(run: Run) -> list[Message]:
                   key=lambda m: (m.seq, m.position))
 
 
+def _shape(value: Any, th: Thresholds) -> Any:
+    """What two values must share to be nearly the same (``_near``): everything but
+    the text of strings long enough to be compared by similarity."""
+    if isinstance(value, dict):
+        return ("{", *sorted(((str(k), _shape(v, th)) for k, v in value.items()),
+                             key=lambda kv: kv[0]))
+    if isinstance(value, list):
+        return ("[", *(_shape(v, th) for v in value))
+    if isinstance(value, str) and len(value) >= th.near_min_chars and th.near_args_ratio < 1.0:
+        return ("~",)  # (any long string may be near another)
+    try:
+        hash(value)
+    except TypeError:
+        return ("?",)  # (nothing to tell it by: compared with every such value)
+    return ("=", value)
+
+
 def repeated_calls(run: Run, th: Thresholds) -> list[Finding]:
+    """The same tool with the same or nearly the same arguments, repeatedly.
+
+    Each call joins the first group (in order of creation) whose first arguments
+    are near its own. Calls are compared only where they can be near: arguments
+    seen before go straight to their group, and others are compared with the
+    groups of the same shape (``_shape``) alone."""
     clusters: dict[str, list[tuple[Any, list[Message]]]] = {}
+    exact: dict[tuple[str, str], list[Message]] = {}  # (name, args) -> their group
+    shapes: dict[tuple[str, Any], list[tuple[Any, list[Message]]]] = {}
     out: list[Finding] = []
     for m in _ai_messages(run):
         for c in m.tool_calls:
             name = str(c.get("name") or "?")
             args = _canon(c.get("args"))
-            group = clusters.setdefault(name, [])
-            for first_args, msgs in group:
-                if _near(first_args, args, th):
-                    msgs.append(m)
-                    break
-            else:
-                group.append((args, [m]))
+            text = _args_text(args)
+            msgs = exact.get((name, text))
+            if msgs is None:
+                shape = shapes.setdefault((name, _shape(args, th)), [])
+                msgs = next((g for first_args, g in shape if _near(first_args, args, th)), None)
+                if msgs is None:
+                    msgs = []
+                    clusters.setdefault(name, []).append((args, msgs))
+                    shape.append((args, msgs))
+                exact[(name, text)] = msgs
+            msgs.append(m)
     for name, group in clusters.items():
         for first_args, msgs in group:
             first = _args_text(first_args)
@@ -181,13 +210,13 @@ def repeated_failures(run: Run, th: Thresholds) -> list[Finding]:
     return out
 
 
-def _final_messages(run: Run) -> list[Message]:
-    replay = build_replay(run)
+def _final_messages(run: Run, replay: Replay | None = None) -> list[Message]:
+    replay = replay or build_replay(run)
     return replay.messages_at(len(replay) - 1) if len(replay) else list(run.messages)
 
 
-def endings(run: Run) -> list[Finding]:
-    """Recursion limit, loop bound, no final answer."""
+def endings(run: Run, replay: Replay | None = None) -> list[Finding]:
+    """Recursion limit, loop bound, no final answer (``replay``: the run's, if built)."""
     out: list[Finding] = []
     s = run.summary
     last_seq = run.events[-1].seq if run.events else None
@@ -209,7 +238,7 @@ def endings(run: Run) -> list[Finding]:
         return out
     if s.status in ("running", "interrupted"):
         return out
-    final = _final_messages(run)
+    final = _final_messages(run, replay)
     if not final:
         return out
     model_made = {ev.seq for ev in run.events if ev.hook in MODEL_HOOKS and ev.phase == "exit"}

@@ -1,0 +1,100 @@
+"""Search through the FTS5 index equals a plain scan of every message's text.
+
+The expected runs are found by Python over the raw ``messages`` rows (SQL's LIKE:
+the query anywhere in the text, ASCII letters in either case), including texts
+and queries full of quotes, ``%``, ``_``, backslashes, unicode and FTS5's own
+operators, which must all be plain text.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+from scale_kit import ODD_TEXTS, write_runs
+
+from tracer.loader import TraceDB
+from tracer.search import matching_runs
+from tracer.store import Writer
+
+
+def ascii_lower(text: str) -> str:
+    return "".join(chr(ord(c) + 32) if "A" <= c <= "Z" else c for c in text)
+
+
+@pytest.fixture(scope="module")
+def path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    p = tmp_path_factory.mktemp("search") / "search.db"
+    write_runs(p, 240)
+    return p
+
+
+def plain_scan(path: Path, query: str) -> set[str]:
+    conn = sqlite3.connect(path)
+    rows = conn.execute("SELECT run_id, text FROM messages").fetchall()
+    conn.close()
+    q = ascii_lower(query)
+    return {rid for rid, text in rows if q in ascii_lower(text or "")}
+
+
+QUERIES = sorted({
+    *ODD_TEXTS,
+    *(t[i:i + n] for t in ODD_TEXTS for n in (1, 2, 3, 5, 9) for i in range(0, len(t), 4)),
+    '"', "'", '""', "%", "_", "\\", "%_", "a_b", "a%b", "100%", "5_000", "1%0", "o_lo",
+    "AND", "and", "OR", "NEAR", "NEAR(", "NEAR/3", "*", "*star*", "^", "-minus", "col:on",
+    "Ærø", "ærø", "ÆRØ", "ærø,", "Straße", "STRASSE", "北京", "🚀", "– 北", "Tromsø",
+    "Oslo", "oslo", "OSLO", "snowing", "weather", "city number 1", "city number 19?",
+    "What's", "what'S", "number", "", " ", "  ", "sub-question #4#", "nothing like this",
+})
+
+
+@pytest.mark.parametrize("query", QUERIES)
+def test_search_equals_a_plain_scan(path: Path, query: str) -> None:
+    with TraceDB(path) as db:
+        got = {r.id for r in db.runs(search=query)}
+    if query == "":
+        return  # (no search: every run)
+    assert got == plain_scan(path, query), query
+
+
+def test_the_index_is_used_for_three_characters_and_more(path: Path) -> None:
+    conn = sqlite3.connect(path)
+    for query, indexed in (("Oslo", True), ("a_b", False), ("%%%", False), ("ab", False),
+                           ("100%_sure", True)):
+        sql, params = matching_runs(query, indexed=True)
+        plan = " ".join(str(r) for r in conn.execute("EXPLAIN QUERY PLAN " + sql, params))
+        assert ("messages_fts" in plan) == indexed, (query, plan)
+    conn.close()
+
+
+def test_the_index_follows_every_write(tmp_path: Path) -> None:
+    """Messages written later (a run in progress, a later version of a message) are
+    found; a deleted run's messages no longer are; nothing is indexed twice."""
+    from scale_kit import Spec, records, template
+
+    from tracer.records import MessageRecord
+
+    path = tmp_path / "follow.db"
+    spec = Spec("r1", "follow", "running", 1.0, "first question about Reykjavík")
+    w = Writer(str(path))
+    for rec in records(spec, template()):
+        w.put(rec)
+    w.flush()
+    run = template()
+    later = run.messages[-1].to_langchain().model_copy(update={"content": "ANSWER: Nuuk"})
+    w.put(MessageRecord("r1", 3, 99, later, 1))
+    w.flush()
+    w.close()
+    with TraceDB(path) as db:
+        assert [r.id for r in db.runs(search="REYKJAVÍK")] == []  # (Í is not ASCII)
+        assert [r.id for r in db.runs(search="reykjavík")] == ["r1"]
+        assert [r.id for r in db.runs(search="answer: nuuk")] == ["r1"]
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT COUNT(*) FROM messages_fts").fetchone() == conn.execute(
+        "SELECT COUNT(*) FROM messages").fetchone()
+    with conn:
+        conn.execute("DELETE FROM runs WHERE id = 'r1'")
+    assert conn.execute("SELECT COUNT(*) FROM messages_fts").fetchone() == (0,)
+    assert conn.execute("SELECT COUNT(*) FROM search_runs").fetchone() == (0,)
+    conn.close()

@@ -1,0 +1,39 @@
+"""``looptrace prune``: delete old runs and shrink the file (``tracer.prune``)."""
+
+from __future__ import annotations
+
+import argparse
+
+from .cli import DEFAULT_DB
+from .prune import parse_age, prune
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "prune", help="delete old runs (with their subagent runs) and shrink the file",
+        description="Delete the top-level runs started more than AGE ago, or beyond the "
+                    "newest N, each with its subagent runs, in one transaction; then give "
+                    "the space back to the file system.")
+    p.add_argument("--db", default=DEFAULT_DB)
+    p.add_argument("--older-than", metavar="AGE",
+                   help="delete runs started more than AGE ago (30d, 12h, 90m, 2w, 45s)")
+    p.add_argument("--keep", type=int, metavar="N", help="keep only the newest N top-level runs")
+    p.add_argument("--dry-run", action="store_true", help="say what would go; delete nothing")
+    p.add_argument("--no-vacuum", action="store_true",
+                   help="do not shrink the file (later runs reuse the space)")
+    p.set_defaults(func=cmd_prune)
+
+
+def cmd_prune(args: argparse.Namespace) -> int:
+    age = parse_age(args.older_than) if args.older_than is not None else None
+    result = prune(args.db, older_than=age, keep=args.keep, vacuum=not args.no_vacuum,
+                   dry_run=args.dry_run)
+    verb = "would delete" if args.dry_run else "deleted"
+    print(f"{verb} {result.runs} runs ({result.top_level} top-level, "
+          f"{result.runs - result.top_level} subagent runs); {args.db}: "
+          f"{_mb(result.bytes_before)} -> {_mb(result.bytes_after)}")
+    return 0
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1e6:.1f} MB"

@@ -1,0 +1,93 @@
+"""``looptrace runs``: the runs list, filtered and paged (``tracer.run_list``).
+
+Imports only the read side: it starts without LangChain.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import sys
+import time
+
+from .cli import DEFAULT_DB
+from .errors import LooptraceError
+from .loader import TraceDB
+from .run_list import HEALTH_CLASSES, RunFilter
+from .schema import RUN_STATUSES
+
+DEFAULT_LIMIT = 100
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("runs", help="list recorded runs (newest first, 100 at a time)")
+    p.add_argument("--db", default=DEFAULT_DB)
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.add_argument("--search", help="only runs whose messages contain this text")
+    p.add_argument("--status", action="append", choices=RUN_STATUSES,
+                   help="only runs with this status (repeatable)")
+    p.add_argument("--name", help="only runs whose name or agent name contains this text")
+    p.add_argument("--since", metavar="WHEN",
+                   help="only runs started since WHEN: a date (2026-01-31), a time "
+                        "(2026-01-31T12:00) or an age (7d, 12h)")
+    p.add_argument("--until", metavar="WHEN", help="only runs started before WHEN")
+    p.add_argument("--health", action="append", choices=HEALTH_CLASSES,
+                   help="only runs whose stored check (looptrace check) says this (repeatable)")
+    p.add_argument("--parent", metavar="RUN", help="only the subagent runs of RUN")
+    p.add_argument("--top-level", action="store_true", help="only runs that are no subagent run")
+    p.add_argument("--limit", type=int, default=DEFAULT_LIMIT,
+                   help=f"at most this many runs (default {DEFAULT_LIMIT}; 0: all)")
+    p.add_argument("--offset", type=int, default=0, help="skip this many runs first")
+    p.set_defaults(func=cmd_runs)
+
+
+def parse_when(text: str, now: float | None = None) -> float:
+    """Epoch seconds from a date, an ISO time, or an age before ``now``."""
+    from .prune import parse_age
+
+    try:
+        return dt.datetime.fromisoformat(text.strip()).timestamp()
+    except ValueError:
+        pass
+    try:
+        return (time.time() if now is None else now) - parse_age(text)
+    except LooptraceError:
+        msg = f"not a date, time or age: {text!r} (e.g. 2026-01-31, 2026-01-31T12:00, 7d)"
+        raise LooptraceError(msg) from None
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    with TraceDB(args.db) as db:
+        f = RunFilter(
+            status=tuple(args.status or ()), name=args.name, health=tuple(args.health or ()),
+            since=parse_when(args.since) if args.since else None,
+            until=parse_when(args.until) if args.until else None,
+            parent_id=db.resolve(args.parent) if args.parent else None,
+            top_level=args.top_level, search=args.search or None)
+        limit = args.limit if args.limit > 0 else None
+        runs = db.runs(f, limit=limit, offset=args.offset)
+        if limit is not None and len(runs) == limit:
+            total = db.count_runs(f)
+            if total > args.offset + limit:
+                print(f"(runs {args.offset + 1}-{args.offset + limit} of {total}: --offset "
+                      f"{args.offset + limit} for the next ones, --limit 0 for all)",
+                      file=sys.stderr)
+    if args.json:
+        rows = [{**{f: getattr(r, f) for f in r.__dataclass_fields__}, "duration_s": r.duration_s}
+                for r in runs]
+        print(json.dumps(rows, indent=2))
+        return 0
+    if not runs:
+        print("no runs")
+        return 0
+    header = ("id", "name", "status", "laps", "model", "tools", "errors", "tokens", "parent")
+    table = [header]
+    for r in runs:
+        table.append((r.id[:12], (r.name or "")[:28], r.status, str(r.laps), str(r.model_calls),
+                      str(r.tool_calls), str(r.errors), str(r.total_tokens or 0),
+                      (r.parent_id or "")[:12]))
+    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    for row in table:
+        print("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
+    return 0

@@ -1,0 +1,105 @@
+"""Search in messages: which runs have a message containing a text.
+
+What a search matches has not changed: a message whose text contains the query
+as it is typed, ASCII letters in either case (SQL's ``LIKE``; ``%``, ``_``,
+quotes and FTS operators are plain text). How it is found has: ``messages_fts``,
+an FTS5 index of every message's text with the trigram tokenizer, narrows the
+search to messages holding the query's three-letter pieces; the text of those is
+then compared exactly. A query shorter than three characters has no pieces: it
+is a scan of every message, as before. A file without the index (an older
+schema read as it is) is scanned too.
+
+A trigger on ``messages`` (``tracer.schema``) puts each message's text in
+``search_pending``, in the transaction that writes the message: it is searched
+there (a scan of a few thousand rows at most) until ``catch_up`` moves a batch
+into the index. The index then grows by one segment per batch rather than one
+per commit, so that a commit costs about the same in a large file as in an
+empty one. The writer catches up every ``BATCH`` messages and when it closes,
+``looptrace import`` after each import.
+
+Example:
+    ```python
+    from tracer.loader import TraceDB
+
+    with TraceDB("looptrace.db") as db:
+        hits = db.runs(search='100% "Oslo"')  # plain text, whatever it holds
+    ```
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from .schema import FTS_BLOCK
+
+MIN_INDEXED = 3  # the trigram tokenizer indexes three-character pieces
+BATCH = 2000  # messages waiting in search_pending before the index takes them
+
+
+def _like_pattern(text: str) -> str:
+    """A ``LIKE`` pattern for ``text`` anywhere, with ``%`` and ``_`` escaped."""
+    esc = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{esc}%"
+
+
+def _fts_pattern(text: str) -> str:
+    """A ``LIKE`` pattern the trigram index can answer: ``text`` anywhere, where the
+    query's own ``%`` and ``_`` are left as wildcards (FTS5 takes no ``ESCAPE``):
+    it finds every message the exact comparison keeps, and some more."""
+    return f"%{text}%"
+
+
+def matching_runs(text: str, *, indexed: bool) -> tuple[str, list[Any]]:
+    """SQL selecting the ids of runs with a message containing ``text``, and its
+    parameters. ``indexed``: the file has ``messages_fts``."""
+    like = _like_pattern(text)
+    if not indexed or len(text) < MIN_INDEXED or not _has_piece(text):
+        return "SELECT run_id FROM messages WHERE text LIKE ? ESCAPE '\\'", [like]
+    # The index, then the exact test (lower() folds ASCII letters only, as LIKE does);
+    # and what waits in search_pending, scanned. Both name the run by its block.
+    sql = ("SELECT s.run_id FROM search_runs s WHERE s.n IN ("
+           f"SELECT rowid / {FTS_BLOCK} FROM messages_fts WHERE text LIKE ?"
+           " AND instr(lower(text), lower(?)) > 0"
+           f" UNION ALL SELECT fts / {FTS_BLOCK} FROM search_pending"
+           " WHERE text LIKE ? ESCAPE '\\')")
+    return sql, [_fts_pattern(text), text, like]
+
+
+def catch_up(conn: sqlite3.Connection, *, at_least: int = 0) -> int:
+    """Move the text waiting in ``search_pending`` into the index (in the caller's
+    transaction), if at least ``at_least`` messages wait; return how many moved."""
+    if at_least > 0:
+        (waiting,) = conn.execute(
+            "SELECT COUNT(*) FROM (SELECT 1 FROM search_pending LIMIT ?)", [at_least]).fetchone()
+        if waiting < at_least:
+            return 0
+    moved = conn.execute("INSERT INTO messages_fts(rowid, text)"
+                         " SELECT fts, text FROM search_pending ORDER BY fts").rowcount
+    conn.execute("DELETE FROM search_pending")
+    return int(moved)
+
+
+def _has_piece(text: str) -> bool:
+    """Whether ``text`` holds three characters in a row that are not wildcards
+    (else the index cannot narrow anything down)."""
+    run = 0
+    for ch in text:
+        run = 0 if ch in "%_" else run + 1
+        if run >= MIN_INDEXED:
+            return True
+    return False
+
+
+def index_all(conn: sqlite3.Connection) -> None:
+    """Index the text of every message already stored (the schema 3 migration): each
+    run gets its block of rowids, its messages numbered within it."""
+    conn.execute("INSERT OR IGNORE INTO search_runs(run_id, messages)"
+                 " SELECT DISTINCT run_id, 0 FROM messages")
+    conn.execute(
+        "INSERT INTO messages_fts(rowid, text)"
+        f" SELECT s.n * {FTS_BLOCK} + m.k, m.text FROM (SELECT run_id, text,"
+        " ROW_NUMBER() OVER (PARTITION BY run_id ORDER BY position, seq) AS k FROM messages) m"
+        " JOIN search_runs s ON s.run_id = m.run_id")
+    conn.execute("UPDATE search_runs SET messages ="
+                 " (SELECT COUNT(*) FROM messages m WHERE m.run_id = search_runs.run_id)")
