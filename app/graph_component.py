@@ -32,16 +32,19 @@ from tracer.graph_layout import (
     BACK_TO_POINT,
     COND,
     EDGES,
+    LABEL_LIFT,
+    MW_LABELS,
     NODE_HOOK,
     NODES,
     POINTS,
     VIEWBOX,
     WRAPS,
     jumps_for,
+    middleware_labels,
     passable_points,
     passthrough_hooks,
-    unknown_hooks,
     route,
+    unknown_hooks,
 )
 from tracer.replay import Replay
 
@@ -68,6 +71,9 @@ def layout() -> dict[str, Any]:
                    "cond": k.startswith("after_model>")} for k, d in EDGES.items()],
         "back": {"id": BACK_EDGE, "box": EDGES[BACK_EDGE], "point": BACK_TO_POINT},
         "cond": COND,
+        # where each hook's middleware names go (tracer.graph_layout.MW_LABELS)
+        "mw": {h: {"x": x, "y": y, "anchor": a} for h, (x, y, a, _n) in MW_LABELS.items()},
+        "lift": LABEL_LIFT,
     }
 
 
@@ -92,7 +98,7 @@ def graph_data(replay: Replay, index: int, *, names: dict[str, str] | None = Non
     if not replay.steps:
         return {"step": 0, "steps": 0, "node": "START", "edges": [], "jumps": [], "jump": False,
                 "visited": [], "passthrough": passthrough, "unknown": unknown_hooks(replay),
-                "tools": [], "kind": "run",
+                "mw": middleware_labels(replay), "tools": [], "kind": "run",
                 "keyboard": keyboard, "scroll_to": scroll_to, "lap": 0, **timers}
     step = replay.steps[index]
     names = names if names is not None else tool_names(replay)
@@ -109,6 +115,8 @@ def graph_data(replay: Replay, index: int, *, names: dict[str, str] | None = Non
         "visited": sorted(step.visited),
         "passthrough": passthrough,
         "unknown": unknown_hooks(replay),  # a run seen from outside: hooks it cannot know
+        # each hook's middleware, in execution order: {hook: {"text", "title"}}
+        "mw": middleware_labels(replay),
         "tools": [{"id": t, "name": names.get(t, "tool"),
                    "colour": call_colour(colours.get(t, 0))} for t in step.active_tools],
         "kind": step.kind,
@@ -158,6 +166,12 @@ CSS = """
 .lt-graph .wrap.passthrough rect { stroke-opacity: .18; }
 .lt-graph .wrap.passthrough text { opacity: .4; }
 .lt-graph .node.unknown text { font-style: italic; opacity: .5; }
+.lt-graph text.mw { font-size: 10.5px; font-weight: 400; opacity: .75;
+  fill: var(--st-text-color); font-family: var(--st-code-font, ui-monospace, monospace);
+  dominant-baseline: central; }
+.lt-graph .mw-labels g.on text.mw { fill: #fff; opacity: .9; }
+.lt-graph text.mw.halo { paint-order: stroke; stroke: var(--st-background-color, #fff);
+  stroke-width: 4px; stroke-linejoin: round; }
 .lt-graph .node.unknown circle { fill: none; stroke-dasharray: 2 2; }
 .lt-graph .wrap.unknown rect { stroke-dasharray: 2 4; }
 .lt-graph .wrap.active rect { stroke: var(--st-primary-color); stroke-opacity: 1;
@@ -240,6 +254,15 @@ function build(parent) {
     el('circle', {cx: n.x, cy: n.y, r: 7, class: 'dot', style: 'display:none'}, g);
     el('text', {x: n.x, y: n.y}, g).textContent = n.label;
   }
+  // Each hook's middleware: in a node hook's box under its name, at the foot of a wrap
+  // hook's dashed box (over the edges: a halo keeps them readable).
+  const ml = el('g', {class: 'mw-labels'}, svg);
+  for (const [hook, m] of Object.entries(LAYOUT.mw)) {
+    const g = el('g', {'data-hook': hook}, ml);
+    const wrap = hook.startsWith('wrap_');
+    el('text', {class: wrap ? 'mw halo' : 'mw', x: m.x, y: m.y, 'text-anchor': m.anchor}, g);
+    el('title', {}, g);
+  }
   el('g', {class: 'chips'}, svg);
   el('text', {class: 'lap', x: 452, y: 24, 'text-anchor': 'end'}, svg);
   parent.appendChild(root);
@@ -267,6 +290,15 @@ function update(root, d) {
     dot.style.display = isPass ? '' : 'none';
     text.setAttribute('x', isPass ? n.x - 16 : n.x);
     text.style.textAnchor = isPass ? 'end' : '';
+    // The middleware on this hook (names from the trace: textContent only).
+    const mw = n.hook && !isPass && (d.mw || {})[n.hook];
+    const lg = n.hook && root.querySelector(`g.mw-labels g[data-hook="${n.hook}"]`);
+    if (lg) {
+      lg.querySelector('text').textContent = mw ? mw.text : '';
+      lg.querySelector('title').textContent = mw ? mw.title : '';
+      lg.classList.toggle('on', d.node === n.id);
+      text.setAttribute('y', mw ? n.y - LAYOUT.lift : n.y);
+    }
   }
   // The back edge ends at before_model's box, or at its point when it passes through.
   const back = root.querySelector(`g.edge[data-edge="${BACK.id}"] path`);
@@ -277,6 +309,10 @@ function update(root, d) {
     g.classList.toggle('passthrough', pass.has(w.id));
     g.classList.toggle('unknown', unknown.has(w.id));
     g.classList.toggle('active', d.node === node && !pass.has(w.id));
+    const mw = (d.mw || {})[w.id];
+    const lg = root.querySelector(`g.mw-labels g[data-hook="${w.id}"]`);
+    lg.querySelector('text').textContent = mw ? mw.text : '';
+    lg.querySelector('title').textContent = mw ? mw.title : '';
   }
   for (const e of LAYOUT.edges) {
     const g = root.querySelector(`g.edge[data-edge="${e.id}"]`);

@@ -13,6 +13,7 @@ from typing import Any
 import streamlit as st
 
 from tracer.loader import content_text
+from tracer.tool_life import tool_life
 
 from .run_view import RunView, is_error
 
@@ -91,6 +92,39 @@ def render_layers(view: RunView, index: int) -> None:
             previous = s.index
 
 
+def render_tool_life(view: RunView, index: int) -> None:
+    """At a tool step: the tool's JSON schema as the model saw it, beside the Python
+    behind it, and the path the call took (``tracer.tool_life``)."""
+    life = tool_life(view.replay, index)
+    if life is None:
+        return
+    st.caption(f"The tool call's life: {life.name} as the model saw it, and as Python runs it")
+    left, right = st.columns(2)
+    with left:
+        st.caption("JSON schema the model saw (from the model call's request)")
+        if life.schema is not None:
+            st.json(life.schema, expanded=True)
+        else:
+            st.text("(not recorded: no model call of this run wrote the tool schemas)")
+        st.caption("Arguments the model sent")
+        st.json(life.args if isinstance(life.args, (dict, list)) else {"args": life.args},
+                expanded=True)
+    with right:
+        st.caption("Python signature (the function LangChain runs)")
+        if life.signature:
+            st.code(life.signature, language=None, wrap_lines=True)
+        else:
+            st.text("(not recorded: the tool's signature is recorded with its schema by "
+                    "TraceMiddleware)")
+        if life.hidden:
+            st.text(f"Not in the schema, injected by LangChain: {', '.join(life.hidden)} "
+                    "(a ToolRuntime carries the call id, the state, the store and the "
+                    "config; the model never sees or fills it).")
+        if life.outcome:
+            st.caption("How the call ended")
+            st.text(life.outcome)
+
+
 def render_inspector(view: RunView, index: int) -> None:
     if not view.replay.steps:
         return
@@ -117,4 +151,5 @@ def render_inspector(view: RunView, index: int) -> None:
                 m = by_key.get(k)
                 if m is not None:
                     st.json(m.data, expanded=1)
+        render_tool_life(view, index)
         render_layers(view, index)

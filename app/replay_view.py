@@ -24,6 +24,7 @@ from tracer.errors import LooptraceError, RunNotFound
 
 from . import data, state
 from .controls import on_key, render_controls
+from .floorplan_pane import render_floor_plan_section
 from .graph_component import graph_data, render_graph
 from .health import render_findings
 from .inspector import render_caption, render_inspector
@@ -31,6 +32,7 @@ from .messages_pane import render_messages
 from .run_view import RunView
 from .safe import md_escape
 from .subagents import render_run_header, render_subagent_jump
+from .wire_pane import render_wire_pane
 
 STYLE = """<style>
 [data-testid="stMainBlockContainer"] { padding-top: 3.6rem; }
@@ -41,6 +43,7 @@ STYLE = """<style>
 .st-key-presenter .st-key-narration [data-testid="stText"] { font-size: 1.75rem;
   font-weight: 500; }
 .st-key-presenter .st-key-counter p { font-size: 2rem; font-weight: 700; margin: 0; }
+.st-key-presenter .st-key-floorplan [data-testid="stText"] { font-size: 1rem; }
 </style>"""
 
 
@@ -49,13 +52,12 @@ def choose_run(path: str) -> str | None:
     current = st.session_state.get(state.RUN)
     if current:
         return str(current)
-    runs = data.runs(path)
-    top = [r for r in runs if not r.parent_id] or runs
-    if not top:
+    newest = data.newest_top_level(path)  # (one row: not every run of the file)
+    if newest is None:
         return None
-    st.session_state[state.RUN] = top[0].id
+    st.session_state[state.RUN] = newest.id
     st.session_state[state.NO_STEP] = True
-    return top[0].id
+    return newest.id
 
 
 def load(path: str) -> RunView:
@@ -153,16 +155,13 @@ def _draw(path: str, presenter: bool) -> None:
                                 colours=view.colour_index, scroll_to=scroll_to,
                                 **_timing(view)),
                      on_key=on_key)
+    render_floor_plan_section(view, i)
     render_inspector(view, i)
     _wire(path, view, i)
 
 
 def _wire(path: str, view: RunView, i: int) -> None:
-    """The provider wire formats of the current model call (when that pane exists)."""
-    try:
-        from .wire_pane import render_wire_pane
-    except ImportError:
-        return
+    """The provider wire formats of the current model call, when switched on."""
     if st.toggle("Wire formats of this model call (OpenAI · Anthropic · Ollama)",
                  key="show_wire", value=bool(st.session_state.get("lt_show_wire"))):
         st.session_state["lt_show_wire"] = True
@@ -188,4 +187,5 @@ def _presenter(view: RunView, i: int) -> None:
                                     colours=view.colour_index, scroll_to=scroll_to,
                                     **_timing(view)),
                          on_key=on_key)
+        render_floor_plan_section(view, i)
         st.caption("Keyboard: → next · ← back · space play / pause · Home / End")

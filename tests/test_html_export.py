@@ -115,7 +115,10 @@ def test_embedded_data_matches_the_replay(hostile: tuple[Path, str]) -> None:
             st.node, st.kind, st.caption, list(st.new_keys), list(st.active_tools))
         assert s["e"] == (list(st.edge) if st.edge else None)
         assert {n for i, n in enumerate(GRAPH_NODES) if s["v"] >> i & 1} == set(st.visited)
-    assert [m["key"] for m in data["messages"]] == [m.key for m in rp.run.messages]
+    # every message once (in the order the steps first show them: parallel results
+    # appear in the order their tools finished, which varies from run to run)
+    keys = [m["key"] for m in data["messages"]]
+    assert len(keys) == len(set(keys)) and set(keys) == {m.key for m in rp.run.messages}
     # Two parallel calls, both answered, linked by id.
     calls = [c["id"] for m in data["messages"] for c in m["calls"]]
     answers = [m["tcid"] for m in data["messages"] if m["type"] == "tool"]

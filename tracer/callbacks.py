@@ -69,6 +69,22 @@ class TraceCallbackHandler(BaseCallbackHandler):
         self._llm: dict[UUID, tuple[RunState, float, int]] = {}
         self._loose: RunState | None = None
         self._omitted: dict[str, frozenset[str]] = {}  # run id -> recorded keys not sent
+        # run id -> the calls the latest reply asked for, not yet seen to start
+        self._asked: dict[str, list[tuple[str, Any, Any]]] = {}
+        # graph name -> its middleware stack (``TraceMiddleware.attach``), and the latest
+        self._stacks: dict[str, list[dict[str, Any]]] = {}
+        self._stack: list[dict[str, Any]] | None = None
+
+    def note_stack(self, agent: Any, stack: list[dict[str, Any]]) -> None:
+        """Remember ``agent``'s middleware stack (``tracer.agent_stack``), to be written
+        with the start of each of its runs (``payload["stack"]`` of ``("run", "start")``)."""
+        if not stack:
+            return
+        graph = agent
+        while not hasattr(graph, "builder") and hasattr(graph, "bound"):
+            graph = graph.bound
+        self._stacks[str(getattr(graph, "name", None) or "")] = stack
+        self._stack = stack
 
     # -- housekeeping -------------------------------------------------------
     def flush(self) -> None:
@@ -127,7 +143,10 @@ class TraceCallbackHandler(BaseCallbackHandler):
                         source="callbacks", agent_name=agent,
                         metadata=user_metadata(meta) if prun is None else None,
                     )
-                    rec.event(run, "run", "start", payload={"name": name})
+                    payload: dict[str, Any] = {"name": name}
+                    if prun is None and self._stack is not None:  # the attached agent's own
+                        payload["stack"] = self._stacks.get(str(name), self._stack)
+                    rec.event(run, "run", "start", payload=payload)
                 run.lc_ids.add(run_id)
                 rec.lc_runs[run_id] = run
                 self._roots[run_id] = run
@@ -162,6 +181,8 @@ class TraceCallbackHandler(BaseCallbackHandler):
                     if isinstance(outputs, dict) and isinstance(outputs.get("messages"), list):
                         rec.sync_messages(root, root.last_seq, _no_system(outputs["messages"]),
                                           by=root.last_node)
+                    elif _continues(root, outputs):  # a hand-rolled loop returning its list
+                        rec.sync_messages(root, root.last_seq, _no_system(outputs))
                     rec.end_run(root, "completed")
                 return
             rec.lc_runs.pop(run_id, None)
@@ -261,8 +282,10 @@ class TraceCallbackHandler(BaseCallbackHandler):
             note_request(run, payload, system=system[0].content if system else None,
                          tools=tools, tools_key=hash(repr(tools)), schemas=lambda: tools)
             _note_omitted(self._omitted, run, convo, payload)
-            seq = rec.event(run, "model", "enter", payload=payload)
-            rec.sync_messages(run, seq, convo)
+            # (the enter event's seq is taken after a change the sync finds, so that the
+            # change, and the messages it brings, come before the call that received them)
+            rec.sync_messages(run, lambda: rec.event(run, "model", "enter", payload=payload),
+                              convo)
             self._llm[run_id] = (run, time.perf_counter(), len(convo))
             rec.lc_runs[run_id] = run
         except Exception as exc:  # noqa: BLE001
@@ -286,6 +309,10 @@ class TraceCallbackHandler(BaseCallbackHandler):
                             payload=ResponsePayload(run, [msg] if msg is not None else []))
             if msg is not None:
                 rec.message(run, seq, n, msg)
+                calls = getattr(msg, "tool_calls", None)
+                if calls:  # for tools a loop invokes with the arguments alone
+                    self._asked[run.id] = [(c.get("id"), c.get("name"), c.get("args"))
+                                           for c in calls if c.get("id")]
             rec.update_totals(run)
         except Exception as exc:  # noqa: BLE001
             self._guard("on_llm_end", exc)
@@ -326,13 +353,26 @@ class TraceCallbackHandler(BaseCallbackHandler):
         rec.event(run, "model", "sent", payload=payload)
 
     # -- tool calls -----------------------------------------------------------
+    def _call_of(self, run: RunState, name: str, inputs: Any) -> str | None:
+        """The call a tool run answers when the loop invoked the tool with its arguments
+        alone (``tool.invoke(tc["args"])``, as the seed's loop does): the first call of
+        the latest reply with that name and those arguments not yet seen to start."""
+        asked = self._asked.get(run.id)
+        if not asked:
+            return None
+        for i, (cid, cname, args) in enumerate(asked):
+            if cname == name and (inputs is None or args == inputs):
+                del asked[i]
+                return cid
+        return None
+
     def on_tool_start(self, serialized: dict[str, Any] | None, input_str: str, *,
                       run_id: UUID, parent_run_id: UUID | None = None,
                       inputs: dict[str, Any] | None = None, **kwargs: Any) -> None:
         try:
             run = self._run_of(parent_run_id)
             name = kwargs.get("name") or (serialized or {}).get("name") or "tool"
-            tcid = kwargs.get("tool_call_id")
+            tcid = kwargs.get("tool_call_id") or self._call_of(run, name, inputs)
             self._tools[run_id] = (run, time.perf_counter(), tcid, name)
             self.recorder.lc_runs[run_id] = run
             if run.middleware:
@@ -407,6 +447,19 @@ def _note_omitted(omitted: dict[str, frozenset[str]], run: RunState,
     if now != omitted.get(run.id, frozenset()):
         omitted[run.id] = now
         payload["omitted_keys"] = sorted(now)
+
+
+def _continues(run: RunState, outputs: Any) -> bool:
+    """Whether a chain's output is the run's conversation, grown: a hand-rolled loop
+    that returns its message list (the results and the last words it appended
+    after the last model call are seen only there)."""
+    if not isinstance(outputs, list) or not outputs or not run.keys:
+        return False
+    if not all(isinstance(m, BaseMessage) for m in outputs):
+        return False
+    convo = _no_system(outputs)
+    n = len(run.keys)
+    return len(convo) >= n and [message_key(m) for m in convo[:n]] == run.keys
 
 
 def _no_system(msgs: list[BaseMessage]) -> list[BaseMessage]:

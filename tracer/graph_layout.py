@@ -74,6 +74,19 @@ BACK_EDGE = "tools>before_model"
 BACK_TO_POINT = EDGES[BACK_EDGE].rsplit("H", 1)[0] + "H180"
 VIEWBOX = (0, 0, 460, 540)
 
+# Where each hook's middleware names go (``middleware_labels``): hook -> (x, y, text
+# anchor, most characters). A node hook's names sit inside its box under the hook's
+# name (which moves up by ``LABEL_LIFT``); a wrap hook's at the foot of its dashed box.
+MW_LABELS: dict[str, tuple[int, int, str, int]] = {
+    "before_agent": (170, 102, "middle", 27),
+    "before_model": (170, 170, "middle", 27),
+    "after_model": (170, 332, "middle", 27),
+    "after_agent": (170, 462, "middle", 27),
+    "wrap_model_call": (48, 280, "start", 40),
+    "wrap_tool_call": (294, 422, "start", 24),
+}
+LABEL_LIFT = 7
+
 # The node hooks: each is a node of the drawing, or a pass-through point.
 POINTS: tuple[str, ...] = tuple(h.name for h in HOOK_BY_NAME.values() if h.kind == "node")
 NODE_HOOK: dict[str, str] = {h.node: h.name for h in HOOK_BY_NAME.values() if h.kind == "node"}
@@ -83,6 +96,7 @@ NOT_POINTS_WITHOUT_MIDDLEWARE = frozenset({"before_agent", "after_agent"})
 assert set(NODES) == set(GRAPH_NODES), "the drawing must cover every replay node"
 assert {f"{a}>{b}" for a, b in GRAPH_EDGES} == set(EDGES), "and every replay edge"
 assert set(POINTS) <= set(NODES)
+assert set(MW_LABELS) == set(HOOK_BY_NAME), "a label place for every hook"
 
 
 def _adjacency() -> dict[str, list[str]]:
@@ -130,6 +144,38 @@ def route(a: str, b: str, passable: frozenset[str] | set[str] = frozenset(POINTS
 def is_jump(edge_id: str) -> bool:
     """True for an edge that is not one of the standard edges (drawn by ``jump_path``)."""
     return edge_id not in EDGES
+
+
+def _short(name: str) -> str:
+    """A middleware's name for a small label: without the ``Middleware`` suffix."""
+    base, bracket, rest = name.partition("[")
+    base = base.lstrip("_").removesuffix("Middleware") or base
+    return base + bracket + rest
+
+
+def middleware_labels(replay: Replay) -> dict[str, dict[str, str]]:
+    """For each hook some middleware is on: a short label (names in execution order,
+    cut to fit ``MW_LABELS``) and the full list for a tooltip. The same for the app's
+    graph and the HTML export."""
+    from .floorplan import ORDER, hook_middleware  # (it imports the replay module)
+
+    out: dict[str, dict[str, str]] = {}
+    for hook, names in hook_middleware(replay).items():
+        if not names:
+            continue
+        most = MW_LABELS[hook][3]
+        parts = [_short(n) for n in names]
+        text = " · ".join(parts)
+        k = len(parts)
+        while len(text) > most and k > 1:
+            k -= 1
+            text = " · ".join(parts[:k]) + f" +{len(parts) - k}"
+        if len(text) > most:
+            text = text[:most - 1] + "…"
+        title = f"{hook} ({ORDER[hook]}): " + ", ".join(
+            f"{i + 1}. {n}" for i, n in enumerate(names))
+        out[hook] = {"text": text, "title": title}
+    return out
 
 
 def has_middleware_hooks(replay: Replay) -> bool:
@@ -228,8 +274,8 @@ def jumps_for(edge_ids: list[str]) -> list[dict[str, str]]:
 
 
 __all__ = [
-    "BACK_EDGE", "BACK_TO_POINT", "COND", "EDGES", "NODES", "NODE_HOOK", "POINTS", "VIEWBOX",
-    "WRAPS", "has_middleware_hooks", "is_jump", "jump_path", "jumps_for", "passable_points",
-    "unknown_hooks",
-    "passthrough_hooks", "route", "step_edges",
+    "BACK_EDGE", "BACK_TO_POINT", "COND", "EDGES", "LABEL_LIFT", "MW_LABELS", "NODES",
+    "NODE_HOOK", "POINTS", "VIEWBOX", "WRAPS", "has_middleware_hooks", "is_jump",
+    "jump_path", "jumps_for", "middleware_labels", "passable_points", "passthrough_hooks",
+    "route", "step_edges", "unknown_hooks",
 ]

@@ -15,22 +15,29 @@ class Hook:
     kind: str  # "node" (fires once) or "wrap" (enter and exit around a call)
     node: str  # the replay-graph node it belongs to
     purpose: str
+    can: tuple[str, ...] = ()  # what a middleware can do from this hook
 
 
 HOOKS: tuple[Hook, ...] = (
     Hook("before_agent", "node", "before_agent",
-         "runs once per invocation, before the loop starts: load memory, validate input."),
+         "runs once per invocation, before the loop starts: load memory, validate input.",
+         ("update state", "jump")),
     Hook("before_model", "node", "before_model",
-         "runs before every model call: trim or summarise history, inject context."),
+         "runs before every model call: trim or summarise history, inject context.",
+         ("update state", "jump")),
     Hook("wrap_model_call", "wrap", "model",
          "wraps the model call itself: rewrite the request (prompt, tools, model), "
-         "retry, fall back, or cache the response."),
+         "retry, fall back, or cache the response.",
+         ("rewrite the call", "short-circuit", "retry")),
     Hook("after_model", "node", "after_model",
-         "runs after every model call: inspect the reply, ask a human, or jump."),
+         "runs after every model call: inspect the reply, ask a human, or jump.",
+         ("update state", "jump")),
     Hook("wrap_tool_call", "wrap", "tools",
-         "wraps each tool call: retry, time out, or turn an error into a ToolMessage."),
+         "wraps each tool call: retry, time out, or turn an error into a ToolMessage.",
+         ("rewrite the call", "short-circuit", "retry")),
     Hook("after_agent", "node", "after_agent",
-         "runs once per invocation, after the loop ends: persist, clean up, report."),
+         "runs once per invocation, after the loop ends: persist, clean up, report.",
+         ("update state", "jump back")),
 )
 
 HOOK_NAMES: tuple[str, ...] = tuple(h.name for h in HOOKS)

@@ -43,14 +43,17 @@ from .graph_layout import (
     BACK_TO_POINT,
     COND,
     EDGES,
+    LABEL_LIFT,
+    MW_LABELS,
     NODES,
     POINTS,
     VIEWBOX,
     WRAPS,
     jump_path,
+    middleware_labels,
     passable_points,
-    unknown_hooks,
     route,
+    unknown_hooks,
 )
 from .loader import Message, TraceDB, content_text
 from .replay import GRAPH_NODES, Replay, build_replay
@@ -87,11 +90,23 @@ def _svg() -> str:
         out.append(f'<g class="{cls}" data-node="{e(node)}">'
                    f'<rect class="box" x="{x - w // 2}" y="{y - h // 2}" width="{w}" '
                    f'height="{h}" rx="{rx}"/><circle class="dot" cx="{x}" cy="{y}" r="7"/>'
-                   f'<text x="{x}" y="{y}">{e(label)}</text></g>')
+                   f'<text class="label" x="{x}" y="{y}">{e(label)}</text></g>')
+    # each hook's middleware: in a node hook's box, at the foot of a wrap hook's box (over
+    # the edges, with a halo)
+    out.extend(_mw_label(hook, halo=hook in WRAPS) for hook in MW_LABELS)
     tx, ty = NODES["tools"][:2]
     out.append(f'<text id="active-tools" x="{tx - 66}" y="{ty + 58}"></text>')
     out.append("</svg>")
     return "\n".join(out)
+
+
+def _mw_label(hook: str, *, halo: bool = False) -> str:
+    """The (empty) place of a hook's middleware names and their tooltip: the page's
+    script fills both per run (``replay_data(...)["mw"]``) with ``textContent``."""
+    x, y, anchor, _most = MW_LABELS[hook]
+    cls = "mw halo" if halo else "mw"
+    return (f'<g class="mwg" data-hook="{hook}"><text class="{cls}" id="mw-{hook}" x="{x}" y="{y}" '
+            f'text-anchor="{anchor}"></text><title id="mwt-{hook}"></title></g>')
 
 
 def _message(m: Message) -> dict[str, Any]:
@@ -203,6 +218,9 @@ def replay_data(rp: Replay) -> dict[str, Any]:
         "messages": table.rows,
         "view0": view0,
         "system": rp.system_prompt(),
+        # each hook's middleware in execution order: {hook: {"text", "title"}}
+        "mw": middleware_labels(rp),
+        "lift": LABEL_LIFT,
         "unused_hooks": [h for h in POINTS if h not in rp.used_hooks],
         # a run seen from outside: the hooks it cannot know (drawn as unknown)
         "unknown_hooks": unknown_hooks(rp),

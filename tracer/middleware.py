@@ -14,6 +14,7 @@ from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langgraph.config import get_config
 from langgraph.errors import GraphInterrupt
+from langgraph.prebuilt.tool_node import TOOL_INVOCATION_ERROR_TEMPLATE
 from langgraph.types import Command
 
 from .layers import FRAME, Frame, LayerProbe, settle, wraps_calls
@@ -28,6 +29,7 @@ from .recorder import (
 from .records import RunRecord
 from .redact import Redactor
 from .store import on_event_loop
+from .tool_life import signatures
 
 
 def _error_text(exc: BaseException) -> str:
@@ -56,6 +58,7 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
         self._handler: Any = None
         self._layered = False  # probes inside the other layers (see ``around``)
         self._below: dict[str, str | None] = {}  # the first layer inside, per kind of call
+        self._around: list[str] = []  # the names ``around`` put in order
 
     @property
     def name(self) -> str:  # type: ignore[override]
@@ -74,8 +77,14 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
         """Return ``agent`` bound with the callback handler: hooks AND callbacks, one run.
 
         Use it for Deep Agents so subagent runs are recorded nested under the parent.
+        The agent's middleware stack is read here, once (``tracer.agent_stack``), and
+        written with the start of each of its runs.
         """
-        return agent.with_config(callbacks=[self.callback_handler()])
+        handler = self.callback_handler()
+        from .agent_stack import agent_stack
+
+        handler.note_stack(agent, agent_stack(agent, self._around))
+        return agent.with_config(callbacks=[handler])
 
     def around(self, *middleware: Any) -> list[Any]:
         """The middleware list for ``create_agent``: this tracer first (the outermost
@@ -108,6 +117,8 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
                 if getattr(p, attr):
                     nxt = p.layer
             self._below[hook] = nxt
+        self._around = [str(getattr(mw, "name", "")) for mw in out
+                        if not isinstance(mw, LayerProbe)]
         return out
 
     def flush(self) -> None:
@@ -286,7 +297,7 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
             self.recorder.writer._warn("model", f"looptrace failed in wrap_model_call: {exc!r}")
 
     def _error(self, pre: tuple[Any, ...] | None, hook: str, exc: BaseException,
-               tool_call_id: str | None = None) -> None:
+               tool_call_id: str | None = None, request: Any = None) -> None:
         if pre is None:
             return
         run, t0 = pre[0], pre[1]
@@ -300,8 +311,11 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
             text = _error_text(exc)
             run.error_seen = text
             rec = self.recorder
+            payload: dict[str, Any] = {"error": text, "type": type(exc).__name__}
+            if request is not None:  # a tool call: why nothing turned it into a message
+                payload.update(_tool_error_flags(request.tool))
             rec.event(run, hook, "error", middleware=self._name, duration_ms=dur,
-                      tool_call_id=tool_call_id, payload={"error": text, "type": type(exc).__name__})
+                      tool_call_id=tool_call_id, payload=payload)
             # Most likely the invocation dies with it: say so now (a later lap undoes it).
             rec.writer.put(RunRecord(run.id, {"status": "error", "error": text,
                                           "ended_at": time.time()}))
@@ -388,6 +402,8 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
             if isinstance(result, ToolMessage):
                 msgs: list[BaseMessage] = [result]
                 payload: dict[str, Any] = {"status": result.status}
+                if result.status == "error":  # (rare: which path made it an error message)
+                    payload["error_path"] = _error_path(request.tool, result)
             elif isinstance(result, Command):
                 update = result.update if isinstance(result.update, dict) else {}
                 msgs = [m for m in update.get("messages", ()) if isinstance(m, BaseMessage)]
@@ -410,7 +426,7 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
         try:
             result = handler(request)
         except BaseException as exc:
-            self._error(pre, "wrap_tool_call", exc, request.tool_call.get("id"))
+            self._error(pre, "wrap_tool_call", exc, request.tool_call.get("id"), request)
             raise
         finally:
             if framed is not None:
@@ -429,7 +445,7 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
         try:
             result = await handler(request)
         except BaseException as exc:
-            self._error(pre, "wrap_tool_call", exc, request.tool_call.get("id"))
+            self._error(pre, "wrap_tool_call", exc, request.tool_call.get("id"), request)
             raise
         finally:
             if framed is not None:
@@ -547,6 +563,30 @@ def _interrupts(exc: GraphInterrupt) -> list[Any]:
     return out
 
 
+# ToolNode's message for arguments that failed the tool's schema (``ToolInvocationError``).
+_INVALID_ARGS = TOOL_INVOCATION_ERROR_TEMPLATE.split("{", 1)[0]
+
+
+def _error_path(tool: Any, result: ToolMessage) -> str:
+    """Which path made a tool call's result an error ToolMessage (``tracer.tool_life``)."""
+    if tool is None:
+        return "unknown_tool"
+    if isinstance(result.content, str) and result.content.startswith(_INVALID_ARGS):
+        return "validation"
+    if getattr(tool, "handle_tool_error", None):
+        return "handle_tool_error"
+    if getattr(tool, "handle_validation_error", None):
+        return "handle_validation_error"
+    return "returned"
+
+
+def _tool_error_flags(tool: Any) -> dict[str, Any]:
+    """Whether the tool would have turned an exception into a message itself."""
+    if tool is None:
+        return {"known_tool": False}
+    return {"handle_tool_error": bool(getattr(tool, "handle_tool_error", None))}
+
+
 def _task_name() -> str:
     if asyncio._get_running_loop() is not None:  # (no exception when there is no loop)
         task = asyncio.current_task()
@@ -622,6 +662,10 @@ class _RequestPayload:
         note_request(run, payload, system=self.system, tools=tools,
                      tools_key=hash(tuple(id(t) for t in tools)),
                      schemas=lambda: [_tool_schema(t) for t in tools])
+        if "tools" in payload:  # (written with the schemas: once, or when the tools change)
+            sigs = signatures(tools, payload["tools"])
+            if sigs:
+                payload["signatures"] = sigs
         if self.model:
             payload["model"] = self.model
         if self.tool_choice is not None:

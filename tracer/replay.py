@@ -71,6 +71,13 @@ class Replay:
     def __len__(self) -> int:
         return len(self.steps)
 
+    @cached_property
+    def stack(self) -> Any:
+        """The run's middleware stack and where each one fired (``tracer.floorplan``)."""
+        from .floorplan import run_stack  # (it imports this module)
+
+        return run_stack(self)
+
     def clamp(self, index: Any) -> int:
         """A valid step index from anything (a query string, None, out of range)."""
         try:
@@ -319,6 +326,7 @@ def build_replay(run: Run) -> Replay:
     for m in run.messages:
         new_by_seq.setdefault(m.seq, []).append(m.key)
     used = frozenset(e.hook for e in run.events if e.hook in HOOK_BY_NAME and e.middleware)
+    tracers = tracer_names(run)
     last_ai_calls = 0
     for i, ev in enumerate(run.events):
         prev = node
@@ -341,7 +349,7 @@ def build_replay(run: Run) -> Replay:
             index=i, event=ev, node=node, edge=edge, visited=frozenset(visited),
             active_tools=tuple(active), kind=_kind(ev),
             new_keys=tuple(new_by_seq.get(ev.seq, ())),
-            caption=caption(ev, run, last_ai_calls),
+            caption=caption(ev, run, last_ai_calls, tracers=tracers),
         ))
     replay = Replay(run, steps, used)
     _caption_jumps(replay)
@@ -392,8 +400,8 @@ def _observed_caption(ev: Event, p: dict[str, Any], run: Run) -> str | None:
                 "results sent back are known; hooks and middleware are not (the grey "
                 "question marks on the graph).")
     if ev.hook == "run" and ev.phase == "end":
-        return ("The model answered without asking for a tool and no later request extends "
-                "this conversation: the loop is done. Nothing on the wire says \"done\": "
+        return ("The model answered without asking for a tool and no later call extends "
+                "this conversation: the loop is done. No field of the API says \"done\": "
                 "the loop decides by the absence of tool calls, not by the stop reason.")
     if ev.hook in MODEL_HOOKS and ev.phase == "enter":
         n = p.get("messages", "?")
@@ -430,9 +438,8 @@ def _observed_caption(ev: Event, p: dict[str, Any], run: Run) -> str | None:
 
 def _names(run: Run, ev: Event) -> str:
     calls = []
-    for m in run.messages:
-        if m.seq == ev.seq:
-            calls.extend(c.get("name", "?") for c in m.tool_calls)
+    for m in run.messages_by_seq.get(ev.seq, ()):
+        calls.extend(c.get("name", "?") for c in m.tool_calls)
     return ", ".join(calls)
 
 
@@ -503,7 +510,50 @@ def _history_caption(p: dict[str, Any]) -> str:
     return f"{who} {' and '.join(parts)}: the conversation from here on is the new one{tail}."
 
 
-def caption(ev: Event, run: Run, tool_calls: int = 0) -> str:
+def tracer_names(run: Run) -> frozenset[str]:
+    """The names looptrace's own middleware recorded under in ``run`` (it alone records
+    the model and tool calls' enter and exit)."""
+    return frozenset({"TraceMiddleware", "LeanTraceMiddleware"} | {
+        e.middleware for e in run.events if e.middleware and e.phase in ("enter", "exit")
+        and (e.hook in MODEL_HOOKS or e.hook in TOOL_HOOKS)})
+
+
+def _known_sentence(ev: Event, tracers: frozenset[str]) -> str | None:
+    """What another middleware's hook does (``tracer.known_middleware``) and what it did
+    at this firing; None for looptrace's own hooks and for events of no middleware."""
+    if not ev.middleware or ev.middleware in tracers or ev.hook not in HOOK_BY_NAME:
+        return None
+    from .floorplan import describe  # (it imports this module)
+    from .known_middleware import GENERIC, find
+
+    k = find(ev.middleware, ev.hook)
+    role = (k.roles.get(ev.hook) if k else None) or GENERIC[ev.hook]
+    who = (f"{k.source}{chr(39) if k.source.endswith('s') else chr(39) + 's'} "
+           f"{ev.middleware}" if k else ev.middleware)
+    said = f"{ev.hook} of {who}: it {role}."
+    if ev.phase not in ("interrupt", "error", "layer"):
+        said += f" Here it {describe(ev)}."
+    if k is not None and k.note:
+        said += f" ({k.note})"
+    return said
+
+
+def _tool_error_caption(ev: Event, p: dict[str, Any], what: str) -> str:
+    from .tool_life import PROPAGATES
+
+    err = str(p.get("error", ""))
+    if "matching ToolMessage in Command.update" in err:
+        what += (" The tool returned a Command whose update has no ToolMessage answering this "
+                 "call: every tool call must be answered (same tool_call_id), so ToolNode "
+                 "raised.")
+    if p.get("handle_tool_error") is False:
+        what += (" The tool sets no handle_tool_error (which would catch a ToolException "
+                 "only).")
+    return f"{what} {PROPAGATES}."
+
+
+def caption(ev: Event, run: Run, tool_calls: int = 0, *,
+            tracers: frozenset[str] = frozenset({"TraceMiddleware"})) -> str:
     """One or two sentences: what this hook is for and what happened here."""
     p = ev.payload if isinstance(ev.payload, dict) else {}
     if run.observed:
@@ -514,21 +564,28 @@ def caption(ev: Event, run: Run, tool_calls: int = 0) -> str:
     purpose = f"{ev.hook} {hook.purpose}" if hook else ""
     dur = f" in {ev.duration_ms:.1f} ms" if ev.duration_ms is not None else ""
     who = f" ({ev.middleware})" if ev.middleware else ""
+    known = _known_sentence(ev, tracers)
+    if ev.phase == "error" and ev.hook == "run":
+        return (f"The run failed: {p.get('error', 'an exception')} came out of the graph to "
+                "the caller of invoke(); nothing after it ran (no after_agent).")
     if ev.phase == "error":
         what = f"{ev.hook}{who} raised {p.get('error', 'an error')}{dur}."
+        if ev.hook == "node" and p.get("node"):
+            what = f"The {p['node']} node raised {p.get('error', 'an error')}{dur}."
         if ev.hook in TOOL_HOOKS:
-            what += " The exception propagates unless a middleware turns it into a ToolMessage."
-        return what
+            return _tool_error_caption(ev, p, what)
+        return f"{what} {known}" if known else what
     if ev.phase == "interrupt" or ev.hook == "interrupt":
-        return ("The run paused for a human: an interrupt() stopped the graph and the "
+        said = ("The run paused for a human: an interrupt() stopped the graph and the "
                 "checkpointer saved its state. Resuming continues this same run.")
+        return f"{said} {known}" if known else said
     if ev.hook == "resume":
         return ("The thread resumed with a human decision; the loop continues where it "
                 "paused (no before_agent fires on resume).")
     if ev.hook == "history":
         return _history_caption(p)
     if ev.phase == "layer":
-        return _layer_caption(ev, p)
+        return f"{_layer_caption(ev, p)} {known}" if known else _layer_caption(ev, p)
     if ev.hook in MODEL_HOOKS and ev.phase == "sent":
         n = p.get("messages", "?")
         changed = len(p.get("inline_messages") or [])
@@ -564,20 +621,66 @@ def caption(ev: Event, run: Run, tool_calls: int = 0) -> str:
     if ev.hook in TOOL_HOOKS:
         name = p.get("name", "")
         if ev.phase == "enter":
-            known = "" if p.get("known_tool", True) else " (not a tool the agent has!)"
-            return (f"{purpose} Tool call {name}{known} starts with id {ev.tool_call_id}.").strip()
+            unknown = "" if p.get("known_tool", True) else " (not a tool the agent has!)"
+            return (f"{purpose} Tool call {name}{unknown} starts with id {ev.tool_call_id}."
+                    f"{_hidden_note(run, ev, str(name))}").strip()
         status = p.get("status")
         if status == "error":
-            return (f"The tool call {ev.tool_call_id} came back as an error ToolMessage{dur}; "
-                    "the error is fed back to the model on the next lap.")
+            from .tool_life import ERROR_PATHS
+
+            path = ERROR_PATHS.get(str(p.get("error_path")))
+            said = f"The tool call {ev.tool_call_id} came back as an error ToolMessage{dur}"
+            if path:
+                return f"{said}: {path}."
+            return f"{said}; the error is fed back to the model on the next lap."
         if p.get("command"):
+            answered = any(m.tool_call_id == ev.tool_call_id for m in run.messages)
             return (f"The tool returned a Command{dur} that updates the state (a subagent's "
-                    "result arrives this way).")
+                    "result arrives this way)"
+                    + ("; its update carries the ToolMessage that answers this call (same "
+                       "tool_call_id), as ToolNode requires: every tool call must be answered."
+                       if answered else "."))
         return (f"The tool call {ev.tool_call_id} returned{dur}; its ToolMessage answers the "
                 "call with the same tool_call_id.")
+    if known:
+        purpose, who = known, ""
     if ev.hook == "after_model":
         nxt = "tools" if tool_calls else "after_agent"
         return f"{purpose}{who} Next, the conditional edge goes to {nxt}."
     if ev.hook == "before_model":
         return f"{purpose}{who} Lap {ev.lap} begins."
     return f"{purpose}{who}".strip()
+
+
+_OFFERS: list[Any] = [None, ([], [])]  # the run last asked about, and its offers
+
+
+def _tool_offers(run: Run) -> tuple[list[int], list[Any]]:
+    """The seqs of the model calls that offered tools, and the signatures they gave
+    (found once per run: a caption per tool call looks them up)."""
+    if _OFFERS[0] is not run:
+        seqs, offers = [], []
+        for e in run.events:
+            if e.hook in MODEL_HOOKS and e.phase == "enter" and isinstance(e.payload, dict) and (
+                    isinstance(e.payload.get("tools"), list)):
+                seqs.append(e.seq)
+                offers.append(e.payload.get("signatures"))
+        _OFFERS[:] = [run, (seqs, offers)]
+    found: tuple[list[int], list[Any]] = _OFFERS[1]
+    return found
+
+
+def _hidden_note(run: Run, ev: Event, name: str) -> str:
+    """At a tool call's start: the parameters LangChain injects, which the schema the
+    model saw leaves out (``tracer.tool_life``)."""
+    seqs, offers = _tool_offers(run)
+    k = bisect.bisect_right(seqs, ev.seq)  # (the tools offered last before this call)
+    sigs = offers[k - 1] if k else None
+    sig = sigs.get(name) if isinstance(sigs, dict) else None
+    hidden = sig.get("hidden") if isinstance(sig, dict) else None
+    if not hidden:
+        return ""
+    names = ", ".join(map(str, hidden))
+    return (f" Its Python signature also takes {names}, which LangChain injects (a "
+            f"ToolRuntime gives the call id, the state and the config): the schema the model "
+            f"saw leaves {'them' if len(hidden) > 1 else 'it'} out.")

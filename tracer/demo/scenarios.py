@@ -10,15 +10,25 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Annotated, Any
 
 from langchain.agents import create_agent
 from langchain.agents.middleware import HumanInTheLoopMiddleware, ModelCallLimitMiddleware
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain.tools import ToolRuntime
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
 from langchain_core.runnables import chain
 from langchain_core.tools import ToolException, tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
+from pydantic import Field
+
+from .footguns import FOOTGUNS
 
 from ..callbacks import TraceCallbackHandler
 from ..middleware import TraceMiddleware
@@ -220,7 +230,11 @@ MAX_ITERATIONS = 4
 
 
 def hand_rolled(db: str) -> None:
-    """A for-loop around ``llm.bind_tools(...)`` with a MAX_ITERATIONS bound."""
+    """The seed's loop: a for-loop around ``llm.bind_tools(...)`` with every guard
+    (a bound, the assistant message appended, one result per call matched by its
+    id, an unknown-tool guard, an exception turned into an "Error: ..." result, a
+    message at the bound), with a model that never settles: the bound ends it."""
+    from .footguns import run_tool
 
     def script(messages: Sequence[BaseMessage]) -> AIMessage:
         n = sum(1 for m in messages if isinstance(m, AIMessage))
@@ -241,9 +255,11 @@ def hand_rolled(db: str) -> None:
             ai = llm_with_tools.invoke(messages)
             messages.append(ai)
             if not ai.tool_calls:
-                break
+                return messages
             for tc in ai.tool_calls:
-                messages.append(tools[tc["name"]].invoke(tc))
+                messages.append(ToolMessage(run_tool(tools, tc), tool_call_id=tc["id"]))
+        messages.append(AIMessage(f"Stopped after {MAX_ITERATIONS} iterations without a "
+                                  "final answer."))
         return messages
 
     weather_loop.invoke("Is it warmer in Oslo or Bergen?", config={"callbacks": [handler]})
@@ -340,6 +356,58 @@ def sdk_loop_missing_result(db: str) -> None:
     record(db, "anthropic", stream=False, drop=True)
 
 
+# -- a tool call's two unhappy paths ---------------------------------------------
+
+
+@tool
+def book_table(restaurant: str, guests: Annotated[int, Field(ge=1, le=12)],
+               runtime: ToolRuntime) -> Command:  # type: ignore[type-arg]
+    """Book a table at a restaurant for a number of guests (1 to 12)."""
+    # (``runtime`` is injected by LangChain: it is not in the schema the model sees)
+    return Command(update={"messages": [ToolMessage(
+        f"Booked {restaurant} for {guests} at 19:00 (confirmation B-{guests}1).",
+        tool_call_id=runtime.tool_call_id)]})
+
+
+def tool_validation_error(db: str) -> None:
+    """Arguments that fail the tool's schema come back to the model as an error
+    ToolMessage (the tool never runs); the corrected call returns a Command whose
+    update carries the ToolMessage that answers it."""
+    model = ScriptedChatModel(model_name="scripted-booking", script=turn_script([
+        AIMessage("", tool_calls=[call("book_table", {"restaurant": "Fiskeriet",
+                                                      "guests": "six"}, "call_book_1")]),
+        AIMessage("", tool_calls=[call("book_table", {"restaurant": "Fiskeriet", "guests": 6},
+                                       "call_book_2")]),
+        AIMessage("Done: a table for 6 at Fiskeriet, 19:00 (confirmation B-61)."),
+    ]))
+    tm = TraceMiddleware(db=db)
+    agent = create_agent(model, tools=[book_table], middleware=[tm], name="booking",
+                         system_prompt="You book restaurant tables.")
+    _run(agent, tm, "Book Fiskeriet for six people tonight.")
+
+
+@tool
+def check_stock(product: str) -> str:
+    """Check how many of a product are in stock."""
+    msg = f"inventory service did not answer for {product!r} (scripted)"
+    raise TimeoutError(msg)  # not a ToolException, and no handle_tool_error: it propagates
+
+
+def tool_exception(db: str) -> None:
+    """A tool raises an exception nothing handles: it propagates and the run fails."""
+    model = ScriptedChatModel(model_name="scripted-stock", script=turn_script([
+        AIMessage("", tool_calls=[call("check_stock", {"product": "laptop"}, "call_stock_1")]),
+        AIMessage("There are laptops in stock."),
+    ]))
+    tm = TraceMiddleware(db=db)
+    agent = create_agent(model, tools=[check_stock], middleware=[tm], name="stock-check",
+                         system_prompt="You answer stock questions.")
+    try:
+        _run(agent, tm, "Do you have laptops in stock?")
+    except TimeoutError:
+        tm.flush()  # the run failed, as it should: recorded with its error
+
+
 SCENARIOS: dict[str, Callable[[str], None]] = {
     "weather": weather,
     "shopping": shopping,
@@ -351,4 +419,7 @@ SCENARIOS: dict[str, Callable[[str], None]] = {
     "middleware-stack": middleware_stack,
     "sdk-loop": sdk_loop,
     "sdk-loop-missing-result": sdk_loop_missing_result,
+    "tool-validation-error": tool_validation_error,
+    "tool-exception": tool_exception,
 }
+SCENARIOS.update(FOOTGUNS)  # (tracer/demo/footguns.py)
