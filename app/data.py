@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import streamlit as st
 
@@ -157,7 +157,7 @@ def _validate(path: str, stamp: Any) -> None:
     TraceDB(path).close()
 
 
-def show_error(exc: BaseException) -> None:
+def show_error(exc: BaseException) -> NoReturn:
     """A one-line message for a LooptraceError (never a traceback), then stop."""
     text = str(exc) if isinstance(exc, LooptraceError) else f"{type(exc).__name__}: {exc}"
     st.error(md_escape(text), icon=":material/error:")

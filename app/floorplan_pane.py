@@ -14,11 +14,11 @@ import streamlit as st
 
 from tracer.floorplan import ACTIVE, NOW, STATE_LABEL, UNSEEN, Cell, Row, floor_plan
 
+from . import state
 from .run_view import RunView
 
 STATE_COLOUR = {NOW: "primary", ACTIVE: "blue", "fired": "green", "later": "gray",
                 "never": "gray", UNSEEN: "orange"}
-KEY = "lt_show_floorplan"  # (a plain key: kept when the page changes)
 
 STYLE = """<style>
 .st-key-floorplan [data-testid="stText"] { font-size: 0.86rem; line-height: 1.35; }
@@ -92,10 +92,9 @@ def _cell(hook: str, j: int, c: Cell) -> None:
 
 def render_floor_plan_section(view: RunView, index: int) -> None:
     """The toggle, and the floor plan when it is on."""
-    default = bool(st.session_state.get(KEY)) or st.query_params.get("floorplan") == "1"
-    if st.toggle("Floor plan: the six hooks against this run's middleware",
-                 key="show_floorplan", value=default):
-        st.session_state[KEY] = True
+    state.keep_toggle(state.FLOORPLAN_TOGGLE, state.SHOW_FLOORPLAN,
+                      default=st.query_params.get("floorplan") == "1")
+    st.toggle("Floor plan: the six hooks against this run's middleware",
+              key=state.FLOORPLAN_TOGGLE)
+    if state.kept_toggle(state.FLOORPLAN_TOGGLE, state.SHOW_FLOORPLAN):
         render_floor_plan(view, index)
-    else:
-        st.session_state[KEY] = False

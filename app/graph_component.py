@@ -48,6 +48,7 @@ from tracer.graph_layout import (
 )
 from tracer.replay import Replay
 
+from . import state
 from .palette import call_colour
 from .run_view import is_error
 
@@ -462,7 +463,7 @@ def _get_component() -> Callable[..., Any]:
     return _component
 
 
-def render_graph(data: dict[str, Any], *, key: str = "lt_graph",
+def render_graph(data: dict[str, Any], *, key: str = state.GRAPH,
                  on_key: Callable[[], None] | None = None) -> Any:
     """Mount the graph; ``on_key`` runs when a shortcut is pressed (see ``key_action``)."""
     return _get_component()(key=key, data=data, on_key_change=on_key or (lambda: None))
@@ -471,12 +472,13 @@ def render_graph(data: dict[str, Any], *, key: str = "lt_graph",
 ACTIONS = ("next", "prev", "toggle", "first", "last", "tick", "reload")
 
 
-def key_action(key: str = "lt_graph") -> tuple[str | None, int | None]:
+def key_action() -> tuple[str | None, int | None]:
     """In a callback: what the component sent, as (action, step). The action is a
     shortcut ('next', 'prev', 'toggle', 'first', 'last'), 'tick' (the playback
     timer fired; ``step`` is the step the graph showed then) or 'reload' (the run
-    is being recorded: the rerun itself reloads it)."""
-    value = (st.session_state.get(key) or {}).get("key")
+    is being recorded: the rerun itself reloads it). The replay's graph only
+    (``state.GRAPH``): the Compare page's graphs take no keys."""
+    value = (st.session_state.get(state.GRAPH) or {}).get("key")
     if not isinstance(value, str):
         return None, None
     action, _, rest = value.partition(":")

@@ -28,7 +28,7 @@ def event_fields(view: RunView, index: int) -> dict[str, Any]:
     ev = step.event
     t0 = view.replay.steps[0].event.ts
     fields: dict[str, Any] = {
-        "step": index + 1, "index (?step=)": index, "seq": ev.seq, "hook": ev.hook,
+        "step": index + 1, "seq": ev.seq, "hook": ev.hook,
         "phase": ev.phase, "node": step.node,
         "kind": step.kind, "lap": ev.lap, "middleware": ev.middleware,
         "duration_ms": None if ev.duration_ms is None else round(ev.duration_ms, 3),

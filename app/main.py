@@ -1,35 +1,29 @@
-"""looptrace's replay app: ``streamlit run app/main.py`` or ``looptrace ui [--db PATH]``.
+"""looptrace's replay app: ``looptrace ui [--db PATH]``, or ``streamlit run app/main.py``
+from a checkout.
 
 The database is ``$LOOPTRACE_DB``; without it, a database built from the
-bundled ``sample_traces/`` is opened, so a fresh checkout shows real runs.
+bundled sample traces is opened, so a fresh checkout shows real runs.
+
+Streamlit runs this file as a script, not as a module of its package, so it
+imports the app by the package's name: ``app`` in a checkout, ``tracer._app``
+when installed from the wheel (the folders above this file that hold an
+``__init__.py``).
 """
 
 from __future__ import annotations
 
-import sys
+import importlib
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:  # `streamlit run app/main.py` puts app/ on the path, not the root
-    sys.path.insert(0, str(ROOT))
 
-import streamlit as st
+def package_of(script: Path) -> str:
+    """The dotted name of the package that holds ``script``."""
+    parts: list[str] = []
+    folder = script.resolve().parent
+    while (folder / "__init__.py").is_file():
+        parts.insert(0, folder.name)
+        folder = folder.parent
+    return ".".join(parts)
 
-HERE = Path(__file__).resolve().parent
 
-# The favicon is an emoji (drawn from a data: URL): a ":material/...:" favicon, or a page's
-# material icon used as one, is fetched from fonts.gstatic.com, a request off the machine.
-st.set_page_config(page_title="looptrace", page_icon="🔁", layout="wide")
-
-pages = [
-    st.Page("pages/runs.py", title="Runs", icon=":material/list:", default=True),
-    st.Page("pages/replay.py", title="Replay", icon=":material/play_circle:"),
-    st.Page("pages/timeline.py", title="Timeline", icon=":material/timeline:"),
-    st.Page("pages/presenter.py", title="Presenter", icon=":material/slideshow:"),
-]
-for name, title, icon in (("wire", "Wire", ":material/swap_horiz:"),
-                          ("compare", "Compare", ":material/compare:")):
-    if (HERE / "pages" / f"{name}.py").exists():
-        pages.append(st.Page(f"pages/{name}.py", title=title, icon=icon))
-
-st.navigation(pages).run()
+importlib.import_module(f"{package_of(Path(__file__))}.navigation").main()

@@ -9,9 +9,9 @@ speed are plain fragment reruns, and the fragment has no ``run_every`` timer.
 (Switching ``run_every`` on every play and pause, through a full app run, raced
 with the timer's own reruns: Streamlit's page went blank with "Bad delta path
 index" about once in ten pauses.) The fragment reruns the whole app only when
-what is drawn outside it changed: another run, or the run's status. Used by the Replay page and,
-with ``presenter=True``, by the Presenter page (large type, graph and
-messages only, the caption as narration, keyboard only).
+what is drawn outside it changed: another run, or the run's status. Used by the
+Replay page and, with ``presenter=True``, by the Presenter page (large type,
+graph and messages only, the caption as narration, keyboard only).
 """
 
 from __future__ import annotations
@@ -22,17 +22,17 @@ import streamlit as st
 
 from tracer.errors import LooptraceError, RunNotFound
 
-from . import data, state
-from .controls import on_key, render_controls
+from . import data, navigation, state
+from .controls import key_handler, render_controls
+from .findings_pane import render_findings
 from .floorplan_pane import render_floor_plan_section
 from .graph_component import graph_data, render_graph
-from .health import render_findings
 from .inspector import render_caption, render_inspector
 from .messages_pane import render_messages
 from .run_view import RunView
 from .safe import md_escape
 from .subagents import render_run_header, render_subagent_jump
-from .wire_pane import render_wire_pane
+from .wire_pane import render_wire_pane, warm_up
 
 STYLE = """<style>
 [data-testid="stMainBlockContainer"] { padding-top: 3.6rem; }
@@ -71,7 +71,7 @@ def load(path: str) -> RunView:
         view = data.load_view(path, run_id)
     except RunNotFound as exc:
         st.error(f"{md_escape(str(exc))}. Pick a run on the Runs page.", icon=":material/error:")
-        st.page_link("pages/runs.py", label="Runs", icon=":material/list:")
+        st.page_link(navigation.page("runs"), label="Runs", icon=":material/list:")
         st.stop()
     except LooptraceError as exc:
         data.show_error(exc)
@@ -82,15 +82,18 @@ def load(path: str) -> RunView:
     return view
 
 
-def replay_page(*, presenter: bool = False) -> None:
+def show_replay(*, presenter: bool = False) -> None:
+    """The Replay page (or, with ``presenter``, the Presenter page) of the state's run."""
     path = data.open_db()
     state.init()
     state.adopt_query_params()
     view = load(path)
+    if not presenter:
+        warm_up()  # (the wire formats pane, a toggle away)
     st.html(STYLE)
     if not presenter:
         render_run_header(path, view)
-    st.session_state["_lt_page_status"] = view.replay.run.summary.status
+    st.session_state[state.PAGE_STATUS] = view.replay.run.summary.status
     st.fragment(_body)(path, presenter)
     if not presenter:
         render_findings(view)
@@ -105,8 +108,8 @@ def _advance(view: RunView) -> int:
     a run being recorded follows the new steps as they arrive."""
     replay = view.replay
     i = replay.clamp(st.session_state.get(state.STEP))
-    seen = st.session_state.get("_lt_len")  # (run id, steps, running) at the last draw
-    st.session_state["_lt_len"] = (replay.run.id, len(replay), _running(view))
+    seen = st.session_state.get(state.LAST_DRAWN)  # (run id, steps, running) at the last draw
+    st.session_state[state.LAST_DRAWN] = (replay.run.id, len(replay), _running(view))
     # The last steps of a run often arrive with its end: follow them too.
     if (isinstance(seen, tuple) and len(seen) == 3 and seen[0] == replay.run.id and seen[2]
             and i == seen[1] - 1 and len(replay) > seen[1]):
@@ -125,7 +128,7 @@ def _body(path: str, presenter: bool) -> None:
     try:
         _draw(path, presenter)
     finally:  # server-side render time of the last step, read by tests/bench_app.py
-        st.session_state["_lt_render_ms"] = (time.perf_counter() - t0) * 1000
+        st.session_state[state.RENDER_MS] = (time.perf_counter() - t0) * 1000
 
 
 def _draw(path: str, presenter: bool) -> None:
@@ -134,11 +137,9 @@ def _draw(path: str, presenter: bool) -> None:
     except LooptraceError as exc:
         st.error(md_escape(str(exc)), icon=":material/error:")
         return
-    st.session_state["_lt_replay"] = view.replay  # for the controls' callbacks
-    st.session_state["_lt_view"] = view
     i = _advance(view)
-    if view.replay.run.summary.status != st.session_state.get("_lt_page_status") or (
-            not presenter and view.replay.run.id != st.session_state.get("_lt_header_run")):
+    if view.replay.run.summary.status != st.session_state.get(state.PAGE_STATUS) or (
+            not presenter and view.replay.run.id != st.session_state.get(state.HEADER_RUN)):
         st.rerun(scope="app")  # the header shows another run, or another status
     state.sync_url(view.replay.run.id, i)
     if presenter:
@@ -154,7 +155,7 @@ def _draw(path: str, presenter: bool) -> None:
         render_graph(graph_data(view.replay, i, names=view.tool_names,
                                 colours=view.colour_index, scroll_to=scroll_to,
                                 **_timing(view)),
-                     on_key=on_key)
+                     on_key=key_handler(view))
     render_floor_plan_section(view, i)
     render_inspector(view, i)
     _wire(path, view, i)
@@ -162,12 +163,11 @@ def _draw(path: str, presenter: bool) -> None:
 
 def _wire(path: str, view: RunView, i: int) -> None:
     """The provider wire formats of the current model call, when switched on."""
-    if st.toggle("Wire formats of this model call (OpenAI · Anthropic · Ollama)",
-                 key="show_wire", value=bool(st.session_state.get("lt_show_wire"))):
-        st.session_state["lt_show_wire"] = True
+    state.keep_toggle(state.WIRE_TOGGLE, state.SHOW_WIRE)
+    st.toggle("Wire formats of this model call (OpenAI · Anthropic · Ollama)",
+              key=state.WIRE_TOGGLE)
+    if state.kept_toggle(state.WIRE_TOGGLE, state.SHOW_WIRE):
         render_wire_pane(path, view.replay, i)
-    else:
-        st.session_state["lt_show_wire"] = False
 
 
 def _presenter(view: RunView, i: int) -> None:
@@ -186,6 +186,6 @@ def _presenter(view: RunView, i: int) -> None:
             render_graph(graph_data(view.replay, i, names=view.tool_names,
                                     colours=view.colour_index, scroll_to=scroll_to,
                                     **_timing(view)),
-                         on_key=on_key)
+                         on_key=key_handler(view))
         render_floor_plan_section(view, i)
         st.caption("Keyboard: → next · ← back · space play / pause · Home / End")

@@ -3,7 +3,7 @@
 ``build_run_view(replay)`` prepares, for every stored message, the inputs the
 message pane needs (role, text, tool calls with their colours), the colour of
 every tool call id, the tool names, the kind of every step for the scrubber's
-tick marks, and the health findings when ``tracer.check`` is available.
+tick marks, and the run's findings (``tracer.check``).
 Stepping then only picks from these: nothing is rebuilt per step.
 """
 
@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from tracer.check import Finding, check_run
 from tracer.loader import Message, content_text
 from tracer.replay import Replay, Step
 
@@ -64,13 +65,13 @@ class RunView:
     colour_index: dict[str, int]  # tool_call_id -> palette index
     tool_names: dict[str, str]  # tool_call_id -> tool name
     kinds: str  # one letter per step (see KIND_LETTER)
-    findings: list[Any] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
     findings_error: str | None = None
     finding_steps: list[int | None] = field(default_factory=list)  # step of each finding
     findings_pending: bool = False
 
-    def set_findings(self, findings: list[Any], error: str | None) -> None:
-        self.finding_steps = [self.step_of_seq(getattr(f, "seq", None)) for f in findings]
+    def set_findings(self, findings: list[Finding], error: str | None) -> None:
+        self.finding_steps = [self.step_of_seq(f.seq) for f in findings]
         self.findings, self.findings_error = findings, error
         self.findings_pending = False
 
@@ -165,11 +166,7 @@ def colour_indexes(messages: list[Message]) -> dict[str, int]:
     return out
 
 
-def _findings(replay: Replay) -> tuple[list[Any], str | None]:
-    try:
-        from tracer.check import check_run  # written in parallel: optional
-    except ImportError:
-        return [], None
+def _findings(replay: Replay) -> tuple[list[Finding], str | None]:
     try:
         return list(check_run(replay.run)), None
     except Exception as exc:  # noqa: BLE001 - a broken checker must not break the replay

@@ -10,6 +10,7 @@ from typing import Any
 
 import streamlit as st
 
+from . import state
 from .palette import KIND_COLOURS
 from .run_view import KIND_LETTER
 
@@ -95,13 +96,14 @@ def _get() -> Callable[..., Any]:
 
 
 def render_ticks(kinds: str, step: int, findings: list[dict[str, Any]], *,
-                 on_seek: Callable[[], None], key: str = "lt_ticks") -> Any:
-    return _get()(key=key, data={"kinds": kinds, "step": step, "findings": findings},
+                 on_seek: Callable[[], None]) -> Any:
+    return _get()(key=state.TICKS, data={"kinds": kinds, "step": step, "findings": findings},
                   on_seek_change=on_seek)
 
 
-def seek_target(key: str = "lt_ticks") -> int | None:
-    value = (st.session_state.get(key) or {}).get("seek")
+def seek_target() -> int | None:
+    """In the seek callback: the step index clicked on the strip."""
+    value = (st.session_state.get(state.TICKS) or {}).get("seek")
     if not isinstance(value, str):
         return None
     try:

@@ -23,9 +23,6 @@ def preload() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    root = str(MAIN.parent.parent)
-    if root not in sys.path:
-        sys.path.insert(0, root)
     preload()
     from streamlit.web import cli
 

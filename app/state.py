@@ -1,9 +1,21 @@
-"""The replay's state: which run, which step, playing or not, how fast.
+"""Every ``st.session_state`` key of the app, and the replay's state: which run,
+which step, playing or not, how fast.
 
-Kept in ``st.session_state`` under plain keys (not widget keys, which
-Streamlit deletes when the page changes), and mirrored into the URL
-(``?run=...&step=...``) so a link opens that exact moment. ``step`` in the URL
-is the 0-based step index; the page shows it 1-based ("Step N / M").
+The app reads and writes ``st.session_state`` only through the names declared
+here (``tests/test_app_structure.py`` fails on a raw string key anywhere else).
+Two kinds of key:
+
+- plain keys, which Streamlit keeps when the page changes (the replay's run and
+  step, the toggles that stay on from page to page);
+- widget keys (``key=`` of a widget whose value the app reads or sets), which
+  Streamlit deletes when the page changes: a widget that must keep its value
+  across pages mirrors it into a plain key.
+
+The replay's run and step are mirrored into the URL (``?run=...&step=...``) so a
+link opens that exact moment. ``step`` in the URL is the number the page shows
+(1-based: "Step 10 / 34" is ``step=10``); the state keeps the 0-based index of
+``tracer.replay.Replay.steps``. ``step=0`` (and anything below 1, or not a
+number) opens the first step, a number past the end the last step.
 """
 
 from __future__ import annotations
@@ -12,6 +24,7 @@ from typing import Any
 
 import streamlit as st
 
+# -- the replay (plain keys) -----------------------------------------------------------
 RUN = "lt_run"  # run id being replayed
 STEP = "lt_step"  # current step index (0-based)
 PLAYING = "lt_playing"
@@ -21,10 +34,38 @@ HIGHLIGHT = "lt_highlight"  # extra message keys to highlight (from a finding)
 WINDOW = "lt_window"  # how many messages the pane shows
 SEEN = "lt_url_seen"  # the last few (run, step) URLs adopted or written
 NO_STEP = "lt_no_step"  # a run was just opened without a step: a live one opens at its end
+LAST_DRAWN = "lt_last_drawn"  # (run id, steps, running) at the last draw: follows a live run
+PAGE_STATUS = "lt_page_status"  # the run status the page around the replay was drawn for
+HEADER_RUN = "lt_header_run"  # the run the header (outside the replay fragment) shows
+SCRUB_SET = "lt_scrub_set"  # the last values the app itself gave the scrubber
+SHOW_WIRE = "lt_show_wire"  # the wire formats pane stays on from page to page
+SHOW_FLOORPLAN = "lt_show_floorplan"  # so does the floor plan
+RENDER_MS = "_lt_render_ms"  # server-side time of the last replay render (tests/bench_app.py)
+
+# -- the replay's widgets ----------------------------------------------------------------
+SCRUB = "scrub"  # the step slider (1-based)
+SPEED_PICK = "speed"  # the speed control
+RUN_PICK = "run_pick"  # the sidebar's run picker
+WIRE_TOGGLE = "show_wire"
+FLOORPLAN_TOGGLE = "show_floorplan"
+GRAPH = "lt_graph"  # the graph component (its events: shortcuts, playback ticks)
+TICKS = "lt_ticks"  # the scrubber's tick strip (its event: a seek)
+
+# -- the Runs page -------------------------------------------------------------------------
+RUNS_FILTER = "lt_runs_filter"  # the filter the page index belongs to
+RUNS_PAGE = "runs_page_index"  # which page of runs (0-based)
+RUNS_TABLE = "runs_table"  # the table (its row selection)
+RUNS_LAST_SELECTED = "lt_runs_last_selected"
+OPEN_PICK = "open_pick"  # the "Open a run" picker
+
+# -- the Compare page ----------------------------------------------------------------------
+COMPARE_ROW = "cmp_row"  # the aligned row shown (0-based; a plain key)
+COMPARE_SLIDER = "cmp_slider"  # its slider (1-based)
 
 SPEEDS = (0.5, 1.0, 2.0, 4.0)
 BASE_INTERVAL = 1.2  # seconds per step at 1x
 DEFAULT_WINDOW = 24
+LIVE_MS = 2000  # milliseconds between reloads of a run still being recorded
 
 
 def get(key: str, default: Any = None) -> Any:
@@ -39,15 +80,28 @@ def init() -> None:
             st.session_state[k] = v
 
 
+# -- the step in a URL --------------------------------------------------------------------
+def url_step(index: int) -> str:
+    """The ``step`` of a link to step ``index``: the number the page shows."""
+    return str(int(index) + 1)
+
+
+def step_index(value: Any) -> int:
+    """The step index a link's ``step`` names (1-based; 0, junk or less: the first).
+    Not clamped to the run's length: the page does that."""
+    try:
+        number = int(str(value).strip())
+    except (TypeError, ValueError):
+        return 0
+    return max(number, 1) - 1
+
+
 def step_ms() -> int:
     """Milliseconds per step while playing, else 0 (the graph component keeps the time)."""
     if not st.session_state.get(PLAYING):
         return 0
     speed = float(st.session_state.get(SPEED) or 1.0)
     return round(BASE_INTERVAL * 1000 / speed)
-
-
-LIVE_MS = 2000  # milliseconds between reloads of a run still being recorded
 
 
 def after_tick(step: int, tick_step: int, n_steps: int) -> int | None:
@@ -65,6 +119,14 @@ def after_tick(step: int, tick_step: int, n_steps: int) -> int | None:
 def set_step(index: int) -> None:
     st.session_state[STEP] = int(index)
     st.session_state[HIGHLIGHT] = ()
+
+
+def show_finding(step: int | None, message_keys: tuple[str, ...]) -> None:
+    """A finding's button: pause, go to its step, highlight the messages involved."""
+    if step is not None:
+        set_step(step)
+    st.session_state[HIGHLIGHT] = tuple(message_keys)
+    st.session_state[PLAYING] = False
 
 
 def open_run(run_id: str, step: int = 0, *, push: bool = False) -> None:
@@ -94,21 +156,37 @@ def adopt_query_params() -> None:
     st.session_state[SEEN] = [*seen[-5:], (run, step)]
     if run != st.session_state.get(RUN):
         st.session_state[RUN] = run
-        st.session_state[STEP] = step if step is not None else 0  # clamped by the page
+        st.session_state[STEP] = step_index(step)  # clamped by the page
         st.session_state[NO_STEP] = step is None
         st.session_state[PLAYING] = False
         st.session_state[HIGHLIGHT] = ()
         st.session_state[STACK] = []
-    elif step is not None and step != str(st.session_state.get(STEP)):
-        st.session_state[STEP] = step
+    elif step is not None and step_index(step) != st.session_state.get(STEP):
+        st.session_state[STEP] = step_index(step)
 
 
-def sync_url(run_id: str, step: int) -> None:
+def sync_url(run_id: str, index: int) -> None:
     """Mirror the current run and step into the URL (only when they changed)."""
     qp = st.query_params
-    if qp.get("run") != run_id or qp.get("step") != str(step):
+    step = url_step(index)
+    if qp.get("run") != run_id or qp.get("step") != step:
         qp["run"] = run_id
-        qp["step"] = str(step)
+        qp["step"] = step
     seen = list(st.session_state.get(SEEN) or [])
-    if not seen or seen[-1] != (run_id, str(step)):
-        st.session_state[SEEN] = [*seen[-5:], (run_id, str(step))]
+    if not seen or seen[-1] != (run_id, step):
+        st.session_state[SEEN] = [*seen[-5:], (run_id, step)]
+
+
+def keep_toggle(widget: str, plain: str, *, default: bool = False) -> None:
+    """Before drawing the toggle ``widget``: give it the value kept under ``plain``, or
+    on with ``default`` (widget keys are deleted when the page changes; plain keys are
+    not)."""
+    if widget not in st.session_state:
+        st.session_state[widget] = bool(st.session_state.get(plain)) or default
+
+
+def kept_toggle(widget: str, plain: str) -> bool:
+    """After drawing the toggle ``widget``: its value, kept under ``plain`` too."""
+    on = bool(st.session_state.get(widget))
+    st.session_state[plain] = on
+    return on

@@ -21,7 +21,7 @@ def run_label(r: RunSummary) -> str:
 
 
 def _pick() -> None:
-    value = st.session_state.get("run_pick")
+    value = st.session_state.get(state.RUN_PICK)
     if value and value != st.session_state.get(state.RUN):
         state.open_run(value)
         st.session_state[state.STACK] = []
@@ -42,16 +42,16 @@ def _to_parent(parent_id: str, step: int) -> None:
 def render_run_header(path: str, view: RunView) -> None:
     run = view.replay.run
     s = run.summary
-    st.session_state["_lt_header_run"] = run.id
+    st.session_state[state.HEADER_RUN] = run.id
     runs = data.recent_runs(path)  # (the newest: not every run of a large file)
     if all(r.id != run.id for r in runs):
         runs = [s, *runs]
     ids = [r.id for r in runs]
     labels = {r.id: run_label(r) for r in runs}
-    if st.session_state.get("run_pick") != run.id:
-        st.session_state["run_pick"] = run.id if run.id in labels else None
+    if st.session_state.get(state.RUN_PICK) != run.id:
+        st.session_state[state.RUN_PICK] = run.id if run.id in labels else None
     with st.sidebar:
-        st.selectbox("Run", ids, format_func=lambda i: labels.get(i, i), key="run_pick",
+        st.selectbox("Run", ids, format_func=lambda i: labels.get(i, i), key=state.RUN_PICK,
                      on_change=_pick, placeholder="Pick a run")
     head = st.columns([6, 3], vertical_alignment="center")
     with head[0]:

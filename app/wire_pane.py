@@ -34,6 +34,8 @@ from tracer.wire.view import (
 )
 from tracer.wire.view import turn_view as _turn_view
 
+from .data import db_stamp
+
 TITLES = {"langchain": "LangChain", "openai": "OpenAI", "anthropic": "Anthropic",
           "ollama": "Ollama"}
 BADGES = {CAPTURED: ("captured", "green", ":material/sensors:"),
@@ -44,25 +46,28 @@ COLUMNS = (LANGCHAIN, *PROVIDERS)
 PARTS = ("Request", "Response", "Chunks", "Headers")
 
 
-def _warm_up() -> None:
-    """Import the three adapters in the background (several seconds, once per process)."""
+_warming = threading.Lock()
+_warmed = False
+
+
+def warm_up() -> None:
+    """Import the three adapters on a background thread (several seconds, once per
+    process), so the pane opens at once when switched on. Called by the pages that
+    offer the pane, not at import: the Runs page's first visit does not wait for it."""
+    global _warmed
+    with _warming:
+        if _warmed:
+            return
+        _warmed = True
+    threading.Thread(target=_import_adapters, name="looptrace-wire-warmup", daemon=True).start()
+
+
+def _import_adapters() -> None:
     for mod in ("langchain_openai", "langchain_anthropic", "langchain_ollama"):
         try:
             __import__(mod)
         except Exception:  # noqa: BLE001, S112 - a missing adapter is reported when rendering
             continue
-
-
-threading.Thread(target=_warm_up, name="looptrace-wire-warmup", daemon=True).start()
-
-
-def _stamp(path: str) -> Any:
-    try:
-        from app.data import db_stamp
-
-        return db_stamp(path)
-    except Exception:  # noqa: BLE001
-        return None
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
@@ -72,7 +77,7 @@ def _wire_rows(path: str, run_id: str, stamp: Any) -> list[dict[str, Any]]:
 
 
 def wire_rows(path: str, run_id: str) -> list[dict[str, Any]]:
-    return _wire_rows(path, run_id, _stamp(path))
+    return _wire_rows(path, run_id, db_stamp(path))
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
@@ -83,7 +88,7 @@ def _cached_view(path: str, run_id: str, seq: int, stamp: Any, _replay: Replay) 
 
 def turn_view(path: str, replay: Replay, seq: int) -> TurnView:
     """The (cached) side-by-side view of the model call whose enter event is ``seq``."""
-    return _cached_view(path, replay.run.id, seq, _stamp(path), replay)
+    return _cached_view(path, replay.run.id, seq, db_stamp(path), replay)
 
 
 def render_wire_pane(db_path: str, replay: Replay, step_index: int) -> None:

@@ -76,7 +76,7 @@ def main() -> int:
           f"{s.model_calls} model calls, {s.tool_calls} tool calls")
 
     import streamlit as st
-    from streamlit.testing.v1 import AppTest
+    from app_kit import app_test
 
     from app.run_view import SYNC_CHECK_STEPS, build_run_view
     from tracer.replay import build_replay
@@ -101,11 +101,7 @@ def main() -> int:
           f"thread for runs over {SYNC_CHECK_STEPS} steps)")
 
     os.environ["LOOPTRACE_DB"] = str(db)
-    at = AppTest.from_file(str(ROOT / "app" / "main.py"), default_timeout=120)
-    at.run()
-    at.switch_page("pages/replay.py")
-    at.query_params["run"] = run_id
-    at.query_params["step"] = "0"
+    at = app_test("replay", timeout=120, run=run_id, step="1")
     at.run()  # warm the interpreter (every import the replay page makes) ...
     st.cache_data.clear()  # ... but not the caches: the run is loaded afresh below
     st.cache_resource.clear()

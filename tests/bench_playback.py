@@ -73,7 +73,7 @@ def main() -> None:
                 page = ctx.new_page()
                 errors: list[str] = []
                 page.on("pageerror", lambda exc, errors=errors: errors.append(str(exc)))
-                page.goto(f"{url}/replay?run={root}&step=0")
+                page.goto(f"{url}/replay?run={root}&step=1")
                 wait_connected(page)
                 expect(page.locator(GRAPH)).to_have_attribute("data-step", "0", timeout=30_000)
                 page.locator(".st-key-speed button:visible", has_text="4x").click()

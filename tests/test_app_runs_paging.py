@@ -8,10 +8,9 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from app_kit import app_test
 from scale_kit import Spec, write_runs
 from streamlit.testing.v1 import AppTest
-
-MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
 
 pytestmark = pytest.mark.usefixtures("clean_streamlit_caches")
 
@@ -25,10 +24,7 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Spec]]:
 @pytest.fixture
 def page(made, monkeypatch: pytest.MonkeyPatch) -> AppTest:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("LOOPTRACE_DB", str(made[0]))
-    at = AppTest.from_file(MAIN, default_timeout=60)
-    at.run()
-    at.switch_page("pages/runs.py")
-    at.run()
+    at = app_test("runs", timeout=60).run()
     assert not at.exception and not at.error, (at.exception, at.error)
     return at
 

@@ -16,12 +16,9 @@ from typing import Any
 
 import pytest
 from browser_support import collect_console_errors
-
-pytest.importorskip("playwright")
-html_export = pytest.importorskip("tracer.html_export")
-
 from playwright.sync_api import Page, expect
 
+from tracer import html_export  # (a dev dependency and a module: never skipped)
 from tracer.exchange import read_trace, sample_files
 from tracer.loader import TraceDB
 from tracer.replay import Replay, build_replay
@@ -171,8 +168,10 @@ def test_play_and_pause(exported: dict[str, Any], offline: Any) -> None:
 
 def test_deep_link_fragment_opens_that_step(exported: dict[str, Any], offline: Any) -> None:
     html, rp, _ = exported["shopping"]
-    o = offline(html, "#step=7")
+    o = offline(html, "#step=8")  # the page's own count, from 1: the eighth step
     assert_at(o.page, rp, 7)
+    o0 = offline(html, "#step=0")  # below the first: the first
+    assert_at(o0.page, rp, 0)
     o2 = offline(html, "#step=99999")
     assert_at(o2.page, rp, len(rp) - 1)
 
@@ -183,7 +182,7 @@ def test_subagent_run_opens_inside_the_file(exported: dict[str, Any], offline: A
     child = rp.run.children[0]
     sub = by_id[child.id]
     at = next(st.index for st in rp.steps if st.event.tool_call_id == child.parent_tool_call_id)
-    o = offline(html, f"#step={at}")
+    o = offline(html, f"#step={at + 1}")
     page = o.page
     assert_at(page, rp, at)
     page.locator("#open-subagent").click()

@@ -1,60 +1,58 @@
-"""The findings pane: badge text, scrubber markers, and the panel driven by AppTest."""
+"""The replay's findings panel (app/findings_pane.py), driven by AppTest, and the one
+health badge the app shows (``tracer.findings_store.health_badge``)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from streamlit.testing.v1 import AppTest
 
-from app.findings_pane import health_badge, markers, worst
-from tracer.check import Finding
-
-
-def _f(sev: str, seq: int | None = 3, rule: str = "dangling-tool-call") -> Finding:
-    return Finding(rule, sev, "openai", "msg", "run1", seq, ("a1",))
+from tracer.findings_store import health_badge
 
 
 def test_health_badge() -> None:
-    assert health_badge(None) == "–"
-    assert health_badge([]) == "ok"
-    assert health_badge([_f("info")]) == "1 info"
-    assert health_badge([_f("warning"), _f("warning"), _f("info")]) == "2 warnings"
-    assert health_badge([_f("warning"), _f("error")]) == "1 error"
-    assert worst([_f("info"), _f("warning")]) == "warning"
-    assert worst([]) is None
+    assert health_badge({}) == "ok"
+    assert health_badge({"info": 1}) == "1 info"
+    assert health_badge({"warning": 2, "info": 1}) == "2 warnings"
+    assert health_badge({"warning": 1, "error": 1}) == "1 error"
 
 
-def test_markers_keep_the_worst_severity_per_step() -> None:
-    fs = [_f("warning", 3), _f("error", 3), _f("info", 7), _f("error", None)]
-    assert markers(fs) == {3: "error", 7: "info"}
-
-
-def _panel_app() -> None:
+def _panel_app(db: str) -> None:
     import streamlit as st
 
+    from app import state
     from app.findings_pane import render_findings
+    from app.run_view import build_run_view
     from tracer.check import Finding
+    from tracer.loader import TraceDB
+    from tracer.replay import build_replay
 
-    def jump(seq, keys):  # type: ignore[no-untyped-def]
-        st.session_state["jumped"] = (seq, keys)
-
-    findings = [
+    with TraceDB(db) as t:
+        run = t.run(next(r.id for r in t.runs() if r.name == "weather"))
+    view = build_run_view(build_replay(run), with_findings=False)
+    view.set_findings([
         Finding("dangling-tool-call", "error", "openai",
-                "**not bold** <img src=x onerror=alert(1)> call c2 got no result", "r1", 11,
-                ("ai-1",)),
-        Finding("no-final-answer", "warning", None, "no answer", "r1", None, ()),
-    ]
-    render_findings(findings, jump, key="f")
+                "**not bold** <img src=x onerror=alert(1)> call c2 got no result", run.id,
+                view.replay.steps[5].event.seq, ("ai-1",)),
+        Finding("no-final-answer", "warning", None, "no answer", run.id, None, ()),
+    ], None)
+    render_findings(view, key="f")
+    st.text(f"at {st.session_state.get(state.STEP)} {st.session_state.get(state.HIGHLIGHT)}")
 
 
-def test_panel_lists_findings_as_text_and_jumps() -> None:
-    at = AppTest.from_function(_panel_app, default_timeout=10).run()
-    assert not at.exception
+def test_panel_lists_findings_as_text_and_jumps(sample_db: Path) -> None:
+    at = AppTest.from_function(_panel_app, args=(str(sample_db),), default_timeout=30).run()
+    assert not at.exception, at.exception
+    assert at.expander[0].label == "Findings (1 error)"
     texts = [t.value for t in at.text]
     assert "dangling-tool-call · openai" in texts
     assert "no-final-answer · all providers" in texts
     hostile = "**not bold** <img src=x onerror=alert(1)> call c2 got no result"
     assert hostile in texts
     assert all(hostile not in m.value for m in at.markdown)
+    assert at.button(key="f_0").label == "Step 6"
     at.button(key="f_0").click().run()
-    assert at.session_state["jumped"] == (11, ("ai-1",))
+    assert "at 5 ('ai-1',)" in [t.value for t in at.text]
+    assert at.button(key="f_1").label == "Show"  # a finding without a step
     at.button(key="f_1").click().run()
-    assert at.session_state["jumped"] == (None, ())
+    assert "at 5 ()" in [t.value for t in at.text]

@@ -189,7 +189,7 @@ class Summarise(AgentMiddleware):  # type: ignore[type-arg]
 
 
 def test_rewritten_request_with_an_inline_message_is_rebuilt(db_path: Path) -> None:
-    from tracer.checks.base import model_calls
+    from tracer.checks.base import model_inputs
 
     tm = TraceMiddleware(db=db_path)
     agent = create_agent(_two_cities(), tools=[get_weather], middleware=[Summarise(), tm])
@@ -198,7 +198,7 @@ def test_rewritten_request_with_an_inline_message_is_rebuilt(db_path: Path) -> N
     run = _only_run(db_path)
     enters = [e for e in run.events if e.hook == "wrap_model_call" and e.phase == "enter"]
     assert enters[1].payload["message_keys"][0].startswith("o:")  # no id: matched by order
-    first, second = model_calls(run)
+    first, second = model_inputs(run)
     assert [t.role for t in first.turns] == ["user"]
     assert [t.role for t in second.turns] == ["user", "assistant", "tool", "tool"]
     assert second.turns[0].key != "q"  # the summary, not the original question

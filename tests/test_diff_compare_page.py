@@ -1,4 +1,4 @@
-"""AppTest smoke tests of the Compare page (app/pages/compare.py) over real recorded runs."""
+"""AppTest smoke tests of the Compare page (app/views/compare.py) over real recorded runs."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import streamlit as st
+from app_kit import app_test
 from langchain_core.messages import AIMessage
 from streamlit.testing.v1 import AppTest
 from test_diff import BASE, lap, record
@@ -14,8 +15,6 @@ from test_diff import BASE, lap, record
 from tracer.diff import diff_runs
 from tracer.exchange import sample_files
 from tracer.loader import TraceDB
-
-MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +38,7 @@ pytestmark = pytest.mark.usefixtures("clean_streamlit_caches")
 def open_compare(monkeypatch: pytest.MonkeyPatch, path: Path, a: str | None = None,
                  b: str | None = None, row: str | None = None) -> AppTest:
     monkeypatch.setenv("LOOPTRACE_DB", str(path))
-    at = AppTest.from_file(MAIN, default_timeout=30)
+    at = app_test("compare")
     if a:
         at.query_params["a"] = a
     if b:
@@ -47,7 +46,6 @@ def open_compare(monkeypatch: pytest.MonkeyPatch, path: Path, a: str | None = No
     if row is not None:
         at.query_params["row"] = row
     at.run()
-    at.switch_page("pages/compare.py").run()
     assert not at.exception, [e.value for e in at.exception]
     return at
 
@@ -129,14 +127,16 @@ def test_untrusted_text_never_reaches_markdown(monkeypatch: pytest.MonkeyPatch,
 
 def test_row_deep_link(monkeypatch: pytest.MonkeyPatch,
                        db: tuple[Path, dict[str, str]]) -> None:
+    """``row`` is the row the page shows ("row 10 / 19" is ``row=10``)."""
     path, ids = db
-    at = open_compare(monkeypatch, path, ids["base"], ids["args"], row="9")
+    at = open_compare(monkeypatch, path, ids["base"], ids["args"], row="10")
     assert at.session_state["cmp_row"] == 9
+    assert "row 10 / 19" in " ".join(texts(at))
     assert graph_nodes(at) == ["model", "model"]
-    assert at.query_params["row"] == "9"
-    at.button(key="cmp_next").click().run()
     assert at.query_params["row"] == "10"
-    for bad, want in (("999", "18"), ("-4", "0"), ("x", "0")):
+    at.button(key="cmp_next").click().run()
+    assert at.query_params["row"] == "11"
+    for bad, want in (("999", "19"), ("0", "1"), ("-4", "1"), ("x", "1")):
         st.cache_data.clear()
         st.cache_resource.clear()
         at = open_compare(monkeypatch, path, ids["base"], ids["args"], row=bad)

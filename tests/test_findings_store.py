@@ -15,7 +15,7 @@ from scale_kit import T0, Spec, records, template, write_runs
 
 from tracer import checks, findings_store, run_list
 from tracer.check import PROVIDERS, check_db, check_run
-from tracer.checks.base import Call, ModelCall, Turn
+from tracer.checks.base import Call, ModelInput, Turn
 from tracer.checks.protocol import ProtocolScan, check_model_call
 from tracer.loader import Event, Message, Run, RunSummary, TraceDB
 from tracer.records import EventRecord
@@ -114,12 +114,12 @@ def test_a_running_run_is_checked_afresh_and_never_kept(path: Path) -> None:
 
 
 # -- the protocol scan: incremental equals whole ------------------------------------
-def _random_calls(rng: random.Random, n: int) -> list[ModelCall]:
+def _random_calls(rng: random.Random, n: int) -> list[ModelInput]:
     """Model calls whose conversations mostly extend the one before (sometimes not),
     full of broken histories: dangling, duplicate, orphan and misplaced results, user
     and system messages in odd places, empty assistant messages, invalid calls."""
     turns: list[Turn] = []
-    out: list[ModelCall] = []
+    out: list[ModelInput] = []
     ids = 0
     pending: list[str] = []
     for step in range(n):
@@ -148,7 +148,7 @@ def _random_calls(rng: random.Random, n: int) -> list[ModelCall]:
                 del turns[rng.randrange(len(turns))]  # a rewritten history
             else:
                 turns.append(Turn(f"k{k}", "other"))
-        out.append(ModelCall(step, step, list(turns), rng.random() < 0.5, None))
+        out.append(ModelInput(step, step, list(turns), rng.random() < 0.5, None))
     return out
 
 

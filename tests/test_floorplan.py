@@ -17,6 +17,7 @@ from typing import Any
 # sys.modules while an app test's background thread may be importing it)
 import langchain_anthropic.chat_models  # noqa: F401
 import pytest
+from app_kit import app_test
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage
 from streamlit.testing.v1 import AppTest
@@ -30,8 +31,6 @@ from tracer.graph_layout import middleware_labels
 from tracer.html_export import render_html, replay_data
 from tracer.loader import TraceDB
 from tracer.replay import Replay, build_replay
-
-MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
 
 
 def replays(db: Path) -> dict[str, Replay]:
@@ -352,23 +351,18 @@ def samples(sample_db: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _open(page: str, **query: str) -> AppTest:
-    at = AppTest.from_file(MAIN, default_timeout=30)
-    at.run()
-    at.switch_page(page)
-    for k, v in query.items():
-        at.query_params[k] = v
-    at.run()
+    at = app_test(page, **query).run()
     assert not at.exception, at.exception
     return at
 
 
-@pytest.mark.parametrize("page", ["pages/replay.py", "pages/presenter.py"])
+@pytest.mark.parametrize("page", ["replay", "presenter"])
 def test_the_app_draws_the_floor_plan_at_the_step(samples: Path, page: str) -> None:
     with TraceDB(samples) as t:
         rid = next(r.id for r in t.runs() if r.name == "deep-research")
         rp = build_replay(t.run(rid))
     step = step_of(rp, "PatchToolCallsMiddleware", "before_agent")
-    at = _open(page, run=rid, step=str(step), floorplan="1")
+    at = _open(page, run=rid, step=str(step + 1), floorplan="1")
     assert at.toggle(key="show_floorplan").value
     texts = [t.value for t in at.text]
     pos = [e.name for e in rp.stack.entries].index("PatchToolCallsMiddleware") + 1

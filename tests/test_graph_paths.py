@@ -406,7 +406,7 @@ def test_the_html_export_draws_the_jump_only_at_its_step(
 
     db, run_id, _ = jump_run
     out = export_html(db, run_id, tmp_path / "jump.html")
-    page.goto(out.as_uri() + f"#step={JUMP_STEP}")
+    page.goto(out.as_uri() + f"#step={JUMP_STEP + 1}")  # (links count steps from 1)
     jump = page.locator('#jumps path[data-edge="before_model>after_agent"]')
     expect(jump).to_have_count(1)
     expect(jump).to_have_attribute("d", jump_path("before_model", "after_agent"))
@@ -427,7 +427,7 @@ def test_the_app_draws_the_jump_only_at_its_step(
 
     db, run_id, _ = jump_run
     with streamlit_server(db) as url:
-        page.goto(f"{url}/replay?run={run_id}&step={JUMP_STEP}")
+        page.goto(f"{url}/replay?run={run_id}&step={JUMP_STEP + 1}")  # (counted from 1)
         wait_connected(page)
         graph = page.locator('[data-testid="lt-graph"]')
         expect(graph).to_have_attribute("data-step", str(JUMP_STEP))

@@ -6,17 +6,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from app_kit import app_test
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import chain
 from langchain_core.tools import tool
-from streamlit.testing.v1 import AppTest
 
 from tracer import TraceCallbackHandler
 from tracer.demo.models import ScriptedChatModel, call, turn_script
 from tracer.loader import TraceDB
 from tracer.replay import build_replay
-
-MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
 
 
 @tool
@@ -69,12 +67,7 @@ def test_message_pane_shows_the_omission(db_path: Path,
     with TraceDB(db_path) as t:
         replay = build_replay(t.run(run_id))
     monkeypatch.setenv("LOOPTRACE_DB", str(db_path))
-    at = AppTest.from_file(MAIN, default_timeout=30)
-    at.run()
-    at.switch_page("pages/replay.py")
-    at.query_params["run"] = run_id
-    at.query_params["step"] = str(len(replay) - 1)
-    at.run()
+    at = app_test("replay", run=run_id, step=str(len(replay))).run()  # its last step
     assert not at.exception
     shown = [m.value for m in at.markdown]  # st.badge renders as a markdown badge
     assert sum("not sent to the model" in v for v in shown) == 1, shown

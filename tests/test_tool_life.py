@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import pytest
+from app_kit import app_test
 from langchain.agents import create_agent
 from langchain.agents.middleware import ToolErrorMiddleware
 from langchain.tools import ToolRuntime
@@ -18,7 +19,6 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import BaseTool, tool
 from langgraph.types import Command
 from pydantic import BaseModel, Field
-from streamlit.testing.v1 import AppTest
 
 from tracer import TraceMiddleware
 from tracer.demo import scenarios
@@ -26,8 +26,6 @@ from tracer.demo.models import ScriptedChatModel, call, turn_script
 from tracer.loader import TraceDB
 from tracer.replay import Replay, Step, build_replay
 from tracer.tool_life import signature_text, tool_life
-
-MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
 
 
 def replays(db: Path) -> dict[str, Replay]:
@@ -234,12 +232,7 @@ def test_the_inspector_shows_schema_beside_signature(samples: Path) -> None:
         rid = next(r.id for r in t.runs() if r.name == "booking")
         rp = build_replay(t.run(rid))
     [exit_] = tool_steps(rp, "call_book_1", "exit")
-    at = AppTest.from_file(MAIN, default_timeout=30)
-    at.run()
-    at.switch_page("pages/replay.py")
-    at.query_params["run"] = rid
-    at.query_params["step"] = str(exit_.index)
-    at.run()
+    at = app_test("replay", run=rid, step=str(exit_.index + 1)).run()
     assert not at.exception, at.exception
     codes = [c.value for c in at.code]
     assert any(c.startswith("book_table(restaurant: str, guests: Annotated[int,") for c in codes)

@@ -1,19 +1,17 @@
-"""AppTest tests of the Wire page and the Wire pane (app/pages/wire.py, app/wire_pane.py)."""
+"""AppTest tests of the Wire page and the Wire pane (app/views/wire.py, app/wire_pane.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+from app_kit import app_test
 from streamlit.testing.v1 import AppTest
 
 from tracer.loader import TraceDB
 from tracer.replay import build_replay
 from tracer.wire.demo import record_provider_demos
 from tracer.wire.render import model_call_events
-
-MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
-
 
 pytestmark = pytest.mark.usefixtures("clean_streamlit_caches")
 
@@ -32,13 +30,7 @@ def _run_named(db: Path, name: str) -> str:
 
 def open_wire(db: Path, monkeypatch: pytest.MonkeyPatch, **query: str) -> AppTest:
     monkeypatch.setenv("LOOPTRACE_DB", str(db))
-    at = AppTest.from_file(MAIN, default_timeout=60)
-    at.run()
-    assert not at.exception, at.exception
-    at.switch_page("pages/wire.py")
-    for k, v in query.items():
-        at.query_params[k] = v
-    at.run()
+    at = app_test("wire", timeout=60, **query).run()
     assert not at.exception, at.exception
     return at
 
@@ -57,7 +49,7 @@ def test_wire_page_follows_a_deep_link_to_a_captured_call(
     second = model_call_events(run)[1]
     # A step a little after the second model call started: that call is shown.
     step = next(s.index for s in replay.steps if s.event.seq == second.seq) + 1
-    at = open_wire(demo_db, monkeypatch, run=rid[:12], step=str(step))
+    at = open_wire(demo_db, monkeypatch, run=rid[:12], step=str(step + 1))  # (1-based)
     assert not at.error, [e.value for e in at.error]
     assert at.selectbox(key="wire_run").value == rid
     assert at.selectbox(key=f"wire_call_{rid}").value == second.seq
@@ -104,7 +96,8 @@ def test_wire_page_renders_every_sample_run(sample_db: Path,
     for r in runs:
         at = open_wire(sample_db, monkeypatch, run=r.id)
         assert not at.error, (r.name, [e.value for e in at.error])
-        assert any("// system prompt" in c.value for c in at.code), r.name
+        # (annotated: every request body says the API keeps no state)
+        assert any("// the whole history again" in c.value for c in at.code), r.name
 
 
 def _pane_script() -> None:

@@ -20,26 +20,22 @@ the first model call that carries it. Loop findings look at the whole run.
 
 from __future__ import annotations
 
-import argparse
-import json
-import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .checks.base import PROVIDERS, SEVERITIES, Finding, Thresholds, model_calls
+from .checks.base import SEVERITIES, Finding, Thresholds, model_inputs
 from .checks.handling import runaway, swallowed_errors
 from .checks.loops import endings, model_replies, repeated_calls, repeated_failures, token_jumps
 from .checks.protocol import ProtocolScan, collapse_ollama_order
 from .checks.wire import check_wire
-from .cli import DEFAULT_DB
-from .errors import LooptraceError
 from .findings_store import findings_for
 from .loader import Run, TraceDB
 from .replay import build_replay
+from .wire.providers import PROVIDERS
 
-__all__ = ["PROVIDERS", "RULES", "Finding", "Thresholds", "check_db", "check_run", "health",
-           "register"]
+__all__ = ["PROVIDERS", "RULES", "Finding", "Thresholds", "check_db", "check_run",
+           "format_text", "health"]
 
 
 # Every rule id, with the provider(s) it can name and what it means.
@@ -84,7 +80,7 @@ def check_run(run: Run, *, providers: Iterable[str] = PROVIDERS,
         raise ValueError(msg)
     th = thresholds or Thresholds()
     replay = build_replay(run)
-    calls = model_calls(run, replay)
+    calls = model_inputs(run, replay)
     found: list[Finding] = []
     seen: set[tuple[str, str | None, tuple[str, ...]]] = set()
     scan = ProtocolScan(run.id, provs)  # (each call's conversation checked once)
@@ -151,50 +147,22 @@ def health(findings: Sequence[Finding]) -> str:
     return "ok"
 
 
-# -- CLI ---------------------------------------------------------------------
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = sub.add_parser(
-        "check", help="check recorded runs against provider rules and for loops",
-        description="Check recorded runs: tool calls without results, results out of place, "
-                    "provider rules (OpenAI, Anthropic, Ollama), repeated calls and runaway "
-                    "loops. Exits 1 when any error-level finding exists.")
-    p.add_argument("runs", nargs="*", metavar="RUN", help="run ids or prefixes (default: all)")
-    p.add_argument("--db", default=DEFAULT_DB)
-    p.add_argument("--provider", action="append", choices=PROVIDERS,
-                   help="check only this provider's rules (repeatable; default: all three); "
-                        "findings that concern every provider are always shown")
-    p.add_argument("--json", action="store_true", help="print the findings as a JSON list")
-    p.set_defaults(func=cmd_check)
-
-
-def cmd_check(args: argparse.Namespace) -> int:
-    providers = tuple(args.provider or PROVIDERS)
-    try:
-        results = check_db(args.db, args.runs, providers=providers)
-    except ValueError as exc:
-        raise LooptraceError(str(exc)) from None
-    findings = [f for fs in results.values() for f in fs]
-    if args.json:
-        print(json.dumps([f.to_dict() for f in findings], indent=2, ensure_ascii=False))
-    else:
-        _print_text(results, sys.stdout)
-    return 1 if any(f.severity == "error" for f in findings) else 0
-
-
-def _print_text(results: dict[str, list[Finding]], out: object) -> None:
-    write = out.write  # type: ignore[attr-defined]
+def format_text(results: dict[str, list[Finding]]) -> str:
+    """``check_db``'s findings as ``looptrace check`` prints them: per run its health and
+    each finding, then the totals (lines ending in a newline; "no runs" for none)."""
     if not results:
-        write("no runs\n")
-        return
+        return "no runs\n"
+    lines = []
     total = {s: 0 for s in SEVERITIES}
     for rid, findings in results.items():
-        write(f"run {rid[:12]}: {health(findings)}\n")
+        lines.append(f"run {rid[:12]}: {health(findings)}")
         for f in findings:
             total[f.severity] = total.get(f.severity, 0) + 1
             where = f"seq {f.seq}" if f.seq is not None else "run"
-            write(f"  {f.severity.upper():7} {f.rule} [{f.provider or 'all'}] at {where}\n")
-            write(f"          {f.message}\n")
+            lines.append(f"  {f.severity.upper():7} {f.rule} [{f.provider or 'all'}] at {where}")
+            lines.append(f"          {f.message}")
             if f.message_keys:
-                write(f"          messages: {', '.join(f.message_keys)}\n")
-    write(f"{len(results)} run(s) checked: {total['error']} error(s), "
-          f"{total['warning']} warning(s), {total['info']} info\n")
+                lines.append(f"          messages: {', '.join(f.message_keys)}")
+    lines.append(f"{len(results)} run(s) checked: {total['error']} error(s), "
+                 f"{total['warning']} warning(s), {total['info']} info")
+    return "\n".join(lines) + "\n"

@@ -19,16 +19,12 @@ From the command line: ``looptrace diff RUN_A RUN_B``.
 
 from __future__ import annotations
 
-import argparse
 import difflib
 import json
-import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .cli import DEFAULT_DB
-from .errors import LooptraceError
 from .loader import Message, Run, TraceDB, content_text
 from .records import MODEL_HOOKS, TOOL_HOOKS
 from .replay import Replay, Step, build_replay
@@ -98,6 +94,9 @@ class LapDiff:
 
 @dataclass
 class RunDiff:
+    """Two runs aligned step by step (``rows``, per lap in ``laps``), every difference
+    found, the first divergence and the unified diff of their conversations."""
+
     a: Replay
     b: Replay
     rows: list[Row]  # the whole alignment, in display order
@@ -129,20 +128,25 @@ class RunDiff:
         return 0
 
     def to_dict(self) -> dict[str, Any]:
+        """The diff as JSON (``looptrace diff --json``). Steps are counted from 1 here,
+        as in the text and the replay ("Step N / M"); null: no such step on that side."""
         def side(rp: Replay) -> dict[str, Any]:
             s = rp.run.summary
             return {"id": s.id, "name": s.name, "status": s.status, "laps": s.laps,
                     "steps": len(rp.steps)}
 
+        def div(x: Divergence) -> dict[str, Any]:
+            return {**asdict(x), "step_a": _one(x.step_a), "step_b": _one(x.step_b)}
+
         first = self.first_divergence
         return {
             "a": side(self.a), "b": side(self.b), "identical": self.identical,
-            "first_divergence": asdict(first) if first else None,
-            "setup": [asdict(x) for x in self.setup],
+            "first_divergence": div(first) if first else None,
+            "setup": [div(x) for x in self.setup],
             "laps": [{"segment": ld.segment, "lap": ld.lap,
-                      "differences": [asdict(d) for d in ld.differences],
+                      "differences": [div(d) for d in ld.differences],
                       "message_diff": ld.message_diff} for ld in self.laps],
-            "alignment": [[r.step_a, r.step_b] for r in self.rows],
+            "alignment": [[_one(r.step_a), _one(r.step_b)] for r in self.rows],
             "message_diff": self.message_diff,
             "subagents": [sd.to_dict() for sd in self.subagents],
         }
@@ -168,6 +172,11 @@ class SubagentDiff:
 
 
 # -- readable forms -----------------------------------------------------------
+
+def _one(i: int | None) -> int | None:
+    """A 0-based step index counted from 1 (as the replay shows it)."""
+    return None if i is None else i + 1
+
 
 def _canon(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
@@ -538,29 +547,7 @@ def diff_replays(ra: Replay, rb: Replay) -> RunDiff:
     return RunDiff(ra, rb, rows, laps, differences, md)
 
 
-# -- CLI ----------------------------------------------------------------------
-
-HELP = """Compare two runs lap by lap and hook by hook and print the first divergence
-(different tool, arguments, answer, tool result, extra lap, hook sequence, status),
-every difference per lap and a unified diff of the messages. Differences in the
-setup (model, system prompt, tools offered) are listed once, apart from the
-divergence. Subagent runs are compared too, the n-th of A with the n-th of B.
-Ids, timestamps, durations and token counts are ignored.
-
-Exit status (like diff(1)): 0 the runs are identical, 1 they differ,
-2 trouble (no such database or run)."""
-
-
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = sub.add_parser("diff", help="compare two runs and show the first divergence",
-                       description=HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("run_a", metavar="RUN_A", help="run id (or a unique prefix)")
-    p.add_argument("run_b", metavar="RUN_B", help="run id (or a unique prefix)")
-    p.add_argument("--db", default=DEFAULT_DB, help="database holding RUN_A (and RUN_B)")
-    p.add_argument("--db-b", help="database holding RUN_B (default: --db)")
-    p.add_argument("--json", action="store_true", help="print the diff as JSON")
-    p.set_defaults(func=cmd_diff)
-
+# -- subagents and text -------------------------------------------------------
 
 def diff_tree(db_a: TraceDB, run_a: str, db_b: TraceDB, run_b: str) -> RunDiff:
     """``diff_runs`` of two runs, plus their subagent runs paired in starting order."""
@@ -577,6 +564,9 @@ def diff_tree(db_a: TraceDB, run_a: str, db_b: TraceDB, run_b: str) -> RunDiff:
 
 
 def format_text(d: RunDiff, indent: str = "") -> str:
+    """The diff as ``looptrace diff`` prints it: both runs, the setup differences, the
+    first divergence, every difference per lap, the message diff, then each pair of
+    subagent runs, four spaces deeper; every line is indented by ``indent``."""
     text = _format(d)
     for sd in d.subagents:
         head = f"subagent #{sd.index} {sd.name}"
@@ -630,24 +620,6 @@ def _format(d: RunDiff) -> str:
     return "\n".join(lines)
 
 
-def cmd_diff(args: argparse.Namespace) -> int:
-    try:
-        with TraceDB(args.db) as da:
-            if args.db_b is None or args.db_b == args.db:
-                d = diff_tree(da, da.resolve(args.run_a), da, da.resolve(args.run_b))
-            else:
-                with TraceDB(args.db_b) as dbb:
-                    d = diff_tree(da, da.resolve(args.run_a), dbb, dbb.resolve(args.run_b))
-    except LooptraceError as exc:
-        print(f"looptrace diff: {exc}", file=sys.stderr)
-        return 2
-    if args.json:
-        print(json.dumps(d.to_dict(), indent=2, ensure_ascii=False))
-    else:
-        print(format_text(d))
-    return 0 if d.identical else 1
-
-
 __all__ = [
     "KINDS",
     "SETUP_KINDS",
@@ -659,6 +631,7 @@ __all__ = [
     "diff_replays",
     "diff_runs",
     "diff_tree",
+    "format_text",
     "message_text",
     "messages_diff",
 ]

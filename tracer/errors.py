@@ -35,3 +35,7 @@ class OtelUnavailable(LooptraceError):
 
 class OtlpExportError(LooptraceError):
     """An OTLP endpoint refused the spans or could not be reached."""
+
+
+class UsageError(LooptraceError):
+    """A command's options do not fit together (or a server cannot start with them)."""

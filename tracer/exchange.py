@@ -7,6 +7,7 @@ run first and its subagent runs after it. Never pickle.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -62,6 +63,8 @@ def export_lines(db: TraceDB, run_id: str) -> Iterator[str]:
 
 
 def export_run(db_path: str | Path, run_id: str, out: str | Path) -> Path:
+    """Write run ``run_id`` (an id or unique prefix) and its subagent runs to the trace
+    file ``out`` (JSON Lines); return its path."""
     with TraceDB(db_path) as db:
         rid = db.resolve(run_id)
         out = Path(out)
@@ -169,13 +172,18 @@ def import_rows(rows: list[tuple[str, dict[str, Any]]], db_path: str | Path, *,
 
 
 def import_many(paths: Iterable[str | Path], db_path: str | Path) -> list[str]:
+    """``import_trace`` of each file in turn; return every run id they held."""
     out: list[str] = []
     for p in paths:
         out.extend(import_trace(p, db_path))
     return out
 
 
-SAMPLES_DIR = Path(__file__).resolve().parent.parent / "sample_traces"
+# The bundled sample traces: package data in an installed looptrace (the wheel holds
+# sample_traces/ as tracer/_samples/), the repository's sample_traces/ in a checkout.
+_PACKAGE = Path(__file__).resolve().parent
+SAMPLES_DIR = (_PACKAGE / "_samples" if (_PACKAGE / "_samples").is_dir()
+               else _PACKAGE.parent / "sample_traces")
 
 
 def sample_files() -> list[Path]:
@@ -188,11 +196,9 @@ def build_sample_db(db_path: str | Path) -> Path:
     files = sample_files()
     newest = max((f.stat().st_mtime for f in files), default=0)
     if db_path.exists() and db_path.stat().st_mtime >= newest:
-        try:
+        with contextlib.suppress(Exception):  # (rebuild anything unreadable)
             TraceDB(db_path).close()
             return db_path
-        except Exception:  # noqa: BLE001 - rebuild anything unreadable
-            pass
     for suffix in ("", "-wal", "-shm"):
         Path(str(db_path) + suffix).unlink(missing_ok=True)
     tmp = db_path.with_name(db_path.name + ".tmp")

@@ -31,9 +31,10 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from .checks import RULES_VERSION
-from .checks.base import PROVIDERS, SEVERITIES, Finding
+from .checks.base import SEVERITIES, Finding
 from .loader import TraceDB
 from .summaries import chunks
+from .wire.providers import PROVIDERS
 
 SAVE_EVERY = 200  # runs per write transaction while checking many
 

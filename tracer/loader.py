@@ -13,7 +13,7 @@ import threading
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from . import run_list
 from .errors import NotALooptraceDatabase, RunNotFound
@@ -31,6 +31,9 @@ _RUN_FIELDS = (
 
 @dataclass(frozen=True, slots=True)
 class RunSummary:
+    """One row of the runs list: a run's name, status, times, model and token totals,
+    and its counts (laps, model calls, tool calls, errors, events)."""
+
     id: str
     parent_id: str | None
     parent_tool_call_id: str | None
@@ -99,6 +102,9 @@ def _loads(text: str | None) -> Any:
 
 @dataclass(frozen=True)
 class Message:
+    """One message of a run's conversation as recorded: its place (``position``), the
+    event that added it (``seq``) and the LangChain message as a dict (``data``)."""
+
     position: int
     seq: int
     msg_id: str | None
@@ -155,6 +161,9 @@ class Message:
 
 @dataclass
 class Run:
+    """One recorded run, read whole: its summary, every event and message, the
+    summaries of its subagent runs (``children``) and later message revisions."""
+
     summary: RunSummary
     events: list[Event]
     messages: list[Message]  # each message as first recorded, ordered by (position, seq)
@@ -216,7 +225,7 @@ class TraceDB:
     def close(self) -> None:
         self._conn.close()
 
-    def __enter__(self) -> TraceDB:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -295,9 +304,14 @@ class TraceDB:
         return found[0]
 
     def resolve(self, prefix: str) -> str:
-        """A full run id from an id or a unique prefix of one."""
-        rows = self._query("SELECT id FROM runs WHERE id LIKE ? LIMIT 2",
-                           [prefix.replace("%", "") + "%"])
+        """A full run id from an id or a unique prefix of one (compared exactly: case
+        counts, and ``%`` / ``_`` are plain characters). A full id wins over the
+        longer ids it is a prefix of."""
+        if self._query("SELECT 1 FROM runs WHERE id = ?", [prefix]):
+            return prefix
+        # (a range on the primary key: no LIKE, whose wildcards and case folding lie)
+        rows = self._query("SELECT id FROM runs WHERE id >= ? AND id < ? LIMIT 2",
+                           [prefix, prefix + "\U0010ffff"]) if prefix else []
         if len(rows) == 1:
             return str(rows[0][0])
         if not rows:

@@ -10,7 +10,14 @@ import weakref
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
-from langchain.agents.middleware import AgentMiddleware
+from langchain.agents.middleware import (
+    AgentMiddleware,
+    AgentState,
+    ModelRequest,
+    ModelResponse,
+    Runtime,
+    ToolCallRequest,
+)
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langgraph.config import get_config
 from langgraph.errors import GraphInterrupt
@@ -227,7 +234,7 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
             self.recorder.end_run(run, "error", "the invocation ended without after_agent")
 
     # -- node hooks ---------------------------------------------------------
-    def _node(self, hook: str, state: Any, runtime: Any) -> None:
+    def _node(self, hook: str, state: AgentState[Any], runtime: Runtime[Any]) -> None:
         try:
             run = self._run(runtime, state, starting=hook == "before_agent")
             if hook == "before_model":
@@ -249,7 +256,7 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
             self.recorder.writer._warn("hook", f"looptrace failed in {hook}: {exc!r}")
 
     # -- model calls --------------------------------------------------------
-    def _model_enter(self, request: Any) -> tuple[RunState, float] | None:
+    def _model_enter(self, request: ModelRequest[Any]) -> tuple[RunState, float] | None:
         try:
             run = self._run(request.runtime, request.state)
             if run.error_seen:
@@ -271,8 +278,8 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
             self.recorder.writer._warn("model", f"looptrace failed in wrap_model_call: {exc!r}")
             return None
 
-    def _model_exit(self, pre: tuple[RunState, float] | None, request: Any,
-                    response: Any) -> None:
+    def _model_exit(self, pre: tuple[RunState, float] | None, request: ModelRequest[Any],
+                    response: ModelResponse[Any] | AIMessage) -> None:
         if pre is None:
             return
         run, t0 = pre
@@ -297,7 +304,8 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
             self.recorder.writer._warn("model", f"looptrace failed in wrap_model_call: {exc!r}")
 
     def _error(self, pre: tuple[Any, ...] | None, hook: str, exc: BaseException,
-               tool_call_id: str | None = None, request: Any = None) -> None:
+               tool_call_id: str | None = None,
+               request: ToolCallRequest | None = None) -> None:
         if pre is None:
             return
         run, t0 = pre[0], pre[1]
@@ -323,7 +331,9 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
         except Exception as inner:  # noqa: BLE001
             self.recorder.writer._warn(hook, f"looptrace failed recording an error: {inner!r}")
 
-    def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+    def wrap_model_call(
+            self, request: ModelRequest[Any],
+            handler: Callable[[ModelRequest[Any]], ModelResponse[Any]]) -> ModelResponse[Any]:
         pre = self._model_enter(request)
         framed = self._frame(pre, request, "wrap_model_call") if self._layered else None
         try:
@@ -339,8 +349,10 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
         self._model_exit(pre, request, response)
         return response
 
-    async def awrap_model_call(self, request: Any,
-                               handler: Callable[[Any], Awaitable[Any]]) -> Any:
+    async def awrap_model_call(
+            self, request: ModelRequest[Any],
+            handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> ModelResponse[Any]:
         if not self._known(request.runtime):
             await self._arun(request.runtime)
         pre = self._model_enter(request)
@@ -359,7 +371,8 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
         return response
 
     # -- with probes in the other layers (``around``) ----------------------
-    def _frame(self, pre: Any, request: Any, hook: str) -> tuple[Frame, Any] | None:
+    def _frame(self, pre: Any, request: ModelRequest[Any] | ToolCallRequest,
+               hook: str) -> tuple[Frame, Any] | None:
         """The frame the first probe inside reads (the request as this layer passed it
         down), set in the call's context; with its token, to reset it after the call."""
         if pre is None:
@@ -367,14 +380,15 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
         frame = Frame(pre[0], request, self._below.get(hook))
         return frame, FRAME.set(frame)
 
-    def _settle(self, frame: Frame, hook: str, tcid: str | None, response: Any) -> None:
+    def _settle(self, frame: Frame, hook: str, tcid: str | None,
+                response: ModelResponse[Any] | ToolMessage | Command[Any]) -> None:
         try:
             settle(self.recorder, frame, hook, tcid, response)
         except Exception as exc:  # noqa: BLE001
             self.recorder.writer._warn("layer", f"looptrace failed in a probe: {exc!r}")
 
     # -- tool calls ---------------------------------------------------------
-    def _tool_enter(self, request: Any) -> tuple[RunState, float, str] | None:
+    def _tool_enter(self, request: ToolCallRequest) -> tuple[RunState, float, str] | None:
         try:
             call = request.tool_call
             run = self._run(request.runtime, request.state)
@@ -390,8 +404,8 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
             self.recorder.writer._warn("tool", f"looptrace failed in wrap_tool_call: {exc!r}")
             return None
 
-    def _tool_exit(self, pre: tuple[RunState, float, str] | None, request: Any,
-                   result: Any) -> None:
+    def _tool_exit(self, pre: tuple[RunState, float, str] | None, request: ToolCallRequest,
+                   result: ToolMessage | Command[Any]) -> None:
         if pre is None:
             return
         run, t0, task = pre
@@ -420,7 +434,10 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
         except Exception as exc:  # noqa: BLE001
             self.recorder.writer._warn("tool", f"looptrace failed in wrap_tool_call: {exc!r}")
 
-    def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+    def wrap_tool_call(
+            self, request: ToolCallRequest,
+            handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],
+    ) -> ToolMessage | Command[Any]:
         pre = self._tool_enter(request)
         framed = self._frame(pre, request, "wrap_tool_call") if self._layered else None
         try:
@@ -436,8 +453,10 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
         self._tool_exit(pre, request, result)
         return result
 
-    async def awrap_tool_call(self, request: Any,
-                              handler: Callable[[Any], Awaitable[Any]]) -> Any:
+    async def awrap_tool_call(
+            self, request: ToolCallRequest,
+            handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
+    ) -> ToolMessage | Command[Any]:
         if not self._known(request.runtime):
             await self._arun(request.runtime)
         pre = self._tool_enter(request)
@@ -493,32 +512,32 @@ class TraceMiddleware(_TraceBase):
             return obj
         return object.__new__(cls)
 
-    def before_agent(self, state: Any, runtime: Any) -> None:
+    def before_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> None:
         self._node("before_agent", state, runtime)
 
-    def before_model(self, state: Any, runtime: Any) -> None:
+    def before_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> None:
         self._node("before_model", state, runtime)
 
-    def after_model(self, state: Any, runtime: Any) -> None:
+    def after_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> None:
         self._node("after_model", state, runtime)
 
-    def after_agent(self, state: Any, runtime: Any) -> None:
+    def after_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> None:
         self._node("after_agent", state, runtime)
 
-    async def abefore_agent(self, state: Any, runtime: Any) -> None:
+    async def abefore_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> None:
         self._node("before_agent", state, runtime)
 
-    async def abefore_model(self, state: Any, runtime: Any) -> None:
+    async def abefore_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> None:
         if not self._known(runtime):
             await self._arun(runtime)
         self._node("before_model", state, runtime)
 
-    async def aafter_model(self, state: Any, runtime: Any) -> None:
+    async def aafter_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> None:
         if not self._known(runtime):
             await self._arun(runtime)
         self._node("after_model", state, runtime)
 
-    async def aafter_agent(self, state: Any, runtime: Any) -> None:
+    async def aafter_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> None:
         if not self._known(runtime):
             await self._arun(runtime)
         self._node("after_agent", state, runtime)

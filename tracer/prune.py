@@ -48,6 +48,8 @@ def parse_age(text: str) -> float:
 
 @dataclass(frozen=True)
 class PruneResult:
+    """What ``prune`` deleted (or, with ``dry_run``, would delete), and the file's size."""
+
     runs: int  # runs deleted, subagent runs included
     top_level: int  # of which top-level runs
     bytes_before: int  # the file and its write-ahead log

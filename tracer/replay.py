@@ -51,6 +51,9 @@ STEP_KINDS = ("model", "tool", "error", "interrupt", "hook", "run")
 
 @dataclass(frozen=True, slots=True)
 class Step:
+    """One step of a replay: an event, the graph node it lights and the edge taken to it,
+    the tool calls in flight, the messages it added and its caption."""
+
     index: int
     event: Event
     node: str  # graph node active at this step
@@ -64,6 +67,9 @@ class Step:
 
 @dataclass
 class Replay:
+    """A run as a sequence of steps through the agent graph (``build_replay``), with the
+    conversation at every step (``messages_at``)."""
+
     run: Run
     steps: list[Step]
     used_hooks: frozenset[str]  # hooks that some middleware used in this run
@@ -318,6 +324,7 @@ def _kind(ev: Event) -> str:
 
 
 def build_replay(run: Run) -> Replay:
+    """The steps of ``run``, one per recorded event, walked through the agent graph."""
     steps: list[Step] = []
     visited: set[str] = set()
     active: dict[str, None] = {}

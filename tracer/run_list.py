@@ -20,11 +20,15 @@ Example:
 
 from __future__ import annotations
 
+import datetime as dt
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from .checks import RULES_VERSION
+from .errors import LooptraceError
+from .prune import parse_age
 from .search import matching_runs
 
 # What a run's stored check says (``tracer.findings_store``): its worst severity,
@@ -68,6 +72,21 @@ class RunFilter:
         if bad:
             msg = f"unknown health {bad[0]!r} (choose from {', '.join(HEALTH_CLASSES)})"
             raise ValueError(msg)
+
+
+def parse_when(text: str, now: float | None = None) -> float:
+    """Epoch seconds from a date (``2026-01-31``), an ISO time (``2026-01-31T12:00``)
+    or an age before ``now`` (``7d``, ``12h``): what ``RunFilter.since`` and ``until``
+    take, from text."""
+    try:
+        return dt.datetime.fromisoformat(text.strip()).timestamp()
+    except ValueError:
+        pass
+    try:
+        return (time.time() if now is None else now) - parse_age(text)
+    except LooptraceError:
+        msg = f"not a date, time or age: {text!r} (e.g. 2026-01-31, 2026-01-31T12:00, 7d)"
+        raise LooptraceError(msg) from None
 
 
 def _esc(text: str) -> str:

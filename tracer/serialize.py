@@ -6,6 +6,7 @@ over the size limit is cut with a marker that says how much was cut.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Any
 
@@ -24,10 +25,8 @@ def _default(obj: Any) -> Any:
         return message_dict(obj)
     dump = getattr(obj, "model_dump", None)
     if callable(dump):
-        try:
+        with contextlib.suppress(Exception):  # (any failure falls back to repr)
             return dump(mode="json")
-        except Exception:  # noqa: BLE001 - any failure falls back to repr
-            pass
     if isinstance(obj, (set, frozenset, tuple)):
         return list(obj)
     if isinstance(obj, bytes):
@@ -129,8 +128,10 @@ def tool_calls_of(m: Any) -> list[Any]:
     return getattr(m, "tool_calls", None) or []
 
 
-def message_text(message: BaseMessage) -> str:
-    """Plain text of a message, for search."""
+def search_text(message: BaseMessage) -> str:
+    """Plain text of a message, for search: the ``messages.text`` column that
+    ``looptrace runs --search`` looks in. (``tracer.diff.message_text`` is the
+    readable form of a recorded message that a diff compares.)"""
     try:
         text = str(message.text)
     except Exception:  # noqa: BLE001

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import logging
 import os
 import queue
@@ -28,7 +29,7 @@ from .errors import DatabaseUnavailable, LooptraceError
 from .records import Deferred, EventRecord, MessageRecord, RunRecord, WireRecord, message_key
 from .redact import DEFAULT_REDACTOR, Redactor
 from .schema import connect
-from .serialize import dumps, message_json, message_text, tool_call_id_of
+from .serialize import dumps, message_json, search_text, tool_call_id_of
 from .summaries import refresh
 
 log = logging.getLogger("looptrace")
@@ -174,17 +175,13 @@ class Writer:
             self._wake.set()
             done.wait(30.0)
         if self._conn is not None:
-            try:
+            with contextlib.suppress(Exception):  # (searched all the same: tracer.search)
                 if self._unindexed:
                     with self._conn:
                         search.catch_up(self._conn)
                     self._unindexed = 0
-            except Exception:  # noqa: BLE001 - searched all the same (tracer.search)
-                pass
-            try:
+            with contextlib.suppress(Exception):
                 self._conn.close()
-            except Exception:  # noqa: BLE001
-                pass
             self._conn = None
 
     # -- writer thread ------------------------------------------------------
@@ -374,7 +371,7 @@ class Writer:
                 try:
                     raw = message_json(msg)
                     data = red(raw)
-                    text = message_text(msg)
+                    text = search_text(msg)
                     # (the search text is made of the message's own strings: when its
                     # JSON held no secret, neither does it)
                     if data is not raw or red._extra is not None:
@@ -434,18 +431,15 @@ class Writer:
         Never raises: it is called from the hooks' own error handlers, where an
         exception would reach the agent (``-W error``, a logging handler that
         fails, blockbuster refusing a write to stderr on the event loop)."""
-        try:
+        with contextlib.suppress(Exception):
             if key in self._warned:
                 log.debug(text)
                 return
             self._warned.add(key)
             log.warning(text)
-        except Exception:  # noqa: BLE001
-            pass
-        try:
+        # (e.g. ``-W error``: never let a warning break anything)
+        with contextlib.suppress(Exception):
             warnings.warn(text, RuntimeWarning, stacklevel=2)
-        except Exception:  # noqa: BLE001 - e.g. ``-W error``: never let a warning break anything
-            pass
 
 
 _writers: dict[tuple[str, int], Writer] = {}

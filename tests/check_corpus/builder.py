@@ -41,7 +41,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 
 from tracer.exchange import import_trace
 from tracer.loader import Run, TraceDB
-from tracer.serialize import message_dict, message_text
+from tracer.serialize import message_dict, search_text
 
 CORPUS = Path(__file__).resolve().parent
 
@@ -86,7 +86,7 @@ class _Trace:
         self.rows.append({"table": "messages", "row": {
             "run_id": self.run_id, "position": len(self.conv), "seq": seq, "msg_id": m.id,
             "type": m.type, "tool_call_id": getattr(m, "tool_call_id", None),
-            "text": message_text(m), "data": json.dumps(message_dict(m))}})
+            "text": search_text(m), "data": json.dumps(message_dict(m))}})
         self.conv.append(key)
         return key
 

@@ -1,10 +1,12 @@
 """Checks over recorded runs: provider protocol rules and loop findings.
 
-``tracer.check`` is the public entry (``check_run``, ``Finding``,
-``Thresholds`` and the ``looptrace check`` command); the modules here hold
-the rules: ``base`` (records and the conversation each model call received),
-``protocol`` (what OpenAI, Anthropic and Ollama accept) and ``loops``
-(repeats, bounds, missing answers, token jumps).
+``tracer.check`` is the public entry (``check_run``, ``check_db``,
+``Finding``, ``Thresholds``; ``looptrace check`` is ``tracer.cli.check``);
+the modules here hold the rules: ``base`` (records, and ``ModelInput``: the
+conversation each model call received), ``protocol`` (what OpenAI, Anthropic
+and Ollama accept), ``loops`` (repeats, bounds, missing answers, token jumps),
+``handling`` (errors swallowed, runaway loops) and ``wire`` (the captured
+request bodies).
 """
 
 # The version of the rules: findings stored with an older one are found again

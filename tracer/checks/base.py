@@ -1,6 +1,6 @@
 """Records shared by every check: findings, thresholds, and each model call's input.
 
-``model_calls(run)`` rebuilds, for every model call of a run, the message list
+``model_inputs(run)`` rebuilds, for every model call of a run, the message list
 the model received: the replay's conversation at that step, or the exact keys
 a middleware recorded when it rewrote the request (``message_keys``, with any
 message that only lived in the request carried inline), less the recorded
@@ -16,8 +16,11 @@ from typing import Any
 from ..loader import Message, Run
 from ..records import MODEL_HOOKS
 from ..replay import Replay, build_replay
+from ..wire.providers import PROVIDERS
 
-PROVIDERS: tuple[str, ...] = ("openai", "anthropic", "ollama")
+__all__ = ["PROVIDERS", "SEVERITIES", "Call", "Finding", "ModelInput", "Thresholds", "Turn",
+           "exit_seqs", "model_inputs", "tool_names", "turn_of"]
+
 SEVERITIES: tuple[str, ...] = ("error", "warning", "info")
 
 
@@ -105,8 +108,11 @@ class Turn:
 
 
 @dataclass
-class ModelCall:
-    """A model call (its ``enter`` event) and what the model received."""
+class ModelInput:
+    """What one model call received: its ``enter`` event, the conversation (as ``Turn``s),
+    whether a system prompt came with it and the tools offered.
+
+    (The request itself, in LangChain terms, is ``tracer.wire.render.ModelCall``.)"""
 
     seq: int
     step: int
@@ -202,11 +208,11 @@ class _Turns:
             return out
 
 
-def model_calls(run: Run, replay: Replay | None = None) -> list[ModelCall]:
+def model_inputs(run: Run, replay: Replay | None = None) -> list[ModelInput]:
     """Every model call of ``run`` with the conversation it received, in order
     (``replay``: the run's, if already built)."""
     replay = replay or build_replay(run)
-    out: list[ModelCall] = []
+    out: list[ModelInput] = []
     offered: frozenset[str] | None = None
     has_system = False
     exits = exit_seqs(run)
@@ -223,7 +229,7 @@ def model_calls(run: Run, replay: Replay | None = None) -> list[ModelCall]:
         if later_view and out:
             # what the model finally received, after the layers inside the tracer
             last = out[-1]
-            out[-1] = ModelCall(last.seq, last.step, turns_of(replay.messages_at(step.index)),
+            out[-1] = ModelInput(last.seq, last.step, turns_of(replay.messages_at(step.index)),
                                 last.has_system_prompt, last.offered, last.reply_keys)
             continue
         if ev.phase != "enter":
@@ -242,7 +248,7 @@ def model_calls(run: Run, replay: Replay | None = None) -> list[ModelCall]:
         else:
             messages = replay.messages_at(step.index)
         replies = tuple(m.key for m in by_seq.get(exits.get(ev.seq, -1), ()))
-        out.append(ModelCall(ev.seq, step.index, turns_of(messages), has_system, offered,
+        out.append(ModelInput(ev.seq, step.index, turns_of(messages), has_system, offered,
                              replies))
     return out
 

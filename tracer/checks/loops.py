@@ -25,7 +25,7 @@ from typing import Any
 from ..loader import Message, Run
 from ..records import MODEL_HOOKS, TOOL_HOOKS
 from ..replay import Replay, build_replay
-from .base import Finding, ModelCall, Thresholds
+from .base import Finding, ModelInput, Thresholds
 
 _RECURSION = re.compile(r"GraphRecursionError|Recursion limit of \d+ reached", re.IGNORECASE)
 _EMPTY = {"", "[]", "{}", "null", "none", '""'}
@@ -317,7 +317,7 @@ def token_jumps(run: Run, th: Thresholds) -> list[Finding]:
     return out
 
 
-def model_replies(run: Run, calls: list[ModelCall]) -> list[Finding]:
+def model_replies(run: Run, calls: list[ModelInput]) -> list[Finding]:
     """Invalid tool calls and calls to tools that were not offered."""
     out: list[Finding] = []
     by_key = run.message_by_key

@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
-from .base import Call, Finding, ModelCall, Turn
+from .base import Call, Finding, ModelInput, Turn
 
 _NAMES = {"openai": "OpenAI", "anthropic": "Anthropic", "ollama": "Ollama"}
 OLLAMA_SWAPPED = "NOT in the order of the calls"
@@ -47,7 +47,7 @@ def _ids(calls: Iterable[Call]) -> str:
 
 
 class _Ctx:
-    def __init__(self, run_id: str, mc: ModelCall) -> None:
+    def __init__(self, run_id: str, mc: ModelInput) -> None:
         self.run_id = run_id
         self.mc = mc
         self.out: list[Finding] = []
@@ -58,7 +58,7 @@ class _Ctx:
                                 tuple(dict.fromkeys(keys))))
 
 
-def check_model_call(run_id: str, mc: ModelCall, providers: Iterable[str]) -> list[Finding]:
+def check_model_call(run_id: str, mc: ModelInput, providers: Iterable[str]) -> list[Finding]:
     """Every protocol finding for the messages ``mc`` sent, for each provider."""
     return ProtocolScan(run_id, providers).check(mc)
 
@@ -92,7 +92,7 @@ class ProtocolScan:
     Example:
         ```python
         scan = ProtocolScan(run.id, ("openai", "anthropic"))
-        for mc in model_calls(run):
+        for mc in model_inputs(run):
             findings = scan.check(mc)
         ```
     """
@@ -102,7 +102,7 @@ class ProtocolScan:
         self.providers = tuple(providers)
         self.seen = _Seen(self.providers)
 
-    def check(self, mc: ModelCall) -> list[Finding]:
+    def check(self, mc: ModelInput) -> list[Finding]:
         turns = mc.turns
         st = self.seen
         n = len(st.turns)

@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..loader import Run
-from .base import Call, Finding, ModelCall, Turn
+from .base import Call, Finding, ModelInput, Turn
 from .protocol import check_model_call
 
 
@@ -106,7 +106,7 @@ def wire_turns(provider: str, body: Any) -> tuple[list[Turn], bool] | None:
 
 
 def check_wire(run: Run, rows: Iterable[dict[str, Any]], providers: Iterable[str],
-               found: Iterable[Finding], calls: Iterable[ModelCall] = ()) -> list[Finding]:
+               found: Iterable[Finding], calls: Iterable[ModelInput] = ()) -> list[Finding]:
     """Findings on the captured requests of ``run`` not already in ``found``.
 
     ``calls`` (the recorded model calls) map wire messages to recorded ones by
@@ -130,7 +130,7 @@ def check_wire(run: Run, rows: Iterable[dict[str, Any]], providers: Iterable[str
         if read is None:
             continue
         turns, has_system = read
-        mc = ModelCall(int(row["seq"]), -1, turns, has_system, None)
+        mc = ModelInput(int(row["seq"]), -1, turns, has_system, None)
         same = recorded.get(mc.seq)
         by_index = ({t.key: r.key for t, r in zip(turns, same, strict=True)}
                     if same is not None and len(same) == len(turns) else {})

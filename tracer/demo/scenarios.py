@@ -28,10 +28,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 from pydantic import Field
 
-from .footguns import FOOTGUNS
-
 from ..callbacks import TraceCallbackHandler
 from ..middleware import TraceMiddleware
+from .footguns import FOOTGUNS
 from .models import ScriptedChatModel, call, last_tool_results, turn_script
 
 # -- tools -------------------------------------------------------------------

@@ -34,6 +34,8 @@ _GENAI_PREFIXES = ("gen_ai.", "llm.", "openinference.")
 
 @dataclass
 class ImportResult:
+    """What an OTLP import made: the new run ids, spans skipped, and warnings."""
+
     run_ids: list[str] = field(default_factory=list)
     skipped: int = 0  # spans that became no run (not GenAI, or unreadable)
     warnings: list[str] = field(default_factory=list)

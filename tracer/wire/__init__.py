@@ -6,13 +6,43 @@ receive (``WireServer``: an emulator for offline use, or a recording proxy in
 front of the real provider), links each exchange to its model-call event, and
 renders any recorded model call as each provider's request with the adapters'
 own request builders, annotated where the formats differ.
+
+Public names here are imported lazily: ``tracer.wire.providers`` (the
+provider names and formats) is read by the checks, which start without the
+proxy or LangChain.
 """
 
-from .capture import Exchange, WireRecorder, link_wire, redact_headers
-from .providers import FORMATS, PROVIDERS, format_for_path, get_format
-from .proxy import WireServer
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .capture import Exchange, WireRecorder, link_wire, redact_headers
+    from .providers import FORMATS, PROVIDERS, format_for_path, get_format
+    from .proxy import WireServer
+
+_EXPORTS: dict[str, str] = {
+    "Exchange": "capture",
+    "FORMATS": "providers",
+    "PROVIDERS": "providers",
+    "WireRecorder": "capture",
+    "WireServer": "proxy",
+    "format_for_path": "providers",
+    "get_format": "providers",
+    "link_wire": "capture",
+    "redact_headers": "capture",
+}
 
 __all__ = [
     "FORMATS", "PROVIDERS", "Exchange", "WireRecorder", "WireServer", "format_for_path",
     "get_format", "link_wire", "redact_headers",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        msg = f"module {__name__!r} has no attribute {name!r}"
+        raise AttributeError(msg)
+    return getattr(importlib.import_module(f".{module}", __name__), name)

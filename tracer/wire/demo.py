@@ -15,18 +15,16 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
+from ..demo.record import root_ids
 from ..middleware import TraceMiddleware
-from ..schema import connect
-from .providers import PROVIDERS
+from .providers import DEFAULT_MODELS, PROVIDERS
 from .proxy import WireServer
 from .scenarios import SHOPPING_PROMPT, SHOPPING_SYSTEM, WEATHER_PROMPT, WEATHER_SYSTEM
-
-DEMO_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-haiku-4-5", "ollama": "llama3.1"}
 
 
 def chat_model(provider: str, url: str, model: str | None = None) -> Any:
     """The real LangChain adapter for ``provider``, pointed at a local server ``url``."""
-    model = model or DEMO_MODELS[provider]
+    model = model or DEFAULT_MODELS[provider]
     if provider == "openai":
         from langchain_openai import ChatOpenAI
 
@@ -66,7 +64,7 @@ def run_scenario(db: str, provider: str, scenario: str, url: str, *, stream: boo
     agent = create_agent(model or chat_model(provider, url), tools=scenario_tools(scenario),
                          middleware=[tm], system_prompt=system, name=f"{provider}-{scenario}")
     agent = tm.attach(agent)
-    before = _roots(db)
+    before = root_ids(db)
     inputs = {"messages": [HumanMessage(prompt)]}
     if stream:
         for _ in agent.stream(inputs, stream_mode="messages"):
@@ -74,7 +72,7 @@ def run_scenario(db: str, provider: str, scenario: str, url: str, *, stream: boo
     else:
         agent.invoke(inputs)
     tm.flush()
-    new = sorted(_roots(db) - before)
+    new = sorted(root_ids(db) - before)
     return new[0] if new else ""
 
 
@@ -103,11 +101,3 @@ def sdk_loop(db: str, sdk: str = "openai", *, stream: bool = True, drop: bool = 
         except Exception as exc:  # the footgun's 400, raised by the SDK: the run records it
             if not drop or "400" not in str(exc):
                 raise
-
-
-def _roots(db: str) -> set[str]:
-    conn = connect(db)
-    try:
-        return {r[0] for r in conn.execute("SELECT id FROM runs WHERE parent_id IS NULL")}
-    finally:
-        conn.close()

@@ -17,6 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 PROVIDERS: tuple[str, ...] = ("openai", "anthropic", "ollama")
+# The model named in a request rendered, or a demo run, for a provider when none was recorded.
+DEFAULT_MODELS: dict[str, str] = {
+    "openai": "gpt-4o-mini", "anthropic": "claude-haiku-4-5", "ollama": "llama3.1"}
 
 
 class MalformedStream(ValueError):

@@ -24,9 +24,8 @@ from ..errors import LooptraceError
 from ..loader import Event, Run
 from ..records import MODEL_HOOKS
 from ..replay import Replay
-from .providers import PROVIDERS
+from .providers import DEFAULT_MODELS, PROVIDERS
 
-DEFAULT_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-haiku-4-5", "ollama": "llama3.1"}
 _OFFLINE_URL = "http://127.0.0.1:9"  # discard port: never contacted
 
 

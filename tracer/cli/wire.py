@@ -1,19 +1,17 @@
-"""``looptrace proxy``: the recording proxy, or the provider emulator, on 127.0.0.1."""
+"""``looptrace proxy`` (the recording proxy, or the provider emulator, on 127.0.0.1) and
+``looptrace traffic`` (recorded exchanges no traced run claims, made into runs): the
+command line over ``tracer.wire``."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import threading
 
-from ..errors import LooptraceError
-from .providers import PROVIDERS, formats_of
-
-DEFAULT_DB = "looptrace.db"
-
-
-class ProxyError(LooptraceError):
-    """The proxy cannot start."""
+from ..errors import UsageError
+from ..wire.providers import PROVIDERS, formats_of
+from . import DEFAULT_DB, serve
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -33,7 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                         "or module:function")
     p.add_argument("--db", default=DEFAULT_DB, help=f"trace database (default {DEFAULT_DB})")
     p.add_argument("--port", type=int, default=0, help="port (default: a free one)")
-    p.set_defaults(func=cmd_proxy)
+    p.set_defaults(func=proxy)
     t = sub.add_parser(
         "traffic", help="turn recorded exchanges no traced run claims into runs",
         description=(
@@ -41,18 +39,16 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
             "they come. This does the same for a file's exchanges that are still unlinked "
             "(recorded by an older looptrace, or by a proxy that was killed)."))
     t.add_argument("--db", default=DEFAULT_DB, help=f"trace database (default {DEFAULT_DB})")
-    t.set_defaults(func=cmd_traffic)
+    t.set_defaults(func=traffic)
 
 
-def cmd_traffic(args: argparse.Namespace) -> int:
-    import os
-
-    from .capture import link_wire
-    from .traffic import build_runs
+def traffic(args: argparse.Namespace) -> int:
+    from ..wire.capture import link_wire
+    from ..wire.traffic import build_runs
 
     if not os.path.exists(args.db):
         msg = f"no such database: {args.db}"
-        raise ProxyError(msg)
+        raise UsageError(msg)
     link_wire(args.db)
     ids = build_runs(args.db)
     print(f"{len(ids)} run{'' if len(ids) == 1 else 's'} from traffic"
@@ -60,24 +56,24 @@ def cmd_traffic(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_proxy(args: argparse.Namespace, ready: threading.Event | None = None) -> int:
-    from .proxy import WireServer
+def proxy(args: argparse.Namespace, ready: threading.Event | None = None) -> int:
+    from ..wire.proxy import WireServer
 
     if args.emulate and args.upstream:
         msg = "--emulate and --upstream exclude each other"
-        raise ProxyError(msg)
+        raise UsageError(msg)
     if args.port and not 0 < args.port < 65536:
         msg = f"--port {args.port} is not a port number"
-        raise ProxyError(msg)
+        raise UsageError(msg)
     try:
         srv = WireServer(mode="emulate" if args.emulate else "forward", provider=args.provider,
                          upstream=args.upstream, script=args.emulate, db=args.db,
                          port=args.port or 0, on_exchange=_print_exchange)
     except ValueError as exc:
-        raise ProxyError(str(exc)) from None
+        raise UsageError(str(exc)) from None
     except OSError as exc:
         msg = f"cannot listen on 127.0.0.1:{args.port}: {exc.strerror or exc}"
-        raise ProxyError(msg) from None
+        raise UsageError(msg) from None
     paths = ", ".join(f.path for f in formats_of(args.provider))
     base = srv.url + ("/v1" if args.provider == "openai" else "")
     what = f"emulating {args.provider} ({args.emulate})" if args.emulate else (
@@ -86,29 +82,12 @@ def cmd_proxy(args: argparse.Namespace, ready: threading.Event | None = None) ->
     print(f"  base_url = {base}   (endpoints {paths})", flush=True)
     if ready is not None:
         ready.set()
-    _stop_on_sigterm()
-    try:
-        srv.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        srv.stop()
+    serve(srv)
     return 0
 
 
-def _stop_on_sigterm() -> None:
-    """SIGTERM stops the proxy like Ctrl-C: the last exchanges still get linked."""
-    import signal
-
-    def stop(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, stop)
-
-
 def _print_exchange(ex: object) -> None:
-    from .capture import Exchange
+    from ..wire.capture import Exchange
 
     if isinstance(ex, Exchange):
         err = f"  ERROR {ex.error}" if ex.error else ""

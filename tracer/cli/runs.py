@@ -1,4 +1,4 @@
-"""``looptrace runs``: the runs list, filtered and paged (``tracer.run_list``).
+"""``looptrace runs``: the runs list, filtered and paged (``TraceDB.runs``, ``RunFilter``).
 
 Imports only the read side: it starts without LangChain.
 """
@@ -6,16 +6,14 @@ Imports only the read side: it starts without LangChain.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import sys
-import time
+from collections.abc import Sequence
 
-from .cli import DEFAULT_DB
-from .errors import LooptraceError
-from .loader import TraceDB
-from .run_list import HEALTH_CLASSES, RunFilter
-from .schema import RUN_STATUSES
+from ..loader import RunSummary, TraceDB
+from ..run_list import HEALTH_CLASSES, RunFilter, parse_when
+from ..schema import RUN_STATUSES
+from . import DEFAULT_DB
 
 DEFAULT_LIMIT = 100
 
@@ -39,25 +37,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--limit", type=int, default=DEFAULT_LIMIT,
                    help=f"at most this many runs (default {DEFAULT_LIMIT}; 0: all)")
     p.add_argument("--offset", type=int, default=0, help="skip this many runs first")
-    p.set_defaults(func=cmd_runs)
+    p.set_defaults(func=run)
 
 
-def parse_when(text: str, now: float | None = None) -> float:
-    """Epoch seconds from a date, an ISO time, or an age before ``now``."""
-    from .prune import parse_age
-
-    try:
-        return dt.datetime.fromisoformat(text.strip()).timestamp()
-    except ValueError:
-        pass
-    try:
-        return (time.time() if now is None else now) - parse_age(text)
-    except LooptraceError:
-        msg = f"not a date, time or age: {text!r} (e.g. 2026-01-31, 2026-01-31T12:00, 7d)"
-        raise LooptraceError(msg) from None
-
-
-def cmd_runs(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     with TraceDB(args.db) as db:
         f = RunFilter(
             status=tuple(args.status or ()), name=args.name, health=tuple(args.health or ()),
@@ -78,9 +61,14 @@ def cmd_runs(args: argparse.Namespace) -> int:
                 for r in runs]
         print(json.dumps(rows, indent=2))
         return 0
+    print(format_table(runs))
+    return 0
+
+
+def format_table(runs: Sequence[RunSummary]) -> str:
+    """The runs as a table, one line a run ("no runs" when there are none)."""
     if not runs:
-        print("no runs")
-        return 0
+        return "no runs"
     header = ("id", "name", "status", "laps", "model", "tools", "errors", "tokens", "parent")
     table = [header]
     for r in runs:
@@ -88,6 +76,5 @@ def cmd_runs(args: argparse.Namespace) -> int:
                       str(r.tool_calls), str(r.errors), str(r.total_tokens or 0),
                       (r.parent_id or "")[:12]))
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
-    for row in table:
-        print("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
-    return 0
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip()
+                     for row in table)

@@ -1,11 +1,11 @@
-"""``looptrace prune``: delete old runs and shrink the file (``tracer.prune``)."""
+"""``looptrace prune``: delete old runs and shrink the file (``tracer.prune.prune``)."""
 
 from __future__ import annotations
 
 import argparse
 
-from .cli import DEFAULT_DB
-from .prune import parse_age, prune
+from ..prune import parse_age, prune
+from . import DEFAULT_DB
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -21,10 +21,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--dry-run", action="store_true", help="say what would go; delete nothing")
     p.add_argument("--no-vacuum", action="store_true",
                    help="do not shrink the file (later runs reuse the space)")
-    p.set_defaults(func=cmd_prune)
+    p.set_defaults(func=run)
 
 
-def cmd_prune(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     age = parse_age(args.older_than) if args.older_than is not None else None
     result = prune(args.db, older_than=age, keep=args.keep, vacuum=not args.no_vacuum,
                    dry_run=args.dry_run)

@@ -1,0 +1,105 @@
+"""What the Compare page draws: one run's side at an aligned step, and a difference.
+
+The alignment itself is ``tracer.diff``'s (pure, tested directly). Trace text goes
+through ``st.text`` / ``st.code`` only (a diff is ``st.code(language="diff")``),
+never markdown.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from tracer.diff import Divergence, RunDiff, diff_replays, message_text
+from tracer.replay import Replay
+
+from . import data, navigation, state
+from .graph_component import graph_data, render_graph
+
+SHOWN = 8  # the latest messages shown per side (the step's own are always among them)
+
+# Our own constant CSS (no trace text): two graphs side by side need less height.
+STYLE = ("<style>.st-key-cmp_gbox_A, .st-key-cmp_gbox_B "
+         "{ --lt-graph-max-height: 380px; }</style>")
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _diff(path: str, a: str, b: str, stamp: Any) -> RunDiff:
+    return diff_replays(data.load_replay(path, a), data.load_replay(path, b))
+
+
+def run_diff(path: str, a: str, b: str) -> RunDiff:
+    """The (cached) alignment and differences of runs ``a`` and ``b``."""
+    return _diff(path, a, b, data.db_stamp(path))
+
+
+def run_label(r: Any) -> str:
+    name = r.name or r.agent_name or "run"
+    child = "  (subagent)" if r.parent_id else ""
+    return f"{name}  ·  {r.status}  ·  {r.laps} laps  ·  {r.id[:10]}{child}"
+
+
+def step_at(d: RunDiff, row: int, side: str) -> tuple[int | None, bool]:
+    """The step of one side at ``row`` (or its last step before it) and whether it is exact."""
+    for i in range(row, -1, -1):
+        idx = d.rows[i].step_a if side == "a" else d.rows[i].step_b
+        if idx is not None:
+            return idx, i == row
+    return None, False
+
+
+def render_side(tag: str, rp: Replay, idx: int | None, exact: bool) -> None:
+    """One run at its aligned step: a link into the replay, the graph, the caption and
+    the latest messages (those the step added marked)."""
+    s = rp.run.summary
+    st.text(f"{tag}: {s.name or s.agent_name or 'run'}  ·  {s.status}  ·  {s.laps} laps")
+    st.page_link(navigation.page("replay"), label="Open in replay",
+                 icon=":material/play_circle:",
+                 query_params={"run": s.id, "step": state.url_step(idx or 0)})
+    if not rp.steps:
+        st.info("This run has no recorded steps.", icon=":material/info:")
+        return
+    i = idx if idx is not None else 0
+    step = rp.steps[i]
+    ev = step.event
+    where = f"step {i + 1} / {len(rp.steps)}  ·  lap {ev.lap}  ·  {ev.hook} {ev.phase}"
+    st.text(where if exact or idx is None else f"{where}  (no counterpart in {tag} here)")
+    with st.container(key=f"cmp_gbox_{tag}"):
+        render_graph(graph_data(rp, i, keyboard=False), key=f"cmp_graph_{tag}")
+    st.text(step.caption)
+    new = set(step.new_keys)
+    msgs = rp.messages_at(i)
+    with st.container(border=True):
+        system = rp.system_prompt()
+        if system:
+            with st.expander("System prompt", icon=":material/settings:"):
+                st.text(system)
+        if len(msgs) > SHOWN:
+            st.caption(f"{len(msgs) - SHOWN} earlier messages not shown")
+        for m in msgs[-SHOWN:]:
+            if m.key in new:
+                st.badge("added at this step", color="orange", icon=":material/arrow_forward:")
+            st.code(message_text(m), language=None, wrap_lines=True)
+
+
+def render_divergence(d: Divergence) -> None:
+    st.code(f"[{d.kind}] {d.description}", language=None, wrap_lines=True)
+    if d.detail:
+        st.code(d.detail, language="diff")
+
+
+def render_every_difference(d: RunDiff) -> None:
+    """All differences, lap by lap, and the diff of the final conversations."""
+    with st.expander(f"Every difference, lap by lap ({len(d.differences)})"):
+        for ld in d.laps:
+            if ld.identical:
+                continue
+            st.text(ld.segment)
+            for x in ld.differences:
+                st.code(f"[{x.kind}] {x.description}", language=None, wrap_lines=True)
+            if ld.message_diff:
+                st.code(ld.message_diff, language="diff")
+    if d.message_diff:
+        with st.expander("Conversation diff (final messages)"):
+            st.code(d.message_diff, language="diff")

@@ -1,0 +1,62 @@
+"""The app's pages and its navigation (``st.navigation`` over ``app/views/``).
+
+The page at ``/name`` is the function ``name_page`` of ``views/name.py``;
+``main()`` sets the page config and runs the page the URL names (``/`` or
+``/runs``, ``/replay``, ``/timeline``, ``/presenter``, ``/wire``, ``/compare``).
+Pages link to each other with ``st.page_link(page("replay"), query_params=...)``:
+switching pages through the sidebar drops the query parameters, a page link
+carries them.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import NamedTuple
+
+import streamlit as st
+
+
+class Screen(NamedTuple):
+    url_path: str
+    title: str
+    icon: str
+
+    @property
+    def show(self) -> Callable[[], None]:
+        """The function that draws the page, imported when first asked for (a page's
+        imports wait until it is opened; and the pages link to each other through
+        this module)."""
+        module = importlib.import_module(f"{__package__}.views.{self.url_path}")
+        show: Callable[[], None] = getattr(module, f"{self.url_path}_page")
+        return show
+
+    def __call__(self) -> None:
+        self.show()
+
+
+SCREENS = (
+    Screen("runs", "Runs", ":material/list:"),
+    Screen("replay", "Replay", ":material/play_circle:"),
+    Screen("timeline", "Timeline", ":material/timeline:"),
+    Screen("presenter", "Presenter", ":material/slideshow:"),
+    Screen("wire", "Wire", ":material/swap_horiz:"),
+    Screen("compare", "Compare", ":material/compare:"),
+)
+DEFAULT = "runs"
+
+
+def page(url_path: str, *, default: str = DEFAULT) -> st.Page:
+    """The page at ``/url_path``, for ``st.page_link``."""
+    s = next(s for s in SCREENS if s.url_path == url_path)
+    return st.Page(s, title=s.title, icon=s.icon, url_path=s.url_path,
+                   default=s.url_path == default)
+
+
+def main(*, default: str = DEFAULT) -> None:
+    """Run the page the URL names (``default``: the page of a bare URL)."""
+    # The favicon is an emoji (drawn from a data: URL): a ":material/...:" favicon, or a
+    # page's material icon used as one, is fetched from fonts.gstatic.com, a request off
+    # the machine.
+    st.set_page_config(page_title="looptrace", page_icon="🔁", layout="wide")
+    st.navigation([page(s.url_path, default=default) for s in SCREENS]).run()

@@ -1,0 +1,158 @@
+"""Compare: two runs side by side, in sync, with the first divergence pointed out.
+
+Pick two runs (defaults from ``?a=...&b=...``, and ``&row=N`` for the aligned
+row the page shows as "row N / M", so a link opens that moment); what differs
+(set-up, then behaviour, from its first divergence); one slider and its
+buttons walk the alignment ``tracer.diff`` computed (lap by lap, hook by hook)
+and both panes show their run at the aligned step; the differences at that
+step, then every difference.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from tracer.diff import RunDiff
+from tracer.errors import LooptraceError
+
+from .. import data, state
+from ..compare_pane import (
+    STYLE,
+    render_divergence,
+    render_every_difference,
+    render_side,
+    run_diff,
+    run_label,
+    step_at,
+)
+
+
+def compare_page() -> None:
+    st.title("Compare two runs")
+    st.html(STYLE)
+    path = data.open_db()
+    runs = data.runs(path)
+    if not runs:
+        st.info("No runs in this database yet.", icon=":material/info:")
+        st.stop()
+    top = [r for r in runs if not r.parent_id] or runs
+    ordered = top + [r for r in runs if r not in top]
+    ids = [r.id for r in ordered]
+    label = {r.id: run_label(r) for r in ordered}
+    qp = st.query_params
+    c1, c2 = st.columns(2)
+    with c1:
+        a = st.selectbox("Run A", ids, index=_default(ids, qp.get("a"), 1),
+                         format_func=label.__getitem__, key="cmp_a", on_change=_set_row,
+                         args=(0,))
+    with c2:
+        b = st.selectbox("Run B", ids, index=_default(ids, qp.get("b"), 0),
+                         format_func=label.__getitem__, key="cmp_b", on_change=_set_row,
+                         args=(0,))
+    if qp.get("a") != a or qp.get("b") != b:
+        qp["a"], qp["b"] = a, b
+    try:
+        d = run_diff(path, a, b)
+    except LooptraceError as exc:
+        data.show_error(exc)
+    _summary(d)
+    if not d.rows:
+        st.info("Neither run has recorded steps.", icon=":material/info:")
+        return
+    row = _current_row(d)
+    _controls(d, row)
+    here = d.rows[row]
+    st.text(f"row {row + 1} / {len(d.rows)}  ·  {here.segment}  ·  "
+            + ("same in both runs" if here.same else "differs"))
+    left, right = st.columns(2, gap="medium")
+    with left:
+        render_side("A", d.a, *step_at(d, row, "a"))
+    with right:
+        render_side("B", d.b, *step_at(d, row, "b"))
+    at_row = [x for x in d.differences if (x.step_a, x.step_b) == (here.step_a, here.step_b)
+              and (x.step_a is not None or x.step_b is not None)]
+    if at_row:
+        st.subheader("Differences at this step")
+        for x in at_row:
+            render_divergence(x)
+    if not d.identical:
+        render_every_difference(d)
+
+
+def _default(ids: list[str], wanted: str | None, fallback: int) -> int:
+    if wanted:
+        for i, rid in enumerate(ids):
+            if rid == wanted or rid.startswith(wanted):
+                return i
+    return min(fallback, len(ids) - 1)
+
+
+def _set_row(i: int) -> None:
+    st.session_state[state.COMPARE_ROW] = i
+    st.session_state[state.COMPARE_SLIDER] = i + 1  # the slider counts from 1, as the page
+
+
+def _on_slider() -> None:
+    st.session_state[state.COMPARE_ROW] = int(st.session_state[state.COMPARE_SLIDER]) - 1
+
+
+def _summary(d: RunDiff) -> None:
+    """Identical, set up differently, behaving differently (and where it starts)."""
+    first = d.first_divergence
+    if d.identical:
+        st.success("Identical: same hooks, tool calls, arguments, answers and status "
+                   "(ids, timings and token counts are ignored).", icon=":material/check:")
+    if d.setup:
+        st.info("Set up differently (model, system prompt or tools):", icon=":material/tune:")
+        for x in d.setup:
+            render_divergence(x)
+    if first is not None:
+        st.warning(f"The runs behave differently: {len(d.differences) - len(d.setup)} "
+                   f"differences. First divergence, in lap {first.lap}:",
+                   icon=":material/call_split:")
+        render_divergence(first)
+    elif d.setup:
+        st.success("Same behaviour: the same hooks, tool calls, arguments, answers and "
+                   "status.", icon=":material/check:")
+
+
+def _current_row(d: RunDiff) -> int:
+    """The row shown: the state's, or ``?row=`` (as shown: 1-based) in a fresh session;
+    clamped, and mirrored into the URL and the slider."""
+    qp = st.query_params
+    last = len(d.rows) - 1
+    if state.COMPARE_ROW not in st.session_state:
+        st.session_state[state.COMPARE_ROW] = state.step_index(qp.get("row"))
+    row = max(0, min(int(st.session_state[state.COMPARE_ROW]), last))
+    st.session_state[state.COMPARE_ROW] = row
+    if qp.get("row") != str(row + 1):
+        qp["row"] = str(row + 1)
+    if st.session_state.get(state.COMPARE_SLIDER) != row + 1:
+        st.session_state[state.COMPARE_SLIDER] = row + 1
+    return row
+
+
+def _controls(d: RunDiff, row: int) -> None:
+    """First, back, forward, last, a jump to the first divergence, and the slider."""
+    last = len(d.rows) - 1
+    nav = st.columns([1, 1, 1, 1, 2], vertical_alignment="bottom")
+    nav[0].button("First", icon=":material/first_page:", key="cmp_first",
+                  on_click=_set_row, args=(0,), width="stretch")
+    nav[1].button("Back", icon=":material/chevron_left:", key="cmp_prev",
+                  on_click=_set_row, args=(max(0, row - 1),), width="stretch")
+    nav[2].button("Forward", icon=":material/chevron_right:", key="cmp_next",
+                  on_click=_set_row, args=(min(last, row + 1),), width="stretch")
+    nav[3].button("Last", icon=":material/last_page:", key="cmp_last",
+                  on_click=_set_row, args=(last,), width="stretch")
+    first = d.first_divergence
+    goal = first or (d.setup[0] if d.setup else None)
+    if goal is not None:
+        target = d.row_of(step_a=goal.step_a, step_b=goal.step_b)
+        what = "first divergence" if first else "first difference"
+        nav[4].button(f"Jump to {what}", icon=":material/call_split:",
+                      key="cmp_jump", on_click=_set_row, args=(target,), type="primary",
+                      width="stretch")
+    st.slider("Aligned step", 1, max(last + 1, 2), key=state.COMPARE_SLIDER,
+              on_change=_on_slider,
+              disabled=last == 0,
+              help="One slider drives both runs, step by step along the alignment.")

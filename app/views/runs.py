@@ -1,0 +1,139 @@
+"""Runs: the runs in the database, a page at a time, filtered; open one in the replay.
+
+The database's path; filters (message text, status, agent or name, health, the
+days started, the subagent runs of one run); then the table of runs, subagent
+runs nested under their parent, with a health badge each (what ``looptrace
+check`` found), refreshed every couple of seconds so runs being recorded show
+up; a picker and links to open a run in the replay or the timeline.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import streamlit as st
+
+from tracer.errors import LooptraceError
+from tracer.run_list import HEALTH_CLASSES, RunFilter
+
+from .. import data, navigation, runs_table, state
+from ..safe import md_escape
+from ..subagents import run_label
+
+PAGE_SIZE = 100
+# One period for good: changing a fragment's run_every takes a full app run, and
+# doing that from the fragment's own timer races with it (on the Replay page that
+# blanked the page: "Bad delta path index").
+REFRESH_S = 2.0
+STATUSES = ["completed", "running", "error", "interrupted"]
+
+
+def runs_page() -> None:
+    st.title("Runs")
+    path = data.open_db()
+    st.caption(f"Database: {md_escape(path)}")
+    flt = _filters()
+    if st.session_state.get(state.RUNS_FILTER) != flt:  # a new filter starts at its first page
+        st.session_state[state.RUNS_FILTER] = flt
+        st.session_state[state.RUNS_PAGE] = 0
+    _table(path, flt)
+
+
+def _filters() -> RunFilter:
+    top = st.columns([4, 3, 3], vertical_alignment="bottom")
+    search = top[0].text_input("Search messages", key="search",
+                               placeholder="text in any message")
+    statuses = top[1].multiselect("Status", STATUSES, key="status_filter")
+    agent = top[2].text_input("Agent / name contains", key="agent_filter")
+    more = st.columns([3, 3, 4], vertical_alignment="bottom")
+    healths = more[0].multiselect("Health", HEALTH_CLASSES, key="health_filter",
+                                  help="what `looptrace check` found (runs are checked once, "
+                                       "when first shown; 'unchecked': not yet)")
+    days = more[1].date_input("Started between", value=(), key="started_filter",
+                              help="a day, or a first and a last day")
+    parent = more[2].text_input("Subagent runs of", key="parent_filter",
+                                placeholder="a run id: its subagent runs, listed").strip()
+    since, until = _range(days)
+    return RunFilter(status=tuple(statuses), name=agent or None, health=tuple(healths),
+                     since=since, until=until, parent_id=parent or None,
+                     top_level=not parent, search=search or None)
+
+
+def _range(picked: object) -> tuple[float | None, float | None]:
+    """Epoch seconds from the start of the first picked day to the end of the last."""
+    chosen = [d for d in (picked if isinstance(picked, (tuple, list)) else [picked])
+              if isinstance(d, dt.date)]
+    if not chosen:
+        return None, None
+    first = dt.datetime.combine(min(chosen), dt.time())
+    last = dt.datetime.combine(max(chosen), dt.time()) + dt.timedelta(days=1)
+    return first.timestamp(), last.timestamp()
+
+
+def _turn(delta: int) -> None:
+    st.session_state[state.RUNS_PAGE] = max(0, int(st.session_state.get(state.RUNS_PAGE, 0))
+                                            + delta)
+
+
+@st.fragment(run_every=REFRESH_S)
+def _table(path: str, flt: RunFilter) -> None:
+    page_no = int(st.session_state.get(state.RUNS_PAGE, 0))
+    try:
+        runs, below, total = data.runs_page(path, flt, PAGE_SIZE, page_no * PAGE_SIZE)
+        if not runs and page_no and total:  # (the runs on the last page went)
+            st.session_state[state.RUNS_PAGE] = page_no = (total - 1) // PAGE_SIZE
+            runs, below, total = data.runs_page(path, flt, PAGE_SIZE, page_no * PAGE_SIZE)
+    except LooptraceError as exc:
+        st.error(md_escape(str(exc)), icon=":material/error:")
+        return
+    if not runs:
+        filtered = flt != RunFilter(top_level=True)
+        st.info("No runs match." if filtered else "No runs recorded yet.",
+                icon=":material/info:")
+        return
+    shown = [*runs, *below]
+    badges = data.health(path, [r.id for r in shown])
+    df = runs_table.runs_frame(shown, lambda r: badges.get(r.id, "–"))
+    df["open"] = ["replay?run=" + i for i in df["id"]]
+    first = page_no * PAGE_SIZE + 1
+    nav = st.columns([2, 2, 6], vertical_alignment="center")
+    nav[0].button("Previous", key="runs_prev", icon=":material/chevron_left:",
+                  disabled=page_no == 0, on_click=_turn, args=(-1,))
+    nav[1].button("Next", key="runs_next", icon=":material/chevron_right:",
+                  disabled=first + len(runs) > total, on_click=_turn, args=(1,))
+    kind = "top-level runs (their subagent runs nested)" if flt.top_level else "runs"
+    nav[2].caption(f"{kind} {first:,}–{first + len(runs) - 1:,} of {total:,}")
+    st.dataframe(
+        df, hide_index=True, key=state.RUNS_TABLE, on_select="rerun",
+        selection_mode="single-row",
+        column_order=["run", "status", "health", "agent", "started", "duration_s", "laps",
+                      "model_calls", "tool_calls", "errors", "tokens", "open", "id"],
+        column_config={
+            "run": st.column_config.TextColumn("run", help="subagent runs are nested (↳)"),
+            "started": st.column_config.DatetimeColumn("started", format="YYYY-MM-DD HH:mm:ss"),
+            "duration_s": st.column_config.NumberColumn("duration", format="%.2f s"),
+            "open": st.column_config.LinkColumn("open", display_text="replay ↗"),
+            "id": st.column_config.TextColumn("id", width="small"),
+        },
+    )
+    _open_a_run(list(df["id"]), {r.id: run_label(r) for r in shown})
+
+
+def _open_a_run(ids: list[str], labels: dict[str, str]) -> None:
+    """The picker (following the row selected in the table) and the links to open it."""
+    table = st.session_state.get(state.RUNS_TABLE) or {}
+    rows = table.get("selection", {}).get("rows") or []
+    chosen = ids[rows[0]] if rows and rows[0] < len(ids) else None
+    if chosen and chosen != st.session_state.get(state.RUNS_LAST_SELECTED):
+        st.session_state[state.OPEN_PICK] = chosen  # a row was just selected in the table
+    st.session_state[state.RUNS_LAST_SELECTED] = chosen
+    if st.session_state.get(state.OPEN_PICK) not in ids:
+        st.session_state[state.OPEN_PICK] = ids[0]
+    cols = st.columns([5, 2], vertical_alignment="bottom")
+    pick = cols[0].selectbox("Open a run", ids, format_func=lambda i: labels.get(i, i),
+                             key=state.OPEN_PICK)
+    with cols[1]:
+        st.page_link(navigation.page("replay"), label="Open in replay",
+                     icon=":material/play_circle:", query_params={"run": pick})
+        st.page_link(navigation.page("timeline"), label="Timeline", icon=":material/timeline:",
+                     query_params={"run": pick})

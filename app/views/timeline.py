@@ -1,0 +1,35 @@
+"""Timeline: the run over wall-clock time, and tokens per lap.
+
+The run (from ``?run=``, as the replay), a link back to the replay, then two
+plotly charts: hooks, model calls and tool calls on lanes, and tokens per lap.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from .. import data, navigation, state, timeline
+from ..replay_view import load
+
+
+def timeline_page() -> None:
+    st.title("Timeline")
+    path = data.open_db()
+    state.init()
+    state.adopt_query_params()
+    view = load(path)
+    run = view.replay.run
+    st.text(f"{run.summary.name or run.summary.agent_name or 'run'}  ·  {run.id}  ·  "
+            f"{run.summary.status}  ·  {len(view.replay)} steps")
+    st.page_link(navigation.page("replay"), label="Open in replay", icon=":material/play_circle:",
+                 query_params={"run": run.id})
+    if not view.replay.steps:
+        st.info("This run has no events.", icon=":material/info:")
+        st.stop()
+    st.subheader("Hooks, model calls and tool calls over time")
+    st.plotly_chart(timeline.timeline_figure(view.replay), key="timeline_chart")
+    st.subheader("Tokens per lap")
+    if timeline.tokens_per_lap(view.replay):
+        st.plotly_chart(timeline.tokens_figure(view.replay), key="tokens_chart")
+    else:
+        st.caption("No token usage was recorded for this run.")

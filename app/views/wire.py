@@ -1,0 +1,100 @@
+"""Wire: one model call as OpenAI, Anthropic and Ollama carry it, diffed.
+
+Pick a run and a model call (defaults from ``?run=...&step=...``, the same
+deep link as the replay: the model call at or before that step). The page
+shows the differences that matter as a table, the three request (and
+response) bodies side by side with their annotations, and a line diff of any
+two of them. Bodies are untrusted: ``st.code(language=None)`` and
+``st.code(language="diff")`` only.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from tracer.errors import LooptraceError
+from tracer.loader import RunSummary
+from tracer.wire.providers import PROVIDERS
+from tracer.wire.render import call_at, model_call_events
+from tracer.wire.view import body_diff, turn_label
+
+from .. import data, navigation, state
+from ..wire_pane import TITLES, render_turn, turn_view, warm_up
+
+
+def wire_page() -> None:
+    st.title("Wire formats")
+    warm_up()
+    path = data.open_db()
+    qp = st.query_params
+    try:
+        runs = data.runs(path)
+    except LooptraceError as exc:
+        data.show_error(exc)
+    if not runs:
+        st.info("No runs recorded in this database yet.", icon=":material/info:")
+        st.stop()
+
+    ids = [r.id for r in runs]
+    by_id = {r.id: r for r in runs}
+    wanted = qp.get("run")
+    default = next((i for i, rid in enumerate(ids) if wanted and rid.startswith(wanted)), None)
+    if wanted and default is None:
+        st.error(f"no run {wanted!r} in this database; showing the newest run instead",
+                 icon=":material/error:")
+        default = 0
+    run_id = st.selectbox("Run", ids, index=default or 0,
+                          format_func=lambda rid: _run_label(by_id[rid]), key="wire_run")
+    try:
+        replay = data.load_replay(path, run_id)
+    except LooptraceError as exc:
+        data.show_error(exc)
+    calls = model_call_events(replay.run)
+    if not calls:
+        st.info("This run made no model call.", icon=":material/info:")
+        st.stop()
+
+    step_of = {s.event.seq: s.index for s in replay.steps}
+    url_run = ids[default] if wanted and default is not None else None
+    at = None
+    if run_id == url_run and qp.get("step") is not None and replay.steps:
+        i = replay.clamp(state.step_index(qp.get("step")))
+        at = call_at(replay.run, replay.steps[i].event.seq)
+    seqs = [c.seq for c in calls]
+    index = seqs.index(at.seq) if at is not None else 0
+    seq = st.selectbox("Model call", seqs, index=index, key=f"wire_call_{run_id}",
+                       format_func=lambda s: turn_label(calls[seqs.index(s)], seqs.index(s)))
+    step = state.url_step(step_of.get(seq, 0))
+    if qp.get("run") != run_id or qp.get("step") != step:
+        qp["run"] = run_id
+        qp["step"] = step
+    st.page_link(navigation.page("replay"), label="Open this step in the replay",
+                 icon=":material/play_circle:", query_params={"run": run_id, "step": step})
+
+    with st.spinner("Rendering the three wire formats ..."):
+        view = turn_view(path, replay, seq)
+    render_turn(view, key="page", height=640)
+
+    st.subheader("Line diff")
+    pair = st.columns(2)
+    with pair[0]:
+        a = st.selectbox("From", PROVIDERS, index=0, format_func=TITLES.get, key="wire_diff_a")
+    with pair[1]:
+        b = st.selectbox("To", PROVIDERS, index=1, format_func=TITLES.get, key="wire_diff_b")
+    what = st.segmented_control("Diff", ("Request", "Response"), default="Request",
+                                key="wire_diff_part") or "Request"
+    ba, bb = view.bodies[a], view.bodies[b]
+    left = ba.request if what == "Request" else ba.response
+    right = bb.request if what == "Request" else bb.response
+    if a == b:
+        st.caption("Pick two different providers.")
+    elif left is None or right is None:
+        st.caption("One of the two has no body to compare.")
+    else:
+        st.code(body_diff(left, right, f"{a} ({ba.source})", f"{b} ({bb.source})") or
+                "(identical)", language="diff")
+
+
+def _run_label(r: RunSummary) -> str:
+    return (f"{r.name or r.agent_name or 'run'}  ·  {r.provider or '?'}  ·  "
+            f"{r.model_calls} model calls  ·  {r.id[:10]}")

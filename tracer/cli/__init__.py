@@ -1,0 +1,125 @@
+"""``looptrace``: a thin command line over the Python API.
+
+One module here per command (or per group of commands), each exposing
+``register(sub)``: it adds its subparser, and its ``run`` opens the database,
+calls one API function and prints the result. Only the module of the command
+given is imported, so ``looptrace runs`` and ``looptrace check`` start without
+LangChain. Errors are one clear line and a non-zero exit, never a traceback.
+
+=========  ==========================  ==================================
+command    module                      API
+=========  ==========================  ==================================
+runs       ``tracer.cli.runs``         ``TraceDB.runs`` (``RunFilter``)
+check      ``tracer.cli.check``        ``tracer.check.check_db``
+diff       ``tracer.cli.diff``         ``tracer.diff.diff_tree``
+export     ``tracer.cli.exchange``     ``tracer.exchange.export_run``,
+                                       ``tracer.html_export.export_html``,
+                                       ``tracer.otel.export_otlp``
+import     ``tracer.cli.exchange``     ``tracer.exchange.import_many``,
+                                       ``tracer.otel.import_otlp_file``
+prune      ``tracer.cli.prune``        ``tracer.prune.prune``
+demo       ``tracer.cli.demo``         ``tracer.demo.record.record_all``
+ui         ``tracer.cli.ui``           the Streamlit app
+proxy      ``tracer.cli.wire``         ``tracer.wire.WireServer``
+traffic    ``tracer.cli.wire``         ``tracer.wire.traffic.build_runs``
+collect    ``tracer.cli.collect``      ``tracer.otel.CollectServer``
+=========  ==========================  ==================================
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import threading
+from collections.abc import Sequence
+from typing import Protocol
+
+from ..errors import LooptraceError
+
+__all__ = ["COMMANDS", "DEFAULT_DB", "build_parser", "main", "serve", "stop_on_sigterm"]
+
+DEFAULT_DB = "looptrace.db"
+
+# command -> the module of this package that registers it (imported only when needed)
+COMMANDS: dict[str, str] = {
+    "demo": "demo",
+    "runs": "runs",
+    "prune": "prune",
+    "export": "exchange",
+    "import": "exchange",
+    "ui": "ui",
+    "check": "check",
+    "diff": "diff",
+    "proxy": "wire",
+    "traffic": "wire",
+    "collect": "collect",
+}
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser; with ``only``, just that command's module is imported (fast start)."""
+    parser = argparse.ArgumentParser(
+        prog="looptrace", description="Record and replay LLM agent loops.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    done: set[str] = set()
+    for name, module in COMMANDS.items():
+        if module in done or (only is not None and name != only):
+            continue
+        importlib.import_module(f"{__name__}.{module}").register(sub)
+        done.add(module)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``looptrace`` with ``argv`` (default: ``sys.argv[1:]``); return the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    first = next((a for a in argv if not a.startswith("-")), None)
+    parser = build_parser(first if first in COMMANDS else None)
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except LooptraceError as exc:
+        print(f"looptrace {args.command}: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+    except OSError as exc:
+        print(f"looptrace {args.command}: {exc}", file=sys.stderr)
+        return 1
+
+
+class Server(Protocol):
+    def serve_forever(self) -> object: ...
+    def stop(self) -> object: ...
+
+
+def serve(server: Server) -> None:
+    """Serve until Ctrl-C or SIGTERM, then stop the server (it writes what it holds)."""
+    stop_on_sigterm()
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+
+
+def stop_on_sigterm(stop: threading.Event | None = None) -> None:
+    """SIGTERM stops a serving command like Ctrl-C: set ``stop``, or (without one) raise
+    ``KeyboardInterrupt`` in the main thread, so that buffered work is still written."""
+    import signal
+
+    def handler(signum: int, frame: object) -> None:
+        if stop is not None:
+            stop.set()
+        else:
+            raise KeyboardInterrupt
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, handler)

@@ -1,0 +1,43 @@
+"""``looptrace check``: check recorded runs (``tracer.check.check_db``).
+
+Exits 1 when any finding is an error, so it can gate a CI job over recorded runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from ..check import PROVIDERS, check_db, format_text
+from ..errors import LooptraceError
+from . import DEFAULT_DB
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "check", help="check recorded runs against provider rules and for loops",
+        description="Check recorded runs: tool calls without results, results out of place, "
+                    "provider rules (OpenAI, Anthropic, Ollama), repeated calls and runaway "
+                    "loops. Exits 1 when any error-level finding exists.")
+    p.add_argument("runs", nargs="*", metavar="RUN", help="run ids or prefixes (default: all)")
+    p.add_argument("--db", default=DEFAULT_DB)
+    p.add_argument("--provider", action="append", choices=PROVIDERS,
+                   help="check only this provider's rules (repeatable; default: all three); "
+                        "findings that concern every provider are always shown")
+    p.add_argument("--json", action="store_true", help="print the findings as a JSON list")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    providers = tuple(args.provider or PROVIDERS)
+    try:
+        results = check_db(args.db, args.runs, providers=providers)
+    except ValueError as exc:
+        raise LooptraceError(str(exc)) from None
+    findings = [f for fs in results.values() for f in fs]
+    if args.json:
+        print(json.dumps([f.to_dict() for f in findings], indent=2, ensure_ascii=False))
+    else:
+        sys.stdout.write(format_text(results))
+    return 1 if any(f.severity == "error" for f in findings) else 0

@@ -1,0 +1,68 @@
+"""``looptrace collect``: receive OpenTelemetry traces (OTLP/HTTP) and store them as runs
+(``tracer.otel.CollectServer``).
+
+The OpenTelemetry packages are imported when the command runs, so the rest of the
+command line works without them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from ..errors import UsageError
+from . import DEFAULT_DB, serve
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "collect", help="receive OpenTelemetry traces (OTLP/HTTP) and store them as runs",
+        description=(
+            "Listen for OTLP/HTTP trace exports (POST /v1/traces, protobuf or JSON, gzip) and "
+            "write each trace as runs: traces sent by 'looptrace export --otlp' come back "
+            "exactly as recorded, other GenAI traces are converted, other spans are skipped "
+            "and counted. Point an exporter at http://HOST:PORT (OTEL_EXPORTER_OTLP_ENDPOINT)."))
+    p.add_argument("--db", default=DEFAULT_DB, help=f"database to write (default {DEFAULT_DB})")
+    p.add_argument("--port", type=int, default=4318, help="port (default 4318, OTLP/HTTP's)")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--quiet", type=float, default=2.0, metavar="SECONDS",
+                   help="import a trace once its root span is in and no span came for this long")
+    p.add_argument("--orphan-timeout", type=float, default=30.0, metavar="SECONDS",
+                   help="import a trace that never completes after this long, with a warning")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..otel.collect import CollectServer
+
+    if not 0 <= args.port < 65536:
+        msg = f"--port {args.port} is not a port number"
+        raise UsageError(msg)
+
+    def imported(trace_id: str, result: Any) -> None:
+        if result.run_ids:
+            ids = ", ".join(r[:12] for r in result.run_ids)
+            extra = f", {result.skipped} spans skipped" if result.skipped else ""
+            print(f"trace {trace_id}: {len(result.run_ids)} runs ({ids}){extra}", flush=True)
+        elif result.skipped:
+            print(f"trace {trace_id}: {result.skipped} spans skipped (not GenAI spans)",
+                  flush=True)
+        for w in result.warnings:
+            print(f"warning: {w}", file=sys.stderr, flush=True)
+
+    try:
+        srv = CollectServer(args.db, host=args.host, port=args.port, quiet=args.quiet,
+                            orphan_timeout=args.orphan_timeout, on_import=imported)
+    except OSError as exc:
+        msg = f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}"
+        raise UsageError(msg) from None
+    print(f"looptrace collect: OTLP/HTTP on {srv.url}/v1/traces (and /v1/logs), writing runs "
+          f"into {args.db}; Ctrl-C stops", flush=True)
+    serve(srv)
+    t = srv.buffer.total
+    logs = (f" and {srv.buffer.received_logs} log records" if srv.buffer.received_logs
+            else "")
+    print(f"received {srv.buffer.received} spans{logs}: {len(set(t.run_ids))} runs imported, "
+          f"{t.skipped} spans skipped, {len(t.warnings)} warnings")
+    return 0

@@ -1,0 +1,43 @@
+"""``looptrace demo``: record the scripted demo agents, offline, in seconds
+(``tracer.demo.record.record_all``)."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from ..demo import record
+from ..demo.scenarios import SCENARIOS
+from ..exchange import export_run
+from . import DEFAULT_DB
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("demo", help="record the demo agents (scripted models, no API key)")
+    p.add_argument("--db", default=DEFAULT_DB, help="database to record into")
+    p.add_argument("--only", nargs="+", choices=sorted(SCENARIOS), metavar="NAME",
+                   help=f"only these scenarios ({', '.join(SCENARIOS)})")
+    p.add_argument("--no-providers", action="store_true",
+                   help="skip the provider wire-format demos (OpenAI/Anthropic/Ollama emulator)")
+    p.add_argument("--export", metavar="DIR",
+                   help="also export each scenario's run to DIR/<scenario>.jsonl")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    t0 = time.perf_counter()
+    recorded = record.record_all(args.db, args.only, providers=not args.no_providers)
+    for name, ids in recorded.items():
+        print(f"{name:28} {', '.join(i[:12] for i in ids)}")
+    print(f"recorded {sum(len(v) for v in recorded.values())} runs into {args.db} "
+          f"in {time.perf_counter() - t0:.1f} s")
+    if args.export:
+        out = Path(args.export)
+        out.mkdir(parents=True, exist_ok=True)
+        for name, ids in recorded.items():
+            for i, run_id in enumerate(ids):
+                suffix = f"-{i + 1}" if len(ids) > 1 else ""
+                export_run(args.db, run_id, out / f"{name}{suffix}.jsonl")
+        print(f"exported to {out}")
+    return 0

@@ -1,0 +1,144 @@
+"""``looptrace export`` and ``looptrace import``: runs to and from files (``tracer.exchange``),
+a self-contained HTML replay (``tracer.html_export``) and OpenTelemetry (``tracer.otel``).
+
+The OpenTelemetry packages are imported only when ``--otlp`` (or an OTLP JSON file)
+asks for them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+from typing import Any
+
+from ..errors import UsageError
+from ..exchange import export_run, import_many
+from . import DEFAULT_DB, stop_on_sigterm
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("export", help="export a run (and its subagent runs)")
+    p.add_argument("run", nargs="?", help="run id (or a unique prefix)")
+    p.add_argument("--db", default=DEFAULT_DB)
+    p.add_argument("-o", "--out", help="output .jsonl file (default: <run>.jsonl)")
+    p.add_argument("--html", metavar="OUT.html", help="write a self-contained HTML replay")
+    g = p.add_argument_group("OpenTelemetry (instead of -o / --html)")
+    g.add_argument("--otlp", metavar="URL",
+                   help="send as OpenTelemetry GenAI spans to an OTLP/HTTP endpoint "
+                        "(e.g. http://127.0.0.1:4318)")
+    g.add_argument("--follow", action="store_true",
+                   help="with --otlp and no RUN: watch the database and send each run as it "
+                        "finishes, until Ctrl-C")
+    g.add_argument("--header", action="append", default=[], metavar="KEY=VALUE",
+                   help="an HTTP header to send with --otlp (repeatable)")
+    g.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
+                   help="give up on the endpoint after this long (default 10)")
+    g.add_argument("--interval", type=float, default=1.0, metavar="SECONDS",
+                   help="with --follow: how often to look for finished runs (default 1)")
+    p.set_defaults(func=export)
+
+    p = sub.add_parser("import", help="import trace files into a database")
+    p.add_argument("files", nargs="+",
+                   help="looptrace trace files (.jsonl), or OTLP JSON files of OpenTelemetry spans")
+    p.add_argument("--db", default=DEFAULT_DB)
+    p.set_defaults(func=import_files)
+
+
+def export(args: argparse.Namespace) -> int:
+    if args.otlp or args.follow:
+        if not args.otlp:
+            msg = "--follow needs --otlp URL"
+            raise UsageError(msg)
+        return _export_otlp(args)
+    if not args.run:
+        msg = "give a RUN to export"
+        raise UsageError(msg)
+    if args.html:
+        from ..html_export import export_html
+
+        print(export_html(args.db, args.run, args.html))
+        return 0
+    print(export_run(args.db, args.run, args.out or f"{args.run}.jsonl"))
+    return 0
+
+
+def import_files(args: argparse.Namespace) -> int:
+    from ..otel.otlp import is_otlp_json
+
+    ids: list[str] = []
+    for path in args.files:
+        if not is_otlp_json(path):
+            ids.extend(import_many([path], args.db))
+            continue
+        from ..otel.imports import import_otlp_file
+
+        result = import_otlp_file(path, args.db)
+        ids.extend(result.run_ids)
+        if result.skipped:
+            print(f"{path}: {result.skipped} spans skipped (not GenAI spans)", file=sys.stderr)
+        for w in result.warnings:
+            print(f"{path}: warning: {w}", file=sys.stderr)
+    print(f"imported {len(ids)} runs into {args.db}")
+    return 0
+
+
+# -- export --otlp -------------------------------------------------------------------------
+
+def _export_otlp(args: argparse.Namespace) -> int:
+    if args.out or args.html:
+        msg = "--otlp and -o/--html are alternatives: give one"
+        raise UsageError(msg)
+    headers = _headers(args.header)
+    if args.follow:
+        if args.run:
+            msg = "--follow sends every run as it finishes: give no RUN"
+            raise UsageError(msg)
+        return _follow(args, headers)
+    if not args.run:
+        msg = "give a RUN to export (or --follow to send runs as they finish)"
+        raise UsageError(msg)
+    from ..otel.export import export_otlp, traces_url
+
+    n = export_otlp(args.db, args.run, args.otlp, headers=headers, timeout=args.timeout)
+    print(f"sent {n} spans to {traces_url(args.otlp)}")
+    return 0
+
+
+def _headers(items: list[str]) -> dict[str, str]:
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            msg = f"--header {item!r}: expected KEY=VALUE"
+            raise UsageError(msg)
+        out[key.strip()] = value.strip()
+    return out
+
+
+def _follow(args: argparse.Namespace, headers: dict[str, str]) -> int:
+    from ..otel.export import traces_url
+    from ..otel.follow import follow, ledger_path
+
+    url = traces_url(args.otlp)
+    print(f"looptrace export: sending each run of {args.db} to {url} as it finishes "
+          f"(sent runs are listed in {ledger_path(args.db)}); Ctrl-C stops", flush=True)
+    said: set[str] = set()
+
+    def sent(run: Any, n: int) -> None:
+        print(f"sent {run.id[:12]} {run.name or ''} ({run.status}, {n} spans)", flush=True)
+
+    def failed(run: Any, exc: Exception) -> None:
+        if str(exc) not in said:  # once per distinct trouble, not at every poll
+            said.add(str(exc))
+            print(f"looptrace export: {exc} (retrying)", file=sys.stderr, flush=True)
+
+    stop = threading.Event()
+    stop_on_sigterm(stop)
+    try:
+        total = follow(args.db, url, interval=args.interval, stop=stop, headers=headers,
+                       timeout=args.timeout, on_sent=sent, on_error=failed)
+    except KeyboardInterrupt:
+        return 0
+    print(f"sent {total} runs")
+    return 0

@@ -1,0 +1,35 @@
+"""``looptrace ui``: open the replay app (Streamlit) on a database or the sample traces."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from ..loader import TraceDB
+
+# The replay app's entry script: package data in an installed looptrace (the wheel holds
+# app/ as tracer/_app/), the repository's app/ in a checkout.
+_PACKAGE = Path(__file__).resolve().parents[1]
+APP = (_PACKAGE / "_app" / "main.py" if (_PACKAGE / "_app").is_dir()
+       else _PACKAGE.parent / "app" / "main.py")
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("ui", help="open the replay app")
+    p.add_argument("--db", help="database to open (default: the bundled sample traces)")
+    p.add_argument("--port", type=int, default=8501)
+    p.add_argument("--host", default="127.0.0.1")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    env = dict(os.environ)
+    if args.db:
+        TraceDB(args.db).close()  # fail here, clearly, for a bad file
+        env["LOOPTRACE_DB"] = str(Path(args.db).resolve())
+    cmd = [sys.executable, "-m", "streamlit", "run", str(APP), "--server.address", args.host,
+           "--server.port", str(args.port), "--browser.gatherUsageStats", "false"]
+    return subprocess.call(cmd, env=env)
