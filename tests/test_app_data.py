@@ -8,6 +8,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from app_kit import app_test
 from streamlit.testing.v1 import AppTest
 from test_app_pages import graph
 
@@ -19,19 +20,14 @@ from tracer.loader import TraceDB
 from tracer.replay import build_replay
 from tracer.schema import SCHEMA_VERSION, connect
 
-MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
-PAGES = ("pages/runs.py", "pages/replay.py", "pages/timeline.py", "pages/presenter.py")
+PAGES = ("runs", "replay", "timeline", "presenter")
 
 
 pytestmark = pytest.mark.usefixtures("clean_streamlit_caches")
 
 
 def run_page(page: str) -> AppTest:
-    at = AppTest.from_file(MAIN, default_timeout=30)
-    at.run()
-    if page != "pages/runs.py":
-        at.switch_page(page).run()
-    return at
+    return app_test(page).run()
 
 
 # -- bad databases: one clear line, never a traceback ---------------------------------
@@ -97,11 +93,9 @@ def test_hostile_content_is_shown_as_text_never_markdown(sample_db: Path,
         rp = build_replay(db.run(run.id))
     hostile = [m for m in rp.run.messages if "<script" in m.text or "](" in m.text]
     assert hostile
-    at = AppTest.from_file(MAIN, default_timeout=30)
-    at.run()
-    at.switch_page("pages/replay.py")
+    at = app_test("replay")
     at.query_params["run"] = run.id
-    at.query_params["step"] = str(len(rp) - 1)
+    at.query_params["step"] = str(len(rp))  # the last step
     at.run()
     assert not at.exception
     literal = [t.value for t in at.text] + [c.value for c in at.code]
@@ -238,9 +232,7 @@ def test_runs_frame_nests_children_under_parents(sample_db: Path) -> None:
 def test_a_hostile_run_id_in_the_url_stays_text(sample_db: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LOOPTRACE_DB", str(sample_db))
-    at = AppTest.from_file(MAIN, default_timeout=30)
-    at.run()
-    at.switch_page("pages/replay.py")
+    at = app_test("replay")
     at.query_params["run"] = "![x](http://127.0.0.1:9/leak.png) <img src=x onerror=alert(1)>"
     at.run()
     assert not at.exception and len(at.error) == 1
@@ -262,9 +254,7 @@ def test_a_run_being_recorded_refreshes_and_follows_new_steps(
     conn.execute("UPDATE runs SET status = 'running', ended_at = NULL WHERE id = ?", [run.id])
     conn.commit()
     monkeypatch.setenv("LOOPTRACE_DB", str(db_path))
-    at = AppTest.from_file(MAIN, default_timeout=30)
-    at.run()
-    at.switch_page("pages/replay.py")
+    at = app_test("replay")
     at.query_params["run"] = run.id  # no step: a live run opens at its newest step
     at.run()
     assert not at.exception
@@ -296,9 +286,7 @@ def test_a_run_being_recorded_refreshes_and_follows_new_steps(
     assert "-badge[completed]" in badges and "-badge[running]" not in badges
     assert graph(at)["live_ms"] == 0
     # a finished run opened without a step starts at its first step
-    other = AppTest.from_file(MAIN, default_timeout=30)
-    other.run()
-    other.switch_page("pages/replay.py")
+    other = app_test("replay")
     other.query_params["run"] = run.id
     other.run()
     assert not other.exception
@@ -334,9 +322,7 @@ def test_odd_message_positions_do_not_break_the_pane(
     conn.commit()
     conn.close()
     monkeypatch.setenv("LOOPTRACE_DB", str(db_path))
-    at = AppTest.from_file(MAIN, default_timeout=30)
-    at.run()
-    at.switch_page("pages/replay.py")
+    at = app_test("replay")
     at.query_params["run"] = rid
     at.query_params["step"] = "999"
     at.run()
@@ -354,9 +340,7 @@ def test_a_run_with_no_events_renders_on_every_page(
     conn.close()
     monkeypatch.setenv("LOOPTRACE_DB", str(db_path))
     for page in PAGES:
-        at = AppTest.from_file(MAIN, default_timeout=30)
-        at.run()
-        at.switch_page(page)
+        at = app_test(page)
         at.query_params["run"] = "empty-run"
         at.run()
         assert not at.exception and not at.error, (page, at.exception, at.error)

@@ -30,8 +30,6 @@ from browser_support import (
     streamlit_server,
     wait_connected,
 )
-
-pytest.importorskip("playwright")
 from playwright.sync_api import Page, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
@@ -193,11 +191,17 @@ class Session:
     def __init__(self, page: Page, url: str, foreign: list[str], errors: list[str]) -> None:
         self.page, self.url, self.foreign, self.errors = page, url, foreign, errors
 
-    def open(self, run_id: str, step: Any = None, *, expect_step: int | None = None) -> None:
-        q = f"?run={run_id}" + ("" if step is None else f"&step={step}")
+    def open(self, run_id: str, step: int | str | None = None, *,
+             expect_step: int | None = None) -> None:
+        """Open ``/replay?run=...&step=...`` at step index ``step`` (an int: the link's
+        ``step`` is the number the page shows, ``step + 1``), or with ``step`` (a str)
+        as the link's ``step`` as it is; wait for step index ``expect_step``."""
+        url_step = str(step + 1) if isinstance(step, int) else step
+        q = f"?run={run_id}" + ("" if url_step is None else f"&step={url_step}")
         self.page.goto(self.url + "/replay" + q)
         wait_connected(self.page)
-        want = expect_step if expect_step is not None else (int(step) if step is not None else 0)
+        want = expect_step if expect_step is not None else (
+            step if isinstance(step, int) else 0)
         expect(self.graph).to_have_attribute("data-step", str(want), timeout=15_000)
 
     @property
@@ -487,7 +491,7 @@ def test_pause_and_play_again_many_times(session: Session, replays: dict[str, Re
     index", when the fragment's timer was switched off while it fired.)"""
     rp = replays["shopping"]
     s = session
-    s.page.goto(f"{s.url}/{page}?run={rp.run.id}&step=0")
+    s.page.goto(f"{s.url}/{page}?run={rp.run.id}&step=1")
     wait_connected(s.page)
     expect(s.graph).to_have_attribute("data-step", "0", timeout=15_000)
     if page == "replay":
@@ -575,30 +579,34 @@ def test_keyboard_steps(session: Session, replays: dict[str, Replay]) -> None:
     here = settled_step(s)
     assert here > 0
     assert_step_shown(s, rp, here)
-    expect(s.page).to_have_url(re.compile(rf"[?&]step={here}(&|$)"))
+    expect(s.page).to_have_url(re.compile(rf"[?&]step={here + 1}(&|$)"))  # as shown
 
 
 def test_deep_link_lands_on_that_step(session: Session,
-                                                     replays: dict[str, Replay]) -> None:
+                                      replays: dict[str, Replay]) -> None:
+    """A link's ``step`` is the number the page shows: ``step=10`` is "Step 10 / N"."""
     rp = replays["shopping"]
     s = session
-    s.open(rp.run.id, 9)
+    s.open(rp.run.id, "10", expect_step=9)
     assert_step_shown(s, rp, 9)
-    expect(s.page).to_have_url(re.compile(rf"run={rp.run.id}.*step=9"))
+    expect(s.page.get_by_text(f"Step 10 / {len(rp)}", exact=True)).to_be_visible()
+    expect(s.page).to_have_url(re.compile(rf"run={rp.run.id}.*step=10(&|$)"))
     last = len(rp) - 1
-    s.open(rp.run.id, 99999, expect_step=last)
+    s.open(rp.run.id, "99999", expect_step=last)
     assert_step_shown(s, rp, last)
-    expect(s.page).to_have_url(re.compile(rf"[?&]step={last}(&|$)"))
+    expect(s.page).to_have_url(re.compile(rf"[?&]step={len(rp)}(&|$)"))
+    # No "Deploy" button in the toolbar (app/.streamlit/config.toml: a viewer's toolbar).
+    expect(s.page.locator('[data-testid="stAppDeployButton"]')).to_have_count(0)
 
 
 def test_bad_deep_links_are_clamped_or_explained(session: Session,
                                                  replays: dict[str, Replay]) -> None:
     rp = replays["shopping"]
     s = session
-    for bad in ("-4", "abc"):
+    for bad in ("-4", "abc", "0"):  # (an old 0-based link's step=0: the first step too)
         s.open(rp.run.id, bad, expect_step=0)
         assert_step_shown(s, rp, 0)
-        expect(s.page).to_have_url(re.compile(r"[?&]step=0(&|$)"))
+        expect(s.page).to_have_url(re.compile(r"[?&]step=1(&|$)"))
     # A run id that does not exist: a clear message, not a traceback.
     s.page.goto(s.url + "/replay?run=no-such-run&step=3")
     wait_connected(s.page)

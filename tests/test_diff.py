@@ -21,7 +21,6 @@ from tracer import TraceMiddleware
 from tracer.cli import main
 from tracer.demo.models import ScriptedChatModel, call, turn_script
 from tracer.diff import diff_runs, message_text
-from tracer.exchange import sample_files
 from tracer.loader import Run, TraceDB
 
 
@@ -288,7 +287,9 @@ def test_cli_exit_codes(runs: tuple[Path, dict[str, str]],
     db, ids = runs
     assert main(["diff", ids["base"], ids["same"], "--db", str(db)]) == 0
     assert "identical" in capsys.readouterr().out
-    assert main(["diff", ids["base"][:10], ids["args"][:10], "--db", str(db)]) == 1
+    # (prefixes as `looptrace runs` shows them; ids start with their second, so
+    # runs of one second share the first 8 characters)
+    assert main(["diff", ids["base"][:12], ids["args"][:12], "--db", str(db)]) == 1
     out = capsys.readouterr().out
     assert "first divergence (different_arguments): lap 2" in out
     assert '+  -> get_weather({"city": "Berlin"})' in out
@@ -313,10 +314,9 @@ def test_cli_json_and_second_database(runs: tuple[Path, dict[str, str]], tmp_pat
     assert "extra_lap" in [x["kind"] for ld in data["laps"] for x in ld["differences"]]
 
 
-@pytest.mark.skipif(not sample_files(), reason="no sample traces bundled yet")
 def test_a_fresh_recording_of_every_demo_scenario_matches_its_sample_trace(
         sample_db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from tracer.demo.cli import record_all
+    from tracer.demo.record import record_all
 
     fresh_db = tmp_path / "fresh.db"
     record_all(str(fresh_db), providers=False)
@@ -340,3 +340,26 @@ def test_a_fresh_recording_of_every_demo_scenario_matches_its_sample_trace(
     assert main(["diff", a_id, lone, "--db", str(sample_db), "--json"]) == 1
     data = json.loads(capsys.readouterr().out)
     assert data["subagents"][0]["b"] is None and data["subagents"][0]["diff"] is None
+
+
+def test_cli_json_counts_steps_from_1_like_the_text(runs: tuple[Path, dict[str, str]],
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """Both forms of ``looptrace diff`` name the same step. The two runs differ in the
+    arguments of lap 2's tool call: the model's reply in lap 2 is step 10 (the
+    middleware alone records no run start: before_agent, before_model, model
+    enter/exit, after_model, tool enter/exit = steps 1-7; lap 2's before_model 8,
+    model enter 9, model exit 10)."""
+    db, ids = runs
+    assert main(["diff", ids["base"], ids["args"], "--db", str(db)]) == 1
+    text = capsys.readouterr().out
+    assert main(["diff", ids["base"], ids["args"], "--db", str(db), "--json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    first = data["first_divergence"]
+    assert (first["kind"], first["lap"], first["step_a"], first["step_b"]) == (
+        "different_arguments", 2, 10, 10)
+    assert f"step {first['step_a']} (A) / {first['step_b']} (B)" in text
+    # the alignment counts from 1 too, and has a row for every step of each run
+    assert data["alignment"][0] == [1, 1]
+    assert sorted(a for a, _ in data["alignment"] if a) == list(range(1, data["a"]["steps"] + 1))
+    lap2 = next(ld for ld in data["laps"] if ld["lap"] == 2)
+    assert all(d["step_a"] >= 1 for d in lap2["differences"] if d["step_a"] is not None)

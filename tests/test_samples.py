@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tracer.demo.cli import record_all
+from tracer.demo.record import record_all
 from tracer.demo.scenarios import SCENARIOS
 from tracer.exchange import export_lines, import_trace, normalize, read_trace, sample_files
 from tracer.loader import TraceDB

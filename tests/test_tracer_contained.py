@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import warnings
+from typing import Any
 
 import pytest
 from blockbuster import blockbuster_ctx
-from test_truth import keys
+from tracer_kit import whole_state
 from truth_kit import SCENARIOS, arun_truth, run_truth
 
 import tracer.recorder as recorder_mod
@@ -21,8 +22,10 @@ BROKEN = ("event", "sync_messages", "message", "tool_result", "request_view", "s
 
 
 @pytest.fixture(scope="module")
-def untraced() -> dict[str, list]:
-    return {name: keys(run_truth(name).final, ids=False) for name in SCENARIOS}
+def untraced() -> dict[str, Any]:
+    """Each scenario's whole final state without the tracer (every state channel,
+    every field of every message)."""
+    return {name: whole_state(run_truth(name).final_values) for name in SCENARIOS}
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
@@ -51,7 +54,7 @@ def test_a_broken_recorder_never_reaches_the_agent(tmp_path, monkeypatch, untrac
                         return await arun_truth(name, [trace], position="around",
                                                 callbacks=handler)
                 truth = asyncio.run(go())
-        assert keys(truth.final, ids=False) == untraced[name], name
+        assert whole_state(truth.final_values) == untraced[name], name
         ours = [str(w.message) for w in caught if "looptrace" in str(w.message)]
         # reported if (and only if) the broken code ran in this scenario
         assert bool(ours) == bool(calls), (name, ours, len(calls))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
+import deepagents  # a dependency: a broken install fails, never skips
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langchain_core.tools import tool
@@ -13,8 +14,6 @@ from tracer_kit import assert_gapless, no_tracer_warnings, rows  # noqa: F401
 from tracer import TraceMiddleware
 from tracer.demo.models import ScriptedChatModel, call, last_tool_results
 from tracer.loader import TraceDB
-
-deepagents = pytest.importorskip("deepagents")
 
 pytestmark = pytest.mark.usefixtures("no_tracer_warnings")
 

@@ -12,6 +12,7 @@ from blockbuster import blockbuster_ctx
 from langchain.agents import create_agent
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import AIMessage
+from tracer_kit import whole_state
 from truth_kit import SCENARIOS, call, make_tool, run_truth, turn_script
 from truth_kit import _model as recording_model
 
@@ -156,7 +157,7 @@ def test_probes_add_no_graph_node_and_change_nothing(tmp_path):
         "TraceMiddleware.after_model", "TraceMiddleware.after_agent"}
     a = plain.invoke({"messages": [("user", "echo hi")]})
     b = probed.invoke({"messages": [("user", "echo hi")]})
-    assert [m.content for m in a["messages"]] == [m.content for m in b["messages"]]
+    assert whole_state(a) == whole_state(b)  # every state key, every message field
 
 
 def test_only_layers_that_wrap_calls_get_a_probe(tmp_path):

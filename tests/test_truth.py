@@ -31,6 +31,7 @@ from typing import Any
 import pytest
 from blockbuster import blockbuster_ctx
 from langchain_core.messages import BaseMessage, SystemMessage
+from tracer_kit import whole_state
 from truth_kit import SCENARIOS, Truth, arun_truth, message_key, run_truth
 
 from tracer import TraceMiddleware
@@ -209,10 +210,13 @@ def untraced() -> dict[str, Truth]:
 @pytest.mark.parametrize("name", NAMES)
 def test_replay_is_the_truth(tmp_path, untraced, name, position, mode):
     truth, replay = record(tmp_path, name, position, mode, attach=True)
-    # The tracer never changes the result, nor what the model was given.
-    assert keys(truth.final, ids=False) == keys(untraced[name].final, ids=False)
-    assert [keys(m.messages, ids=False) for m in truth.model_calls] == [
-        keys(m.messages, ids=False) for m in untraced[name].model_calls]
+    # The tracer never changes the result, nor what the model was given: the whole
+    # final state (every state channel, every field of every message) and every model
+    # call's whole input.
+    assert whole_state(truth.final_values) == whole_state(untraced[name].final_values)
+    assert whole_state(truth.final) == whole_state(untraced[name].final)
+    assert [whole_state(m.messages) for m in truth.model_calls] == [
+        whole_state(m.messages) for m in untraced[name].model_calls]
     # The last step is what the invocation returned.
     assert replayed(replay.messages_at(len(replay) - 1)) == keys(truth.final)
     check_states(truth, replay)

@@ -10,10 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from browser_support import collect_console_errors, guard_network, streamlit_server, wait_connected
-
-pytest.importorskip("playwright")
 from playwright.sync_api import expect
 
 from tracer.loader import TraceDB
@@ -34,7 +31,7 @@ def test_wire_page_in_a_browser(browser, tmp_path: Path, artifacts: Path) -> Non
         blocked = guard_network(context, url)
         page = context.new_page()
         errors = collect_console_errors(page)
-        page.goto(f"{url}/wire?run={rid}&step={step}")
+        page.goto(f"{url}/wire?run={rid}&step={step + 1}")  # (the step as the replay shows it)
         wait_connected(page, 60_000)
         anthropic = page.locator(".st-key-wire-anthropic-request")
         expect(anthropic).to_contain_text("captured", timeout=90_000)

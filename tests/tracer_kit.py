@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import threading
 from collections.abc import Sequence
@@ -12,6 +13,7 @@ from langchain.agents import create_agent
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.tools import tool
+from pydantic import BaseModel
 
 from tracer.demo.models import ScriptedChatModel, call, turn_script
 
@@ -143,6 +145,44 @@ def make_agent(model: Any, tools: list[Any], middleware: list[Any], **kw: Any) -
 
 def strip_ids(messages: list[BaseMessage]) -> list[tuple[str, Any, Any]]:
     return [(m.type, m.content, getattr(m, "tool_call_id", None)) for m in messages]
+
+
+_MADE_UP_ID = re.compile(r"(?:lc_run--)?[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?"
+                         r"[0-9a-f]{12}(?:-\d+)?")
+_WALL_CLOCK = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)?")
+
+
+def whole_state(values: Any) -> Any:
+    """A final state made comparable with another run's, losing nothing that matters:
+    every state key (private ones included, when given), every field of every message
+    (its class, content, name, tool calls and invalid tool calls, tool_call_id,
+    status, artifact, additional_kwargs, response_metadata, usage_metadata, id). Only
+    what two identical runs make up at random is normalised: uuid-like ids (LangGraph
+    and LangChain give one to a message created without) are numbered in order of
+    first appearance, ISO wall-clock times (Deep Agents stamps its files) are
+    ``<time>``, and an object JSON cannot hold is named by its type (its repr
+    carries a memory address, or may raise)."""
+    ids: dict[str, str] = {}
+
+    def canon(m: re.Match[str]) -> str:
+        return ids.setdefault(m.group(0), f"<id{len(ids)}>")
+
+    def norm(v: Any) -> Any:
+        if isinstance(v, BaseMessage):
+            return {"class": type(v).__name__, **norm(v.model_dump())}
+        if isinstance(v, BaseModel):
+            return {"class": type(v).__name__, **norm(v.model_dump())}
+        if isinstance(v, dict):
+            return {norm(k): norm(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [norm(x) for x in v]
+        if isinstance(v, str):
+            return _MADE_UP_ID.sub(canon, _WALL_CLOCK.sub("<time>", v))
+        if v is None or isinstance(v, (bool, int, float)):
+            return v
+        return f"<{type(v).__module__}.{type(v).__qualname__}>"
+
+    return norm(values)
 
 
 import pytest

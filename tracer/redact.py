@@ -11,19 +11,24 @@ from collections.abc import Iterable
 
 MASK = "[REDACTED]"
 
-# Values that look like credentials wherever they appear.
+# Values that look like credentials wherever they appear. Each starts where a word
+# starts (``desk-...`` or ``risk-assessment-...`` hold no ``sk-`` key); the texts are
+# JSON, so a key right after an escape (``\n``, ``\t``, ``\u00e9``) starts a word too.
+_B = r"(?:(?<![A-Za-z0-9])|(?<=\\[nrtbf])|(?<=\\u[0-9a-fA-F]{4}))"
 DEFAULT_PATTERNS: tuple[str, ...] = (
-    r"sk-ant-[A-Za-z0-9_\-]{8,}",  # Anthropic
-    r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{16,}",  # OpenAI
-    r"AIza[0-9A-Za-z_\-]{30,}",  # Google
-    r"gsk_[A-Za-z0-9]{20,}",  # Groq
-    r"xox[abprs]-[A-Za-z0-9\-]{10,}",  # Slack
-    r"gh[pousr]_[A-Za-z0-9]{30,}",  # GitHub
-    r"github_pat_[A-Za-z0-9_]{22,}",  # GitHub fine-grained personal access token
-    r"hf_[A-Za-z0-9]{30,}",  # Hugging Face
-    r"AKIA[0-9A-Z]{16}",  # AWS access key id
-    r"lsv2_[a-z]{2}_[A-Za-z0-9_]{20,}",  # LangSmith
+    _B + r"sk-ant-[A-Za-z0-9_\-]{8,}",  # Anthropic (sk-ant-api03-..., admin keys sk-ant-admin01-...)
+    _B + r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{16,}",  # OpenAI (project, service account)
+    _B + r"AIza[0-9A-Za-z_\-]{30,}",  # Google
+    _B + r"gsk_[A-Za-z0-9]{20,}",  # Groq
+    _B + r"xox[abeprs]-[A-Za-z0-9\-]{10,}",  # Slack bot, user, refresh ... tokens
+    _B + r"xapp-\d-[A-Za-z0-9\-]{10,}",  # Slack app-level token
+    _B + r"gh[pousr]_[A-Za-z0-9]{30,}",  # GitHub
+    _B + r"github_pat_[A-Za-z0-9_]{22,}",  # GitHub fine-grained personal access token
+    _B + r"hf_[A-Za-z0-9]{30,}",  # Hugging Face
+    _B + r"(?:AKIA|ASIA)[0-9A-Z]{16}(?![0-9A-Za-z])",  # AWS access key id (long-term, temporary)
+    _B + r"lsv2_[a-z]{2}_[A-Za-z0-9_]{20,}",  # LangSmith
     r"(?<=[Bb]earer )[A-Za-z0-9_\-\.=:/+]{8,}",  # Authorization: Bearer <token>
+    r"(?<=BEARER )[A-Za-z0-9_\-\.=:/+]{8,}",
 )
 
 # JSON keys whose string values are always secrets, whatever they look like.
@@ -37,9 +42,8 @@ SECRET_KEYS = (
 # A literal that every match of a default pattern contains: texts without any of them
 # (nearly all) skip the regular expressions, which are slow to scan.
 _DEFAULT_LITERALS: tuple[str, ...] = (
-    "sk-", "AIza", "gsk_", "xox", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_",
-    "hf_", "AKIA",
-    "lsv2_", "earer ",
+    "sk-", "AIza", "gsk_", "xox", "xapp-", "ghp_", "gho_", "ghu_", "ghs_", "ghr_",
+    "github_pat_", "hf_", "AKIA", "ASIA", "lsv2_", "earer ", "EARER ",
 )
 
 
