@@ -98,18 +98,25 @@ def no_bound(db: str) -> None:
     _record(db, "footgun-no-bound", loop, "How do I reset my password?")
 
 
-def wrong_id(db: str) -> None:
-    """Results sent back with an id the loop made up, not the call's."""
+def _forecaster(city: str, answer: str) -> Any:
+    """A scripted model that asks for Oslo's and ``city``'s forecast at once, then
+    answers ``answer`` (whatever the results said)."""
 
     def script(messages: Sequence[BaseMessage]) -> AIMessage:
         if not any(isinstance(m, AIMessage) for m in messages):
             return AIMessage("", tool_calls=[
                 call("get_forecast", {"city": "Oslo"}, "call_fc_oslo"),
-                call("get_forecast", {"city": "Bergen"}, "call_fc_bergen")])
-        return AIMessage("Rain in both cities tomorrow.")
+                call("get_forecast", {"city": city}, f"call_fc_{city.lower()}")])
+        return AIMessage(answer)
 
-    llm = ScriptedChatModel(model_name="scripted-forecast", script=script).bind_tools(
+    return ScriptedChatModel(model_name="scripted-forecast", script=script).bind_tools(
         [get_forecast])
+
+
+def wrong_id(db: str) -> None:
+    """Results sent back with an id the loop made up, not the call's."""
+
+    llm = _forecaster("Bergen", "Rain in both cities tomorrow.")
     tools = {"get_forecast": get_forecast}
 
     def loop(question: str) -> list[BaseMessage]:
@@ -129,15 +136,8 @@ def wrong_id(db: str) -> None:
 def swallowed_error(db: str) -> None:
     """``except Exception: pass``: a tool fails and the model hears nothing."""
 
-    def script(messages: Sequence[BaseMessage]) -> AIMessage:
-        if not any(isinstance(m, AIMessage) for m in messages):
-            return AIMessage("", tool_calls=[
-                call("get_forecast", {"city": "Oslo"}, "call_fc_oslo"),
-                call("get_forecast", {"city": "Atlantis"}, "call_fc_atlantis")])
-        return AIMessage("Oslo: rain, 6°C. Atlantis: no news is good news, probably sunny.")
-
-    llm = ScriptedChatModel(model_name="scripted-forecast", script=script).bind_tools(
-        [get_forecast])
+    llm = _forecaster("Atlantis", "Oslo: rain, 6°C. Atlantis: no news is good news, "
+                                  "probably sunny.")
     tools = {"get_forecast": get_forecast}
 
     def loop(question: str) -> list[BaseMessage]:
