@@ -319,8 +319,8 @@ def test_ui_opens_the_bundled_samples_by_default_on_localhost(
     monkeypatch.delenv("LOOPTRACE_DB", raising=False)
     cmd, env = _ui(monkeypatch)
     assert "LOOPTRACE_DB" not in env  # the app then opens the bundled samples
-    assert cmd[1:4] == ["-m", "streamlit", "run"] and cmd[4].endswith("app/main.py")
-    assert cmd[5:] == ["--server.address", "127.0.0.1", "--server.port", "8501",
+    assert cmd[1].endswith("app/serve.py")  # streamlit run app/main.py, preloaded
+    assert cmd[2:] == ["--server.address", "127.0.0.1", "--server.port", "8501",
                        "--browser.gatherUsageStats", "false"]
 
 
