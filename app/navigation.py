@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 import streamlit as st
 
@@ -49,7 +49,7 @@ DEFAULT = "runs"
 def page(url_path: str, *, default: str = DEFAULT) -> st.Page:
     """The page at ``/url_path``, for ``st.page_link``."""
     s = next(s for s in SCREENS if s.url_path == url_path)
-    return st.Page(s, title=s.title, icon=s.icon, url_path=s.url_path,
+    return st.Page(cast("Callable[[], None]", s), title=s.title, icon=s.icon, url_path=s.url_path,
                    default=s.url_path == default)
 
 

@@ -17,6 +17,7 @@ graph and messages only, the caption as narration, keyboard only).
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import streamlit as st
 
@@ -118,7 +119,7 @@ def _advance(view: RunView) -> int:
     return i
 
 
-def _timing(view: RunView) -> dict[str, int]:
+def _timing(view: RunView) -> dict[str, Any]:
     """The graph component's timers: playback's step time, the live reload's period."""
     return {"play_ms": state.step_ms(), "live_ms": state.LIVE_MS if _running(view) else 0}
 

@@ -141,8 +141,8 @@ def agent_stack(agent: Any, order_hint: Sequence[str] = ()) -> list[dict[str, An
             if isinstance(mw, LayerProbe):
                 continue
             cls = type(mw)
-            entry = {"name": str(mw.name), "class": cls.__name__, "module": cls.__module__,
-                     "hooks": _hooks(cls)}
+            entry: dict[str, Any] = {"name": str(mw.name), "class": cls.__name__,
+                                     "module": cls.__module__, "hooks": _hooks(cls)}
             if entry["name"] in probed:
                 entry["probed"] = True  # its wrap hooks are recorded layer by layer
             out.append(entry)

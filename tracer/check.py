@@ -114,7 +114,7 @@ def check_db(db: str | Path | TraceDB, run_ids: Sequence[str] = (), *,
     check are read back, and new ones kept (``keep``; ``tracer.findings_store``).
     ``on_run(run_id, findings)`` is called as each run's findings are known."""
     own = not isinstance(db, TraceDB)
-    tdb = TraceDB(db) if own else db
+    tdb = TraceDB(db) if not isinstance(db, TraceDB) else db
     assert isinstance(tdb, TraceDB)
     try:
         provs = tuple(dict.fromkeys(providers))

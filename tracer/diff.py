@@ -236,13 +236,14 @@ def _call_order(run: Run) -> dict[str, tuple[int, int]]:
 def _segments(rp: Replay) -> dict[tuple[int, str], list[Step]]:
     """Steps per segment; parallel tool calls in call order, not completion order."""
     segs: dict[tuple[int, str], list[Step]] = {}
+    s: Step | None
     for s in rp.steps:
         segs.setdefault(_segment(s), []).append(s)
     order = _call_order(rp.run)
     for key, steps in segs.items():
         out: list[Step] = []
         block: list[Step] = []
-        for s in steps + [None]:  # type: ignore[list-item]
+        for s in steps + [None]:
             if s is not None and s.event.hook in TOOL_HOOKS and s.event.tool_call_id:
                 block.append(s)
                 continue
@@ -289,7 +290,7 @@ def _tool_names(payload: dict[str, Any]) -> list[str] | None:
         names = []
         for t in tools:
             if isinstance(t, dict):
-                fn = t.get("function") if isinstance(t.get("function"), dict) else t
+                fn: Any = t.get("function") if isinstance(t.get("function"), dict) else t
                 names.append(str(fn.get("name", "?")))
         return names
     return None

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
@@ -38,6 +38,7 @@ from .recorder import Recorder, ResponsePayload, RunState, begin_lap, end_lap, n
 from .records import RunRecord, tool_name
 
 Signature = tuple[Any, ...]
+_M = TypeVar("_M", bound=BaseMessage)
 
 
 def _text(m: BaseMessage) -> str:
@@ -116,7 +117,7 @@ class RunBuilder:
     def id(self) -> str:
         return self.run.id
 
-    def _own(self, m: BaseMessage) -> BaseMessage:
+    def _own(self, m: _M) -> _M:
         """``m`` with an id of the run's own (observed messages have none)."""
         self._n += 1
         if isinstance(m, ToolMessage) or m.id:

@@ -272,7 +272,9 @@ class TraceDB:
         out = []
         for row in rows:
             counts = counted.get(row[0], (0, 0, 0, 0, 0)) if row[0] in live else row[16:21]
-            out.append(RunSummary(*row[:16], laps=counts[0] or 0, model_calls=counts[1] or 0,
+            # (mypy cannot tell that row[:16] fills exactly the fields before ``laps``)
+            out.append(RunSummary(*row[:16], laps=counts[0] or 0,  # type: ignore[misc]
+                                  model_calls=counts[1] or 0,
                                   tool_calls=counts[2] or 0, errors=counts[3] or 0,
                                   events=counts[4] or 0))
         return out
@@ -323,7 +325,8 @@ class TraceDB:
     def run(self, run_id: str) -> Run:
         summary = self.summary(run_id)
         events = [
-            Event(*row[:10], payload=_loads(row[10]))
+            # (mypy cannot tell that row[:10] fills exactly the fields before ``payload``)
+            Event(*row[:10], payload=_loads(row[10]))  # type: ignore[misc]
             for row in self._query(
                 "SELECT run_id, seq, ts, hook, phase, duration_ms, middleware, lap, tool_call_id,"
                 " task, payload FROM events WHERE run_id = ? ORDER BY seq", [run_id])

@@ -149,7 +149,8 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
                 return entry[1]
             run = self._new_or_resumed(runtime, starting)
             try:
-                ref = weakref.ref(writer, lambda _r, k=key: self._invocation_gone(k))
+                # (mypy cannot infer the type of a lambda with a default argument)
+                ref = weakref.ref(writer, lambda _r, k=key: self._invocation_gone(k))  # type: ignore[misc]
             except TypeError:  # not weak-referenceable: keep it alive with the run
                 ref = (lambda w=writer: w)  # type: ignore[assignment]
             self._runs[key] = (ref, run)
@@ -507,7 +508,7 @@ class TraceMiddleware(_TraceBase):
 
     def __new__(cls, *args: Any, lean: bool = False, **kwargs: Any) -> Any:
         if lean and cls is TraceMiddleware:
-            obj = object.__new__(LeanTraceMiddleware)
+            obj: Any = object.__new__(LeanTraceMiddleware)
             obj.__init__(*args, **kwargs)
             return obj
         return object.__new__(cls)
@@ -561,7 +562,7 @@ def _error_handled(rec: Recorder, run: RunState) -> None:
 def _config() -> dict[str, Any]:
     """The invocation's config (empty outside a LangGraph run)."""
     try:
-        return get_config()
+        return get_config()  # type: ignore[return-value]  # RunnableConfig: a TypedDict, a dict
     except Exception:  # noqa: BLE001 - e.g. called outside a runnable context
         return {}
 

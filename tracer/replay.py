@@ -266,7 +266,7 @@ class Replay:
     def pending_calls(self, index: int) -> set[str]:
         """Tool calls asked for and not answered as of step ``index``."""
         msgs = self.messages_at(index)
-        asked = {c.get("id") for m in msgs for c in m.tool_calls if c.get("id")}
+        asked: set[Any] = {c.get("id") for m in msgs for c in m.tool_calls if c.get("id")}
         answered = {m.tool_call_id for m in msgs if m.tool_call_id}
         return {a for a in asked if a not in answered}
 
@@ -444,7 +444,7 @@ def _observed_caption(ev: Event, p: dict[str, Any], run: Run) -> str | None:
 
 
 def _names(run: Run, ev: Event) -> str:
-    calls = []
+    calls: list[str] = []
     for m in run.messages_by_seq.get(ev.seq, ()):
         calls.extend(c.get("name", "?") for c in m.tool_calls)
     return ", ".join(calls)

@@ -71,7 +71,7 @@ class _Rows:
 
     def run_ids(self) -> set[str]:
         """Every run these rows touch."""
-        ids = set(self.runs)
+        ids: set[Any] = set(self.runs)
         ids.update(e[0] for e in self.events)
         ids.update(m[0] for m in self.messages)
         ids.update(w.get("run_id") for w in self.wires)

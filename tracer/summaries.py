@@ -51,7 +51,7 @@ def chunks(ids: Sequence[str], size: int = CHUNK) -> Iterator[Sequence[str]]:
         yield ids[i:i + size]
 
 
-def refresh(conn: sqlite3.Connection, run_ids: Iterable[str]) -> None:
+def refresh(conn: sqlite3.Connection, run_ids: Iterable[str | None]) -> None:
     """Count, and keep, the counts of those of ``run_ids`` that have ended (any
     status but ``running``); call it in the transaction that wrote their rows. Each
     refresh moves the run's ``gen`` on, so findings found before it are stale."""

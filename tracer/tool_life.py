@@ -98,7 +98,7 @@ def _schema_params(schema: Any) -> tuple[str | None, set[str]]:
     """A tool schema as recorded (OpenAI's function format, or flat): name, parameters."""
     if not isinstance(schema, dict):
         return None, set()
-    fn = schema.get("function") if isinstance(schema.get("function"), dict) else schema
+    fn: Any = schema.get("function") if isinstance(schema.get("function"), dict) else schema
     params = fn.get("parameters") or fn.get("input_schema") or {}
     props = params.get("properties") if isinstance(params, dict) else None
     return fn.get("name"), set(props) if isinstance(props, dict) else set()

@@ -49,7 +49,9 @@ def _filters() -> RunFilter:
     healths = more[0].multiselect("Health", HEALTH_CLASSES, key="health_filter",
                                   help="what `looptrace check` found (runs are checked once, "
                                        "when first shown; 'unchecked': not yet)")
-    days = more[1].date_input("Started between", value=(), key="started_filter",
+    # (an empty tuple, no day picked yet, works; the stub does not list it)
+    days = more[1].date_input("Started between", value=(),  # type: ignore[arg-type]
+                              key="started_filter",
                               help="a day, or a first and a last day")
     parent = more[2].text_input("Subagent runs of", key="parent_filter",
                                 placeholder="a run id: its subagent runs, listed").strip()

@@ -10,6 +10,9 @@ two of them. Bodies are untrusted: ``st.code(language=None)`` and
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import cast
+
 import streamlit as st
 
 from tracer.errors import LooptraceError
@@ -77,12 +80,14 @@ def wire_page() -> None:
 
     st.subheader("Line diff")
     pair = st.columns(2)
+    title = cast("Callable[[str], str]", TITLES.get)  # (the overloaded get defeats inference)
     with pair[0]:
-        a = st.selectbox("From", PROVIDERS, index=0, format_func=TITLES.get, key="wire_diff_a")
+        a = st.selectbox("From", PROVIDERS, index=0, format_func=title, key="wire_diff_a")
     with pair[1]:
-        b = st.selectbox("To", PROVIDERS, index=1, format_func=TITLES.get, key="wire_diff_b")
+        b = st.selectbox("To", PROVIDERS, index=1, format_func=title, key="wire_diff_b")
     what = st.segmented_control("Diff", ("Request", "Response"), default="Request",
                                 key="wire_diff_part") or "Request"
+    assert a is not None and b is not None  # (an index is given: never None)
     ba, bb = view.bodies[a], view.bodies[b]
     left = ba.request if what == "Request" else ba.response
     right = bb.request if what == "Request" else bb.response

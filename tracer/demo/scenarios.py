@@ -165,7 +165,7 @@ def repeated_tool(db: str) -> None:
 
 def deep_agent(db: str) -> None:
     """A Deep Agents run that delegates to a subagent through the ``task`` tool."""
-    from deepagents import create_deep_agent
+    from deepagents import SubAgent, create_deep_agent
 
     def script(messages: Sequence[BaseMessage]) -> AIMessage:
         system = " ".join(str(m.content) for m in messages if isinstance(m, SystemMessage))
@@ -185,9 +185,10 @@ def deep_agent(db: str) -> None:
 
     model = ScriptedChatModel(model_name="scripted-deep", script=script)
     tm = TraceMiddleware(db=db)
-    researcher = {"name": "researcher", "description": "Looks facts up in the encyclopedia.",
-                  "system_prompt": "You are the RESEARCHER. Use lookup_fact.",
-                  "tools": [lookup_fact], "model": model}
+    researcher: SubAgent = {"name": "researcher",
+                            "description": "Looks facts up in the encyclopedia.",
+                            "system_prompt": "You are the RESEARCHER. Use lookup_fact.",
+                            "tools": [lookup_fact], "model": model}
     agent = create_deep_agent(model=model, tools=[lookup_fact], middleware=[tm],
                               subagents=[researcher], name="deep-research",
                               system_prompt="You coordinate research. Delegate with task.")

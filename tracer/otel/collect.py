@@ -53,7 +53,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Self, cast
 
 from ..errors import LooptraceError, OtlpFormatError
 from ..schema import connect
@@ -65,6 +65,7 @@ from .spans import Span, SpanEvent
 
 if TYPE_CHECKING:
     from .genai import SpanImporter
+    from .otlp import Decoded
 
 DEFAULT_PORT = 4318
 MAX_BODY = 64 * 1024 * 1024  # after decompression
@@ -361,7 +362,7 @@ class CollectServer:
 
     @property
     def url(self) -> str:
-        host = self._httpd.server_address[0]
+        host = cast("str", self._httpd.server_address[0])  # (a TCP server: a host name)
         return f"http://{host}:{self.port}"
 
     def start(self) -> Self:
@@ -456,7 +457,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._logs(decoded, fmt)
             return
         try:
-            result = srv.buffer.add(decoded.spans)
+            result = srv.buffer.add(cast("Decoded", decoded).spans)  # (not LOGS: spans)
         except Exception as exc:  # noqa: BLE001 - a bug must not look like success
             self._status(500, f"looptrace could not store the spans: {exc!r}", fmt)
             return

@@ -344,7 +344,7 @@ class _Plan:
     builder: RunBuilder | None = None
     call_ids: dict[int, str] = field(default_factory=dict)  # id(tool node) -> its call id
     expect: list[Signature] = field(default_factory=list)  # loose calls: what comes next
-    pending: list[dict[str, Any]] = field(default_factory=list)  # calls not yet seen run
+    pending: list[Any] = field(default_factory=list)  # calls not yet seen run
     done: set[int] = field(default_factory=set)  # id() of the calls and tools written
 
     @property
@@ -517,7 +517,8 @@ class SpanImporter:
             return (n.trace_id in traces and n.span is not None
                     and (n.trace_id, n.span.span_id) not in self.written)
 
-        kept, gone = [], []
+        kept: list[Any] = []
+        gone: list[Any] = []
         for g in self.loose:
             if not any(stale(n) for n in g.nodes):
                 continue
@@ -644,6 +645,7 @@ def _seen_twice(loose: list[Chat], held: list[Chat]) -> set[int]:
         for h in held:
             if h.span.start > c.span.start:
                 break
+            assert h.reply is not None and h.messages is not None  # (held is filtered so)
             if (h.span.end is not None and c.span.end <= h.span.end
                     and same(signature(h.reply), signature(c.reply))
                     and len(h.messages) == len(c.messages)

@@ -132,7 +132,7 @@ def _content(texts: list[str], blocks: list[dict[str, Any]]) -> Any:
 def _read_call(c: Any) -> dict[str, Any] | None:
     if not isinstance(c, dict):
         return None
-    fn = c.get("function") if isinstance(c.get("function"), dict) else c
+    fn: Any = c.get("function") if isinstance(c.get("function"), dict) else c
     name = fn.get("name")
     if not isinstance(name, str):
         return None
@@ -350,7 +350,7 @@ def _from_events(span: Span, probs: Problems) -> _Content:
             p = _event_payload(e, span, probs)
             if c.outputs is not None and p.get("index") not in (None, 0):
                 continue  # one reply per call: the first choice
-            msg = p.get("message") if isinstance(p.get("message"), dict) else {}
+            msg: Any = p.get("message") if isinstance(p.get("message"), dict) else {}
             if "content" not in msg and not _args_seen(msg.get("tool_calls")):
                 captured = False
             c.outputs = _read_message({"role": "assistant", **msg}, span,

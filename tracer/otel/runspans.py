@@ -79,9 +79,10 @@ def spans_from_rows(rows: Rows) -> list[Span]:
     if root is None:
         return []
     trace_id = trace_id_for(root["id"])
-    tool_spans: dict[tuple[str, str], str] = {}
+    tool_spans: dict[tuple[Any, Any], str] = {}
     built: dict[str, _Run] = {}
     spans: list[Span] = []
+    b: _Run | None
     for rid, rr in runs.items():
         if rr.run is None:
             continue
@@ -250,7 +251,7 @@ class _Run:
 
     def _chat_end(self, span: Span, ev: dict[str, Any], p: dict[str, Any]) -> None:
         span.end = max(ev["ts"], span.start)
-        usage = p.get("usage") if isinstance(p.get("usage"), dict) else {}
+        usage: Any = p.get("usage") if isinstance(p.get("usage"), dict) else {}
         out = [m for m in self.messages if m.get("seq") == ev["seq"] and not m.get("version")
                and m.get("type") == "ai"]
         meta = _body(out[-1]).get("response_metadata") if out else None

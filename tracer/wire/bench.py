@@ -19,7 +19,7 @@ from pathlib import Path
 
 from .providers import PROVIDERS
 
-BODIES = {
+BODIES: dict[str, tuple[str, dict[str, object]]] = {
     "openai": ("/v1/chat/completions", {"model": "gpt-4o-mini", "messages": [
         {"role": "user", "content": "What's the weather in Oslo?"}]}),
     "anthropic": ("/v1/messages", {"model": "claude-haiku-4-5", "max_tokens": 100, "messages": [

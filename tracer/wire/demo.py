@@ -28,12 +28,16 @@ def chat_model(provider: str, url: str, model: str | None = None) -> Any:
     if provider == "openai":
         from langchain_openai import ChatOpenAI
 
-        return ChatOpenAI(model=model, base_url=url + "/v1", api_key="sk-fake-emulator-key-0001",
+        # (the stub misses pydantic's coercion of str to SecretStr)
+        return ChatOpenAI(model=model, base_url=url + "/v1",
+                          api_key="sk-fake-emulator-key-0001",  # type: ignore[arg-type]
                           max_retries=0)
     if provider == "anthropic":
         from langchain_anthropic import ChatAnthropic
 
-        return ChatAnthropic(model=model, base_url=url, api_key="sk-ant-fake-emulator-0001",
+        # (the stub misses the ``model`` alias, and pydantic's coercion of str to SecretStr)
+        return ChatAnthropic(model=model, base_url=url,  # type: ignore[call-arg]
+                             api_key="sk-ant-fake-emulator-0001",  # type: ignore[arg-type]
                              max_retries=0)
     if provider == "ollama":
         from langchain_ollama import ChatOllama

@@ -61,9 +61,8 @@ def openai_loop(base_url: str, question: str, *, system: str | None = None,
 
     client = OpenAI(base_url=base_url.rstrip("/") + "/v1", api_key="sk-looptrace-demo",
                     max_retries=0)
-    tools = [{"type": "function", "function": WEATHER_SCHEMA}]
-    messages: list[dict[str, Any]] = ([{"role": "system", "content": system}] if system
-                                      else [])
+    tools: list[Any] = [{"type": "function", "function": WEATHER_SCHEMA}]
+    messages: list[Any] = ([{"role": "system", "content": system}] if system else [])
     messages.append({"role": "user", "content": question})
     for _ in range(max_iterations):
         if stream:
@@ -116,8 +115,8 @@ def responses_loop(base_url: str, question: str, *, system: str | None = None,
 
     client = OpenAI(base_url=base_url.rstrip("/") + "/v1", api_key="sk-looptrace-demo",
                     max_retries=0)
-    tools = [{"type": "function", **WEATHER_SCHEMA}]
-    extra = {"instructions": system} if system else {}
+    tools: list[Any] = [{"type": "function", **WEATHER_SCHEMA}]
+    extra: dict[str, Any] = {"instructions": system} if system else {}
     items: list[Any] = [{"role": "user", "content": question}]
     for _ in range(max_iterations):
         if stream:
@@ -145,10 +144,11 @@ def anthropic_loop(base_url: str, question: str, *, system: str | None = None,
     from anthropic import Anthropic
 
     client = Anthropic(base_url=base_url, api_key="sk-ant-looptrace-demo", max_retries=0)
-    tools = [{"name": WEATHER_SCHEMA["name"], "description": WEATHER_SCHEMA["description"],
-              "input_schema": WEATHER_SCHEMA["parameters"]}]
-    extra = {"system": system} if system else {}
-    messages: list[dict[str, Any]] = [{"role": "user", "content": question}]
+    tools: list[Any] = [{"name": WEATHER_SCHEMA["name"],
+                         "description": WEATHER_SCHEMA["description"],
+                         "input_schema": WEATHER_SCHEMA["parameters"]}]
+    extra: dict[str, Any] = {"system": system} if system else {}
+    messages: list[Any] = [{"role": "user", "content": question}]
     for _ in range(max_iterations):
         if stream:
             with client.messages.stream(model=model, max_tokens=1024, messages=messages,
@@ -184,7 +184,8 @@ def ollama_loop(base_url: str, question: str, *, system: str | None = None,
     messages.append({"role": "user", "content": question})
     for _ in range(max_iterations):
         if stream:
-            text, calls = [], []
+            text: list[str] = []
+            calls: list[Any] = []
             for part in client.chat(model=model, messages=messages, tools=tools, stream=True):
                 text.append(part.message.content or "")
                 calls.extend(part.message.tool_calls or [])

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 PROVIDERS: tuple[str, ...] = ("openai", "anthropic", "ollama")
 # The model named in a request rendered, or a demo run, for a provider when none was recorded.
@@ -330,7 +330,8 @@ class AnthropicFormat(WireFormat):
                                                                   "text": content or ""}]
             if m.get("role") == "assistant":
                 calls = tuple(ToolCall(b.get("id") or "", b.get("name") or "",
-                                       b.get("input") if isinstance(b.get("input"), dict) else {})
+                                       cast("dict[str, Any]", b.get("input")
+                                            if isinstance(b.get("input"), dict) else {}))
                               for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use")
                 msgs.append(Msg("assistant", _text_of(blocks), calls))
                 continue
@@ -602,7 +603,7 @@ class ResponsesFormat(WireFormat):
         kind = item.get("type") or ("message" if "role" in item else None)
         if kind == "message":
             role = {"system": "system", "developer": "system",
-                    "assistant": "assistant"}.get(item.get("role"), "user")
+                    "assistant": "assistant"}.get(cast("Any", item.get("role")), "user")
             msgs.append(Msg(role, _text_of(item.get("content"))))
         elif kind == "function_call":
             call = ToolCall(str(item.get("call_id") or ""), str(item.get("name") or ""),

@@ -99,7 +99,7 @@ class WireServer:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self) -> WireServer:
+    def start(self) -> Self:
         if self._thread is None:
             self._thread = threading.Thread(target=self._httpd.serve_forever,
                                             name=f"looptrace-wire-{self.port}", daemon=True)
@@ -168,6 +168,7 @@ class _QuietServer(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     server_obj: WireServer
+    _deferred: tuple[int, dict[str, str], bytes] | None
     protocol_version = "HTTP/1.1"
 
     def log_message(self, format: str, *args: Any) -> None:
@@ -222,7 +223,7 @@ class _Handler(BaseHTTPRequestHandler):
         srv = self.server_obj
         t0 = time.perf_counter()
         self._pending_end = False
-        self._deferred: tuple[int, dict[str, str], bytes] | None = None
+        self._deferred = None
         ex = Exchange(provider=srv.provider or "", method=method, url=self.path,
                       request_headers=dict(self.headers.items()), request_body="")
         body = self._body()

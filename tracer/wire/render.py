@@ -174,13 +174,16 @@ def _adapter(provider: str, model: str) -> Any:
     if provider == "openai":
         from langchain_openai import ChatOpenAI
 
-        return ChatOpenAI(model=model, api_key="sk-offline-render",
+        # (the stub misses pydantic's coercion of str to SecretStr)
+        return ChatOpenAI(model=model, api_key="sk-offline-render",  # type: ignore[arg-type]
                           base_url=_OFFLINE_URL + "/v1", max_retries=0)
     if provider == "anthropic":
         from langchain_anthropic import ChatAnthropic
 
-        return ChatAnthropic(model=model, api_key="offline-render", base_url=_OFFLINE_URL,
-                             max_retries=0)
+        # (the stub misses the ``model`` alias, and pydantic's coercion of str to SecretStr)
+        return ChatAnthropic(model=model,  # type: ignore[call-arg]
+                             api_key="offline-render",  # type: ignore[arg-type]
+                             base_url=_OFFLINE_URL, max_retries=0)
     from langchain_ollama import ChatOllama
 
     return ChatOllama(model=model, base_url=_OFFLINE_URL)

@@ -28,7 +28,7 @@ import logging
 import os
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
@@ -240,11 +240,12 @@ def adopt_ids(messages: list[BaseMessage], known: list[BaseMessage]) -> list[Bas
     the assistant message without them, and its results without ``tool_call_id``:
     the calls take the ids of the reply the run recorded, and the results follow
     them (``to_messages`` paired them with the made-up ids, in order)."""
-    rename: dict[str, str] = {}
+    rename: dict[Any, Any] = {}
     for m, k in zip(messages, known, strict=False):
         if (isinstance(m, AIMessage) and isinstance(k, AIMessage)
                 and len(m.tool_calls) == len(k.tool_calls)):
-            for c, kc in zip(m.tool_calls, k.tool_calls, strict=True):
+            for c, kc in zip(cast("list[dict[str, Any]]", m.tool_calls), k.tool_calls,
+                             strict=True):
                 if c["id"].startswith("wire-") and kc.get("id") and c["id"] != kc["id"]:
                     rename[c["id"]] = kc["id"]
     if not rename:

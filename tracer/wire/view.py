@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from ..loader import Event, Run
 from ..replay import Replay
@@ -105,7 +105,8 @@ def _reply_of(run: Run, enter: Event, model: str) -> Reply | None:
         and b.get("type") == "text")
     usage = ai.body.get("usage_metadata") or {}
     calls = tuple(ToolCall(str(c.get("id") or ""), str(c.get("name") or ""),
-                           c.get("args") if isinstance(c.get("args"), dict) else {})
+                           cast("dict[str, Any]",
+                                c.get("args") if isinstance(c.get("args"), dict) else {}))
                   for c in ai.tool_calls)
     return Reply(text=text, tool_calls=calls, input_tokens=int(usage.get("input_tokens") or 0),
                  output_tokens=int(usage.get("output_tokens") or 0), model=model,
@@ -117,6 +118,7 @@ def turn_view(replay: Replay, enter: Event, wire_rows: list[dict[str, Any]]) -> 
     run = replay.run
     call = model_call(replay, enter)
     captured: dict[str, dict[str, Any]] = {}
+    row: dict[str, Any] | None
     for row in wire_rows:
         if row.get("seq") == enter.seq and row.get("provider") in PROVIDERS:
             captured[row["provider"]] = row  # the last attempt wins
