@@ -33,10 +33,9 @@ ASPECTS: dict[str, str] = {
 }
 
 # True of every provider's chat API, and easy to forget: said on each body.
-STATELESS = ("the whole history again: the API keeps no state between calls, so every "
-             "request carries every earlier turn")
-NO_DONE_FLAG = ("no \"done\" flag for the loop: it stops when the reply asks for no tool, "
-                "not because of the stop reason")
+STATELESS = "the whole history again: the API keeps no state"
+NO_DONE_FLAG = ('no "done" flag: the loop stops when no tool is asked for, not because of '
+                "the stop reason")
 
 
 @dataclass(frozen=True)
