@@ -111,7 +111,7 @@ def _args(raw: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {"__value__": value}
 
 
-def _text_of(content: Any) -> str:
+def text_of(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
@@ -173,7 +173,7 @@ def _read_message(d: Any, span: Span, what: str, probs: Problems) -> list[_Msg]:
                     calls.append(call)
             elif typ == "tool_call_response":
                 resp = p.get("response", p.get("result"))
-                results.append(_Msg("tool", resp if isinstance(resp, str) else _text_of(resp),
+                results.append(_Msg("tool", resp if isinstance(resp, str) else text_of(resp),
                                     tool_call_id=str(p["id"]) if p.get("id") else None,
                                     name=name))
             elif typ in ("reasoning", "thinking"):
@@ -197,7 +197,7 @@ def _read_message(d: Any, span: Span, what: str, probs: Problems) -> list[_Msg]:
                 elif isinstance(b, dict):
                     blocks.append(b)
         elif content is not None:
-            texts.append(_text_of(content))
+            texts.append(text_of(content))
         raw_calls = d.get("tool_calls")
         if isinstance(raw_calls, str):
             raw_calls = _structured(raw_calls, span, f"{what} tool_calls", probs)
@@ -358,7 +358,7 @@ def _from_events(span: Span, probs: Problems) -> _Content:
             if isinstance(p.get("finish_reason"), str):
                 c.finish = p["finish_reason"]
     system = [m for m in c.inputs if m.role == "system"]
-    c.system = [_text_of(m.content) for m in system]
+    c.system = [text_of(m.content) for m in system]
     c.inputs = [m for m in c.inputs if m.role != "system"]
     if not captured:
         return _Content(missing="not captured")
@@ -560,7 +560,7 @@ def read_chat(span: Span, probs: Problems) -> Chat:
     if c.missing is not None or c.inputs is None:
         chat.missing = c.missing or "input messages unreadable"
         return chat
-    system = [*c.system, *(_text_of(m.content) for m in c.inputs if m.role == "system")]
+    system = [*c.system, *(text_of(m.content) for m in c.inputs if m.role == "system")]
     chat.system = "\n\n".join(s for s in system if s) or None
     msgs, made_up = _lc_messages([m for m in c.inputs if m.role != "system"])
     chat.messages = msgs
@@ -657,7 +657,7 @@ def read_tool(span: Span, probs: Problems, parent: Span | None = None) -> ToolRu
         tm = _tool_message_json(v)
         if tm is not None:
             content = tm.get("content", "")
-            t.result = content if isinstance(content, str | list) else _text_of(content)
+            t.result = content if isinstance(content, str | list) else text_of(content)
             t.call_id = t.call_id or (str(tm["tool_call_id"]) if tm.get("tool_call_id") else None)
             if tm.get("status") == "error":
                 t.status = "error"

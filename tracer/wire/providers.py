@@ -94,7 +94,9 @@ def _pieces(text: str, n: int = 3) -> list[str]:
 _TEXT_PARTS = ("text", "input_text", "output_text", None)
 
 
-def _text_of(content: Any) -> str:
+def text_of(content: Any) -> str:
+    """The text of a message's content in any provider's shape: a string, or a list of
+    parts (``text``, ``input_text``, ``output_text``) whose texts are joined."""
     if content is None:
         return ""
     if isinstance(content, str):
@@ -110,7 +112,9 @@ def _text_of(content: Any) -> str:
     return str(content)
 
 
-def _loads_args(text: Any) -> dict[str, Any]:
+def loads_args(text: Any) -> dict[str, Any]:
+    """Tool-call arguments as an object, whether the wire sent an object (Anthropic,
+    Ollama) or a JSON string (OpenAI); what does not parse is kept under ``__raw__``."""
     if isinstance(text, dict):
         return text
     try:
@@ -190,18 +194,18 @@ class OpenAIFormat(WireFormat):
         for m in body.get("messages") or []:
             role = m.get("role")
             if role in ("system", "developer"):
-                msgs.append(Msg("system", _text_of(m.get("content"))))
+                msgs.append(Msg("system", text_of(m.get("content"))))
             elif role == "assistant":
                 calls = tuple(
                     ToolCall(c.get("id") or "", (c.get("function") or {}).get("name") or "",
-                             _loads_args((c.get("function") or {}).get("arguments")))
+                             loads_args((c.get("function") or {}).get("arguments")))
                     for c in m.get("tool_calls") or [])
-                msgs.append(Msg("assistant", _text_of(m.get("content")), calls))
+                msgs.append(Msg("assistant", text_of(m.get("content")), calls))
             elif role == "tool":
-                msgs.append(Msg("tool", _text_of(m.get("content")),
+                msgs.append(Msg("tool", text_of(m.get("content")),
                                 tool_call_id=m.get("tool_call_id")))
             else:
-                msgs.append(Msg("user", _text_of(m.get("content"))))
+                msgs.append(Msg("user", text_of(m.get("content"))))
         tools = [(t.get("function") or {}).get("name", "") for t in body.get("tools") or []]
         opts = body.get("stream_options") or {}
         return Request("openai", str(body.get("model") or ""), msgs, tools,
@@ -323,7 +327,7 @@ class AnthropicFormat(WireFormat):
         msgs: list[Msg] = []
         system = body.get("system")
         if system:
-            msgs.append(Msg("system", _text_of(system)))
+            msgs.append(Msg("system", text_of(system)))
         for m in body.get("messages") or []:
             content = m.get("content")
             blocks = content if isinstance(content, list) else [{"type": "text",
@@ -333,12 +337,12 @@ class AnthropicFormat(WireFormat):
                                        cast("dict[str, Any]", b.get("input")
                                             if isinstance(b.get("input"), dict) else {}))
                               for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use")
-                msgs.append(Msg("assistant", _text_of(blocks), calls))
+                msgs.append(Msg("assistant", text_of(blocks), calls))
                 continue
             texts = []
             for b in blocks:
                 if isinstance(b, dict) and b.get("type") == "tool_result":
-                    msgs.append(Msg("tool", _text_of(b.get("content")),
+                    msgs.append(Msg("tool", text_of(b.get("content")),
                                     tool_call_id=b.get("tool_use_id"),
                                     is_error=bool(b.get("is_error"))))
                 elif isinstance(b, dict) and b.get("type") == "text":
@@ -426,7 +430,7 @@ class AnthropicFormat(WireFormat):
             elif kind == "content_block_stop":
                 idx = int(d["index"])
                 if idx in partial:
-                    blocks[idx]["input"] = _loads_args(partial.pop(idx))
+                    blocks[idx]["input"] = loads_args(partial.pop(idx))
             elif kind == "message_delta":
                 if message is None:
                     message = {}
@@ -472,16 +476,16 @@ class OllamaFormat(WireFormat):
             if role == "assistant":
                 calls = tuple(ToolCall(str(c.get("id") or ""),
                                        (c.get("function") or {}).get("name") or "",
-                                       _loads_args((c.get("function") or {}).get("arguments")))
+                                       loads_args((c.get("function") or {}).get("arguments")))
                               for c in m.get("tool_calls") or [])
-                msgs.append(Msg("assistant", _text_of(m.get("content")), calls))
+                msgs.append(Msg("assistant", text_of(m.get("content")), calls))
             elif role == "tool":
-                msgs.append(Msg("tool", _text_of(m.get("content")),
+                msgs.append(Msg("tool", text_of(m.get("content")),
                                 tool_call_id=m.get("tool_call_id") or None))
             elif role == "system":
-                msgs.append(Msg("system", _text_of(m.get("content"))))
+                msgs.append(Msg("system", text_of(m.get("content"))))
             else:
-                msgs.append(Msg("user", _text_of(m.get("content"))))
+                msgs.append(Msg("user", text_of(m.get("content"))))
         tools = [(t.get("function") or {}).get("name", "") for t in body.get("tools") or []]
         # Ollama streams unless told not to.
         return Request("ollama", str(body.get("model") or ""), msgs, tools,
@@ -586,7 +590,7 @@ class ResponsesFormat(WireFormat):
     def read_request(self, body: dict[str, Any]) -> Request:
         msgs: list[Msg] = []
         if body.get("instructions"):
-            msgs.append(Msg("system", _text_of(body["instructions"])))
+            msgs.append(Msg("system", text_of(body["instructions"])))
         for item in self._items(body):
             if isinstance(item, dict):
                 self._read_item(item, msgs)
@@ -604,17 +608,17 @@ class ResponsesFormat(WireFormat):
         if kind == "message":
             role = {"system": "system", "developer": "system",
                     "assistant": "assistant"}.get(cast("Any", item.get("role")), "user")
-            msgs.append(Msg(role, _text_of(item.get("content"))))
+            msgs.append(Msg(role, text_of(item.get("content"))))
         elif kind == "function_call":
             call = ToolCall(str(item.get("call_id") or ""), str(item.get("name") or ""),
-                            _loads_args(item.get("arguments")))
+                            loads_args(item.get("arguments")))
             if msgs and msgs[-1].role == "assistant":
                 last = msgs.pop()
                 msgs.append(Msg("assistant", last.text, (*last.tool_calls, call)))
             else:
                 msgs.append(Msg("assistant", "", (call,)))
         elif kind == "function_call_output":
-            msgs.append(Msg("tool", _text_of(item.get("output")),
+            msgs.append(Msg("tool", text_of(item.get("output")),
                             tool_call_id=item.get("call_id")))
 
     def _items(self, body: dict[str, Any]) -> list[Any]:

@@ -36,7 +36,7 @@ from ..ingest import RunBuilder
 from ..recorder import Recorder
 from ..redact import Redactor
 from ..schema import connect
-from .providers import MalformedStream, Msg, format_for_path, get_format
+from .providers import MalformedStream, Msg, format_for_path, get_format, loads_args, text_of
 
 log = logging.getLogger("looptrace")
 SOURCE = "wire"
@@ -107,20 +107,22 @@ def to_messages(msgs: list[Msg]) -> tuple[str | None, list[BaseMessage], bool]:
     return ("\n\n".join(system) if system else None), out, by_order
 
 
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(str(b.get("text", "")) for b in content
-                       if isinstance(b, dict) and b.get("type") in ("text", "output_text"))
-    return ""
-
-
 def _usage(i: Any, o: Any) -> dict[str, int] | None:
     if i is None and o is None:
         return None
     i, o = int(i or 0), int(o or 0)
     return {"input_tokens": i, "output_tokens": o, "total_tokens": i + o}
+
+
+def _function_calls(msg: dict[str, Any], index: int) -> list[dict[str, Any]]:
+    """An OpenAI- or Ollama-shaped message's ``tool_calls`` (``{"id", "function": {"name",
+    "arguments"}}``; arguments a JSON string or an object) as LangChain tool calls."""
+    out = []
+    for j, c in enumerate(msg.get("tool_calls") or []):
+        fn = c.get("function") or {}
+        out.append(_call(fn.get("name") or "", loads_args(fn.get("arguments")),
+                         c.get("id") or f"wire-{index}-{j}"))
+    return out
 
 
 def read_reply(provider: str, body: dict[str, Any], index: int) -> AIMessage:
@@ -131,17 +133,14 @@ def read_reply(provider: str, body: dict[str, Any], index: int) -> AIMessage:
     if provider == "openai":
         choice = (body.get("choices") or [{}])[0]
         msg = choice.get("message") or {}
-        text = _text(msg.get("content"))
-        for j, c in enumerate(msg.get("tool_calls") or []):
-            fn = c.get("function") or {}
-            calls.append(_call(fn.get("name") or "", _args(fn.get("arguments")),
-                               c.get("id") or f"wire-{index}-{j}"))
+        text = text_of(msg.get("content"))
+        calls = _function_calls(msg, index)
         meta["finish_reason"] = choice.get("finish_reason")
         u = body.get("usage") or {}
         usage = _usage(u.get("prompt_tokens"), u.get("completion_tokens")) if u else None
     elif provider == "anthropic":
         blocks = body.get("content") or []
-        text = _text(blocks)
+        text = text_of(blocks)
         calls = [_call(b.get("name") or "", b.get("input") or {}, b.get("id") or "")
                  for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use"]
         meta["stop_reason"] = body.get("stop_reason")
@@ -149,20 +148,17 @@ def read_reply(provider: str, body: dict[str, Any], index: int) -> AIMessage:
         usage = _usage(u.get("input_tokens"), u.get("output_tokens")) if u else None
     elif provider == "ollama":
         msg = body.get("message") or {}
-        text = _text(msg.get("content"))
-        for j, c in enumerate(msg.get("tool_calls") or []):
-            fn = c.get("function") or {}
-            calls.append(_call(fn.get("name") or "", _args(fn.get("arguments")),
-                               c.get("id") or f"wire-{index}-{j}"))
+        text = text_of(msg.get("content"))
+        calls = _function_calls(msg, index)
         meta["done_reason"] = body.get("done_reason")
         usage = _usage(body.get("prompt_eval_count"), body.get("eval_count"))
     elif provider == "openai-responses":
         texts = []
         for item in body.get("output") or []:
             if item.get("type") == "message":
-                texts.append(_text(item.get("content")))
+                texts.append(text_of(item.get("content")))
             elif item.get("type") == "function_call":
-                calls.append(_call(item.get("name") or "", _args(item.get("arguments")),
+                calls.append(_call(item.get("name") or "", loads_args(item.get("arguments")),
                                    item.get("call_id") or item.get("id") or ""))
         text = "".join(texts)
         meta["status"] = body.get("status")
@@ -173,15 +169,6 @@ def read_reply(provider: str, body: dict[str, Any], index: int) -> AIMessage:
         raise ValueError(msg)
     meta = {k: v for k, v in meta.items() if v is not None}
     return AIMessage(text, tool_calls=calls, usage_metadata=usage, response_metadata=meta)
-
-
-def _args(raw: Any) -> Any:
-    if isinstance(raw, dict):
-        return raw
-    try:
-        return json.loads(raw or "{}")
-    except (TypeError, ValueError):
-        return {"__raw__": raw}
 
 
 def _error_text(row: dict[str, Any]) -> str | None:
