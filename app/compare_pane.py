@@ -13,9 +13,10 @@ import streamlit as st
 
 from tracer.diff import Divergence, RunDiff, diff_replays, message_text
 from tracer.replay import Replay
+from tracer.replayer import replay_json
 
 from . import data, navigation, state
-from .graph_component import graph_data, render_graph
+from .replayer_component import render_replayer, replayer_data
 
 SHOWN = 8  # the latest messages shown per side (the step's own are always among them)
 
@@ -34,6 +35,14 @@ def run_diff(path: str, a: str, b: str) -> RunDiff:
     return _diff(path, a, b, data.db_stamp(path))
 
 
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _json(path: str, run_id: str, stamp: Any) -> dict[str, Any]:
+    return replay_json(data.load_replay(path, run_id), payloads=False)
+
+
+GRAPH_ONLY = {"controls": False, "caption": False, "messages": False}
+
+
 def run_label(r: Any) -> str:
     name = r.name or r.agent_name or "run"
     child = "  (subagent)" if r.parent_id else ""
@@ -49,7 +58,7 @@ def step_at(d: RunDiff, row: int, side: str) -> tuple[int | None, bool]:
     return None, False
 
 
-def render_side(tag: str, rp: Replay, idx: int | None, exact: bool) -> None:
+def render_side(path: str, tag: str, rp: Replay, idx: int | None, exact: bool) -> None:
     """One run at its aligned step: a link into the replay, the graph, the caption and
     the latest messages (those the step added marked)."""
     s = rp.run.summary
@@ -66,7 +75,10 @@ def render_side(tag: str, rp: Replay, idx: int | None, exact: bool) -> None:
     where = f"step {i + 1} / {len(rp.steps)}  ·  lap {ev.lap}  ·  {ev.hook} {ev.phase}"
     st.text(where if exact or idx is None else f"{where}  (no counterpart in {tag} here)")
     with st.container(key=f"cmp_gbox_{tag}"):
-        render_graph(graph_data(rp, i, keyboard=False), key=f"cmp_graph_{tag}")
+        # The replayer, its graph only, held at the aligned step by the page.
+        run_json = _json(path, s.id, data.db_stamp(path))
+        render_replayer(replayer_data(run_json, i, key=s.id, goto=i, keyboard=False,
+                                      parts=GRAPH_ONLY), key=f"cmp_graph_{tag}")
     st.text(step.caption)
     new = set(step.new_keys)
     msgs = rp.messages_at(i)

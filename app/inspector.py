@@ -15,7 +15,7 @@ import streamlit as st
 from tracer.loader import content_text
 from tracer.tool_life import tool_life
 
-from .run_view import RunView, is_error
+from .run_view import RunView
 
 KIND_LABEL = {"model": "model call", "tool": "tool call", "error": "error",
               "interrupt": "interrupt", "hook": "hook", "run": "run"}
@@ -38,18 +38,6 @@ def event_fields(view: RunView, index: int) -> dict[str, Any]:
         "tool_calls_in_flight": list(step.active_tools),
     }
     return {k: v for k, v in fields.items() if v not in (None, [], "")}
-
-
-def render_caption(view: RunView, index: int, *, key: str = "narration") -> None:
-    """The step's caption, as plain text (it can quote tool names and errors)."""
-    if not view.replay.steps:
-        return
-    step = view.replay.steps[index]
-    kind = "error" if is_error(step) else step.kind
-    label = "tool error" if kind == "error" and step.kind == "tool" else KIND_LABEL.get(kind, kind)
-    with st.container(key=key, border=True, horizontal=True, vertical_alignment="center"):
-        st.badge(label, color=KIND_BADGE.get(kind, "gray"), width="content")  # type: ignore[arg-type]
-        st.text(step.caption or "")
 
 
 def layer_diff(view: RunView, step_index: int, previous: int | None) -> str:

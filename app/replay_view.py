@@ -1,17 +1,13 @@
-"""The replay: ONE fragment renders the controls, the graph and the messages
-from the step kept in ``st.session_state``, so the two panes always agree.
+"""The replay page (and, with ``presenter=True``, the Presenter page).
 
-The graph component in the browser keeps all the time: while playing it shows
-a step for the step's interval, then sends a 'tick' and the fragment reruns on
-the next step (controls.on_key); while the run is still being recorded it
-sends a 'reload' every couple of seconds. So playing, pausing and changing
-speed are plain fragment reruns, and the fragment has no ``run_every`` timer.
-(Switching ``run_every`` on every play and pause, through a full app run, raced
-with the timer's own reruns: Streamlit's page went blank with "Bad delta path
-index" about once in ten pauses.) The fragment reruns the whole app only when
-what is drawn outside it changed: another run, or the run's status. Used by the
-Replay page and, with ``presenter=True``, by the Presenter page (large type,
-graph and messages only, the caption as narration, keyboard only).
+The browser plays the run: ONE component (``app/replayer_component.py``, the
+replayer the HTML export uses too) draws the controls, the caption, the graph
+and the message list from the run's JSON and steps it locally, so the panes
+agree by construction and a key press shows at once. One fragment holds the
+replayer and what needs Python at the step the browser settled on: the
+subagent jump, the floor plan, the step inspector and the wire formats. The
+fragment reruns the whole app only when what is drawn outside it changed:
+another run, or the run's status.
 """
 
 from __future__ import annotations
@@ -24,12 +20,10 @@ import streamlit as st
 from tracer.errors import LooptraceError, RunNotFound
 
 from . import data, navigation, state
-from .controls import key_handler, render_controls
 from .findings_pane import render_findings
 from .floorplan_pane import render_floor_plan_section
-from .graph_component import graph_data, render_graph
-from .inspector import render_caption, render_inspector
-from .messages_pane import render_messages
+from .inspector import render_inspector
+from .replayer_component import event, render_replayer, replayer_data
 from .run_view import RunView
 from .safe import md_escape
 from .subagents import render_run_header, render_subagent_jump
@@ -37,14 +31,6 @@ from .wire_pane import render_wire_pane, warm_up
 
 STYLE = """<style>
 [data-testid="stMainBlockContainer"] { padding-top: 3.6rem; }
-.st-key-narration [data-testid="stText"] { font-size: 1.05rem; line-height: 1.45; }
-.st-key-presenter { --lt-graph-max-height: 64vh; }
-.st-key-presenter [data-testid="stText"] { font-size: 1.35rem; line-height: 1.5; }
-.st-key-presenter [data-testid="stCode"] code { font-size: 1.15rem; }
-.st-key-presenter .st-key-narration [data-testid="stText"] { font-size: 1.75rem;
-  font-weight: 500; }
-.st-key-presenter .st-key-counter p { font-size: 2rem; font-weight: 700; margin: 0; }
-.st-key-presenter .st-key-floorplan [data-testid="stText"] { font-size: 1rem; }
 </style>"""
 
 
@@ -119,9 +105,50 @@ def _advance(view: RunView) -> int:
     return i
 
 
-def _timing(view: RunView) -> dict[str, Any]:
-    """The graph component's timers: playback's step time, the live reload's period."""
-    return {"play_ms": state.step_ms(), "live_ms": state.LIVE_MS if _running(view) else 0}
+def _key(view: RunView) -> str:
+    """The version of the run the browser holds: a new key makes it load the run again."""
+    s = view.replay.run.summary
+    return f"{s.id}:{len(view.replay)}:{s.status}"
+
+
+def _markers(view: RunView) -> list[dict[str, Any]]:
+    """The findings as marks on the scrubber's tick strip."""
+    return [{"step": st, "severity": f.severity}
+            for f, st in zip(view.findings, view.finding_steps) if st is not None]
+
+
+def _on_step(view: RunView) -> None:
+    value = event("step")
+    if value is not None and value.isdigit():
+        state.shown_step(view.replay.clamp(value))
+
+
+def _on_speed() -> None:
+    value = event("speed")
+    try:
+        speed = float(value or "")
+    except ValueError:
+        return
+    if speed in state.SPEEDS:
+        st.session_state[state.SPEED] = speed
+
+
+def _on_open(view: RunView) -> None:
+    value = event("open")
+    run_id = (value or "").rsplit(":", 1)[0]
+    if any(c.id == run_id for c in view.replay.run.children):
+        state.open_run(run_id, push=True)
+
+
+def _replayer(view: RunView, i: int, *, presenter: bool) -> None:
+    """The replayer at step ``i``: the browser's from here on."""
+    data = replayer_data(
+        view.json(), i, key=_key(view), goto=int(st.session_state.get(state.GOTO) or 0),
+        live_ms=state.LIVE_MS if _running(view) else 0, presenter=presenter,
+        markers=_markers(view), highlight=tuple(st.session_state.get(state.HIGHLIGHT) or ()),
+        speed=float(st.session_state.get(state.SPEED) or 1.0), subagents=not presenter)
+    render_replayer(data, on_step=lambda: _on_step(view), on_speed=_on_speed,
+                    on_open=lambda: _on_open(view))
 
 
 def _body(path: str, presenter: bool) -> None:
@@ -144,19 +171,14 @@ def _draw(path: str, presenter: bool) -> None:
         st.rerun(scope="app")  # the header shows another run, or another status
     state.sync_url(view.replay.run.id, i)
     if presenter:
-        _presenter(view, i)
+        with st.container(key="presenter"):
+            st.text(view.replay.run.summary.name or view.replay.run.id)
+            _replayer(view, i, presenter=True)
+            render_floor_plan_section(view, i)
+            st.caption("Keyboard: → next · ← back · space play / pause · Home / End")
         return
-    render_controls(view, i)
+    _replayer(view, i, presenter=False)
     render_subagent_jump(view, i)
-    render_caption(view, i)
-    left, right = st.columns([5, 6], gap="medium")
-    with right:
-        scroll_to = render_messages(view, i)
-    with left:
-        render_graph(graph_data(view.replay, i, names=view.tool_names,
-                                colours=view.colour_index, scroll_to=scroll_to,
-                                **_timing(view)),
-                     on_key=key_handler(view))
     render_floor_plan_section(view, i)
     render_inspector(view, i)
     _wire(path, view, i)
@@ -169,24 +191,3 @@ def _wire(path: str, view: RunView, i: int) -> None:
               key=state.WIRE_TOGGLE)
     if state.kept_toggle(state.WIRE_TOGGLE, state.SHOW_WIRE):
         render_wire_pane(path, view.replay, i)
-
-
-def _presenter(view: RunView, i: int) -> None:
-    n = len(view.replay)
-    with st.container(key="presenter"):
-        top = st.columns([3, 1], vertical_alignment="center")
-        with top[0]:
-            st.text(view.replay.run.summary.name or view.replay.run.id)
-        with top[1], st.container(key="counter"):
-            st.markdown(f"Step {i + 1} / {n}" if n else "Step 0 / 0")
-        render_caption(view, i)
-        left, right = st.columns([1, 1], gap="large")
-        with right:
-            scroll_to = render_messages(view, i, height=720)
-        with left:
-            render_graph(graph_data(view.replay, i, names=view.tool_names,
-                                    colours=view.colour_index, scroll_to=scroll_to,
-                                    **_timing(view)),
-                         on_key=key_handler(view))
-        render_floor_plan_section(view, i)
-        st.caption("Keyboard: → next · ← back · space play / pause · Home / End")

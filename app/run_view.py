@@ -2,8 +2,8 @@
 
 ``build_run_view(replay)`` prepares, for every stored message, the inputs the
 message pane needs (role, text, tool calls with their colours), the colour of
-every tool call id, the tool names, the kind of every step for the scrubber's
-tick marks, and the run's findings (``tracer.check``).
+every tool call id, the tool names, the kind of every step, the run's
+findings (``tracer.check``) and its JSON form for the browser's replayer.
 Stepping then only picks from these: nothing is rebuilt per step.
 """
 
@@ -18,9 +18,9 @@ from typing import Any
 
 from tracer.check import Finding, check_run
 from tracer.loader import Message, content_text
-from tracer.replay import Replay, Step
-
-from .palette import call_colour
+from tracer.palette import call_colour, colour_indexes
+from tracer.replay import Replay
+from tracer.replayer import is_error, replay_json
 
 ROLES = {"human": "human", "ai": "ai", "tool": "tool", "system": "system",
          "HumanMessage": "human", "AIMessage": "ai", "ToolMessage": "tool",
@@ -69,6 +69,14 @@ class RunView:
     findings_error: str | None = None
     finding_steps: list[int | None] = field(default_factory=list)  # step of each finding
     findings_pending: bool = False
+    _json: dict[str, Any] | None = None
+
+    def json(self) -> dict[str, Any]:
+        """The run as the browser's replayer plays it (built once per loaded run;
+        payloads stay on the server, where the inspector reads them)."""
+        if self._json is None:
+            self._json = replay_json(self.replay, payloads=False)
+        return self._json
 
     def set_findings(self, findings: list[Finding], error: str | None) -> None:
         self.finding_steps = [self.step_of_seq(f.seq) for f in findings]
@@ -115,14 +123,6 @@ class RunView:
         return None
 
 
-def is_error(step: Step) -> bool:
-    """An error step, or a tool result that came back as an error ToolMessage."""
-    if step.kind == "error":
-        return True
-    p = step.event.payload
-    return step.kind == "tool" and isinstance(p, dict) and p.get("status") == "error"
-
-
 def _args_text(args: Any) -> str:
     if isinstance(args, str):
         return args
@@ -152,18 +152,6 @@ def _int(value: Any) -> int:
         return int(value)
     except (TypeError, ValueError):
         return -1
-
-
-def colour_indexes(messages: list[Message]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for m in messages:
-        for c in m.tool_calls:
-            cid = str(c.get("id") or "")
-            if cid and cid not in out:
-                out[cid] = len(out)
-        if m.tool_call_id and m.tool_call_id not in out:
-            out[m.tool_call_id] = len(out)
-    return out
 
 
 def _findings(replay: Replay) -> tuple[list[Finding], str | None]:

@@ -7,6 +7,10 @@ Two kinds of key:
 
 - plain keys, which Streamlit keeps when the page changes (the replay's run and
   step, the toggles that stay on from page to page);
+
+The browser holds the replay (``app/replayer_component.py``): it steps and
+plays by itself and reports the step it shows (``shown_step``); the app moves
+it only through ``move_to`` (a counter the browser follows once per change).
 - widget keys (``key=`` of a widget whose value the app reads or sets), which
   Streamlit deletes when the page changes: a widget that must keep its value
   across pages mirrors it into a plain key.
@@ -26,30 +30,25 @@ import streamlit as st
 
 # -- the replay (plain keys) -----------------------------------------------------------
 RUN = "lt_run"  # run id being replayed
-STEP = "lt_step"  # current step index (0-based)
-PLAYING = "lt_playing"
-SPEED = "lt_speed"
+STEP = "lt_step"  # current step index (0-based): the step the browser last reported
+GOTO = "lt_goto"  # counts the app's own moves of the step (the browser follows each once)
+SPEED = "lt_speed"  # the replayer's speed, kept for its next mount
 STACK = "lt_stack"  # [(run id, step)] to return to from a subagent
 HIGHLIGHT = "lt_highlight"  # extra message keys to highlight (from a finding)
-WINDOW = "lt_window"  # how many messages the pane shows
 SEEN = "lt_url_seen"  # the last few (run, step) URLs adopted or written
 NO_STEP = "lt_no_step"  # a run was just opened without a step: a live one opens at its end
 LAST_DRAWN = "lt_last_drawn"  # (run id, steps, running) at the last draw: follows a live run
 PAGE_STATUS = "lt_page_status"  # the run status the page around the replay was drawn for
 HEADER_RUN = "lt_header_run"  # the run the header (outside the replay fragment) shows
-SCRUB_SET = "lt_scrub_set"  # the last values the app itself gave the scrubber
 SHOW_WIRE = "lt_show_wire"  # the wire formats pane stays on from page to page
 SHOW_FLOORPLAN = "lt_show_floorplan"  # so does the floor plan
 RENDER_MS = "_lt_render_ms"  # server-side time of the last replay render (tests/bench_app.py)
 
 # -- the replay's widgets ----------------------------------------------------------------
-SCRUB = "scrub"  # the step slider (1-based)
-SPEED_PICK = "speed"  # the speed control
+REPLAYER = "lt_replayer"  # the replayer component (its events: step, speed, open, reload)
 RUN_PICK = "run_pick"  # the sidebar's run picker
 WIRE_TOGGLE = "show_wire"
 FLOORPLAN_TOGGLE = "show_floorplan"
-GRAPH = "lt_graph"  # the graph component (its events: shortcuts, playback ticks)
-TICKS = "lt_ticks"  # the scrubber's tick strip (its event: a seek)
 
 # -- the Runs page -------------------------------------------------------------------------
 RUNS_FILTER = "lt_runs_filter"  # the filter the page index belongs to
@@ -63,8 +62,6 @@ COMPARE_ROW = "cmp_row"  # the aligned row shown (0-based; a plain key)
 COMPARE_SLIDER = "cmp_slider"  # its slider (1-based)
 
 SPEEDS = (0.5, 1.0, 2.0, 4.0)
-BASE_INTERVAL = 1.2  # seconds per step at 1x
-DEFAULT_WINDOW = 24
 LIVE_MS = 2000  # milliseconds between reloads of a run still being recorded
 
 
@@ -73,8 +70,7 @@ def get(key: str, default: Any = None) -> Any:
 
 
 def init() -> None:
-    defaults = {STEP: 0, PLAYING: False, SPEED: 1.0, STACK: [], HIGHLIGHT: (),
-                WINDOW: DEFAULT_WINDOW}
+    defaults = {STEP: 0, GOTO: 0, SPEED: 1.0, STACK: [], HIGHLIGHT: ()}
     for k, v in defaults.items():
         if k not in st.session_state:
             st.session_state[k] = v
@@ -96,37 +92,30 @@ def step_index(value: Any) -> int:
     return max(number, 1) - 1
 
 
-def step_ms() -> int:
-    """Milliseconds per step while playing, else 0 (the graph component keeps the time)."""
-    if not st.session_state.get(PLAYING):
-        return 0
-    speed = float(st.session_state.get(SPEED) or 1.0)
-    return round(BASE_INTERVAL * 1000 / speed)
-
-
-def after_tick(step: int, tick_step: int, n_steps: int) -> int | None:
-    """Where a playback tick sent while ``tick_step`` was shown leaves the replay,
-    now at ``step`` of ``n_steps``: the next step, the same step (a tick for a
-    step already left: the user stepped, or a tick was sent twice), or None
-    when the last step is reached (playback stops)."""
-    if tick_step != step:
-        return step
-    if step >= n_steps - 1:
-        return None
-    return step + 1
+def move_to(index: int) -> None:
+    """The app moves the replay to step ``index`` (a finding, a link, a subagent's
+    return): the browser goes there once, pausing playback."""
+    st.session_state[STEP] = int(index)
+    st.session_state[GOTO] = int(st.session_state.get(GOTO) or 0) + 1
 
 
 def set_step(index: int) -> None:
+    move_to(index)
+    st.session_state[HIGHLIGHT] = ()
+
+
+def shown_step(index: int) -> None:
+    """The browser reports the step it shows (the user stepped there, or playback
+    paused there): the state follows; the browser is not sent anywhere."""
     st.session_state[STEP] = int(index)
     st.session_state[HIGHLIGHT] = ()
 
 
 def show_finding(step: int | None, message_keys: tuple[str, ...]) -> None:
-    """A finding's button: pause, go to its step, highlight the messages involved."""
+    """A finding's button: go to its step (pausing), highlight the messages involved."""
     if step is not None:
         set_step(step)
     st.session_state[HIGHLIGHT] = tuple(message_keys)
-    st.session_state[PLAYING] = False
 
 
 def open_run(run_id: str, step: int = 0, *, push: bool = False) -> None:
@@ -136,10 +125,8 @@ def open_run(run_id: str, step: int = 0, *, push: bool = False) -> None:
         stack.append((st.session_state[RUN], int(st.session_state.get(STEP) or 0)))
         st.session_state[STACK] = stack
     st.session_state[RUN] = run_id
-    st.session_state[STEP] = int(step)
-    st.session_state[PLAYING] = False
+    move_to(step)
     st.session_state[HIGHLIGHT] = ()
-    st.session_state[WINDOW] = DEFAULT_WINDOW
 
 
 def adopt_query_params() -> None:
@@ -156,13 +143,12 @@ def adopt_query_params() -> None:
     st.session_state[SEEN] = [*seen[-5:], (run, step)]
     if run != st.session_state.get(RUN):
         st.session_state[RUN] = run
-        st.session_state[STEP] = step_index(step)  # clamped by the page
+        move_to(step_index(step))  # clamped by the page
         st.session_state[NO_STEP] = step is None
-        st.session_state[PLAYING] = False
         st.session_state[HIGHLIGHT] = ()
         st.session_state[STACK] = []
     elif step is not None and step_index(step) != st.session_state.get(STEP):
-        st.session_state[STEP] = step_index(step)
+        move_to(step_index(step))
 
 
 def sync_url(run_id: str, index: int) -> None:

@@ -11,10 +11,9 @@ from typing import Any
 
 import plotly.graph_objects as go
 
+from tracer.palette import KIND_COLOURS
 from tracer.records import MODEL_HOOKS, TOOL_HOOKS
 from tracer.replay import Replay
-
-from .palette import KIND_COLOURS
 
 NODE_HOOKS = ("before_agent", "before_model", "after_model", "after_agent")
 

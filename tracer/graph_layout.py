@@ -1,9 +1,9 @@
 """The loop graph's drawing and the edges each replay step lights up.
 
-Pure Python (no Streamlit): the app's graph component (``app/graph_component.py``)
-and the self-contained HTML export (``tracer/html_export.py``) both draw from
-these constants and both ask ``step_edges`` which edges a step took, so the two
-pictures cannot drift apart.
+Pure Python (no Streamlit). ``drawing()`` is the picture as JSON, which the one
+replayer (``tracer/replayer``: the app's component and the HTML export) builds
+its SVG from; the JSON form of a replay carries the edges each step took
+(``route``), so there is one picture and one answer to "which edge".
 
 What a step draws (``route``). A step moves from the node of the previous event
 to its own node (``Step.edge``). It is drawn over the standard edges only when
@@ -279,3 +279,22 @@ __all__ = [
     "jump_path", "jumps_for", "middleware_labels", "passable_points", "passthrough_hooks",
     "route", "step_edges", "unknown_hooks",
 ]
+
+
+def drawing() -> dict[str, object]:
+    """The static drawing as JSON (our own constants only): what the replayer's script
+    builds the SVG from, in the app and in the HTML export alike."""
+    return {
+        "viewBox": list(VIEWBOX),
+        "nodes": [{"id": k, "x": v[0], "y": v[1], "w": v[2], "h": v[3], "label": v[4],
+                   "shape": v[5], "hook": NODE_HOOK.get(k)} for k, v in NODES.items()],
+        "wraps": [{"id": k, "x": v[0], "y": v[1], "w": v[2], "h": v[3]} for k, v in WRAPS.items()],
+        "edges": [{"id": k, "d": d, "back": k == BACK_EDGE,
+                   "cond": k.startswith("after_model>")} for k, d in EDGES.items()],
+        "back": {"id": BACK_EDGE, "box": EDGES[BACK_EDGE], "point": BACK_TO_POINT},
+        "cond": list(COND),
+        # where each hook's middleware names go (MW_LABELS)
+        "mw": {h: {"x": x, "y": y, "anchor": a} for h, (x, y, a, _n) in MW_LABELS.items()},
+        "lift": LABEL_LIFT,
+        "nodeOrder": list(GRAPH_NODES),  # the bit of each node in a step's visited mask
+    }

@@ -66,9 +66,9 @@ def compare_page() -> None:
             + ("same in both runs" if here.same else "differs"))
     left, right = st.columns(2, gap="medium")
     with left:
-        render_side("A", d.a, *step_at(d, row, "a"))
+        render_side(path, "A", d.a, *step_at(d, row, "a"))
     with right:
-        render_side("B", d.b, *step_at(d, row, "b"))
+        render_side(path, "B", d.b, *step_at(d, row, "b"))
     at_row = [x for x in d.differences if (x.step_a, x.step_b) == (here.step_a, here.step_b)
               and (x.step_a is not None or x.step_b is not None)]
     if at_row:

@@ -1,0 +1,127 @@
+"""The replay in the app: the one replayer (``tracer/replayer``) as a ``st.components.v2``
+component.
+
+The browser holds the run (its JSON form, ``tracer.replayer.replay_json``, built
+once per loaded run) and steps and plays it by itself: a key press or a tick of
+playback changes classes and a message list, with no server round trip. The
+server hears about the step only for what needs Python (the URL, the
+inspector, the floor plan, the wire formats): the replayer reports the step it
+settled on (150 ms after the last key, or when playback pauses) and the
+fragment reruns with it. The app moves the browser only through
+``state.move_to`` (a finding, a link): a counter the browser follows once per
+change, so a rerun never pulls the replay back to a step it has left.
+
+While the run is being recorded, the component asks for a reload every
+``state.LIVE_MS`` (not while playing); a run that grew is loaded again in place
+and, shown at its last step, follows to its new end.
+
+``replayer_data(...)`` is a pure function (AppTest reads it from the
+component's JSON); only ``render_replayer`` touches Streamlit.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import streamlit as st
+
+from tracer.graph_layout import drawing
+from tracer.replayer import STEP_MS, script, style
+
+from . import state
+
+ADAPTER = """
+const LAYOUT = __LAYOUT__;
+const REPORT_MS = 150;
+export default function (component) {
+  const { data, parentElement, setTriggerValue } = component;
+  let P = parentElement.__lt;
+  if (!P) {
+    P = parentElement.__lt = { key: null, goto: null, timer: null, live: null, marks: null };
+    P.player = createReplayer(parentElement, {
+      layout: LAYOUT, keyboard: !!data.keyboard, parts: data.parts || {},
+      className: data.presenter ? "lt-presenter" : "", speed: data.speed, stepMs: data.step_ms,
+      // The step the browser settled on goes to the server (not each step of playback).
+      onStep(i, cause) {
+        if (P.timer) { clearTimeout(P.timer); P.timer = null; }
+        if (cause === "user") P.timer = setTimeout(() => { P.timer = null; P.send("step", String(i)); }, REPORT_MS);
+        else if (cause === "pause") P.send("step", String(i));
+      },
+      onSpeed(v) { if (P.key !== null) P.send("speed", String(v)); },
+      onOpen: data.subagents ? (id) => P.send("open", id + ":" + Date.now()) : undefined,
+    });
+  }
+  P.send = setTriggerValue;
+  if (data.key !== P.key) {
+    const other = P.player.run() !== data.run.run.id;
+    P.player.load(data.run, { step: other ? data.step : undefined, follow: !!data.live });
+    P.key = data.key;
+    P.goto = data.goto;
+  } else if (data.goto !== P.goto) {
+    P.goto = data.goto;
+    P.player.go(data.step, "server");
+  }
+  P.player.setHighlight(data.highlight || [], data.step);
+  const marks = JSON.stringify(data.markers || []);
+  if (marks !== P.marks) { P.marks = marks; P.player.setMarkers(data.markers || []); }
+  if (P.live) { clearInterval(P.live); P.live = null; }
+  if (data.live_ms) {
+    P.live = setInterval(() => { if (!P.player.playing()) P.send("reload", String(Date.now())); }, data.live_ms);
+  }
+  return () => {
+    if (P.live) clearInterval(P.live);
+    if (P.timer) clearTimeout(P.timer);
+    P.player.destroy();
+    parentElement.__lt = null;
+  };
+}
+"""
+
+_component: Callable[..., Any] | None = None
+
+
+def _get() -> Callable[..., Any]:
+    global _component
+    if _component is None:
+        _component = st.components.v2.component(
+            "looptrace_replayer", html="", css=style(),
+            js=script() + ADAPTER.replace("__LAYOUT__", json.dumps(drawing())))
+    return _component
+
+
+def replayer_data(run_json: dict[str, Any], step: int, *, key: str, goto: int = 0,
+                  live_ms: int = 0, keyboard: bool = True, presenter: bool = False,
+                  parts: dict[str, bool] | None = None, markers: list[dict[str, Any]] | None = None,
+                  highlight: tuple[str, ...] = (), speed: float = 1.0,
+                  subagents: bool = False) -> dict[str, Any]:
+    """What the component is given: the run (``replay_json``) and ``key`` naming its
+    version (a new key loads it again), the step the app wants (followed once per new
+    ``goto``), and the page's settings."""
+    return {"key": key, "run": run_json, "step": int(step), "goto": int(goto),
+            "live_ms": max(0, int(live_ms)), "keyboard": keyboard, "presenter": presenter,
+            "parts": parts or {}, "markers": markers or [], "highlight": list(highlight),
+            "speed": speed if speed in state.SPEEDS else 1.0, "step_ms": STEP_MS,
+            "subagents": subagents}
+
+
+def render_replayer(data: dict[str, Any], *, key: str = state.REPLAYER,
+                    on_step: Callable[[], None] | None = None,
+                    on_speed: Callable[[], None] | None = None,
+                    on_open: Callable[[], None] | None = None,
+                    on_reload: Callable[[], None] | None = None) -> Any:
+    """Mount (or update) the replayer; each callback runs when the browser sends that event."""
+    noop: Callable[[], None] = lambda: None
+    return _get()(key=key, data=data, on_step_change=on_step or noop,
+                  on_speed_change=on_speed or noop, on_open_change=on_open or noop,
+                  on_reload_change=on_reload or noop)
+
+
+def event(name: str, key: str = state.REPLAYER) -> str | None:
+    """In a callback: the value the browser sent with event ``name``."""
+    value = (st.session_state.get(key) or {}).get(name)
+    return value if isinstance(value, str) else None
+
+
+__all__ = ["event", "render_replayer", "replayer_data"]

@@ -1,0 +1,655 @@
+/* looptrace's replayer: one run stepped and played in the browser.
+
+   One script for both hosts: the HTML export inlines it in a page, the app's
+   Streamlit component (app/replayer_component.py) loads it into a shadow root.
+   Python builds the run's JSON once (tracer/replayer/data.py: replay_json);
+   this script only picks from it, so a step is a few class changes and a
+   message-list edit, with no server round trip.
+
+   createReplayer(host, options) builds the replayer inside ``host`` and
+   returns {load, go, play, pause, toggle, setSpeed, setMarkers, setHighlight,
+   step, steps, playing, run, destroy}. Options:
+     layout     the drawing (tracer.graph_layout.drawing())
+     parts      which parts to show: {controls, caption, messages, inspector}
+     keyboard   listen for the replay's keys on the document
+     speed      the starting speed (1 = one step every stepMs)
+     stepMs     how long a step shows at 1x (1200)
+     onStep(i, cause)  after a step is shown; cause: 'load', 'user', 'play',
+                'server', 'pause'
+     onOpen(runId)  shows "Open subagent" at a tool call that ran one
+
+   Trace text (messages, names, ids, captions) reaches the page through
+   textContent only: nothing from a trace is ever parsed as HTML.
+
+   Stable hooks for tests (the same in the app and the export): the root
+   [data-testid="lt-replayer"] with data-step (0-based index), data-steps,
+   data-active-node, data-kind, data-playing ("1"/"0"), data-jump, data-run,
+   data-speed; buttons [data-action="first|prev|play|pause|next|last|
+   next-model|next-tool|next-error|open-subagent"]; speed buttons
+   [data-speed="0.5|1|2|4"] (aria-pressed); .lt-counter ("Step N / M");
+   input.lt-scrub (1-based); canvas.lt-ticks; .lt-caption; the graph
+   [data-testid="lt-graph"] (data-step, data-active-node) with g.node[data-node]
+   (active, visited, passthrough, unknown, error, interrupt), g.edge[data-edge]
+   (taken), g.wrap[data-hook], g.cond, g.chip[data-tool-call]; messages
+   .lt-msg[data-position][data-key] (current, error, omitted), .lt-call
+   [data-call-id] (pending). */
+
+function createReplayer(host, options) {
+  "use strict";
+  const opts = options || {};
+  const L = opts.layout;
+  const parts = Object.assign({ controls: true, caption: true, messages: true, inspector: false },
+    opts.parts || {});
+  const SPEEDS = [0.5, 1, 2, 4];
+  const STEP_MS = opts.stepMs || 1200;  // tracer.replayer.STEP_MS
+  const NS = "http://www.w3.org/2000/svg";
+  const HOOK_OF = Object.fromEntries(L.nodes.map((n) => [n.id, n.hook]));
+
+  function h(tag, cls, text, attrs) {
+    const e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text != null) e.textContent = String(text);
+    for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, String(v));
+    return e;
+  }
+  function s(tag, attrs, parent) {
+    const e = document.createElementNS(NS, tag);
+    for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, String(v));
+    if (parent) parent.appendChild(e);
+    return e;
+  }
+  function setText(e, t) { e.textContent = t == null ? "" : String(t); }
+
+  // -- the page ----------------------------------------------------------------------
+  const root = h("div", "lt-replayer" + (opts.className ? " " + opts.className : ""), null,
+    { "data-testid": "lt-replayer", "data-step": 0, "data-steps": 0, "data-playing": "0" });
+  const ui = {};
+  if (parts.controls) {
+    const bar = h("div", "lt-bar", null, { role: "toolbar", "aria-label": "Replay controls" });
+    const btn = (action, label, title) => {
+      const b = h("button", "lt-btn lt-" + action, label, { type: "button", "data-action": action,
+        title: title, "aria-label": title });
+      bar.appendChild(b);
+      return b;
+    };
+    ui.first = btn("first", "|\u25c0", "First step (Home)");
+    ui.prev = btn("prev", "\u25c0", "Step back (Left arrow)");
+    ui.play = btn("play", "\u25b6 Play", "Play (Space)");
+    ui.pause = btn("pause", "\u23f8 Pause", "Pause (Space)");
+    ui.next = btn("next", "\u25b6", "Step forward (Right arrow)");
+    ui.last = btn("last", "\u25b6|", "Last step (End)");
+    ui.counter = h("span", "lt-counter", "Step 0 / 0", { "aria-live": "polite" });
+    bar.appendChild(ui.counter);
+    ui.nextModel = btn("next-model", "Next model call", "Jump to the next model call");
+    ui.nextTool = btn("next-tool", "Next tool call", "Jump to the next tool call");
+    ui.nextError = btn("next-error", "Next error", "Jump to the next error");
+    ui.speed = h("span", "lt-speed", null, { role: "group", "aria-label": "Speed" });
+    for (const sp of SPEEDS) {
+      ui.speed.appendChild(h("button", "lt-btn", sp + "x",
+        { type: "button", "data-speed": sp, "aria-pressed": "false", title: "Play at " + sp + "x" }));
+    }
+    bar.appendChild(ui.speed);
+    root.appendChild(bar);
+    const scrub = h("div", "lt-scrubber");
+    ui.ticks = h("canvas", "lt-ticks", null, { height: 14, "aria-hidden": "true" });
+    ui.scrub = h("input", "lt-scrub", null, { type: "range", min: 1, max: 1, value: 1,
+      "aria-label": "Step" });
+    scrub.appendChild(ui.ticks);
+    scrub.appendChild(ui.scrub);
+    root.appendChild(scrub);
+  }
+  if (parts.caption) {
+    ui.caption = h("div", "lt-caption-box", null, { "aria-live": "polite" });
+    ui.kind = h("span", "lt-kind");
+    ui.captionText = h("span", "lt-caption");
+    ui.caption.appendChild(ui.kind);
+    ui.caption.appendChild(ui.captionText);
+    root.appendChild(ui.caption);
+  }
+  ui.open = h("button", "lt-btn lt-open", "", { type: "button", "data-action": "open-subagent",
+    hidden: "" });
+  root.appendChild(ui.open);
+  const panes = h("div", "lt-panes" + (parts.messages ? "" : " lt-graph-only"));
+  root.appendChild(panes);
+  const graphBox = h("section", "lt-pane lt-graph-pane", null, { "aria-label": "The loop as a graph" });
+  panes.appendChild(graphBox);
+  if (parts.messages) {
+    const mp = h("section", "lt-pane lt-messages-pane", null, { "aria-label": "Messages" });
+    ui.system = h("details", "lt-system", null, { hidden: "" });
+    ui.system.appendChild(h("summary", "", "System prompt"));
+    ui.systemText = h("pre", "lt-text");
+    ui.system.appendChild(ui.systemText);
+    mp.appendChild(ui.system);
+    ui.list = h("div", "lt-messages");
+    mp.appendChild(ui.list);
+    panes.appendChild(mp);
+  }
+  if (parts.inspector) {
+    ui.inspector = h("details", "lt-inspector");
+    ui.inspector.appendChild(h("summary", "", "Step inspector"));
+    ui.inspectorText = h("pre", "lt-text");
+    ui.inspector.appendChild(ui.inspectorText);
+    root.appendChild(ui.inspector);
+  }
+  host.appendChild(root);
+
+  // -- the graph ---------------------------------------------------------------------
+  const G = buildGraph(graphBox);
+  function buildGraph(parent) {
+    const box = h("div", "lt-graph", null, { "data-testid": "lt-graph", "data-step": 0,
+      "data-active-node": "START" });
+    const svg = s("svg", { viewBox: L.viewBox.join(" "), role: "img", "aria-label": "agent loop graph" }, null);
+    box.appendChild(svg);
+    const defs = s("defs", {}, svg);
+    for (const [id, cls] of [["lt-arrow", ""], ["lt-arrow-hot", "hot"], ["lt-arrow-jump", "jump"]]) {
+      const m = s("marker", { id, viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7,
+        markerHeight: 7, orient: "auto-start-reverse", class: cls }, defs);
+      s("path", { d: "M0 0 L10 5 L0 10 z" }, m);
+    }
+    const g = { box, nodes: {}, wraps: {}, edges: {}, mw: {} };
+    for (const w of L.wraps) {
+      const wg = s("g", { class: "wrap", "data-hook": w.id }, svg);
+      s("rect", { x: w.x, y: w.y, width: w.w, height: w.h, rx: 10 }, wg);
+      s("text", { x: w.x + 8, y: w.y + 15 }, wg).textContent = w.id;
+      g.wraps[w.id] = wg;
+    }
+    for (const e of L.edges) {
+      const eg = s("g", { class: "edge" + (e.back ? " back" : ""), "data-edge": e.id }, svg);
+      s("path", { d: e.d, "marker-end": "url(#lt-arrow)" }, eg);
+      g.edges[e.id] = eg;
+    }
+    g.jumps = s("g", { class: "jumps" }, svg);
+    const [cx, cy, half] = L.cond;
+    g.cond = s("g", { class: "cond", "data-node": "conditional" }, svg);
+    s("polygon", { points: `${cx},${cy - half} ${cx + half},${cy} ${cx},${cy + half} ${cx - half},${cy}` }, g.cond);
+    s("text", { x: cx - half - 6, y: cy + 4, "text-anchor": "end" }, g.cond).textContent = "tool calls?";
+    for (const n of L.nodes) {
+      const ng = s("g", { class: "node", "data-node": n.id }, svg);
+      s("rect", { x: n.x - n.w / 2, y: n.y - n.h / 2, width: n.w, height: n.h,
+        rx: n.shape === "pill" ? n.h / 2 : 8 }, ng);
+      s("circle", { cx: n.x, cy: n.y, r: 7, class: "dot" }, ng);
+      s("text", { x: n.x, y: n.y }, ng).textContent = n.label;
+      g.nodes[n.id] = ng;
+    }
+    const ml = s("g", { class: "mw-labels" }, svg);
+    for (const [hook, m] of Object.entries(L.mw)) {
+      const lg = s("g", { "data-hook": hook }, ml);
+      s("text", { class: hook.startsWith("wrap_") ? "mw halo" : "mw", x: m.x, y: m.y,
+        "text-anchor": m.anchor }, lg);
+      s("title", {}, lg);
+      g.mw[hook] = lg;
+    }
+    g.chips = s("g", { class: "chips" }, svg);
+    g.lap = s("text", { class: "lap", x: 452, y: 24, "text-anchor": "end" }, svg);
+    g.backPath = g.edges[L.back.id].querySelector("path");
+    parent.appendChild(box);
+    return g;
+  }
+
+  // The run's own drawing: which hooks are points, unknown, which middleware sits where.
+  function drawRun() {
+    const pass = new Set(R.passthrough || []), unknown = new Set(R.unknown || []), mw = R.mw || {};
+    for (const n of L.nodes) {
+      const g = G.nodes[n.id];
+      const isPass = !!(n.hook && pass.has(n.hook)), isUnknown = !!(n.hook && unknown.has(n.hook));
+      g.classList.toggle("passthrough", isPass);
+      g.classList.toggle("unknown", isUnknown);
+      const text = g.querySelector("text");
+      text.textContent = isUnknown ? n.label + " ?" : n.label;
+      text.setAttribute("x", isPass ? n.x - 16 : n.x);
+      text.style.textAnchor = isPass ? "end" : "";
+      const m = n.hook && !isPass ? mw[n.hook] : null;
+      const lg = n.hook && G.mw[n.hook];
+      if (lg) {
+        setText(lg.querySelector("text"), m ? m.text : "");
+        setText(lg.querySelector("title"), m ? m.title : "");
+        text.setAttribute("y", m ? n.y - L.lift : n.y);
+      }
+    }
+    for (const w of L.wraps) {
+      const g = G.wraps[w.id];
+      g.classList.toggle("passthrough", pass.has(w.id));
+      g.classList.toggle("unknown", unknown.has(w.id));
+      const m = mw[w.id], lg = G.mw[w.id];
+      if (lg) {
+        setText(lg.querySelector("text"), m ? m.text : "");
+        setText(lg.querySelector("title"), m ? m.title : "");
+      }
+    }
+    G.backPath.setAttribute("d", R.back || L.back.box);
+  }
+
+  function drawStep(st) {
+    const node = st ? st.n : "START", vis = st ? st.v : 0;
+    const err = !!(st && st.x), intr = !!(st && st.k === "interrupt");
+    L.nodeOrder.forEach((id, b) => {
+      const g = G.nodes[id];
+      if (!g) return;
+      const on = id === node;
+      g.classList.toggle("active", on);
+      g.classList.toggle("visited", !on && !!(vis & (1 << b)));
+      g.classList.toggle("error", on && err);
+      g.classList.toggle("interrupt", on && intr);
+      const lg = HOOK_OF[id] && G.mw[HOOK_OF[id]];
+      if (lg) lg.classList.toggle("on", on);
+    });
+    const pass = new Set(R.passthrough || []);
+    for (const w of L.wraps) {
+      G.wraps[w.id].classList.toggle("active", node === (w.id === "wrap_model_call" ? "model" : "tools")
+        && !pass.has(w.id));
+    }
+    const hot = new Set((st && st.r) || []);
+    for (const [id, g] of Object.entries(G.edges)) {
+      const on = hot.has(id);
+      if (g.classList.contains("taken") !== on) {
+        g.classList.toggle("taken", on);
+        g.firstChild.setAttribute("marker-end", on ? "url(#lt-arrow-hot)" : "url(#lt-arrow)");
+      }
+    }
+    // Jump edges (a step that skipped nodes): drawn only while their step shows.
+    const jumps = [...hot].filter((id) => !G.edges[id]);
+    const key = jumps.join(" ");
+    if (G.jumps.getAttribute("data-ids") !== key) {
+      G.jumps.replaceChildren();
+      for (const id of jumps) {
+        const d = (R.jumps || {})[id];
+        if (!d) continue;
+        const g = s("g", { class: "edge jump taken", "data-edge": id }, G.jumps);
+        s("path", { d, "marker-end": "url(#lt-arrow-jump)" }, g);
+        s("title", {}, g).textContent = "jump: " + id.replace(">", " \u2192 ");
+      }
+      G.jumps.setAttribute("data-ids", key);
+    }
+    G.cond.classList.toggle("taken", hot.has("after_model>tools") || hot.has("after_model>after_agent"));
+    // Tool calls in flight, each in its call's colour.
+    G.chips.replaceChildren();
+    const tools = (st && st.t) || [], max = 5;
+    tools.slice(0, max).forEach((id, i) => {
+      const g = s("g", { class: "chip", "data-tool-call": id }, G.chips);
+      const y = 436 + i * 22;
+      s("rect", { x: 292, y: y - 9, width: 12, height: 18, rx: 3, fill: colourOf(id) }, g);
+      const full = ((R.names || {})[id] || "tool") + "  " + id;
+      s("text", { x: 310, y }, g).textContent = full.length > 20 ? full.slice(0, 19) + "\u2026" : full;
+      s("title", {}, g).textContent = full;
+    });
+    if (tools.length > max) {
+      s("text", { x: 310, y: 436 + max * 22, class: "chip" }, G.chips).textContent = `+${tools.length - max} more`;
+    }
+    setText(G.lap, st ? "lap " + st.l : "");
+    const b = G.box;
+    b.setAttribute("data-step", String(cur));
+    b.setAttribute("data-active-node", node);
+    b.setAttribute("data-kind", st ? st.k : "run");
+    root.setAttribute("data-jump", jumps.length ? "1" : "0");
+  }
+
+  const FALLBACK = "#6c757d";
+  function colourOf(id) { return (id && (R.colours || {})[id]) || FALLBACK; }
+
+  // -- messages ----------------------------------------------------------------------
+  // The list a step shows is Python's Replay.messages_at, given per step as an edit of
+  // the step before's ("mv"): applied forward from the last step shown.
+  let viewAt = -1, view = [];
+  function messagesAt(i) {
+    if (!N) return (R.view0 || []);
+    if (i < viewAt) { viewAt = -1; view = []; }
+    for (let j = viewAt + 1; j <= i; j++) {
+      const op = steps[j].mv;
+      if (!op) continue;
+      if (op.f) { view = op.f.slice(); continue; }
+      const out = view.slice(0, op.b);
+      for (const [at, x] of op.x || []) out[at] = x;
+      view = out.concat(op.a || []);
+    }
+    viewAt = i;
+    return view;
+  }
+
+  let cache = [], callEls = {}, shown = [], current = [], pendingNow = {}, omittedNow = [];
+  const TYPE = { human: "Human", ai: "AI", tool: "Tool result", system: "System" };
+  function msgEl(x) {
+    if (cache[x]) return cache[x];
+    const m = msgs[x];
+    const e = h("div", "lt-msg lt-msg-" + (m.type || "message"), null,
+      { "data-position": m.pos, "data-key": m.key });
+    const head = h("div", "lt-msg-head");
+    head.appendChild(h("span", "lt-type", TYPE[m.type] || m.type || "message"));
+    if (m.name && m.type !== "ai") head.appendChild(h("span", "", m.name));
+    if (m.type === "tool") {
+      e.style.setProperty("--call", colourOf(m.tcid));
+      head.appendChild(h("span", "lt-badge", "answers " + (m.tcid || "?")));
+      if (m.status === "error") {
+        e.classList.add("error");
+        head.appendChild(h("span", "lt-tag lt-error", "error"));
+      }
+    }
+    head.appendChild(h("span", "lt-pos", "#" + m.pos));
+    e.appendChild(head);
+    e.appendChild(h("div", "lt-tag lt-omitted", "not sent to the model: the loop never appended it"));
+    if (m.vn) e.appendChild(h("div", "lt-tag lt-note", m.vn));  // which version, who changed it
+    if (m.text) e.appendChild(h("pre", "lt-text", m.text));
+    for (const c of m.calls || []) {
+      const ce = h("div", "lt-call" + (c.invalid ? " invalid" : ""), null, { "data-call-id": c.id || "" });
+      if (c.id) (callEls[c.id] = callEls[c.id] || []).push(ce);
+      ce.style.setProperty("--call", colourOf(c.id));
+      const line = h("div", "lt-call-head");
+      line.appendChild(h("span", "lt-name", c.name));
+      line.appendChild(h("span", "lt-badge", c.id || "no id"));
+      line.appendChild(h("span", "lt-tag lt-pending", "pending: no result yet"));
+      ce.appendChild(line);
+      ce.appendChild(h("pre", "lt-text lt-args",
+        typeof c.args === "string" ? c.args : JSON.stringify(c.args, null, 1)));
+      e.appendChild(ce);
+    }
+    cache[x] = e;
+    return e;
+  }
+
+  // Scroll the list so ``target`` shows. Off-screen messages skip rendering
+  // (content-visibility), so the ones a scroll brings into view take their real size
+  // only at the next frame and may move the target: check again then (a few frames).
+  let revealing = null;
+  function reveal(box, target, frames) {
+    revealing = target;
+    const br = box.getBoundingClientRect(), fr = target.getBoundingClientRect();
+    const want = Math.min(fr.bottom - fr.top, br.bottom - br.top - 16);
+    if (fr.top < br.top || fr.top + want > br.bottom) box.scrollTop += fr.top - br.top - 8;
+    if (frames > 0) requestAnimationFrame(() => {
+      if (revealing === target && target.isConnected) reveal(box, target, frames - 1);
+    });
+  }
+
+  function drawMessages(i) {
+    const idx = messagesAt(i), box = ui.list;
+    const els = idx.map(msgEl);
+    // Only the change is applied: steps mostly add (or, going back, drop) the last messages.
+    let p = 0;
+    const n = Math.min(shown.length, els.length);
+    while (p < n && shown[p] === els[p]) p++;
+    if (p === shown.length) { for (let k = p; k < els.length; k++) box.appendChild(els[k]); }
+    else if (p === els.length) { for (let r = shown.length - 1; r >= p; r--) shown[r].remove(); }
+    else box.replaceChildren(...els);
+    shown = els;
+    // Calls asked for and not answered yet are pending.
+    const asked = new Set(), answered = new Set(), pend = {};
+    for (const x of idx) {
+      const m = msgs[x];
+      for (const c of m.calls || []) if (c.id && !c.invalid) asked.add(c.id);
+      if (m.tcid) answered.add(m.tcid);
+    }
+    for (const id of asked) if (!answered.has(id)) pend[id] = 1;
+    for (const id of Object.keys(pendingNow)) {
+      if (!pend[id]) for (const ce of callEls[id] || []) ce.classList.remove("pending");
+    }
+    for (const id of Object.keys(pend)) {
+      if (!pendingNow[id]) for (const ce of callEls[id] || []) ce.classList.add("pending");
+    }
+    pendingNow = pend;
+    // The messages this step added (or replaced) are highlighted and scrolled into view;
+    // recorded messages the model never received are marked.
+    for (const e of current) e.classList.remove("current");
+    for (const e of omittedNow) e.classList.remove("omitted");
+    current = []; omittedNow = [];
+    const st = N ? steps[i] : null;
+    const hot = new Set((st && st.nk) || []), om = new Set((st && st.om) || []);
+    if (extra.step === i) for (const k of extra.keys) hot.add(k);
+    idx.forEach((x, k) => {
+      const key = msgs[x].key;
+      if (hot.has(key)) { els[k].classList.add("current"); current.push(els[k]); }
+      if (om.has(key)) { els[k].classList.add("omitted"); omittedNow.push(els[k]); }
+    });
+    if (current[0]) reveal(box, current[0], 6);
+    root.setAttribute("data-messages", String(idx.length));
+  }
+
+  // Messages the host asks to highlight at one step (a finding's messages).
+  let extra = { keys: [], step: -1 };
+  function setHighlight(keys, step) {
+    const k = (keys || []).join("\u0000");
+    if (k === extra.keys.join("\u0000") && step === extra.step) return;
+    extra = { keys: keys || [], step: keys && keys.length ? step : -1 };
+    if (ui.list && R) drawMessages(cur);
+  }
+
+  // -- the scrubber's tick strip ----------------------------------------------------
+  let markers = [];
+  function drawTicks() {
+    const c = ui.ticks;
+    if (!c) return;
+    const w = c.clientWidth || 600, hgt = 14, dpr = window.devicePixelRatio || 1;
+    c.width = w * dpr; c.height = hgt * dpr;
+    const ctx = c.getContext("2d");
+    if (!ctx) return;
+    ctx.scale(dpr, dpr);
+    ctx.clearRect(0, 0, w, hgt);
+    const cs = getComputedStyle(root);
+    const col = { model: cs.getPropertyValue("--lt-model"), tool: cs.getPropertyValue("--lt-tool"),
+      error: cs.getPropertyValue("--lt-error"), interrupt: cs.getPropertyValue("--lt-interrupt") };
+    // The range input's thumb runs from half a thumb in from each end.
+    const pad = 8, x = (i) => (N <= 1 ? w / 2 : pad + (i / (N - 1)) * (w - 2 * pad));
+    const tw = Math.max(1.5, Math.min(6, ((w - 2 * pad) / Math.max(N, 1)) * 0.8));
+    steps.forEach((st, i) => {
+      const k = st.x ? "error" : st.k;
+      if (!col[k]) return;
+      ctx.fillStyle = col[k];
+      const tall = k === "error" || k === "interrupt";
+      ctx.fillRect(x(i) - tw / 2, tall ? 0 : 3, tw, tall ? 10 : 6);
+    });
+    for (const f of markers) {
+      ctx.fillStyle = f.severity === "error" ? col.error : (f.severity === "warning" ? "#f59f00" : "#3b82f6");
+      const fx = x(f.step);
+      ctx.beginPath(); ctx.moveTo(fx - 4, hgt); ctx.lineTo(fx + 4, hgt); ctx.lineTo(fx, hgt - 5); ctx.fill();
+    }
+  }
+
+  // -- one run -----------------------------------------------------------------------
+  let R = null, steps = [], msgs = [], N = 0, cur = 0, kids = {};
+  function load(data, how) {
+    const o = how || {};
+    const same = R && data && R.run.id === data.run.id;
+    const atEnd = same && cur >= N - 1;
+    pause("load");
+    R = data; steps = R.steps || []; msgs = R.messages || []; N = steps.length;
+    viewAt = -1; view = [];
+    cache = []; callEls = {}; shown = []; current = []; pendingNow = {}; omittedNow = [];
+    if (ui.list) ui.list.replaceChildren();
+    kids = {};
+    for (const c of R.children || []) {
+      if (c.parent_tool_call_id) (kids[c.parent_tool_call_id] = kids[c.parent_tool_call_id] || []).push(c);
+    }
+    if (ui.system) {
+      if (R.system) ui.system.removeAttribute("hidden"); else ui.system.setAttribute("hidden", "");
+      setText(ui.systemText, R.system || "");
+    }
+    if (ui.scrub) ui.scrub.max = Math.max(N, 1);
+    root.setAttribute("data-run", R.run.id);
+    root.setAttribute("data-steps", String(N));
+    drawRun();
+    drawTicks();
+    // A run still being recorded, shown at its last step, follows the steps that arrive.
+    let to = o.step != null ? o.step : (same ? cur : 0);
+    if (o.follow && atEnd) to = N - 1;
+    go(to, o.cause || "load");
+  }
+
+  function find(kind, from) {
+    for (let i = from + 1; i < N; i++) {
+      if (kind === "error" ? steps[i].x : steps[i].k === kind && !steps[i].x) return i;
+    }
+    return null;
+  }
+
+  function clamp(i) {
+    const x = parseInt(i, 10);
+    return Math.max(0, Math.min(isNaN(x) ? 0 : x, Math.max(N - 1, 0)));
+  }
+
+  function childrenAt(st) {
+    const ids = (st.t || []).slice();
+    if (st.tc) ids.push(st.tc);
+    const out = [];
+    for (const id of ids) for (const c of kids[id] || []) if (!out.includes(c)) out.push(c);
+    return out;
+  }
+
+  const KIND_LABEL = { model: "model call", tool: "tool call", error: "error", interrupt: "interrupt",
+    hook: "hook", run: "run" };
+  function go(i, cause) {
+    cur = clamp(i);
+    const st = N ? steps[cur] : null;
+    drawStep(st);
+    if (ui.list) drawMessages(cur);
+    if (ui.caption) {
+      const kind = st ? (st.x ? "error" : st.k) : "run";
+      ui.kind.setAttribute("data-kind", kind);
+      setText(ui.kind, st ? (st.x && st.k === "tool" ? "tool error" : KIND_LABEL[kind] || kind) : "");
+      setText(ui.captionText, st ? st.c : "This run has no recorded steps.");
+    }
+    if (ui.counter) {
+      setText(ui.counter, "Step " + (N ? cur + 1 : 0) + " / " + N);
+      ui.scrub.value = String(cur + 1);
+      ui.first.disabled = ui.prev.disabled = cur <= 0;
+      ui.next.disabled = ui.last.disabled = cur >= N - 1;
+      ui.nextModel.disabled = find("model", cur) == null;
+      ui.nextTool.disabled = find("tool", cur) == null;
+      ui.nextError.disabled = find("error", cur) == null;
+      ui.play.disabled = N < 2;
+    }
+    if (ui.inspectorText) {
+      ui.inspectorText.textContent = st ? JSON.stringify({ step: cur + 1, hook: st.h, phase: st.p,
+        lap: st.l, middleware: st.mw, duration_ms: st.d, tool_call_id: st.tc, kind: st.k,
+        payload: st.pl }, null, 2) : "";
+    }
+    const ch = opts.onOpen && st ? childrenAt(st) : [];
+    if (ch.length) {
+      ui.open.removeAttribute("hidden");
+      setText(ui.open, "Open subagent: " + (ch[0].name || ch[0].id));
+      ui.open.setAttribute("data-target", ch[0].id);
+    } else ui.open.setAttribute("hidden", "");
+    root.setAttribute("data-step", String(cur));
+    root.setAttribute("data-active-node", st ? st.n : "START");
+    root.setAttribute("data-kind", st ? st.k : "run");
+    if (opts.onStep) opts.onStep(cur, cause || "user");
+  }
+
+  // -- playback: each step is due at start + k * interval, so the rate holds whatever a
+  // step takes to draw (a late step is shown late, the next one is not put off).
+  let speed = SPEEDS.includes(opts.speed) ? opts.speed : 1, timer = null, t0 = 0, k0 = 0;
+  function interval() { return STEP_MS / speed; }
+  function schedule() {
+    const due = t0 + (cur - k0 + 1) * interval();
+    timer = setTimeout(() => {
+      timer = null;
+      if (cur >= N - 1) { pause("pause"); return; }
+      go(cur + 1, "play");
+      if (cur >= N - 1) pause("pause"); else schedule();
+    }, Math.max(0, due - performance.now()));
+  }
+  function play() {
+    if (timer || N < 2) return;
+    if (cur >= N - 1) go(0, "user");
+    t0 = performance.now(); k0 = cur;
+    root.setAttribute("data-playing", "1");
+    schedule();
+  }
+  function pause(cause) {
+    const was = !!timer;
+    if (timer) clearTimeout(timer);
+    timer = null;
+    root.setAttribute("data-playing", "0");
+    if (was && cause !== "load" && opts.onStep) opts.onStep(cur, "pause");
+  }
+  function toggle() { if (timer) pause("pause"); else play(); }
+  function setSpeed(x) {
+    const v = parseFloat(x);
+    if (!SPEEDS.includes(v)) return;
+    speed = v;
+    root.setAttribute("data-speed", String(v));
+    if (ui.speed) {
+      for (const b of ui.speed.children) b.setAttribute("aria-pressed", String(parseFloat(b.dataset.speed) === v));
+    }
+    if (timer) { clearTimeout(timer); t0 = performance.now(); k0 = cur; schedule(); }
+    if (opts.onSpeed) opts.onSpeed(v);
+  }
+  setSpeed(speed);
+
+  // -- input -------------------------------------------------------------------------
+  function act(action) {
+    if (action === "play") return play();
+    if (action === "pause") return pause("pause");
+    if (action === "toggle") return toggle();
+    if (action === "open-subagent") {
+      const id = ui.open.getAttribute("data-target");
+      if (id && opts.onOpen) { pause("pause"); opts.onOpen(id); }
+      return;
+    }
+    pause("user");
+    if (action === "first") go(0, "user");
+    else if (action === "last") go(N - 1, "user");
+    else if (action === "prev") go(cur - 1, "user");
+    else if (action === "next") go(cur + 1, "user");
+    else if (action.startsWith("next-")) {
+      const to = find(action.slice(5), cur);
+      if (to != null) go(to, "user");
+    }
+  }
+  root.addEventListener("click", (ev) => {
+    const b = ev.target.closest && ev.target.closest("button");
+    if (!b || !root.contains(b) || b.disabled) return;
+    if (b.dataset.speed) setSpeed(b.dataset.speed);
+    else if (b.dataset.action) act(b.dataset.action);
+    else return;
+    b.blur();
+  });
+  if (ui.scrub) ui.scrub.addEventListener("input", () => { pause("user"); go(parseInt(ui.scrub.value, 10) - 1, "user"); });
+  if (ui.ticks) ui.ticks.addEventListener("click", (ev) => {
+    const r = ui.ticks.getBoundingClientRect(), pad = 8;
+    const f = Math.min(1, Math.max(0, (ev.clientX - r.left - pad) / Math.max(1, r.width - 2 * pad)));
+    pause("user");
+    go(Math.round(f * (N - 1)), "user");
+  });
+  const KEYS = { ArrowRight: "next", ArrowLeft: "prev", " ": "toggle", Spacebar: "toggle",
+    Home: "first", End: "last" };
+  const NAVIGABLE = new Set(["radio", "tab", "option", "menuitem", "menuitemradio", "gridcell",
+    "slider", "combobox", "listbox", "textbox", "spinbutton"]);
+  function onKey(ev) {
+    const action = KEYS[ev.key];
+    if (!action || ev.ctrlKey || ev.metaKey || ev.altKey || !root.isConnected) return;
+    // The element the key was pressed in (inside a shadow root too).
+    const t = (ev.composedPath && ev.composedPath()[0]) || ev.target;
+    const tag = (t && t.tagName) || "";
+    const role = (t && t.getAttribute && t.getAttribute("role")) || "";
+    if (tag === "TEXTAREA" || tag === "SELECT" || (t && t.isContentEditable)) return;
+    if (tag === "INPUT" && !(t === ui.scrub && action === "toggle")) return;
+    if (NAVIGABLE.has(role) && action !== "toggle") return;
+    ev.preventDefault();
+    if (tag === "BUTTON" && t.blur) t.blur();
+    act(action);
+  }
+  // The capture phase: widgets (a speed control, a button) can stop a key's bubbling.
+  if (opts.keyboard) document.addEventListener("keydown", onKey, true);
+  let resize = null;
+  if (ui.ticks && window.ResizeObserver) {
+    resize = new ResizeObserver(() => drawTicks());
+    resize.observe(ui.ticks);
+  }
+
+  return {
+    root,
+    load,
+    go: (i, cause) => { pause("load"); go(i, cause || "server"); },
+    play, pause: () => pause("pause"), toggle, setSpeed,
+    setMarkers(list) { markers = list || []; drawTicks(); },
+    setHighlight,
+    step: () => cur,
+    steps: () => N,
+    playing: () => !!timer,
+    run: () => (R ? R.run.id : null),
+    destroy() {
+      pause("load");
+      if (opts.keyboard) document.removeEventListener("keydown", onKey, true);
+      if (resize) resize.disconnect();
+      root.remove();
+    },
+  };
+}
