@@ -7,6 +7,7 @@ name, an ambiguous prefix), ``import`` of bad trace files, ``demo``'s flags, ``u
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from pathlib import Path
 
@@ -307,8 +308,7 @@ def _ui(monkeypatch: pytest.MonkeyPatch, *argv: str) -> tuple[list[str], dict[st
     from tracer.cli import ui
 
     seen: list[tuple[list[str], dict[str, str]]] = []
-    monkeypatch.setattr(ui.subprocess, "call",
-                        lambda cmd, env: seen.append((cmd, env)) or 0)
+    monkeypatch.setattr(ui, "serve", lambda cmd, env: seen.append((cmd, env)) or 0)
     assert main(["ui", *argv]) == 0
     (cmd, env), = seen
     return cmd, env
@@ -336,7 +336,7 @@ def test_ui_refuses_a_bad_database_before_starting(tmp_path: Path, capsys,  # ty
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     from tracer.cli import ui
 
-    monkeypatch.setattr(ui.subprocess, "call", lambda *a, **k: pytest.fail("started"))
+    monkeypatch.setattr(ui, "serve", lambda *a, **k: pytest.fail("started"))
     (tmp_path / "junk.db").write_bytes(b"not sqlite" * 100)
     code, out, err = run_cli(capsys, "ui", "--db", str(tmp_path / "junk.db"))
     assert code == 1 and out == ""
@@ -510,3 +510,39 @@ def test_resolve_is_exact(tmp_path: Path) -> None:
                 t.resolve(missing)
         with pytest.raises(RunNotFound, match="ambiguous"):
             t.resolve("run-")
+
+
+def test_ui_stops_its_server_when_terminated(tmp_path: Path) -> None:
+    """A SIGTERM to ``looptrace ui`` stops the server it started (no orphan left running)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    child = tmp_path / "child.pid"
+    fake = tmp_path / "server.py"  # stands in for the app's server: writes its pid, waits
+    fake.write_text("import os, time, pathlib\n"
+                    f"pathlib.Path({str(child)!r}).write_text(str(os.getpid()))\n"
+                    "time.sleep(60)\n")
+    proc = subprocess.Popen([sys.executable, "-c",
+                             "import sys; from tracer.cli.ui import serve; "
+                             f"sys.exit(serve([sys.executable, {str(fake)!r}], {{}}))"],
+                            cwd=Path(__file__).resolve().parent.parent)
+    try:
+        for _ in range(200):
+            if child.exists() and child.read_text():
+                break
+            time.sleep(0.05)
+        pid = int(child.read_text())
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) != 0
+        for _ in range(100):  # the server is gone (not left running under init)
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.05)
+        else:
+            pytest.fail("the server outlived looptrace ui")
+    finally:
+        proc.kill()

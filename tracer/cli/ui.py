@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -34,4 +35,25 @@ def run(args: argparse.Namespace) -> int:
     # before the server waits for a browser: the first visit is as fast as the next)
     cmd = [sys.executable, str(APP.parent / "serve.py"), "--server.address", args.host,
            "--server.port", str(args.port), "--browser.gatherUsageStats", "false"]
-    return subprocess.call(cmd, env=env)
+    return serve(cmd, env)
+
+
+def serve(cmd: list[str], env: dict[str, str]) -> int:
+    """Run the app's server as a child and wait for it. A SIGTERM or SIGHUP sent to
+    ``looptrace ui`` (a service manager, a closed terminal) is passed on, so the
+    server stops with it instead of being left running; Ctrl-C reaches both."""
+    proc = subprocess.Popen(cmd, env=env)
+
+    def forward(signum: int, _frame: object) -> None:
+        proc.send_signal(signum)
+
+    kept = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        while True:
+            try:
+                return proc.wait()
+            except KeyboardInterrupt:  # the server got the same Ctrl-C: wait for it to stop
+                continue
+    finally:
+        for s, handler in kept.items():
+            signal.signal(s, handler)
