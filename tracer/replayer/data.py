@@ -20,6 +20,7 @@ the message list's edit.
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 from ..graph_layout import (
@@ -138,6 +139,7 @@ def _steps(rp: Replay, table: _MessageTable, payloads: bool) -> tuple[list[dict[
     steps: list[dict[str, Any]] = []
     jumps: dict[str, str] = {}
     prev: list[int] = []
+    prev_shown: list[Message] = []
     omitted_before: frozenset[str] = frozenset()
     for st in rp.steps:
         ev = st.event
@@ -163,7 +165,13 @@ def _steps(rp: Replay, table: _MessageTable, payloads: bool) -> tuple[list[dict[
         if omitted or omitted_before:
             row["om"] = sorted(omitted)
         omitted_before = omitted
-        cur = table.indexes(rp.messages_at(st.index))
+        shown = rp.messages_at(st.index)
+        n = len(prev_shown)
+        if len(shown) >= n and all(map(operator.is_, prev_shown, shown)):
+            cur = prev + table.indexes(shown[n:])  # the usual step: messages added at the end
+        else:
+            cur = table.indexes(shown)
+        prev_shown = shown
         op = view_edit(prev, cur)
         if op is not None:
             row["mv"] = op
