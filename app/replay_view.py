@@ -5,7 +5,7 @@ replayer the HTML export uses too) draws the controls, the caption, the graph
 and the message list from the run's JSON and steps it locally, so the panes
 agree by construction and a key press shows at once. One fragment holds the
 replayer and what needs Python at the step the browser settled on: the
-subagent jump, the floor plan, the step inspector and the wire formats. The
+floor plan, the step inspector and the wire formats. The
 fragment reruns the whole app only when what is drawn outside it changed:
 another run, or the run's status.
 """
@@ -26,7 +26,7 @@ from .inspector import render_inspector
 from .replayer_component import event, render_replayer, replayer_data
 from .run_view import RunView
 from .safe import md_escape
-from .subagents import render_run_header, render_subagent_jump
+from .subagents import render_run_header
 from .wire_pane import render_wire_pane, warm_up
 
 STYLE = """<style>
@@ -118,9 +118,10 @@ def _markers(view: RunView) -> list[dict[str, Any]]:
 
 
 def _on_step(view: RunView) -> None:
-    value = event("step")
-    if value is not None and value.isdigit():
-        state.shown_step(view.replay.clamp(value))
+    """The browser settled on a step ("<run id>:<index>")."""
+    run_id, _, index = (event("step") or "").rpartition(":")
+    if run_id == view.replay.run.id and index.isdigit():
+        state.shown_step(view.replay.clamp(index))
 
 
 def _on_speed() -> None:
@@ -177,8 +178,7 @@ def _draw(path: str, presenter: bool) -> None:
             render_floor_plan_section(view, i)
             st.caption("Keyboard: → next · ← back · space play / pause · Home / End")
         return
-    _replayer(view, i, presenter=False)
-    render_subagent_jump(view, i)
+    _replayer(view, i, presenter=False)  # (its "Open subagent" opens a call's subagent run)
     render_floor_plan_section(view, i)
     render_inspector(view, i)
     _wire(path, view, i)

@@ -46,8 +46,9 @@ export default function (component) {
       // The step the browser settled on goes to the server (not each step of playback).
       onStep(i, cause) {
         if (P.timer) { clearTimeout(P.timer); P.timer = null; }
-        if (cause === "user") P.timer = setTimeout(() => { P.timer = null; P.send("step", String(i)); }, REPORT_MS);
-        else if (cause === "pause") P.send("step", String(i));
+        const said = P.player.run() + ":" + i;
+        if (cause === "user") P.timer = setTimeout(() => { P.timer = null; P.send("step", said); }, REPORT_MS);
+        else if (cause === "pause") P.send("step", said);
       },
       onSpeed(v) { if (P.key !== null) P.send("speed", String(v)); },
       onOpen: data.subagents ? (id) => P.send("open", id + ":" + Date.now()) : undefined,
@@ -56,7 +57,8 @@ export default function (component) {
   P.send = setTriggerValue;
   if (data.key !== P.key) {
     const other = P.player.run() !== data.run.run.id;
-    P.player.load(data.run, { step: other ? data.step : undefined, follow: !!data.live });
+    // (the same run, grown while being recorded: shown at its last step, it follows)
+    P.player.load(data.run, { step: other ? data.step : undefined, follow: true });
     P.key = data.key;
     P.goto = data.goto;
   } else if (data.goto !== P.goto) {

@@ -78,15 +78,3 @@ def render_run_header(path: str, view: RunView) -> None:
                           key=f"open_child_{k}", icon=":material/subdirectory_arrow_right:",
                           help="Open this subagent run as its own nested replay",
                           on_click=_open_child, args=(child.id,))
-
-def render_subagent_jump(view: RunView, index: int) -> None:
-    """At a tool call that ran a subagent: a button opening that subagent's replay."""
-    if not view.replay.steps or not view.replay.run.children:
-        return
-    tcid = view.replay.steps[index].event.tool_call_id
-    for child in view.replay.run.children:
-        if tcid and child.parent_tool_call_id == tcid:
-            st.button("Open the subagent run of this call", key="open_subagent",
-                      icon=":material/subdirectory_arrow_right:", type="primary",
-                      on_click=_open_child, args=(child.id,))
-            return
