@@ -552,12 +552,14 @@ function createReplayer(host, options) {
     root.setAttribute("data-playing", "1");
     schedule();
   }
+  // cause "pause": playback stopped where it is (the host hears of the step);
+  // any other: a step of the user's or the host's follows and is reported itself.
   function pause(cause) {
     const was = !!timer;
     if (timer) clearTimeout(timer);
     timer = null;
     root.setAttribute("data-playing", "0");
-    if (was && cause !== "load" && opts.onStep) opts.onStep(cur, "pause");
+    if (was && cause === "pause" && opts.onStep) opts.onStep(cur, "pause");
   }
   function toggle() { if (timer) pause("pause"); else play(); }
   function setSpeed(x) {
@@ -580,10 +582,10 @@ function createReplayer(host, options) {
     if (action === "toggle") return toggle();
     if (action === "open-subagent") {
       const id = ui.open.getAttribute("data-target");
-      if (id && opts.onOpen) { pause("pause"); opts.onOpen(id); }
+      if (id && opts.onOpen) { pause("step"); opts.onOpen(id); }
       return;
     }
-    pause("user");
+    pause("step");
     if (action === "first") go(0, "user");
     else if (action === "last") go(N - 1, "user");
     else if (action === "prev") go(cur - 1, "user");
@@ -601,11 +603,11 @@ function createReplayer(host, options) {
     else return;
     b.blur();
   });
-  if (ui.scrub) ui.scrub.addEventListener("input", () => { pause("user"); go(parseInt(ui.scrub.value, 10) - 1, "user"); });
+  if (ui.scrub) ui.scrub.addEventListener("input", () => { pause("step"); go(parseInt(ui.scrub.value, 10) - 1, "user"); });
   if (ui.ticks) ui.ticks.addEventListener("click", (ev) => {
     const r = ui.ticks.getBoundingClientRect(), pad = 8;
     const f = Math.min(1, Math.max(0, (ev.clientX - r.left - pad) / Math.max(1, r.width - 2 * pad)));
-    pause("user");
+    pause("step");
     go(Math.round(f * (N - 1)), "user");
   });
   const KEYS = { ArrowRight: "next", ArrowLeft: "prev", " ": "toggle", Spacebar: "toggle",
