@@ -81,6 +81,7 @@ def show_replay(*, presenter: bool = False) -> None:
     if not presenter:
         render_run_header(path, view)
     st.session_state[state.PAGE_STATUS] = view.replay.run.summary.status
+    st.session_state[state.HELD] = None  # (a full run: the replayer may be a new one)
     st.fragment(_body)(path, presenter)
     if not presenter:
         render_findings(view)
@@ -118,10 +119,15 @@ def _markers(view: RunView) -> list[dict[str, Any]]:
 
 
 def _on_step(view: RunView) -> None:
-    """The browser settled on a step ("<run id>:<index>")."""
-    run_id, _, index = (event("step") or "").rpartition(":")
-    if run_id == view.replay.run.id and index.isdigit():
+    """The browser settled on a step ("<version held>|<index>")."""
+    held, _, index = (event("step") or "").rpartition("|")
+    if held.split(":", 1)[0] == view.replay.run.id and index.isdigit():
         state.shown_step(view.replay.clamp(index))
+        st.session_state[state.HELD] = held
+
+
+def _on_need() -> None:
+    st.session_state[state.HELD] = None
 
 
 def _on_speed() -> None:
@@ -143,13 +149,15 @@ def _on_open(view: RunView) -> None:
 
 def _replayer(view: RunView, i: int, *, presenter: bool) -> None:
     """The replayer at step ``i``: the browser's from here on."""
+    key = _key(view)
+    held = st.session_state.get(state.HELD) == key
     data = replayer_data(
-        view.json(), i, key=_key(view), goto=int(st.session_state.get(state.GOTO) or 0),
+        None if held else view.json(), i, key=key, goto=int(st.session_state.get(state.GOTO) or 0),
         live_ms=state.LIVE_MS if _running(view) else 0, presenter=presenter,
         markers=_markers(view), highlight=tuple(st.session_state.get(state.HIGHLIGHT) or ()),
         speed=float(st.session_state.get(state.SPEED) or 1.0), subagents=not presenter)
     render_replayer(data, on_step=lambda: _on_step(view), on_speed=_on_speed,
-                    on_open=lambda: _on_open(view))
+                    on_open=lambda: _on_open(view), on_need=_on_need)
 
 
 def _body(path: str, presenter: bool) -> None:

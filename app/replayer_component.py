@@ -15,6 +15,11 @@ While the run is being recorded, the component asks for a reload every
 ``state.LIVE_MS`` (not while playing); a run that grew is loaded again in place
 and, shown at its last step, follows to its new end.
 
+The run's JSON (2.5 MB for 5,000 steps) is sent once: each event the browser
+sends names the version of the run it holds, and while it holds the current
+one the app sends ``run: null``. A new mount given ``null`` (the page was left
+and opened again) asks for the run ("need") and gets it on the next rerun.
+
 ``replayer_data(...)`` is a pure function (AppTest reads it from the
 component's JSON); only ``render_replayer`` touches Streamlit.
 """
@@ -46,7 +51,7 @@ export default function (component) {
       // The step the browser settled on goes to the server (not each step of playback).
       onStep(i, cause) {
         if (P.timer) { clearTimeout(P.timer); P.timer = null; }
-        const said = P.player.run() + ":" + i;
+        const said = P.key + "|" + i;  // (the version held, and the step)
         if (cause === "user") P.timer = setTimeout(() => { P.timer = null; P.send("step", said); }, REPORT_MS);
         else if (cause === "pause") P.send("step", said);
       },
@@ -55,6 +60,11 @@ export default function (component) {
     });
   }
   P.send = setTriggerValue;
+  if (data.run == null && data.key !== P.key) {
+    // The app thought this browser held the run (a new mount does not): ask for it.
+    P.send("need", data.key + "|" + Date.now());
+    return cleanup;
+  }
   if (data.key !== P.key) {
     const other = P.player.run() !== data.run.run.id;
     // (the same run, grown while being recorded: shown at its last step, it follows)
@@ -72,12 +82,13 @@ export default function (component) {
   if (data.live_ms) {
     P.live = setInterval(() => { if (!P.player.playing()) P.send("reload", String(Date.now())); }, data.live_ms);
   }
-  return () => {
+  return cleanup;
+  function cleanup() {
     if (P.live) clearInterval(P.live);
     if (P.timer) clearTimeout(P.timer);
     P.player.destroy();
     parentElement.__lt = null;
-  };
+  }
 }
 """
 
@@ -93,14 +104,15 @@ def _get() -> Callable[..., Any]:
     return _component
 
 
-def replayer_data(run_json: dict[str, Any], step: int, *, key: str, goto: int = 0,
+def replayer_data(run_json: dict[str, Any] | None, step: int, *, key: str, goto: int = 0,
                   live_ms: int = 0, keyboard: bool = True, presenter: bool = False,
                   parts: dict[str, bool] | None = None, markers: list[dict[str, Any]] | None = None,
                   highlight: tuple[str, ...] = (), speed: float = 1.0,
                   subagents: bool = False) -> dict[str, Any]:
-    """What the component is given: the run (``replay_json``) and ``key`` naming its
-    version (a new key loads it again), the step the app wants (followed once per new
-    ``goto``), and the page's settings."""
+    """What the component is given: the run (``replay_json``, or None when the browser
+    holds this version already) and ``key`` naming its version (a new key loads it
+    again), the step the app wants (followed once per new ``goto``), and the page's
+    settings."""
     return {"key": key, "run": run_json, "step": int(step), "goto": int(goto),
             "live_ms": max(0, int(live_ms)), "keyboard": keyboard, "presenter": presenter,
             "parts": parts or {}, "markers": markers or [], "highlight": list(highlight),
@@ -112,12 +124,13 @@ def render_replayer(data: dict[str, Any], *, key: str = state.REPLAYER,
                     on_step: Callable[[], None] | None = None,
                     on_speed: Callable[[], None] | None = None,
                     on_open: Callable[[], None] | None = None,
-                    on_reload: Callable[[], None] | None = None) -> Any:
+                    on_reload: Callable[[], None] | None = None,
+                    on_need: Callable[[], None] | None = None) -> Any:
     """Mount (or update) the replayer; each callback runs when the browser sends that event."""
     noop: Callable[[], None] = lambda: None
     return _get()(key=key, data=data, on_step_change=on_step or noop,
                   on_speed_change=on_speed or noop, on_open_change=on_open or noop,
-                  on_reload_change=on_reload or noop)
+                  on_reload_change=on_reload or noop, on_need_change=on_need or noop)
 
 
 def event(name: str, key: str = state.REPLAYER) -> str | None:
