@@ -1,6 +1,6 @@
 """Timeline figures (plotly): the run over wall-clock time, and tokens per lap.
 
-Lanes: one per hook, one for model calls, one per tool call (so parallel
+Lanes: one per hook, one for model calls, one per tool call, in its colour (so parallel
 calls visibly overlap). Pure functions of a ``Replay``; tested directly.
 """
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from tracer.palette import KIND_COLOURS
+from tracer.palette import KIND_COLOURS, colour_map
 from tracer.records import MODEL_HOOKS, TOOL_HOOKS
 from tracer.replay import Replay
 
@@ -55,7 +55,7 @@ def spans(replay: Replay) -> list[dict[str, Any]]:
             kind = "error" if failed else ("model" if is_model else "tool")
             out.append({"lane": lane, "start": start, "duration": max(dur, 0.05), "kind": kind,
                         "step": si, "lap": ev.lap, "label": f"{ev.hook} {ev.phase}",
-                        "span": True})
+                        "span": True, "call": None if is_model else ev.tool_call_id})
         elif ev.hook in NODE_HOOKS or ev.hook in ("run", "interrupt", "resume", "history"):
             lane = ev.hook if ev.hook in NODE_HOOKS else "run"
             kind = "error" if ev.phase == "error" else (
@@ -86,6 +86,8 @@ def timeline_figure(replay: Replay) -> go.Figure:
             lanes.append(lane)
     lanes += sorted({r["lane"] for r in rows} - set(lanes),
                     key=lambda ln: min(r["start"] for r in rows if r["lane"] == ln))
+    # A tool call's bar has the call's own colour, as in the replay (tracer.palette).
+    calls = colour_map([*replay.run.messages, *replay.run.revisions])
     fig = go.Figure()
     for kind in ("model", "tool", "error", "interrupt", "hook"):
         bars = [r for r in rows if r["kind"] == kind and r["span"]]
@@ -94,7 +96,8 @@ def timeline_figure(replay: Replay) -> go.Figure:
             fig.add_bar(
                 y=[r["lane"] for r in bars], x=[r["duration"] for r in bars],
                 base=[r["start"] for r in bars], orientation="h", name=kind,
-                marker_color=KIND_COLOURS[kind], opacity=0.85,
+                marker_color=([calls.get(r.get("call") or "", KIND_COLOURS[kind]) for r in bars]
+                              if kind == "tool" else KIND_COLOURS[kind]), opacity=0.85,
                 customdata=[[r["step"] + 1, r["lap"], r["label"]] for r in bars],
                 hovertemplate="%{y}<br>%{customdata[2]}<br>start %{base:.1f} ms, "
                               "%{x:.1f} ms<br>step %{customdata[0]}, lap %{customdata[1]}"
