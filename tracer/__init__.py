@@ -36,8 +36,9 @@ runs``, ``looptrace check``, the app) starts without importing LangChain.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ._lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from .callbacks import TraceCallbackHandler
@@ -151,14 +152,7 @@ _EXPORTS: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        msg = f"module 'tracer' has no attribute {name!r}"
-        raise AttributeError(msg)
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _EXPORTS)
 
 
 def __dir__() -> list[str]:

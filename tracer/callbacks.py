@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any
+from typing import Any, TypeVar
 from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
@@ -33,6 +33,7 @@ from .redact import Redactor
 from .store import on_event_loop
 
 _SKIP_NODES = frozenset({"model", "tools", "__start__", "__end__"})
+_Entry = TypeVar("_Entry")  # what a model or tool call's start keeps until its end
 
 
 class TraceCallbackHandler(BaseCallbackHandler):
@@ -98,6 +99,13 @@ class TraceCallbackHandler(BaseCallbackHandler):
 
     def _guard(self, where: str, exc: Exception) -> None:
         self.recorder.writer._warn("cb:" + where, f"looptrace callback {where} failed: {exc!r}")
+
+    def _ended(self, started: dict[UUID, _Entry], run_id: UUID) -> _Entry | None:
+        """The entry the start of model or tool call ``run_id`` left in ``started``
+        (``_llm``, ``_tools``), taken out together with the call's link to its run
+        (``lc_runs``); None for a call this handler did not see start."""
+        self.recorder.lc_runs.pop(run_id, None)
+        return started.pop(run_id, None)
 
     def _run_of(self, parent_run_id: UUID | None) -> RunState:
         run = self.recorder.lc_runs.get(parent_run_id) if parent_run_id else None
@@ -293,8 +301,7 @@ class TraceCallbackHandler(BaseCallbackHandler):
 
     def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
         try:
-            self.recorder.lc_runs.pop(run_id, None)
-            entry = self._llm.pop(run_id, None)
+            entry = self._ended(self._llm, run_id)
             if entry is None:
                 return
             run, t0, n = entry
@@ -319,15 +326,12 @@ class TraceCallbackHandler(BaseCallbackHandler):
 
     def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         try:
-            self.recorder.lc_runs.pop(run_id, None)
-            entry = self._llm.pop(run_id, None)
+            entry = self._ended(self._llm, run_id)
             if entry is None:
                 return
             run, t0, _ = entry
-            text = f"{type(error).__name__}: {error}"
-            run.error_seen = text
             self.recorder.event(run, "model", "error", duration_ms=(time.perf_counter() - t0) *
-                                1000, payload={"error": text, "type": type(error).__name__})
+                                1000, payload=_failed(run, error))
         except Exception as exc:  # noqa: BLE001
             self._guard("on_llm_error", exc)
 
@@ -385,13 +389,10 @@ class TraceCallbackHandler(BaseCallbackHandler):
 
     def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
         try:
-            self.recorder.lc_runs.pop(run_id, None)
-            entry = self._tools.pop(run_id, None)
-            if entry is None:
-                return
+            entry = self._ended(self._tools, run_id)
+            if entry is None or entry[0].middleware:
+                return  # (not seen to start, or the middleware records it: wrap_tool_call)
             run, t0, tcid, name = entry
-            if run.middleware:
-                return
             rec = self.recorder
             payload: dict[str, Any] = {"name": name}
             msgs: list[BaseMessage] = []
@@ -413,25 +414,27 @@ class TraceCallbackHandler(BaseCallbackHandler):
 
     def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         try:
-            self.recorder.lc_runs.pop(run_id, None)
-            entry = self._tools.pop(run_id, None)
-            if entry is None:
-                return
+            entry = self._ended(self._tools, run_id)
+            if entry is None or entry[0].middleware:
+                return  # (not seen to start, or the middleware records it: wrap_tool_call)
             run, t0, tcid, name = entry
-            if run.middleware:
-                return
             dur = (time.perf_counter() - t0) * 1000
             if isinstance(error, GraphInterrupt):
                 self.recorder.event(run, "tool", "interrupt", tool_call_id=tcid, duration_ms=dur,
                                     payload={"name": name})
                 return
-            text = f"{type(error).__name__}: {error}"
-            run.error_seen = text
             self.recorder.event(run, "tool", "error", tool_call_id=tcid, duration_ms=dur,
-                                payload={"name": name, "error": text,
-                                         "type": type(error).__name__})
+                                payload={"name": name, **_failed(run, error)})
         except Exception as exc:  # noqa: BLE001
             self._guard("on_tool_error", exc)
+
+
+def _failed(run: RunState, error: BaseException) -> dict[str, Any]:
+    """Note on ``run`` that a model or tool call raised ``error`` (``error_seen``: the
+    run ends with it unless the loop goes on) and return its error event's payload."""
+    text = f"{type(error).__name__}: {error}"
+    run.error_seen = text
+    return {"error": text, "type": type(error).__name__}
 
 
 def _note_omitted(omitted: dict[str, frozenset[str]], run: RunState,

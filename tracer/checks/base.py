@@ -19,7 +19,7 @@ from ..replay import Replay, build_replay
 from ..wire.providers import PROVIDERS
 
 __all__ = ["PROVIDERS", "SEVERITIES", "Call", "Finding", "ModelInput", "Thresholds", "Turn",
-           "exit_seqs", "model_inputs", "tool_names", "turn_of"]
+           "exit_seqs", "is_empty_content", "model_inputs", "tool_names", "turn_of"]
 
 SEVERITIES: tuple[str, ...] = ("error", "warning", "info")
 
@@ -127,7 +127,11 @@ _ROLE = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system",
          "ToolMessageChunk": "tool", "SystemMessageChunk": "system"}
 
 
-def _is_empty_content(content: Any) -> bool:
+def is_empty_content(content: Any) -> bool:
+    """Whether a message's content says nothing: None, blank text, or a list of
+    blocks that are all blank strings or blank text blocks (any other block, an
+    image or a tool call, counts as something). Recorded messages and captured
+    provider bodies (``checks.wire``) are judged by this one rule."""
     if content is None:
         return True
     if isinstance(content, str):
@@ -151,7 +155,7 @@ def turn_of(m: Message) -> Turn:
         calls.append(Call(c.get("id") or None, str(c.get("name") or "?"), True))
     for c in m.invalid_tool_calls:
         calls.append(Call(c.get("id") or None, str(c.get("name") or "?"), False))
-    empty = role == "assistant" and not calls and _is_empty_content(m.content)
+    empty = role == "assistant" and not calls and is_empty_content(m.content)
     return Turn(m.key, role, tuple(calls), m.tool_call_id if role == "tool" else None, empty)
 
 

@@ -14,20 +14,8 @@ from dataclasses import replace
 from typing import Any
 
 from ..loader import Run
-from .base import Call, Finding, ModelInput, Turn
+from .base import Call, Finding, ModelInput, Turn, is_empty_content
 from .protocol import check_model_call
-
-
-def _text_empty(content: Any) -> bool:
-    if content is None:
-        return True
-    if isinstance(content, str):
-        return not content.strip()
-    if isinstance(content, list):
-        return not any((isinstance(b, str) and b.strip()) or (
-            isinstance(b, dict) and (b.get("type") != "text" or str(b.get("text") or "").strip()))
-            for b in content)
-    return False
 
 
 def _openai(body: dict[str, Any]) -> tuple[list[Turn], bool]:
@@ -41,7 +29,7 @@ def _openai(body: dict[str, Any]) -> tuple[list[Turn], bool]:
             calls = tuple(Call(c.get("id") or None, str((c.get("function") or {}).get("name")),
                                True) for c in m.get("tool_calls") or [])
             out.append(Turn(key, "assistant", calls,
-                            empty=not calls and _text_empty(m.get("content"))))
+                            empty=not calls and is_empty_content(m.get("content"))))
         elif role == "tool":
             out.append(Turn(key, "tool", tool_call_id=m.get("tool_call_id") or None))
         else:
@@ -59,7 +47,7 @@ def _anthropic(body: dict[str, Any]) -> tuple[list[Turn], bool]:
             calls = tuple(Call(b.get("id") or None, str(b.get("name")), True) for b in blocks
                           if isinstance(b, dict) and b.get("type") == "tool_use")
             out.append(Turn(f"wire:{i}", "assistant", calls,
-                            empty=not calls and _text_empty(content)))
+                            empty=not calls and is_empty_content(content)))
             continue
         for j, b in enumerate(blocks):
             key = f"wire:{i}.{j}"
@@ -82,7 +70,7 @@ def _ollama(body: dict[str, Any]) -> tuple[list[Turn], bool]:
                           for k, c in enumerate(m.get("tool_calls") or []))
             queue = [c.id for c in calls if c.id]
             out.append(Turn(key, "assistant", calls,
-                            empty=not calls and _text_empty(m.get("content"))))
+                            empty=not calls and is_empty_content(m.get("content"))))
         elif role == "tool":
             out.append(Turn(key, "tool", tool_call_id=queue.pop(0) if queue else None))
         else:

@@ -11,8 +11,9 @@ only when used; public names here are imported lazily for the same reason.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from .collect import CollectServer, TraceBuffer
@@ -46,9 +47,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        msg = f"module {__name__!r} has no attribute {name!r}"
-        raise AttributeError(msg)
-    return getattr(importlib.import_module(f".{module}", __name__), name)
+__getattr__ = lazy_getattr(__name__, _EXPORTS)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -81,37 +82,33 @@ def parse_request(body: bytes, content_type: str) -> list[Span]:
 
 
 def decode_request(body: bytes, content_type: str) -> Decoded:
-    fmt = body_format(content_type)
-    if fmt is None:
-        msg = (f"unsupported content type {content_type!r}: OTLP/HTTP sends "
-               "application/x-protobuf or application/json")
-        raise OtlpFormatError(msg)
-    if fmt == PROTOBUF:
-        return spans_of(_parse_protobuf(body))
-    try:
-        obj = json.loads(body)
-    except (ValueError, UnicodeDecodeError) as exc:
-        msg = f"malformed OTLP JSON: {exc}"
-        raise OtlpFormatError(msg) from None
-    return spans_of(request_from_json(obj))
+    return spans_of(_read_body(body, content_type, _trace_request, request_from_json))
 
 
 def decode_logs(body: bytes, content_type: str) -> DecodedLogs:
     """The log records of one ``ExportLogsServiceRequest`` body (``/v1/logs``), as
     span events; raise ``OtlpFormatError`` for a body that is not one."""
+    return logs_of(_read_body(body, content_type, _logs_request, logs_request_from_json))
+
+
+def _read_body(body: bytes, content_type: str, empty: Callable[[], Any],
+               from_json: Callable[[Any], Any]) -> Any:
+    """One OTLP/HTTP request body as its protobuf request, read by its content type:
+    protobuf parsed into ``empty()``, JSON parsed and handed to ``from_json``.
+    Raise ``OtlpFormatError`` for another content type or a malformed body."""
     fmt = body_format(content_type)
     if fmt is None:
         msg = (f"unsupported content type {content_type!r}: OTLP/HTTP sends "
                "application/x-protobuf or application/json")
         raise OtlpFormatError(msg)
     if fmt == PROTOBUF:
-        return logs_of(_parse_protobuf(body, _logs_request()))
+        return _parse_protobuf(body, empty)
     try:
         obj = json.loads(body)
     except (ValueError, UnicodeDecodeError) as exc:
         msg = f"malformed OTLP JSON: {exc}"
         raise OtlpFormatError(msg) from None
-    return logs_of(logs_request_from_json(obj))
+    return from_json(obj)
 
 
 def _trace_request() -> Any:
@@ -124,9 +121,9 @@ def _logs_request() -> Any:
     return logs_service.ExportLogsServiceRequest()
 
 
-def _parse_protobuf(body: bytes, req: Any = None) -> Any:
+def _parse_protobuf(body: bytes, empty: Callable[[], Any]) -> Any:
     message = require("google.protobuf.message")
-    req = _trace_request() if req is None else req
+    req = empty()
     try:
         req.ParseFromString(body)
     except message.DecodeError as exc:

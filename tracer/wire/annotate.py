@@ -36,6 +36,8 @@ ASPECTS: dict[str, str] = {
 STATELESS = "the whole history again: the API keeps no state"
 NO_DONE_FLAG = ('no "done" flag: the loop stops when no tool is asked for, not because of '
                 "the stop reason")
+# True of OpenAI's and Ollama's tool results alike.
+NO_ERROR_FLAG = "no error flag: a failed tool is only visible in the text"
 
 
 @dataclass(frozen=True)
@@ -83,26 +85,32 @@ def annotate_response(provider: str, body: Any) -> list[Annotation]:
     return out
 
 
-# -- OpenAI -------------------------------------------------------------------------
-def _last_results(msgs: list[Any]) -> int | None:
-    """Index of the first message of the last run of role:tool messages."""
-    def is_tool(m: Any) -> bool:
-        return isinstance(m, dict) and m.get("role") == "tool"
+# A message of a request body: (index, the message, its role, first of the last results?)
+_Turn = tuple[int, dict[str, Any], Any, bool]
 
-    start = None
+
+def _turns(body: dict[str, Any], key: str = "role") -> Iterator[_Turn]:
+    """The message objects of a request body, each as ``(index, message, role,
+    last_results)``: the role is read from ``key`` ("role" on the wire, "type" in
+    LangChain's dicts); ``last_results`` marks the first message of the last run of
+    tool-role messages (the results the tool notes point at)."""
+    msgs = _msgs(body)
+
+    def is_tool(m: Any) -> bool:
+        return isinstance(m, dict) and m.get(key) == "tool"
+
+    last = None
     for i, m in enumerate(msgs):
         if is_tool(m) and (i == 0 or not is_tool(msgs[i - 1])):
-            start = i
-    return start
-
-
-def _openai_req(body: dict[str, Any]) -> Iterator[Annotation]:
-    msgs = _msgs(body)
-    last_results = _last_results(msgs)
+            last = i
     for i, m in enumerate(msgs):
-        if not isinstance(m, dict):
-            continue
-        role = m.get("role")
+        if isinstance(m, dict):
+            yield i, m, m.get(key), i == last
+
+
+# -- OpenAI -------------------------------------------------------------------------
+def _openai_req(body: dict[str, Any]) -> Iterator[Annotation]:
+    for i, m, role, last_results in _turns(body):
         if role in ("system", "developer"):
             yield Annotation("system", ("messages", i),
                              f"system prompt: a message of its own, role {role!r}, first in the list")
@@ -123,12 +131,11 @@ def _openai_req(body: dict[str, Any]) -> Iterator[Annotation]:
                                      "arguments are a JSON-encoded STRING, not an object")
                 yield Annotation("ids", ("messages", i, "tool_calls", j, "id"),
                                  "call id, echoed by the result's tool_call_id")
-        elif role == "tool" and i == last_results:
+        elif role == "tool" and last_results:
             yield Annotation("tool_results", ("messages", i),
                              "one role:\"tool\" message per result, right after the call, "
                              "tied to it by tool_call_id")
-            yield Annotation("tool_errors", ("messages", i, "content"),
-                             "no error flag: a failed tool is only visible in the text")
+            yield Annotation("tool_errors", ("messages", i, "content"), NO_ERROR_FLAG)
     if body.get("tools"):
         yield Annotation("tools", ("tools", 0),
                          "{type: function, function: {name, description, parameters}}")
@@ -160,12 +167,10 @@ def _anthropic_req(body: dict[str, Any]) -> Iterator[Annotation]:
     if "system" in body:
         yield Annotation("system", ("system",),
                          "system prompt: top-level `system`, never a message")
-    for i, m in enumerate(_msgs(body)):
-        if not isinstance(m, dict):
-            continue
+    for i, m, role, _ in _turns(body):  # (no tool role: results are blocks of a user turn)
         content = m.get("content")
         blocks = content if isinstance(content, list) else []
-        if m.get("role") == "assistant" and any(
+        if role == "assistant" and any(
                 isinstance(b, dict) and b.get("type") == "tool_use" for b in blocks):
             kinds = ", ".join(str(b.get("type")) for b in blocks if isinstance(b, dict))
             yield Annotation("assistant_content", ("messages", i, "content"),
@@ -181,7 +186,7 @@ def _anthropic_req(body: dict[str, Any]) -> Iterator[Annotation]:
                                      "tool_use id, echoed by tool_result.tool_use_id")
         results = [j for j, b in enumerate(blocks)
                    if isinstance(b, dict) and b.get("type") == "tool_result"]
-        if m.get("role") == "user" and results:
+        if role == "user" and results:
             n = len(results)
             yield Annotation("tool_results", ("messages", i),
                              f"ONE role:\"user\" message carries {'all ' if n > 1 else ''}{n} "
@@ -217,12 +222,7 @@ def _anthropic_resp(body: dict[str, Any]) -> Iterator[Annotation]:
 
 # -- Ollama -------------------------------------------------------------------------
 def _ollama_req(body: dict[str, Any]) -> Iterator[Annotation]:
-    msgs = _msgs(body)
-    last_results = _last_results(msgs)
-    for i, m in enumerate(msgs):
-        if not isinstance(m, dict):
-            continue
-        role = m.get("role")
+    for i, m, role, last_results in _turns(body):
         if role == "system":
             yield Annotation("system", ("messages", i),
                              "system prompt: a message of its own, role \"system\"")
@@ -244,7 +244,7 @@ def _ollama_req(body: dict[str, Any]) -> Iterator[Annotation]:
                                  "no id here: the server sent one (since 0.12.10), but the "
                                  "ollama Python client 0.6.x drops it (ChatOllama then "
                                  "invents its own, and does not send it)")
-        elif role == "tool" and i == last_results:
+        elif role == "tool" and last_results:
             if m.get("tool_call_id"):
                 yield Annotation("tool_results", ("messages", i),
                                  "one role:\"tool\" message per result, with the call's "
@@ -253,8 +253,7 @@ def _ollama_req(body: dict[str, Any]) -> Iterator[Annotation]:
                 yield Annotation("tool_results", ("messages", i),
                                  "one role:\"tool\" message per result, with NO call id: "
                                  "matched to its call by order only (and tool_name, if sent)")
-            yield Annotation("tool_errors", ("messages", i, "content"),
-                             "no error flag: a failed tool is only visible in the text")
+            yield Annotation("tool_errors", ("messages", i, "content"), NO_ERROR_FLAG)
     if body.get("tools"):
         yield Annotation("tools", ("tools", 0), "OpenAI-shaped: {type: function, function}")
     if "stream" in body:
@@ -283,16 +282,7 @@ def _ollama_resp(body: dict[str, Any]) -> Iterator[Annotation]:
 
 # -- LangChain (what every adapter normalises to) ---------------------------------------
 def _langchain_req(body: dict[str, Any]) -> Iterator[Annotation]:
-    msgs = _msgs(body)
-    last_results = None
-    for i, m in enumerate(msgs):
-        if isinstance(m, dict) and m.get("type") == "tool" and (
-                i == 0 or not isinstance(msgs[i - 1], dict) or msgs[i - 1].get("type") != "tool"):
-            last_results = i
-    for i, m in enumerate(msgs):
-        if not isinstance(m, dict):
-            continue
-        kind = m.get("type")
+    for i, m, kind, last_results in _turns(body, key="type"):
         if kind == "system":
             yield Annotation("system", ("messages", i),
                              "a SystemMessage at the head; each adapter moves it where its "
@@ -305,7 +295,7 @@ def _langchain_req(body: dict[str, Any]) -> Iterator[Annotation]:
             yield Annotation("ids", ("messages", i, "tool_calls", 0),
                              "the normalised call: {name, args, id, type: \"tool_call\"}, the "
                              "same for every provider")
-        elif kind == "tool" and i == last_results:
+        elif kind == "tool" and last_results:
             yield Annotation("tool_results", ("messages", i),
                              "one ToolMessage per result, tied to its call by tool_call_id")
             yield Annotation("tool_errors", ("messages", i, "status"),
