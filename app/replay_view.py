@@ -121,7 +121,9 @@ def _markers(view: RunView) -> list[dict[str, Any]]:
 def _on_step(view: RunView) -> None:
     """The browser settled on a step ("<version held>|<index>")."""
     held, _, index = (event("step") or "").rpartition("|")
-    if held.split(":", 1)[0] == view.replay.run.id and index.isdigit():
+    shown = view.replay.run.id  # (the run this callback was drawn for: still the page's?)
+    if (held.split(":", 1)[0] == shown == st.session_state.get(state.RUN)
+            and index.isdigit()):
         state.shown_step(view.replay.clamp(index))
         st.session_state[state.HELD] = held
 

@@ -51,12 +51,18 @@ export default function (component) {
       // The step the browser settled on goes to the server (not each step of playback).
       onStep(i, cause) {
         if (P.timer) { clearTimeout(P.timer); P.timer = null; }
+        if (P.leaving) return;  // (another run was asked for: a late step would land on it)
         const said = P.key + "|" + i;  // (the version held, and the step)
         if (cause === "user") P.timer = setTimeout(() => { P.timer = null; P.send("step", said); }, REPORT_MS);
         else if (cause === "pause") P.send("step", said);
       },
       onSpeed(v) { if (P.key !== null) P.send("speed", String(v)); },
-      onOpen: data.subagents ? (id) => P.send("open", id + ":" + Date.now()) : undefined,
+      onOpen: data.subagents ? (id) => {
+        if (P.timer) { clearTimeout(P.timer); P.timer = null; }
+        P.leaving = true;
+        setTimeout(() => { P.leaving = false; }, 3000);  // (if the app did not switch)
+        P.send("open", id + ":" + Date.now());
+      } : undefined,
     });
   }
   P.send = setTriggerValue;
@@ -66,6 +72,7 @@ export default function (component) {
     return cleanup;
   }
   if (data.key !== P.key) {
+    P.leaving = false;
     const other = P.player.run() !== data.run.run.id;
     // (the same run, grown while being recorded: shown at its last step, it follows)
     P.player.load(data.run, { step: other ? data.step : undefined, follow: true });

@@ -1,15 +1,17 @@
 """The replay app in a real browser (Debian's Chromium driven by Playwright).
 
 One Streamlit server serves the whole module: a copy of the sample-trace
-database plus a hostile-content run recorded here with the tracer and a
-scripted model. Every page is opened in a context that records (and aborts)
-any request not addressed to the app itself, and every test fails on such a
-request and on console errors (failed font fetches aside).
+database plus a hostile-content run and a parallel-tool-call run recorded here
+with the tracer and a scripted model. Every page is opened in a context that
+records (and aborts) any request not addressed to the app itself, and every
+test fails on such a request and on console errors (failed font fetches aside).
 
-What is on the page is compared with ``tracer.replay`` for the same step: the
-graph's ``data-step`` / ``data-active-node`` and the message pane's
-``.st-key-msg-<position>`` containers (see app/replay_view.py, graph_component.py,
-messages_pane.py for these hooks).
+The replay page mounts the one replayer (``tracer/replayer``, the HTML export's
+too) as a ``st.components.v2`` component; these tests drive and read it with the
+same helpers as the export's (``tests/replayer_driver.py``), and compare what it
+shows with ``tracer.replay`` for the same step. The browser steps and plays by
+itself and reports the step it settles on; the server then writes the URL
+(``?run=&step=``, 1-based) and draws the step inspector for that step.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import itertools
 import re
 import shutil
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,18 +34,24 @@ from browser_support import (
     wait_connected,
 )
 from playwright.sync_api import Page, expect
-from playwright.sync_api import TimeoutError as PlaywrightTimeout
+from replayer_driver import (
+    Replayer,
+    assert_frames_agree,
+    colours_of,
+    expected,
+    jump_target,
+    run_colours,
+    steps_shown,
+)
 
+from tracer import html_export
 from tracer.exchange import read_trace, sample_files
 from tracer.loader import TraceDB
 from tracer.replay import Replay, build_replay
 
 expect.set_options(timeout=10_000)
 
-WINDOW = 40  # the message pane shows the newest 40 messages (app/state.py DEFAULT_WINDOW)
-# Live elements only: during a rerun Streamlit keeps the previous element (stale) on the page.
-GRAPH = '[data-stale="false"] [data-testid="lt-graph"]'
-MSGS = '.st-key-messages [class*="st-key-msg-"]'
+GRAPH = '[data-testid="lt-graph"]'
 VIEWPORT = {"width": 1400, "height": 1000}
 
 
@@ -185,31 +194,44 @@ def replays(app_db: tuple[Path, str, str]) -> dict[str, Replay]:
     return out
 
 
+
 class Session:
-    """A page of the app in its own browser context, with its network guard."""
+    """A page of the app in its own browser context, with its network guard, and the
+    replayer on it (``scope``: inside that container, e.g. the Presenter's)."""
 
     def __init__(self, page: Page, url: str, foreign: list[str], errors: list[str]) -> None:
         self.page, self.url, self.foreign, self.errors = page, url, foreign, errors
+        self.replayer = Replayer(page)
 
-    def open(self, run_id: str, step: int | str | None = None, *,
-             expect_step: int | None = None) -> None:
-        """Open ``/replay?run=...&step=...`` at step index ``step`` (an int: the link's
+    def open(self, run_id: str, step: int | str | None = None, *, page: str = "replay",
+             expect_step: int | None = None) -> Replayer:
+        """Open ``/<page>?run=...&step=...`` at step index ``step`` (an int: the link's
         ``step`` is the number the page shows, ``step + 1``), or with ``step`` (a str)
         as the link's ``step`` as it is; wait for step index ``expect_step``."""
         url_step = str(step + 1) if isinstance(step, int) else step
         q = f"?run={run_id}" + ("" if url_step is None else f"&step={url_step}")
-        self.page.goto(self.url + "/replay" + q)
+        self.page.goto(f"{self.url}/{page}{q}")
         wait_connected(self.page)
+        self.replayer = Replayer(self.page, ".st-key-presenter" if page == "presenter" else None)
+        self.replayer.wait_ready()
         want = expect_step if expect_step is not None else (
             step if isinstance(step, int) else 0)
-        expect(self.graph).to_have_attribute("data-step", str(want), timeout=15_000)
-
-    @property
-    def graph(self):  # type: ignore[no-untyped-def]
-        return self.page.locator(GRAPH)
+        self.replayer.wait_step(want, timeout=15_000)
+        return self.replayer
 
     def button(self, key: str):  # type: ignore[no-untyped-def]
+        """A Streamlit button of the page (outside the replayer) by its key."""
         return self.page.locator(f".st-key-{key} button:visible")
+
+    def settled(self, rp: Replay, i: int, *, inspector: bool = True) -> None:
+        """The server heard the browser's step: the URL names it (1-based), the step
+        inspector shows it, and the replayer stayed there (nothing pulled it back)."""
+        expect(self.page).to_have_url(re.compile(rf"[?&]run={rp.run.id}(&|$)"))
+        expect(self.page).to_have_url(re.compile(rf"[?&]step={i + 1}(&|$)"))
+        if inspector:
+            expect(self.page.locator(".st-key-inspector").first).to_contain_text(
+                f"Step inspector · step {i + 1}")
+        self.replayer.assert_at(rp, i)
 
 
 @pytest.fixture
@@ -227,170 +249,12 @@ def session(browser: Any, app_url: str) -> Iterator[Session]:
     assert errors == [], f"console errors: {errors}"
 
 
-# -- what the page should show at a step ---------------------------------------------
-
-def expected_positions(rp: Replay, i: int) -> list[int]:
-    return [m.position for m in rp.messages_at(i)][-WINDOW:]
-
-
-def first_line(content: Any) -> str:
-    if not isinstance(content, str):
-        return ""
-    lines = [ln.strip() for ln in content.splitlines() if ln.strip()]
-    return lines[0][:40] if lines else ""
-
-
-def assert_step_shown(s: Session, rp: Replay, i: int) -> None:
-    """Graph, step counter and message pane all show step ``i`` of ``rp``."""
-    step = rp.steps[i]
-    expect(s.graph).to_have_attribute("data-step", str(i))
-    expect(s.graph).to_have_attribute("data-active-node", step.node)
-    expect(s.page.get_by_text(f"Step {i + 1} / {len(rp)}", exact=True)).to_be_visible()
-    positions = expected_positions(rp, i)
-    msgs = s.page.locator(MSGS)
-    if positions:
-        expect(msgs).to_have_class([re.compile(rf"(^|\s)st-key-msg-{p}(\s|$)")
-                                    for p in positions])
-    else:
-        expect(msgs).to_have_count(0)
-    # Tool calls in flight are chips on the graph; calls not answered yet are pending.
-    chips = s.page.locator(f"{GRAPH} g.chip[data-tool-call]")
-    expect(chips).to_have_count(min(5, len(step.active_tools)))
-    for call_id in step.active_tools[:5]:
-        expect(s.page.locator(f'{GRAPH} g.chip[data-tool-call="{call_id}"]')).to_have_count(1)
-    pending = rp.pending_calls(i)
-    n_pending = sum(1 for m in rp.messages_at(i)[-WINDOW:] for c in m.tool_calls
-                    if c.get("id") in pending)
-    expect(s.page.locator('.st-key-messages [class*="st-key-tc-"]').filter(
-        has_text="pending: no result yet")).to_have_count(n_pending)
-    # The messages this step added are marked with the step number and show their text.
-    shown = set(positions)
-    for m in rp.run.messages:
-        if m.key in step.new_keys and m.position in shown:
-            box = s.page.locator(f".st-key-msg-{m.position}")
-            expect(box).to_contain_text(f"step {i + 1}")
-            if first_line(m.content):
-                expect(box).to_contain_text(first_line(m.content))
-            if m.tool_call_id:
-                expect(box).to_contain_text(f"answers tool_call_id {m.tool_call_id}")
-
-
-# A snapshot of both panes taken in one animation frame, recorded on every change.
-SNAPSHOT_JS = """
-() => {
-  window.__snaps = [];
-  let host = null, last = '';
-  const findGraph = (root) => {
-    const r = root.querySelector('[data-testid="lt-graph"]');
-    if (r) return r;
-    for (const el of root.querySelectorAll('*')) {
-      if (el.shadowRoot) { const x = findGraph(el.shadowRoot); if (x) return x; }
-    }
-    return null;
-  };
-  const tick = () => {
-    if (!host || !host.isConnected) host = findGraph(document);
-    const msgs = [...document.querySelectorAll('.st-key-messages [class*="st-key-msg-"]')]
-      .filter(e => !e.closest('[data-stale="true"]'))
-      .map(e => Number((e.className.match(/st-key-msg-(\\d+)/) || [])[1]));
-    const snap = {step: host ? Number(host.getAttribute('data-step')) : -1,
-                  node: host ? host.getAttribute('data-active-node') : null, msgs};
-    const key = JSON.stringify(snap);
-    if (key !== last) { last = key; snap.t = performance.now(); window.__snaps.push(snap); }
-    if (!window.__stopSnaps) requestAnimationFrame(tick);
-  };
-  requestAnimationFrame(tick);
-}
-"""
-
-
-# The step the page settled on: the graph and the "Step N / M" counter agree.
-SETTLED_JS = r"""
-() => {
-  const findGraph = (root) => {
-    for (const el of root.querySelectorAll('*')) {
-      if (el.matches('[data-testid="lt-graph"]') && !el.getRootNode().host?.closest(
-          '[data-stale="true"]')) return el;
-      if (el.shadowRoot) { const x = findGraph(el.shadowRoot); if (x) return x; }
-    }
-    return null;
-  };
-  const g = findGraph(document);
-  const counter = [...document.querySelectorAll('[data-testid="stMarkdownContainer"]')]
-    .map(e => e.textContent.trim().match(/^Step (\d+) \/ \d+$/)).find(Boolean);
-  const step = g && counter && Number(g.getAttribute('data-step')) + 1 === Number(counter[1])
-    ? Number(g.getAttribute('data-step')) : null;
-  const st = window.__settle || (window.__settle = {step: null, frames: 0});
-  if (step === null || step !== st.step) { st.step = step; st.frames = 0; return null; }
-  st.frames += 1;
-  return st.frames >= 30 ? step : null;
-}
-"""
-
-
-def settled_step(s: Session) -> int:
-    """After pausing: the step the page rests on (the graph and the step counter agree
-    for 30 animation frames in a row; the reruns after a pause can still move it)."""
-    s.page.evaluate("window.__settle = null")
-    try:
-        return int(s.page.wait_for_function(SETTLED_JS, timeout=15_000).json_value())
-    except PlaywrightTimeout:
-        pytest.fail(f"the page did not settle on a step: {s.page.evaluate(PANES_JS)}")
-
-
-# The step the graph shows (-1: no graph yet), stale or not: while playing fast, the
-# fragment reruns back to back and Streamlit marks its elements stale meanwhile.
-SHOWN_STEP_JS = r"""
-() => {
-  const walk = (root) => {
-    for (const el of root.querySelectorAll('*')) {
-      if (el.matches('[data-testid="lt-graph"]')) return el;
-      if (el.shadowRoot) { const x = walk(el.shadowRoot); if (x) return x; }
-    }
-    return null;
-  };
-  const g = walk(document);
-  return g ? Number(g.getAttribute('data-step')) : -1;
-}
-"""
-# Whether the graph shows a step other than ``here``.
-MOVED_JS = f"(here) => {{ const s = ({SHOWN_STEP_JS.strip()})(); return s >= 0 && s !== here; }}"
-
-
-def wait_moved_past(s: Session, here: int) -> None:
-    try:
-        s.page.wait_for_function(MOVED_JS, arg=here, timeout=15_000)
-    except PlaywrightTimeout:
-        pytest.fail(f"playback did not move past step {here}: {s.page.evaluate(PANES_JS)}")
-
-
-# What the graph(s) and the step counter(s) show, for a failure message.
-PANES_JS = r"""
-() => {
-  const out = [];
-  const walk = (root) => {
-    for (const el of root.querySelectorAll('*')) {
-      if (el.matches('[data-testid="lt-graph"]')) out.push({graph: el.getAttribute('data-step'),
-        stale: !!el.getRootNode().host?.closest('[data-stale="true"]')});
-      if (el.shadowRoot) walk(el.shadowRoot);
-    }
-  };
-  walk(document);
-  for (const e of document.querySelectorAll('[data-testid="stMarkdownContainer"]')) {
-    const m = e.textContent.trim().match(/^Step \d+ \/ \d+$/);
-    if (m) out.push({counter: m[0], stale: !!e.closest('[data-stale="true"]')});
-  }
-  return out;
-}
-"""
-
-
 # -- the tests ---------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
 def playback(browser: Any, app_url: str, replays: dict[str, Replay]) -> dict[str, Any]:
-    """Play the shopping sample at 4x from step 0 and record both panes on every
-    animation frame until step 6 was shown, then pause."""
+    """Play the shopping sample at 4x from step 0, recording every step shown and both
+    panes on every animation frame, until step 6 was shown; then pause."""
     rp = replays["shopping"]
     context = browser.new_context(viewport=VIEWPORT, reduced_motion="reduce")
     foreign = guard_network(context, app_url)
@@ -399,140 +263,86 @@ def playback(browser: Any, app_url: str, replays: dict[str, Replay]) -> dict[str
     s = Session(page, app_url, foreign, errors)
     target = min(6, len(rp) - 1)
     try:
-        s.open(rp.run.id, 0)
-        assert_step_shown(s, rp, 0)
-        page.locator(".st-key-speed button:visible", has_text="4x").click()
-        page.evaluate(SNAPSHOT_JS)
-        s.button("play").click()
-        expect(s.button("pause")).to_be_visible()
-        # Wait on the recorded snapshots (taken every animation frame), not on the live
-        # attribute, which playback moves past between two polls of `expect`.
-        try:
-            page.wait_for_function(f"window.__snaps.some(x => x.step >= {target})",
-                                   timeout=25_000)
-        except PlaywrightTimeout:
-            steps = [x["step"] for x in page.evaluate("window.__snaps")]
-            pytest.fail(f"playback did not reach step {target}: steps shown {steps}")
-        s.button("pause").click()
-        expect(s.button("play")).to_be_visible()
-        stopped = settled_step(s)
-        page.evaluate("window.__stopSnaps = true")
-        snaps: list[dict[str, Any]] = page.evaluate("window.__snaps")
-        # Paused: it stays where it stopped, both panes in sync.
-        assert_step_shown(s, rp, stopped)
+        r = s.open(rp.run.id, 0)
+        r.assert_at(rp, 0)
+        r.speed(4)
+        r.record()
+        r.play()
+        expect(r.root).to_have_attribute("data-step", re.compile(
+            "^(" + "|".join(str(k) for k in range(target, len(rp))) + ")$"), timeout=25_000)
+        stopped = r.pause()
+        # Paused: the server hears the step and the page stays there, both panes in sync.
+        s.settled(rp, stopped)
+        seen, frames = r.recorded()
     finally:
         context.close()
     assert foreign == [], f"the page requested something outside the app: {foreign}"
     assert errors == [], f"console errors: {errors}"
-    seen = [snap["step"] for snap in snaps if snap["step"] >= 0]
-    return {"replay": rp, "snaps": snaps, "seen": seen, "target": target, "stopped": stopped}
+    return {"replay": rp, "frames": frames, "seen": seen, "target": target, "stopped": stopped}
 
 
 def test_play_advances_graph_and_messages_together(playback: dict[str, Any]) -> None:
-    """Press play: the active node and the message pane advance together. In every
-    frame the graph's node is the node tracer.replay gives for the step it shows, and
-    the message pane holds the messages of that step or of a neighbouring one (one
-    rerun paints the message pane just before the graph). Once paused, both agree
-    exactly (checked in the fixture)."""
-    rp, snaps, seen, target = (playback[k] for k in ("replay", "snaps", "seen", "target"))
+    """Press play: the active node and the message list advance together, in every
+    frame the step tracer.replay gives, with no step skipped."""
+    rp, frames, seen, target = (playback[k] for k in ("replay", "frames", "seen", "target"))
     assert playback["stopped"] >= target
-    changes = [b for a, b in itertools.pairwise(seen) if a != b]
-    shown = sorted(set(seen) - {0})
-    # The graph asks for the next step only once it shows a step: none is skipped.
-    skipped = sorted(set(range(1, target + 1)) - set(shown))
-    assert not skipped, f"playback skipped steps {skipped}: steps shown {changes}"
-    # The graph's steps in the order shown; each frame's messages must be those of a
-    # step between the graph's previous and next step (the panes are at most one
-    # rerun apart: a rerun cut short by the next tick may paint only its messages).
-    frames = [x for x in snaps if x["step"] >= 0]
-    for k, snap in enumerate(frames):
-        i = snap["step"]
-        assert snap["node"] == rp.steps[i].node, f"step {i}: graph shows {snap['node']}"
-        before = next((x["step"] for x in reversed(frames[:k]) if x["step"] != i), i)
-        after = next((x["step"] for x in frames[k:] if x["step"] != i), i)
-        lo, hi = min(before, i, after), max(before, i, after)
-        near = [j for j in range(lo, hi + 1) if expected_positions(rp, j) == snap["msgs"]]
-        assert near, (f"graph at step {i} (between {before} and {after}) while the message "
-                      f"pane shows {snap['msgs']}, the messages of no step in between; "
-                      f"frames (step, messages): {[(x['step'], len(x['msgs'])) for x in frames]}")
-    exact = [i for i in shown if any(x["step"] == i and x["msgs"] == expected_positions(rp, i)
-                                     for x in snaps)]
-    lags = []
-    for i in shown:
-        # How long the graph trailed the message pane at a step that added a message.
-        positions = expected_positions(rp, i)
-        if positions != expected_positions(rp, i - 1):
-            t_msgs = min(x["t"] for x in snaps if x["msgs"] == positions)
-            t_graph = min(x["t"] for x in snaps if x["step"] == i)
-            lags.append(t_graph - t_msgs)
-    print(f"\nplayback: {target} of {target} steps shown; "
-          f"{len(exact)} of {len(shown)} painted with both panes exactly on the step; "
-          f"graph behind the message pane: max {max(lags, default=0):.0f} ms, "
-          f"mean {sum(lags) / max(1, len(lags)):.0f} ms")
+    shown = steps_shown(seen)
+    skipped = sorted(set(range(target + 1)) - set(shown))
+    assert not skipped, f"playback skipped steps {skipped}: steps shown {shown}"
+    assert frames, "no animation frame recorded"
+    assert_frames_agree(rp, frames)
 
 
 def test_playback_never_steps_back(playback: dict[str, Any]) -> None:
-    """While playing (and when pausing), the shown step only moves forward."""
-    seen = playback["seen"]
-    changes = [b for a, b in itertools.pairwise(seen) if a != b]
-    backwards = [(a, b) for a, b in itertools.pairwise(seen) if b < a]
-    assert not backwards, (
-        f"playback went back {backwards} (steps shown: {changes}). Seen in the app: the "
-        "scrubber slider's on_change (_on_scrub) fires during playback with the value the "
-        "browser still holds from the previous step, and moves the step back by one.")
+    """While playing, when pausing and once the server heard the step, the shown step
+    only moves forward."""
+    shown = steps_shown(playback["seen"])
+    backwards = [(a, b) for a, b in itertools.pairwise(shown) if b < a]
+    assert not backwards, f"playback went back {backwards} (steps shown: {shown})"
+    assert shown[-1] == playback["stopped"]
 
 
 @pytest.mark.parametrize("page", ["replay", "presenter"])
 def test_pause_and_play_again_many_times(session: Session, replays: dict[str, Replay],
                                          page: str) -> None:
-    """Pausing at any moment of playback stops it on a step where both panes agree,
-    and playing on continues from there. (Seen before playback moved into the graph
-    component: about one pause in ten blanked Streamlit's page, "Bad delta path
-    index", when the fragment's timer was switched off while it fired.)"""
+    """Pausing at any moment of playback stops it on a step where both panes agree;
+    the server follows (URL, inspector) without pulling the replay back; playing on
+    continues from there."""
     rp = replays["shopping"]
     s = session
-    s.page.goto(f"{s.url}/{page}?run={rp.run.id}&step=1")
-    wait_connected(s.page)
-    expect(s.graph).to_have_attribute("data-step", "0", timeout=15_000)
-    if page == "replay":
-        s.page.locator(".st-key-speed button:visible", has_text="4x").click()
+    r = s.open(rp.run.id, 0, page=page)
+    r.speed(4)
+    r.record()
     here = 0
-    for k in range(6 if page == "replay" else 3):  # the Presenter plays at 1x
-        s.page.keyboard.press("Space")  # play
-        if page == "replay":
-            expect(s.button("pause")).to_be_visible()
-        wait_moved_past(s, here)
-        time.sleep(0.15 * k)  # pause at a different moment of a step each time
-        s.page.keyboard.press("Space")  # pause
-        if page == "replay":
-            expect(s.button("play")).to_be_visible()
-        stopped = settled_step(s)
+    for k in range(6):
+        r.press("Space")  # play
+        r.wait_playing(True)
+        r.wait_moved_past(here)
+        if k % 2:  # pause at a different moment of a step each time (not an assertion)
+            s.page.wait_for_timeout(70 * k)
+        r.press("Space")  # pause
+        r.wait_playing(False)
+        stopped = r.step()
         assert stopped > here, f"round {k}: playback went from {here} to {stopped}"
-        if page == "replay":
-            assert_step_shown(s, rp, stopped)
-        else:
-            counter = s.page.locator(".st-key-counter")
-            expect(counter).to_have_text(f"Step {stopped + 1} / {len(rp)}")
+        s.settled(rp, stopped, inspector=page == "replay")
         here = stopped
         if here >= len(rp) - 2:
             break
-    assert s.errors == []
+    seen, frames = r.recorded()
+    shown = steps_shown(seen)
+    assert shown == sorted(shown), f"the replay went back: steps shown {shown}"
+    assert shown == list(range(shown[0], shown[-1] + 1)), f"steps skipped: {shown}"
+    assert_frames_agree(rp, frames)
 
 
-# Controls whose text is wider than its box (a label cut to "Pa…", a speed control
-# clipped at its column's edge): [key, what overflows, content width, box width].
-# (Icons are left out: Streamlit draws each as a ligature wider than its box.)
+# Controls whose text is wider than their box: [what, content width, box width].
 OVERFLOW_JS = r"""
-(keys) => {
+(root) => {
   const out = [];
-  for (const key of keys) {
-    const box = document.querySelector('.st-key-' + key);
-    if (!box) { out.push([key, 'missing', 0, 0]); continue; }
-    const texts = box.querySelectorAll('p, [data-testid="stMarkdownContainer"], [role="radiogroup"]');
-    for (const el of [box, ...texts]) {
-      if (el.offsetParent !== null && el.scrollWidth > el.clientWidth + 1)
-        out.push([key, el.tagName + '.' + el.className, el.scrollWidth, el.clientWidth]);
-    }
+  for (const el of root.querySelectorAll('.lt-bar > *, .lt-bar .lt-speed > *')) {
+    if (el.offsetParent !== null && el.scrollWidth > el.clientWidth + 1)
+      out.push([el.className + ' ' + (el.dataset.action || el.dataset.speed || ''),
+                el.scrollWidth, el.clientWidth]);
   }
   return out;
 }
@@ -542,44 +352,63 @@ OVERFLOW_JS = r"""
 def test_control_bar_labels_fit(session: Session, replays: dict[str, Replay]) -> None:
     """At 1400 px every control of the bar shows its whole label, playing or paused."""
     rp = replays["shopping"]
-    s = session
-    s.open(rp.run.id, 12)
-    keys = ["first", "step_prev", "play", "step_next", "last", "next_model", "next_tool",
-            "next_error", "speed"]
-    assert s.page.evaluate(OVERFLOW_JS, keys) == []
-    s.button("play").click()
-    expect(s.button("pause")).to_be_visible()
-    keys[2] = "pause"
-    assert s.page.evaluate(OVERFLOW_JS, keys) == []
-    s.button("pause").click()
-    expect(s.button("play")).to_be_visible()
+    r = session.open(rp.run.id, 12)
+    assert r.root.evaluate(OVERFLOW_JS) == []
+    r.play()
+    assert r.root.evaluate(OVERFLOW_JS) == []
+    r.pause()
 
 
 def test_keyboard_steps(session: Session, replays: dict[str, Replay]) -> None:
     rp = replays["shopping"]
     s = session
-    s.open(rp.run.id, 5)
-    assert_step_shown(s, rp, 5)
-    s.page.keyboard.press("ArrowRight")
-    assert_step_shown(s, rp, 6)
-    s.page.keyboard.press("ArrowRight")
-    assert_step_shown(s, rp, 7)
-    s.page.keyboard.press("ArrowLeft")
-    assert_step_shown(s, rp, 6)
-    s.page.keyboard.press("End")
-    assert_step_shown(s, rp, len(rp) - 1)
-    s.page.keyboard.press("Home")
-    assert_step_shown(s, rp, 0)
+    r = s.open(rp.run.id, 5)
+    r.assert_at(rp, 5)
+    r.press("ArrowRight")
+    r.assert_at(rp, 6)
+    r.press("ArrowRight")
+    r.assert_at(rp, 7)
+    r.press("ArrowLeft")
+    r.assert_at(rp, 6)
+    s.settled(rp, 6)
+    r.press("End")
+    r.assert_at(rp, len(rp) - 1)
+    r.press("Home")
+    r.assert_at(rp, 0)
     # Space plays, space again pauses; the URL follows the step.
-    s.page.keyboard.press("Space")
-    expect(s.button("pause")).to_be_visible()
-    wait_moved_past(s, 0)
-    s.page.keyboard.press("Space")
-    expect(s.button("play")).to_be_visible()
-    here = settled_step(s)
+    r.press("Space")
+    r.wait_playing(True)
+    r.wait_moved_past(0)
+    r.press("Space")
+    r.wait_playing(False)
+    here = r.step()
     assert here > 0
-    assert_step_shown(s, rp, here)
-    expect(s.page).to_have_url(re.compile(rf"[?&]step={here + 1}(&|$)"))  # as shown
+    s.settled(rp, here)
+
+
+def test_url_and_inspector_follow_the_step(session: Session, replays: dict[str, Replay]) -> None:
+    """Whatever moves the replay (a key, a button, the scrubber, a jump), the server
+    hears the step it settles on: the URL names it (as shown, 1-based) and the step
+    inspector shows it."""
+    rp = replays["shopping"]
+    s = session
+    r = s.open(rp.run.id, 2)
+    s.settled(rp, 2)
+    r.press("ArrowRight")
+    s.settled(rp, 3)
+    for _ in range(4):  # several quick keys: the settled step is reported
+        r.press("ArrowRight")
+    s.settled(rp, 7)
+    r.click("prev")
+    s.settled(rp, 6)
+    r.seek(20)
+    s.settled(rp, 19)
+    tool = jump_target(rp, 19, "next-tool")
+    assert tool is not None
+    r.click("next-tool")
+    s.settled(rp, tool)
+    r.click("last")
+    s.settled(rp, len(rp) - 1)
 
 
 def test_deep_link_lands_on_that_step(session: Session,
@@ -587,14 +416,14 @@ def test_deep_link_lands_on_that_step(session: Session,
     """A link's ``step`` is the number the page shows: ``step=10`` is "Step 10 / N"."""
     rp = replays["shopping"]
     s = session
-    s.open(rp.run.id, "10", expect_step=9)
-    assert_step_shown(s, rp, 9)
-    expect(s.page.get_by_text(f"Step 10 / {len(rp)}", exact=True)).to_be_visible()
-    expect(s.page).to_have_url(re.compile(rf"run={rp.run.id}.*step=10(&|$)"))
+    r = s.open(rp.run.id, "10", expect_step=9)
+    r.assert_at(rp, 9)
+    expect(r.counter).to_have_text(f"Step 10 / {len(rp)}")
+    s.settled(rp, 9)
     last = len(rp) - 1
-    s.open(rp.run.id, "99999", expect_step=last)
-    assert_step_shown(s, rp, last)
-    expect(s.page).to_have_url(re.compile(rf"[?&]step={len(rp)}(&|$)"))
+    r = s.open(rp.run.id, "99999", expect_step=last)
+    r.assert_at(rp, last)
+    s.settled(rp, last)
     # No "Deploy" button in the toolbar (app/.streamlit/config.toml: a viewer's toolbar).
     expect(s.page.locator('[data-testid="stAppDeployButton"]')).to_have_count(0)
 
@@ -604,9 +433,9 @@ def test_bad_deep_links_are_clamped_or_explained(session: Session,
     rp = replays["shopping"]
     s = session
     for bad in ("-4", "abc", "0"):  # (an old 0-based link's step=0: the first step too)
-        s.open(rp.run.id, bad, expect_step=0)
-        assert_step_shown(s, rp, 0)
-        expect(s.page).to_have_url(re.compile(r"[?&]step=1(&|$)"))
+        r = s.open(rp.run.id, bad, expect_step=0)
+        r.assert_at(rp, 0)
+        s.settled(rp, 0)
     # A run id that does not exist: a clear message, not a traceback.
     s.page.goto(s.url + "/replay?run=no-such-run&step=3")
     wait_connected(s.page)
@@ -615,37 +444,79 @@ def test_bad_deep_links_are_clamped_or_explained(session: Session,
 
 
 def test_open_subagent_run(session: Session, replays: dict[str, Replay]) -> None:
-    """The Deep Agents sample: at the task call, open the subagent's own replay and
-    come back to the parent at that call."""
+    """The Deep Agents sample: at the task call, the replayer's "Open subagent" opens
+    the subagent's own replay (an event to the server, which switches the run); the
+    server's "Back to the parent run" (``to_parent``) returns to that call; the
+    header's list of subagent runs (``open_child_<i>``) opens it too."""
     parent = replays["deep-agent"]
     assert parent.run.children, "the Deep Agents sample has a subagent run"
     child = parent.run.children[0]
-    sub = next(rp for rp in replays.values() if rp.run.id == child.id)
+    sub = replays[child.id]
     call_step = next(st.index for st in parent.steps
                      if st.event.tool_call_id == child.parent_tool_call_id)
     s = session
-    s.open(parent.run.id, call_step)
-    assert_step_shown(s, parent, call_step)
-    s.button("open_subagent").click()
+    r = s.open(parent.run.id, call_step)
+    r.assert_at(parent, call_step)
+    s.settled(parent, call_step)
+    expect(r.button("open-subagent")).to_be_visible()
+    expect(r.button("open-subagent")).to_have_attribute("data-target", child.id)
+    expect(r.button("open-subagent")).to_contain_text(child.name or child.id)
+    r.click("open-subagent")
+    r.wait_run(child.id)
     expect(s.page).to_have_url(re.compile(rf"run={child.id}"))
     expect(s.page.get_by_text(child.id, exact=False).first).to_be_visible()
-    assert_step_shown(s, sub, 0)
-    s.page.keyboard.press("End")
-    assert_step_shown(s, sub, len(sub) - 1)
+    r.assert_at(sub, 0)
+    s.settled(sub, 0)
+    r.press("End")
+    s.settled(sub, len(sub) - 1)
     s.button("to_parent").click()
+    r.wait_run(parent.run.id)
     expect(s.page).to_have_url(re.compile(rf"run={parent.run.id}"))
-    assert_step_shown(s, parent, call_step)
+    s.settled(parent, call_step)
+    expect(s.button("to_parent")).to_have_count(0)
+    # Not at a step of that call: no "Open subagent".
+    r.press("Home")
+    s.settled(parent, 0)
+    expect(r.button("open-subagent")).to_be_hidden()
     # The header's list of subagent runs opens it too.
     s.button("open_child_0").click()
+    r.wait_run(child.id)
     expect(s.page).to_have_url(re.compile(rf"run={child.id}"))
-    assert_step_shown(s, sub, 0)
+    s.settled(sub, 0)
+
+
+def test_open_subagent_right_after_a_step(session: Session, replays: dict[str, Replay]) -> None:
+    """A step, then "Open subagent" before the step was reported (150 ms): the step
+    report that follows names the parent run and must not move the subagent's replay
+    (nor the URL, nor the inspector) off its first step."""
+    parent = replays["deep-agent"]
+    child = parent.run.children[0]
+    sub = replays[child.id]
+    call_steps = [st.index for st in parent.steps
+                  if child.parent_tool_call_id in (st.event.tool_call_id, *st.active_tools)]
+    first, last = call_steps[0], call_steps[-1]
+    assert last > first, "the task call spans several steps"
+    s = session
+    r = s.open(parent.run.id, first)
+    s.settled(parent, first)
+    r.press("ArrowRight")
+    r.click("open-subagent")
+    r.wait_run(child.id)
+    s.settled(sub, 0)
+    r.press("ArrowRight")  # the subagent's replay is the browser's own
+    s.settled(sub, 1)
+    s.button("to_parent").click()
+    r.wait_run(parent.run.id)
+    back = r.step()
+    assert back in call_steps, f"back in the parent at step {back}, not at the call"
+    s.settled(parent, back)
 
 
 def test_hostile_content_is_text_and_fetches_nothing(browser: Any, app_url: str,
                                                      app_db: tuple[Path, str, str],
                                                      leak: RequestCounter,
                                                      replays: dict[str, Replay]) -> None:
-    rp = next(r for r in replays.values() if r.run.id == app_db[1])
+    rp = replays[app_db[1]]
     tool_msg = next(m for m in rp.run.messages if m.tool_call_id == "call_hostile_1")
     step = next(st.index for st in rp.steps if tool_msg.key in st.new_keys)
     context = browser.new_context(viewport=VIEWPORT, reduced_motion="reduce")
@@ -657,21 +528,22 @@ def test_hostile_content_is_text_and_fetches_nothing(browser: Any, app_url: str,
     errors = collect_console_errors(page)
     s = Session(page, app_url, foreign, errors)
     try:
-        s.open(rp.run.id, step)
-        assert_step_shown(s, rp, step)
-        box = page.locator(f".st-key-msg-{tool_msg.position}")
+        r = s.open(rp.run.id, step)
+        r.assert_at(rp, step)
+        box = r.message(tool_msg.position)
         for literal in ("<script>window.__pwned=1</script>",
                         '<img src=x onerror="window.__pwned=2">',
                         f"![x]({leak.url}/leak.png)", f"[click me]({leak.url}/link)"):
             expect(box).to_contain_text(literal)
         # The final answer (markdown image and link in AI text) as well.
-        page.keyboard.press("End")
-        assert_step_shown(s, rp, len(rp) - 1)
+        r.press("End")
+        r.assert_at(rp, len(rp) - 1)
         final = rp.messages_at(len(rp) - 1)[-1]
-        expect(page.locator(f".st-key-msg-{final.position}")).to_contain_text(
-            f"![reply]({leak.url}/reply.png)")
+        expect(r.message(final.position)).to_contain_text(f"![reply]({leak.url}/reply.png)")
+        s.settled(rp, len(rp) - 1)  # (the inspector draws the messages too)
         page.wait_for_load_state("networkidle")
         assert page.evaluate("typeof window.__pwned") == "undefined"
+        assert r.part("img, script, a[href], iframe, object").count() == 0
         assert page.locator(f'img[src="x"], img[src^="{leak.url}"]').count() == 0
         assert page.locator(f'a[href^="{leak.url}"]').count() == 0
     finally:
@@ -685,29 +557,75 @@ def test_parallel_tool_calls_in_flight_together(session: Session,
                                                 replays: dict[str, Replay],
                                                 app_db: tuple[Path, str, str]) -> None:
     """Two tool calls running at once: both are chips on the graph and both calls are
-    pending in the message pane; each answer then removes one."""
+    pending in the message list; each answer then removes one."""
     rp = replays[app_db[2]]
     both = next(st.index for st in rp.steps if len(st.active_tools) == 2)
-    s = session
-    s.open(rp.run.id, both)
-    assert_step_shown(s, rp, both)
-    expect(s.page.locator(f"{GRAPH} g.chip")).to_have_count(2)
-    s.button("step_next").click()
-    assert_step_shown(s, rp, both + 1)
-    s.button("next_model").click()
-    nxt = rp.find(both + 1, "model")
-    assert nxt is not None
-    assert_step_shown(s, rp, nxt)
-    expect(s.page.locator(f"{GRAPH} g.chip")).to_have_count(0)
+    r = session.open(rp.run.id, both)
+    got = r.assert_at(rp, both)
+    expect(r.part("g.chip")).to_have_count(2)
+    assert len(got["pending"]) == 2
+    expect(r.part(".lt-call.pending")).to_have_count(2)
+    r.click("next")
+    r.assert_at(rp, both + 1)
+    nxt = next(st.index for st in rp.steps[both + 1:] if st.kind == "model")
+    r.click("next-model")
+    r.assert_at(rp, nxt)
+    expect(r.part("g.chip")).to_have_count(0)
+    expect(r.part(".lt-call.pending")).to_have_count(0)
+    session.settled(rp, nxt)
+
+
+def test_one_colour_per_call_same_in_app_and_export(session: Session, browser: Any,
+                                                    replays: dict[str, Replay],
+                                                    app_db: tuple[Path, str, str],
+                                                    tmp_path: Path) -> None:
+    """Each tool call has one colour, the palette's (``tracer.palette.colour_map``):
+    its chip on the graph, its call in the AI message and the ToolMessage answering it;
+    and the app shows the same colours as the run's HTML export."""
+    rp = replays[app_db[2]]
+    both = next(st.index for st in rp.steps if len(st.active_tools) == 2)
+    palette = run_colours(rp)
+    assert len(set(palette.values())) == len(palette) == 2
+    html = html_export.export_html(app_db[0], rp.run.id, tmp_path / "parallel.html")
+
+    def read(r: Replayer) -> dict[str, set[str]]:
+        shown: dict[str, set[str]] = {}
+        for i in (both, len(rp) - 1):  # two chips in flight; then every answer
+            if i == both:
+                r.press("Home")
+                r.seek(both + 1)
+            else:
+                r.press("End")
+            got = r.assert_at(rp, i)  # (each colour shown == the palette's)
+            for cid, colours in colours_of(got, expected(rp, i).tool_call_ids).items():
+                shown.setdefault(cid, set()).update(colours)
+        return shown
+
+    app = read(session.open(rp.run.id, 0))
+    # Chips, calls and answers all drawn: every part of a call shows its one colour.
+    got = session.replayer.state()
+    assert len([c for c in got["tool_colours"] if c]) == 2
+    context = browser.new_context(viewport=VIEWPORT, reduced_motion="reduce")
+    try:
+        page = context.new_page()
+        errors = collect_console_errors(page)
+        page.goto(html.resolve().as_uri())
+        export = Replayer(page)
+        export.wait_ready()
+        exported = read(export)
+        assert errors == []
+    finally:
+        context.close()
+    want = {cid: {colour} for cid, colour in palette.items()}
+    assert app == want, f"app colours {app}, palette {palette}"
+    assert exported == app, f"export colours {exported}, app colours {app}"
 
 
 def test_a_run_being_recorded_follows_and_ends(session: Session,
                                               app_db: tuple[Path, str, str]) -> None:
     """Watching a run while it is recorded: the page opens it at its newest step,
-    reloads it (the graph component's reload timer), follows its new steps, and
-    shows it completed when it ends."""
-    import threading
-
+    reloads it (the replayer asks the server every 2 s), follows its new steps while
+    it is still running, and shows it completed, at its last step, when it ends."""
     from langchain.agents import create_agent
     from langchain_core.messages import AIMessage, HumanMessage
     from langchain_core.tools import tool
@@ -716,22 +634,41 @@ def test_a_run_being_recorded_follows_and_ends(session: Session,
     from tracer.middleware import TraceMiddleware
 
     db = app_db[0]
-    release = threading.Event()
+    gates = {"Oslo": threading.Event(), "Rome": threading.Event()}
 
     @tool
     def slow_lookup(city: str) -> str:
         """Look up the weather of a city (waits until the test lets it answer)."""
-        release.wait(60)
+        gates[city].wait(60)
         return f"{city}: sunny"
 
     model = ScriptedChatModel(script=turn_script([
         AIMessage("", tool_calls=[call("slow_lookup", {"city": "Oslo"}, "call_live_1")]),
-        AIMessage("Sunny in Oslo."),
+        AIMessage("", tool_calls=[call("slow_lookup", {"city": "Rome"}, "call_live_2")]),
+        AIMessage("Sunny in Oslo and Rome."),
     ]))
     tm = TraceMiddleware(db=db, run_name="live-browser")
     agent = create_agent(model, tools=[slow_lookup], middleware=[tm])
     worker = threading.Thread(
-        target=lambda: agent.invoke({"messages": [HumanMessage("Weather in Oslo?")]}))
+        target=lambda: agent.invoke({"messages": [HumanMessage("Weather in Oslo, then Rome?")]}))
+
+    def recorded(run_id: str) -> Replay:
+        with TraceDB(db) as tdb:
+            return build_replay(tdb.run(run_id))
+
+    def blocked_in(run_id: str, call_id: str) -> Replay:
+        """The run as recorded once the tool call ``call_id`` started and is waiting
+        (polling the database: setting up, not asserting)."""
+        deadline = time.monotonic() + 30
+        last = -1
+        while time.monotonic() < deadline:
+            rp = recorded(run_id)
+            if any(st.event.tool_call_id == call_id for st in rp.steps) and len(rp) == last:
+                return rp
+            last = len(rp) if any(st.event.tool_call_id == call_id for st in rp.steps) else -1
+            time.sleep(0.5)
+        pytest.fail(f"the live run never waited in {call_id}")
+
     worker.start()
     try:
         deadline = time.monotonic() + 20
@@ -741,27 +678,39 @@ def test_a_run_being_recorded_follows_and_ends(session: Session,
                 run_id = next((r.id for r in tdb.runs() if r.name == "live-browser"), None)
             time.sleep(0.1)
         assert run_id, "the live run was not recorded"
+        first = blocked_in(run_id, "call_live_1")
         s = session
         s.page.goto(f"{s.url}/replay?run={run_id}")
         wait_connected(s.page)
-        badge = s.page.locator('[data-testid="stMarkdownContainer"]', has_text="running")
-        expect(badge.first).to_be_visible(timeout=15_000)
-        with TraceDB(db) as tdb:
-            before = len(build_replay(tdb.run(run_id)))
+        r = s.replayer
+        r.wait_ready()
+        running = s.page.locator('[data-testid="stMarkdownContainer"]', has_text="running")
+        expect(running.first).to_be_visible(timeout=15_000)
         # Opened without a step, a live run shows its newest step.
-        expect(s.graph).to_have_attribute("data-step", str(before - 1), timeout=15_000)
-        release.set()
+        r.wait_step(len(first) - 1, timeout=15_000)
+        r.assert_at(first, len(first) - 1)
+        # It grows while still running: the page, at its last step, follows.
+        gates["Oslo"].set()
+        second = blocked_in(run_id, "call_live_2")
+        assert second.run.summary.status == "running" and len(second) > len(first)
+        expect(r.root).to_have_attribute("data-steps", str(len(second)), timeout=15_000)
+        r.assert_at(second, len(second) - 1)
+        s.settled(second, len(second) - 1)
+        expect(running.first).to_be_visible()
+        # It ends: completed, at its last step.
+        gates["Rome"].set()
         worker.join(30)
         tm.flush()
-        with TraceDB(db) as tdb:
-            rp = build_replay(tdb.run(run_id))
-        assert rp.run.summary.status == "completed" and len(rp) > before
+        rp = recorded(run_id)
+        assert rp.run.summary.status == "completed" and len(rp) > len(second)
         expect(s.page.locator('[data-testid="stMarkdownContainer"]', has_text="completed")
                .first).to_be_visible(timeout=15_000)
-        expect(s.graph).to_have_attribute("data-step", str(len(rp) - 1), timeout=15_000)
-        assert_step_shown(s, rp, len(rp) - 1)
+        expect(r.root).to_have_attribute("data-steps", str(len(rp)), timeout=15_000)
+        r.assert_at(rp, len(rp) - 1)
+        s.settled(rp, len(rp) - 1)
     finally:
-        release.set()
+        for gate in gates.values():
+            gate.set()
         worker.join(30)
         tm.close()
 
@@ -778,7 +727,7 @@ def test_screenshot_in_each_theme(browser: Any, app_url: str, artifacts: Path,
                                   theme: str) -> None:
     """The replay in the light and the dark theme (the browser's colour scheme),
     saved to test-artifacts/replay-<theme>.png."""
-    # Two tool calls in flight: chips on the graph, pending calls in the message pane.
+    # Two tool calls in flight: chips on the graph, pending calls in the message list.
     rp = replays[app_db[2]]
     i = next(st.index for st in rp.steps if len(st.active_tools) == 2)
     context = browser.new_context(viewport={"width": 1500, "height": 1150},
@@ -789,18 +738,20 @@ def test_screenshot_in_each_theme(browser: Any, app_url: str, artifacts: Path,
     errors = collect_console_errors(page)
     s = Session(page, app_url, foreign, errors)
     try:
-        s.open(rp.run.id, i)
-        assert_step_shown(s, rp, i)
+        r = s.open(rp.run.id, i)
+        r.assert_at(rp, i)
+        s.settled(rp, i)
         bg = page.evaluate(
             "getComputedStyle(document.querySelector('[data-testid=stApp]')).backgroundColor")
         lum = _luminance(bg)
         assert (lum > 0.8) if theme == "light" else (lum < 0.2), f"{theme} theme background {bg}"
-        # The graph's node labels contrast with the page in this theme.
-        fill = page.locator(f'{GRAPH} g.node[data-node="before_agent"] text').evaluate(
+        # The graph's node labels and the message text contrast with the page in this theme.
+        fill = r.part('g.node[data-node="before_agent"] text').evaluate(
             "e => getComputedStyle(e).fill")
         assert abs(_luminance(fill) - lum) > 0.5, f"node label {fill} on background {bg}"
+        text = r.part(".lt-msg .lt-text").first.evaluate("e => getComputedStyle(e).color")
+        assert abs(_luminance(text) - lum) > 0.5, f"message text {text} on background {bg}"
         page.wait_for_load_state("networkidle")
-        time.sleep(0.3)  # let fonts and icons settle before the picture (not an assertion)
         out = artifacts / f"replay-{theme}.png"
         page.screenshot(path=str(out), full_page=True)
         assert out.stat().st_size > 20_000
