@@ -140,9 +140,9 @@ def render_replayer(data: dict[str, Any], *, key: str = state.REPLAYER,
                   on_reload_change=on_reload or noop, on_need_change=on_need or noop)
 
 
-def event(name: str, key: str = state.REPLAYER) -> str | None:
+def event(name: str) -> str | None:
     """In a callback: the value the browser sent with event ``name``."""
-    value = (st.session_state.get(key) or {}).get(name)
+    value = (st.session_state.get(state.REPLAYER) or {}).get(name)
     return value if isinstance(value, str) else None
 
 

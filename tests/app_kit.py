@@ -5,11 +5,19 @@ The app's pages are functions (``st.Page(function)``, listed in
 ``app_test(page)`` runs the app's own navigation (``app.navigation.main``) with
 ``page`` as the page a bare URL opens. ``app/main.py`` itself is run by
 ``AppTest.from_file(MAIN)`` (tests/test_app_structure.py) and by the browser tests.
+
+The replay is played in the browser by the replayer component
+(``app/replayer_component.py``), and AppTest runs no JavaScript: ``replayer(at)``
+reads what the component was given, and ``browser_sends`` / ``report_step`` play
+the browser's part, sending the component's events (a step it settled on, a
+speed, "Open subagent", a reload) so the app's callbacks run as they do live.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 from streamlit.testing.v1 import AppTest
 
@@ -29,3 +37,47 @@ def app_test(page: str = "runs", *, timeout: float = 30, **query: str) -> AppTes
     for k, v in query.items():
         at.query_params[k] = v
     return at
+
+
+# -- the replayer component in AppTest (it runs no JavaScript) ---------------------------
+REPLAYER_KEY = "lt_replayer"  # the replay page's replayer (app/state.py: REPLAYER)
+
+
+def replayer(at: AppTest, key: str = REPLAYER_KEY) -> dict[str, Any]:
+    """The data the replayer component ``key`` was given on the last run (see
+    ``app/replayer_component.py``: ``replayer_data``)."""
+    for c in at.get("bidi_component"):
+        if c.proto.id.endswith("-" + key):
+            return json.loads(c.proto.json)
+    raise AssertionError(f"no replayer {key!r} on the page")
+
+
+def browser_sends(at: AppTest, event: str, value: str, key: str = REPLAYER_KEY) -> AppTest:
+    """Run the app as the browser's replayer sending ``event`` (its ``setTriggerValue``:
+    'step', 'speed', 'open', 'reload', 'need') with ``value``: the component's callback
+    runs, then the script, as after a real trigger."""
+    return browser_sends_all(at, [(event, value)], key)
+
+
+def browser_sends_all(at: AppTest, events: list[tuple[str, str]],
+                      key: str = REPLAYER_KEY) -> AppTest:
+    """Several events that reach the server in one rerun (sent close together).
+    (AppTest has no API for a component's trigger: the widget state is put together
+    here, as the frontend does.)"""
+    from streamlit.components.v2.bidi_component.main import _make_trigger_id
+    from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+    (el,) = [c for c in at.get("bidi_component") if c.proto.id.endswith("-" + key)]
+    states = at._tree.get_widget_states()
+    trigger = WidgetState(id=_make_trigger_id(el.proto.id, "events"))
+    trigger.json_trigger_value = json.dumps([{"event": e, "value": v} for e, v in events])
+    states.widgets.append(trigger)
+    return at._run(states)
+
+
+def report_step(at: AppTest, index: int, held: str | None = None) -> AppTest:
+    """The browser settled on step ``index`` (the user stepped there, or playback
+    paused there). Its report names the version of the run it holds (``held``: the
+    component's ``key``, by default the one it was last given)."""
+    version = held if held is not None else replayer(at)["key"]
+    return browser_sends(at, "step", f"{version}|{index}")

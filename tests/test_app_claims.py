@@ -3,21 +3,23 @@ the bundled demo scenarios do (README "Demo agents and sample traces"), never fr
 the calls the pages themselves make.
 
 Runs page: search, the status and agent filters, health values, runs recorded
-meanwhile; replay: jump to the next error, 0.5x, the tick strip's kinds and colours,
-the inspector's content; the wire pane really drawn; `looptrace ui` with no
-database opens the bundled samples.
+meanwhile; replay (as the replayer component is given it): the next error, 0.5x,
+the tick strip's kinds and colours; the inspector's content; the wire pane really
+drawn; `looptrace ui` with no database opens the bundled samples.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
-from app_kit import MAIN
+from app_kit import MAIN, browser_sends, report_step
 from streamlit.testing.v1 import AppTest
 from test_app_pages import graph, open_page, problems, replay_of, run_named
+from test_replayer_data import find_next as next_of  # (replayer.js find)
 
 pytestmark = pytest.mark.usefixtures("clean_streamlit_caches")
 
@@ -137,57 +139,52 @@ def test_jump_to_the_next_error(samples: Path) -> None:
     calls a tool that does not exist (step 22, index 21); nothing after that."""
     run = run_named(samples, "shopping")
     at = open_page("replay", run=run.id)
-    at.button(key="next_error").click().run()
-    assert at.session_state["lt_step"] == 15
-    assert graph(at)["kind"] == "tool" and graph(at)["node"] == "tools"
-    at.button(key="next_error").click().run()
-    assert at.session_state["lt_step"] == 21
-    assert at.button(key="next_error").disabled
-    at.button(key="first").click().run()
-    assert not at.button(key="next_error").disabled
+    data = graph(at)["run"]
+    assert next_of(data, "error", 0) == 15
+    assert (data["steps"][15]["k"], data["steps"][15]["n"]) == ("tool", "tools")
+    assert next_of(data, "error", 15) == 21
+    assert next_of(data, "error", 21) is None  # (the button is disabled there)
     weather = run_named(samples, "weather")  # a run without errors
-    assert open_page("replay", run=weather.id).button(key="next_error").disabled
+    assert next_of(graph(open_page("replay", run=weather.id))["run"], "error", 0) is None
 
 
 @pytest.mark.parametrize(("speed", "ms"), [(0.5, 2400), (1.0, 1200), (2.0, 600), (4.0, 300)])
 def test_each_speed_sets_the_step_time(samples: Path, speed: float, ms: int) -> None:
+    """The browser plays a step every ``step_ms / speed`` ms; the speed it reports is
+    kept for the replayer's next mount."""
     run = run_named(samples, "weather")
     at = open_page("replay", run=run.id)
-    at.segmented_control(key="speed").set_value(speed).run()
-    at.button(key="play").click().run()
+    browser_sends(at, "speed", str(speed))
     assert not problems(at)
-    assert graph(at)["play_ms"] == ms
+    g = graph(at)
+    assert g["speed"] == speed and g["step_ms"] / g["speed"] == ms
 
 
-def ticks(at: AppTest) -> dict[str, Any]:
-    for c in at.get("bidi_component"):
-        data = json.loads(c.proto.json)
-        if "kinds" in data:
-            return data
-    raise AssertionError("no tick strip on the page")
+LETTER = {"model": "m", "tool": "t", "error": "e", "interrupt": "i", "hook": "h", "run": "r"}
 
 
 def test_tick_strip_kinds_and_colours(samples: Path) -> None:
-    """One letter per step: r run, h hook, m model, t tool, e error, i interrupt."""
-    from app.scrubber import JS, LETTER_COLOUR, legend
+    """One mark per step: m model, t tool, e error, i interrupt (hooks and the run's
+    start and end are not marked); the strip's colours are the palette's."""
+    from tracer.palette import KIND_COLOURS
+    from tracer.replayer import style
+
+    def kinds(at: AppTest) -> str:
+        return "".join("e" if s.get("x") else LETTER[s["k"]] for s in graph(at)["run"]["steps"])
 
     at = open_page("replay", run=run_named(samples, "weather").id, step="4")
-    #                      START ba bm enter exit am tool-in tool-out bm enter exit am aa END
-    assert ticks(at)["kinds"] == "r" "h" "h" "m" "m" "h" "t" "t" "h" "m" "m" "h" "h" "r"
-    assert ticks(at)["step"] == 3
+    #                 START ba bm enter exit am tool-in tool-out bm enter exit am aa END
+    assert kinds(at) == "r" "h" "h" "m" "m" "h" "t" "t" "h" "m" "m" "h" "h" "r"
+    assert graph(at)["step"] == 3
     shop = open_page("replay", run=run_named(samples, "shopping").id)
-    kinds = ticks(shop)["kinds"]
-    assert (kinds[15], kinds[21]) == ("e", "e") and kinds.count("e") == 2
+    assert (kinds(shop)[15], kinds(shop)[21]) == ("e", "e") and kinds(shop).count("e") == 2
     hitl = open_page("replay", run=run_named(samples, "approvals").id)
-    assert "i" in ticks(hitl)["kinds"]
-    # the colours the legend names are the colours the strip draws
-    assert LETTER_COLOUR == {"m": "#3b82f6", "t": "#22a559", "e": "#e03131", "i": "#f59f00",
-                             "h": "#9aa0a6", "r": "#9aa0a6"}
-    assert legend() == ("ticks: :blue[▮ model call] · :green[▮ tool call] · :red[▮ error] · "
-                        ":orange[▮ interrupt] · ▲ finding")
-    assert "const COLOURS = __COLOURS__;" in JS
-    legend_shown = " ".join(c.value for c in at.caption)
-    assert ":blue[▮ model call]" in legend_shown
+    assert "i" in kinds(hitl)
+    # the colours the strip draws (replayer.css) are the palette's (the timeline's)
+    css = dict(re.findall(r"--lt-(model|tool|error|interrupt):\s*(#[0-9a-f]{6})", style()))
+    assert css == {k: KIND_COLOURS[k] for k in ("model", "tool", "error", "interrupt")}
+    assert css == {"model": "#3b82f6", "tool": "#22a559", "error": "#e03131",
+                   "interrupt": "#f59f00"}
 
 
 def json_values(at: AppTest) -> list[Any]:
@@ -256,7 +253,7 @@ def test_the_wire_pane_is_drawn_when_switched_on(samples: Path) -> None:
                   '"model": "llama3.1"'):
         body = next(c for c in codes if model in c)
         assert "What's the weather in Oslo and in Bergen right now?" in body
-    # stepping on keeps it drawn
-    at.button(key="step_next").click().run()
+    # stepping on (in the browser) keeps it drawn
+    report_step(at, model_step + 1)
     assert not problems(at)
     assert sum(1 for t in at.text if str(t.value).startswith("OpenAI  ·  ")) == 1

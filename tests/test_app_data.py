@@ -1,23 +1,29 @@
 """The app's pure parts and its error paths: bad databases, hostile content,
-the graph description per step, timeline lanes, the runs table."""
+what the replayer is given per step (``tracer.replayer.replay_json``), timeline
+lanes, the runs table."""
 
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
-from app_kit import app_test
+from app_kit import app_test, browser_sends, report_step
 from streamlit.testing.v1 import AppTest
 from test_app_pages import graph
+from test_replayer_data import messages_at as views_at  # (the browser's messagesAt)
 
-from app.graph_component import EDGES, NODES, _route, graph_data
 from app.run_view import build_run_view
 from app.runs_table import runs_frame
 from app.timeline import spans, timeline_figure, tokens_per_lap
+from tracer.graph_layout import EDGES, NODES, drawing, passthrough_hooks, route
 from tracer.loader import TraceDB
-from tracer.replay import build_replay
+from tracer.palette import colour_map
+from tracer.replay import GRAPH_NODES, build_replay
+from tracer.replayer import replay_json
 from tracer.schema import SCHEMA_VERSION, connect
 
 PAGES = ("runs", "replay", "timeline", "presenter")
@@ -87,6 +93,9 @@ def test_a_database_with_no_runs_says_so(db_path: Path, monkeypatch: pytest.Monk
 # -- hostile content is text ------------------------------------------------------------
 def test_hostile_content_is_shown_as_text_never_markdown(sample_db: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The message list is the replayer's: trace text travels to it as JSON data (and
+    reaches the page through textContent, tests/test_replayer_data.py); whatever
+    Python draws from the trace (the inspector) is text or JSON, never markdown."""
     monkeypatch.setenv("LOOPTRACE_DB", str(sample_db))
     with TraceDB(sample_db) as db:
         run = next(r for r in db.runs() if r.name == "hostile-page")
@@ -98,26 +107,52 @@ def test_hostile_content_is_shown_as_text_never_markdown(sample_db: Path,
     at.query_params["step"] = str(len(rp))  # the last step
     at.run()
     assert not at.exception
-    literal = [t.value for t in at.text] + [c.value for c in at.code]
+    data = graph(at)["run"]
+    shown = [data["messages"][x]["text"] for x in views_at(data)[-1]]
     for m in hostile:
         body = m.content if isinstance(m.content, str) else m.text
-        assert any(body.strip() in x for x in literal), body[:60]
+        assert any(body.strip() in x for x in shown), body[:60]
+    # every step's new messages are in the inspector as JSON: report each step
+    seen = [j.proto.body for j in at.json]
+    for i in range(len(rp)):
+        if rp.steps[i].new_keys:
+            report_step(at, i)
+            assert not at.exception
+            seen += [j.proto.body for j in at.json]
+    strings = [x for body in seen for x in _strings(json.loads(body))]
+    for m in hostile:
+        assert any(m.text.strip()[:40] in x for x in strings), m.text[:60]
     markdownish = [m.value for m in at.markdown] + [c.value for c in at.caption]
     for text in markdownish:
         assert "<script" not in text and "onerror" not in text and "](http" not in text
     assert not any("<script" in h.proto.body for h in at.get("html"))
 
 
-# -- the graph description --------------------------------------------------------------
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [x for v in value.values() for x in _strings(v)]
+    if isinstance(value, list):
+        return [x for v in value for x in _strings(v)]
+    return []
+
+
+# -- what the replayer is given ------------------------------------------------------------
 def test_every_replay_edge_is_drawn_and_routes_pass_through_hooks() -> None:
     assert set(NODES) == {"START", "before_agent", "before_model", "model", "after_model",
                           "tools", "after_agent", "END"}
     assert "tools>before_model" in EDGES
+    # the replayer's drawing is these
+    d = drawing()
+    assert [n["id"] for n in d["nodes"]] == list(NODES)  # type: ignore[index]
+    assert {e["id"]: e["d"] for e in d["edges"]} == EDGES  # type: ignore[index]
+    assert d["nodeOrder"] == list(GRAPH_NODES)
     # a loop without middleware goes straight from START to the model: drawn through the hooks
-    assert _route("START", "model") == ["START>before_agent", "before_agent>before_model",
-                                        "before_model>model"]
-    assert _route("tools", "model") == ["tools>before_model", "before_model>model"]
-    assert _route("END", "START") == []
+    assert route("START", "model") == ["START>before_agent", "before_agent>before_model",
+                                       "before_model>model"]
+    assert route("tools", "model") == ["tools>before_model", "before_model>model"]
+    assert route("END", "START") == []
 
 
 # The weather run (README "Demo agents": one tool call, then the answer), step by step:
@@ -148,52 +183,57 @@ WEATHER_GRAPH = [
 ]
 
 
-def test_graph_data_follows_the_replay(sample_db: Path) -> None:
+def visited(step: dict[str, Any]) -> set[str]:
+    """The nodes a step's ``v`` bit mask names (bits over ``drawing()["nodeOrder"]``)."""
+    order: list[str] = drawing()["nodeOrder"]  # type: ignore[assignment]
+    return {n for b, n in enumerate(order) if step["v"] >> b & 1}
+
+
+def test_the_steps_follow_the_replay(sample_db: Path) -> None:
     """What the graph is told to draw at each step, written out by hand (not copied
-    from the replay's steps, which graph_data itself reads)."""
+    from the replay's steps, which replay_json itself reads)."""
     with TraceDB(sample_db) as db:
         run = next(r for r in db.runs() if r.name == "weather")
         rp = build_replay(db.run(run.id))
-    view = build_run_view(rp, with_findings=False)
-    got = []
-    for i in range(len(rp)):
-        g = graph_data(rp, i, names=view.tool_names, colours=view.colour_index)
-        assert g["step"] == i and g["steps"] == len(WEATHER_GRAPH)
-        got.append((g["node"], g["edges"], [t["id"] for t in g["tools"]], set(g["visited"])))
+    data = replay_json(rp, payloads=False)
+    assert len(data["steps"]) == len(WEATHER_GRAPH)
+    got = [(s["n"], s["r"], s["t"], visited(s)) for s in data["steps"]]
     assert got == WEATHER_GRAPH
+    assert data["names"] == {"call_weather_1": "get_weather"}  # the chip's label
 
 
-def test_graph_data_colours_parallel_calls_apart(sample_db: Path) -> None:
+def test_parallel_calls_in_flight_have_their_own_colours(sample_db: Path) -> None:
     """shopping's first lap asks for two prices at once: while both are in flight,
-    two chips, each in its own colour (the colour of its call in the message pane)."""
+    two chips, each in its own colour (the colour of its call in the message list)."""
     with TraceDB(sample_db) as db:
         run = next(r for r in db.runs() if r.name == "shopping")
         rp = build_replay(db.run(run.id))
-    view = build_run_view(rp, with_findings=False)
+    data = replay_json(rp, payloads=False)
     # steps 6-9: two enters, then two exits, in whichever order the threads ran
-    tools = [sorted(t["id"] for t in graph_data(rp, i)["tools"]) for i in range(6, 10)]
+    tools = [sorted(data["steps"][i]["t"]) for i in range(6, 10)]
     both = ["call_price_laptop", "call_price_mouse"]
     assert tools[1] == both and tools[3] == []
     assert len(tools[0]) == len(tools[2]) == 1
-    g = graph_data(rp, 7, names=view.tool_names, colours=view.colour_index)
-    colours = {t["id"]: t["colour"] for t in g["tools"]}
+    colours = {t: data["colours"][t] for t in both}
     assert len(set(colours.values())) == 2
-    pane = {c.id: c.colour for v in view.messages.values() for c in v.calls}
-    assert colours == {k: pane[k] for k in both}
+    # the message list colours a call and its result by the same map
+    calls = {c["id"] for m in data["messages"] for c in m["calls"]}
+    assert set(both) <= calls
+    assert colours == {k: colour_map(rp.run.messages)[k] for k in both}
 
 
-def test_message_views_link_results_to_calls_by_colour(sample_db: Path) -> None:
+def test_results_link_to_their_calls_by_colour(sample_db: Path) -> None:
     with TraceDB(sample_db) as db:
         run = next(r for r in db.runs() if r.name == "weather")
         rp = build_replay(db.run(run.id))
-    view = build_run_view(rp, with_findings=False)
-    calls = {c.id: c.colour for v in view.messages.values() for c in v.calls}
-    results = [v for v in view.messages.values() if v.role == "tool"]
+    data = replay_json(rp, payloads=False)
+    calls = {c["id"] for m in data["messages"] for c in m["calls"]}
+    results = [m for m in data["messages"] if m["type"] == "tool"]
     assert results
     for r in results:
-        assert r.colour == calls[r.tool_call_id]
-    assert len(set(calls.values())) == len(calls)
-    assert len(view.kinds) == len(rp)
+        assert r["tcid"] in calls and r["tcid"] in data["colours"]
+    assert len({data["colours"][c] for c in calls}) == len(calls)
+    assert len(build_run_view(rp, with_findings=False).kinds) == len(rp)
 
 
 # -- timeline and runs table ---------------------------------------------------------------
@@ -259,17 +299,21 @@ def test_a_run_being_recorded_refreshes_and_follows_new_steps(
     at.run()
     assert not at.exception
     assert at.session_state["lt_step"] == n - 1
-    assert graph(at)["live_ms"] == 2000  # reloads while the run is recorded
+    g = graph(at)
+    assert (g["step"], len(g["run"]["steps"]), g["key"]) == (n - 1, n, f"{run.id}:{n}:running")
+    assert g["live_ms"] == 2000  # the browser asks for a reload while the run is recorded
     # the recorder appends a step: watching the last step follows it
     last = conn.execute("SELECT MAX(seq), MAX(ts), MAX(lap) FROM events WHERE run_id = ?",
                         [run.id]).fetchone()
     conn.execute("INSERT INTO events(run_id, seq, ts, hook, phase, lap) VALUES (?, ?, ?, ?, ?, ?)",
                  [run.id, last[0] + 1, last[1] + 0.01, "before_model", "fire", last[2] + 1])
     conn.commit()
-    at.run()
+    browser_sends(at, "reload", "1732970000000")
     assert not at.exception
     assert at.session_state["lt_step"] == n
-    assert "Step " + str(n + 1) + " / " + str(n + 1) in " ".join(m.value for m in at.markdown)
+    g = graph(at)  # a new version of the run: the browser loads it again, in place
+    assert (g["step"], len(g["run"]["steps"]), g["key"]) == (n, n + 1, f"{run.id}:{n + 1}:running")
+    assert at.query_params["step"] in (str(n + 1), [str(n + 1)])
     # the run ends with a last step: the page follows it, the header says the run
     # completed and the reloads stop
     badges = " ".join(m.value for m in at.markdown)
@@ -279,9 +323,10 @@ def test_a_run_being_recorded_refreshes_and_follows_new_steps(
     conn.execute("UPDATE runs SET status = 'completed', ended_at = 1 WHERE id = ?", [run.id])
     conn.commit()
     conn.close()
-    at.run()
+    browser_sends(at, "reload", "1732970002000")
     assert not at.exception
     assert at.session_state["lt_step"] == n + 1
+    assert graph(at)["key"] == f"{run.id}:{n + 2}:completed"
     badges = " ".join(m.value for m in at.markdown)
     assert "-badge[completed]" in badges and "-badge[running]" not in badges
     assert graph(at)["live_ms"] == 0
@@ -290,7 +335,35 @@ def test_a_run_being_recorded_refreshes_and_follows_new_steps(
     other.query_params["run"] = run.id
     other.run()
     assert not other.exception
-    assert other.session_state["lt_step"] == 0
+    assert other.session_state["lt_step"] == 0 and graph(other)["live_ms"] == 0
+
+
+def test_a_live_run_watched_before_its_end_stays_where_it_is(
+        sample_db: Path, db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only the last step follows new steps: a step the user went back to stays."""
+    import shutil
+
+    shutil.copy(sample_db, db_path)
+    with TraceDB(db_path) as db:
+        run = next(r for r in db.runs() if r.name == "weather")
+        n = len(build_replay(db.run(run.id)))
+    conn = sqlite3.connect(db_path)
+    conn.execute("UPDATE runs SET status = 'running', ended_at = NULL WHERE id = ?", [run.id])
+    conn.commit()
+    monkeypatch.setenv("LOOPTRACE_DB", str(db_path))
+    at = app_test("replay", run=run.id).run()
+    assert at.session_state["lt_step"] == n - 1
+    report_step(at, 3)  # the user went back
+    last = conn.execute("SELECT MAX(seq), MAX(ts), MAX(lap) FROM events WHERE run_id = ?",
+                        [run.id]).fetchone()
+    conn.execute("INSERT INTO events(run_id, seq, ts, hook, phase, lap) VALUES (?, ?, ?, ?, ?, ?)",
+                 [run.id, last[0] + 1, last[1] + 0.01, "before_model", "fire", last[2] + 1])
+    conn.commit()
+    conn.close()
+    browser_sends(at, "reload", "1732970000000")
+    assert not at.exception
+    assert at.session_state["lt_step"] == 3
+    assert graph(at)["step"] == 3 and len(graph(at)["run"]["steps"]) == n + 1
 
 
 def test_timeline_groups_tool_lanes_by_name_for_many_calls(
@@ -309,8 +382,10 @@ def test_timeline_groups_tool_lanes_by_name_for_many_calls(
 
 def test_odd_message_positions_do_not_break_the_pane(
         sample_db: Path, db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Positions name CSS classes and widget keys: a crafted file can hold text
-    there, or repeat one; the pane still renders and no markup gets through."""
+    """A position is an attribute of the message in the replayer's list
+    (``data-position``, set with setAttribute): a crafted file can hold text there,
+    or repeat one; the page still renders, the position travels as data and no
+    markup gets through."""
     import shutil
 
     shutil.copy(sample_db, db_path)
@@ -328,6 +403,10 @@ def test_odd_message_positions_do_not_break_the_pane(
     at.run()
     assert not at.exception and not at.error
     assert not any("<img" in h.proto.body for h in at.get("html"))
+    data = graph(at)["run"]
+    positions = [m["pos"] for m in data["messages"]]
+    assert "x</style><img src=x>" in positions and positions.count(0) >= 2
+    assert len(views_at(data)[-1]) == len(data["messages"])
 
 
 def test_a_run_with_no_events_renders_on_every_page(
@@ -344,6 +423,9 @@ def test_a_run_with_no_events_renders_on_every_page(
         at.query_params["run"] = "empty-run"
         at.run()
         assert not at.exception and not at.error, (page, at.exception, at.error)
+        if page in ("replay", "presenter"):
+            g = graph(at)
+            assert (g["step"], g["run"]["steps"], g["live_ms"]) == (0, [], 2000)
 
 
 def test_hooks_no_middleware_used_are_pass_through_points(sample_db: Path) -> None:
@@ -353,9 +435,10 @@ def test_hooks_no_middleware_used_are_pass_through_points(sample_db: Path) -> No
         replays = {r.name: build_replay(db.run(r.id)) for r in db.runs()}
     # the hand-rolled loop has no middleware at all: every hook is a pass-through point
     bare = replays["weather_loop"]
-    assert sorted(graph_data(bare, 0)["passthrough"]) == sorted(HOOK_NAMES)
+    assert sorted(replay_json(bare)["passthrough"]) == sorted(HOOK_NAMES)
     # a create_agent run traced by TraceMiddleware uses every hook: none passes through
-    assert graph_data(replays["weather"], 0)["passthrough"] == []
+    assert replay_json(replays["weather"])["passthrough"] == []
     # the subagent sees only some hooks: the others pass through
     sub = replays["researcher"]
-    assert set(graph_data(sub, 0)["passthrough"]) == set(HOOK_NAMES) - set(sub.used_hooks)
+    assert set(replay_json(sub)["passthrough"]) == set(HOOK_NAMES) - set(sub.used_hooks)
+    assert all(replay_json(rp)["passthrough"] == passthrough_hooks(rp) for rp in replays.values())

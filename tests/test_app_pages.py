@@ -1,8 +1,10 @@
 """AppTest smoke and logic tests of the replay app over the bundled sample traces.
 
-Every page renders every sample run; stepping, jumps, deep links, bad query
-parameters, subagent navigation and findings. AppTest runs no JavaScript and
-fires no timers: playback and the keyboard are covered by the browser tests.
+Every page renders every sample run; the replayer component's data, the steps
+the browser reports (``app_kit.report_step``: the component's "step" trigger),
+deep links and the URL, bad query parameters, subagent navigation, findings and
+the Presenter page. AppTest runs no JavaScript and fires no timers: the
+replayer's controls, playback and keyboard are the browser's (tests/test_browser_*.py).
 """
 
 from __future__ import annotations
@@ -12,11 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from app_kit import app_test
+from app_kit import app_test, browser_sends, browser_sends_all, replayer, report_step
 from streamlit.testing.v1 import AppTest
+from test_replayer_data import messages_at as views_at  # (the browser's messagesAt)
 
 from tracer.loader import RunSummary, TraceDB
 from tracer.replay import Replay, build_replay
+from tracer.replayer import STEP_MS, replay_json
 
 PAGES = ("runs", "replay", "timeline", "presenter")
 
@@ -54,16 +58,22 @@ def problems(at: AppTest) -> list[str]:
 
 
 def graph(at: AppTest) -> dict[str, Any]:
-    """The data the graph component was given on the last run."""
-    for c in at.get("bidi_component"):
-        data = json.loads(c.proto.json)
-        if "node" in data:
-            return data
-    raise AssertionError("no graph component on the page")
+    """The data the replay page's replayer component was given on the last run
+    (``app/replayer_component.py``: ``replayer_data``)."""
+    return replayer(at)
 
 
-def step_text(at: AppTest) -> str:
-    return next(m.value for m in at.markdown if "Step " in m.value and " / " in m.value)
+def inspector_step(at: AppTest) -> int | None:
+    """The step (1-based) the step inspector shows."""
+    for m in at.markdown:
+        if m.value.startswith("**Step inspector** · step "):
+            return int(m.value.rsplit(" ", 1)[1])
+    return None
+
+
+def url_step(at: AppTest) -> str:
+    value = at.query_params["step"]
+    return value[0] if isinstance(value, list) else value
 
 
 # -- every page, every sample run ---------------------------------------------------
@@ -81,7 +91,13 @@ def test_every_page_renders_every_sample_run(samples: Path, page: str) -> None:
         if page in ("replay", "presenter"):
             rp = replay_of(samples, run.id)
             g = graph(at)
-            assert (g["step"], g["steps"], g["node"]) == (0, len(rp), rp.steps[0].node)
+            assert (g["step"], len(g["run"]["steps"])) == (0, len(rp))
+            assert g["run"]["steps"][0]["n"] == rp.steps[0].node
+            # the run as the browser plays it: the replay's JSON, payloads left on the server
+            assert g["run"] == json.loads(json.dumps(replay_json(rp, payloads=False)))
+            assert g["key"] == f"{run.id}:{len(rp)}:{run.status}"
+            assert (g["presenter"], g["subagents"]) == (page == "presenter", page == "replay")
+            assert g["keyboard"] is True and g["live_ms"] == 0  # (all samples are finished)
 
 
 def test_runs_page_lists_every_run_with_subagents_nested(samples: Path) -> None:
@@ -109,75 +125,110 @@ def test_runs_page_search_filters_by_message_text(samples: Path) -> None:
     assert names == {"shopping", "openai-shopping", "anthropic-shopping", "ollama-shopping"}
 
 
-# -- stepping -------------------------------------------------------------------------
-def test_stepping_keeps_graph_messages_and_url_in_sync(samples: Path) -> None:
+# -- the step the browser reports ---------------------------------------------------------
+def test_the_step_the_browser_reports_moves_the_state_the_url_and_the_inspector(
+        samples: Path) -> None:
+    """The browser steps by itself and reports the step it settled on: the server's
+    state, the URL and the panes drawn in Python follow; the browser is not sent
+    anywhere (``goto`` stays: it would pull the replay back)."""
     run = run_named(samples, "weather")
     rp = replay_of(samples, run.id)
     at = open_page("replay", run=run.id)
+    first = graph(at)
     n = len(rp)
-    for i in range(1, n):
-        at.button(key="step_next").click().run()
+    for i in [*range(1, n), 3, 0]:
+        report_step(at, i)
         assert not problems(at)
         assert at.session_state["lt_step"] == i
+        assert url_step(at) == str(i + 1)  # the step as the page shows it
+        assert inspector_step(at) == i + 1
         g = graph(at)
-        assert (g["step"], g["node"]) == (i, rp.steps[i].node)
-        assert step_text(at) == f"**Step {i + 1} / {n}**"
-        assert at.query_params["step"] in ([str(i + 1)], str(i + 1))  # the step shown
-        shown = [m.key for m in rp.messages_at(i)]
-        # tool results are captioned with the id of the call they answer
-        answered = [t.value for t in at.text if t.value.startswith("answers tool_call_id ")]
-        assert len(answered) == sum(1 for k in shown if k.startswith("t:"))
-    assert at.button(key="step_next").disabled
-    at.button(key="first").click().run()
-    assert at.session_state["lt_step"] == 0
-    at.button(key="last").click().run()
+        assert (g["step"], g["goto"], g["key"]) == (i, first["goto"], first["key"])
+    # a report of another run (one the browser left), or junk, changes nothing
+    report_step(at, 5)
+    for junk in ("another-run:14:completed|2", f"{first['key']}|x", f"{first['key']}|-1",
+                 "7", f"{run.id}:7", ""):
+        browser_sends(at, "step", junk)
+        assert not problems(at)
+        assert at.session_state["lt_step"] == 5, junk
+    # a step past the end (a run that shrank?) is the last
+    report_step(at, n + 20)
     assert at.session_state["lt_step"] == n - 1
-    at.button(key="step_prev").click().run()
-    assert at.session_state["lt_step"] == n - 2
 
 
-def test_scrubber_and_jumps(samples: Path) -> None:
+def test_the_app_moves_the_browser_only_through_goto(samples: Path) -> None:
+    """A new link in the same tab (the URL edited), a finding, a subagent's return:
+    each moves the browser once (``state.move_to``: a new ``goto``)."""
     run = run_named(samples, "shopping")
     rp = replay_of(samples, run.id)
-    at = open_page("replay", run=run.id)
-    at.slider(key="scrub").set_value(5).run()
-    assert at.session_state["lt_step"] == 4
-    for kind in ("model", "tool"):
-        at.button(key="first").click().run()
-        at.button(key=f"next_{kind}").click().run()
-        i = at.session_state["lt_step"]
-        assert rp.steps[i].kind == kind
-        assert i == rp.find(0, kind)
-        assert graph(at)["kind"] == kind
+    at = open_page("replay", run=run.id, step="3")
+    g = graph(at)
+    assert (g["step"], at.session_state["lt_step"]) == (2, 2)
+    goto = g["goto"]
+    at.run()  # a rerun moves nothing
+    assert graph(at)["goto"] == goto and graph(at)["step"] == 2
+    at.query_params["step"] = "9"  # the user edits the URL
+    at.run()
+    assert not problems(at)
+    g = graph(at)
+    assert (g["step"], g["goto"], at.session_state["lt_step"]) == (8, goto + 1, 8)
+    assert g["run"]["steps"][8]["n"] == rp.steps[8].node
+    # the URL the app wrote back after a report is not a new link
+    report_step(at, 4)
+    at.run()
+    assert (graph(at)["step"], graph(at)["goto"], url_step(at)) == (4, goto + 1, "5")
 
 
-def test_play_and_pause_toggle_the_state(samples: Path) -> None:
+def test_state_move_to_and_shown_step() -> None:
+    """``move_to``: the app's own move (counted, the highlight kept by ``show_finding``);
+    ``shown_step``: the browser's (not counted, the highlight dropped)."""
+    from streamlit.testing.v1 import AppTest
+
+    def script() -> None:
+        import streamlit as st
+
+        from app import state
+
+        state.init()
+        log = []
+        state.move_to(4)
+        log.append((st.session_state[state.STEP], st.session_state[state.GOTO]))
+        state.show_finding(7, ("h:0", "a:1"))
+        log.append((st.session_state[state.STEP], st.session_state[state.GOTO],
+                    st.session_state[state.HIGHLIGHT]))
+        state.shown_step(2)
+        log.append((st.session_state[state.STEP], st.session_state[state.GOTO],
+                    st.session_state[state.HIGHLIGHT]))
+        state.show_finding(None, ("t:2",))  # a finding without a step: highlight only
+        log.append((st.session_state[state.STEP], st.session_state[state.GOTO],
+                    st.session_state[state.HIGHLIGHT]))
+        state.open_run("child", push=True)
+        log.append((st.session_state[state.STEP], st.session_state[state.GOTO],
+                    st.session_state[state.HIGHLIGHT], st.session_state[state.STACK]))
+        st.session_state["log"] = log  # (a test's own key)
+
+    at = AppTest.from_function(script)
+    at.session_state["lt_run"] = "parent"
+    at.run()
+    assert not at.exception
+    assert at.session_state["log"] == [
+        (4, 1), (7, 2, ("h:0", "a:1")), (2, 2, ()), (2, 2, ("t:2",)),
+        (0, 3, (), [("parent", 2)])]
+
+
+def test_speed_the_browser_reports_is_kept(samples: Path) -> None:
     run = run_named(samples, "weather")
     at = open_page("replay", run=run.id)
-    at.button(key="play").click().run()
-    assert at.session_state["lt_playing"] is True
-    # The graph component keeps playback's time; the fragment has no timer of its own.
-    assert graph(at)["play_ms"] == 1200
-    at.segmented_control(key="speed").set_value(4.0).run()
-    assert graph(at)["play_ms"] == 300
-    at.button(key="pause").click().run()
-    assert at.session_state["lt_playing"] is False
-    assert graph(at)["play_ms"] == 0
-    assert graph(at)["live_ms"] == 0  # a finished run is not reloaded
-
-
-@pytest.mark.parametrize(("step", "tick_step", "n", "expected"), [
-    (3, 3, 10, 4),      # the tick of the step shown: the next step
-    (4, 3, 10, 4),      # a tick sent again after the step moved on: ignored
-    (1, 5, 10, 1),      # the user stepped back while the tick was in flight: ignored
-    (9, 9, 10, None),   # the last step: playback stops
-    (0, 0, 1, None),    # a one-step run
-])
-def test_a_playback_tick_moves_one_step_at_most(step: int, tick_step: int, n: int,
-                                                expected: int | None) -> None:
-    from app.state import after_tick
-
-    assert after_tick(step, tick_step, n) == expected
+    g = graph(at)
+    assert (g["speed"], g["step_ms"], g["live_ms"]) == (1.0, STEP_MS, 0)
+    browser_sends(at, "speed", "4")
+    assert at.session_state["lt_speed"] == 4.0 and graph(at)["speed"] == 4.0
+    for bad in ("3", "fast", "", "nan"):
+        browser_sends(at, "speed", bad)
+        assert not problems(at)
+        assert graph(at)["speed"] == 4.0, bad
+    at.run()  # kept (a plain key: the replayer's next mount starts at it)
+    assert graph(at)["speed"] == 4.0
 
 
 # -- deep links and bad query parameters ------------------------------------------------
@@ -188,18 +239,21 @@ def test_deep_link_opens_the_step_the_page_shows(samples: Path) -> None:
     at = open_page("replay", run=run.id, step="8")
     assert not problems(at)
     assert at.session_state["lt_step"] == 7
-    assert graph(at)["node"] == rp.steps[7].node
-    assert step_text(at) == f"**Step 8 / {len(rp)}**"
-    assert at.query_params["step"] in (["8"], "8")
+    g = graph(at)
+    assert g["step"] == 7 and g["goto"] >= 1  # the browser goes there
+    assert g["run"]["steps"][7]["n"] == rp.steps[7].node
+    assert inspector_step(at) == 8
+    assert url_step(at) == "8"
     prefix = open_page("replay", run=run.id[:10], step="4")
     assert not problems(prefix)
     assert prefix.session_state["lt_run"] == run.id
     assert graph(prefix)["step"] == 3
+    assert graph(prefix)["run"]["run"]["id"] == run.id
     # the first step is step=1; an old 0-based link's step=0 opens it too
     for first in ("1", "0"):
         at = open_page("replay", run=run.id, step=first)
-        assert step_text(at) == f"**Step 1 / {len(rp)}**"
-        assert at.query_params["step"] in (["1"], "1")
+        assert graph(at)["step"] == 0 and inspector_step(at) == 1
+        assert url_step(at) == "1"
 
 
 @pytest.mark.parametrize(("step", "expected"), [
@@ -209,7 +263,9 @@ def test_bad_step_is_clamped(samples: Path, step: str, expected: Any) -> None:
     n = len(replay_of(samples, run.id))
     at = open_page("replay", run=run.id, step=step)
     assert not problems(at)
-    assert at.session_state["lt_step"] == (n - 1 if expected == "last" else expected)
+    want = n - 1 if expected == "last" else expected
+    assert at.session_state["lt_step"] == want
+    assert graph(at)["step"] == want and url_step(at) == str(want + 1)
 
 
 @pytest.mark.parametrize("page", ["replay", "timeline", "presenter"])
@@ -225,20 +281,58 @@ def test_subagent_opens_as_nested_replay_and_back(samples: Path) -> None:
     parent = next(r for r in sample_runs(samples) if any(
         c.parent_id == r.id for c in sample_runs(samples)))
     child = next(r for r in sample_runs(samples) if r.parent_id == parent.id)
+    rp = replay_of(samples, parent.id)
+    call_step = next(s.index for s in rp.steps if s.event.tool_call_id == child.parent_tool_call_id)
     at = open_page("replay", run=parent.id)
+    # the replayer knows which call ran which subagent (its "Open subagent" button)
+    assert graph(at)["run"]["children"] == [
+        {"id": child.id, "name": child.name, "parent_tool_call_id": child.parent_tool_call_id}]
+    # the header's button
     at.button(key="open_child_0").click().run()
     assert not problems(at)
     assert at.session_state["lt_run"] == child.id
     assert at.query_params["run"] in (child.id, [child.id])
-    assert graph(at)["steps"] == len(replay_of(samples, child.id))
+    assert len(graph(at)["run"]["steps"]) == len(replay_of(samples, child.id))
+    assert graph(at)["step"] == 0
     at.button(key="to_parent").click().run()
     assert at.session_state["lt_run"] == parent.id
-    # at the task tool call that ran it, the replay offers that subagent directly
-    rp = replay_of(samples, parent.id)
-    call_step = next(s.index for s in rp.steps if s.event.tool_call_id == child.parent_tool_call_id)
-    at.slider(key="scrub").set_value(call_step + 1).run()
-    at.button(key="open_subagent").click().run()
+    assert graph(at)["step"] == 0  # where we left it
+    # at the task tool call that ran it, the browser opens that subagent ("open")
+    report_step(at, call_step)
+    goto = graph(at)["goto"]
+    browser_sends(at, "open", f"{child.id}:1732970000000")
+    assert not problems(at)
     assert at.session_state["lt_run"] == child.id
+    assert at.session_state["lt_stack"] == [(parent.id, call_step)]
+    g = graph(at)
+    assert (g["run"]["run"]["id"], g["step"], g["goto"]) == (child.id, 0, goto + 1)
+    assert g["run"]["run"]["parent_tool_call_id"] == child.parent_tool_call_id
+    # back to the parent, at the call
+    at.button(key="to_parent").click().run()
+    assert at.session_state["lt_run"] == parent.id and at.session_state["lt_stack"] == []
+    g = graph(at)
+    assert (g["run"]["run"]["id"], g["step"], g["goto"]) == (parent.id, call_step, goto + 2)
+    assert url_step(at) == str(call_step + 1)
+    # a run that is not a child of this one is not opened
+    browser_sends(at, "open", "no-such-run:1")
+    assert at.session_state["lt_run"] == parent.id
+
+
+def test_a_late_step_report_does_not_land_on_the_subagent(samples: Path) -> None:
+    """The user steps, then opens the subagent at once: the step report and the open
+    reach the server together (or the report of the parent comes late). The parent's
+    step is not applied to the subagent's replay."""
+    parent = next(r for r in sample_runs(samples) if any(
+        c.parent_id == r.id for c in sample_runs(samples)))
+    child = next(r for r in sample_runs(samples) if r.parent_id == parent.id)
+    at = open_page("replay", run=parent.id)
+    held = graph(at)["key"]
+    browser_sends_all(at, [("open", f"{child.id}:1"), ("step", f"{held}|6")])
+    assert not problems(at)
+    assert at.session_state["lt_run"] == child.id
+    assert at.session_state["lt_step"] == 0 and graph(at)["step"] == 0
+    report_step(at, 6, held=held)  # later still
+    assert (at.session_state["lt_run"], at.session_state["lt_step"]) == (child.id, 0)
 
 
 def test_findings_jump_to_their_step(samples: Path) -> None:
@@ -250,24 +344,48 @@ def test_findings_jump_to_their_step(samples: Path) -> None:
     assert findings
     rp = replay_of(samples, run.id)
     at = open_page("replay", run=run.id)
-    at.button(key="finding_0").click().run()
+    goto = graph(at)["goto"]
     seq = findings[0].seq
     target = next(s.index for s in rp.steps if s.event.seq >= seq)
+    # the findings are marks on the replayer's tick strip
+    marks = graph(at)["markers"]
+    assert {"step": target, "severity": str(findings[0].severity)} in marks
+    assert len(marks) == sum(1 for f in findings if f.seq is not None)
+    at.button(key="finding_0").click().run()
     assert at.session_state["lt_step"] == target
     assert tuple(at.session_state["lt_highlight"]) == tuple(findings[0].message_keys)
+    # the browser goes there (pausing) and highlights the finding's messages
+    g = graph(at)
+    assert (g["step"], g["goto"]) == (target, goto + 1)
+    assert g["highlight"] == list(findings[0].message_keys)
+    assert inspector_step(at) == target + 1
+    # the user steps on: the highlight goes
+    report_step(at, max(target - 1, 0))
+    assert graph(at)["highlight"] == [] and at.session_state["lt_highlight"] == ()
+    assert graph(at)["goto"] == goto + 1
 
 
 # -- presenter ------------------------------------------------------------------------------
-def test_presenter_shows_counter_caption_graph_and_messages_only(samples: Path) -> None:
+def test_presenter_shows_the_replayer_without_the_panes_around_it(samples: Path) -> None:
     run = run_named(samples, "weather")
     rp = replay_of(samples, run.id)
     at = open_page("presenter", run=run.id, step="5")
     assert not problems(at)
-    assert any(m.value == f"Step 5 / {len(rp)}" for m in at.markdown)
-    assert rp.steps[4].caption in [t.value for t in at.text]
-    for key in ("play", "step_next", "scrub"):
+    g = graph(at)
+    assert (g["step"], g["presenter"], g["keyboard"], g["subagents"]) == (4, True, True, False)
+    assert g["parts"] == {}  # the replayer's own controls, caption, graph and messages
+    assert g["run"]["steps"][4]["c"] == rp.steps[4].caption
+    assert run.name in [t.value for t in at.text]
+    assert any("Keyboard:" in c.value for c in at.caption)
+    # no inspector, header, findings or wire pane
+    assert inspector_step(at) is None
+    for key in ("show_wire", "open_child_0", "to_parent", "finding_0"):
         with pytest.raises(KeyError):
-            at.button(key=key) if key != "scrub" else at.slider(key=key)
+            at.toggle(key=key) if key == "show_wire" else at.button(key=key)
+    # the browser steps it; the URL follows
+    report_step(at, 9)
+    assert not problems(at)
+    assert at.session_state["lt_step"] == 9 and url_step(at) == "10"
 
 
 def test_wire_pane_follows_the_replay_when_switched_on(samples: Path) -> None:
@@ -288,7 +406,7 @@ def test_wire_pane_follows_the_replay_when_switched_on(samples: Path) -> None:
     # scripted weather run was recorded without a provider: nothing captured)
     assert len(pane_heads()) == 3
     assert "Model call call 1 · lap 1" in " ".join(c.value for c in at.caption)
-    at.button(key="step_next").click().run()
+    report_step(at, model_step + 1)
     assert not problems(at)
     assert at.toggle(key="show_wire").value is True
     assert len(pane_heads()) == 3
@@ -301,16 +419,25 @@ def _step_where(rp: Replay, pred: Any) -> int:
 def test_versions_and_layers_are_shown(samples: Path) -> None:
     """The middleware-stack sample: a message in a later version says so and who made
     it; at a layer step the inspector lists the call's layers with a diff of what the
-    layer changed in the messages, and the pane shows the request as it passed on."""
+    layer changed in the messages, and the message list shows the request as it
+    passed on."""
     run = run_named(samples, "support-desk")
     rp = replay_of(samples, run.id)
     layer = _step_where(rp, lambda s: s.event.phase == "layer"
                         and s.event.middleware == "ContextEditingMiddleware")
     at = open_page("replay", run=run.id, step=str(layer + 1))
     assert not problems(at), problems(at)
+    # the replayer's message list at that step: its rows' notes
+    data = graph(at)
+    rows = data["run"]["messages"]
+    view = views_at(data["run"])[layer]
+    notes = [rows[x].get("vn") for x in view]
+    assert "version 2, changed by PIIMiddleware[email].before_model" in notes
+    assert "as the model received it: a layer of the model call changed it" in notes
+    cleared = next(rows[x] for x in view
+                   if rows[x].get("vn", "").startswith("as the model received it"))
+    assert cleared["text"] == "[cleared]"
     texts = [t.value for t in at.text]
-    assert "version 2, changed by PIIMiddleware[email].before_model" in texts
-    assert "as the model received it: a layer of the model call changed it" in texts
     codes = [c.value for c in at.code]
     diff = next(c for c in codes if c.startswith("--- above"))
     assert "-tool #2: Orders of the customer:" in diff and "+tool #2: [cleared]" in diff
@@ -318,4 +445,7 @@ def test_versions_and_layers_are_shown(samples: Path) -> None:
     # a step before any layer changed anything: no note of a request form
     before = _step_where(rp, lambda s: s.event.hook == "before_model")
     at = open_page("replay", run=run.id, step=str(before + 1))
-    assert not any(str(t.value).startswith("as the model received it") for t in at.text)
+    data = graph(at)["run"]
+    assert not any(str(data["messages"][x].get("vn", "")).startswith("as the model received it")
+                   for x in views_at(data)[before])
+    assert not any("ContextEditingMiddleware · request" in t.value for t in at.text)

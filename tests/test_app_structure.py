@@ -167,3 +167,12 @@ def test_the_entry_script_opens_the_runs_page(sample_db: Path,
     at = AppTest.from_file(MAIN, default_timeout=60).run()
     assert not at.exception, at.exception
     assert [t.value for t in at.title] == ["Runs"]
+
+
+def test_the_test_kit_reads_the_apps_replayer() -> None:
+    """tests/app_kit.py finds the replay page's replayer component by its key."""
+    import app_kit
+
+    from app import state
+
+    assert app_kit.REPLAYER_KEY == state.REPLAYER == declared_keys()["REPLAYER"]

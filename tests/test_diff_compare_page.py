@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import streamlit as st
-from app_kit import app_test
+from app_kit import app_test, replayer
 from langchain_core.messages import AIMessage
 from streamlit.testing.v1 import AppTest
 from test_diff import BASE, lap, record
@@ -54,9 +54,24 @@ def texts(at: AppTest) -> list[str]:
     return [t.value for t in at.text]
 
 
+GRAPH_ONLY = {"controls": False, "caption": False, "messages": False}
+
+
+def graphs(at: AppTest) -> list[dict[str, Any]]:
+    """The replayer of each side (A, then B): graph only, held at the aligned step
+    (its ``goto`` is that step: each new row moves it once)."""
+    out = [replayer(at, f"cmp_graph_{tag}") for tag in "AB"]
+    assert len(at.get("bidi_component")) == 2
+    for g in out:
+        assert g["parts"] == GRAPH_ONLY and g["keyboard"] is False
+        assert g["goto"] == g["step"] and g["key"] == g["run"]["run"]["id"]
+        assert (g["subagents"], g["presenter"], g["live_ms"]) == (False, False, 0)
+    return out
+
+
 def graph_nodes(at: AppTest) -> list[str]:
-    """The active node of each graph component on the page (A, then B)."""
-    return [json.loads(c.proto.json)["node"] for c in at.get("bidi_component")]
+    """The active node of each side's graph (A, then B)."""
+    return [g["run"]["steps"][g["step"]]["n"] for g in graphs(at)]
 
 
 def test_query_params_pick_the_runs_and_jump_goes_to_the_first_divergence(
@@ -78,6 +93,8 @@ def test_query_params_pick_the_runs_and_jump_goes_to_the_first_divergence(
     shown = texts(at)
     assert shown.count("step 10 / 19  ·  lap 2  ·  wrap_model_call exit") == 2
     assert graph_nodes(at) == ["model", "model"]
+    assert [g["step"] for g in graphs(at)] == [d.rows[row].step_a, d.rows[row].step_b]
+    assert [g["run"]["run"]["id"] for g in graphs(at)] == [ids["base"], ids["args"]]
     # The message difference is shown as a diff, and both panes show their own call.
     diffs = [c.value for c in at.code if c.language == "diff"]
     assert any('+  -> get_weather({"city": "Berlin"})' in x for x in diffs)

@@ -10,6 +10,7 @@ export, and the pane in the app.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from typing import Any
 # sys.modules while an app test's background thread may be importing it)
 import langchain_anthropic.chat_models  # noqa: F401
 import pytest
-from app_kit import app_test
+from app_kit import app_test, replayer, report_step
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage
 from streamlit.testing.v1 import AppTest
@@ -291,7 +292,8 @@ def test_unseen_node_hooks_say_how_to_record_them(tmp_path: Path) -> None:
 
 # -- the graph's labels -------------------------------------------------------------------
 def test_graph_labels_list_each_hooks_middleware_in_both_front_ends(tmp_path: Path) -> None:
-    from app.graph_component import graph_data
+    from tracer.graph_layout import drawing
+    from tracer.replayer import replay_json
 
     db = tmp_path / "t.db"
     deep_agent(str(db))
@@ -306,14 +308,17 @@ def test_graph_labels_list_each_hooks_middleware_in_both_front_ends(tmp_path: Pa
     assert wmc["text"].startswith("Filesystem · SubAgent") and "+" in wmc["text"]
     assert len(wmc["text"]) <= 40
     assert wmc["title"].count(". ") == 7  # all seven, outermost first
-    # one definition for both pictures
-    for i in (0, 5, len(rp) - 1):
-        assert graph_data(rp, i)["mw"] == labels
+    # one definition for both front ends (one replayer: the app's component and the export)
+    assert replay_json(rp, payloads=False)["mw"] == labels
     data = replay_data(rp)
     assert data["mw"] == labels
     page = render_html(rp)
-    for hook in labels:
-        assert f'id="mw-{hook}"' in page and f'id="mwt-{hook}"' in page
+    embedded = json.loads(re.search(
+        r'<script type="application/json" id="looptrace-data">(.*?)</script>', page,
+        re.DOTALL).group(1))
+    assert embedded["mw"] == labels
+    # the drawing has a place for every hook's labels
+    assert set(labels) <= set(embedded["layout"]["mw"]) == set(drawing()["mw"])
 
 
 def test_graph_labels_are_data_never_markup(tmp_path: Path) -> None:
@@ -370,10 +375,19 @@ def test_the_app_draws_the_floor_plan_at_the_step(samples: Path, page: str) -> N
     assert any("without a ToolMessage" in t for t in texts)
     assert "last: returned nothing: no change" in texts
     assert any("-badge[fires here]" in m.value for m in at.markdown)  # (st.badge)
-    # the graph component carries the labels
-    graph = next(json.loads(c.proto.json) for c in at.get("bidi_component")
-                 if "node" in json.loads(c.proto.json))
-    assert graph["mw"]["before_agent"]["text"] == "PatchToolCalls · Trace"
+    # the replayer component carries the labels
+    assert replayer(at)["run"]["mw"]["before_agent"]["text"] == "PatchToolCalls · Trace"
+    assert replayer(at)["step"] == step
+    # the browser steps on: the plan follows the step it reports
+    def fires_here() -> int:
+        return sum("-badge[fires here]" in m.value for m in at.markdown)
+
+    assert fires_here() == sum(c.state == NOW for r in floor_plan(rp, step) for c in r.cells)
+    later = len(rp) - 1
+    report_step(at, later)
+    assert not at.exception
+    assert fires_here() == sum(c.state == NOW for r in floor_plan(rp, later) for c in r.cells)
+    assert fires_here() == 0  # (the end: nothing fires)
     # switched off, it is gone
     at.toggle(key="show_floorplan").set_value(False).run()
     assert f"{pos}. PatchToolCallsMiddleware" not in [t.value for t in at.text]

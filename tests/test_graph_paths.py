@@ -4,8 +4,11 @@ A step is drawn over the standard edges only through pass-through points (hooks
 no middleware used in the run); a step that skipped a node that ran (a
 ``jump_to``, ``after_agent`` sending the agent back, a tool's ``Command(goto)``,
 a hand-rolled loop's own way) is one jump edge ``"a>b"`` drawn as an arc. The
-runs here are hand-made ``Run`` / ``Event`` records; the last tests check the
-same edges in the HTML export, and (with Chromium) that both pages draw them.
+runs here are hand-made ``Run`` / ``Event`` records. What the replayer draws at
+a step is the step's ``r`` in the run's JSON (``tracer.replayer.replay_json``),
+which must be ``graph_layout.step_edges``; the jump edges' paths travel in its
+``jumps``. The last tests check the HTML export carries the same, and (with
+Chromium) that the export and the app, one replayer, draw them.
 """
 
 from __future__ import annotations
@@ -19,11 +22,21 @@ from typing import Any
 
 import pytest
 
-from app.graph_component import EDGES, NODES, _route, graph_data
-from tracer.graph_layout import VIEWBOX, jump_path, passable_points, route
+from tracer.graph_layout import (
+    EDGES,
+    NODES,
+    VIEWBOX,
+    drawing,
+    jump_path,
+    passable_points,
+    passthrough_hooks,
+    route,
+    step_edges,
+)
 from tracer.html_export import render_html, replay_data
 from tracer.loader import Event, Run, RunSummary, TraceDB
 from tracer.replay import GRAPH_NODES, Replay, build_replay
+from tracer.replayer import replay_json
 
 TM = "TraceMiddleware"
 
@@ -70,21 +83,35 @@ END = [("run", "end", None)]
 
 
 def taken(rp: Replay) -> list[list[str]]:
-    """The edges graph_data draws, one list per step that moved."""
+    """The edges the replayer draws, one list per step that moved (checked against
+    ``step_edges`` and the JSON's jump paths on the way)."""
+    data = replay_json(rp, payloads=False)
     out = []
-    for s in rp.steps:
-        g = graph_data(rp, s.index)
-        assert g["jump"] == any(e not in EDGES for e in g["edges"])
-        assert [j["id"] for j in g["jumps"]] == [e for e in g["edges"] if e not in EDGES]
+    for s, row in zip(rp.steps, data["steps"], strict=True):
+        edges = row["r"]
+        assert edges == step_edges(rp, s.index)
+        for e in edges:
+            if e not in EDGES:
+                a, _, b = e.partition(">")
+                assert data["jumps"][e] == jump_path(a, b)
         if s.edge:
-            out.append(g["edges"])
+            out.append(edges)
         else:
-            assert g["edges"] == [] and g["jumps"] == []
+            assert edges == []
     return out
 
 
 def jumps(rp: Replay) -> list[dict[str, Any]]:
-    return [j for s in rp.steps for j in graph_data(rp, s.index)["jumps"]]
+    """The jump edges of the run, in step order: [{"id", "d"}] (the replayer draws each
+    only while its step shows)."""
+    data = replay_json(rp, payloads=False)
+    return [{"id": e, "d": data["jumps"][e]} for row in data["steps"] for e in row["r"]
+            if e not in EDGES]
+
+
+def at_step(rp: Replay, i: int) -> dict[str, Any]:
+    """Step ``i`` as the replayer is given it."""
+    return replay_json(rp, payloads=False)["steps"][i]
 
 
 STANDARD_LAP = [["START>before_agent"], ["before_agent>before_model"], ["before_model>model"],
@@ -98,7 +125,7 @@ def test_a_standard_lap_with_every_hook_used_takes_the_standard_edges() -> None:
     rp = make_run(START + hook("before_agent") + hook("before_model") + model()
                   + hook("after_model") + tool("c1") + hook("before_model") + model(calls=0)
                   + hook("after_model") + hook("after_agent") + END)
-    assert graph_data(rp, 0)["passthrough"] == []
+    assert replay_json(rp)["passthrough"] == passthrough_hooks(rp) == []
     assert taken(rp) == STANDARD_LAP
     assert jumps(rp) == []
 
@@ -113,11 +140,11 @@ def test_a_jump_to_end_from_before_model_is_one_jump_edge_not_through_the_model(
     edges = taken(rp)
     assert edges[-2:] == [["before_model>after_agent"], ["after_agent>END"]]
     i = next(s.index for s in rp.steps if s.edge == ("before_model", "after_agent"))
-    g = graph_data(rp, i)
-    assert g["jump"] is True
-    assert g["jumps"] == [{"id": "before_model>after_agent",
-                           "d": jump_path("before_model", "after_agent")}]
-    assert not any("model>after_model" in e or "after_model>" in e for e in g["edges"])
+    g = at_step(rp, i)
+    assert g["r"] == ["before_model>after_agent"]
+    assert replay_json(rp)["jumps"] == {"before_model>after_agent":
+                                        jump_path("before_model", "after_agent")}
+    assert not any("model>after_model" in e or "after_model>" in e for e in g["r"])
     assert [e for es in edges for e in es if e not in EDGES] == ["before_model>after_agent"]
 
 
@@ -140,7 +167,7 @@ def test_model_to_tools_passes_through_an_unused_after_model_point() -> None:
             + tool("c1", mw) + hook("before_model", mw) + model(mw, calls=0)
             + hook("after_agent", mw) + END)
     rp = make_run(spec)
-    assert "after_model" in graph_data(rp, 0)["passthrough"]
+    assert "after_model" in replay_json(rp)["passthrough"]
     assert passable_points(rp) == {"after_model"}
     assert taken(rp) == [
         ["START>before_agent"], ["before_agent>before_model"], ["before_model>model"],
@@ -169,7 +196,7 @@ def test_the_bundled_hand_rolled_loop_never_passes_after_agent(sample_db: Path) 
     with TraceDB(sample_db) as db:
         run = next(r for r in db.runs() if r.name == "weather_loop")
         rp = build_replay(db.run(run.id))
-    edges = [e for s in rp.steps for e in graph_data(rp, s.index)["edges"]]
+    edges = [e for s in replay_json(rp)["steps"] for e in s["r"]]
     assert edges and not any("after_agent" in e or "before_agent" in e for e in edges)
 
 
@@ -220,27 +247,27 @@ def test_an_interrupt_and_its_resume_stay_on_the_node() -> None:
                   + model(calls=0) + hook("after_model") + hook("after_agent") + END)
     assert taken(rp) == STANDARD_LAP
     i = next(s.index for s in rp.steps if s.event.hook == "resume")
-    assert graph_data(rp, i)["edges"] == [] and graph_data(rp, i)["node"] == "after_model"
+    assert at_step(rp, i)["r"] == [] and at_step(rp, i)["n"] == "after_model"
 
 
 # -- the pure router -------------------------------------------------------------------
 def test_route_passes_only_pass_through_points() -> None:
     every = {"before_agent", "before_model", "after_model", "after_agent"}
-    assert _route("START", "model", every) == [
+    assert route("START", "model", every) == [
         "START>before_agent", "before_agent>before_model", "before_model>model"]
-    assert _route("START", "model", {"before_agent"}) == ["START>model"]
-    assert _route("model", "END", every) == [
+    assert route("START", "model", {"before_agent"}) == ["START>model"]
+    assert route("model", "END", every) == [
         "model>after_model", "after_model>after_agent", "after_agent>END"]
-    assert _route("model", "END", {"after_model"}) == ["model>END"]
-    assert _route("before_model", "after_agent", every) == ["before_model>after_agent"]
-    assert _route("tools", "model", set()) == ["tools>model"]
-    assert _route("tools", "model", {"before_model"}) == [
+    assert route("model", "END", {"after_model"}) == ["model>END"]
+    assert route("before_model", "after_agent", every) == ["before_model>after_agent"]
+    assert route("tools", "model", set()) == ["tools>model"]
+    assert route("tools", "model", {"before_model"}) == [
         "tools>before_model", "before_model>model"]
     # never through model or tools, whatever is passable
-    assert _route("before_model", "tools", every | {"model"}) == ["before_model>tools"]
+    assert route("before_model", "tools", every | {"model"}) == ["before_model>tools"]
     # no step: the same node, or a new invocation at START
-    assert _route("model", "model", every) == []
-    assert _route("END", "START", every) == []
+    assert route("model", "model", every) == []
+    assert route("END", "START", every) == []
     assert route("after_agent", "before_model", every) == ["after_agent>before_model"]
 
 
@@ -298,20 +325,21 @@ def test_every_jump_path_is_well_formed_distinct_and_inside_the_drawing() -> Non
         jump_path("model", "model")
 
 
-def test_graph_data_edges_chain_from_the_steps_edge_on_every_sample(sample_db: Path) -> None:
+def test_the_drawn_edges_chain_from_the_steps_edge_on_every_sample(sample_db: Path) -> None:
     with TraceDB(sample_db) as db:
         replays = [build_replay(db.run(r.id)) for r in db.runs()]
     for rp in replays:
-        for s in rp.steps:
-            g = graph_data(rp, s.index)
+        data = replay_json(rp, payloads=False)
+        for s, row in zip(rp.steps, data["steps"], strict=True):
+            assert row["r"] == step_edges(rp, s.index)
             if not s.edge or s.edge[1] == "START":
-                assert g["edges"] == []
+                assert row["r"] == []
                 continue
-            pairs = [e.split(">") for e in g["edges"]]
+            pairs = [e.split(">") for e in row["r"]]
             assert pairs[0][0] == s.edge[0] and pairs[-1][1] == s.edge[1]
             assert all(p[1] == q[0] for p, q in itertools.pairwise(pairs))
-            for e in g["edges"]:
-                assert e in EDGES or e in {j["id"] for j in g["jumps"]}
+            for e in row["r"]:
+                assert e in EDGES or e in data["jumps"]
 
 
 # -- the HTML export draws the same ------------------------------------------------------
@@ -325,15 +353,14 @@ def test_the_html_export_carries_the_same_edges_and_jump_paths() -> None:
                   + hook("before_model", "ModelCallLimitMiddleware", {"jump_to": "end"})
                   + hook("after_agent") + END)
     data = replay_data(rp)
-    assert [s["r"] for s in data["steps"]] == [graph_data(rp, i)["edges"]
-                                              for i in range(len(rp))]
+    assert [s["r"] for s in data["steps"]] == [step_edges(rp, i) for i in range(len(rp))]
     assert data["jumps"] == {"before_model>after_agent": jump_path("before_model", "after_agent")}
-    page = render_html(rp)
-    assert json.loads(DATA_RE.search(page).group(1))["jumps"] == data["jumps"]
+    page = json.loads(DATA_RE.search(render_html(rp)).group(1))
+    assert page["jumps"] == data["jumps"]
+    assert page["steps"] == json.loads(json.dumps(data["steps"], default=str))
     # the export's drawing is the app's: every standard edge with the same path data
-    for eid, d in EDGES.items():
-        assert f'data-edge="{eid.replace(">", "&gt;")}" d="{d}"' in page
-    assert '<g id="jumps"></g>' in page
+    assert page["layout"] == drawing()
+    assert {e["id"]: e["d"] for e in page["layout"]["edges"]} == EDGES
 
 
 # -- in a real browser: the app and the export draw the jump, and only while it is taken --
@@ -381,8 +408,8 @@ def jump_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, Repla
 
 def test_the_recorded_call_limit_run_has_the_jump(jump_run: tuple[Path, str, Replay]) -> None:
     _, _, rp = jump_run
-    jumped = [(s.index, graph_data(rp, s.index)["edges"]) for s in rp.steps
-              if graph_data(rp, s.index)["jump"]]
+    jumped = [(i, s["r"]) for i, s in enumerate(replay_json(rp)["steps"])
+              if any(e not in EDGES for e in s["r"])]
     assert jumped == [(JUMP_STEP, ["before_model>after_agent"])]
 
 
@@ -398,26 +425,40 @@ def page(browser: Any) -> Iterator[Any]:
         context.close()
 
 
-def test_the_html_export_draws_the_jump_only_at_its_step(
-        jump_run: tuple[Path, str, Replay], page: Any, tmp_path: Path) -> None:
+GRAPH = '[data-testid="lt-replayer"] [data-testid="lt-graph"]'
+
+
+def expect_the_jump_only_at_its_step(page: Any) -> None:
+    """The replayer (export or app) shows step JUMP_STEP: the jump drawn, nothing else
+    taken; one step on, the jump is gone and after_agent>END is taken."""
     from playwright.sync_api import expect
 
+    root = page.locator('[data-testid="lt-replayer"]')
+    graph = page.locator(GRAPH)
+    expect(graph).to_have_attribute("data-step", str(JUMP_STEP))
+    jump = graph.locator('g.jumps g.edge.jump[data-edge="before_model>after_agent"] path')
+    expect(jump).to_have_count(1)
+    expect(jump).to_have_attribute("d", jump_path("before_model", "after_agent"))
+    expect(root).to_have_attribute("data-jump", "1")
+    expect(graph.locator("g.edge.taken")).to_have_count(1)  # the jump, nothing else
+    for eid in ("before_model>model", "model>after_model", "after_model>after_agent"):
+        expect(graph.locator(f'g.edge[data-edge="{eid}"]')).not_to_have_class(
+            re.compile(r"\btaken\b"))
+    root.locator('[data-action="next"]').click()
+    expect(graph).to_have_attribute("data-step", str(JUMP_STEP + 1))
+    expect(graph.locator("g.jumps g")).to_have_count(0)
+    expect(root).to_have_attribute("data-jump", "0")
+    expect(graph.locator('g.edge.taken[data-edge="after_agent>END"]')).to_have_count(1)
+
+
+def test_the_html_export_draws_the_jump_only_at_its_step(
+        jump_run: tuple[Path, str, Replay], page: Any, tmp_path: Path) -> None:
     from tracer.html_export import export_html
 
     db, run_id, _ = jump_run
     out = export_html(db, run_id, tmp_path / "jump.html")
     page.goto(out.as_uri() + f"#step={JUMP_STEP + 1}")  # (links count steps from 1)
-    jump = page.locator('#jumps path[data-edge="before_model>after_agent"]')
-    expect(jump).to_have_count(1)
-    expect(jump).to_have_attribute("d", jump_path("before_model", "after_agent"))
-    expect(page.locator("#replay")).to_have_attribute("data-jump", "1")
-    for eid in ("before_model>model", "model>after_model", "after_model>after_agent"):
-        expect(page.locator(f'path.edge[data-edge="{eid}"]')).not_to_have_class(
-            re.compile(r"\btaken\b"))
-    page.locator("#next").click()
-    expect(page.locator("#jumps path")).to_have_count(0)
-    expect(page.locator('path.edge[data-edge="after_agent>END"]')).to_have_class(
-        re.compile(r"\btaken\b"))
+    expect_the_jump_only_at_its_step(page)
 
 
 def test_the_app_draws_the_jump_only_at_its_step(
@@ -429,16 +470,10 @@ def test_the_app_draws_the_jump_only_at_its_step(
     with streamlit_server(db) as url:
         page.goto(f"{url}/replay?run={run_id}&step={JUMP_STEP + 1}")  # (counted from 1)
         wait_connected(page)
-        graph = page.locator('[data-testid="lt-graph"]')
-        expect(graph).to_have_attribute("data-step", str(JUMP_STEP))
-        jump = graph.locator('g.jumps g.edge.jump[data-edge="before_model>after_agent"] path')
-        expect(jump).to_have_count(1)
-        expect(jump).to_have_attribute("d", jump_path("before_model", "after_agent"))
-        expect(graph).to_have_attribute("data-jump", "1")
-        expect(graph.locator("g.edge.taken")).to_have_count(1)  # the jump, nothing else
+        # (cold start: the first script run of a fresh server imports the tracer)
+        page.locator(GRAPH).wait_for(timeout=30_000)
+        expect(page.locator(GRAPH)).to_have_attribute("data-step", str(JUMP_STEP),
+                                                      timeout=30_000)
         ARTIFACTS.mkdir(exist_ok=True)
-        graph.screenshot(path=str(ARTIFACTS / "graph-jump.png"))
-        page.locator(".st-key-step_next button:visible").click()
-        expect(graph).to_have_attribute("data-step", str(JUMP_STEP + 1))
-        expect(graph.locator("g.jumps g")).to_have_count(0)
-        expect(graph.locator('g.edge.taken[data-edge="after_agent>END"]')).to_have_count(1)
+        page.locator(GRAPH).screenshot(path=str(ARTIFACTS / "graph-jump.png"))
+        expect_the_jump_only_at_its_step(page)

@@ -20,9 +20,11 @@ from tracer import TraceMiddleware
 from tracer.cli import main
 from tracer.demo.models import ScriptedChatModel, call, turn_script
 from tracer.exchange import sample_files
+from tracer.graph_layout import drawing, step_edges
 from tracer.html_export import export_html, render_html, script_json
 from tracer.loader import TraceDB
 from tracer.replay import GRAPH_NODES, build_replay
+from tracer.replayer import script, style
 
 HOSTILE = ('</script><script>alert(1)</script><img src=x onerror=alert(2)> '
            '![x](http://evil.example/x.png) <!-- \u2028\u2029 & &amp; "quoted"')
@@ -65,17 +67,33 @@ def split(page: str) -> tuple[str, str]:
     return DATA_RE.sub("", page), found[0]
 
 
+SVG_NS = "http://www.w3.org/2000/svg"  # (the SVG namespace: a name, never fetched)
+
+
 def check_self_contained(page: str) -> dict:
     outside, data = split(page)
-    assert not re.search(r"https?://", outside), "no URL outside the embedded data"
-    assert not re.search(r"\b(src|href|srcset|action|formaction)\s*=", outside, re.IGNORECASE)
-    assert "@import" not in outside and "url(" not in outside.replace('url(#arrow)', "")
+    assert outside.count(SVG_NS) == 1  # (replayer.js: createElementNS)
+    assert not re.search(r"https?://", outside.replace(SVG_NS, "")), (
+        "no URL outside the embedded data")
+    # no attribute that loads anything: in the markup, nor set by the scripts
+    markup = re.sub(r"<(script|style)\b[^>]*>.*?</\1>", "", outside, flags=re.DOTALL)
+    assert not re.search(r"\b(src|href|srcset|action|formaction)\s*=", markup, re.IGNORECASE)
+    assert not re.search(r"""setAttribute(NS)?\([^)]*["'](xlink:)?(src|href|srcset|action|"""
+                         r"""formaction)["']""", outside)
+    assert not re.search(r"\.(src|href|srcset|action|formaction)\s*=", outside)
+    # url(...) only for the page's own SVG markers (a fragment of the document itself)
+    assert "@import" not in outside and "url(" not in re.sub(r"url\(#lt-arrow[\w-]*\)", "",
+                                                              outside)
     assert re.search(r'<meta http-equiv="Content-Security-Policy" content="default-src \'none\';'
                      r" script-src 'unsafe-inline'; style-src 'unsafe-inline';", outside)
-    assert "innerHTML" not in outside and "insertAdjacentHTML" not in outside
-    assert "document.write" not in outside and "eval(" not in outside
-    # Only two scripts: the inert data block and the page's own inline script.
-    assert len(re.findall(r"<script\b", page)) == 2
+    assert "connect-src 'none'" in outside and "img-src 'none'" in outside
+    for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(",
+                 "new Function"):
+        assert sink not in outside, sink
+    # Three scripts: the inert data block, the replayer (inline) and the page's own.
+    assert len(re.findall(r"<script\b", page)) == 3
+    assert re.findall(r"<script\b[^>]*>", page) == [
+        '<script type="application/json" id="looptrace-data">', "<script>", "<script>"]
     for bad in ("<", ">", "&", "\u2028", "\u2029"):
         assert bad not in data
     return json.loads(data)
@@ -98,7 +116,7 @@ def test_hostile_content_stays_inert_in_the_json_block(hostile: tuple[Path, str]
     args = [c["args"] for m in data["messages"] for c in m["calls"]]
     assert {"url": "https://evil.example/</script>"} in args
     # Nothing from the trace escaped into the markup: one </script> per script, an escaped title.
-    assert page.count("</script>") == 2
+    assert page.count("</script>") == 3
     assert "<title>looptrace replay: hostile &lt;/title&gt;&lt;script&gt;" in page
     assert "alert(" not in re.sub(r"<title>[^<]*</title>", "", split(page)[0])
 
@@ -108,13 +126,20 @@ def test_embedded_data_matches_the_replay(hostile: tuple[Path, str]) -> None:
     with TraceDB(db) as tdb:
         rp = build_replay(tdb.run(run_id))
     data = json.loads(split(render_html(rp))[1])
-    assert data["nodes"] == list(GRAPH_NODES)
+    assert data["layout"]["nodeOrder"] == list(GRAPH_NODES)  # (the bits of a step's "v")
+    assert data["layout"] == drawing()
     assert len(data["steps"]) == len(rp.steps)
-    for s, st in zip(data["steps"], rp.steps):
-        assert (s["n"], s["k"], s["c"], s["nk"], s["t"]) == (
-            st.node, st.kind, st.caption, list(st.new_keys), list(st.active_tools))
+    for i, (s, st) in enumerate(zip(data["steps"], rp.steps)):
+        assert (s["n"], s["k"], s["c"], s["t"]) == (
+            st.node, st.kind, st.caption, list(st.active_tools))
+        assert s["nk"][:len(st.new_keys)] == list(st.new_keys)  # (then the revised ones)
         assert s["e"] == (list(st.edge) if st.edge else None)
+        assert s["r"] == step_edges(rp, i)
         assert {n for i, n in enumerate(GRAPH_NODES) if s["v"] >> i & 1} == set(st.visited)
+        # the page's step inspector shows the payload
+        assert s["pl"] == json.loads(json.dumps(st.event.payload, default=str))
+        assert (s["h"], s["p"], s["l"], s["s"]) == (
+            st.event.hook, st.event.phase, st.event.lap, st.event.seq)
     # every message once (in the order the steps first show them: parallel results
     # appear in the order their tools finished, which varies from run to run)
     keys = [m["key"] for m in data["messages"]]
@@ -127,21 +152,30 @@ def test_embedded_data_matches_the_replay(hostile: tuple[Path, str]) -> None:
 
 
 def test_page_has_the_stable_hooks_for_browser_tests(hostile: tuple[Path, str]) -> None:
+    """The page's own header, and the replayer's DOM contract (built by replayer.js:
+    the same in the app's component; the browser tests read it)."""
     db, run_id = hostile
     with TraceDB(db) as tdb:
         page = render_html(build_replay(tdb.run(run_id)))
     outside, _ = split(page)
-    assert '<main id="replay" data-step="0" data-active-node="START"' in outside
-    assert 'data-depth="0"' in outside
-    for bid in ("play", "pause", "next", "prev", "first", "last", "open-subagent",
-                "back-to-parent"):
-        assert f'<button id="{bid}" type="button"' in outside
-    assert 'id="scrubber"' in outside and 'id="speed"' in outside
-    assert 'id="counter">Step 0 / 0<' in outside  # filled in by the script on load
-    for node in GRAPH_NODES:
-        assert f'data-node="{node}"' in outside
-    assert 'data-edge="tools&gt;before_model"' in outside  # the back edge
-    assert "e.dataset.position = m.pos" in outside
+    assert '<main id="replay"></main>' in outside
+    assert '<h1 id="run-name"></h1>' in outside and 'id="run-meta"' in outside
+    assert '<button id="back-to-parent" type="button" hidden>' in outside
+    # the replayer is inlined whole and played in #replay with its inspector
+    assert script() in outside and style() in outside
+    assert 'createReplayer($("replay"), {' in outside
+    assert "parts: { inspector: true }" in outside and "keyboard: true" in outside
+    assert 'setAttribute("data-depth"' in outside
+    for hook in ('"data-testid": "lt-replayer"', '"data-testid": "lt-graph"',
+                 '"data-action": action', '"data-speed": sp', '"data-position": m.pos',
+                 '"data-key": m.key', '"data-call-id"', '"data-node": n.id',
+                 '"data-edge": e.id', '"data-tool-call": id', '"lt-counter"', '"lt-scrub"',
+                 '"lt-caption"'):
+        assert hook in outside, hook
+    for action in ("first", "prev", "play", "pause", "next", "last", "next-model",
+                   "next-tool", "next-error"):
+        assert f'btn("{action}", ' in outside, action
+    assert '"data-action": "open-subagent"' in outside
 
 
 def test_script_json_escapes_everything_that_could_end_a_script() -> None:

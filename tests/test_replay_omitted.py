@@ -6,10 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from app_kit import app_test
+from app_kit import app_test, replayer
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import chain
 from langchain_core.tools import tool
+from test_replayer_data import messages_at as views_at  # (the browser's messagesAt)
 
 from tracer import TraceCallbackHandler
 from tracer.demo.models import ScriptedChatModel, call, turn_script
@@ -63,11 +64,20 @@ def test_replay_marks_the_result_the_model_never_got(db_path: Path) -> None:
 @pytest.mark.usefixtures("clean_streamlit_caches")
 def test_message_pane_shows_the_omission(db_path: Path,
                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The replayer's message list marks it ("not sent to the model") from the model
+    call that did not get it: each step's ``om`` in the run's JSON."""
     run_id = record_forgetful_loop(db_path)
     with TraceDB(db_path) as t:
         replay = build_replay(t.run(run_id))
     monkeypatch.setenv("LOOPTRACE_DB", str(db_path))
     at = app_test("replay", run=run_id, step=str(len(replay))).run()  # its last step
     assert not at.exception
-    shown = [m.value for m in at.markdown]  # st.badge renders as a markdown badge
-    assert sum("not sent to the model" in v for v in shown) == 1, shown
+    data = replayer(at)["run"]
+    assert replayer(at)["step"] == len(replay) - 1
+    rows = data["messages"]
+    shown = [rows[x]["key"] for x in views_at(data)[-1]]
+    assert "t:call_forgotten" in shown
+    marked = [i for i, s in enumerate(data["steps"]) if s.get("om")]
+    assert marked and all(data["steps"][i]["om"] == ["t:call_forgotten"] for i in marked)
+    assert marked == [i for i in range(len(replay)) if replay.omitted_at(i)]
+    assert marked[-1] == len(replay) - 1

@@ -334,5 +334,5 @@ def test_traffic_runs_diff_and_export(tmp_path: Path) -> None:
     assert d.identical, d
     out = export_html(db, a.id, tmp_path / "r.html")
     html = out.read_text("utf-8")
-    assert '"unknown_hooks":["after_agent","after_model","before_agent"' in html
+    assert '"unknown":["after_agent","after_model","before_agent"' in html  # (replay_json)
     assert "sent back with the next request" in html

@@ -263,24 +263,6 @@ def jump_path(a: str, b: str) -> str:
     return f"M{_num(x0)} {_num(y0)} C" + ", ".join(f"{_num(x)} {_num(y)}" for x, y in rest)
 
 
-def jumps_for(edge_ids: list[str]) -> list[dict[str, str]]:
-    """The jump edges among ``edge_ids`` with their path data, for the drawing."""
-    out = []
-    for e in edge_ids:
-        if is_jump(e):
-            a, _, b = e.partition(">")
-            out.append({"id": e, "d": jump_path(a, b)})
-    return out
-
-
-__all__ = [
-    "BACK_EDGE", "BACK_TO_POINT", "COND", "EDGES", "LABEL_LIFT", "MW_LABELS", "NODES",
-    "NODE_HOOK", "POINTS", "VIEWBOX", "WRAPS", "has_middleware_hooks", "is_jump",
-    "jump_path", "jumps_for", "middleware_labels", "passable_points", "passthrough_hooks",
-    "route", "step_edges", "unknown_hooks",
-]
-
-
 def drawing() -> dict[str, object]:
     """The static drawing as JSON (our own constants only): what the replayer's script
     builds the SVG from, in the app and in the HTML export alike."""
@@ -298,3 +280,11 @@ def drawing() -> dict[str, object]:
         "lift": LABEL_LIFT,
         "nodeOrder": list(GRAPH_NODES),  # the bit of each node in a step's visited mask
     }
+
+
+__all__ = [
+    "BACK_EDGE", "BACK_TO_POINT", "COND", "EDGES", "LABEL_LIFT", "MW_LABELS", "NODES",
+    "NODE_HOOK", "POINTS", "VIEWBOX", "WRAPS", "drawing", "has_middleware_hooks", "is_jump",
+    "jump_path", "middleware_labels", "passable_points", "passthrough_hooks",
+    "route", "step_edges", "unknown_hooks",
+]
