@@ -1,5 +1,5 @@
 """Every ``st.session_state`` key of the app, and the replay's state: which run,
-which step, playing or not, how fast.
+which step, how fast.
 
 The app reads and writes ``st.session_state`` only through the names declared
 here (``tests/test_app_structure.py`` fails on a raw string key anywhere else).
