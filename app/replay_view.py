@@ -23,7 +23,7 @@ from . import data, navigation, state
 from .findings_pane import render_findings
 from .floorplan_pane import render_floor_plan_section
 from .inspector import render_inspector
-from .replayer_component import event, render_replayer, replayer_data
+from .replayer_component import event, render_replayer, replayer_data, window_at
 from .run_view import RunView
 from .safe import md_escape
 from .subagents import render_run_header
@@ -106,10 +106,33 @@ def _advance(view: RunView) -> int:
     return i
 
 
-def _key(view: RunView) -> str:
+def _key(view: RunView, window: tuple[int, int] | None) -> str:
     """The version of the run the browser holds: a new key makes it load the run again."""
     s = view.replay.run.summary
-    return f"{s.id}:{len(view.replay)}:{s.status}"
+    return f"{s.id}:{len(view.replay)}:{s.status}" + (f":{window[0]}" if window else "")
+
+
+def _window(view: RunView, i: int) -> tuple[int, int] | None:
+    """The window of a large run the browser holds: kept while it holds step ``i``."""
+    n = len(view.replay)
+    kept = st.session_state.get(state.WINDOW)
+    if (isinstance(kept, tuple) and len(kept) == 3 and kept[0] == view.replay.run.id
+            and kept[1] <= i < kept[2] and window_at(n, i) is not None):
+        return int(kept[1]), min(int(kept[2]), n)
+    window = window_at(n, i)
+    st.session_state[state.WINDOW] = (view.replay.run.id, *window) if window else None
+    return window
+
+
+def _on_window(view: RunView) -> None:
+    """The browser needs step j, outside the window it holds (or playback nears its end)."""
+    held, _, index = (event("window") or "").rpartition("|")
+    shown = view.replay.run.id
+    if held.split(":", 1)[0] == shown == st.session_state.get(state.RUN) and index.isdigit():
+        j = view.replay.clamp(index)
+        window = window_at(len(view.replay), j)
+        st.session_state[state.WINDOW] = (shown, *window) if window else None
+        state.shown_step(j)
 
 
 def _markers(view: RunView) -> list[dict[str, Any]]:
@@ -151,15 +174,17 @@ def _on_open(view: RunView) -> None:
 
 def _replayer(view: RunView, i: int, *, presenter: bool) -> None:
     """The replayer at step ``i``: the browser's from here on."""
-    key = _key(view)
+    window = _window(view, i)
+    key = _key(view, window)
     held = st.session_state.get(state.HELD) == key
     data = replayer_data(
-        None if held else view.json(), i, key=key, goto=int(st.session_state.get(state.GOTO) or 0),
+        None if held else view.json(window), i, key=key, goto=int(st.session_state.get(state.GOTO) or 0),
         live_ms=state.LIVE_MS if _running(view) else 0, presenter=presenter,
         markers=_markers(view), highlight=tuple(st.session_state.get(state.HIGHLIGHT) or ()),
         speed=float(st.session_state.get(state.SPEED) or 1.0), subagents=not presenter)
     render_replayer(data, on_step=lambda: _on_step(view), on_speed=_on_speed,
-                    on_open=lambda: _on_open(view), on_need=_on_need)
+                    on_open=lambda: _on_open(view), on_need=_on_need,
+                    on_window=lambda: _on_window(view))
 
 
 def _body(path: str, presenter: bool) -> None:

@@ -11,6 +11,10 @@ fragment reruns with it. The app moves the browser only through
 ``state.move_to`` (a finding, a link): a counter the browser follows once per
 change, so a rerun never pulls the replay back to a step it has left.
 
+A run longer than ``WHOLE_STEPS`` is sent a window at a time (``window_at``): the
+replayer asks for the window around a step it does not hold ("window"), and
+during playback for the next one before it reaches the edge.
+
 While the run is being recorded, the component asks for a reload every
 ``state.LIVE_MS`` (not while playing); a run that grew is loaded again in place
 and, shown at its last step, follows to its new end.
@@ -27,6 +31,7 @@ component's JSON); only ``render_replayer`` touches Streamlit.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -40,6 +45,10 @@ from . import state
 ADAPTER = """
 const LAYOUT = __LAYOUT__;
 const REPORT_MS = 150;
+// The run last loaded on this page and where its replayer was when it went away: a
+// replayer that Streamlit mounts again (it happens mid-session, rarely) takes up the
+// same run, step and playback at once, without asking the app.
+let LAST = null;
 export default function (component) {
   const { data, parentElement, setTriggerValue } = component;
   let P = parentElement.__lt;
@@ -57,6 +66,8 @@ export default function (component) {
         else if (cause === "pause") P.send("step", said);
       },
       onSpeed(v) { if (P.key !== null) P.send("speed", String(v)); },
+      // A run sent as a window: the step needed next (the app sends the window around it).
+      onWindow(i) { P.send("window", P.key + "|" + i); },
       onOpen: data.subagents ? (id) => {
         if (P.timer) { clearTimeout(P.timer); P.timer = null; }
         P.leaving = true;
@@ -66,20 +77,27 @@ export default function (component) {
     });
   }
   P.send = setTriggerValue;
-  if (data.run == null && data.key !== P.key) {
+  const again = P.key === null && LAST && LAST.key === data.key && LAST.goto === data.goto;
+  if (data.run == null && data.key !== P.key && !again) {
     // The app thought this browser held the run (a new mount does not): ask for it.
     P.send("need", data.key + "|" + Date.now());
     return cleanup;
   }
   if (data.key !== P.key) {
     P.leaving = false;
-    const other = P.player.run() !== data.run.run.id;
-    // (the same run, grown while being recorded: shown at its last step, it follows)
-    P.player.load(data.run, { step: other ? data.step : undefined, follow: true });
+    const run = data.run || LAST.run;
+    const other = P.player.run() !== run.run.id, moved = data.goto !== P.goto;
+    // (the same run, grown while being recorded: shown at its last step, it follows; a
+    // new window of a large run: the step the replayer was waiting for)
+    P.player.load(run, { step: again ? LAST.step : (other || moved ? data.step : undefined),
+                         follow: true });
+    if (again && LAST.playing && performance.now() - LAST.at < 3000) P.player.play();
     P.key = data.key;
     P.goto = data.goto;
+    LAST = { key: data.key, goto: data.goto, run, step: null, playing: false, at: 0 };
   } else if (data.goto !== P.goto) {
     P.goto = data.goto;
+    if (LAST && LAST.key === P.key) LAST.goto = data.goto;
     P.player.go(data.step, "server");
   }
   P.player.setHighlight(data.highlight || [], data.step);
@@ -91,6 +109,9 @@ export default function (component) {
   }
   return cleanup;
   function cleanup() {
+    if (LAST && LAST.key === P.key) {
+      Object.assign(LAST, { step: P.player.step(), playing: P.player.playing(), at: performance.now() });
+    }
     if (P.live) clearInterval(P.live);
     if (P.timer) clearTimeout(P.timer);
     P.player.destroy();
@@ -98,6 +119,23 @@ export default function (component) {
   }
 }
 """
+
+# A run of more steps than WHOLE_STEPS goes to the browser a window of WINDOW_STEPS at a
+# time (5,000 steps are about 2.5 MB of JSON). LOOPTRACE_REPLAY_WINDOW=N sets the window
+# (and sends runs up to 2N whole).
+WINDOW_STEPS = max(50, int(os.environ.get("LOOPTRACE_REPLAY_WINDOW") or 10_000))
+WHOLE_STEPS = 2 * WINDOW_STEPS
+
+
+def window_at(n_steps: int, step: int) -> tuple[int, int] | None:
+    """The window of a run of ``n_steps`` to send for ``step``: None (the whole run) when
+    it is small enough; else ``WINDOW_STEPS`` steps, a quarter of them before ``step``
+    (playback and stepping mostly go forward)."""
+    if n_steps <= WHOLE_STEPS:
+        return None
+    start = max(0, min(step - WINDOW_STEPS // 4, n_steps - WINDOW_STEPS))
+    return start, start + WINDOW_STEPS
+
 
 _component: Callable[..., Any] | None = None
 
@@ -132,12 +170,14 @@ def render_replayer(data: dict[str, Any], *, key: str = state.REPLAYER,
                     on_speed: Callable[[], None] | None = None,
                     on_open: Callable[[], None] | None = None,
                     on_reload: Callable[[], None] | None = None,
-                    on_need: Callable[[], None] | None = None) -> Any:
+                    on_need: Callable[[], None] | None = None,
+                    on_window: Callable[[], None] | None = None) -> Any:
     """Mount (or update) the replayer; each callback runs when the browser sends that event."""
     noop: Callable[[], None] = lambda: None
     return _get()(key=key, data=data, on_step_change=on_step or noop,
                   on_speed_change=on_speed or noop, on_open_change=on_open or noop,
-                  on_reload_change=on_reload or noop, on_need_change=on_need or noop)
+                  on_reload_change=on_reload or noop, on_need_change=on_need or noop,
+                  on_window_change=on_window or noop)
 
 
 def event(name: str) -> str | None:
@@ -146,4 +186,5 @@ def event(name: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
-__all__ = ["event", "render_replayer", "replayer_data"]
+__all__ = ["WHOLE_STEPS", "WINDOW_STEPS", "event", "render_replayer", "replayer_data",
+           "window_at"]

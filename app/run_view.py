@@ -15,10 +15,7 @@ from typing import Any
 
 from tracer.check import Finding, check_run
 from tracer.replay import Replay
-from tracer.replayer import is_error, replay_json
-
-KIND_LETTER = {"model": "m", "tool": "t", "error": "e", "interrupt": "i", "hook": "h", "run": "r"}
-
+from tracer.replayer import KIND_LETTER, kinds, replay_json
 
 # Runs with more steps than this are checked on a background thread, so a
 # large run opens at once and its findings appear when ready.
@@ -36,14 +33,18 @@ class RunView:
     findings_error: str | None = None
     finding_steps: list[int | None] = field(default_factory=list)  # step of each finding
     findings_pending: bool = False
-    _json: dict[str, Any] | None = None
+    _json: dict[int | None, dict[str, Any]] = field(default_factory=dict)
 
-    def json(self) -> dict[str, Any]:
-        """The run as the browser's replayer plays it (built once per loaded run;
-        payloads stay on the server, where the inspector reads them)."""
-        if self._json is None:
-            self._json = replay_json(self.replay, payloads=False)
-        return self._json
+    def json(self, window: tuple[int, int] | None = None) -> dict[str, Any]:
+        """The run as the browser's replayer plays it, or the window ``(start, stop)`` of
+        it (built once per loaded run and window; payloads stay on the server, where the
+        inspector reads them)."""
+        at = None if window is None else window[0]
+        if at not in self._json:
+            if len(self._json) > 2:  # (the whole run, or the last windows asked for)
+                self._json.clear()
+            self._json[at] = replay_json(self.replay, payloads=False, window=window)
+        return self._json[at]
 
     def set_findings(self, findings: list[Finding], error: str | None) -> None:
         self.finding_steps = [self.step_of_seq(f.seq) for f in findings]
@@ -94,8 +95,7 @@ def _findings(replay: Replay) -> tuple[list[Finding], str | None]:
 
 
 def build_run_view(replay: Replay, *, with_findings: bool = True) -> RunView:
-    kinds = "".join("e" if is_error(s) else KIND_LETTER.get(s.kind, "h") for s in replay.steps)
-    view = RunView(replay, kinds)
+    view = RunView(replay, kinds(replay))
     if with_findings:
         view.check()
     return view

@@ -34,6 +34,7 @@ STEP = "lt_step"  # current step index (0-based): the step the browser last repo
 GOTO = "lt_goto"  # counts the app's own moves of the step (the browser follows each once)
 SPEED = "lt_speed"  # the replayer's speed, kept for its next mount
 HELD = "lt_held"  # the version of the run the browser said it holds (not sent again)
+WINDOW = "lt_window"  # (run id, start, stop) of the window of a large run sent to the browser
 STACK = "lt_stack"  # [(run id, step)] to return to from a subagent
 HIGHLIGHT = "lt_highlight"  # extra message keys to highlight (from a finding)
 SEEN = "lt_url_seen"  # the last few (run, step) URLs adopted or written

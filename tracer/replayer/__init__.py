@@ -12,7 +12,7 @@ from __future__ import annotations
 from functools import cache
 from importlib import resources
 
-from .data import FORMAT, VERSION, is_error, replay_json, view_edit
+from .data import FORMAT, KIND_LETTER, VERSION, is_error, kinds, replay_json, view_edit
 
 STEP_MS = 1200  # how long a step shows at 1x playback (replayer.js's default)
 
@@ -29,4 +29,5 @@ def style() -> str:
     return resources.files(__package__).joinpath("replayer.css").read_text("utf-8")
 
 
-__all__ = ["FORMAT", "STEP_MS", "VERSION", "is_error", "replay_json", "script", "style", "view_edit"]
+__all__ = ["FORMAT", "KIND_LETTER", "STEP_MS", "VERSION", "is_error", "kinds", "replay_json",
+           "script", "style", "view_edit"]

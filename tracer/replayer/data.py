@@ -15,7 +15,9 @@ keys of the messages to highlight (added or replaced at this step), ``om`` keys
 of messages the model did not receive, ``c`` caption, ``h`` / ``p`` / ``l`` /
 ``s`` / ``mw`` / ``d`` / ``tc`` the event's hook, phase, lap, seq, middleware,
 duration and tool call id, ``pl`` its payload (with ``payloads=True``), ``mv``
-the message list's edit.
+the message list's edit. A window of a large run (``window=``) adds ``offset`` (its
+first step), ``total`` and ``kinds`` (a letter per step of the whole run); the
+window's first step's edit starts from an empty list.
 """
 
 from __future__ import annotations
@@ -129,8 +131,8 @@ def _tool_names(rp: Replay) -> dict[str, str]:
     return names
 
 
-def _steps(rp: Replay, table: _MessageTable, payloads: bool) -> tuple[list[dict[str, Any]],
-                                                                      dict[str, str]]:
+def _steps(rp: Replay, table: _MessageTable, payloads: bool,
+           span: range) -> tuple[list[dict[str, Any]], dict[str, str]]:
     bit = {n: 1 << i for i, n in enumerate(GRAPH_NODES)}
     passable = passable_points(rp)
     revised: dict[int, list[str]] = {}  # seq -> keys of the messages replaced there
@@ -141,7 +143,7 @@ def _steps(rp: Replay, table: _MessageTable, payloads: bool) -> tuple[list[dict[
     prev: list[int] = []
     prev_shown: list[Message] = []
     omitted_before: frozenset[str] = frozenset()
-    for st in rp.steps:
+    for st in rp.steps[span.start:span.stop]:
         ev = st.event
         taken = route(*st.edge, passable) if st.edge else []
         for eid in taken:
@@ -180,15 +182,31 @@ def _steps(rp: Replay, table: _MessageTable, payloads: bool) -> tuple[list[dict[
     return steps, jumps
 
 
-def replay_json(rp: Replay, *, payloads: bool = True) -> dict[str, Any]:
+KIND_LETTER = {"model": "m", "tool": "t", "error": "e", "interrupt": "i", "hook": "h", "run": "r"}
+
+
+def kinds(rp: Replay) -> str:
+    """One letter per step of the run (``KIND_LETTER``; ``e`` at every ``is_error`` step):
+    the tick strip and the jumps to the next model call, tool call or error."""
+    return "".join("e" if is_error(s) else KIND_LETTER.get(s.kind, "h") for s in rp.steps)
+
+
+def replay_json(rp: Replay, *, payloads: bool = True,
+                window: tuple[int, int] | None = None) -> dict[str, Any]:
     """Everything the replayer needs to play ``rp``, as plain JSON-able data.
     ``payloads=False`` leaves the events' payloads out (the app's inspector reads
-    them on the server): about half the size of a large run."""
+    them on the server). ``window=(start, stop)``: only those steps (and the messages
+    they show), with ``offset``, ``total`` and ``kinds`` for the whole run: a run too
+    big to send at once, sent a window at a time."""
     s = rp.run.summary
     table = _MessageTable(rp)
-    steps, jumps = _steps(rp, table, payloads)
+    span = range(len(rp.steps)) if window is None else range(
+        max(0, window[0]), min(len(rp.steps), window[1]))
+    steps, jumps = _steps(rp, table, payloads, span)
     view0 = [] if rp.steps else [table.index(m) for m in rp.run.messages]
     messages = [*rp.run.messages, *rp.run.revisions]
+    part: dict[str, Any] = {} if window is None else {
+        "offset": span.start, "total": len(rp.steps), "kinds": kinds(rp)}
     return {
         "format": FORMAT, "version": VERSION,
         "run": {"id": s.id, "name": s.name, "status": s.status, "laps": s.laps,
@@ -213,7 +231,8 @@ def replay_json(rp: Replay, *, payloads: bool = True) -> dict[str, Any]:
         "back": EDGES[BACK_EDGE] if "before_model" in rp.used_hooks else BACK_TO_POINT,
         "children": [{"id": c.id, "name": c.name, "parent_tool_call_id": c.parent_tool_call_id}
                      for c in rp.run.children],
+        **part,
     }
 
 
-__all__ = ["FORMAT", "VERSION", "is_error", "replay_json", "view_edit"]
+__all__ = ["FORMAT", "KIND_LETTER", "VERSION", "is_error", "kinds", "replay_json", "view_edit"]

@@ -17,6 +17,7 @@
      onStep(i, cause)  after a step is shown; cause: 'load', 'user', 'play',
                 'server', 'pause'
      onOpen(runId)  shows "Open subagent" at a tool call that ran one
+     onWindow(i)  a run sent as a window (offset/total/kinds): step i is needed
 
    Trace text (messages, names, ids, captions) reaches the page through
    textContent only: nothing from a trace is ever parsed as HTML.
@@ -289,17 +290,27 @@ function createReplayer(host, options) {
   // -- messages ----------------------------------------------------------------------
   // The list a step shows is Python's Replay.messages_at, given per step as an edit of
   // the step before's ("mv"): applied forward from the last step shown.
-  let viewAt = -1, view = [];
+  // Going back rebuilds from the nearest checkpoint (a copy of the list every 128 steps),
+  // not from the first step. The edits are applied in place (push, length), never with
+  // Array.prototype.concat: a page that sets Symbol.isConcatSpreadable (Streamlit's
+  // Arrow code does) makes concat 7-20 times slower.
+  let viewAt = -1, view = [], marks = new Map();
   function messagesAt(i) {
     if (!N) return (R.view0 || []);
-    if (i < viewAt) { viewAt = -1; view = []; }
+    if (i < viewAt || viewAt < off - 1) {
+      let k = off - 1;
+      for (const at of marks.keys()) if (at <= i && at > k) k = at;
+      viewAt = k; view = k >= off ? marks.get(k).slice() : [];
+    }
     for (let j = viewAt + 1; j <= i; j++) {
-      const op = steps[j].mv;
-      if (!op) continue;
-      if (op.f) { view = op.f.slice(); continue; }
-      const out = view.slice(0, op.b);
-      for (const [at, x] of op.x || []) out[at] = x;
-      view = out.concat(op.a || []);
+      const op = steps[j - off].mv;
+      if (op && op.f) view = op.f.slice();
+      else if (op) {
+        if (view.length > op.b) view.length = op.b;
+        for (const [at, x] of op.x || []) view[at] = x;
+        for (const x of op.a || []) view.push(x);
+      }
+      if ((j & 127) === 0 && !marks.has(j)) marks.set(j, view.slice());
     }
     viewAt = i;
     return view;
@@ -390,7 +401,7 @@ function createReplayer(host, options) {
     for (const e of current) e.classList.remove("current");
     for (const e of omittedNow) e.classList.remove("omitted");
     current = []; omittedNow = [];
-    const st = N ? steps[i] : null;
+    const st = stepAt(i);
     const hot = new Set((st && st.nk) || []), om = new Set((st && st.om) || []);
     if (extra.step === i) for (const k of extra.keys) hot.add(k);
     idx.forEach((x, k) => {
@@ -428,8 +439,8 @@ function createReplayer(host, options) {
     // The range input's thumb runs from half a thumb in from each end.
     const pad = 8, x = (i) => (N <= 1 ? w / 2 : pad + (i / (N - 1)) * (w - 2 * pad));
     const tw = Math.max(1.5, Math.min(6, ((w - 2 * pad) / Math.max(N, 1)) * 0.8));
-    steps.forEach((st, i) => {
-      const k = st.x ? "error" : st.k;
+    [...kinds].forEach((letter, i) => {
+      const k = KIND_OF[letter];
       if (!col[k]) return;
       ctx.fillStyle = col[k];
       const tall = k === "error" || k === "interrupt";
@@ -443,14 +454,28 @@ function createReplayer(host, options) {
   }
 
   // -- one run -----------------------------------------------------------------------
-  let R = null, steps = [], msgs = [], N = 0, cur = 0, kids = {};
+  // A run too big to send at once comes as a window of its steps: ``offset`` is the
+  // first step held, ``total`` the run's length, ``kinds`` a letter per step of the
+  // whole run (the tick strip, the jumps). A step outside the window is asked of the
+  // host (``onWindow``), which loads the window around it; playback asks ahead.
+  const LETTER = { model: "m", tool: "t", error: "e", interrupt: "i", hook: "h", run: "r" };
+  const KIND_OF = Object.fromEntries(Object.entries(LETTER).map(([k, v]) => [v, k]));
+  let R = null, steps = [], msgs = [], N = 0, cur = 0, kids = {}, off = 0, kinds = "";
+  let waiting = null, wantPlay = false, asked = -1;
+  function inWindow(i) { return i >= off && i < off + steps.length; }
+  function stepAt(i) { return inWindow(i) ? steps[i - off] : null; }
   function load(data, how) {
     const o = how || {};
     const same = R && data && R.run.id === data.run.id;
     const atEnd = same && cur >= N - 1;
+    const resume = same && wantPlay;
     pause("load");
-    R = data; steps = R.steps || []; msgs = R.messages || []; N = steps.length;
-    viewAt = -1; view = [];
+    R = data; steps = R.steps || []; msgs = R.messages || [];
+    off = R.offset || 0; N = R.total != null ? R.total : steps.length;
+    kinds = R.kinds != null ? R.kinds : steps.map((st) => (st.x ? "e" : LETTER[st.k] || "h")).join("");
+    viewAt = off - 1; view = []; marks = new Map(); asked = -1;
+    root.setAttribute("data-offset", String(off));
+    root.setAttribute("data-held", String(steps.length));
     cache = []; callEls = {}; shown = []; current = []; pendingNow = {}; omittedNow = [];
     if (ui.list) ui.list.replaceChildren();
     kids = {};
@@ -467,16 +492,17 @@ function createReplayer(host, options) {
     drawRun();
     drawTicks();
     // A run still being recorded, shown at its last step, follows the steps that arrive.
-    let to = o.step != null ? o.step : (same ? cur : 0);
+    let to = o.step != null ? o.step : (waiting != null ? waiting : (same ? cur : 0));
     if (o.follow && atEnd) to = N - 1;
+    waiting = null;
+    root.setAttribute("data-loading", "0");
     go(to, o.cause || "load");
+    if (resume && inWindow(cur)) play();
   }
 
   function find(kind, from) {
-    for (let i = from + 1; i < N; i++) {
-      if (kind === "error" ? steps[i].x : steps[i].k === kind && !steps[i].x) return i;
-    }
-    return null;
+    const i = kinds.indexOf(LETTER[kind], from + 1);
+    return i < 0 ? null : i;
   }
 
   function clamp(i) {
@@ -495,8 +521,17 @@ function createReplayer(host, options) {
   const KIND_LABEL = { model: "model call", tool: "tool call", error: "error", interrupt: "interrupt",
     hook: "hook", run: "run" };
   function go(i, cause) {
+    if (!R) return;  // (nothing loaded yet: a key pressed while the run is on its way)
     cur = clamp(i);
-    const st = N ? steps[cur] : null;
+    if (N && !inWindow(cur) && opts.onWindow) {
+      // Not held: shown once the host has sent the window around it.
+      waiting = cur;
+      root.setAttribute("data-loading", "1");
+      if (ui.counter) { setText(ui.counter, "Step " + (cur + 1) + " / " + N); ui.scrub.value = String(cur + 1); }
+      if (asked !== cur) { asked = cur; opts.onWindow(cur); }
+      return;
+    }
+    const st = stepAt(cur);
     drawStep(st);
     if (ui.list) drawMessages(cur);
     if (ui.caption) {
@@ -542,22 +577,29 @@ function createReplayer(host, options) {
       timer = null;
       if (cur >= N - 1) { pause("pause"); return; }
       go(cur + 1, "play");
+      if (waiting != null) return;  // (the window is on its way: playback resumes with it)
+      // Ask for the next window while a good stretch of this one is left to play.
+      // (200 steps ahead of the edge: a minute at 4x; a quarter of a small window)
+      const ahead = Math.min(200, Math.floor(steps.length / 4));
+      if (opts.onWindow && off + steps.length < N && off + steps.length - cur < ahead && asked < off) {
+        asked = off; opts.onWindow(cur);
+      }
       if (cur >= N - 1) pause("pause"); else schedule();
     }, Math.max(0, due - performance.now()));
   }
   function play() {
-    if (timer || N < 2) return;
+    if (!R || timer || N < 2) return;
     if (cur >= N - 1) go(0, "user");
-    t0 = performance.now(); k0 = cur;
+    t0 = performance.now(); k0 = cur; wantPlay = true;
     root.setAttribute("data-playing", "1");
     schedule();
   }
   // cause "pause": playback stopped where it is (the host hears of the step);
   // any other: a step of the user's or the host's follows and is reported itself.
   function pause(cause) {
-    const was = !!timer;
+    const was = !!timer || (wantPlay && waiting != null);
     if (timer) clearTimeout(timer);
-    timer = null;
+    timer = null; wantPlay = false;
     root.setAttribute("data-playing", "0");
     if (was && cause === "pause" && opts.onStep) opts.onStep(cur, "pause");
   }
@@ -645,7 +687,7 @@ function createReplayer(host, options) {
     setHighlight,
     step: () => cur,
     steps: () => N,
-    playing: () => !!timer,
+    playing: () => !!timer || (wantPlay && waiting != null),
     run: () => (R ? R.run.id : null),
     destroy() {
       pause("load");
