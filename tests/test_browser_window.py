@@ -11,21 +11,18 @@ as every other replay test: ``tests/replayer_driver.py``).
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from bench_app import record  # (a real agent, scripted: laps x parallel calls)
 from browser_support import collect_console_errors, guard_network, streamlit_server, wait_connected
 from playwright.sync_api import expect
 from replayer_driver import Replayer, steps_shown
 
 from tracer.loader import TraceDB
 from tracer.replay import Replay, build_replay
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_app import record  # noqa: E402  (a real agent, scripted: laps x parallel calls)
 
 WINDOW = 60
 

@@ -312,3 +312,36 @@ def test_step_ms_is_the_scripts_default() -> None:
 
     (speeds,) = re.findall(r"const SPEEDS = \[([^\]]*)\];", js)
     assert [float(x) for x in speeds.split(",")] == list(SPEEDS)
+
+
+# -- a run sent a window at a time ---------------------------------------------------------
+@pytest.mark.parametrize("size", [1, 5, 17])
+def test_every_window_rebuilds_messages_at_from_its_first_step(
+        replays: dict[str, Replay], datas: dict[str, dict[str, Any]], size: int) -> None:
+    """A window of steps [a, b): its own message table, the edits applied from an empty
+    list at a give ``messages_at`` exactly; the rest of each step as in the whole run;
+    ``kinds`` and ``total`` describe the whole run (the scrubber, the jumps)."""
+    for rid, rp in replays.items():
+        whole = datas[rid]
+        n = len(rp)
+        for a in range(0, n, max(1, size)):
+            part = replay_json(rp, payloads=False, window=(a, a + size))
+            b = min(n, a + size)
+            assert (part["offset"], part["total"], len(part["steps"])) == (a, n, b - a)
+            assert len(part["kinds"]) == n
+            assert part["kinds"] == "".join(
+                "e" if s.get("x") else {"model": "m", "tool": "t", "interrupt": "i",
+                                        "hook": "h", "run": "r"}.get(s["k"], "h")
+                for s in whole["steps"])
+            rows = part["messages"]
+            for k, view in enumerate(messages_at(part)):
+                assert [ident(rows[x]) for x in view] == [
+                    m_ident(m) for m in rp.messages_at(a + k)], (rp.run.summary.name, a + k)
+            strip = ("mv",)
+            assert [{k: v for k, v in s.items() if k not in strip} for s in part["steps"]] == [
+                {k: v for k, v in s.items() if k not in strip} for s in whole["steps"][a:b]]
+
+
+def test_the_whole_run_carries_no_window_fields(datas: dict[str, dict[str, Any]]) -> None:
+    for data in datas.values():
+        assert not {"offset", "total", "kinds"} & set(data)
