@@ -50,6 +50,9 @@ _warming = threading.Lock()
 _warmed = False
 
 
+WARM_UP_DELAY_S = 3.0
+
+
 def warm_up() -> None:
     """Import the three adapters on a background thread (several seconds, once per
     process), so the pane opens at once when switched on. Called by the pages that
@@ -59,7 +62,11 @@ def warm_up() -> None:
         if _warmed:
             return
         _warmed = True
-    threading.Thread(target=_import_adapters, name="looptrace-wire-warmup", daemon=True).start()
+    # A few seconds later: the imports hold the interpreter for seconds, and the page that
+    # called this (a replay of a large run, being loaded and sent) should not wait on them.
+    t = threading.Timer(WARM_UP_DELAY_S, _import_adapters)
+    t.name, t.daemon = "looptrace-wire-warmup", True
+    t.start()
 
 
 def _import_adapters() -> None:
