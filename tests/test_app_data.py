@@ -282,8 +282,9 @@ def test_a_hostile_run_id_in_the_url_stays_text(sample_db: Path,
     assert "\\!\\[x\\]" in msg and "\\<img" in msg
 
 
-def test_a_run_being_recorded_refreshes_and_follows_new_steps(
-        sample_db: Path, db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def running_copy(sample_db: Path, db_path: Path) -> tuple[Any, int, sqlite3.Connection]:
+    """A copy of the samples whose "weather" run reads as still being recorded: the run,
+    its number of steps, and a connection to change it further."""
     import shutil
 
     shutil.copy(sample_db, db_path)
@@ -293,6 +294,12 @@ def test_a_run_being_recorded_refreshes_and_follows_new_steps(
     conn = sqlite3.connect(db_path)
     conn.execute("UPDATE runs SET status = 'running', ended_at = NULL WHERE id = ?", [run.id])
     conn.commit()
+    return run, n, conn
+
+
+def test_a_run_being_recorded_refreshes_and_follows_new_steps(
+        sample_db: Path, db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    run, n, conn = running_copy(sample_db, db_path)
     monkeypatch.setenv("LOOPTRACE_DB", str(db_path))
     at = app_test("replay")
     at.query_params["run"] = run.id  # no step: a live run opens at its newest step
@@ -341,15 +348,7 @@ def test_a_run_being_recorded_refreshes_and_follows_new_steps(
 def test_a_live_run_watched_before_its_end_stays_where_it_is(
         sample_db: Path, db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Only the last step follows new steps: a step the user went back to stays."""
-    import shutil
-
-    shutil.copy(sample_db, db_path)
-    with TraceDB(db_path) as db:
-        run = next(r for r in db.runs() if r.name == "weather")
-        n = len(build_replay(db.run(run.id)))
-    conn = sqlite3.connect(db_path)
-    conn.execute("UPDATE runs SET status = 'running', ended_at = NULL WHERE id = ?", [run.id])
-    conn.commit()
+    run, n, conn = running_copy(sample_db, db_path)
     monkeypatch.setenv("LOOPTRACE_DB", str(db_path))
     at = app_test("replay", run=run.id).run()
     assert at.session_state["lt_step"] == n - 1
