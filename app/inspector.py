@@ -17,11 +17,6 @@ from tracer.tool_life import tool_life
 
 from .run_view import RunView
 
-KIND_LABEL = {"model": "model call", "tool": "tool call", "error": "error",
-              "interrupt": "interrupt", "hook": "hook", "run": "run"}
-KIND_BADGE = {"model": "blue", "tool": "green", "error": "red", "interrupt": "orange",
-              "hook": "gray", "run": "gray"}
-
 
 def event_fields(view: RunView, index: int) -> dict[str, Any]:
     step = view.replay.steps[index]

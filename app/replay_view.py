@@ -124,14 +124,23 @@ def _window(view: RunView, i: int) -> tuple[int, int] | None:
     return window
 
 
-def _on_window(view: RunView) -> None:
-    """The browser needs step j, outside the window it holds (or playback nears its end)."""
-    held, _, index = (event("window") or "").rpartition("|")
+def _reported(view: RunView, name: str) -> tuple[str, int] | None:
+    """Event ``name``'s "<version held>|<step index>", when it is about the run this page
+    shows (the callback was drawn for ``view``: still the page's run?): (version, step)."""
+    held, _, index = (event(name) or "").rpartition("|")
     shown = view.replay.run.id
     if held.split(":", 1)[0] == shown == st.session_state.get(state.RUN) and index.isdigit():
-        j = view.replay.clamp(index)
+        return held, view.replay.clamp(index)
+    return None
+
+
+def _on_window(view: RunView) -> None:
+    """The browser needs step j, outside the window it holds (or playback nears its end)."""
+    said = _reported(view, "window")
+    if said is not None:
+        j = said[1]
         window = window_at(len(view.replay), j)
-        st.session_state[state.WINDOW] = (shown, *window) if window else None
+        st.session_state[state.WINDOW] = (view.replay.run.id, *window) if window else None
         state.shown_step(j)
 
 
@@ -143,12 +152,10 @@ def _markers(view: RunView) -> list[dict[str, Any]]:
 
 def _on_step(view: RunView) -> None:
     """The browser settled on a step ("<version held>|<index>")."""
-    held, _, index = (event("step") or "").rpartition("|")
-    shown = view.replay.run.id  # (the run this callback was drawn for: still the page's?)
-    if (held.split(":", 1)[0] == shown == st.session_state.get(state.RUN)
-            and index.isdigit()):
-        state.shown_step(view.replay.clamp(index))
-        st.session_state[state.HELD] = held
+    said = _reported(view, "step")
+    if said is not None:
+        state.shown_step(said[1])
+        st.session_state[state.HELD] = said[0]
 
 
 def _on_need() -> None:

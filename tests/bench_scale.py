@@ -40,7 +40,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -162,7 +161,7 @@ def cli(*args: str) -> float:
 def preloaded_server(db: Path) -> Iterator[str]:
     """The app started by ``python -m app.serve`` (pandas and the app imported
     before the first visit), on a free port; its base URL."""
-    from browser_support import free_port
+    from browser_support import free_port, wait_healthy
 
     port = free_port()
     proc = subprocess.Popen(
@@ -173,17 +172,7 @@ def preloaded_server(db: Path) -> Iterator[str]:
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
-                    if r.read().decode().strip() == "ok":
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("app.serve did not start")
-            time.sleep(0.2)
+        wait_healthy(url, proc, timeout=120)
         yield url
     finally:
         proc.terminate()

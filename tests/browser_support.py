@@ -58,18 +58,7 @@ def streamlit_server(db: str | Path | None = None, app: str | Path | None = None
             cwd=ROOT, env=e, stdout=out, stderr=subprocess.STDOUT)
         url = f"http://127.0.0.1:{port}"
         try:
-            deadline = time.monotonic() + 60
-            while True:
-                try:
-                    with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
-                        if r.read().decode().strip() == "ok":
-                            break
-                except OSError:
-                    pass
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    msg = f"streamlit did not start; see {log}"
-                    raise RuntimeError(msg)
-                time.sleep(0.2)
+            wait_healthy(url, proc, timeout=60, log=log)
             yield url
         finally:
             proc.terminate()
@@ -77,6 +66,25 @@ def streamlit_server(db: str | Path | None = None, app: str | Path | None = None
                 proc.wait(10)
             except subprocess.TimeoutExpired:
                 proc.kill()
+
+
+def wait_healthy(url: str, proc: subprocess.Popen[bytes], *, timeout: float,
+                 log: Path | None = None) -> None:
+    """Wait until the Streamlit server at ``url`` (started as ``proc``) answers its health
+    check; RuntimeError (with its log, if any) when it exits or does not in ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
+                if r.read().decode().strip() == "ok":
+                    return
+        except OSError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            seen = log.read_text(errors="replace") if log is not None and log.exists() else ""
+            msg = f"streamlit at {url} did not start" + (f"; its log ({log}):\n{seen}" if log else "")
+            raise RuntimeError(msg)
+        time.sleep(0.2)
 
 
 def wait_connected(page, timeout: float = 30_000) -> None:  # type: ignore[no-untyped-def]

@@ -17,13 +17,17 @@ import os
 import shutil
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from browser_support import collect_console_errors, free_port, guard_network, wait_connected
+from browser_support import (
+    collect_console_errors,
+    free_port,
+    guard_network,
+    wait_connected,
+    wait_healthy,
+)
 
 from tracer.loader import TraceDB
 
@@ -124,17 +128,7 @@ def test_demo_and_ui_work_installed(installed: tuple[Path, Path],
                                 stdin=subprocess.DEVNULL, env={**os.environ, "HOME": str(project)})
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
-                    if r.read().decode().strip() == "ok":
-                        break
-            except OSError:
-                pass
-            assert proc.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, log.read_text()
-            time.sleep(0.3)
+        wait_healthy(url, proc, timeout=90, log=log)  # (fails with the server's log)
         try:
             browser = request.getfixturevalue("browser")
         except pytest.skip.Exception:  # no chromium here (CI has it): served, not browsed
