@@ -419,7 +419,8 @@ function createReplayer(host, options) {
     const k = (keys || []).join("\u0000");
     if (k === extra.keys.join("\u0000") && step === extra.step) return;
     extra = { keys: keys || [], step: keys && keys.length ? step : -1 };
-    if (ui.list && R) drawMessages(cur);
+    // (a step outside the window held is drawn when its window arrives)
+    if (ui.list && R && (!N || inWindow(cur))) drawMessages(cur);
   }
 
   // -- the scrubber's tick strip ----------------------------------------------------
