@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,6 +42,12 @@ __all__ = ["Cassette", "Miss", "ModelCall", "Outcome", "ReplayError", "Request",
 
 class ReplayError(LooptraceError):
     """A run cannot be replayed or forked as asked (no input, a bad step or edit ...)."""
+
+
+# A random id inside a message's text (Deep Agents names a summary's file after one) is
+# an id: not compared.
+_UUID = re.compile(
+    r"(?<![0-9a-f])[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}(?![0-9a-f])")
 
 
 def _canon(value: Any) -> str:
@@ -101,7 +108,7 @@ def request_of_messages(messages: list[Message], *, system: str | None,
             if system is None:
                 system = content_text(m.content)
             continue
-        texts.append(_message_text(m))
+        texts.append(_UUID.sub("<id>", _message_text(m)))
     return Request(system, tuple(texts), tuple(sorted(tools)) if tools is not None else None,
                    model or None, _canon(settings) if settings else None)
 

@@ -86,6 +86,7 @@ class Stats:
     live_model_calls: int = 0
     live_tool_calls: int = 0
     live_from: dict[str, Any] | None = None  # {"call": n, "step": s, "why": ...}
+    unrecorded_model_calls: int = 0  # calls the record never held (a summariser's): run
 
 
 @dataclass
@@ -145,6 +146,12 @@ class Session:
                     raise self.diverged(f"model call {self.model_calls_seen}", None,
                                         "the model was called more often than recorded")
                 self.go_live("more attempts than recorded", None)
+            elif serving.run_id is not None and not serving.live and not self.live and not any(
+                    c.hook == "model" for c in self.cassette.model_calls.get(serving.run_id, ())):
+                # a call outside the agent's model calls (a summariser's own model, in a
+                # before_model hook) that the tracer does not record: it runs
+                self.stats.unrecorded_model_calls += 1
+                return None
             elif serving.run_id is not None and not serving.live and not self.live:
                 request = _request_of(_from_prompt(prompt), system=None, tools=None)
                 found = self.cassette.match_model(serving.run_id, request, self.used,

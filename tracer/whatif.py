@@ -202,7 +202,7 @@ class ReplayResult:
                 "served": {"model_calls": s.model_calls, "tokens": s.tokens,
                            "seconds": round(s.seconds, 3), "tool_calls": s.tool_calls},
                 "live": {"model_calls": s.live_model_calls, "tool_calls": s.live_tool_calls,
-                         "from": s.live_from},
+                         "from": s.live_from, "unrecorded_model_calls": s.unrecorded_model_calls},
                 "record": {"model_calls": self.record_calls, "tokens": self.record_tokens},
                 "seconds": round(self.seconds, 3)}
 
@@ -223,6 +223,9 @@ class ReplayResult:
         else:
             lines.append(f"  live: {s.live_model_calls} model calls, {s.live_tool_calls} "
                          "tool calls (subagents' tools and unknown tools run)")
+        if s.unrecorded_model_calls:
+            lines.append(f"  {s.unrecorded_model_calls} model calls the record does not hold "
+                         "(made inside a node hook, such as a summariser's) ran")
         if self.error:
             lines.append(f"  the agent ended with {self.error}")
         lines.extend("  " + n for n in self.notes)
