@@ -137,6 +137,7 @@ class ModelCall:
     step: int  # the index of its ``enter`` step in the run's replay (0-based)
     request: Request
     hook: str = "wrap_model_call"  # who recorded it: the middleware, or callbacks ("model")
+    end: int = -1  # the index of its last step (exit or error)
     outcomes: list[Outcome] = field(default_factory=list)
     tokens: int = 0
     seconds: float = 0.0
@@ -157,6 +158,7 @@ class ToolCall:
     args: Any
     outcomes: list[Outcome] = field(default_factory=list)
     seconds: float = 0.0
+    end: int = -1  # the index of its last step (exit or error)
 
     def matches(self, name: str, args: Any) -> bool:
         return self.name == name and _canon(self.args) == _canon(args)
@@ -318,10 +320,12 @@ def _model_calls(rp: Replay) -> list[ModelCall]:
             usage = p.get("usage") if isinstance(p.get("usage"), dict) else {}
             current.tokens = int(usage.get("total_tokens") or 0)
             current.seconds = (ev.duration_ms or 0.0) / 1000
+            current.end = step.index
             current = None
         elif ev.phase == "error":
             current.outcomes.append(_error_outcome(p))
             current.seconds = (ev.duration_ms or 0.0) / 1000
+            current.end = step.index
             current = None
         elif ev.phase == "interrupt":
             current = None
@@ -355,10 +359,12 @@ def _tool_calls(rp: Replay) -> list[ToolCall]:
             found.outcomes.append(Outcome(messages=msgs, command=bool(p.get("command")),
                                           update_keys=tuple(p.get("update_keys") or ())))
             found.seconds = (ev.duration_ms or 0.0) / 1000
+            found.end = step.index
             del open_[tcid]
         elif ev.phase == "error":
             found.outcomes.append(_error_outcome(p))
             found.seconds = (ev.duration_ms or 0.0) / 1000
+            found.end = step.index
             del open_[tcid]
         elif ev.phase == "interrupt":
             del open_[tcid]

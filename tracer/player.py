@@ -130,9 +130,10 @@ class Session:
         text += " (--continue-live goes on with the agent's own model)"
         return ReplayDiverged(text)
 
-    def at_fork(self, recorded_step: int) -> bool:
+    def at_fork(self, call: ModelCall | ToolCall) -> bool:
+        """``call`` (recorded) is the first at or after the fork step, or holds it."""
         return (self.edit is not None and not self.fork_applied and self.fork_step is not None
-                and recorded_step >= self.fork_step)
+                and max(call.step, call.end) >= self.fork_step)
 
     # -- model invocations reaching the cache --------------------------------------
     def invoke_model(self, serving: Serving, prompt: str) -> list[Any] | None:
@@ -422,7 +423,7 @@ class ReplayMiddleware(AgentMiddleware):  # type: ignore[type-arg]
             view = request_view(request)
             found = s.cassette.match_model(s.root_id, view, s.used)
             command = None
-            if isinstance(found, ModelCall) and s.at_fork(found.step) and s.edit.on_model:
+            if isinstance(found, ModelCall) and s.at_fork(found) and s.edit.on_model:
                 request, command = s.edit.apply_to_model(request, s)
                 s.fork_applied = True
                 if s.edit.kind == "model" or not request_view(request).matches(found.request):
@@ -495,7 +496,7 @@ class ReplayMiddleware(AgentMiddleware):  # type: ignore[type-arg]
                 s.stats.live_tool_calls += 1
                 return request, None
             found: ToolCall | None = s.cassette.match_tool(s.root_id, tcid, name, args, s.used)
-            if found is not None and s.at_fork(found.step) and s.edit.on_tool:
+            if found is not None and s.at_fork(found) and s.edit.on_tool:
                 s.fork_applied = True
                 s.used.add(id(found))
                 if s.edit.kind == "tool_args":

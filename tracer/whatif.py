@@ -289,7 +289,8 @@ def _check(cassette: Cassette, at: int | None, edit: Edit | None) -> None:
     root = cassette.root.id
     if edit.on_model:
         call: ModelCall | None = next((c for c in cassette.model_calls.get(root, [])
-                                       if c.step >= at - 1 and c.hook != "model"), None)
+                                       if max(c.step, c.end) >= at - 1 and c.hook != "model"),
+                                      None)
         if call is None:
             msg = f"no model call at or after step {at} to make the edit at"
             raise ReplayError(msg)
@@ -302,7 +303,7 @@ def _check(cassette: Cassette, at: int | None, edit: Edit | None) -> None:
                 raise ReplayError(msg)
     else:
         tcall: ToolCall | None = next((c for c in cassette.tool_calls.get(root, [])
-                                       if c.step >= at - 1), None)
+                                       if max(c.step, c.end) >= at - 1), None)
         if tcall is None:
             msg = f"no tool call at or after step {at} to make the edit at"
             raise ReplayError(msg)
