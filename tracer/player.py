@@ -150,9 +150,12 @@ class Session:
             elif serving.run_id is not None and not serving.live and not self.live and not any(
                     c.hook == "model" for c in self.cassette.model_calls.get(serving.run_id, ())):
                 # a call outside the agent's model calls (a summariser's own model, in a
-                # before_model hook) that the tracer does not record: it runs
-                self.stats.unrecorded_model_calls += 1
-                return None
+                # before_model hook) that the tracer does not record: it runs (after the
+                # fork, as part of the live run)
+                if not self.fork_applied:
+                    self.stats.unrecorded_model_calls += 1
+                    return None
+                self.go_live("a model call the record does not hold", None)
             elif serving.run_id is not None and not serving.live and not self.live:
                 request = _request_of(_from_prompt(prompt), system=None, tools=None)
                 found = self.cassette.match_model(serving.run_id, request, self.used,
