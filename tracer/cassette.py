@@ -196,10 +196,9 @@ class Cassette:
     @classmethod
     def load(cls, db: TraceDB, run_id: str) -> Cassette:
         if db.schema_version < SCHEMA_VERSION:
-            msg = (f"{db.path} was recorded with schema {db.schema_version} (this looptrace "
-                   f"writes {SCHEMA_VERSION}): open it for recording once to migrate it "
-                   "(e.g. `looptrace prune --dry-run --db FILE` does not; record into it, "
-                   "or `looptrace import` its export into a new file), then replay")
+            msg = (f"{db.path} was recorded with schema {db.schema_version}; replay reads "
+                   f"schema {SCHEMA_VERSION}: record into the file once (that migrates it "
+                   "in place) or import its export into a new file, then replay")
             raise ReplayError(msg)
         root = db.run(db.resolve(run_id))
         runs = {root.id: root}

@@ -314,9 +314,8 @@ def _check(cassette: Cassette, at: int | None, edit: Edit | None) -> None:
 
 def _prepare(run_id: str, agent: Any, db: str, at: int | None, edit: Edit | None,
              offline: Any, continue_live: bool) -> tuple[Session, Any, dict[str, Any], str]:
-    if isinstance(agent, str):
-        agent = load_factory(agent)
-    stack = default_stack(agent)
+    # (the record is read and checked before the user's module is imported: a module
+    # that makes its tracer on import must not touch a file that cannot be replayed)
     with TraceDB(db) as tdb:
         cassette = Cassette.load(tdb, run_id)
     if not cassette.input:
@@ -325,6 +324,9 @@ def _prepare(run_id: str, agent: Any, db: str, at: int | None, edit: Edit | None
     if edit is not None and at is None:
         at = 1
     _check(cassette, at, edit)
+    if isinstance(agent, str):
+        agent = load_factory(agent)
+    stack = default_stack(agent)
     if edit is not None:
         stack = edit.apply_to_stack(stack)
     session = Session(cassette, edit=edit, fork_step=None if at is None else at - 1,
