@@ -314,10 +314,11 @@ def _model_calls(rp: Replay) -> list[ModelCall]:
         elif ev.phase == "layer" and p.get("what") == "error":
             current.outcomes.append(_error_outcome(p))
         elif ev.phase == "exit":
-            msgs = [by_key[k].data for k in step.new_keys if k in by_key]
-            current.outcomes.append(Outcome(messages=msgs))
-            usage = p.get("usage") if isinstance(p.get("usage"), dict) else {}
-            current.tokens = int(usage.get("total_tokens") or 0)
+            current.outcomes.append(Outcome(
+                messages=[by_key[k].data for k in step.new_keys if k in by_key]))
+            usage = p.get("usage")
+            current.tokens = int(usage.get("total_tokens") or 0) if isinstance(
+                usage, dict) else 0
             current.seconds = (ev.duration_ms or 0.0) / 1000
             current.end = step.index
             current = None

@@ -47,6 +47,7 @@ from langchain_core.messages import (
     AIMessage,
     BaseMessage,
     RemoveMessage,
+    SystemMessage,
     ToolMessage,
     messages_from_dict,
 )
@@ -345,7 +346,7 @@ def uninstall() -> None:
         _INSTALLED[1] -= 1
         if _INSTALLED[1] > 0:
             return
-        cache = _INSTALLED[0]
+        cache: ReplayCache = _INSTALLED[0]
         if get_llm_cache() is cache:
             set_llm_cache(cache.previous)
         _INSTALLED.clear()
@@ -451,7 +452,7 @@ class ReplayMiddleware(AgentMiddleware):  # type: ignore[type-arg]
     def _forked(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
         s = self.session
         if s.system_override is not None:
-            request = request.override(system_prompt=s.system_override)
+            request = request.override(system_message=SystemMessage(s.system_override))
         if s.model_override is not None:
             request = request.override(model=s.model_override)
         return request

@@ -131,8 +131,10 @@ class Edit:
     def apply_to_model(self, request: Any, session: Session) -> tuple[Any, Any]:
         """The request with the edit made, and the state update that keeps it."""
         if self.kind == "system":
+            from langchain_core.messages import SystemMessage
+
             session.system_override = self.text
-            return request.override(system_prompt=self.text), None
+            return request.override(system_message=SystemMessage(str(self.text))), None
         if self.kind == "model":
             session.model_override = self.model
             return request.override(model=self.model), None
