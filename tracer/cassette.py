@@ -30,7 +30,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import LooptraceError
+from .errors import ReplayError
 from .loader import Message, Run, TraceDB, content_text
 from .records import MODEL_HOOKS, TOOL_HOOKS
 from .replay import Replay, build_replay
@@ -38,10 +38,6 @@ from .schema import SCHEMA_VERSION
 
 __all__ = ["Cassette", "Miss", "ModelCall", "Outcome", "ReplayError", "Request", "ToolCall",
            "request_of_messages"]
-
-
-class ReplayError(LooptraceError):
-    """A run cannot be replayed or forked as asked (no input, a bad step or edit ...)."""
 
 
 # A random id inside a message's text (Deep Agents names a summary's file after one) is

@@ -55,17 +55,14 @@ from langchain_core.outputs import ChatGeneration
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.types import Command
 
-from .cassette import Cassette, Miss, ModelCall, Outcome, ReplayError, Request, ToolCall
+from .cassette import Cassette, Miss, ModelCall, Outcome, Request, ToolCall
 from .cassette import request_of_messages as _request_of
+from .errors import ReplayDiverged
 from .loader import Message
 from .redact import DEFAULT_REDACTOR
 from .serialize import message_json
 
 __all__ = ["RecordedError", "ReplayCache", "ReplayDiverged", "ReplayMiddleware", "Session"]
-
-
-class ReplayDiverged(ReplayError):
-    """The agent asked for something the record does not hold, before the fork."""
 
 
 class RecordedError(Exception):

@@ -40,12 +40,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .cassette import Cassette, ModelCall, ReplayError, ToolCall
+from .cassette import Cassette, ModelCall, ToolCall
+from .errors import ReplayDiverged, ReplayError
 from .loader import TraceDB
-from .player import ReplayDiverged, ReplayMiddleware, Session, Stats, persist
+from .player import ReplayMiddleware, Session, Stats, persist
 
-__all__ = ["EDIT_KINDS", "Edit", "ReplayError", "ReplayResult", "areplay_run", "load_factory",
-           "replay_run"]
+__all__ = ["EDIT_KINDS", "Edit", "ReplayDiverged", "ReplayError", "ReplayResult", "areplay_run",
+           "load_factory", "replay_run"]
 
 # edit kind -> what it changes
 EDIT_KINDS: dict[str, str] = {
