@@ -54,9 +54,12 @@ def forks_of(db: TraceDB, run_id: str) -> list[Fork]:
         meta = _meta(text)
         if meta.get("replay_of") != run_id:
             continue
-        fork = meta.get("forked_from") if isinstance(meta.get("forked_from"), dict) else None
-        out.append(Fork(str(rid), run_id, int(fork["step"]) if fork and fork.get("step")
-                        else None, fork.get("edit") if fork else None, started))
+        fork = meta.get("forked_from")
+        if isinstance(fork, dict):
+            step = int(fork["step"]) if fork.get("step") else None
+            out.append(Fork(str(rid), run_id, step, fork.get("edit"), started))
+        else:
+            out.append(Fork(str(rid), run_id, None, None, started))
     return out
 
 
