@@ -69,8 +69,8 @@ def origin_of(metadata: Any) -> tuple[str, int | None] | None:
     of = meta.get("replay_of")
     if not isinstance(of, str):
         return None
-    fork = meta.get("forked_from") if isinstance(meta.get("forked_from"), dict) else {}
-    step = fork.get("step")
+    fork = meta.get("forked_from")
+    step = fork.get("step") if isinstance(fork, dict) else None
     return of, int(step) if isinstance(step, int) else None
 
 
