@@ -100,3 +100,29 @@ def test_truth_agent_replays_to_its_record(tmp_path: Path, name: str, position: 
     assert res.stats.live_from is None
     _identical(agent.db, agent.run_id, res.run_id)
     assert rows_of(agent.db, agent.run_id) == before
+
+
+def test_tools_are_answered_from_the_record(tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """A replay does not run the tools again (no email sent twice): the shopping run's
+    four catalogue look-ups and its discount come from the record."""
+    from tracer.demo import scenarios
+
+    ran: list[str] = []
+    for t in (scenarios.get_price, scenarios.apply_discount):
+        real = t.func
+
+        def counted(*a: Any, _real: Any = real, _name: str = t.name, **kw: Any) -> Any:
+            ran.append(_name)
+            return _real(*a, **kw)
+
+        monkeypatch.setattr(t, "func", counted)
+    db = tmp_path / "demo.db"
+    demo = AGENTS["shopping"](str(db))
+    demo.record()
+    assert sorted(ran) == ["apply_discount", "get_price", "get_price", "get_price"]
+    run_id = root_run(db)
+    res = replay_run(run_id, agent=demo.factory, db=db)
+    assert sorted(ran) == ["apply_discount", "get_price", "get_price", "get_price"]
+    assert res.stats.tool_calls == 4  # (and check_stock, a tool it lacks, is LangChain's error)
+    _identical(db, run_id, res.run_id)
