@@ -22,6 +22,7 @@ from tracer.errors import LooptraceError, RunNotFound
 from . import data, navigation, state
 from .findings_pane import render_findings
 from .floorplan_pane import render_floor_plan_section
+from .fork_pane import render_fork_pane
 from .inspector import render_inspector
 from .replayer_component import event, render_replayer, replayer_data, window_at
 from .run_view import RunView
@@ -224,6 +225,7 @@ def _draw(path: str, presenter: bool) -> None:
     render_floor_plan_section(view, i)
     render_inspector(view, i)
     _wire(path, view, i)
+    render_fork_pane(path, view, i)  # (app/fork_pane.py: what if)
 
 
 def _wire(path: str, view: RunView, i: int) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import io
 import itertools
+import json
 import re
 import shlex
 import sqlite3
@@ -59,6 +60,7 @@ PY = {
     "deep": "Deep Agents",
     "hand-rolled": "A hand-rolled loop or a plain LangGraph graph",
     "read": "Python API (read side)",
+    "whatif": "What if: replay a run, fork it at a step",
 }
 
 
@@ -146,6 +148,26 @@ def test_deep_agents_block_nests_the_subagent_run(tmp_path: Path,
     answer = db_rows(db, f"SELECT text FROM messages WHERE run_id = '{pid}' AND type = 'ai'"
                          " ORDER BY position DESC LIMIT 1")
     assert answer == [("Oslo, about 720,000 people",)]
+
+
+def test_what_if_block_replays_and_forks(tmp_path: Path,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    out = run_block("whatif", tmp_path, monkeypatch).splitlines()
+    db = tmp_path / "looptrace.db"
+    runs = db_rows(db, "SELECT id, metadata FROM runs ORDER BY started_at")
+    assert len(runs) == 3  # the run, its replay, the fork
+    original, replay, fork = runs
+    assert json.loads(replay[1])["replay_of"] == original[0]
+    assert json.loads(fork[1])["forked_from"] == {
+        "run": original[0], "step": 7,
+        "edit": {"kind": "tool_result", "text": "Heavy rain, 9°C"}}
+    assert out[1] == "  from the record: 2 of 2 model calls (43 tokens, " + out[1].split(
+        "tokens, ")[1]
+    assert "live from model call 2" in "\n".join(out)
+    assert out[-3:] == [
+        "Forecast: Heavy rain, 9°C", "True",
+        "lap 1, step 8 (A) / 8 (B): tool get_weather returned 'Sunny in Oslo' in A but "
+        "'Heavy rain, 9°C' in B"]
 
 
 def test_hand_rolled_block_is_one_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -326,8 +326,10 @@ def place(stack: list[Any], extra: Any, position: str) -> list[Any]:
         i = max(1, len(stack) // 2) if stack else 0
         return [*stack[:i], *extras, *stack[i:]]
     if position == "around":  # the tracer first, with a probe inside every wrap layer
-        trace, *rest = extras
-        return [*trace.around(*stack), *rest]
+        # (a layer before the tracer, such as looptrace's replay layer, stays outside it)
+        i = next((k for k, m in enumerate(extras) if hasattr(m, "around")), 0)
+        lead, (trace, *rest) = extras[:i], extras[i:]
+        return [*lead, *trace.around(*stack), *rest]
     msg = f"position must be 'first', 'middle', 'last' or 'around', not {position!r}"
     raise ValueError(msg)
 

@@ -11,6 +11,10 @@ Read (no LangChain):
     (``Finding``s, with ``Thresholds``); ``diff_runs`` and ``diff_tree`` (a
     ``RunDiff``, its ``Divergence``s).
 
+What if (imports LangChain):
+    ``replay_run`` / ``areplay_run`` (a run replayed through its agent from its
+    record, or forked at a step with an ``Edit``; a ``ReplayResult``).
+
 Files:
     ``export_run``, ``import_trace``, ``import_many`` (JSON Lines trace files),
     ``export_html`` (a self-contained HTML replay), ``export_otlp`` and
@@ -19,7 +23,8 @@ Files:
 
 Errors (one-line messages, all ``LooptraceError``):
     ``NotALooptraceDatabase``, ``DatabaseUnavailable``, ``NewerSchemaError``,
-    ``RunNotFound``, ``TraceFileError``, ``OtelUnavailable``, ``OtlpExportError``.
+    ``RunNotFound``, ``TraceFileError``, ``OtelUnavailable``, ``OtlpExportError``,
+    ``ReplayError`` (and ``ReplayDiverged``).
 
 Example:
     ```python
@@ -51,6 +56,8 @@ if TYPE_CHECKING:
         NotALooptraceDatabase,
         OtelUnavailable,
         OtlpExportError,
+        ReplayDiverged,
+        ReplayError,
         RunNotFound,
         TraceFileError,
     )
@@ -65,6 +72,7 @@ if TYPE_CHECKING:
     from .replay import Replay, Step, build_replay
     from .run_list import RunFilter
     from .schema import SCHEMA_VERSION
+    from .whatif import Edit, ReplayResult, areplay_run, replay_run
 
 __all__ = [  # (the groups: see the docstring above)
     "HOOKS",
@@ -72,6 +80,7 @@ __all__ = [  # (the groups: see the docstring above)
     "SCHEMA_VERSION",
     "DatabaseUnavailable",
     "Divergence",
+    "Edit",
     "Event",
     "Finding",
     "ImportResult",
@@ -84,6 +93,9 @@ __all__ = [  # (the groups: see the docstring above)
     "OtlpExportError",
     "Redactor",
     "Replay",
+    "ReplayDiverged",
+    "ReplayError",
+    "ReplayResult",
     "Run",
     "RunDiff",
     "RunFilter",
@@ -95,6 +107,7 @@ __all__ = [  # (the groups: see the docstring above)
     "TraceDB",
     "TraceFileError",
     "TraceMiddleware",
+    "areplay_run",
     "build_replay",
     "check_db",
     "check_run",
@@ -106,6 +119,7 @@ __all__ = [  # (the groups: see the docstring above)
     "import_many",
     "import_otlp_file",
     "import_trace",
+    "replay_run",
 ]
 
 # public name -> the module (of this package) that defines it
@@ -149,6 +163,12 @@ _EXPORTS: dict[str, str] = {
     "OtlpExportError": "errors",
     "RunNotFound": "errors",
     "TraceFileError": "errors",
+    "ReplayError": "errors",
+    "ReplayDiverged": "errors",
+    "Edit": "whatif",
+    "ReplayResult": "whatif",
+    "areplay_run": "whatif",
+    "replay_run": "whatif",
 }
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -48,6 +49,10 @@ KINDS: tuple[str, ...] = (
     "extra_lap",  # a whole lap exists on one side only
     "status",  # the runs ended differently (completed / error / interrupted)
 )
+
+# A random id inside a text (Deep Agents names a summary's file after one).
+_RANDOM_ID = re.compile(
+    r"(?<![0-9a-f])[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}(?![0-9a-f])")
 
 # Differences in how the model was set up rather than in what the run did: reported once
 # each (not at every model call), and never the "first divergence".
@@ -415,6 +420,16 @@ def _compare_pair(a: _Side, b: _Side, sa: Step, sb: Step,
             out.append(("tools", f"the model was offered tools {ta} in A but {tb} in B", ""))
         if pa.get("model") and pb.get("model") and pa["model"] != pb["model"]:
             out.append(("model", f"model {pa['model']} in A but {pb['model']} in B", ""))
+        if "message_keys" in pa or "message_keys" in pb:
+            # a request rewritten on its way to the tracer (not the state): compare what
+            # the model was sent (a random id in a text, such as a summary's file, aside)
+            def sent(m: Message) -> str:
+                return _RANDOM_ID.sub("<id>", text(m))
+
+            detail = messages_diff(a.rp.messages_at(sa.index), b.rp.messages_at(sb.index),
+                                   "A", "B", text=sent)
+            if detail:
+                out.append(("message", "the model was sent different messages", detail))
     ma, mb = a.new_messages(sa), b.new_messages(sb)
     for x, y in zip(ma, mb):
         found = _compare_messages(x, y, text)

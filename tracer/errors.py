@@ -39,3 +39,12 @@ class OtlpExportError(LooptraceError):
 
 class UsageError(LooptraceError):
     """A command's options do not fit together (or a server cannot start with them)."""
+
+
+class ReplayError(LooptraceError):
+    """A run cannot be replayed or forked as asked (no recorded input, a step out of
+    range, an edit the step cannot take, an agent factory that cannot be imported)."""
+
+
+class ReplayDiverged(ReplayError):
+    """A replayed agent asked for something its record does not hold, before the fork."""

@@ -12,6 +12,7 @@ command    module                      API
 runs       ``tracer.cli.runs``         ``TraceDB.runs`` (``RunFilter``)
 check      ``tracer.cli.check``        ``tracer.check.check_db``
 diff       ``tracer.cli.diff``         ``tracer.diff.diff_tree``
+replay     ``tracer.cli.replay``       ``tracer.whatif.replay_run``
 export     ``tracer.cli.exchange``     ``tracer.exchange.export_run``,
                                        ``tracer.html_export.export_html``,
                                        ``tracer.otel.export_otlp``
@@ -51,6 +52,7 @@ COMMANDS: dict[str, str] = {
     "ui": "ui",
     "check": "check",
     "diff": "diff",
+    "replay": "replay",
     "proxy": "wire",
     "traffic": "wire",
     "collect": "collect",

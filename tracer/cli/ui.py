@@ -23,11 +23,16 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--db", help="database to open (default: the bundled sample traces)")
     p.add_argument("--port", type=int, default=8501)
     p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--agent", metavar="MODULE:FACTORY",
+                   help="the agent of the runs, so that \"Fork here\" runs forks "
+                        "(see looptrace replay)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     env = dict(os.environ)
+    if getattr(args, "agent", None):
+        env["LOOPTRACE_AGENT"] = args.agent  # (tracer.fork_links.AGENT_ENV)
     if args.db:
         TraceDB(args.db).close()  # fail here, clearly, for a bad file
         env["LOOPTRACE_DB"] = str(Path(args.db).resolve())

@@ -29,6 +29,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--emulate", metavar="SCRIPT",
                    help="emulate instead of forwarding: weather, shopping, echo, auto, "
                         "or module:function")
+    p.add_argument("--replay", metavar="RUN",
+                   help="serve the responses of recorded run RUN (in --db) to requests that "
+                        "match it; others are answered by --emulate (default echo)")
     p.add_argument("--db", default=DEFAULT_DB, help=f"trace database (default {DEFAULT_DB})")
     p.add_argument("--port", type=int, default=0, help="port (default: a free one)")
     p.set_defaults(func=proxy)
@@ -65,9 +68,14 @@ def proxy(args: argparse.Namespace, ready: threading.Event | None = None) -> int
     if args.port and not 0 < args.port < 65536:
         msg = f"--port {args.port} is not a port number"
         raise UsageError(msg)
+    script = args.emulate
+    if getattr(args, "replay", None):  # (tracer/wire/replay.py)
+        from ..wire.replay import replay_script
+
+        script = replay_script(args, UsageError)
     try:
-        srv = WireServer(mode="emulate" if args.emulate else "forward", provider=args.provider,
-                         upstream=args.upstream, script=args.emulate, db=args.db,
+        srv = WireServer(mode="emulate" if script else "forward", provider=args.provider,
+                         upstream=args.upstream, script=script, db=args.db,
                          port=args.port or 0, on_exchange=_print_exchange)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
@@ -76,7 +84,7 @@ def proxy(args: argparse.Namespace, ready: threading.Event | None = None) -> int
         raise UsageError(msg) from None
     paths = ", ".join(f.path for f in formats_of(args.provider))
     base = srv.url + ("/v1" if args.provider == "openai" else "")
-    what = f"emulating {args.provider} ({args.emulate})" if args.emulate else (
+    what = f"emulating {args.provider} ({args.replay or args.emulate})" if script else (
         f"forwarding {args.provider} to {srv.upstream}")
     print(f"looptrace proxy: {what}; recording into {args.db}", flush=True)
     print(f"  base_url = {base}   (endpoints {paths})", flush=True)

@@ -85,3 +85,15 @@ def last_tool_results(messages: Sequence[BaseMessage]) -> list[ToolMessage]:
 
 def call(name: str, args: dict[str, Any], call_id: str) -> dict[str, Any]:
     return {"name": name, "args": args, "id": call_id, "type": "tool_call"}
+
+
+def echo_model() -> ScriptedChatModel:
+    """An offline stand-in for a live model (``looptrace replay --offline``): it answers
+    in plain text, quoting the last message it was sent, and asks for no tool."""
+
+    def echo(messages: Sequence[BaseMessage]) -> AIMessage:
+        last = messages[-1] if messages else None
+        said = " ".join(str(last.content).split())[:200] if last is not None else ""
+        return AIMessage(f"[offline] The last message was: {said}")
+
+    return ScriptedChatModel(model_name="offline-echo", script=echo)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 from langchain.agents import create_agent
@@ -107,26 +108,51 @@ HOSTILE_PAGE = (
 
 
 # -- scenarios ---------------------------------------------------------------
-def _run(agent: Any, tm: TraceMiddleware, text: str, config: dict[str, Any] | None = None) -> Any:
-    agent = tm.attach(agent)
-    out = agent.invoke({"messages": [HumanMessage(text)]}, config=config or {})
-    tm.flush()
-    return out
+@dataclass
+class Demo:
+    """An agent scenario: ``factory(middleware=...)`` builds the agent (its parameter's
+    default is the agent's own middleware list, the tracer in it: what ``looptrace
+    replay --agent`` calls), ``text`` is the user's message, ``resumes`` the human
+    decisions a paused run is resumed with, ``raises`` the exception the run ends with."""
+
+    factory: Callable[..., Any]
+    trace: TraceMiddleware
+    text: str
+    config: dict[str, Any] = field(default_factory=dict)
+    resumes: list[Any] = field(default_factory=list)
+    raises: type[BaseException] | None = None
+
+    def record(self) -> None:
+        agent = self.factory()
+        config = json.loads(json.dumps(self.config))
+        try:
+            agent.invoke({"messages": [HumanMessage(self.text)]}, config=config)
+            for value in self.resumes:
+                agent.invoke(Command(resume=value), config=config)
+        except BaseException as exc:
+            if self.raises is None or not isinstance(exc, self.raises):
+                raise
+        finally:
+            self.trace.flush()
 
 
-def weather(db: str) -> None:
+def weather_agent(db: str) -> Demo:
     """One tool call, then the answer."""
     model = ScriptedChatModel(model_name="scripted-weather", script=turn_script([
         AIMessage("", tool_calls=[call("get_weather", {"city": "Oslo"}, "call_weather_1")]),
         AIMessage("It's snowing lightly in Oslo: -3°C with a 4 m/s northerly wind. Wear boots!"),
     ]))
     tm = TraceMiddleware(db=db)
-    agent = create_agent(model, tools=[get_weather], middleware=[tm], name="weather",
-                         system_prompt="You are a helpful weather assistant. Use the tools.")
-    _run(agent, tm, "What's the weather in Oslo?")
+
+    def factory(middleware: Sequence[Any] = (tm,)) -> Any:
+        return tm.attach(create_agent(
+            model, tools=[get_weather], middleware=list(middleware), name="weather",
+            system_prompt="You are a helpful weather assistant. Use the tools."))
+
+    return Demo(factory, tm, "What's the weather in Oslo?")
 
 
-def shopping(db: str) -> None:
+def shopping_agent(db: str) -> Demo:
     """Parallel tool calls, a tool that raises (fed back as an error), an unknown tool."""
     model = ScriptedChatModel(model_name="scripted-shop", script=turn_script([
         AIMessage("Let me look up both prices.", tool_calls=[
@@ -141,13 +167,17 @@ def shopping(db: str) -> None:
                   "$1,191.60. We don't sell unicorns, and I couldn't check stock."),
     ]))
     tm = TraceMiddleware(db=db)
-    agent = create_agent(model, tools=[get_price, apply_discount], middleware=[tm],
-                         name="shopping",
-                         system_prompt="You are a shopping assistant. Quote prices in USD.")
-    _run(agent, tm, "What do a laptop and a mouse cost with code SAVE10? And a unicorn?")
+
+    def factory(middleware: Sequence[Any] = (tm,)) -> Any:
+        return tm.attach(create_agent(
+            model, tools=[get_price, apply_discount], middleware=list(middleware),
+            name="shopping", system_prompt="You are a shopping assistant. Quote prices in USD."))
+
+    return Demo(factory, tm,
+                "What do a laptop and a mouse cost with code SAVE10? And a unicorn?")
 
 
-def repeated_tool(db: str) -> None:
+def repeated_tool_agent(db: str) -> Demo:
     """A model that keeps calling the same tool until the iteration bound stops it."""
 
     def again(messages: Sequence[BaseMessage]) -> AIMessage:
@@ -158,12 +188,16 @@ def repeated_tool(db: str) -> None:
     model = ScriptedChatModel(model_name="scripted-stuck", script=again)
     tm = TraceMiddleware(db=db)
     limit = ModelCallLimitMiddleware(run_limit=5, exit_behavior="end")
-    agent = create_agent(model, tools=[search_docs], middleware=[tm, limit], name="stuck-search",
-                         system_prompt="Answer from the documentation.")
-    _run(agent, tm, "How do I reset my password?")
+
+    def factory(middleware: Sequence[Any] = (tm, limit)) -> Any:
+        return tm.attach(create_agent(
+            model, tools=[search_docs], middleware=list(middleware), name="stuck-search",
+            system_prompt="Answer from the documentation."))
+
+    return Demo(factory, tm, "How do I reset my password?")
 
 
-def deep_agent(db: str) -> None:
+def deep_agent_agent(db: str) -> Demo:
     """A Deep Agents run that delegates to a subagent through the ``task`` tool."""
     from deepagents import SubAgent, create_deep_agent
 
@@ -189,13 +223,17 @@ def deep_agent(db: str) -> None:
                             "description": "Looks facts up in the encyclopedia.",
                             "system_prompt": "You are the RESEARCHER. Use lookup_fact.",
                             "tools": [lookup_fact], "model": model}
-    agent = create_deep_agent(model=model, tools=[lookup_fact], middleware=[tm],
-                              subagents=[researcher], name="deep-research",
-                              system_prompt="You coordinate research. Delegate with task.")
-    _run(agent, tm, "What is the capital of Norway, and how many people live there?")
+
+    def factory(middleware: Sequence[Any] = (tm,)) -> Any:
+        return tm.attach(create_deep_agent(
+            model=model, tools=[lookup_fact], middleware=list(middleware),
+            subagents=[researcher], name="deep-research",
+            system_prompt="You coordinate research. Delegate with task."))
+
+    return Demo(factory, tm, "What is the capital of Norway, and how many people live there?")
 
 
-def human_in_the_loop(db: str) -> None:
+def human_in_the_loop_agent(db: str) -> Demo:
     """Pauses for approval of two tool calls; resumes with one approve and one reject."""
 
     def script(messages: Sequence[BaseMessage]) -> AIMessage:
@@ -212,18 +250,19 @@ def human_in_the_loop(db: str) -> None:
     model = ScriptedChatModel(model_name="scripted-hitl", script=script)
     tm = TraceMiddleware(db=db)
     hitl = HumanInTheLoopMiddleware(interrupt_on={"send_email": True, "delete_file": True})
-    agent = create_agent(model, tools=[send_email, delete_file], middleware=[tm, hitl],
-                         checkpointer=InMemorySaver(), name="approvals",
-                         system_prompt="You are an office assistant.")
-    config = {"configurable": {"thread_id": "demo-hitl-thread"}}
-    bound = tm.attach(agent)
-    bound.invoke({"messages": [HumanMessage("Email the weekly report, then delete the draft.")]},
-                 config=config)
-    bound.invoke(Command(resume={"decisions": [
-        {"type": "approve"},
-        {"type": "reject", "message": "Keep the draft for now."},
-    ]}), config=config)
-    tm.flush()
+
+    def factory(middleware: Sequence[Any] = (tm, hitl)) -> Any:
+        return tm.attach(create_agent(
+            model, tools=[send_email, delete_file], middleware=list(middleware),
+            checkpointer=InMemorySaver(), name="approvals",
+            system_prompt="You are an office assistant."))
+
+    return Demo(factory, tm, "Email the weekly report, then delete the draft.",
+                config={"configurable": {"thread_id": "demo-hitl-thread"}},
+                resumes=[{"decisions": [
+                    {"type": "approve"},
+                    {"type": "reject", "message": "Keep the draft for now."},
+                ]}])
 
 
 MAX_ITERATIONS = 4
@@ -266,7 +305,7 @@ def hand_rolled(db: str) -> None:
     handler.close()
 
 
-def hostile_content(db: str) -> None:
+def hostile_content_agent(db: str) -> Demo:
     """A tool result holding script, an onerror image and a markdown image: shown as text."""
     model = ScriptedChatModel(model_name="scripted-web", script=turn_script([
         AIMessage("", tool_calls=[call("fetch_page", {"url": "http://example.test/"},
@@ -275,9 +314,12 @@ def hostile_content(db: str) -> None:
                   "ignored. ![x](http://127.0.0.1:9/reply.png)"),
     ]))
     tm = TraceMiddleware(db=db)
-    agent = create_agent(model, tools=[fetch_page], middleware=[tm], name="hostile-page",
-                         system_prompt="Summarise web pages.")
-    _run(agent, tm, "Summarise http://example.test/ <script>alert('hi')</script>")
+
+    def factory(middleware: Sequence[Any] = (tm,)) -> Any:
+        return tm.attach(create_agent(model, tools=[fetch_page], middleware=list(middleware),
+                                      name="hostile-page", system_prompt="Summarise web pages."))
+
+    return Demo(factory, tm, "Summarise http://example.test/ <script>alert('hi')</script>")
 
 
 @tool
@@ -289,7 +331,7 @@ def lookup_orders(customer: str) -> str:
     return f"Orders of {customer}:\n" + "\n".join(rows * 3)
 
 
-def middleware_stack(db: str) -> None:
+def middleware_stack_agent(db: str) -> Demo:
     """LangChain's prebuilt middleware around the loop, recorded one layer at a time
     (``trace.around``): PII redaction gives the user's message and the final reply a
     new version; context editing clears an old tool result in what the model gets
@@ -303,7 +345,7 @@ def middleware_stack(db: str) -> None:
         ToolRetryMiddleware,
     )
 
-    calls = {"model": 0, "tool": 0}
+    calls = {"model": 0, "tool": 0}  # (a new agent starts them again: see the factory)
     answers = turn_script([
         AIMessage("Let me look up your orders.", tool_calls=[
             call("lookup_orders", {"customer": "the customer"}, "call_orders")]),
@@ -335,10 +377,15 @@ def middleware_stack(db: str) -> None:
         ModelFallbackMiddleware(ScriptedChatModel(model_name="scripted-backup", script=answers)),
         ToolRetryMiddleware(max_retries=1, initial_delay=0.0, backoff_factor=0.0, jitter=False),
     )
-    agent = create_agent(ScriptedChatModel(model_name="scripted-primary", script=primary),
-                         tools=[lookup_orders, track_order], middleware=stack,
-                         name="support-desk", system_prompt="You are a support agent.")
-    _run(agent, tm, "Hi, I am alice@example.com. Where is my usb-c hub?")
+
+    def factory(middleware: Sequence[Any] = tuple(stack)) -> Any:
+        calls.update(model=0, tool=0)
+        return tm.attach(create_agent(
+            ScriptedChatModel(model_name="scripted-primary", script=primary),
+            tools=[lookup_orders, track_order], middleware=list(middleware),
+            name="support-desk", system_prompt="You are a support agent."))
+
+    return Demo(factory, tm, "Hi, I am alice@example.com. Where is my usb-c hub?")
 
 
 def sdk_loop(db: str) -> None:
@@ -369,7 +416,7 @@ def book_table(restaurant: str, guests: Annotated[int, Field(ge=1, le=12)],
         tool_call_id=runtime.tool_call_id)]})
 
 
-def tool_validation_error(db: str) -> None:
+def tool_validation_error_agent(db: str) -> Demo:
     """Arguments that fail the tool's schema come back to the model as an error
     ToolMessage (the tool never runs); the corrected call returns a Command whose
     update carries the ToolMessage that answers it."""
@@ -381,9 +428,12 @@ def tool_validation_error(db: str) -> None:
         AIMessage("Done: a table for 6 at Fiskeriet, 19:00 (confirmation B-61)."),
     ]))
     tm = TraceMiddleware(db=db)
-    agent = create_agent(model, tools=[book_table], middleware=[tm], name="booking",
-                         system_prompt="You book restaurant tables.")
-    _run(agent, tm, "Book Fiskeriet for six people tonight.")
+
+    def factory(middleware: Sequence[Any] = (tm,)) -> Any:
+        return tm.attach(create_agent(model, tools=[book_table], middleware=list(middleware),
+                                      name="booking", system_prompt="You book restaurant tables."))
+
+    return Demo(factory, tm, "Book Fiskeriet for six people tonight.")
 
 
 @tool
@@ -393,19 +443,55 @@ def check_stock(product: str) -> str:
     raise TimeoutError(msg)  # not a ToolException, and no handle_tool_error: it propagates
 
 
-def tool_exception(db: str) -> None:
+def tool_exception_agent(db: str) -> Demo:
     """A tool raises an exception nothing handles: it propagates and the run fails."""
     model = ScriptedChatModel(model_name="scripted-stock", script=turn_script([
         AIMessage("", tool_calls=[call("check_stock", {"product": "laptop"}, "call_stock_1")]),
         AIMessage("There are laptops in stock."),
     ]))
     tm = TraceMiddleware(db=db)
-    agent = create_agent(model, tools=[check_stock], middleware=[tm], name="stock-check",
-                         system_prompt="You answer stock questions.")
-    try:
-        _run(agent, tm, "Do you have laptops in stock?")
-    except TimeoutError:
-        tm.flush()  # the run failed, as it should: recorded with its error
+
+    def factory(middleware: Sequence[Any] = (tm,)) -> Any:
+        return tm.attach(create_agent(model, tools=[check_stock], middleware=list(middleware),
+                                      name="stock-check",
+                                      system_prompt="You answer stock questions."))
+
+    # the run fails, as it should: recorded with its error
+    return Demo(factory, tm, "Do you have laptops in stock?", raises=TimeoutError)
+
+
+# The agent scenarios: name -> the Demo of its agent (``looptrace replay`` can run them).
+AGENTS: dict[str, Callable[[str], Demo]] = {
+    "weather": weather_agent,
+    "shopping": shopping_agent,
+    "repeated-tool": repeated_tool_agent,
+    "deep-agent": deep_agent_agent,
+    "human-in-the-loop": human_in_the_loop_agent,
+    "hostile-content": hostile_content_agent,
+    "middleware-stack": middleware_stack_agent,
+    "tool-validation-error": tool_validation_error_agent,
+    "tool-exception": tool_exception_agent,
+}
+
+
+def _recorder(make: Callable[[str], Demo]) -> Callable[[str], None]:
+    def record(db: str) -> None:
+        make(db).record()
+
+    record.__name__ = make.__name__.removesuffix("_agent")
+    record.__doc__ = make.__doc__
+    return record
+
+
+weather = _recorder(weather_agent)
+shopping = _recorder(shopping_agent)
+repeated_tool = _recorder(repeated_tool_agent)
+deep_agent = _recorder(deep_agent_agent)
+human_in_the_loop = _recorder(human_in_the_loop_agent)
+hostile_content = _recorder(hostile_content_agent)
+middleware_stack = _recorder(middleware_stack_agent)
+tool_validation_error = _recorder(tool_validation_error_agent)
+tool_exception = _recorder(tool_exception_agent)
 
 
 SCENARIOS: dict[str, Callable[[str], None]] = {

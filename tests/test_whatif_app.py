@@ -1,0 +1,95 @@
+"""What if in the app: a run's replays and forks, and "Fork here" on the Replay page.
+
+``tracer.fork_links`` finds a run's replays and forks from their metadata and builds
+the ``looptrace replay`` command; the Replay page lists them with links to Compare at
+the fork's row, shows the command for an edit at the current step, and, when the app
+was started with ``--agent``, runs the fork and links it.
+"""
+
+from __future__ import annotations
+
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+from app_kit import app_test
+from whatif_kit import root_run
+
+from tracer.fork_links import fork_argv, forks_of, origin_of
+from tracer.loader import TraceDB
+from tracer.whatif import Edit, replay_run
+
+pytestmark = pytest.mark.usefixtures("clean_streamlit_caches")
+
+AGENT_MODULE = '''
+import os
+from tracer.demo.scenarios import weather_agent
+
+make_agent = weather_agent(os.environ["LOOPTRACE_DB"]).factory
+'''
+
+
+@pytest.fixture
+def weather(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str, object]:
+    from tracer.demo.scenarios import weather_agent
+
+    db = tmp_path / "trace.db"
+    monkeypatch.setenv("LOOPTRACE_DB", str(db))
+    demo = weather_agent(str(db))
+    demo.record()
+    return db, root_run(db), demo.factory
+
+
+def test_forks_of_a_run_and_the_command(weather: tuple[Path, str, object]) -> None:
+    db, run_id, factory = weather
+    replay = replay_run(run_id, agent=factory, db=db)
+    fork = replay_run(run_id, agent=factory, db=db, at=8,
+                      edit=Edit("tool_result", text="Heavy rain"))
+    with TraceDB(db) as t:
+        found = forks_of(t, run_id)
+        assert forks_of(t, fork.run_id) == []
+        assert origin_of(t.run(fork.run_id).metadata) == (run_id, 8)
+        assert origin_of(t.run(replay.run_id).metadata) == (run_id, None)
+        assert origin_of(t.run(run_id).metadata) is None
+    assert [(f.run_id, f.step, f.edit) for f in found] == [
+        (replay.run_id, None, None),
+        (fork.run_id, 8, {"kind": "tool_result", "text": "Heavy rain"})]
+    assert fork_argv(run_id, 10, {"kind": "message", "position": 0, "text": "In Bergen?"},
+                     agent="my_agent:make_agent", db="t.db") == [
+        "looptrace", "replay", run_id, "--agent", "my_agent:make_agent", "--db", "t.db",
+        "--at", "10", "--message", "0=In Bergen?"]
+
+
+def test_fork_here_shows_the_command_then_runs_it(
+        tmp_path: Path, weather: tuple[Path, str, object],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    db, run_id, _ = weather
+    at = app_test("replay", timeout=60, run=run_id, step="8").run()
+    assert not at.exception
+    at.toggle(key="show_fork").set_value(True).run()
+    assert at.radio(key="fork_kind").value == "tool result"  # step 8 is the tool's result
+    at.text_area(key="fork_result").input("Heavy rain, 9°C").run()
+    codes = [c.value for c in at.code]
+    assert (f"looptrace replay {run_id} --agent MODULE:FACTORY --db {db} --at 8 "
+            "--tool-result 'Heavy rain, 9°C'") in codes
+    assert not [b for b in at.button if b.key == "fork_run"]  # no agent named: no button
+
+    name = f"agent_{uuid.uuid4().hex[:8]}"
+    (tmp_path / f"{name}.py").write_text(AGENT_MODULE)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("LOOPTRACE_AGENT", f"{name}:make_agent")
+    try:
+        at.run()
+        at.button(key="fork_run").click().run(timeout=300)
+    finally:
+        sys.modules.pop(name, None)
+    assert not at.exception
+    with TraceDB(db) as t:
+        (fork,) = forks_of(t, run_id)
+        last = t.run(fork.run_id).messages
+    assert fork.step == 8 and fork.edit == {"kind": "tool_result", "text": "Heavy rain, 9°C"}
+    assert [m.text for m in last if m.type == "tool"] == ["Heavy rain, 9°C"]
+    links = [str(e.proto) for e in at.get("page_link")]
+    assert any(f"Compare with the fork {fork.run_id[:12]}" in x and f"b={fork.run_id}" in x
+               for x in links), links

@@ -1,0 +1,98 @@
+"""``looptrace proxy --replay RUN``: the seed's SDK loop replayed with no upstream.
+
+The loop on each provider's own SDK (``tracer.wire.loops``: OpenAI chat completions and
+Responses, Anthropic, Ollama; JSON and streamed) is recorded through the emulator,
+then run again against a proxy that answers from that record only: every request is
+served from it, none falls to the fallback, and the run made of the replay's traffic
+is its record (``diff`` finds nothing).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tracer.demo.record import root_ids
+from tracer.diff import diff_tree, format_text
+from tracer.loader import TraceDB
+from tracer.wire.loops import LOOPS
+from tracer.wire.proxy import WireServer
+from tracer.wire.replay import CassetteScript
+from tracer.wire.scenarios import WEATHER_PROMPT, WEATHER_SYSTEM
+
+CASES = [(sdk, stream) for sdk in sorted(LOOPS) for stream in (False, True)]
+
+
+def _record(db: Path, sdk: str, stream: bool) -> str:
+    with WireServer(mode="emulate", script="weather", db=str(db)) as srv:
+        LOOPS[sdk](srv.url, WEATHER_PROMPT, system=WEATHER_SYSTEM, stream=stream)
+    (run_id,) = root_ids(db)
+    return run_id
+
+
+@pytest.mark.parametrize(("sdk", "stream"), CASES,
+                         ids=[f"{s}-{'stream' if st else 'json'}" for s, st in CASES])
+def test_sdk_loop_replays_with_no_upstream(tmp_path: Path, sdk: str, stream: bool) -> None:
+    db = tmp_path / "trace.db"
+    run_id = _record(db, sdk, stream)
+    script = CassetteScript(str(db), run_id, fallback="echo")
+    with WireServer(mode="emulate", script=script, db=str(db)) as srv:
+        LOOPS[sdk](srv.url, WEATHER_PROMPT, system=WEATHER_SYSTEM, stream=stream)
+    assert script.misses == []
+    assert script.served == len(script.calls) == 2
+    (replay,) = root_ids(db) - {run_id}
+    with TraceDB(db) as t:
+        d = diff_tree(t, run_id, t, replay)
+    assert d.identical, format_text(d)
+
+
+def test_a_request_the_record_does_not_hold_goes_to_the_fallback(tmp_path: Path) -> None:
+    db = tmp_path / "trace.db"
+    run_id = _record(db, "openai", False)
+    log = tmp_path / "log.txt"
+    with log.open("w") as out:
+        script = CassetteScript(str(db), run_id, fallback="echo", log=out)
+        with WireServer(mode="emulate", script=script, db=str(db)) as srv:
+            LOOPS["openai"](srv.url, "What's the weather in Paris?", system=WEATHER_SYSTEM)
+    assert script.served == 0 and len(script.misses) == 1
+    assert "-[user] What's the weather in Oslo and in Bergen right now?" in script.misses[0]
+    assert "+[user] What's the weather in Paris?" in script.misses[0]
+    assert "a request the record does not hold" in log.read_text()
+
+
+def test_the_proxy_command_serves_the_record(tmp_path: Path) -> None:
+    db = tmp_path / "trace.db"
+    run_id = _record(db, "openai", True)
+    exe = Path(sys.executable).parent / "looptrace"
+    proc = subprocess.Popen([str(exe), "proxy", "--provider", "openai", "--replay", run_id[:12],
+                             "--db", str(db)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        assert f"emulating openai ({run_id[:12]})" in first, first + (proc.stderr.read()
+                                                                      if proc.poll() else "")
+        base = proc.stdout.readline().split("base_url = ", 1)[1].split()[0]
+        answer = LOOPS["openai"](base.removesuffix("/v1"), WEATHER_PROMPT,
+                                 system=WEATHER_SYSTEM, stream=True)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+    with TraceDB(db) as t:
+        recorded = t.run(run_id).messages[-1].text
+    assert answer == recorded
+
+
+def test_replay_and_upstream_exclude_each_other(tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    from tracer.cli import main
+
+    db = tmp_path / "trace.db"
+    run_id = _record(db, "openai", False)
+    assert main(["proxy", "--provider", "openai", "--replay", run_id, "--db", str(db),
+                 "--upstream", "http://127.0.0.1:9"]) == 1
+    assert "--replay and --upstream exclude each other" in capsys.readouterr().err
