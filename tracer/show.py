@@ -224,8 +224,8 @@ def render_overview(d: dict[str, Any]) -> str:
     lines = [
         f"run {r['id']}  {r.get('name') or ''}",
         f"  status {r['status']}   started {_when(r.get('started_at'))}   took {dur}",
-        f"  {r['laps']} laps, {r['model_calls']} model calls, {r['tool_calls']} tool calls, "
-        f"{r['errors']} errors, {r.get('total_tokens') or 0} tokens, {d['steps']} steps",
+        (f"  {r['laps']} laps, {r['model_calls']} model calls, {r['tool_calls']} tool calls, "
+        f"{r['errors']} errors, {r.get('total_tokens') or 0} tokens, {d['steps']} steps"),
     ]
     if r.get("model") or r.get("provider"):
         lines.append(f"  model {r.get('model') or '-'} ({r.get('provider') or '-'})"

@@ -123,7 +123,7 @@ def _start_proxies(db: str, env: dict[str, str]) -> list[Any]:
 
 def _run_child(cmd: list[str], env: dict[str, str]) -> int:
     try:
-        child = subprocess.Popen(cmd, env=env)  # noqa: S603 - the user's own command
+        child = subprocess.Popen(cmd, env=env)
     except OSError as exc:
         msg = f"cannot run {cmd[0]!r}: {exc.strerror or exc}"
         raise UsageError(msg) from None
