@@ -90,6 +90,7 @@ class Tools:
         self.export_dir = export_dir
 
     def _open(self) -> TraceDB:
+        _not_locked(self.db)
         return TraceDB(self.db)
 
     # -- runs ---------------------------------------------------------------------------
@@ -238,6 +239,31 @@ class Tools:
         written = export_html(self.db, rid, out)
         return {"run_id": rid, "path": str(written.resolve()),
                 "bytes": written.stat().st_size}
+
+
+def _not_locked(path: str) -> None:
+    """Fail at once, naming the problem, on a file another process holds locked (the
+    reader would otherwise wait for it for half a minute)."""
+    import sqlite3
+
+    from .errors import DatabaseUnavailable
+
+    if not os.path.isfile(path):
+        return  # (TraceDB says what is wrong with it)
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=1.0)
+    except sqlite3.Error:
+        return
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.OperationalError as exc:
+        if "locked" in str(exc) or "busy" in str(exc):
+            msg = f"{path} is locked by another process ({exc}); try again when it is released"
+            raise DatabaseUnavailable(msg) from None
+    except sqlite3.DatabaseError:
+        pass
+    finally:
+        conn.close()
 
 
 def _compact_dict(d: dict[str, Any]) -> dict[str, Any]:
