@@ -79,7 +79,7 @@ def free_port() -> int:
 @asynccontextmanager
 async def http(db: Path) -> AsyncIterator[Client]:
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "tracer", "mcp", "--db", str(db), "--http",
+    proc = subprocess.Popen([sys.executable, "-m", "tracer", "mcp", "--db", str(db), "--http",  # noqa: ASYNC220
                              "--port", str(port)], env=env(), stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)
     try:
@@ -312,3 +312,25 @@ def test_an_agent_session_finds_the_loop_and_the_dangling_call(samples: Path) ->
                                                    for m in msgs["messages"]]
 
     run_with("stdio", samples, body)
+
+
+def test_the_readmes_client_configuration_starts_the_server(samples: Path) -> None:
+    """The snippet of "Use it from a coding agent", as an MCP client reads it."""
+    import re
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Use it from a coding agent", 1)[1].split("\n## ", 1)[0]
+    (block,) = re.findall(r"^```json\n(.*?)^```$", section, re.MULTILINE | re.DOTALL)
+    server = json.loads(block)["mcpServers"]["looptrace"]
+    assert server["command"] == "looptrace"
+    args = [str(samples) if a.endswith("looptrace.db") else a for a in server["args"]]
+    params = StdioServerParameters(command=str(Path(sys.executable).parent / "looptrace"),
+                                   args=args, env=env())
+
+    async def main() -> None:
+        async with stdio_client(params) as (r, w), ClientSession(r, w) as s:
+            await s.initialize()
+            res = await s.call_tool("list_runs", {"limit": 1})
+            assert json.loads(res.content[0].text)["total"] == 22
+
+    asyncio.run(main())

@@ -1,6 +1,6 @@
 """Loaded by Python at start-up when ``looptrace run`` puts this folder first on
-``PYTHONPATH``: turns tracing on (``tracer.autotrace``, into ``$LOOPTRACE_DB``) before
-the user's code runs, then loads the ``sitecustomize`` this one stands in front of,
+``PYTHONPATH``: arms the tracing hook (``tracer.autohook``: into ``$LOOPTRACE_DB``, once
+the program imports LangChain) before the user's code runs, then loads the ``sitecustomize`` this one stands in front of,
 if any. It never stops the program: a failure is one line on stderr."""
 
 import importlib
@@ -9,7 +9,11 @@ import sys
 
 try:
     if os.environ.get("LOOPTRACE_DB"):
-        import tracer.autotrace  # noqa: F401  (installs the configure hook)
+        # (absolute now: the handler may be created on an event loop, where it is not read)
+        os.environ["LOOPTRACE_DB"] = os.path.abspath(os.environ["LOOPTRACE_DB"])
+        from tracer.autohook import arm  # (imports no LangChain)
+
+        arm()
 except Exception as exc:  # noqa: BLE001
     print(f"looptrace: not tracing: {exc!r}", file=sys.stderr)
 
