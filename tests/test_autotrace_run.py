@@ -337,3 +337,17 @@ def test_the_metadata_json_is_plain(tmp_path: Path) -> None:
     run_script(tmp_path, HAND_ROLLED, trace=db)
     (meta,), = rows(db, "SELECT metadata FROM runs")
     assert set(json.loads(meta)["looptrace"]) == {"recorded_by", "through", "not_seen"}
+
+
+def test_a_child_process_of_the_command_is_traced_too(tmp_path: Path) -> None:
+    db = tmp_path / "t.db"
+    (tmp_path / "agent.py").write_text(textwrap.dedent(agent_code()), encoding="utf-8")
+    parent = """
+    import subprocess, sys
+    done = subprocess.run([sys.executable, "agent.py", "Bergen", "0"])
+    print("child said", done.returncode)
+    """
+    done = run_script(tmp_path, parent, trace=db)
+    assert (done.returncode, done.stdout) == (0, "It is sunny in Bergen.\nchild said 0\n")
+    (run,) = accepted(db)
+    assert run.messages[0].text == "What's the weather in Bergen?"

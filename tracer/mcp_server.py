@@ -328,7 +328,10 @@ TOOLS: dict[str, str] = {
         "return its path (default: the temporary directory). Writes that file only; the "
         "database is never written."),
 }
-# (replay and fork of a run, the what-if tools, are added here when that feature lands)
+# The what-if tools (replay a run, fork it at a step: branch i23) go here when that feature
+# lands: a name and a description in the same words, a ``Tools`` method, an entry in
+# ``build_server``'s ``impl``; they write runs, so ``read_only_hint=False`` (as for
+# ``export_html``) and their descriptions say what they write.
 
 
 def build_server(db: str | os.PathLike[str], *, export_dir: str | None = None) -> Any:
