@@ -95,13 +95,16 @@ def server(cmd: list[str], cwd: Path, health: str, env: dict[str, str]) -> Itera
                 time.sleep(0.5)
         yield
     finally:
+        # (a SIGINT that does not come from a terminal: `looptrace run` passes it on)
         proc.send_signal(signal.SIGINT)
         try:
             proc.wait(timeout=60)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-        log.close()
+            raise AssertionError("the server did not stop on SIGINT") from None
+        finally:
+            log.close()
 
 
 def base_env() -> dict[str, str]:

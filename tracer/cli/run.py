@@ -8,7 +8,8 @@ started too, and the SDKs' endpoint variables point at it (``OPENAI_BASE_URL``,
 ``ANTHROPIC_BASE_URL``, ``OLLAMA_HOST``); each forwards to what the variable said
 before (or the provider's public API). The command's output is not touched (this
 command prints nothing of its own unless something fails) and its exit status is
-``looptrace run``'s. Signals (Ctrl-C, SIGTERM, SIGHUP) are passed on to the child.
+``looptrace run``'s. SIGTERM, SIGHUP and a SIGINT that did not come from the terminal
+(whose Ctrl-C reaches the command directly) are passed on to it.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import argparse
 import os
 import signal
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -121,6 +123,15 @@ def _start_proxies(db: str, env: dict[str, str]) -> list[Any]:
     return out
 
 
+def _at_the_terminal() -> bool:
+    """Whether this process runs in the foreground of a terminal (whose Ctrl-C reaches
+    every process of the foreground group, the command included)."""
+    try:
+        return os.tcgetpgrp(sys.stdin.fileno()) == os.getpgrp()
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
 def _run_child(cmd: list[str], env: dict[str, str]) -> int:
     try:
         child = subprocess.Popen(cmd, env=env)
@@ -129,6 +140,8 @@ def _run_child(cmd: list[str], env: dict[str, str]) -> int:
         raise UsageError(msg) from None
 
     def forward(signum: int, frame: object) -> None:
+        if signum == signal.SIGINT and _at_the_terminal():
+            return  # (Ctrl-C: the terminal sent it to the command as well, once is enough)
         if child.poll() is None:
             child.send_signal(signum)
 
