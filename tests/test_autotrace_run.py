@@ -351,3 +351,21 @@ def test_a_child_process_of_the_command_is_traced_too(tmp_path: Path) -> None:
     assert (done.returncode, done.stdout) == (0, "It is sunny in Bergen.\nchild said 0\n")
     (run,) = accepted(db)
     assert run.messages[0].text == "What's the weather in Bergen?"
+
+
+def test_a_foreign_looptrace_db_leaves_the_program_untraced_and_says_so_once(
+        tmp_path: Path) -> None:
+    import sqlite3
+
+    from tracer.cli.run import BOOT_DIR
+
+    foreign = tmp_path / "other.db"
+    conn = sqlite3.connect(foreign)
+    conn.execute("CREATE TABLE x (y)")
+    conn.commit()
+    conn.close()
+    done = run_script(tmp_path, HAND_ROLLED, extra_env={
+        "LOOPTRACE_DB": str(foreign), "PYTHONPATH": os.pathsep.join([str(BOOT_DIR), str(ROOT)])})
+    assert (done.returncode, done.stdout) == (0, "It is sunny in Oslo.\n")
+    assert done.stderr == (f"looptrace: not tracing (LOOPTRACE_DB={foreign}): {foreign} is a "
+                           "SQLite database but not a looptrace one (no meta table)\n")

@@ -48,6 +48,7 @@ NOT_SEEN = (
     "recorded; add TraceMiddleware with trace.around(...) for that)")
 
 _installed: list[AutoTraceHandler] = []
+_failed: list[str] = []
 
 
 class _AutoRecorder(Recorder):
@@ -161,11 +162,12 @@ def install_from_env(environ: Any = None) -> AutoTraceHandler | None:
     is said on stderr, once, and the process goes on untraced (never broken)."""
     env = os.environ if environ is None else environ
     db = env.get(ENV_DB)
-    if not db:
+    if not db or _failed:
         return None
     try:
         return install(db, how=env.get("LOOPTRACE_HOW") or "LOOPTRACE_DB")
     except Exception as exc:  # noqa: BLE001 - tracing must never stop the program
+        _failed.append(db)  # (said once: the hook asks again at every run)
         print(f"looptrace: not tracing ({ENV_DB}={db}): {exc}", file=sys.stderr)
         return None
 
