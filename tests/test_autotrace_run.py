@@ -369,3 +369,38 @@ def test_a_foreign_looptrace_db_leaves_the_program_untraced_and_says_so_once(
     assert (done.returncode, done.stdout) == (0, "It is sunny in Oslo.\n")
     assert done.stderr == (f"looptrace: not tracing (LOOPTRACE_DB={foreign}): {foreign} is a "
                            "SQLite database but not a looptrace one (no meta table)\n")
+
+
+CHAT_OPENAI = """
+from langchain.agents import create_agent
+from langchain_core.tools import tool
+from langchain_openai import ChatOpenAI
+
+
+@tool
+def get_weather(city: str) -> str:
+    \"\"\"Get the current weather for a city.\"\"\"
+    return f"Sunny in {city}"
+
+
+model = ChatOpenAI(model="gpt-4o-mini", api_key="sk-looptrace-test", max_retries=0)
+agent = create_agent(model, tools=[get_weather], system_prompt="You are a weather assistant.")
+out = agent.invoke({"messages": [("user", "What's the weather in Oslo and in Bergen right now?")]})
+print(out["messages"][-1].content)
+"""
+
+
+def test_a_langchain_model_call_gets_its_wire_exchange_with_wire(tmp_path: Path) -> None:
+    from tracer.wire.proxy import WireServer
+
+    db = tmp_path / "t.db"
+    with WireServer(mode="emulate", script="weather") as emu:
+        done = run_script(tmp_path, CHAT_OPENAI, trace=db, wire=True,
+                          extra_env={"OPENAI_BASE_URL": emu.url + "/v1"})
+        calls = len(emu.exchanges)
+    assert done.returncode == 0, done.stderr
+    (run,) = accepted(db)  # one run: the traffic belongs to it, no run of its own
+    assert run.observed is None and run.summary.model_calls == calls >= 2
+    linked = rows(db, "SELECT run_id, seq FROM wire ORDER BY id")
+    enters = [e.seq for e in run.events if e.hook == "model" and e.phase == "enter"]
+    assert linked == [(run.id, s) for s in enters]
