@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 import threading
 import time
 import weakref
@@ -210,11 +211,16 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
         return run
 
     def _handler_run(self, config: dict[str, Any]) -> RunState | None:
-        if self._handler is None:
-            return None
         cbs = config.get("callbacks")
         parent = getattr(cbs, "parent_run_id", None)
-        return self.recorder.lc_runs.get(parent) if parent is not None else None
+        if parent is None:
+            return None
+        if self._handler is None:
+            # Traced with no code change (``looptrace run``, ``LOOPTRACE_DB``): the run
+            # the configure hook's handler started for this invocation, handed over.
+            auto = sys.modules.get("tracer.autotrace")
+            return auto.adopt(cbs, parent, self) if auto is not None else None
+        return self.recorder.lc_runs.get(parent)
 
     def _invocation_gone(self, key: int) -> None:
         """The invocation ended without ``after_agent``: interrupted, or an error."""

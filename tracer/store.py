@@ -451,7 +451,9 @@ def on_event_loop() -> bool:
     return asyncio._get_running_loop() is not None
 
 
-_CWD = [os.getcwd()]
+# (imported on an event loop, e.g. by the handler ``looptrace run`` creates at the first
+# run a server configures, the working directory is not read there: it blocks)
+_CWD = [os.environ.get("PWD") or "/" if on_event_loop() else os.getcwd()]
 
 
 def resolve_path(path: str | os.PathLike[str]) -> str:

@@ -24,6 +24,9 @@ ui         ``tracer.cli.ui``           the Streamlit app
 proxy      ``tracer.cli.wire``         ``tracer.wire.WireServer``
 traffic    ``tracer.cli.wire``         ``tracer.wire.traffic.build_runs``
 collect    ``tracer.cli.collect``      ``tracer.otel.CollectServer``
+run        ``tracer.cli.run``          ``tracer.autotrace`` (in the child)
+show       ``tracer.cli.show``         ``tracer.show``
+mcp        ``tracer.cli.mcp``          ``tracer.mcp_server``
 =========  ==========================  ==================================
 """
 
@@ -56,6 +59,9 @@ COMMANDS: dict[str, str] = {
     "proxy": "wire",
     "traffic": "wire",
     "collect": "collect",
+    "run": "run",
+    "show": "show",
+    "mcp": "mcp",
 }
 
 

@@ -1,0 +1,121 @@
+"""``looptrace show``: a run's summary and findings at their steps, a step's hook,
+caption and messages as the model received them, long contents cut with the way to the
+rest, terminal control characters made visible; ``--json``; bad input in one line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from langchain_core.messages import AIMessage
+from langchain_core.tools import tool
+from tracer_kit import make_agent
+
+from tracer import TraceMiddleware
+from tracer.cli import main
+from tracer.demo.models import ScriptedChatModel, call, turn_script
+from tracer.loader import TraceDB
+from tracer.show import terminal_text
+
+
+def show(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    capsys.readouterr()
+    code = main(["show", *args])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def run_id(db: Path, name: str) -> str:
+    with TraceDB(db) as tdb:
+        (r,) = [s for s in tdb.runs() if s.name == name]
+    return r.id
+
+
+def test_summary_lists_the_findings_at_their_steps(sample_db: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    rid = run_id(sample_db, "footgun-wrong-id")
+    code, out, _ = show(capsys, rid[:12], "--db", str(sample_db))
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0] == f"run {rid}  footgun-wrong-id"
+    assert lines[2] == "  2 laps, 2 model calls, 2 tool calls, 0 errors, 58 tokens, 10 steps"
+    assert "health: 6 errors" in lines
+    assert "  ERROR   dangling-tool-call [openai] at step 8" in lines
+    assert "  ERROR   orphan-tool-result [anthropic] at step 8" in lines
+    assert lines[-1] == f"(looptrace show {rid[:12]} --step N: the messages at a step)"
+
+
+def test_a_step_shows_what_the_model_received(sample_db: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    rid = run_id(sample_db, "footgun-wrong-id")
+    code, out, _ = show(capsys, rid[:12], "--db", str(sample_db), "--step", "8")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0] == f"step 8 / 10 of run {rid[:12]}: model enter   lap 2"
+    assert lines[2] == "  tool calls without a result yet: call_fc_bergen, call_fc_oslo"
+    assert lines[3] == "messages (4, what the model received at this call):"
+    assert lines[4:] == [
+        "[0] human",
+        "    Will it rain in Oslo and Bergen tomorrow?",
+        "[1] ai",
+        '    -> get_forecast({"city": "Oslo"})  id call_fc_oslo',
+        '    -> get_forecast({"city": "Bergen"})  id call_fc_bergen',
+        "[2] tool (tool_call_id call_0, success)",
+        "    Oslo: rain, 6\u00b0C.",
+        "[3] tool (tool_call_id call_1, success)",
+        "    Bergen: rain, 6\u00b0C.",
+    ]
+    code, js, _ = show(capsys, rid[:12], "--db", str(sample_db), "--step", "8", "--json")
+    d = json.loads(js)
+    assert (d["step"], d["hook"], d["phase"], d["messages_total"]) == (8, "model", "enter", 4)
+    assert [m.get("tool_call_id") for m in d["messages"]] == [None, None, "call_0", "call_1"]
+
+
+@tool
+def fetch_page(url: str) -> str:
+    """Fetch a web page."""
+    return "\x1b[2J\x1b[31mred\x07 \u202eevil\n" + "x" * 3000
+
+
+def test_long_contents_are_cut_and_control_characters_shown(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "t.db"
+    trace = TraceMiddleware(db=db)
+    agent = make_agent(ScriptedChatModel(script=turn_script([
+        AIMessage("", tool_calls=[call("fetch_page", {"url": "http://x"}, "c1")]),
+        AIMessage("done")])), [fetch_page], [trace])
+    agent.invoke({"messages": [("user", "fetch it")]})
+    trace.flush()
+    rid = run_id(db, "agent")
+    with TraceDB(db) as tdb:
+        steps = len(tdb.run(rid).events)
+    code, out, _ = show(capsys, rid, "--db", str(db), "--step", str(steps))
+    assert code == 0
+    assert "\x1b" not in out and "\x07" not in out and "\u202e" not in out
+    assert "    \\x1b[2J\\x1b[31mred\\x07 \\u202eevil" in out.splitlines()
+    note = (f"    ... cut at 2000 of {len(fetch_page.invoke({'url': ''}))} characters "
+            f"(all of it: looptrace show {rid[:12]} --step {steps} --full)")
+    assert note in out.splitlines()
+    code, full, _ = show(capsys, rid, "--db", str(db), "--step", str(steps), "--full")
+    assert "x" * 3000 in full and "cut at" not in full
+    code, summary, _ = show(capsys, rid, "--db", str(db))
+    assert summary.splitlines()[0] == f"run {rid}  agent"
+
+
+def test_terminal_text_keeps_newlines_tabs_and_letters() -> None:
+    assert terminal_text("a\tb\nç 😀 \x00\x9b\u200f") == "a\tb\nç 😀 \\x00\\x9b\\u200f"
+
+
+@pytest.mark.parametrize(("args", "error"), [
+    (["nope"], "no run 'nope' in"),
+    (["STEP", "--step", "11"], "has steps 1 to 10, not 11"),
+    (["STEP", "--step", "0"], "has steps 1 to 10, not 0"),
+])
+def test_bad_input_is_one_line(sample_db: Path, capsys: pytest.CaptureFixture[str],
+                               args: list[str], error: str) -> None:
+    rid = run_id(sample_db, "footgun-wrong-id")
+    args = [rid[:12] if a == "STEP" else a for a in args]
+    code, out, err = show(capsys, *args, "--db", str(sample_db))
+    assert (code, out) == (1, "")
+    assert err.startswith("looptrace show: ") and error in err and err.count("\n") == 1

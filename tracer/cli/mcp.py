@@ -1,0 +1,44 @@
+"""``looptrace mcp [--db F] [--http] [--port N]``: the MCP server (``tracer.mcp_server``)
+for coding agents; stdio by default, streamable HTTP on 127.0.0.1 with ``--http``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..errors import UsageError
+from . import DEFAULT_DB
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "mcp", help="serve a trace database to coding agents (Model Context Protocol)",
+        description=(
+            "An MCP server over a looptrace database, for a coding agent (Claude Code, "
+            "Cursor ...): list and search runs, a run's summary and findings, a step, the "
+            "messages at a step, the wire exchange of a model call, the diff of two runs, an "
+            "HTML export. Reads the database read-only. Speaks stdio (what an MCP client "
+            "starts) unless --http, then streamable HTTP on 127.0.0.1 at /mcp."))
+    p.add_argument("--db", default=DEFAULT_DB, help=f"trace database (default {DEFAULT_DB})")
+    p.add_argument("--http", action="store_true",
+                   help="serve streamable HTTP on 127.0.0.1 (http://127.0.0.1:PORT/mcp)")
+    p.add_argument("--port", type=int, default=8765, help="port for --http (default 8765)")
+    p.add_argument("--export-dir", metavar="DIR",
+                   help="where export_html writes (default: the temporary directory)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..mcp_server import build_server
+
+    if not 0 < args.port < 65536:
+        msg = f"--port {args.port} is not a port number"
+        raise UsageError(msg)
+    server = build_server(args.db, export_dir=args.export_dir)
+    if args.http:
+        print(f"looptrace mcp: http://127.0.0.1:{args.port}/mcp (database {args.db})",
+              file=sys.stderr, flush=True)
+        server.run("streamable-http", host="127.0.0.1", port=args.port)
+    else:
+        server.run("stdio")
+    return 0
