@@ -410,6 +410,13 @@ class SpanImporter:
         with self.lock:
             return self._add(spans)
 
+    def forget(self, trace_ids: Iterable[str]) -> None:
+        """Traces whose runs are final: the same trace id given again (late, or by
+        another client) makes runs of its own, never replaces these."""
+        with self.lock:
+            for tid in trace_ids:
+                self.traces.pop(tid, None)
+
     def close(self) -> None:
         """End the loose runs still waiting for their next model call."""
         with self.lock:
@@ -492,6 +499,7 @@ class SpanImporter:
                                     if n.span is not None and id(n) in used)
                 if g not in self.loose:
                     self.loose.append(g)
+                _end_if_bare(g)
         self._forget()
         self.rec.writer.flush()
         result.run_ids = list(dict.fromkeys(result.run_ids))
@@ -567,6 +575,17 @@ class SpanImporter:
             self.loose = [g for g in self.loose if all(g is not x for x in gone)]
         while len(self.traces) > 20 * self.keep:
             del self.traces[next(iter(self.traces))]
+
+
+def _end_if_bare(g: _Plan) -> None:
+    """A loose run of model calls without content ends now, completed (its metadata
+    says the content was not captured): no later call can continue it (a
+    conversation is followed by its messages), and a run left ``running`` would be
+    waited on for ever. Late log records of its trace bring it back (``_reread``)."""
+    b = g.builder
+    if b is None or b.run.ended or not g.chats or any(c.messages is not None for c in g.chats):
+        return
+    b.end("completed", ts=max((c.span.end or c.span.start) for c in g.chats))
 
 
 def _read_chat(n: _Node, probs: Problems) -> Chat:
