@@ -259,8 +259,11 @@ class TraceBuffer:
             lost = len(self._pending)
             spans = self._nspans
         if lost:
-            out.warnings.append(f"{lost} traces ({spans} spans) could not be stored and are "
-                                f"lost: {self.store_error}")
+            lost_msg = (f"{lost} traces ({spans} spans) could not be stored and are lost: "
+                        f"{self.store_error}")
+            out.warnings.append(lost_msg)
+            with self._lock:
+                self.total.warnings.append(lost_msg)
         return out
 
     def close(self) -> None:
@@ -330,7 +333,11 @@ class TraceBuffer:
                 with self._lock:
                     self._inflight -= 1
             if isinstance(result, LooptraceError):
-                out.warnings.append(f"trace {tid}: not imported yet ({result})")
+                failed = ImportResult(warnings=[f"trace {tid}: not stored yet, kept to try "
+                                                f"again ({result})"])
+                out.merge(failed)
+                if self.on_import is not None:
+                    self.on_import(tid, failed)
                 continue
             out.merge(result)
             with self._lock:
@@ -363,8 +370,13 @@ class TraceBuffer:
                     self._done.pop(tid, None)
                 return exc if isinstance(exc, LooptraceError) else LooptraceError(str(exc))
             self.store_error = None
+            # a looptrace trace imported in part may be completed by its later pieces;
+            # once whole, nothing replaces it
             for rid in result.run_ids:
-                self._owned[rid] = tid
+                if p.looptrace and not p.complete:
+                    self._owned[rid] = tid
+                else:
+                    self._owned.pop(rid, None)
             while len(self._owned) > 20 * self.max_traces:
                 del self._owned[next(iter(self._owned))]
         if not p.has_root and not p.looptrace:
@@ -493,6 +505,8 @@ class CollectServer:
 
 class _QuietServer(ThreadingHTTPServer):
     """A client dropping its kept-alive connection is normal, not a traceback."""
+
+    request_queue_size = 128  # (socketserver's 5 stalls a burst of exporters' connects)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         import sys
