@@ -122,11 +122,11 @@ def test_a_trace_id_sent_again_later_makes_new_runs(tmp_path: Path) -> None:
     db = tmp_path / "got.db"
     buf = TraceBuffer(db, quiet=0.1, retain=1.0)
     tid, sid = _ids(1)
-    buf.add([chat(tid, sid, "first question", start=100.0)])
+    buf.add(_agent(tid, sid, "first question", 100.0))
     buf.tick(time.monotonic() + 0.5)
     (first,) = _runs(db)
     buf.tick(time.monotonic() + 5)  # past ``retain``: the trace is final
-    buf.add([chat(tid, f"{99:016x}", "another question", start=200.0)])
+    buf.add(_agent(tid, f"{99:016x}", "another question", 200.0))
     buf.tick(time.monotonic() + 0.5)
     buf.flush()
     buf.close()
@@ -135,6 +135,14 @@ def test_a_trace_id_sent_again_later_makes_new_runs(tmp_path: Path) -> None:
     with TraceDB(db) as tdb:
         texts = [m.text for m in tdb.run(first.id).messages]
     assert any("first question" in t for t in texts)
+
+
+def _agent(tid: str, sid: str, text: str, start: float) -> list[Span]:
+    """An agent invocation (``invoke_agent``) holding one model call."""
+    agent = Span(tid, sid, None, "invoke_agent helper", start, start + 1,
+                 {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "helper"},
+                 scope="agent-app")
+    return [agent, chat(tid, f"{int(sid, 16) + 1:016x}", text, start=start + 0.1, parent=sid)]
 
 
 # -- a full disk ----------------------------------------------------------------------------
