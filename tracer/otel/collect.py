@@ -333,8 +333,8 @@ class TraceBuffer:
                 with self._lock:
                     self._inflight -= 1
             if isinstance(result, LooptraceError):
-                failed = ImportResult(warnings=[f"trace {tid}: not stored yet, kept to try "
-                                                f"again ({result})"])
+                failed = ImportResult(warnings=[(f"trace {tid}: not stored yet, kept to try "
+                                                f"again ({result})")])
                 out.merge(failed)
                 if self.on_import is not None:
                     self.on_import(tid, failed)
