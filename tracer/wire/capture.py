@@ -51,7 +51,8 @@ SECRET_QUERY = frozenset({"key", "api_key", "api-key", "apikey", "token", "acces
 # Any other header whose name says it carries a secret (``X-Custom-Auth``, ``X-Token``,
 # ``X-Client-Secret``, ``X-Signature`` ...); not ``*-Tokens`` counts or ``Keep-Alive``.
 _SECRET_NAME = re.compile(r"auth|token(?!s)|secret|passw|credential|signature|session|cookie"
-                          r"|(?:^|[-_])(?:api|access|private)?[-_]?key(?:$|[-_])", re.I)
+                          r"|(?:^|[-_])(?:api|access|private)?[-_]?key(?:$|[-_])",
+                          re.IGNORECASE)
 _BODY_SECRETS = Redactor(extra_keys=REQUEST_SECRET_KEYS)
 
 
