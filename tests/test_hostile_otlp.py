@@ -379,6 +379,6 @@ def test_the_running_runs_kept_in_memory_stay_bounded(tmp_path: Path) -> None:
     for i in range(60):
         tid, sid = _ids(i)
         imp.add([chat(tid, sid, None, start=100.0 + i)])
-    assert len(imp.loose) <= 20
+    assert len(imp.loose) <= 25  # (``keep``, and a quarter more before it trims)
     imp.close()
     assert {r.status for r in _runs(tmp_path / "many.db")} == {"completed"}

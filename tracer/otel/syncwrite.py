@@ -42,7 +42,11 @@ class SyncWriter(Writer):
             self._items.append(item)
 
     def flush(self, wait: bool = True, timeout: float = 30.0) -> None:
-        """Commit every record put so far, in one transaction; raise ``StoreFailed``."""
+        """Commit every record put so far, in one transaction; raise ``StoreFailed``.
+        (``wait=False``, a run's end asking the writer not to linger: nothing, the
+        caller's own flush commits it with the rest.)"""
+        if not wait:
+            return
         with self._items_lock:
             items, self._items = self._items, []
         if not items:
