@@ -35,8 +35,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS",
                    help="close a connection silent this long, or whose request body takes "
                         "longer (default 30)")
-    p.add_argument("--max-spans", type=int, default=100_000, metavar="N",
-                   help="spans buffered while their traces complete (default 100000): past "
+    p.add_argument("--max-spans", type=int, default=50_000, metavar="N",
+                   help="spans buffered while their traces complete (default 50000): past "
                         "it, and past --max-traces, the oldest trace is imported as it is")
     p.add_argument("--max-traces", type=int, default=10_000, metavar="N",
                    help="traces buffered while they complete (default 10000)")

@@ -72,7 +72,7 @@ DEFAULT_PORT = 4318
 MAX_BODY = 16 * 1024 * 1024  # after decompression
 TIMEOUT = 30.0  # seconds a connection may stay silent, and a request body may take
 MAX_TRACES = 10_000  # traces buffered (waiting to be whole) at most ...
-MAX_SPANS = 100_000  # ... and spans: past either, the oldest trace is imported as it is
+MAX_SPANS = 50_000  # ... and spans: past either, the oldest trace is imported as it is
 RETRY_AFTER = 5  # seconds a client is told to wait while the database cannot be written
 TRACES, LOGS = "/v1/traces", "/v1/logs"
 
@@ -134,6 +134,7 @@ class TraceBuffer:
         # why the database could not be written (None: it could, last time it was tried)
         self.store_error: str | None = None
         self._nspans = 0  # spans in _pending
+        self._done_spans = 0  # spans in _done
         self._owned: dict[str, str] = {}  # run id -> the trace it was imported from
         self._stale: list[SpanImporter] = []  # importers a failed write left unsure
         self.total = ImportResult()
@@ -175,9 +176,11 @@ class TraceBuffer:
                 tid = next(iter(self._pending))
                 early.append(f"trace {tid}: imported before it was whole, the receiver "
                              f"buffers at most {self.max_traces} traces and {self.max_spans} "
-                             "spans (later spans of it make it again, as late spans do)")
-                due.append(self._take(tid, now))
+                             "spans (later spans of it make runs of their own)")
+                due.append(self._take(tid, now, keep=False))
         out = self._import(due)
+        if early and self._importer is not None:  # (not kept: its later spans are new runs)
+            self._importer.forget(e.split(" ", 2)[1].rstrip(":") for e in early)
         if early:
             out.warnings.extend(early)
             with self._lock:
@@ -207,7 +210,7 @@ class TraceBuffer:
         """A new pending trace: with what it had when imported a moment ago, and the log
         records that came before its spans. (Under ``_lock``.)"""
         p = self._pending[tid] = _Pending(now, now)
-        done = self._done.pop(tid, None)
+        done = self._undone(tid)
         if done is not None:
             for old in done[1]:
                 p.add(old, now)
@@ -232,7 +235,7 @@ class TraceBuffer:
             forgotten = []
             for tid, (at, _spans, _logs) in list(self._done.items()):
                 if now - at > self.retain:
-                    del self._done[tid]
+                    self._undone(tid)
                     forgotten.append(tid)
             wait = max(self.retain, self.orphan_timeout)
             dropped = [(tid, len(logs)) for tid, (at, logs) in self._early.items()
@@ -309,18 +312,29 @@ class TraceBuffer:
         with self._lock:
             return len(self._pending) + self._inflight
 
-    def _take(self, tid: str, now: float) -> tuple[str, _Pending]:
+    def _take(self, tid: str, now: float, *, keep: bool = True) -> tuple[str, _Pending]:
         """Take a trace out of the buffer to import it. One that may still grow is kept
-        as imported already: a span or log record arriving while it is being imported
-        brings it back whole. (Under ``_lock``.)"""
+        as imported already (unless not ``keep``: one the caps pushed out): a span or
+        log record arriving while it is being imported brings it back whole.
+        (Under ``_lock``.)"""
         p = self._pending.pop(tid)
         self._nspans -= len(p.spans)
         self._inflight += 1
-        if not p.complete:
+        if not p.complete and keep:
+            self._undone(tid)
             self._done[tid] = (now, list(p.spans.values()), list(p.logs))
-            while len(self._done) > self.max_traces:
-                del self._done[next(iter(self._done))]
+            self._done_spans += len(p.spans)
+            while self._done and (len(self._done) > self.max_traces
+                                  or self._done_spans > self.max_spans):
+                self._done_spans -= len(self._done.pop(next(iter(self._done)))[1])
         return tid, p
+
+    def _undone(self, tid: str) -> tuple[float, list[Span], list[_Log]] | None:
+        """Take trace ``tid`` out of the recently imported. (Under ``_lock``.)"""
+        done = self._done.pop(tid, None)
+        if done is not None:
+            self._done_spans -= len(done[1])
+        return done
 
     def _import(self, due: list[tuple[str, _Pending]]) -> ImportResult:
         out = ImportResult()
@@ -367,7 +381,7 @@ class TraceBuffer:
                     merged.logs = [*p.logs, *(later.logs if later else ())]
                     self._nspans += len(merged.spans) - (len(later.spans) if later else 0)
                     self._pending[tid] = merged
-                    self._done.pop(tid, None)
+                    self._undone(tid)
                 return exc if isinstance(exc, LooptraceError) else LooptraceError(str(exc))
             self.store_error = None
             # a looptrace trace imported in part may be completed by its later pieces;
