@@ -24,6 +24,19 @@ are replaced, no other run is touched. A looptrace trace still incomplete only
 adds to what is stored, so a piece resent after its trace was imported whole
 never cuts the run down.
 
+Hostile or careless clients (``tests/test_hostile_otlp.py``): bodies are read with
+a hard limit whatever their framing (``tracer.httpbody``: 413 past ``max_body``
+once inflated, 400 for bad framing or JSON nested too deeply); a connection
+silent for ``timeout`` seconds is closed; at most ``max_spans`` spans and
+``max_traces`` traces wait, past which the oldest trace is imported as it is
+(said in a warning). A looptrace trace naming a stored run with other content is
+refused (``imports.import_spans``), unless this receiver imported that run from
+that very trace in part and the trace is now completing. A write that fails
+(disk full, read-only, locked) leaves the trace buffered, to be tried again, and
+every request is answered 503 with ``Retry-After`` until a write succeeds: a 200
+never stands for spans that cannot be stored. Foreign traces are written through
+a ``SyncWriter`` (committed before the answer, its failure known).
+
 Foreign traces (other instrumentations) all go through one
 ``genai.SpanImporter`` kept for the receiver's lifetime (made when the first
 one arrives, closed by ``CollectServer.stop``): a hand-rolled loop on an
