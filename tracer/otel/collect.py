@@ -35,7 +35,7 @@ that very trace in part and the trace is now completing. A write that fails
 (disk full, read-only, locked) leaves the trace buffered, to be tried again, and
 every request is answered 503 with ``Retry-After`` until a write succeeds: a 200
 never stands for spans that cannot be stored. Foreign traces are written through
-a ``SyncWriter`` (committed before the answer, its failure known).
+a ``SyncWriter`` (committed as each trace is imported, its failure known).
 
 Foreign traces (other instrumentations) all go through one
 ``genai.SpanImporter`` kept for the receiver's lifetime (made when the first
