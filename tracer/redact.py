@@ -39,6 +39,14 @@ SECRET_KEYS = (
 )
 
 
+# More JSON keys that are secrets in a request body sent to a provider (where a
+# "token" is a credential; in a model's answer it can be a logprob's token).
+REQUEST_SECRET_KEYS = (
+    "token", "auth_token", "id_token", "session_token", "bearer_token", "private_key",
+    "passwd", "passphrase", "api_secret", "secret_key", "access_key", "credentials",
+)
+
+
 # A literal that every match of a default pattern contains: texts without any of them
 # (nearly all) skip the regular expressions, which are slow to scan.
 _DEFAULT_LITERALS: tuple[str, ...] = (
@@ -50,16 +58,18 @@ _DEFAULT_LITERALS: tuple[str, ...] = (
 class Redactor:
     """Replace secrets in a JSON text with ``[REDACTED]``."""
 
-    def __init__(self, *, extra_patterns: Iterable[str] = (), enabled: bool = True) -> None:
+    def __init__(self, *, extra_patterns: Iterable[str] = (), extra_keys: Iterable[str] = (),
+                 enabled: bool = True) -> None:
         self.enabled = enabled
         self._values = re.compile("|".join(f"(?:{p})" for p in DEFAULT_PATTERNS))
         extra = list(extra_patterns)
         self._extra = re.compile("|".join(f"(?:{p})" for p in extra)) if extra else None
-        keys = "|".join(re.escape(k) for k in SECRET_KEYS)
+        names = [*SECRET_KEYS, *(k.lower() for k in extra_keys)]
+        keys = "|".join(re.escape(k) for k in names)
         self._keys = re.compile(
             rf'("(?i:{keys})"\s*:\s*")((?:[^"\\]|\\.)*)(")'
         )
-        self._key_literals = tuple(f'"{k}"' for k in SECRET_KEYS)
+        self._key_literals = tuple(f'"{k}"' for k in names)
 
     def __call__(self, text: str) -> str:
         """``text`` with its secrets masked; the very same object when it has none

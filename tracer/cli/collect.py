@@ -30,6 +30,16 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                    help="import a trace once its root span is in and no span came for this long")
     p.add_argument("--orphan-timeout", type=float, default=30.0, metavar="SECONDS",
                    help="import a trace that never completes after this long, with a warning")
+    p.add_argument("--max-body", type=float, default=16, metavar="MB",
+                   help="largest request body, once decompressed (default 16 MB): 413 past it")
+    p.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS",
+                   help="close a connection silent this long, or whose request body takes "
+                        "longer (default 30)")
+    p.add_argument("--max-spans", type=int, default=50_000, metavar="N",
+                   help="spans buffered while their traces complete (default 50000): past "
+                        "it, and past --max-traces, the oldest trace is imported as it is")
+    p.add_argument("--max-traces", type=int, default=10_000, metavar="N",
+                   help="traces buffered while they complete (default 10000)")
     p.set_defaults(func=run)
 
 
@@ -39,6 +49,11 @@ def run(args: argparse.Namespace) -> int:
     if not 0 <= args.port < 65536:
         msg = f"--port {args.port} is not a port number"
         raise UsageError(msg)
+    for flag, value in (("--max-body", args.max_body), ("--timeout", args.timeout),
+                        ("--max-spans", args.max_spans), ("--max-traces", args.max_traces)):
+        if not value > 0:
+            msg = f"{flag} must be positive, not {value}"
+            raise UsageError(msg)
 
     def imported(trace_id: str, result: Any) -> None:
         if result.run_ids:
@@ -53,7 +68,10 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         srv = CollectServer(args.db, host=args.host, port=args.port, quiet=args.quiet,
-                            orphan_timeout=args.orphan_timeout, on_import=imported)
+                            orphan_timeout=args.orphan_timeout,
+                            max_body=int(args.max_body * 1024 * 1024), timeout=args.timeout,
+                            max_spans=args.max_spans, max_traces=args.max_traces,
+                            on_import=imported)
     except OSError as exc:
         msg = f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}"
         raise UsageError(msg) from None
@@ -65,4 +83,7 @@ def run(args: argparse.Namespace) -> int:
             else "")
     print(f"received {srv.buffer.received} spans{logs}: {len(set(t.run_ids))} runs imported, "
           f"{t.skipped} spans skipped, {len(t.warnings)} warnings")
+    if srv.buffer.store_error is not None:
+        print(f"error: {t.warnings[-1]}", file=sys.stderr)
+        return 1
     return 0

@@ -34,6 +34,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                         "match it; others are answered by --emulate (default echo)")
     p.add_argument("--db", default=DEFAULT_DB, help=f"trace database (default {DEFAULT_DB})")
     p.add_argument("--port", type=int, default=0, help="port (default: a free one)")
+    p.add_argument("--max-request", type=float, default=32, metavar="MB",
+                   help="largest request body forwarded (default 32 MB): 413 past it")
+    p.add_argument("--upstream-timeout", type=float, default=300.0, metavar="SECONDS",
+                   help="an upstream silent this long is recorded as an error: 504, or its "
+                        "response cut short (default 300)")
     p.set_defaults(func=proxy)
     t = sub.add_parser(
         "traffic", help="turn recorded exchanges no traced run claims into runs",
@@ -68,6 +73,11 @@ def proxy(args: argparse.Namespace, ready: threading.Event | None = None) -> int
     if args.port and not 0 < args.port < 65536:
         msg = f"--port {args.port} is not a port number"
         raise UsageError(msg)
+    for flag, value in (("--max-request", args.max_request),
+                        ("--upstream-timeout", args.upstream_timeout)):
+        if not value > 0:
+            msg = f"{flag} must be positive, not {value}"
+            raise UsageError(msg)
     script = args.emulate
     if getattr(args, "replay", None):  # (tracer/wire/replay.py)
         from ..wire.replay import replay_script
@@ -76,7 +86,9 @@ def proxy(args: argparse.Namespace, ready: threading.Event | None = None) -> int
     try:
         srv = WireServer(mode="emulate" if script else "forward", provider=args.provider,
                          upstream=args.upstream, script=script, db=args.db,
-                         port=args.port or 0, on_exchange=_print_exchange)
+                         port=args.port or 0, on_exchange=_print_exchange,
+                         max_request=int(args.max_request * 1024 * 1024),
+                         upstream_timeout=args.upstream_timeout)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     except OSError as exc:

@@ -24,6 +24,19 @@ are replaced, no other run is touched. A looptrace trace still incomplete only
 adds to what is stored, so a piece resent after its trace was imported whole
 never cuts the run down.
 
+Hostile or careless clients (``tests/test_hostile_otlp.py``): bodies are read with
+a hard limit whatever their framing (``tracer.httpbody``: 413 past ``max_body``
+once inflated, 400 for bad framing or JSON nested too deeply); a connection
+silent for ``timeout`` seconds is closed; at most ``max_spans`` spans and
+``max_traces`` traces wait, past which the oldest trace is imported as it is
+(said in a warning). A looptrace trace naming a stored run with other content is
+refused (``imports.import_spans``), unless this receiver imported that run from
+that very trace in part and the trace is now completing. A write that fails
+(disk full, read-only, locked) leaves the trace buffered, to be tried again, and
+every request is answered 503 with ``Retry-After`` until a write succeeds: a 200
+never stands for spans that cannot be stored. Foreign traces are written through
+a ``SyncWriter`` (committed as each trace is imported, its failure known).
+
 Foreign traces (other instrumentations) all go through one
 ``genai.SpanImporter`` kept for the receiver's lifetime (made when the first
 one arrives, closed by ``CollectServer.stop``): a hand-rolled loop on an
@@ -46,9 +59,9 @@ Example:
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import time
-import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -56,6 +69,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self, cast
 
 from ..errors import LooptraceError, OtlpFormatError
+from ..httpbody import BodyError, decompress, read_body
 from ..schema import connect
 from ._deps import require
 from .imports import ImportResult, import_spans
@@ -68,7 +82,11 @@ if TYPE_CHECKING:
     from .otlp import Decoded
 
 DEFAULT_PORT = 4318
-MAX_BODY = 64 * 1024 * 1024  # after decompression
+MAX_BODY = 16 * 1024 * 1024  # after decompression
+TIMEOUT = 30.0  # seconds a connection may stay silent, and a request body may take
+MAX_TRACES = 10_000  # traces buffered (waiting to be whole) at most ...
+MAX_SPANS = 50_000  # ... and spans: past either, the oldest trace is imported as it is
+RETRY_AFTER = 5  # seconds a client is told to wait while the database cannot be written
 TRACES, LOGS = "/v1/traces", "/v1/logs"
 
 _Log = tuple[str, SpanEvent]  # (span id, the log record as a span event)
@@ -117,13 +135,21 @@ class TraceBuffer:
     """Spans per trace until each trace is whole (or given up on), then runs in ``db``."""
 
     def __init__(self, db: str | Path, *, quiet: float = 2.0, orphan_timeout: float = 30.0,
-                 retain: float = 60.0,
+                 retain: float = 60.0, max_traces: int = MAX_TRACES, max_spans: int = MAX_SPANS,
                  on_import: Callable[[str, ImportResult], None] | None = None) -> None:
         self.db = str(db)
         self.quiet = quiet
         self.orphan_timeout = orphan_timeout
         self.retain = retain
+        self.max_traces = max_traces
+        self.max_spans = max_spans
         self.on_import = on_import
+        # why the database could not be written (None: it could, last time it was tried)
+        self.store_error: str | None = None
+        self._nspans = 0  # spans in _pending
+        self._done_spans = 0  # spans in _done
+        self._owned: dict[str, str] = {}  # run id -> the trace it was imported from
+        self._stale: list[SpanImporter] = []  # importers a failed write left unsure
         self.total = ImportResult()
         self.received = 0
         self.received_logs = 0
@@ -142,6 +168,7 @@ class TraceBuffer:
         """Buffer ``spans``; import (now) the traces they complete; return what that did."""
         now = time.monotonic()
         due: list[tuple[str, _Pending]] = []
+        early: list[str] = []
         with self._lock:
             self.received += len(spans)
             touched: set[str] = set()
@@ -149,12 +176,29 @@ class TraceBuffer:
                 p = self._pending.get(span.trace_id)
                 if p is None:
                     p = self._open(span.trace_id, now)
+                n = len(p.spans)
                 p.add(span, now)
+                self._nspans += len(p.spans) - n
                 touched.add(span.trace_id)
             for tid in touched:
                 if self._pending[tid].complete:
                     due.append(self._take(tid, now))
-        return self._import(due)
+            # bounded: past the caps the oldest traces go in as they are (said, not lost)
+            while self._pending and (len(self._pending) > self.max_traces
+                                     or self._nspans > self.max_spans):
+                tid = next(iter(self._pending))
+                early.append(f"trace {tid}: imported before it was whole, the receiver "
+                             f"buffers at most {self.max_traces} traces and {self.max_spans} "
+                             "spans (later spans of it make runs of their own)")
+                due.append(self._take(tid, now, keep=False))
+        out = self._import(due)
+        if early and self._importer is not None:  # (not kept: its later spans are new runs)
+            self._importer.forget(e.split(" ", 2)[1].rstrip(":") for e in early)
+        if early:
+            out.warnings.extend(early)
+            with self._lock:
+                self.total.warnings.extend(early)
+        return out
 
     def add_logs(self, logs: list[tuple[str, str, SpanEvent]], without_span: int = 0) -> None:
         """Buffer log records ``(trace_id, span_id, event)`` with their trace: they go
@@ -179,11 +223,12 @@ class TraceBuffer:
         """A new pending trace: with what it had when imported a moment ago, and the log
         records that came before its spans. (Under ``_lock``.)"""
         p = self._pending[tid] = _Pending(now, now)
-        done = self._done.pop(tid, None)
+        done = self._undone(tid)
         if done is not None:
             for old in done[1]:
                 p.add(old, now)
             p.logs.extend(done[2])
+            self._nspans += len(p.spans)
         early = self._early.pop(tid, None)
         if early is not None:
             p.logs.extend(early[1])
@@ -197,16 +242,22 @@ class TraceBuffer:
             for tid, p in list(self._pending.items()):
                 quiet = now - p.last
                 if ((p.has_root and not p.looptrace and quiet >= self.quiet)
+                        or (p.complete and quiet >= self.quiet)  # (its write failed before)
                         or quiet >= self.orphan_timeout):
                     due.append(self._take(tid, now))
+            forgotten = []
             for tid, (at, _spans, _logs) in list(self._done.items()):
                 if now - at > self.retain:
-                    del self._done[tid]
+                    self._undone(tid)
+                    forgotten.append(tid)
             wait = max(self.retain, self.orphan_timeout)
             dropped = [(tid, len(logs)) for tid, (at, logs) in self._early.items()
                        if now - at > wait]
             for tid, _n in dropped:
                 del self._early[tid]
+        if forgotten and self._importer is not None:
+            # the same trace id sent again from now on makes runs of its own
+            self._importer.forget(forgotten)
         out = self._drop_logs(dropped)
         out.merge(self._import(due))
         return out
@@ -220,22 +271,41 @@ class TraceBuffer:
             self._early.clear()
         out = self._drop_logs(dropped)
         out.merge(self._import(due))
+        with self._lock:
+            lost = len(self._pending)
+            spans = self._nspans
+        if lost:
+            lost_msg = (f"{lost} traces ({spans} spans) could not be stored and are lost: "
+                        f"{self.store_error}")
+            out.warnings.append(lost_msg)
+            with self._lock:
+                self.total.warnings.append(lost_msg)
         return out
 
     def close(self) -> None:
         """End the runs of foreign loops still waiting for their next model call (a
         loop's next call can come no more). Call after ``flush``."""
         with self._write:
-            if self._importer is not None:
-                self._importer.close()
-                self._importer = None
+            for imp in [*self._stale, *([self._importer] if self._importer else [])]:
+                try:
+                    imp.close()
+                except LooptraceError as exc:
+                    self.total.warnings.append(f"runs left 'running': {exc}")
+                finally:
+                    imp.rec.writer.close()
+            self._stale = []
+            self._importer = None
 
     def _foreign(self) -> SpanImporter:
         """The importer of foreign traces, made when first needed. (Under ``_write``.)"""
         if self._importer is None:
+            from ..recorder import Recorder
             from .genai import SpanImporter
+            from .syncwrite import SyncWriter
 
-            self._importer = SpanImporter(self.db)
+            rec = Recorder(self.db)
+            rec.writer = SyncWriter(self.db)  # (a failed write is known before answering)
+            self._importer = SpanImporter(self.db, recorder=rec)
         return self._importer
 
     def _drop_logs(self, dropped: list[tuple[str, int]]) -> ImportResult:
@@ -255,15 +325,29 @@ class TraceBuffer:
         with self._lock:
             return len(self._pending) + self._inflight
 
-    def _take(self, tid: str, now: float) -> tuple[str, _Pending]:
+    def _take(self, tid: str, now: float, *, keep: bool = True) -> tuple[str, _Pending]:
         """Take a trace out of the buffer to import it. One that may still grow is kept
-        as imported already: a span or log record arriving while it is being imported
-        brings it back whole. (Under ``_lock``.)"""
+        as imported already (unless not ``keep``: one the caps pushed out): a span or
+        log record arriving while it is being imported brings it back whole.
+        (Under ``_lock``.)"""
         p = self._pending.pop(tid)
+        self._nspans -= len(p.spans)
         self._inflight += 1
-        if not p.complete:
+        if not p.complete and keep:
+            self._undone(tid)
             self._done[tid] = (now, list(p.spans.values()), list(p.logs))
+            self._done_spans += len(p.spans)
+            while self._done and (len(self._done) > self.max_traces
+                                  or self._done_spans > self.max_spans):
+                self._done_spans -= len(self._done.pop(next(iter(self._done)))[1])
         return tid, p
+
+    def _undone(self, tid: str) -> tuple[float, list[Span], list[_Log]] | None:
+        """Take trace ``tid`` out of the recently imported. (Under ``_lock``.)"""
+        done = self._done.pop(tid, None)
+        if done is not None:
+            self._done_spans -= len(done[1])
+        return done
 
     def _import(self, due: list[tuple[str, _Pending]]) -> ImportResult:
         out = ImportResult()
@@ -276,7 +360,11 @@ class TraceBuffer:
                 with self._lock:
                     self._inflight -= 1
             if isinstance(result, LooptraceError):
-                out.warnings.append(f"trace {tid}: not imported yet ({result})")
+                failed = ImportResult(warnings=[(f"trace {tid}: not stored yet, kept to try "
+                                                f"again ({result})")])
+                out.merge(failed)
+                if self.on_import is not None:
+                    self.on_import(tid, failed)
                 continue
             out.merge(result)
             with self._lock:
@@ -292,18 +380,32 @@ class TraceBuffer:
         given, lost = _with_logs(spans, p.logs)
         with self._write:
             try:
-                result = import_spans(given, self.db, importer=self._foreign)
-            except LooptraceError as exc:  # locked, unwritable ...: keep it for later
-                with self._lock:
+                result = import_spans(given, self.db, importer=self._foreign,
+                                      owned=self._owns)
+            except (LooptraceError, sqlite3.Error) as exc:  # full, locked, unwritable ...
+                self._unsure()
+                with self._lock:  # ... keep it for later (and say so to clients meanwhile)
+                    self.store_error = str(exc)
                     now = time.monotonic()
-                    later = self._pending.get(tid)
+                    later = self._pending.pop(tid, None)
                     merged = _Pending(p.first, now)
                     for span in [*spans, *(later.spans.values() if later else ())]:
                         merged.add(span, now)
                     merged.logs = [*p.logs, *(later.logs if later else ())]
+                    self._nspans += len(merged.spans) - (len(later.spans) if later else 0)
                     self._pending[tid] = merged
-                    self._done.pop(tid, None)
-                return exc
+                    self._undone(tid)
+                return exc if isinstance(exc, LooptraceError) else LooptraceError(str(exc))
+            self.store_error = None
+            # a looptrace trace imported in part may be completed by its later pieces;
+            # once whole, nothing replaces it
+            for rid in result.run_ids:
+                if p.looptrace and not p.complete:
+                    self._owned[rid] = tid
+                else:
+                    self._owned.pop(rid, None)
+            while len(self._owned) > 20 * self.max_traces:
+                del self._owned[next(iter(self._owned))]
         if not p.has_root and not p.looptrace:
             result.warnings.append(f"trace {tid}: no root span arrived; imported the "
                                    f"{len(spans)} spans that did")
@@ -315,6 +417,22 @@ class TraceBuffer:
                 if tid in self._done:  # (kept from now on: ``retain`` counts from here)
                     self._done[tid] = (time.monotonic(), *self._done[tid][1:])
         return result
+
+
+    def _owns(self, run_id: str, trace_id: str) -> bool:
+        """Whether this receiver stored run ``run_id`` from trace ``trace_id`` (its late
+        pieces may then complete it). (Under ``_write``.)"""
+        return self._owned.get(run_id) == trace_id
+
+    def _unsure(self) -> None:
+        """After a failed write the foreign importer's memory (runs it thinks written)
+        is not the file's: later traces go to a new one; this one's open runs are
+        ended on close. (Under ``_write``.)"""
+        imp = self._importer
+        if imp is not None:
+            cast("Any", imp.rec.writer).discard()
+            self._stale.append(imp)
+            self._importer = None
 
 
 def _with_logs(spans: list[Span], logs: list[_Log]) -> tuple[list[Span], int]:
@@ -341,14 +459,19 @@ class CollectServer:
 
     def __init__(self, db: str | Path, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT,
                  quiet: float = 2.0, orphan_timeout: float = 30.0, max_body: int = MAX_BODY,
+                 timeout: float = TIMEOUT, max_traces: int = MAX_TRACES,
+                 max_spans: int = MAX_SPANS,
                  on_import: Callable[[str, ImportResult], None] | None = None) -> None:
         require("opentelemetry.proto.collector.trace.v1.trace_service_pb2")
         connect(db).close()  # create it now, and fail now for a file that is not ours
         self.buffer = TraceBuffer(db, quiet=quiet, orphan_timeout=orphan_timeout,
+                                  max_traces=max_traces, max_spans=max_spans,
                                   on_import=on_import)
         self.max_body = max_body
+        self.timeout = timeout
         self.requests = 0
-        handler = type("Handler", (_Handler,), {"server_obj": self})
+        # (``timeout``: each connection's socket timeout, BaseHTTPRequestHandler's own)
+        handler = type("Handler", (_Handler,), {"server_obj": self, "timeout": timeout})
         self._httpd = _QuietServer((host, port), handler)
         self._httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
@@ -410,6 +533,8 @@ class CollectServer:
 class _QuietServer(ThreadingHTTPServer):
     """A client dropping its kept-alive connection is normal, not a traceback."""
 
+    request_queue_size = 128  # (socketserver's 5 stalls a burst of exporters' connects)
+
     def handle_error(self, request: Any, client_address: Any) -> None:
         import sys
 
@@ -418,10 +543,7 @@ class _QuietServer(ThreadingHTTPServer):
         super().handle_error(request, client_address)
 
 
-class _HTTPError(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
+_HTTPError = BodyError
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -436,20 +558,23 @@ class _Handler(BaseHTTPRequestHandler):
         fmt = body_format(ctype) or JSON
         path = self.path.split("?", 1)[0].rstrip("/")
         try:
+            body = self._body()
             if path not in (TRACES, LOGS):
-                self._drain()
                 raise _HTTPError(404, f"no OTLP endpoint at {self.path} (traces go to "
                                       f"{TRACES}, logs to {LOGS})")
-            body = self._body()
             if body_format(ctype) is None:
                 raise _HTTPError(415, f"unsupported content type {ctype!r}: send "
                                       "application/x-protobuf or application/json")
+            self._unavailable()
             decoded = decode_request(body, ctype) if path == TRACES else decode_logs(body, ctype)
         except _HTTPError as exc:
             self._status(exc.status, str(exc), fmt)
             return
         except OtlpFormatError as exc:
             self._status(400, str(exc), fmt)
+            return
+        except RecursionError:
+            self._status(400, "malformed OTLP request: nested too deeply", fmt)
             return
         srv = self.server_obj
         srv.requests += 1
@@ -461,10 +586,24 @@ class _Handler(BaseHTTPRequestHandler):
         except Exception as exc:  # noqa: BLE001 - a bug must not look like success
             self._status(500, f"looptrace could not store the spans: {exc!r}", fmt)
             return
-        rejected = decoded.rejected + result.skipped
+        try:
+            self._unavailable()  # (the spans stay buffered: the retry adds nothing twice)
+        except _HTTPError as exc:
+            self._status(exc.status, str(exc), fmt)
+            return
+        rejected = decoded.rejected + result.skipped + result.refused
         why = decoded.problems[:3] + ([f"{result.skipped} spans are not GenAI spans"]
                                       if result.skipped else [])
+        why += [w for w in result.warnings if "refused" in w][:3]
         self._success(rejected, "; ".join(why), fmt)
+
+    def _unavailable(self) -> None:
+        """Raise a 503 while the database cannot be written (OTLP/HTTP: the client
+        retries after ``Retry-After`` seconds)."""
+        err = self.server_obj.buffer.store_error
+        if err is not None:
+            raise _HTTPError(503, f"looptrace cannot write its database now ({err}); "
+                                  "retry later")
 
     def _logs(self, decoded: Any, fmt: str) -> None:
         try:
@@ -485,44 +624,17 @@ class _Handler(BaseHTTPRequestHandler):
         self._status(status, f"OTLP/HTTP: POST spans to {TRACES}, log records to {LOGS}", JSON)
 
     # -- body ---------------------------------------------------------------------
-    def _drain(self) -> None:
-        """Skip a body we will not read (or drop the connection rather than read it)."""
-        try:
-            n = int(self.headers.get("Content-Length") or 0)
-        except ValueError:
-            n = -1
-        chunked = self.headers.get("Transfer-Encoding", "").lower() == "chunked"
-        if 0 <= n <= self.server_obj.max_body and not chunked:
-            self.rfile.read(n)
-        else:
-            self.close_connection = True
-
     def _body(self) -> bytes:
+        """The request body, decompressed, within ``max_body`` however it is sent; a
+        body not read to its end closes the connection after the answer."""
         limit = self.server_obj.max_body
-        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-            data = bytearray()
-            while True:
-                size = int(self.rfile.readline().strip().split(b";")[0] or b"0", 16)
-                if size == 0:
-                    self.rfile.readline()
-                    break
-                data += self.rfile.read(size)
-                self.rfile.readline()
-                if len(data) > limit:
-                    self.close_connection = True
-                    raise _HTTPError(413, f"request body over {limit} bytes")
-            raw = bytes(data)
-        else:
-            try:
-                n = int(self.headers.get("Content-Length") or 0)
-            except ValueError:
-                self.close_connection = True
-                raise _HTTPError(400, "invalid Content-Length") from None
-            if n > limit:
-                self.close_connection = True
-                raise _HTTPError(413, f"request body over {limit} bytes")
-            raw = self.rfile.read(n) if n > 0 else b""
-        return _decompress(raw, self.headers.get("Content-Encoding", ""), limit)
+        try:
+            raw = read_body(self.rfile, self.headers, limit=limit,
+                            deadline=self.server_obj.timeout)
+        except BodyError:
+            self.close_connection = True
+            raise
+        return decompress(raw, self.headers.get("Content-Encoding", ""), limit)
 
     # -- answers --------------------------------------------------------------------
     def _success(self, rejected: int, message: str, fmt: str, *, logs: bool = False) -> None:
@@ -543,7 +655,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _status(self, status: int, message: str, fmt: str) -> None:
         status_pb2 = require("google.rpc.status_pb2")
         # gRPC codes: INVALID_ARGUMENT for a bad request, UNIMPLEMENTED otherwise
-        code = {400: 3, 413: 8, 415: 3, 500: 13}.get(status, 12)
+        code = {400: 3, 408: 4, 413: 8, 415: 3, 500: 13, 503: 14}.get(status, 12)
         self._send(status, status_pb2.Status(code=code, message=message), fmt)
 
     def _send(self, status: int, message: Any, fmt: str) -> None:
@@ -558,6 +670,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_response(status)
             self.send_header("Content-Type", ctype)
             self.send_header("Content-Length", str(len(data)))
+            if status == 503:
+                self.send_header("Retry-After", str(RETRY_AFTER))
             if self.close_connection:
                 self.send_header("Connection", "close")
             self.end_headers()
@@ -566,25 +680,3 @@ class _Handler(BaseHTTPRequestHandler):
         except OSError:
             pass
 
-
-def _decompress(raw: bytes, encoding: str, limit: int) -> bytes:
-    enc = encoding.strip().lower()
-    if enc in ("", "identity"):
-        return raw
-    if enc not in ("gzip", "deflate", "x-gzip"):
-        raise _HTTPError(415, f"unsupported Content-Encoding {encoding!r} (gzip, deflate or none)")
-    # gzip (wbits 31), zlib-wrapped deflate (15), or raw deflate (-15)
-    for wbits in ((31,) if enc != "deflate" else (15, -15)):
-        d = zlib.decompressobj(wbits)
-        try:
-            out = d.decompress(raw, limit + 1)
-        except zlib.error as exc:
-            if wbits == 15:
-                continue
-            raise _HTTPError(400, f"malformed {enc} body: {exc}") from None
-        if len(out) > limit:
-            raise _HTTPError(413, f"request body over {limit} bytes once decompressed")
-        if not d.eof:
-            raise _HTTPError(400, f"malformed {enc} body: truncated")
-        return out
-    raise _HTTPError(400, f"malformed {enc} body")

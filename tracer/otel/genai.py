@@ -400,7 +400,13 @@ class SpanImporter:
         self.path = os.fspath(db_path)
         self.rec = recorder or Recorder(self.path)
         self.keep = keep  # loose runs remembered (to continue, or to find duplicated)
-        self.loose: list[_Plan] = []
+        # loose runs remembered, oldest first (by id()); and indexes of them: by the
+        # traces their spans came in, and those a later call can continue (they have
+        # a conversation to extend): each trace given costs the same however many
+        # runs are remembered (content-less calls, one trace each, make many)
+        self.loose: dict[int, _Plan] = {}
+        self._by_trace: dict[str, dict[int, _Plan]] = {}
+        self._talking: dict[int, _Plan] = {}
         self.traces: dict[str, list[str]] = {}  # trace id -> the runs its agent spans made
         self.written: set[tuple[str, str]] = set()  # loose calls and tools written
         self.lock = threading.Lock()
@@ -410,10 +416,17 @@ class SpanImporter:
         with self.lock:
             return self._add(spans)
 
+    def forget(self, trace_ids: Iterable[str]) -> None:
+        """Traces whose runs are final: the same trace id given again (late, or by
+        another client) makes runs of its own, never replaces these."""
+        with self.lock:
+            for tid in trace_ids:
+                self.traces.pop(tid, None)
+
     def close(self) -> None:
         """End the loose runs still waiting for their next model call."""
         with self.lock:
-            for g in self.loose:
+            for g in self.loose.values():
                 b = g.builder
                 if b is not None and not b.run.ended:
                     b.end("completed" if b.calls else "error")
@@ -465,7 +478,10 @@ class SpanImporter:
         for plan in plans.values():
             plan.chats = [c for c in plan.chats if id(c) not in dropped]
         self._drop_duplicated(held)
-        loose = _group_loose(loose_chats, loose_tools, self.loose)
+        near = {id(g): g for tid in given for g in self._by_trace.get(tid, {}).values()}
+        loose = _group_loose(loose_chats, loose_tools, [*self._talking.values(), *(
+            g for k, g in near.items() if k not in self._talking)] if loose_chats or
+            loose_tools else [])
         loose += [g for g in reread if g not in loose]  # (their metadata, said again)
         # a run under a tool span no agent span holds: its parent is the run that tool joined
         joined = {id(t.node): g for g in loose for t in g.tools}
@@ -473,7 +489,7 @@ class SpanImporter:
             if plan.parent is None and plan.via_tool is not None:
                 plan.parent = joined.get(id(plan.via_tool))
         ordered = sorted([*plans.values(), *loose], key=lambda p: (p.depth, p.start))
-        written: set[int] = {id(g) for g in self.loose if g.builder is not None}
+        written: set[int] = {id(g) for g in loose if g.builder is not None}
         for plan in ordered:
             if plan.parent is not None and id(plan.parent) not in written:
                 plan.parent = None  # its parent wrote no run: a run of its own
@@ -490,8 +506,8 @@ class SpanImporter:
             if g.builder is not None:
                 self.written.update((n.trace_id, n.span.span_id) for n in g.nodes
                                     if n.span is not None and id(n) in used)
-                if g not in self.loose:
-                    self.loose.append(g)
+                self._remember(g)
+                _end_if_bare(g)
         self._forget()
         self.rec.writer.flush()
         result.run_ids = list(dict.fromkeys(result.run_ids))
@@ -507,6 +523,24 @@ class SpanImporter:
                                    "metadata 'unreadable' names its own)")
         return result
 
+    def _remember(self, g: _Plan) -> None:
+        """Keep loose run ``g`` (given spans now), indexed by its traces."""
+        self.loose.setdefault(id(g), g)
+        for n in g.nodes:
+            self._by_trace.setdefault(n.trace_id, {})[id(g)] = g
+        if g.expect:
+            self._talking[id(g)] = g
+
+    def _let_go(self, g: _Plan) -> None:
+        self.loose.pop(id(g), None)
+        self._talking.pop(id(g), None)
+        for tid in {n.trace_id for n in g.nodes} | {c.span.trace_id for c in g.chats}:
+            runs = self._by_trace.get(tid)
+            if runs is not None:
+                runs.pop(id(g), None)
+                if not runs:
+                    del self._by_trace[tid]
+
     def _reread(self, traces: set[str]) -> list[_Plan]:
         """Traces given again (late spans, or late log records carrying the content):
         what loose runs took of them without writing it (calls without content, tool
@@ -519,7 +553,8 @@ class SpanImporter:
 
         kept: list[Any] = []
         gone: list[Any] = []
-        for g in self.loose:
+        near = {id(g): g for tid in traces for g in self._by_trace.get(tid, {}).values()}
+        for g in near.values():
             if not any(stale(n) for n in g.nodes):
                 continue
             g.chats = [c for c in g.chats if not stale(c.node)]
@@ -528,19 +563,25 @@ class SpanImporter:
             (kept if g.chats or g.tools else gone).append(g)
         if gone:
             self._delete([g.builder.id for g in gone if g.builder is not None])
-            self.loose = [g for g in self.loose if all(g is not x for x in gone)]
+            for g in gone:
+                self._let_go(g)
+                for tid in traces:  # (its nodes of these traces were taken out above)
+                    self._by_trace.get(tid, {}).pop(id(g), None)
         return kept
 
     def _drop_duplicated(self, held: list[Chat]) -> None:
         """Delete the loose runs of earlier traces that are calls ``held`` holds."""
+        if not held:
+            return
         dup = []
-        for g in self.loose:
+        for g in self.loose.values():
             calls = [c for c in g.chats if c.messages is not None]
             if calls and g.builder is not None and len(_seen_twice(calls, held)) == len(calls):
                 dup.append(g)
         if dup:
             self._delete([g.builder.id for g in dup if g.builder is not None])
-            self.loose = [g for g in self.loose if g not in dup]
+            for g in dup:
+                self._let_go(g)
 
     def _delete(self, run_ids: list[str]) -> None:
         self.rec.writer.flush()
@@ -557,16 +598,28 @@ class SpanImporter:
     def _forget(self) -> None:
         """Keep the newest ``keep`` loose runs (and every one still running), and the
         runs of the newest ``20 * keep`` traces."""
-        if len(self.loose) > self.keep:
+        if len(self.loose) > self.keep + self.keep // 4:  # (now and then: a scan of them all)
             extra = len(self.loose) - self.keep
-            old = [g for g in self.loose if g.builder is not None and g.builder.run.ended]
+            old = [g for g in self.loose.values()
+                   if g.builder is not None and g.builder.run.ended]
             gone = old[:extra]
             for g in gone:
                 self.written.difference_update((n.trace_id, n.span.span_id) for n in g.nodes
                                                if n.span is not None)
-            self.loose = [g for g in self.loose if all(g is not x for x in gone)]
+                self._let_go(g)
         while len(self.traces) > 20 * self.keep:
             del self.traces[next(iter(self.traces))]
+
+
+def _end_if_bare(g: _Plan) -> None:
+    """A loose run of model calls without content ends now, completed (its metadata
+    says the content was not captured): no later call can continue it (a
+    conversation is followed by its messages), and a run left ``running`` would be
+    waited on for ever. Late log records of its trace bring it back (``_reread``)."""
+    b = g.builder
+    if b is None or b.run.ended or not g.chats or any(c.messages is not None for c in g.chats):
+        return
+    b.end("completed", ts=max((c.span.end or c.span.start) for c in g.chats))
 
 
 def _read_chat(n: _Node, probs: Problems) -> Chat:

@@ -2,8 +2,10 @@
 
 Rows are written through the database's background writer (the same one the
 tracer uses, which redacts secrets in every text); credential headers
-(``Authorization``, ``x-api-key``, ``api-key`` ...) are masked here as well,
-before anything is queued, whatever the redactor's settings.
+(``Authorization``, ``x-api-key``, ``api-key`` ..., and any header whose name
+says it holds a secret: ``X-Custom-Auth``, ``X-Session-Token``) are masked here
+as well, before anything is queued, whatever the redactor's settings, and so
+are the request body's secret fields (``token``, ``api_key``, ``password`` ...).
 
 Linking an exchange to its model call. The proxy sees HTTP, not LangChain, so
 it cannot know the run. It links by time instead: a request received at time
@@ -24,6 +26,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -31,7 +34,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ..records import MODEL_HOOKS, WireRecord
-from ..redact import MASK, Redactor
+from ..redact import MASK, REQUEST_SECRET_KEYS, Redactor
 from ..schema import connect
 from ..store import get_writer
 
@@ -45,6 +48,17 @@ SECRET_HEADERS = frozenset({
     "x-goog-api-key", "openai-organization", "openai-project", "anthropic-admin-api-key",
 })
 SECRET_QUERY = frozenset({"key", "api_key", "api-key", "apikey", "token", "access_token"})
+# Any other header whose name says it carries a secret (``X-Custom-Auth``, ``X-Token``,
+# ``X-Client-Secret``, ``X-Signature`` ...); not ``*-Tokens`` counts or ``Keep-Alive``.
+_SECRET_NAME = re.compile(r"auth|token(?!s)|secret|passw|credential|signature|session|cookie"
+                          r"|(?:^|[-_])(?:api|access|private)?[-_]?key(?:$|[-_])",
+                          re.IGNORECASE)
+_BODY_SECRETS = Redactor(extra_keys=REQUEST_SECRET_KEYS)
+
+
+def is_secret_header(name: str) -> bool:
+    low = name.lower()
+    return low in SECRET_HEADERS or bool(_SECRET_NAME.search(low))
 
 
 def redact_headers(headers: dict[str, str] | list[tuple[str, str]]) -> dict[str, str]:
@@ -52,7 +66,7 @@ def redact_headers(headers: dict[str, str] | list[tuple[str, str]]) -> dict[str,
     items = headers.items() if isinstance(headers, dict) else headers
     out: dict[str, str] = {}
     for k, v in items:
-        out[k] = MASK if k.lower() in SECRET_HEADERS else v
+        out[k] = MASK if is_secret_header(k) else v
     return out
 
 
@@ -90,7 +104,7 @@ class Exchange:
             "run_id": self.run_id, "seq": self.seq, "ts": self.ts, "provider": self.provider,
             "method": self.method, "url": redact_url(self.url),
             "request_headers": json.dumps(redact_headers(self.request_headers)),
-            "request_body": self.request_body, "status": self.status,
+            "request_body": _BODY_SECRETS(self.request_body), "status": self.status,
             "response_headers": (json.dumps(redact_headers(self.response_headers))
                                  if self.response_headers is not None else None),
             "response_body": self.response_body,

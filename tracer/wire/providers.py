@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -148,7 +149,7 @@ class WireFormat:
         blocks = raw.replace("\r\n", "\n").split("\n\n")
         return [b + "\n\n" for b in blocks if b.strip()]
 
-    def reassemble(self, chunks: list[str]) -> dict[str, Any]:
+    def reassemble(self, chunks: Iterable[str]) -> dict[str, Any]:
         raise NotImplementedError
 
     # -- where things are in a response ---------------------------------------
@@ -262,7 +263,7 @@ class OpenAIFormat(WireFormat):
         out.append("data: [DONE]\n\n")
         return out
 
-    def reassemble(self, chunks: list[str]) -> dict[str, Any]:
+    def reassemble(self, chunks: Iterable[str]) -> dict[str, Any]:
         final: dict[str, Any] = {}
         text: list[str] = []
         calls: dict[int, dict[str, Any]] = {}
@@ -405,7 +406,7 @@ class AnthropicFormat(WireFormat):
         out.append(ev("message_stop", {}))
         return out
 
-    def reassemble(self, chunks: list[str]) -> dict[str, Any]:
+    def reassemble(self, chunks: Iterable[str]) -> dict[str, Any]:
         message: dict[str, Any] | None = None
         blocks: dict[int, dict[str, Any]] = {}
         partial: dict[int, str] = {}
@@ -528,7 +529,7 @@ class OllamaFormat(WireFormat):
     def split_stream(self, raw: str) -> list[str]:
         return [ln + "\n" for ln in raw.replace("\r\n", "\n").split("\n") if ln.strip()]
 
-    def reassemble(self, chunks: list[str]) -> dict[str, Any]:
+    def reassemble(self, chunks: Iterable[str]) -> dict[str, Any]:
         text: list[str] = []
         calls: list[Any] = []
         last: dict[str, Any] | None = None
@@ -698,7 +699,7 @@ class ResponsesFormat(WireFormat):
         ev("response.completed", response=final)
         return out
 
-    def reassemble(self, chunks: list[str]) -> dict[str, Any]:
+    def reassemble(self, chunks: Iterable[str]) -> dict[str, Any]:
         """The ``response.completed`` (or ``.incomplete``) event's response; a stream
         cut short is rebuilt from the item events, its status as last reported."""
         response: dict[str, Any] | None = None

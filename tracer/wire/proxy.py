@@ -17,6 +17,16 @@ are split into their raw chunks and reassembled into the final body; a
 response that cannot be parsed is recorded with ``error`` set. The server
 listens on 127.0.0.1 only.
 
+Bounded, and faithful. A request body is read with a hard limit (``max_request``,
+413 past it, however it is framed: ``tracer.httpbody``) and forwarded byte for byte
+(only the record's copy is decoded). A response is relayed as it arrives and
+held for the record in a ``Spool`` (memory up to a few MB, then a temporary
+file): a stream is stored reassembled, its raw chunks only in part. An upstream
+response cut short is cut short for the client too (no final chunk: its HTTP
+client sees the truncation, as it would have); an upstream silent for
+``upstream_timeout`` seconds is a 504 (or a cut response) recorded with its
+error. A client connection silent for ``timeout`` seconds is closed.
+
 Example:
     ```python
     with WireServer(mode="emulate", script="weather", db="trace.db") as srv:
@@ -36,6 +46,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 from urllib.parse import urlsplit
 
+from ..httpbody import BodyError, decompress, read_body
 from .capture import Exchange, WireRecorder
 from .providers import (
     FORMATS,
@@ -48,8 +59,13 @@ from .providers import (
     get_format,
 )
 from .scenarios import Script, count_tokens, load_script
+from .spool import Spool
 
 MODES = ("emulate", "forward")
+MAX_REQUEST = 32 * 1024 * 1024  # request body limit (bytes)
+MAX_RECORDED_BODY = 16 * 1024 * 1024  # of a response that is not a stream, bytes stored
+UPSTREAM_TIMEOUT = 300.0  # seconds the upstream may stay silent
+TIMEOUT = 60.0  # seconds a client connection may stay silent
 OLDER_OLLAMA = OllamaFormat(ids=False)  # an Ollama server before 0.12.10: no tool call ids
 # Hop-by-hop headers never relayed (RFC 9110), plus ones we set ourselves.
 _HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization",
@@ -64,7 +80,8 @@ class WireServer:
                  upstream: str | None = None, script: str | Script | None = None,
                  db: str | os.PathLike[str] | None = None, recorder: WireRecorder | None = None,
                  port: int = 0, on_exchange: Callable[[Exchange], None] | None = None,
-                 ollama_ids: bool = True) -> None:
+                 ollama_ids: bool = True, max_request: int = MAX_REQUEST,
+                 upstream_timeout: float = UPSTREAM_TIMEOUT, timeout: float = TIMEOUT) -> None:
         if mode not in MODES:
             msg = f"mode must be one of {MODES}, not {mode!r}"
             raise ValueError(msg)
@@ -82,11 +99,14 @@ class WireServer:
         self.on_exchange = on_exchange
         # the emulator answers like an Ollama server >= 0.12.10 (ids), or like an older one
         self.ollama_ids = ollama_ids
+        self.max_request = max_request
+        self.upstream_timeout = upstream_timeout
+        self.timeout = timeout
         self.exchanges: list[Exchange] = []
         self._lock = threading.Lock()
         # The emulator's stored Responses API conversations (items), by response id.
         self._stored: dict[str, list[Any]] = {}
-        handler = type("Handler", (_Handler,), {"server_obj": self})
+        handler = type("Handler", (_Handler,), {"server_obj": self, "timeout": timeout})
         self._httpd = _QuietServer(("127.0.0.1", port), handler)
         self._httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
@@ -158,6 +178,8 @@ _LISTINGS: dict[str, Any] = {
 class _QuietServer(ThreadingHTTPServer):
     """A client dropping its kept-alive connection is normal, not a traceback."""
 
+    request_queue_size = 128
+
     def handle_error(self, request: Any, client_address: Any) -> None:
         import sys
 
@@ -176,17 +198,13 @@ class _Handler(BaseHTTPRequestHandler):
 
     # -- plumbing -------------------------------------------------------------
     def _body(self) -> bytes:
-        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-            data = b""
-            while True:
-                size = int(self.rfile.readline().strip() or b"0", 16)
-                if size == 0:
-                    self.rfile.readline()
-                    return data
-                data += self.rfile.read(size)
-                self.rfile.readline()
-        n = int(self.headers.get("Content-Length") or 0)
-        return self.rfile.read(n) if n else b""
+        srv = self.server_obj
+        try:
+            return read_body(self.rfile, self.headers, limit=srv.max_request,
+                             deadline=srv.timeout)
+        except BodyError:
+            self.close_connection = True  # (its end is unknown)
+            raise
 
     def _send_head(self, status: int, headers: dict[str, str], *, chunked: bool) -> None:
         self.send_response(status)
@@ -223,21 +241,28 @@ class _Handler(BaseHTTPRequestHandler):
         srv = self.server_obj
         t0 = time.perf_counter()
         self._pending_end = False
+        self._cut = False  # the response was cut short upstream: no final chunk
         self._deferred = None
         ex = Exchange(provider=srv.provider or "", method=method, url=self.path,
                       request_headers=dict(self.headers.items()), request_body="")
-        body = self._body()
-        ex.request_body = body.decode("utf-8", "replace")
         fmt = format_for_path(self.path) or (get_format(srv.provider) if srv.provider else None)
         if isinstance(fmt, OllamaFormat) and not srv.ollama_ids:
             fmt = OLDER_OLLAMA
         if fmt is not None:
             ex.provider = fmt.name
         try:
+            self.raw_body = self._body()
+            ex.request_body = _readable(self.raw_body, self.headers.get("Content-Encoding", ""))
             if srv.mode == "emulate":
                 self._emulate(ex, fmt)
             else:
                 self._forward(ex, fmt)
+        except BodyError as err:
+            ex.status = err.status
+            ex.error = f"request refused: {err}"
+            ex.response_headers, ex.response_body = self._json(
+                err.status, error_body(ex.provider, str(err), "request_too_large"
+                                       if err.status == 413 else "invalid_request_error"))
         except (BrokenPipeError, ConnectionResetError) as err:
             ex.error = ex.error or f"client went away: {err}"
         except Exception as err:  # noqa: BLE001 - a script or upstream bug: answer 500
@@ -246,6 +271,8 @@ class _Handler(BaseHTTPRequestHandler):
                 ex.status = 500
                 ex.response_headers, ex.response_body = self._json(500, {"error": {
                     "type": "looptrace_error", "message": ex.error}})
+            elif self._cut:  # the upstream cut its answer short: so is the client's
+                self.close_connection = True
         finally:
             ex.duration_ms = (time.perf_counter() - t0) * 1000
             if fmt is not None or srv.mode == "forward":
@@ -255,13 +282,17 @@ class _Handler(BaseHTTPRequestHandler):
             try:
                 if self._deferred is not None:
                     status, headers, data = self._deferred
+                    if self.close_connection:
+                        headers = {**headers, "Connection": "close"}
                     self._send_head(status, headers, chunked=False)
                     self.wfile.write(data)
                     self.wfile.flush()
-                elif self._pending_end:
+                elif self._pending_end and not self._cut:
                     self._end_chunks()
             except OSError:
                 pass
+            if self._cut:
+                self.close_connection = True
 
     # -- emulate --------------------------------------------------------------
     def _emulate(self, ex: Exchange, fmt: WireFormat | None) -> None:
@@ -288,19 +319,28 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError as err:
             ex.status = 400
             ex.error = f"bad request: {err}"
-            ex.response_headers, ex.response_body = self._json(400, {"error": {
-                "type": "invalid_request_error", "message": str(err)}})
+            ex.response_headers, ex.response_body = self._json(
+                400, error_body(fmt.name, str(err)))
             return
         if isinstance(fmt, ResponsesFormat):
             payload = self._resume(ex, fmt, payload)
             if payload is None:
                 return
-        req = fmt.read_request(payload)
+        try:
+            req = fmt.read_request(payload)
+        except (TypeError, ValueError, KeyError, AttributeError, IndexError) as err:
+            # a field of the wrong type ("messages": "hi", a number for a message):
+            # the real APIs answer 400 in their error shape, not 500
+            ex.status = 400
+            ex.error = f"bad request: {type(err).__name__}: {err}"
+            ex.response_headers, ex.response_body = self._json(400, error_body(
+                fmt.name, f"invalid request body: a field has the wrong type ({err})"))
+            return
         refused = unanswered_calls(fmt.name, req)
         if refused is not None:  # what the real API answers (see unanswered_calls)
             ex.status = 400
-            ex.response_headers, ex.response_body = self._json(400, {"error": {
-                "type": "invalid_request_error", "message": refused}})
+            ex.response_headers, ex.response_body = self._json(400, error_body(fmt.name,
+                                                                                refused))
             return
         assert srv.script is not None
         reply = count_tokens(req, srv.script(req))
@@ -352,12 +392,18 @@ class _Handler(BaseHTTPRequestHandler):
         headers = {k: v for k, v in self.headers.items()
                    if k.lower() not in _HOP and not k.lower().startswith("x-looptrace-")}
         headers["Accept-Encoding"] = "identity"
-        body = ex.request_body.encode()
+        body = self.raw_body  # (the bytes as they came: never re-encoded)
         try:
-            conn = conn_cls(up.netloc, timeout=600)
+            conn = conn_cls(up.netloc, timeout=srv.upstream_timeout)
             conn.request(self.command, target, body=body or None, headers=headers)
             resp = conn.getresponse()
-        except OSError as err:
+        except TimeoutError as err:
+            ex.status = 504
+            ex.error = f"upstream {up.netloc} sent no answer in {srv.upstream_timeout:g} s: {err}"
+            ex.response_headers, ex.response_body = self._json(504, {"error": {
+                "type": "proxy_error", "message": ex.error}})
+            return
+        except (OSError, http.client.HTTPException) as err:
             ex.status = 502
             ex.error = f"upstream {up.netloc} unreachable: {err}"
             ex.response_headers, ex.response_body = self._json(502, {"error": {
@@ -369,38 +415,83 @@ class _Handler(BaseHTTPRequestHandler):
         ctype = resp.getheader("Content-Type", "") or ""
         streaming = "event-stream" in ctype or "ndjson" in ctype
         self._send_head(resp.status, rheaders, chunked=True)
-        raw = bytearray()
+        spool = Spool()
+        try:
+            self._relay(ex, resp, spool, conn)
+            self._pending_end = True
+            self._record_body(ex, fmt, spool, ctype, streaming=streaming)
+        finally:
+            spool.close()
+        if resp.status >= 400 and not ex.error:
+            ex.error = f"upstream answered HTTP {resp.status}"
+
+    def _relay(self, ex: Exchange, resp: Any, spool: Spool, conn: Any) -> None:
+        """The upstream's response body to the client as it arrives, and into ``spool``.
+        A body cut short upstream (the connection lost, a timeout, fewer bytes than its
+        Content-Length) is cut short for the client too."""
         try:
             while True:
                 piece = resp.read1(65536) if hasattr(resp, "read1") else resp.read(65536)
                 if not piece:
                     break
-                raw.extend(piece)
+                spool.write(piece)
                 self._write_chunk(piece)
+            if resp.length:  # (http.client counts down a Content-Length)
+                msg = f"{resp.length} bytes short of its Content-Length"
+                raise http.client.IncompleteRead(b"", resp.length) from OSError(msg)
+        except TimeoutError:
+            self._cut = True
+            ex.error = (f"upstream response cut: nothing for "
+                        f"{self.server_obj.upstream_timeout:g} s after {spool.size} bytes")
         except (OSError, http.client.HTTPException) as err:
-            ex.error = f"upstream response broken: {err}"
+            self._cut = True
+            ex.error = f"upstream response broken after {spool.size} bytes: {err!r}"
         finally:
             conn.close()
-        self._pending_end = True
-        text = raw.decode("utf-8", "replace")
+
+    def _record_body(self, ex: Exchange, fmt: WireFormat | None, spool: Spool, ctype: str,
+                     *, streaming: bool) -> None:
+        """What the record keeps of the response: a stream reassembled (and its first
+        chunks), any other body as text up to ``MAX_RECORDED_BODY``."""
         if streaming and fmt is not None:
-            ex.chunks = fmt.split_stream(text)
             try:
-                ex.response_body = json.dumps(fmt.reassemble(ex.chunks))
+                ex.response_body = json.dumps(fmt.reassemble(spool.chunks(fmt)))
             except MalformedStream as err:
-                ex.response_body = text
+                ex.response_body = spool.text(MAX_RECORDED_BODY)
                 ex.error = ex.error or f"malformed stream: {err}"
-        else:
-            ex.response_body = text
-            if "json" in ctype or not ctype:
-                try:
-                    json.loads(text)
-                except ValueError as err:
-                    ex.error = ex.error or f"malformed JSON response: {err}"
-            elif resp.status < 400 and fmt is not None:
-                ex.error = ex.error or f"unexpected content type {ctype!r}"
-        if resp.status >= 400 and not ex.error:
-            ex.error = f"upstream answered HTTP {resp.status}"
+            ex.chunks = spool.stored_chunks()
+            return
+        text = spool.text(MAX_RECORDED_BODY)
+        ex.response_body = text
+        if spool.size > MAX_RECORDED_BODY:
+            ex.error = ex.error or (f"response body of {spool.size} bytes: its first "
+                                    f"{MAX_RECORDED_BODY} stored")
+        elif "json" in ctype or not ctype:
+            try:
+                json.loads(text)
+            except ValueError as err:
+                ex.error = ex.error or f"malformed JSON response: {err}"
+        elif ex.status is not None and ex.status < 400 and fmt is not None:
+            ex.error = ex.error or f"unexpected content type {ctype!r}"
+
+
+def _readable(raw: bytes, encoding: str) -> str:
+    """The record's copy of a request body: decompressed if it can be, decoded as UTF-8
+    with bad bytes replaced (what is forwarded is ``raw`` itself)."""
+    try:
+        raw = decompress(raw, encoding, MAX_REQUEST)
+    except BodyError:
+        pass
+    return raw.decode("utf-8", "replace")
+
+
+def error_body(provider: str, message: str, kind: str = "invalid_request_error") -> Any:
+    """An error answer in the shape the provider's real API gives it."""
+    if provider == "anthropic":
+        return {"type": "error", "error": {"type": kind, "message": message}}
+    if provider == "ollama":
+        return {"error": message}
+    return {"error": {"message": message, "type": kind, "param": None, "code": None}}
 
 
 def unanswered_calls(provider: str, req: Request) -> str | None:
