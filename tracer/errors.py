@@ -39,3 +39,11 @@ class OtlpExportError(LooptraceError):
 
 class UsageError(LooptraceError):
     """A command's options do not fit together (or a server cannot start with them)."""
+
+
+class DatabaseFull(DatabaseUnavailable):
+    """The disk (or the file's size limit) is full: nothing was written."""
+
+
+class RunConflict(LooptraceError):
+    """A run id to import is already stored with other content."""
