@@ -26,12 +26,13 @@ Derived from those, so that reading costs what is shown, not the size of the fil
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .errors import DatabaseUnavailable, NewerSchemaError, NotALooptraceDatabase
+from .errors import DatabaseFull, DatabaseUnavailable, NewerSchemaError, NotALooptraceDatabase
 
 if TYPE_CHECKING:
     import sqlite_utils
@@ -365,6 +366,19 @@ def check_schema(conn: sqlite3.Connection, path: str | Path) -> int:
     return max(version, 1)
 
 
+def disk_full(path: str, exc: BaseException) -> bool:
+    """Whether ``exc`` came of a full disk: SQLITE_FULL, or an I/O error (the WAL's
+    shared-memory file could not be made) where the file's disk has no room left."""
+    if "full" in str(exc):
+        return True
+    if "disk I/O error" not in str(exc):
+        return False
+    try:
+        return shutil.disk_usage(Path(path).resolve().parent).free < 64 * 1024
+    except OSError:
+        return False
+
+
 def connect(path: str | Path, *, create: bool = True, readonly: bool = False,
             busy_timeout: float = 30.0) -> sqlite3.Connection:
     """Open ``path`` as a looptrace database (WAL), validating what is there.
@@ -409,6 +423,10 @@ def connect(path: str | Path, *, create: bool = True, readonly: bool = False,
             raise NotALooptraceDatabase(msg)
     except sqlite3.OperationalError as exc:
         conn.close()
+        if disk_full(path_s, exc):
+            msg = (f"{path_s}: the disk is full ({exc}); nothing was written "
+                   "(free some space, e.g. with looptrace prune, and try again)")
+            raise DatabaseFull(msg) from None
         msg = f"{path_s} cannot be used right now ({exc})"
         raise DatabaseUnavailable(msg) from None
     except sqlite3.DatabaseError as exc:
