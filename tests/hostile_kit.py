@@ -41,17 +41,18 @@ def read_only(where: Path) -> None:
     assert done.returncode == 0, done.stderr
 
 
-def fill(where: Path) -> Path:
-    """Fill the filesystem of ``where`` to the last byte with a ballast file."""
+def fill(where: Path, leave: int = 0) -> Path:
+    """Fill the filesystem of ``where`` with a ballast file: to the last byte, or to
+    ``leave`` bytes free (give or take a page)."""
     ballast = where / "ballast"
     with ballast.open("ab", buffering=0) as f:
         for size in (1 << 16, 1 << 12, 1 << 9, 1):
             try:
-                while True:
+                while shutil.disk_usage(where).free - size >= leave:
                     f.write(b"\0" * size)
             except OSError:
                 pass
-    assert shutil.disk_usage(where).free < 4096
+    assert shutil.disk_usage(where).free < leave + 4096
     return ballast
 
 
