@@ -26,11 +26,13 @@ Derived from those, so that reading costs what is shown, not the size of the fil
 
 from __future__ import annotations
 
+import os
 import shutil
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import quote
 
 from .errors import DatabaseFull, DatabaseUnavailable, NewerSchemaError, NotALooptraceDatabase
 
@@ -379,6 +381,34 @@ def disk_full(path: str, exc: BaseException) -> bool:
         return False
 
 
+def writable_dir(path: str) -> bool:
+    """Whether the folder of ``path`` takes new files (not on a read-only filesystem,
+    and writable by this user): SQLite makes a WAL file's ``-shm`` there to read it."""
+    folder = Path(path).resolve().parent
+    try:
+        if os.statvfs(folder).f_flag & os.ST_RDONLY:
+            return False
+    except OSError:
+        return False
+    return os.access(folder, os.W_OK)
+
+
+def readonly_uri(path: str) -> str:
+    """The URI that opens ``path`` for reading only: ``mode=ro``; on a read-only
+    filesystem or folder also ``immutable=1`` (SQLite then makes no ``-shm`` file and
+    takes no lock: nobody can be writing there). A write-ahead log left beside such a
+    file (``-wal`` not empty) would be ignored: that is an error, not stale runs."""
+    uri = f"file:{quote(os.path.abspath(path))}?mode=ro"
+    if writable_dir(path):
+        return uri
+    wal = Path(f"{path}-wal")
+    if wal.exists() and wal.stat().st_size > 0 and not Path(f"{path}-shm").exists():
+        msg = (f"{path} is on a read-only filesystem with a write-ahead log ({wal.name}) "
+               "SQLite cannot read there: copy the file with its -wal to a writable folder")
+        raise DatabaseUnavailable(msg)
+    return uri + "&immutable=1"
+
+
 def connect(path: str | Path, *, create: bool = True, readonly: bool = False,
             busy_timeout: float = 30.0) -> sqlite3.Connection:
     """Open ``path`` as a looptrace database (WAL), validating what is there.
@@ -393,7 +423,7 @@ def connect(path: str | Path, *, create: bool = True, readonly: bool = False,
         raise NotALooptraceDatabase(msg)
     try:
         if readonly:
-            conn = sqlite3.connect(f"file:{path_s}?mode=ro", uri=True, check_same_thread=False,
+            conn = sqlite3.connect(readonly_uri(path_s), uri=True, check_same_thread=False,
                                    timeout=10)
         else:
             if path_s != ":memory:":
