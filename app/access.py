@@ -20,23 +20,24 @@ import os
 
 import streamlit as st
 
+from . import state
+
 ENV = "LOOPTRACE_TOKEN"
-_OK = "lt_access_ok"
 
 
 def gate() -> None:
     """Stop the page here unless this session has given the token (no-op without one)."""
     token = os.environ.get(ENV, "")
-    if not token or st.session_state.get(_OK):
+    if not token or state.get(state.ACCESS_OK):
         return
     given = st.query_params.get("token", "")
     if given and hmac.compare_digest(given.encode(), token.encode()):
-        st.session_state[_OK] = True
+        st.session_state[state.ACCESS_OK] = True
         return
     st.title("looptrace")
-    typed = st.text_input("Password", type="password", key="lt_access_password")
+    typed = st.text_input("Password", type="password", key=state.ACCESS_PASSWORD)
     if typed and hmac.compare_digest(typed.encode(), token.encode()):
-        st.session_state[_OK] = True
+        st.session_state[state.ACCESS_OK] = True
         st.rerun()
     if typed:
         st.error("Wrong password.")

@@ -357,8 +357,6 @@ def build_sample_db(db_path: str | Path) -> Path:
 def normalize(lines: Iterable[str]) -> list[dict[str, Any]]:
     """A trace with ids, timestamps and durations made canonical, for comparing
     two recordings of the same scenario."""
-    import re
-
     ids: dict[str, str] = {}
     uuidish = re.compile(r"(lc_run--)?[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?"
                          r"[0-9a-f]{12}(-\d+)?|\b[0-9a-f]{32}\b|\bo:\d{4,}\b")
