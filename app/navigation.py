@@ -16,6 +16,8 @@ from typing import NamedTuple, cast
 
 import streamlit as st
 
+from .access import gate
+
 
 class Screen(NamedTuple):
     url_path: str
@@ -59,4 +61,5 @@ def main(*, default: str = DEFAULT) -> None:
     # page's material icon used as one, is fetched from fonts.gstatic.com, a request off
     # the machine.
     st.set_page_config(page_title="looptrace", page_icon="🔁", layout="wide")
+    gate()  # (``looptrace ui --password``: nothing below runs without it)
     st.navigation([page(s.url_path, default=default) for s in SCREENS]).run()

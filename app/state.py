@@ -63,6 +63,10 @@ OPEN_PICK = "open_pick"  # the "Open a run" picker
 COMPARE_ROW = "cmp_row"  # the aligned row shown (0-based; a plain key)
 COMPARE_SLIDER = "cmp_slider"  # its slider (1-based)
 
+# -- access (``looptrace ui --password``: app/access.py) ---------------------------------
+ACCESS_OK = "lt_access_ok"  # this browser session gave the password (a plain key)
+ACCESS_PASSWORD = "lt_access_password"  # the password field
+
 SPEEDS = (0.5, 1.0, 2.0, 4.0)
 LIVE_MS = 2000  # milliseconds between reloads of a run still being recorded
 

@@ -95,7 +95,8 @@ def test_older_than(copy) -> None:  # type: ignore[no-untyped-def]
     path, specs = copy
     now = T0 + N * STEP_S + 3600
     age = parse_age("3h")
-    kept = {s.id for s in specs if s.parent_id is None and s.started_at >= now - age}
+    kept = {s.id for s in specs if s.parent_id is None and (
+        s.started_at >= now - age or s.status == "running")}  # (still recording: kept)
     assert 0 < len(kept) < N
     prune(path, older_than=age, now=now)
     assert run_ids(path) == family(specs, kept)
@@ -117,7 +118,11 @@ def test_dry_run_and_the_cli(copy, capsys) -> None:  # type: ignore[no-untyped-d
     assert out.startswith(f"would delete {len(specs) - len(family(specs, running))} runs (")
     assert run_ids(path) == before
     assert main(["prune", "--db", str(path), "--older-than", "1d"]) == 0
-    assert capsys.readouterr().out.startswith(f"deleted {len(specs)} runs (")
+    assert capsys.readouterr().out.startswith(
+        f"deleted {len(specs) - len(family(specs, running))} runs (")
+    assert run_ids(path) == family(specs, running)
+    assert main(["prune", "--db", str(path), "--older-than", "1d", "--include-running"]) == 0
+    assert capsys.readouterr().out.startswith(f"deleted {len(family(specs, running))} runs (")
     assert run_ids(path) == set()
     assert main(["prune", "--db", str(path)]) == 1
     assert "--older-than AGE and/or --keep N" in capsys.readouterr().err

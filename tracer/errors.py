@@ -48,3 +48,11 @@ class ReplayError(LooptraceError):
 
 class ReplayDiverged(ReplayError):
     """A replayed agent asked for something its record does not hold, before the fork."""
+
+
+class DatabaseFull(DatabaseUnavailable):
+    """The disk (or the file's size limit) is full: nothing was written."""
+
+
+class RunConflict(LooptraceError):
+    """A run id to import is already stored with other content."""

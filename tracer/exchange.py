@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
+import sqlite3
+import uuid
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from .errors import TraceFileError
+from .errors import RunConflict, TraceFileError
 from .loader import TraceDB
 from .schema import (
     EVENTS_COLUMNS,
@@ -25,6 +28,7 @@ from .schema import (
 )
 from .search import BATCH as SEARCH_BATCH
 from .search import catch_up
+from .sqlite_errors import storage_errors
 from .summaries import refresh
 
 FORMAT = "looptrace-trace"
@@ -49,6 +53,19 @@ def run_tree(db: TraceDB, run_id: str) -> list[str]:
     return out
 
 
+# What ``str.splitlines`` splits at and ``json.dumps(ensure_ascii=False)`` leaves raw
+# (it escapes every character below U+0020 itself): escaped, a trace file is one
+# record per line for every reader of lines.
+_LINE_BREAKS = {c: f"\\u{ord(c):04x}" for c in "\x85\u2028\u2029"}
+_LINE_BREAKS_RE = re.compile("[\x85\u2028\u2029]")
+
+
+def json_line(rec: Any) -> str:
+    """``rec`` as one line of JSON (UTF-8 text kept readable, line breaks escaped)."""
+    text = json.dumps(rec, ensure_ascii=False, sort_keys=False)
+    return _LINE_BREAKS_RE.sub(lambda m: _LINE_BREAKS[m.group(0)], text)
+
+
 def export_lines(db: TraceDB, run_id: str) -> Iterator[str]:
     ids = run_tree(db, run_id)
     yield json.dumps({"format": FORMAT, "version": FORMAT_VERSION,
@@ -58,8 +75,7 @@ def export_lines(db: TraceDB, run_id: str) -> Iterator[str]:
             for row in db.raw_rows(table, rid):
                 if table == "wire":
                     row.pop("id", None)
-                yield json.dumps({"table": table, "row": row}, ensure_ascii=False,
-                                 sort_keys=False)
+                yield json_line({"table": table, "row": row})
 
 
 def export_run(db_path: str | Path, run_id: str, out: str | Path) -> Path:
@@ -83,24 +99,27 @@ def read_trace(path: str | Path) -> tuple[dict[str, Any], list[tuple[str, dict[s
     except (OSError, UnicodeDecodeError) as exc:
         msg = f"{p}: cannot read trace file ({exc})"
         raise TraceFileError(msg) from None
-    lines = [ln for ln in text.splitlines() if ln.strip()]
+    # (split at newlines only: str.splitlines also splits at U+2028, U+0085 ..., which
+    # an older export left raw inside its strings)
+    lines = [(n, ln) for n, ln in enumerate(text.split("\n"), start=1) if ln.strip()]
     if not lines:
         msg = f"{p}: empty trace file"
         raise TraceFileError(msg)
     try:
-        header = json.loads(lines[0])
+        header = json.loads(lines[0][1])
     except ValueError as exc:
-        msg = f"{p}:1: not a looptrace trace file ({exc})"
+        msg = f"{p}:{lines[0][0]}: not a looptrace trace file ({exc})"
         raise TraceFileError(msg) from None
     if not isinstance(header, dict) or header.get("format") != FORMAT:
-        msg = f"{p}:1: not a looptrace trace file (no '{FORMAT}' header)"
+        msg = f"{p}:{lines[0][0]}: not a looptrace trace file (no '{FORMAT}' header)"
         raise TraceFileError(msg)
     if int(header.get("schema_version", 0)) > SCHEMA_VERSION:
         msg = (f"{p}: written by a newer looptrace (schema {header.get('schema_version')}); "
                "upgrade looptrace to import it")
         raise TraceFileError(msg)
     rows: list[tuple[str, dict[str, Any]]] = []
-    for n, line in enumerate(lines[1:], start=2):
+    numbers: list[int] = []  # (each row's line number)
+    for n, line in lines[1:]:
         try:
             rec = json.loads(line)
         except ValueError as exc:
@@ -111,10 +130,34 @@ def read_trace(path: str | Path) -> tuple[dict[str, Any], list[tuple[str, dict[s
             msg = f"{p}:{n}: {problem}"
             raise TraceFileError(msg)
         rows.append((rec["table"], rec["row"]))
+        numbers.append(n)
     if not any(t == "runs" for t, _ in rows):
         msg = f"{p}: the trace file holds no run"
         raise TraceFileError(msg)
+    stray = foreign_row(rows)
+    if stray is not None:
+        msg = f"{p}:{numbers[stray[0]]}: {stray[1]}; nothing imported"
+        raise TraceFileError(msg)
     return header, rows
+
+
+def foreign_row(rows: list[tuple[str, dict[str, Any]]]) -> tuple[int, str] | None:
+    """The first row (its index, and what is wrong) that names a run the rows do not
+    hold, or a run held twice: such a file would write into a run it was not given."""
+    ids: set[str] = set()
+    for i, (table, row) in enumerate(rows):
+        if table == "runs":
+            rid = row.get("id")
+            if not isinstance(rid, str) or not rid:
+                return i, "a runs row without an id"
+            if rid in ids:
+                return i, f"run {rid!r} is held twice"
+            ids.add(rid)
+    for i, (table, row) in enumerate(rows):
+        if table != "runs" and row.get("run_id") not in ids:
+            return i, (f"a {table} row of run {row.get('run_id')!r}, which the file does "
+                       "not hold")
+    return None
 
 
 def row_problem(rec: Any) -> str | None:
@@ -128,25 +171,52 @@ def row_problem(rec: Any) -> str | None:
     return None
 
 
-def import_trace(path: str | Path, db_path: str | Path, *, replace: bool = True) -> list[str]:
-    """Load a trace file into ``db_path``; return the run ids it held."""
+def import_trace(path: str | Path, db_path: str | Path, *, replace: bool = True,
+                 on_conflict: str = "refuse") -> list[str]:
+    """Load a trace file into ``db_path``; return the ids its runs were stored under.
+
+    A run already stored with the same content is replaced by itself (importing a
+    file twice changes nothing); one stored with other content is, by
+    ``on_conflict``: ``"refuse"`` (``RunConflict``, nothing imported), ``"rename"``
+    (the file's runs imported under new ids) or ``"replace"`` (overwritten). A full
+    disk or a damaged file is one ``DatabaseUnavailable`` / ``NotALooptraceDatabase``
+    error, with nothing written."""
     _header, rows = read_trace(path)
-    return import_rows(rows, db_path, replace=replace)
+    with storage_errors(db_path):
+        return import_rows(rows, db_path, replace=replace, on_conflict=on_conflict)
 
 
 def import_rows(rows: list[tuple[str, dict[str, Any]]], db_path: str | Path, *,
-                replace: bool = True, keep_stored: bool = False) -> list[str]:
+                replace: bool = True, keep_stored: bool = False,
+                on_conflict: str = "replace") -> list[str]:
     """Write validated ``(table, row)`` pairs into ``db_path`` in one transaction
     (with ``replace``, the runs they hold are deleted first, and no other); return
     the run ids. Every importer (trace files, OTLP spans) goes through here.
 
+    ``on_conflict`` says what becomes of a run stored with other content than the
+    rows' (``CONFLICTS``; the same content is always replaced by itself).
+
     ``keep_stored`` is for a partial set of rows (a trace cut in transit): what is
     already stored stays, a row with the same key is overwritten, a wire row
     already there (same run, event and time) is not added twice."""
+    if on_conflict not in CONFLICTS:
+        msg = f"on_conflict={on_conflict!r}: one of {', '.join(CONFLICTS)}"
+        raise ValueError(msg)
     conn = connect(db_path)
     try:
-        ids = [r["id"] for t, r in rows if t == "runs"]
         with conn:
+            if on_conflict != "replace" and not keep_stored:
+                conn.execute("BEGIN IMMEDIATE")  # (no writer between the look and the write)
+                clash = [rid for rid in _run_ids(rows) if stored_differs(conn, rid, rows)]
+                if clash and on_conflict == "refuse":
+                    more = f" (and {len(clash) - 1} more)" if len(clash) > 1 else ""
+                    msg = (f"run {clash[0]} is already stored with other content{more}: "
+                           "nothing imported (--rename imports the file's runs under new "
+                           "ids, --replace overwrites the stored ones)")
+                    raise RunConflict(msg)
+                if clash:
+                    rows = renamed(rows)
+            ids = _run_ids(rows)
             if replace and not keep_stored:
                 for rid in ids:
                     for table, key in (("events", "run_id"), ("messages", "run_id"),
@@ -171,12 +241,83 @@ def import_rows(rows: list[tuple[str, dict[str, Any]]], db_path: str | Path, *,
     return ids
 
 
-def import_many(paths: Iterable[str | Path], db_path: str | Path) -> list[str]:
-    """``import_trace`` of each file in turn; return every run id they held."""
+def import_many(paths: Iterable[str | Path], db_path: str | Path, *,
+                on_conflict: str = "refuse") -> list[str]:
+    """``import_trace`` of each file in turn; return every run id they were stored under."""
     out: list[str] = []
     for p in paths:
-        out.extend(import_trace(p, db_path))
+        out.extend(import_trace(p, db_path, on_conflict=on_conflict))
     return out
+
+
+# -- runs already stored ------------------------------------------------------------------
+
+CONFLICTS = ("refuse", "rename", "replace")
+
+
+def _run_ids(rows: list[tuple[str, dict[str, Any]]]) -> list[str]:
+    return [r["id"] for t, r in rows if t == "runs"]
+
+
+def _canon(row: dict[str, Any], cols: Iterable[str]) -> str:
+    # (1 and 1.0 are one value: SQLite stores a REAL column's integer as a float)
+    return json.dumps([int(v) if isinstance(v, float) and v.is_integer() else v
+                       for v in (row.get(c) for c in cols)])
+
+
+def stored_differs(conn: sqlite3.Connection, run_id: str,
+                   rows: list[tuple[str, dict[str, Any]]]) -> bool:
+    """Whether ``run_id`` is stored with other rows than those of ``rows`` (False when
+    it is not stored at all). Compared: the columns the rows carry, row for row."""
+    if not conn.execute("SELECT 1 FROM runs WHERE id = ?", [run_id]).fetchone():
+        return False
+    for table in TABLES:
+        key = "id" if table == "runs" else "run_id"
+        mine = [r for t, r in rows if t == table and r.get(key) == run_id]
+        cols = sorted({c for r in mine for c in r} - {"id" if table == "wire" else ""})
+        stored_cols = [r[1] for r in conn.execute(f"PRAGMA table_info({table})")]
+        if not cols:
+            count = conn.execute(f"SELECT COUNT(*) FROM {table} WHERE {key} = ?",
+                                 [run_id]).fetchone()[0]
+            if count:
+                return True
+            continue
+        stored = [dict(zip(stored_cols, r)) for r in conn.execute(
+            f"SELECT * FROM {table} WHERE {key} = ?", [run_id])]
+        if sorted(_canon(r, cols) for r in stored) != sorted(_canon(r, cols) for r in mine):
+            return True
+    return False
+
+
+def renamed(rows: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
+    """``rows`` with every run under a new id (parents pointed at their new ids); each
+    run's metadata says which id it was exported with (``imported_from``)."""
+    new = {rid: str(uuid.uuid4()) for rid in _run_ids(rows)}
+    out = []
+    for table, row in rows:
+        row = dict(row)
+        if table == "runs":
+            old = row["id"]
+            row["id"] = new[old]
+            if row.get("parent_id") in new:
+                row["parent_id"] = new[row["parent_id"]]
+            row["metadata"] = _with_origin(row.get("metadata"), old)
+        else:
+            row["run_id"] = new[row["run_id"]]
+        out.append((table, row))
+    return out
+
+
+def _with_origin(metadata: Any, old_id: str) -> Any:
+    try:
+        meta = json.loads(metadata) if isinstance(metadata, str) else metadata
+    except ValueError:
+        return metadata  # (not ours to rewrite: kept as it was)
+    if meta is None:
+        meta = {}
+    if not isinstance(meta, dict):
+        return metadata
+    return json.dumps({**meta, "imported_from": old_id})
 
 
 # The bundled sample traces: package data in an installed looptrace (the wheel holds
@@ -216,8 +357,6 @@ def build_sample_db(db_path: str | Path) -> Path:
 def normalize(lines: Iterable[str]) -> list[dict[str, Any]]:
     """A trace with ids, timestamps and durations made canonical, for comparing
     two recordings of the same scenario."""
-    import re
-
     ids: dict[str, str] = {}
     uuidish = re.compile(r"(lc_run--)?[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?"
                          r"[0-9a-f]{12}(-\d+)?|\b[0-9a-f]{32}\b|\bo:\d{4,}\b")

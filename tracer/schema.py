@@ -26,12 +26,15 @@ Derived from those, so that reading costs what is shown, not the size of the fil
 
 from __future__ import annotations
 
+import os
+import shutil
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import quote
 
-from .errors import DatabaseUnavailable, NewerSchemaError, NotALooptraceDatabase
+from .errors import DatabaseFull, DatabaseUnavailable, NewerSchemaError, NotALooptraceDatabase
 
 if TYPE_CHECKING:
     import sqlite_utils
@@ -365,6 +368,47 @@ def check_schema(conn: sqlite3.Connection, path: str | Path) -> int:
     return max(version, 1)
 
 
+def disk_full(path: str, exc: BaseException) -> bool:
+    """Whether ``exc`` came of a full disk: SQLITE_FULL, or an I/O error (the WAL's
+    shared-memory file could not be made) where the file's disk has no room left."""
+    if "full" in str(exc):
+        return True
+    if "disk I/O error" not in str(exc):
+        return False
+    try:
+        return shutil.disk_usage(Path(path).resolve().parent).free < 64 * 1024
+    except OSError:
+        return False
+
+
+def writable_dir(path: str) -> bool:
+    """Whether the folder of ``path`` takes new files (not on a read-only filesystem,
+    and writable by this user): SQLite makes a WAL file's ``-shm`` there to read it."""
+    folder = Path(path).resolve().parent
+    try:
+        if os.statvfs(folder).f_flag & os.ST_RDONLY:
+            return False
+    except OSError:
+        return False
+    return os.access(folder, os.W_OK)
+
+
+def readonly_uri(path: str) -> str:
+    """The URI that opens ``path`` for reading only: ``mode=ro``; on a read-only
+    filesystem or folder also ``immutable=1`` (SQLite then makes no ``-shm`` file and
+    takes no lock: nobody can be writing there). A write-ahead log left beside such a
+    file (``-wal`` not empty) would be ignored: that is an error, not stale runs."""
+    uri = f"file:{quote(os.path.abspath(path))}?mode=ro"
+    if writable_dir(path):
+        return uri
+    wal = Path(f"{path}-wal")
+    if wal.exists() and wal.stat().st_size > 0 and not Path(f"{path}-shm").exists():
+        msg = (f"{path} is on a read-only filesystem with a write-ahead log ({wal.name}) "
+               "SQLite cannot read there: copy the file with its -wal to a writable folder")
+        raise DatabaseUnavailable(msg)
+    return uri + "&immutable=1"
+
+
 def connect(path: str | Path, *, create: bool = True, readonly: bool = False,
             busy_timeout: float = 30.0) -> sqlite3.Connection:
     """Open ``path`` as a looptrace database (WAL), validating what is there.
@@ -379,7 +423,7 @@ def connect(path: str | Path, *, create: bool = True, readonly: bool = False,
         raise NotALooptraceDatabase(msg)
     try:
         if readonly:
-            conn = sqlite3.connect(f"file:{path_s}?mode=ro", uri=True, check_same_thread=False,
+            conn = sqlite3.connect(readonly_uri(path_s), uri=True, check_same_thread=False,
                                    timeout=10)
         else:
             if path_s != ":memory:":
@@ -409,6 +453,10 @@ def connect(path: str | Path, *, create: bool = True, readonly: bool = False,
             raise NotALooptraceDatabase(msg)
     except sqlite3.OperationalError as exc:
         conn.close()
+        if disk_full(path_s, exc):
+            msg = (f"{path_s}: the disk is full ({exc}); nothing was written "
+                   "(free some space, e.g. with looptrace prune, and try again)")
+            raise DatabaseFull(msg) from None
         msg = f"{path_s} cannot be used right now ({exc})"
         raise DatabaseUnavailable(msg) from None
     except sqlite3.DatabaseError as exc:

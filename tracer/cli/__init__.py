@@ -40,6 +40,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from ..errors import LooptraceError
+from ..terminal import safe_text
 
 __all__ = ["COMMANDS", "DEFAULT_DB", "build_parser", "main", "serve", "stop_on_sigterm"]
 
@@ -91,14 +92,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except LooptraceError as exc:
-        print(f"looptrace {args.command}: {exc}", file=sys.stderr)
+        print(f"looptrace {args.command}: {safe_text(exc)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
         return 0
     except OSError as exc:
-        print(f"looptrace {args.command}: {exc}", file=sys.stderr)
+        print(f"looptrace {args.command}: {safe_text(exc)}", file=sys.stderr)
         return 1
 
 

@@ -11,6 +11,7 @@ import sys
 
 from ..check import PROVIDERS, check_db, format_text
 from ..errors import LooptraceError
+from ..terminal import safe_text
 from . import DEFAULT_DB
 
 
@@ -39,5 +40,5 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([f.to_dict() for f in findings], indent=2, ensure_ascii=False))
     else:
-        sys.stdout.write(format_text(results))
+        sys.stdout.write(safe_text(format_text(results), keep_newlines=True))
     return 1 if any(f.severity == "error" for f in findings) else 0

@@ -12,6 +12,7 @@ import sys
 from typing import Any
 
 from ..errors import UsageError
+from ..terminal import safe_text
 from . import DEFAULT_DB, serve
 
 
@@ -59,12 +60,13 @@ def run(args: argparse.Namespace) -> int:
         if result.run_ids:
             ids = ", ".join(r[:12] for r in result.run_ids)
             extra = f", {result.skipped} spans skipped" if result.skipped else ""
-            print(f"trace {trace_id}: {len(result.run_ids)} runs ({ids}){extra}", flush=True)
+            print(safe_text(f"trace {trace_id}: {len(result.run_ids)} runs ({ids}){extra}"),
+                  flush=True)
         elif result.skipped:
             print(f"trace {trace_id}: {result.skipped} spans skipped (not GenAI spans)",
                   flush=True)
         for w in result.warnings:
-            print(f"warning: {w}", file=sys.stderr, flush=True)
+            print(safe_text(f"warning: {w}"), file=sys.stderr, flush=True)
 
     try:
         srv = CollectServer(args.db, host=args.host, port=args.port, quiet=args.quiet,

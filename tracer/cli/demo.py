@@ -10,6 +10,7 @@ from pathlib import Path
 from ..demo import record
 from ..demo.scenarios import SCENARIOS
 from ..exchange import export_run
+from ..terminal import safe_text
 from . import DEFAULT_DB
 
 
@@ -29,9 +30,9 @@ def run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     recorded = record.record_all(args.db, args.only, providers=not args.no_providers)
     for name, ids in recorded.items():
-        print(f"{name:28} {', '.join(i[:12] for i in ids)}")
-    print(f"recorded {sum(len(v) for v in recorded.values())} runs into {args.db} "
-          f"in {time.perf_counter() - t0:.1f} s")
+        print(safe_text(f"{name:28} {', '.join(i[:12] for i in ids)}"))
+    print(safe_text(f"recorded {sum(len(v) for v in recorded.values())} runs into {args.db} "
+                    f"in {time.perf_counter() - t0:.1f} s"))
     if args.export:
         out = Path(args.export)
         out.mkdir(parents=True, exist_ok=True)
@@ -39,5 +40,5 @@ def run(args: argparse.Namespace) -> int:
             for i, run_id in enumerate(ids):
                 suffix = f"-{i + 1}" if len(ids) > 1 else ""
                 export_run(args.db, run_id, out / f"{name}{suffix}.jsonl")
-        print(f"exported to {out}")
+        print(safe_text(f"exported to {out}"))
     return 0

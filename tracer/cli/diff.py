@@ -9,6 +9,7 @@ import sys
 from ..diff import diff_tree, format_text
 from ..errors import LooptraceError
 from ..loader import TraceDB
+from ..terminal import safe_text
 from . import DEFAULT_DB
 
 HELP = """Compare two runs lap by lap and hook by hook and print the first divergence
@@ -43,10 +44,10 @@ def run(args: argparse.Namespace) -> int:
                 with TraceDB(args.db_b) as dbb:
                     d = diff_tree(da, da.resolve(args.run_a), dbb, dbb.resolve(args.run_b))
     except LooptraceError as exc:  # (exit 2, as diff(1) does for trouble)
-        print(f"looptrace diff: {exc}", file=sys.stderr)
+        print(f"looptrace diff: {safe_text(exc)}", file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps(d.to_dict(), indent=2, ensure_ascii=False))
     else:
-        print(format_text(d))
+        print(safe_text(format_text(d), keep_newlines=True))
     return 0 if d.identical else 1

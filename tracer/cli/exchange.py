@@ -13,7 +13,9 @@ import threading
 from typing import Any
 
 from ..errors import UsageError
-from ..exchange import export_run, import_many
+from ..exchange import export_run, import_rows, read_trace
+from ..sqlite_errors import storage_errors
+from ..terminal import safe_text
 from . import DEFAULT_DB, stop_on_sigterm
 
 
@@ -42,6 +44,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("files", nargs="+",
                    help="looptrace trace files (.jsonl), or OTLP JSON files of OpenTelemetry spans")
     p.add_argument("--db", default=DEFAULT_DB)
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--rename", action="store_true",
+                   help="a run already stored with other content: import the file's runs "
+                        "under new ids (default: refuse the file, import nothing of it)")
+    g.add_argument("--replace", action="store_true",
+                   help="a run already stored with other content: overwrite it")
     p.set_defaults(func=import_files)
 
 
@@ -57,9 +65,9 @@ def export(args: argparse.Namespace) -> int:
     if args.html:
         from ..html_export import export_html
 
-        print(export_html(args.db, args.run, args.html))
+        print(safe_text(export_html(args.db, args.run, args.html)))
         return 0
-    print(export_run(args.db, args.run, args.out or f"{args.run}.jsonl"))
+    print(safe_text(export_run(args.db, args.run, args.out or f"{args.run}.jsonl")))
     return 0
 
 
@@ -67,19 +75,28 @@ def import_files(args: argparse.Namespace) -> int:
     from ..otel.otlp import is_otlp_json
 
     ids: list[str] = []
+    on_conflict = "rename" if args.rename else "replace" if args.replace else "refuse"
     for path in args.files:
         if not is_otlp_json(path):
-            ids.extend(import_many([path], args.db))
+            _header, rows = read_trace(path)
+            with storage_errors(args.db):
+                got = import_rows(rows, args.db, on_conflict=on_conflict)
+            for old, new in zip((r["id"] for t, r in rows if t == "runs"), got):
+                if old != new:
+                    print(safe_text(f"{path}: run {old} is stored with other content: "
+                                    f"imported as {new}"), file=sys.stderr)
+            ids.extend(got)
             continue
         from ..otel.imports import import_otlp_file
 
         result = import_otlp_file(path, args.db)
         ids.extend(result.run_ids)
         if result.skipped:
-            print(f"{path}: {result.skipped} spans skipped (not GenAI spans)", file=sys.stderr)
+            print(safe_text(f"{path}: {result.skipped} spans skipped (not GenAI spans)"),
+                  file=sys.stderr)
         for w in result.warnings:
-            print(f"{path}: warning: {w}", file=sys.stderr)
-    print(f"imported {len(ids)} runs into {args.db}")
+            print(safe_text(f"{path}: warning: {w}"), file=sys.stderr)
+    print(safe_text(f"imported {len(ids)} runs into {args.db}"))
     return 0
 
 
@@ -126,12 +143,13 @@ def _follow(args: argparse.Namespace, headers: dict[str, str]) -> int:
     said: set[str] = set()
 
     def sent(run: Any, n: int) -> None:
-        print(f"sent {run.id[:12]} {run.name or ''} ({run.status}, {n} spans)", flush=True)
+        print(safe_text(f"sent {run.id[:12]} {run.name or ''} ({run.status}, {n} spans)"),
+              flush=True)
 
     def failed(run: Any, exc: Exception) -> None:
         if str(exc) not in said:  # once per distinct trouble, not at every poll
             said.add(str(exc))
-            print(f"looptrace export: {exc} (retrying)", file=sys.stderr, flush=True)
+            print(safe_text(f"looptrace export: {exc} (retrying)"), file=sys.stderr, flush=True)
 
     stop = threading.Event()
     stop_on_sigterm(stop)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..prune import parse_age, prune
+from ..terminal import safe_text
 from . import DEFAULT_DB
 
 
@@ -13,11 +14,16 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "prune", help="delete old runs (with their subagent runs) and shrink the file",
         description="Delete the top-level runs started more than AGE ago, or beyond the "
                     "newest N, each with its subagent runs, in one transaction; then give "
-                    "the space back to the file system.")
+                    "the space back to the file system. Runs still recording stay "
+                    "(--include-running deletes them too). On a full disk the delete "
+                    "reuses the write-ahead log's room, then the log is cut to nothing.")
     p.add_argument("--db", default=DEFAULT_DB)
     p.add_argument("--older-than", metavar="AGE",
                    help="delete runs started more than AGE ago (30d, 12h, 90m, 2w, 45s)")
     p.add_argument("--keep", type=int, metavar="N", help="keep only the newest N top-level runs")
+    p.add_argument("--include-running", action="store_true",
+                   help="delete runs still recording too (status running, or a subagent run "
+                        "of them): their end would then be lost (default: they stay)")
     p.add_argument("--dry-run", action="store_true", help="say what would go; delete nothing")
     p.add_argument("--no-vacuum", action="store_true",
                    help="do not shrink the file (later runs reuse the space)")
@@ -27,11 +33,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def run(args: argparse.Namespace) -> int:
     age = parse_age(args.older_than) if args.older_than is not None else None
     result = prune(args.db, older_than=age, keep=args.keep, vacuum=not args.no_vacuum,
-                   dry_run=args.dry_run)
+                   dry_run=args.dry_run, include_running=args.include_running)
     verb = "would delete" if args.dry_run else "deleted"
-    print(f"{verb} {result.runs} runs ({result.top_level} top-level, "
-          f"{result.runs - result.top_level} subagent runs); {args.db}: "
-          f"{_mb(result.bytes_before)} -> {_mb(result.bytes_after)}")
+    print(safe_text(f"{verb} {result.runs} runs ({result.top_level} top-level, "
+                    f"{result.runs - result.top_level} subagent runs); {args.db}: "
+                    f"{_mb(result.bytes_before)} -> {_mb(result.bytes_after)}"))
     return 0
 
 

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from ..loader import RunSummary, TraceDB
 from ..run_list import HEALTH_CLASSES, RunFilter, parse_when
 from ..schema import RUN_STATUSES
+from ..terminal import safe_text
 from . import DEFAULT_DB
 
 DEFAULT_LIMIT = 100
@@ -72,9 +73,9 @@ def format_table(runs: Sequence[RunSummary]) -> str:
     header = ("id", "name", "status", "laps", "model", "tools", "errors", "tokens", "parent")
     table = [header]
     for r in runs:
-        table.append((r.id[:12], (r.name or "")[:28], r.status, str(r.laps), str(r.model_calls),
+        table.append((safe_text(r.id[:12]), safe_text(r.name or "")[:28], r.status, str(r.laps), str(r.model_calls),
                       str(r.tool_calls), str(r.errors), str(r.total_tokens or 0),
-                      (r.parent_id or "")[:12]))
+                      safe_text((r.parent_id or "")[:12])))
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip()
                      for row in table)

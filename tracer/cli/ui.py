@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import os
+import secrets
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
+from ..errors import UsageError
 from ..loader import TraceDB
+from ..terminal import safe_text
+
+ENV = "LOOPTRACE_TOKEN"  # (app/access.py reads it)
 
 # The replay app's entry script: package data in an installed looptrace (the wheel holds
 # app/ as tracer/_app/), the repository's app/ in a checkout.
@@ -22,17 +28,64 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("ui", help="open the replay app")
     p.add_argument("--db", help="database to open (default: the bundled sample traces)")
     p.add_argument("--port", type=int, default=8501)
-    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (default 127.0.0.1: this machine only); any "
+                        "other needs --password or --token")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--password", metavar="SECRET",
+                   help="every browser session must give it (the page asks, or ?token=)")
+    g.add_argument("--token", action="store_true",
+                   help="make a random password and print the link that carries it")
     p.add_argument("--agent", metavar="MODULE:FACTORY",
                    help="the agent of the runs, so that \"Fork here\" runs forks "
                         "(see looptrace replay)")
     p.set_defaults(func=run)
 
 
+WARNING = ("traces hold whole conversations (prompts, answers, tool results) and the "
+           "database's path")
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is this machine only (127.0.0.0/8, ::1, localhost)."""
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip().strip("[]")).is_loopback
+    except ValueError:
+        return False  # (a name: it may resolve to anything)
+
+
+def access(args: argparse.Namespace) -> str | None:
+    """The token every session must give, or None (loopback, no password); refuse a
+    non-loopback address without one."""
+    token = secrets.token_urlsafe(24) if args.token else args.password
+    if token is not None and not token:
+        msg = "--password: give a non-empty password"
+        raise UsageError(msg)
+    if token is None and not is_loopback(args.host):
+        msg = (f"refusing to listen on {args.host} without --password or --token: {WARNING}, "
+               "and Streamlit asks for no password of its own")
+        raise UsageError(msg)
+    return token
+
+
 def run(args: argparse.Namespace) -> int:
     env = dict(os.environ)
     if getattr(args, "agent", None):
         env["LOOPTRACE_AGENT"] = args.agent  # (tracer.fork_links.AGENT_ENV)
+    env.pop(ENV, None)
+    token = access(args)
+    if token is not None:
+        env[ENV] = token
+        where = "localhost" if args.host in ("0.0.0.0", "::") else args.host
+        link = f"http://{where}:{args.port}/?token={token}" if args.token else (
+            f"http://{where}:{args.port}/ (the page asks for the password)")
+        print(safe_text(f"looptrace ui: {link}\nwarning: {WARNING}; anyone with the "
+                        "password sees them all, and plain HTTP carries them in clear text "
+                        "(use an SSH tunnel or --server.sslCertFile on an untrusted network)",
+                        keep_newlines=True),
+              file=sys.stderr, flush=True)
     if args.db:
         TraceDB(args.db).close()  # fail here, clearly, for a bad file
         env["LOOPTRACE_DB"] = str(Path(args.db).resolve())

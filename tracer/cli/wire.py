@@ -10,6 +10,7 @@ import sys
 import threading
 
 from ..errors import UsageError
+from ..terminal import safe_text
 from ..wire.providers import PROVIDERS, formats_of
 from . import DEFAULT_DB, serve
 
@@ -59,8 +60,8 @@ def traffic(args: argparse.Namespace) -> int:
         raise UsageError(msg)
     link_wire(args.db)
     ids = build_runs(args.db)
-    print(f"{len(ids)} run{'' if len(ids) == 1 else 's'} from traffic"
-          + (": " + ", ".join(i[:8] for i in ids) if ids else ""))
+    print(safe_text(f"{len(ids)} run{'' if len(ids) == 1 else 's'} from traffic"
+                    + (": " + ", ".join(i[:8] for i in ids) if ids else "")))
     return 0
 
 
@@ -98,7 +99,7 @@ def proxy(args: argparse.Namespace, ready: threading.Event | None = None) -> int
     base = srv.url + ("/v1" if args.provider == "openai" else "")
     what = f"emulating {args.provider} ({args.replay or args.emulate})" if script else (
         f"forwarding {args.provider} to {srv.upstream}")
-    print(f"looptrace proxy: {what}; recording into {args.db}", flush=True)
+    print(safe_text(f"looptrace proxy: {what}; recording into {args.db}"), flush=True)
     print(f"  base_url = {base}   (endpoints {paths})", flush=True)
     if ready is not None:
         ready.set()
@@ -112,5 +113,5 @@ def _print_exchange(ex: object) -> None:
     if isinstance(ex, Exchange):
         err = f"  ERROR {ex.error}" if ex.error else ""
         link = f" -> run {ex.run_id[:12]} seq {ex.seq}" if ex.run_id else ""
-        print(f"{ex.method} {ex.url} {ex.status} {ex.duration_ms or 0:.0f} ms{link}{err}",
+        print(safe_text(f"{ex.method} {ex.url} {ex.status} {ex.duration_ms or 0:.0f} ms{link}{err}"),
               file=sys.stdout, flush=True)
