@@ -76,6 +76,7 @@ class RunState:
         "thread_id",
         "tokens",
         "tools_hash",
+        "watched",
     )
 
     def __init__(self, run_id: str, *, start_seq: int = 0, thread_id: str | None = None,
@@ -123,6 +124,7 @@ class RunState:
         self.last_node: str | None = None  # the latest graph node seen to end (callbacks)
         self.req_objs: Sequence[BaseMessage] | None = None  # the last request at our layer
         self.req_system: Any = None  # and its system prompt
+        self.watched = False  # the invocation watcher ends it (``tracer.watch``)
 
 
 def note_request(run: RunState, payload: dict[str, Any], *, system: Any,
