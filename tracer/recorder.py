@@ -7,17 +7,19 @@ once, at the event where it first appeared, with its conversation position).
 
 from __future__ import annotations
 
+import atexit
 import itertools
 import os
 import random
 import threading
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from .records import EventRecord, MessageRecord, RunRecord, message_key, tool_name
+from .records import EventRecord, MessageRecord, RunRecord, StaleRunsRecord, message_key, tool_name
 from .redact import DEFAULT_REDACTOR, Redactor
 from .schema import connect
 from .serialize import tool_calls_of
@@ -241,6 +243,8 @@ class Recorder:
         self.lc_runs: dict[Any, RunState] = {}  # LangChain callback run id -> run
         # (parent run id, parent tool_call_id) -> a subagent run that paused inside it
         self.paused_children: dict[tuple[str, str], RunState] = {}
+        self.live: dict[str, RunState] = {}  # run id -> a run not seen to end yet
+        _RECORDERS.add(self)
 
     # -- runs ---------------------------------------------------------------
     def start_run(self, *, name: str | None, thread_id: str | None = None,
@@ -261,9 +265,13 @@ class Recorder:
             fields["metadata"] = metadata
         run.parent_call = parent_tool_call_id
         self.writer.put(RunRecord(run.id, fields))
+        self.live[run.id] = run
         if thread_id and parent is None:
             with self._lock:
                 self.by_thread[thread_id] = run
+            # A run of this thread that another process left running (it exited or
+            # died first) is over: its thread went on.
+            self.writer.put(StaleRunsRecord(thread_id, run.id, _PID[0], _NEXT_RUN, started))
         return run
 
     def resume_run(self, thread_id: str, *, live: bool = False,
@@ -283,6 +291,7 @@ class Recorder:
                 run.owner = "resumed"  # an old invocation's finaliser must not end it again
                 run.ended = False
                 run.status = "running"
+                self.live[run.id] = run
                 self.writer.put(RunRecord(run.id, {"status": "running", "ended_at": None}))
                 return run
         return self._resume_from_db(thread_id) if from_file else None
@@ -303,6 +312,7 @@ class Recorder:
             run.owner = "resumed"
             run.ended = False
             run.status = "running"
+        self.live[run.id] = run
         self.writer.put(RunRecord(run.id, {"status": "running", "ended_at": None}))
         return run
 
@@ -335,6 +345,7 @@ class Recorder:
                 run.seen[key] = None  # recorded, its object unknown here
         run.keys = list(run.conv)
         run.last_seq = last[0]
+        self.live[run.id] = run
         self.writer.put(RunRecord(run_id, {"status": "running", "ended_at": None}))
         return run
 
@@ -344,6 +355,7 @@ class Recorder:
                 return
             run.ended = True
             run.status = status
+        self.live.pop(run.id, None)
         if status == "interrupted" and run.thread_id and run.parent is None:
             run.interrupted = True
             with self._lock:
@@ -366,6 +378,19 @@ class Recorder:
         self.writer.put(RunRecord(run.id, fields))
         self.update_totals(run)
         self.writer.flush(wait=False)
+
+    def end_unfinished(self, why: str) -> None:
+        """End every run this recorder has not seen end, with what is known: the error
+        a wrap hook saw come up, a pause, else ``error`` saying ``why``."""
+        for run in list(self.live.values()):
+            if run.ended:
+                continue
+            if run.error_seen:
+                self.end_run(run, "error", run.error_seen)
+            elif run.paused:
+                self.end_run(run, "interrupted")
+            else:
+                self.end_run(run, "error", why)
 
     def update_totals(self, run: RunState) -> None:
         """Write the run's token totals and model names, as the writer finds them: token
@@ -568,6 +593,25 @@ class Recorder:
 
 _MISSING: Any = object()
 _new = tuple.__new__
+
+_NEXT_RUN = ("looptrace: this run has no end in the record: its thread's next run started while"
+             " it was still running (process {pid}, which recorded it, exited or died first)")
+_EXITED = ("looptrace: this run has no end in the record: the process exited while it was"
+           " still running")
+_RECORDERS: weakref.WeakSet[Recorder] = weakref.WeakSet()
+
+
+def _at_exit() -> None:
+    """At interpreter exit (before the writers' own exit flush: ``atexit`` runs in
+    reverse order of registration, and this module registers after ``tracer.store``)."""
+    for rec in list(_RECORDERS):
+        try:
+            rec.end_unfinished(_EXITED)
+        except Exception:  # noqa: BLE001, S110 - never fail the interpreter's exit
+            pass
+
+
+atexit.register(_at_exit)
 
 
 def same_message(a: BaseMessage, b: BaseMessage) -> bool:
