@@ -22,11 +22,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench_tracer import get_price, scripted  # noqa: E402
-from langchain.agents import create_agent  # noqa: E402
+from bench_tracer import get_price, scripted
+from langchain.agents import create_agent
 
-import tracer.watch as watch  # noqa: E402
-from tracer import TraceMiddleware  # noqa: E402
+from tracer import (
+    TraceMiddleware,
+    watch,
+)
 
 _ON = watch._Switch.get
 
