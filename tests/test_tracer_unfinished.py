@@ -16,7 +16,7 @@ import textwrap
 from pathlib import Path
 
 from langgraph.checkpoint.memory import InMemorySaver
-from tracer_kit import make_agent, rows, two_lap_model, get_weather
+from tracer_kit import get_weather, make_agent, rows, two_lap_model
 
 from tracer import TraceMiddleware
 
@@ -59,7 +59,7 @@ time.sleep(0.5)
 def _child(db: Path, in_tool: str) -> int:
     code = textwrap.dedent(AGENT).format(tests=str(ROOT / "tests"), db=str(db), in_tool=in_tool)
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
-                         text=True, timeout=120)
+                         text=True, timeout=120, check=False)
     assert out.stdout.strip(), out.stderr
     return int(out.stdout.strip().splitlines()[-1])
 
