@@ -197,3 +197,41 @@ def test_outer_after_agent_failing_after_the_tracers_is_an_error(db_path):
                          " LIMIT 3") == [("run", "error", None),
                                          ("after_agent", "error", "LateFail"),
                                          ("after_agent", "fire", "TraceMiddleware")]
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_lean_mode_records_the_failure_too(db_path, mode):
+    """Lean mode has no node hook: its first hook is the model call's wrap."""
+    trace = TraceMiddleware(db=db_path, lean=True)
+    agent = make_agent(_model(), [weather], [trace, NodeFails()])
+    with pytest.raises(Boom):
+        if mode == "sync":
+            agent.invoke({"messages": [("user", "hi")]})
+        else:
+            asyncio.run(agent.ainvoke({"messages": [("user", "hi")]}))
+    trace.flush()
+    assert rows(db_path, "SELECT status, error FROM runs") == [("error", "Boom: after_model broke")]
+    assert rows(db_path, "SELECT hook, phase, middleware FROM events ORDER BY seq DESC"
+                         " LIMIT 2") == [("run", "error", None), ("after_model", "error", "NodeFails")]
+
+
+def test_the_watcher_is_in_a_run_only_while_a_tracer_lives():
+    """In a fresh process: LangChain's callback managers hold the watcher while a
+    ``TraceMiddleware`` is alive, and not before nor after."""
+    import subprocess
+    import sys
+
+    code = (
+        "import gc\n"
+        "from langchain_core.callbacks import CallbackManager\n"
+        "from tracer import TraceMiddleware\n"
+        "from tracer.watch import WATCHER\n"
+        "def has(): return WATCHER in CallbackManager.configure().handlers\n"
+        "before = has()\n"
+        "trace = TraceMiddleware(db=':memory:')\n"
+        "during = has()\n"
+        "del trace; gc.collect()\n"
+        "print(before, during, has())\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, check=False)
+    assert out.stdout.split() == ["False", "True", "False"], out.stderr

@@ -51,6 +51,9 @@ class _Claim:
         self.pause: GraphInterrupt | None = None  # an interrupt() that paused a node
 
 
+_MAX_OPEN = 200_000  # chain runs open at once, far above any real process's
+
+
 class InvocationWatcher(BaseCallbackHandler):
     """Tells a claiming middleware how the graph run it recorded into ended."""
 
@@ -104,7 +107,11 @@ class InvocationWatcher(BaseCallbackHandler):
     def on_chain_start(self, serialized: dict[str, Any] | None, inputs: Any, *,
                        run_id: UUID, parent_run_id: UUID | None = None,
                        **kwargs: Any) -> None:
-        self._chains[run_id] = (parent_run_id, kwargs.get("name") or "")
+        chains = self._chains
+        if len(chains) >= _MAX_OPEN:  # (runs that never ended: never grow without bound)
+            chains.clear()
+            self._claims.clear()
+        chains[run_id] = (parent_run_id, kwargs.get("name") or "")
 
     def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
         self._chains.pop(run_id, None)
