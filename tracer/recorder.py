@@ -372,9 +372,9 @@ class Recorder:
         if status == "completed" and not run.end_seen:
             run.end_seen = True
             self.event(run, "run", "end")  # the replay's END node
-        fields: dict[str, Any] = {"status": status, "ended_at": time.time()}
-        if error is not None:
-            fields["error"] = error
+        # (the error is written in any case: an end seen late replaces what was said
+        # of the run meanwhile, e.g. by another process's ``StaleRunsRecord``)
+        fields: dict[str, Any] = {"status": status, "ended_at": time.time(), "error": error}
         self.writer.put(RunRecord(run.id, fields))
         self.update_totals(run)
         self.writer.flush(wait=False)
