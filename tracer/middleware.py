@@ -635,10 +635,8 @@ def _resume_payload(config: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _interrupts(exc: GraphInterrupt) -> list[Any]:
-    out = []
-    for it in exc.args[0] if exc.args and isinstance(exc.args[0], (list, tuple)) else []:
-        out.append({"value": getattr(it, "value", it), "id": getattr(it, "id", None)})
-    return out
+    items = exc.args[0] if exc.args and isinstance(exc.args[0], (list, tuple)) else []
+    return _interrupts_of(items)
 
 
 # ToolNode's message for arguments that failed the tool's schema (``ToolInvocationError``).
