@@ -89,3 +89,26 @@ def test_a_run_of_a_dead_process_is_closed_when_its_thread_goes_on(db_path):
     assert [s for s, _ in got] == ["error", "completed"]
     assert "its thread's next run started while it was still running" in got[0][1]
     assert f"process {pid}" in got[0][1]
+
+
+def test_a_run_left_by_an_earlier_process_with_the_same_pid_is_closed(db_path):
+    """A restarted container often gets the same pid: a run of the thread with this pid
+    that started before this process did was left by an earlier one."""
+    import os
+    import sqlite3
+
+    from tracer.schema import connect
+
+    connect(db_path).close()
+    conn = sqlite3.connect(db_path)
+    with conn:
+        conn.execute("INSERT INTO runs(id, name, thread_id, status, started_at, source, pid)"
+                     " VALUES ('old-run', 'agent', 't-1', 'running', 1000.0, 'middleware', ?)",
+                     [os.getpid()])
+    conn.close()
+    trace = TraceMiddleware(db=db_path)
+    agent = make_agent(two_lap_model(), [get_weather], [trace], checkpointer=InMemorySaver())
+    agent.invoke({"messages": [("user", "hi")]}, {"configurable": {"thread_id": "t-1"}})
+    trace.flush()
+    (status, error), = rows(db_path, "SELECT status, error FROM runs WHERE id = 'old-run'")
+    assert status == "error" and f"process {os.getpid()}" in error

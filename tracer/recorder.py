@@ -170,10 +170,12 @@ def end_lap(run: RunState) -> None:
 
 
 _PID = [os.getpid()]
+_SINCE = [time.time()]  # (about) when this process started: before any run it records
 
 
 def _after_fork() -> None:
     _PID[0] = os.getpid()
+    _SINCE[0] = time.time()
 
 
 os.register_at_fork(after_in_child=_after_fork)
@@ -271,7 +273,8 @@ class Recorder:
                 self.by_thread[thread_id] = run
             # A run of this thread that another process left running (it exited or
             # died first) is over: its thread went on.
-            self.writer.put(StaleRunsRecord(thread_id, run.id, _PID[0], _NEXT_RUN, started))
+            self.writer.put(StaleRunsRecord(thread_id, run.id, _PID[0], _NEXT_RUN, started,
+                                            _SINCE[0]))
         return run
 
     def resume_run(self, thread_id: str, *, live: bool = False,

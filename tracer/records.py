@@ -115,13 +115,16 @@ class RunRecord(NamedTuple):
 class StaleRunsRecord(NamedTuple):
     """Close the runs of ``thread_id`` that another process left ``running`` (it exited
     or died before their end was recorded) when ``run_id``, the thread's next run,
-    starts: they become ``error`` with ``error``'s text (``{pid}``: the process)."""
+    starts: they become ``error`` with ``error``'s text (``{pid}``: the process).
+    Another process: another ``pid``, or this pid before ``since`` (this process's
+    start: a restarted container often gets the same pid)."""
 
     thread_id: str
     run_id: str
     pid: int
     error: str
     ended_at: float
+    since: float
 
 
 class WireRecord(NamedTuple):

@@ -462,8 +462,9 @@ def _close_stale(conn: sqlite3.Connection, items: list[StaleRunsRecord]) -> set[
     for it in items:
         found = conn.execute(
             "SELECT id, pid FROM runs WHERE thread_id = ? AND parent_id IS NULL"
-            " AND status = 'running' AND id != ? AND (pid IS NULL OR pid != ?)",
-            [it.thread_id, it.run_id, it.pid]).fetchall()
+            " AND status = 'running' AND id != ?"
+            " AND (pid IS NULL OR pid != ? OR started_at < ?)",
+            [it.thread_id, it.run_id, it.pid, it.since]).fetchall()
         for run_id, pid in found:
             text = it.error.format(pid=pid if pid is not None else "unknown")
             ids = [run_id]
