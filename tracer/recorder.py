@@ -271,8 +271,10 @@ class Recorder:
         if thread_id and parent is None:
             with self._lock:
                 self.by_thread[thread_id] = run
+        if thread_id and parent is None and source in _LIVE_SOURCES:
             # A run of this thread that another process left running (it exited or
-            # died first) is over: its thread went on.
+            # died first) is over: its thread went on. (Not for runs rebuilt from
+            # spans or traffic: those arrive in their own order.)
             self.writer.put(StaleRunsRecord(thread_id, run.id, _PID[0], _NEXT_RUN, started,
                                             _SINCE[0]))
         return run
@@ -602,6 +604,7 @@ _NEXT_RUN = ("looptrace: this run has no end in the record: its thread's next ru
 _EXITED = ("looptrace: this run has no end in the record: the process exited while it was"
            " still running")
 _RECORDERS: weakref.WeakSet[Recorder] = weakref.WeakSet()
+_LIVE_SOURCES = ("middleware", "callbacks")  # runs recorded as they happen
 
 
 def _at_exit() -> None:

@@ -462,7 +462,7 @@ def _close_stale(conn: sqlite3.Connection, items: list[StaleRunsRecord]) -> set[
     for it in items:
         found = conn.execute(
             "SELECT id, pid FROM runs WHERE thread_id = ? AND parent_id IS NULL"
-            " AND status = 'running' AND id != ?"
+            " AND status = 'running' AND id != ? AND source IN ('middleware', 'callbacks')"
             " AND (pid IS NULL OR pid != ? OR started_at < ?)",
             [it.thread_id, it.run_id, it.pid, it.since]).fetchall()
         for run_id, pid in found:
