@@ -59,4 +59,4 @@ def test_a_broken_recorder_never_reaches_the_agent(tmp_path, monkeypatch, untrac
         # reported if (and only if) the broken code ran in this scenario
         assert bool(ours) == bool(calls), (name, ours, len(calls))
         # once per kind of failure, not once per hook firing
-        assert len(ours) == len(set(ours)) <= 8, ours
+        assert len(ours) == len(set(ours)) <= 9, ours  # (9: the end of an invocation too)

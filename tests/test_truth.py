@@ -14,7 +14,12 @@ after every node) and a scripted model that keeps what it was given. Checked:
 - at every model call the replay shows what the model received;
 - the last step is what the invocation returned;
 - the graph's steps visit the nodes that ran, in order (no path that never ran);
-- the tracer never changes the result.
+- the tracer never changes the result;
+- a failing agent (a call limit that raises in before_model, a tool retry that gives
+  up, a tool without error handling, a model whose fallback fails too): LangGraph's
+  stream ends in the exception at a node; the record is ``error`` with the
+  exception's type and text, and its last steps are the failure at that same node,
+  with or without the callback handler.
 
 With only the middleware (no callback handler) the tracer sees the state at its own
 hooks: there the replay must equal the truth at those nodes.
@@ -32,7 +37,7 @@ import pytest
 from blockbuster import blockbuster_ctx
 from langchain_core.messages import BaseMessage, SystemMessage
 from tracer_kit import whole_state
-from truth_kit import SCENARIOS, Truth, arun_truth, message_key, run_truth
+from truth_kit import FAILING, SCENARIOS, Truth, arun_truth, message_key, run_truth
 
 from tracer import TraceMiddleware
 from tracer.loader import Message, TraceDB
@@ -238,3 +243,33 @@ def test_middleware_alone_is_true_at_its_hooks(tmp_path, name, position, mode):
     last_node = next((n for n in reversed(truth.nodes) if n.endswith(".after_agent")), None)
     if last_node == "TraceMiddleware.after_agent":
         assert replayed(replay.messages_at(len(replay) - 1)) == keys(truth.final)
+
+
+@pytest.mark.parametrize("attach", [False, True], ids=["alone", "attached"])
+@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize("position", POSITIONS)
+@pytest.mark.parametrize("name", sorted(FAILING))
+def test_a_failing_run_ends_where_langgraph_says(tmp_path, name, position, mode, attach):
+    truth, replay = record(tmp_path, name, position, mode, attach=attach)
+    # LangGraph's account: the stream ended in the exception, raised at its last node.
+    assert truth.raised is not None
+    failed = [s for s in truth.steps if s.error is not None]
+    assert failed and failed[-1] is truth.steps[-1], [(s.name, s.error) for s in truth.steps]
+    assert failed[-1].error is truth.raised
+    where = failed[-1].name
+    text = f"{type(truth.raised).__name__}: {truth.raised}"
+    # the record: the run failed with that exception ...
+    summary = replay.run.summary
+    assert (summary.status, summary.error) == ("error", text)
+    # ... and its last steps are the failure at the same node
+    last, before = replay.steps[-1], replay.steps[-2]
+    assert (last.event.hook, last.event.phase) == ("run", "error")
+    assert last.event.payload["error"] == text
+    assert before.event.phase == "error" and text in str(before.event.payload)
+    assert before.node == last.node == _graph_node(where), (
+        where, [(s.event.hook, s.event.phase, s.node) for s in replay.steps[-4:]])
+    if "." in where:  # a middleware's node hook: named as that middleware's
+        assert (before.event.middleware, before.event.hook) == tuple(where.rsplit(".", 1))
+    if attach:  # every node seen: the states and the path up to the failure are true too
+        check_states(truth, replay)
+        check_paths(truth, replay)

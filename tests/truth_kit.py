@@ -115,6 +115,7 @@ from langchain.agents.middleware import (
     ToolRetryMiddleware,
     hook_config,
 )
+from langchain.agents.middleware.model_call_limit import ModelCallLimitExceededError
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
@@ -346,6 +347,7 @@ class Scenario:
     inputs: list[Any]
     config: dict[str, Any] = field(default_factory=dict)
     doc: str = ""
+    raises: type[BaseException] | None = None  # a failing agent: its stream ends in this
 
     def __post_init__(self) -> None:
         if not self.doc:
@@ -668,6 +670,85 @@ SCENARIOS: dict[str, Scenario] = {
 }
 
 
+# Failing agents: the stream ends in an exception (``Scenario.raises``), raised by a
+# prebuilt middleware's node hook, a wrap hook that gives up, a tool, the model.
+
+def _build_call_limit_error(extra: list[Any], position: str = "last") -> Any:
+    """A call limit with ``exit_behavior="error"``: its before_model raises at lap 2."""
+    def ping(n: int) -> str:
+        """Ping a host."""
+        return f"pong {n}"
+
+    model = _model(_laps_script("ping", 5, "ai-limit-err"), model_name="limit-model")
+    stack = [ModelCallLimitMiddleware(run_limit=1, exit_behavior="error")]
+    return create_agent(model, tools=[make_tool(ping)], middleware=place(stack, extra, position),
+                        system_prompt="You ping hosts.")
+
+
+def _build_tool_retry_gives_up(extra: list[Any], position: str = "last") -> Any:
+    """Tool retry re-raises (``on_failure="error"``) once a tool failed twice."""
+    def dead_lookup(key: str) -> str:
+        """Look a key up in a dead service."""
+        raise ConnectionError("dead service: connection refused")
+
+    model = _model(turn_script([
+        AIMessage("", id="ai-dead-1", tool_calls=[call("dead_lookup", {"key": "k"}, "call-dead-1")]),
+        AIMessage("unreachable", id="ai-dead-2"),
+    ]), model_name="dead-model")
+    stack = [ToolRetryMiddleware(max_retries=1, initial_delay=0.0, backoff_factor=0.0,
+                                 max_delay=0.0, jitter=False, on_failure="error")]
+    return create_agent(model, tools=[make_tool(dead_lookup)],
+                        middleware=place(stack, extra, position),
+                        system_prompt="You look things up.")
+
+
+def _build_tool_raises(extra: list[Any], position: str = "last") -> Any:
+    """A tool without error handling raises; a PII middleware is in the stack."""
+    def charge_card(amount: int) -> str:
+        """Charge the customer's card."""
+        raise ValueError("card declined: insufficient funds")
+
+    model = _model(turn_script([
+        AIMessage("", id="ai-charge-1",
+                  tool_calls=[call("charge_card", {"amount": 30}, "call-charge-1")]),
+        AIMessage("unreachable", id="ai-charge-2"),
+    ]), model_name="charge-model")
+    stack = [PIIMiddleware("email", strategy="redact", apply_to_input=True)]
+    return create_agent(model, tools=[make_tool(charge_card)],
+                        middleware=place(stack, extra, position),
+                        system_prompt="You take payments.")
+
+
+def _build_fallback_exhausted(extra: list[Any], position: str = "last") -> Any:
+    """The primary model and its fallback both raise: the model node fails."""
+    def get_time(city: str) -> str:
+        """Current time in a city."""
+        return f"It is 10:00 in {city}."
+
+    primary = _model(None, model_name="primary-model", fail=True)
+    backup = _model(None, model_name="backup-model", fail=True)
+    stack = [ModelFallbackMiddleware(backup)]
+    return create_agent(primary, tools=[make_tool(get_time)],
+                        middleware=place(stack, extra, position),
+                        system_prompt="You tell the time.")
+
+
+FAILING: dict[str, Scenario] = {
+    s.name: s for s in [
+        Scenario("call_limit_error", _build_call_limit_error,
+                 [_user("Ping until stopped.", "human-limit-error")],
+                 raises=ModelCallLimitExceededError),
+        Scenario("tool_retry_gives_up", _build_tool_retry_gives_up,
+                 [_user("Look k up.", "human-dead")], raises=ConnectionError),
+        Scenario("tool_raises", _build_tool_raises,
+                 [_user("Charge me 30, I am bob@example.com", "human-charge")],
+                 raises=ValueError),
+        Scenario("fallback_exhausted", _build_fallback_exhausted,
+                 [_user("What time is it in Oslo?", "human-exhausted")], raises=RuntimeError),
+    ]
+}
+
+
 # ---------------------------------------------------------------------------
 # Running and capturing
 # ---------------------------------------------------------------------------
@@ -711,6 +792,7 @@ class Truth:
     steps: list[StepRecord] = field(default_factory=list)
     final_values: dict[str, Any] = field(default_factory=dict)
     invocation_finals: list[list[BaseMessage]] = field(default_factory=list)
+    raised: BaseException | None = None  # what the stream ended in (a failing scenario)
 
 
 class _Capture:
@@ -742,7 +824,10 @@ class _Capture:
                     self._step = data["step"]
                 self._tasks.append((payload["id"], payload["name"]))
             elif kind == "task_result":
-                self._results[payload["id"]] = copy.deepcopy(payload)
+                # (the exception itself as raised: not every exception can be copied)
+                error = payload.get("error")
+                kept = copy.deepcopy({k: v for k, v in payload.items() if k != "error"})
+                self._results[payload["id"]] = {**kept, "error": error}
         elif mode == "values":
             data = dict(data)
             interrupts = data.pop("__interrupt__", None)
@@ -803,7 +888,7 @@ STREAM_MODES = ["debug", "values"]
 
 def _prepare(scenario: Scenario | str, extra_middleware: list[Any] | None, position: str,
              callbacks: list[Any] | None) -> tuple[Scenario, Recorder, Any, dict[str, Any]]:
-    sc = SCENARIOS[scenario] if isinstance(scenario, str) else scenario
+    sc = (SCENARIOS.get(scenario) or FAILING[scenario]) if isinstance(scenario, str) else scenario
     rec = Recorder()
     token = _RECORDER.set(rec)
     try:
@@ -816,8 +901,10 @@ def _prepare(scenario: Scenario | str, extra_middleware: list[Any] | None, posit
     return sc, rec, agent, config
 
 
-def _truth(cap: _Capture, rec: Recorder, finals: list[list[BaseMessage]]) -> Truth:
+def _truth(cap: _Capture, rec: Recorder, finals: list[list[BaseMessage]],
+           raised: BaseException | None = None) -> Truth:
     return Truth(
+        raised=raised,
         final=finals[-1] if finals else [],
         model_inputs=[c.messages for c in rec.calls if c.kind == "main"],
         node_states=[(s.name, s.messages) for s in cap.steps],
@@ -850,14 +937,24 @@ def run_truth(scenario: Scenario | str, extra_middleware: list[Any] | None = Non
     sc, rec, agent, config = _prepare(scenario, extra_middleware, position, callbacks)
     cap = _Capture()
     finals: list[list[BaseMessage]] = []
+    raised = None
     for i, inp in enumerate(sc.inputs):
         cap.begin(i)
         # a copy: LangGraph stamps ids onto the caller's input messages in place
-        for chunk in agent.stream(copy.deepcopy(inp), config=config, stream_mode=STREAM_MODES):
-            cap.feed(chunk)
+        try:
+            for chunk in agent.stream(copy.deepcopy(inp), config=config,
+                                      stream_mode=STREAM_MODES):
+                cap.feed(chunk)
+        except Exception as exc:
+            if sc.raises is None or not isinstance(exc, sc.raises):
+                raise
+            raised = exc
         cap.end()
         finals.append(list(cap.last_values.get("messages", [])))
-    return _truth(cap, rec, finals)
+    if sc.raises is not None and raised is None:
+        msg = f"{sc.name} was to fail with {sc.raises.__name__}, and did not"
+        raise TruthError(msg)
+    return _truth(cap, rec, finals, raised)
 
 
 async def arun_truth(scenario: Scenario | str, extra_middleware: list[Any] | None = None, *,
@@ -866,14 +963,23 @@ async def arun_truth(scenario: Scenario | str, extra_middleware: list[Any] | Non
     sc, rec, agent, config = _prepare(scenario, extra_middleware, position, callbacks)
     cap = _Capture()
     finals: list[list[BaseMessage]] = []
+    raised = None
     for i, inp in enumerate(sc.inputs):
         cap.begin(i)
-        async for chunk in agent.astream(copy.deepcopy(inp), config=config,
-                                         stream_mode=STREAM_MODES):
-            cap.feed(chunk)
+        try:
+            async for chunk in agent.astream(copy.deepcopy(inp), config=config,
+                                             stream_mode=STREAM_MODES):
+                cap.feed(chunk)
+        except Exception as exc:
+            if sc.raises is None or not isinstance(exc, sc.raises):
+                raise
+            raised = exc
         cap.end()
         finals.append(list(cap.last_values.get("messages", [])))
-    return _truth(cap, rec, finals)
+    if sc.raises is not None and raised is None:
+        msg = f"{sc.name} was to fail with {sc.raises.__name__}, and did not"
+        raise TruthError(msg)
+    return _truth(cap, rec, finals, raised)
 
 
 # ---------------------------------------------------------------------------

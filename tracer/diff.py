@@ -20,6 +20,7 @@ From the command line: ``looptrace diff RUN_A RUN_B``.
 from __future__ import annotations
 
 import difflib
+import itertools
 import json
 import re
 from collections.abc import Callable
@@ -222,7 +223,8 @@ def messages_diff(a: list[Message], b: list[Message], label_a: str, label_b: str
 def _segment(step: Step) -> tuple[int, str]:
     """Which part of the loop a step belongs to: (order, label)."""
     ev = step.event
-    if ev.hook == "after_agent" or (ev.hook == "run" and ev.phase != "start"):
+    if ev.hook == "after_agent" or (ev.hook == "run" and ev.phase != "start") or (
+            ev.hook == "node" and ev.phase == "error"):  # (a failed node ended the run)
         return (1 << 30, "end")
     if ev.hook == "run":
         return (0, "lap 0")
@@ -524,6 +526,13 @@ def diff_replays(ra: Replay, rb: Replay) -> RunDiff:
                     found = [("extra_lap", (f"{label} exists only in {present} ({absent} has "
                                            f"{other} laps)"), "")]
                 add(s if steps_a else None, None if steps_a else s, found, same=False)
+        elif label == "end" and ra.run.summary.status != rb.run.summary.status:
+            # The runs ended differently: one difference, not one per step of their ends.
+            st_a, st_b = ra.run.summary.status, rb.run.summary.status
+            for i, (x, y) in enumerate(itertools.zip_longest(steps_a, steps_b)):
+                found = [("status", f"the run ends otherwise: A ended {st_a}, B ended {st_b}",
+                          "")] if i == 0 else []
+                add(x, y, found, same=False)
         else:
             sm = difflib.SequenceMatcher(a=[_signature(s) for s in steps_a],
                                          b=[_signature(s) for s in steps_b], autojunk=False)

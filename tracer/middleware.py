@@ -38,6 +38,7 @@ from .records import RunRecord
 from .redact import Redactor
 from .store import on_event_loop
 from .tool_life import signatures
+from .watch import watch
 
 
 def _error_text(exc: BaseException) -> str:
@@ -67,6 +68,8 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
         self._layered = False  # probes inside the other layers (see ``around``)
         self._below: dict[str, str | None] = {}  # the first layer inside, per kind of call
         self._around: list[str] = []  # the names ``around`` put in order
+        # (tells this middleware how each invocation ended: ``tracer.watch``)
+        self._watcher = watch(self)
 
     @property
     def name(self) -> str:  # type: ignore[override]
@@ -187,6 +190,12 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
             handler_run.middleware = True
             self.recorder.defer_messages(handler_run)
             return handler_run
+        run = self._open_run(runtime, starting, thread_id, config)
+        run.watched = self._watcher.claim(config, self, run)
+        return run
+
+    def _open_run(self, runtime: Any, starting: bool, thread_id: Any,
+                  config: dict[str, Any]) -> RunState:
         if not starting and thread_id:
             resume = _resume_payload(config)
             # Not starting at before_agent means a resumed thread (lean mode has no
@@ -240,6 +249,19 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
         else:
             self.recorder.end_run(run, "error", "the invocation ended without after_agent")
 
+    def invocation_ended(self, run: RunState, error: BaseException | None,
+                         node: tuple[str, float] | None,
+                         pause: GraphInterrupt | None) -> None:
+        """The graph run this middleware recorded into ended (``tracer.watch``): with
+        ``error``, which surfaced first at graph node ``node``; ``pause``: an
+        interrupt() paused a node."""
+        try:
+            if run.ended or run.lc_ids:
+                return
+            end_invocation(self.recorder, run, error, node, pause)
+        except Exception as exc:  # noqa: BLE001
+            self.recorder.writer._warn("end", f"looptrace failed ending a run: {exc!r}")
+
     # -- node hooks ---------------------------------------------------------
     def _node(self, hook: str, state: AgentState[Any], runtime: Runtime[Any]) -> None:
         try:
@@ -255,9 +277,9 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
             seq = rec.sync_messages(run, run.seq.__next__, msgs, by=run.last_node) if (
                 msgs is not None) else None
             rec.event(run, hook, "fire", middleware=self._name, seq=seq)
-            if hook == "after_agent" and not run.lc_ids:
-                # (with the callback handler attached, the run ends when the graph
-                # returns, after the outer middlewares' after_agent hooks)
+            if hook == "after_agent" and not run.lc_ids and not run.watched:
+                # (with the callback handler attached, or the watcher, the run ends
+                # when the graph returns, after the outer middlewares' after_agent hooks)
                 rec.end_run(run, "completed")
         except Exception as exc:  # noqa: BLE001 - the tracer must never break the agent
             self.recorder.writer._warn("hook", f"looptrace failed in {hook}: {exc!r}")
@@ -319,6 +341,7 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
         try:
             dur = (time.perf_counter() - t0) * 1000
             if isinstance(exc, GraphInterrupt):
+                run.paused = True  # (recorded here: the end of the invocation need not)
                 self.recorder.event(run, hook, "interrupt", middleware=self._name,
                                     duration_ms=dur, tool_call_id=tool_call_id,
                                     payload={"interrupts": _interrupts(exc)})
@@ -559,6 +582,41 @@ class LeanTraceMiddleware(_TraceBase):
 
 
 # -- helpers -----------------------------------------------------------------
+def end_invocation(rec: Recorder, run: RunState, error: BaseException | None,
+                   node: tuple[str, float] | None, pause: GraphInterrupt | None) -> None:
+    """End ``run`` as its invocation ended: completed, paused by an interrupt (the
+    interrupt recorded unless the tracer's own wrap hook did), or failed (an
+    ``error`` event at the node where the exception surfaced, as the callback
+    handler records it, then the run's own)."""
+    if isinstance(error, GraphInterrupt):  # (a subgraph's pause comes up as an exception)
+        pause, error = error, None
+    if error is None:
+        if pause is None and not run.paused:
+            rec.end_run(run, "completed")
+            return
+        if pause is not None and not run.paused:
+            items = pause.args[0] if pause.args else []
+            rec.event(run, "interrupt", "fire", payload={"interrupts": _interrupts_of(items)})
+        run.paused = False
+        rec.end_run(run, "interrupted")
+        return
+    text = _error_text(error)
+    payload: dict[str, Any] = {"error": text, "type": type(error).__name__}
+    if node is not None:
+        name = node[0]
+        mw, hook = name.rsplit(".", 1) if "." in name else (None, "node")
+        at = {"node": name, **payload} if hook == "node" else dict(payload)
+        rec.event(run, hook, "error", middleware=mw, payload=at, ts=node[1])
+        payload["node"] = name
+    rec.event(run, "run", "error", payload=payload)
+    rec.end_run(run, "error", text)
+
+
+def _interrupts_of(items: Any) -> list[Any]:
+    return [{"value": getattr(it, "value", it), "id": getattr(it, "id", None)}
+            for it in (items if isinstance(items, (list, tuple)) else [items])]
+
+
 def _error_handled(rec: Recorder, run: RunState) -> None:
     """An error passed through a wrap hook but the loop went on: the run is running again."""
     run.error_seen = None
@@ -583,10 +641,8 @@ def _resume_payload(config: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _interrupts(exc: GraphInterrupt) -> list[Any]:
-    out = []
-    for it in exc.args[0] if exc.args and isinstance(exc.args[0], (list, tuple)) else []:
-        out.append({"value": getattr(it, "value", it), "id": getattr(it, "id", None)})
-    return out
+    items = exc.args[0] if exc.args and isinstance(exc.args[0], (list, tuple)) else []
+    return _interrupts_of(items)
 
 
 # ToolNode's message for arguments that failed the tool's schema (``ToolInvocationError``).

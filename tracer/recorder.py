@@ -7,17 +7,19 @@ once, at the event where it first appeared, with its conversation position).
 
 from __future__ import annotations
 
+import atexit
 import itertools
 import os
 import random
 import threading
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from .records import EventRecord, MessageRecord, RunRecord, message_key, tool_name
+from .records import EventRecord, MessageRecord, RunRecord, StaleRunsRecord, message_key, tool_name
 from .redact import DEFAULT_REDACTOR, Redactor
 from .schema import connect
 from .serialize import tool_calls_of
@@ -76,6 +78,7 @@ class RunState:
         "thread_id",
         "tokens",
         "tools_hash",
+        "watched",
     )
 
     def __init__(self, run_id: str, *, start_seq: int = 0, thread_id: str | None = None,
@@ -123,6 +126,7 @@ class RunState:
         self.last_node: str | None = None  # the latest graph node seen to end (callbacks)
         self.req_objs: Sequence[BaseMessage] | None = None  # the last request at our layer
         self.req_system: Any = None  # and its system prompt
+        self.watched = False  # the invocation watcher ends it (``tracer.watch``)
 
 
 def note_request(run: RunState, payload: dict[str, Any], *, system: Any,
@@ -166,10 +170,12 @@ def end_lap(run: RunState) -> None:
 
 
 _PID = [os.getpid()]
+_SINCE = [time.time()]  # (about) when this process started: before any run it records
 
 
 def _after_fork() -> None:
     _PID[0] = os.getpid()
+    _SINCE[0] = time.time()
 
 
 os.register_at_fork(after_in_child=_after_fork)
@@ -239,6 +245,8 @@ class Recorder:
         self.lc_runs: dict[Any, RunState] = {}  # LangChain callback run id -> run
         # (parent run id, parent tool_call_id) -> a subagent run that paused inside it
         self.paused_children: dict[tuple[str, str], RunState] = {}
+        self.live: dict[str, RunState] = {}  # run id -> a run not seen to end yet
+        _RECORDERS.add(self)
 
     # -- runs ---------------------------------------------------------------
     def start_run(self, *, name: str | None, thread_id: str | None = None,
@@ -259,9 +267,16 @@ class Recorder:
             fields["metadata"] = metadata
         run.parent_call = parent_tool_call_id
         self.writer.put(RunRecord(run.id, fields))
+        self.live[run.id] = run
         if thread_id and parent is None:
             with self._lock:
                 self.by_thread[thread_id] = run
+        if thread_id and parent is None and source in _LIVE_SOURCES:
+            # A run of this thread that another process left running (it exited or
+            # died first) is over: its thread went on. (Not for runs rebuilt from
+            # spans or traffic: those arrive in their own order.)
+            self.writer.put(StaleRunsRecord(thread_id, run.id, _PID[0], _NEXT_RUN, started,
+                                            _SINCE[0]))
         return run
 
     def resume_run(self, thread_id: str, *, live: bool = False,
@@ -281,6 +296,7 @@ class Recorder:
                 run.owner = "resumed"  # an old invocation's finaliser must not end it again
                 run.ended = False
                 run.status = "running"
+                self.live[run.id] = run
                 self.writer.put(RunRecord(run.id, {"status": "running", "ended_at": None}))
                 return run
         return self._resume_from_db(thread_id) if from_file else None
@@ -301,6 +317,7 @@ class Recorder:
             run.owner = "resumed"
             run.ended = False
             run.status = "running"
+        self.live[run.id] = run
         self.writer.put(RunRecord(run.id, {"status": "running", "ended_at": None}))
         return run
 
@@ -333,6 +350,7 @@ class Recorder:
                 run.seen[key] = None  # recorded, its object unknown here
         run.keys = list(run.conv)
         run.last_seq = last[0]
+        self.live[run.id] = run
         self.writer.put(RunRecord(run_id, {"status": "running", "ended_at": None}))
         return run
 
@@ -342,6 +360,7 @@ class Recorder:
                 return
             run.ended = True
             run.status = status
+        self.live.pop(run.id, None)
         if status == "interrupted" and run.thread_id and run.parent is None:
             run.interrupted = True
             with self._lock:
@@ -358,12 +377,25 @@ class Recorder:
         if status == "completed" and not run.end_seen:
             run.end_seen = True
             self.event(run, "run", "end")  # the replay's END node
-        fields: dict[str, Any] = {"status": status, "ended_at": time.time()}
-        if error is not None:
-            fields["error"] = error
+        # (the error is written in any case: an end seen late replaces what was said
+        # of the run meanwhile, e.g. by another process's ``StaleRunsRecord``)
+        fields: dict[str, Any] = {"status": status, "ended_at": time.time(), "error": error}
         self.writer.put(RunRecord(run.id, fields))
         self.update_totals(run)
         self.writer.flush(wait=False)
+
+    def end_unfinished(self, why: str) -> None:
+        """End every run this recorder has not seen end, with what is known: the error
+        a wrap hook saw come up, a pause, else ``error`` saying ``why``."""
+        for run in list(self.live.values()):
+            if run.ended:
+                continue
+            if run.error_seen:
+                self.end_run(run, "error", run.error_seen)
+            elif run.paused:
+                self.end_run(run, "interrupted")
+            else:
+                self.end_run(run, "error", why)
 
     def update_totals(self, run: RunState) -> None:
         """Write the run's token totals and model names, as the writer finds them: token
@@ -566,6 +598,26 @@ class Recorder:
 
 _MISSING: Any = object()
 _new = tuple.__new__
+
+_NEXT_RUN = ("looptrace: this run has no end in the record: its thread's next run started while"
+             " it was still running (process {pid}, which recorded it, exited or died first)")
+_EXITED = ("looptrace: this run has no end in the record: the process exited while it was"
+           " still running")
+_RECORDERS: weakref.WeakSet[Recorder] = weakref.WeakSet()
+_LIVE_SOURCES = ("middleware", "callbacks")  # runs recorded as they happen
+
+
+def _at_exit() -> None:
+    """At interpreter exit (before the writers' own exit flush: ``atexit`` runs in
+    reverse order of registration, and this module registers after ``tracer.store``)."""
+    for rec in list(_RECORDERS):
+        try:
+            rec.end_unfinished(_EXITED)
+        except Exception:  # noqa: BLE001, S110 - never fail the interpreter's exit
+            pass
+
+
+atexit.register(_at_exit)
 
 
 def same_message(a: BaseMessage, b: BaseMessage) -> bool:

@@ -112,6 +112,21 @@ class RunRecord(NamedTuple):
     fields: dict[str, Any] | Callable[[], dict[str, Any]]
 
 
+class StaleRunsRecord(NamedTuple):
+    """Close the runs of ``thread_id`` that another process left ``running`` (it exited
+    or died before their end was recorded) when ``run_id``, the thread's next run,
+    starts: they become ``error`` with ``error``'s text (``{pid}``: the process).
+    Another process: another ``pid``, or this pid before ``since`` (this process's
+    start: a restarted container often gets the same pid)."""
+
+    thread_id: str
+    run_id: str
+    pid: int
+    error: str
+    ended_at: float
+    since: float
+
+
 class WireRecord(NamedTuple):
     """One row of ``wire`` (a provider HTTP exchange)."""
 
@@ -126,4 +141,4 @@ class Deferred(NamedTuple):
     args: tuple[Any, ...]
 
 
-Record = EventRecord | MessageRecord | RunRecord | WireRecord | Deferred
+Record = EventRecord | MessageRecord | RunRecord | StaleRunsRecord | WireRecord | Deferred

@@ -341,6 +341,9 @@ def build_replay(run: Run) -> Replay:
             node = "START" if ev.phase == "start" else ("END" if ev.phase == "end" else node)
         else:
             node = HOOK_NODE.get(ev.hook, node)
+            if ev.hook == "node" and isinstance(ev.payload, dict) and ev.payload.get(
+                    "node") in ("model", "tools"):  # (the agent's own node: one that failed)
+                node = ev.payload["node"]
         if ev.hook == "after_agent":
             pass
         if ev.tool_call_id and ev.hook in TOOL_HOOKS:

@@ -26,7 +26,15 @@ from typing import Any
 
 from . import search
 from .errors import DatabaseUnavailable, LooptraceError
-from .records import Deferred, EventRecord, MessageRecord, RunRecord, WireRecord, message_key
+from .records import (
+    Deferred,
+    EventRecord,
+    MessageRecord,
+    RunRecord,
+    StaleRunsRecord,
+    WireRecord,
+    message_key,
+)
 from .redact import DEFAULT_REDACTOR, Redactor
 from .schema import connect
 from .serialize import dumps, message_json, search_text, tool_call_id_of
@@ -51,13 +59,14 @@ class _Rows:
     """Rows ready to commit: built once from the records, kept as they are while a
     commit fails, and added to by later batches (run updates merge in order)."""
 
-    __slots__ = ("events", "messages", "runs", "wires")
+    __slots__ = ("events", "messages", "runs", "stale", "wires")
 
     def __init__(self) -> None:
         self.events: list[tuple[Any, ...]] = []
         self.messages: list[tuple[Any, ...]] = []
         self.runs: dict[str, dict[str, Any]] = {}
         self.wires: list[dict[str, Any]] = []
+        self.stale: list[StaleRunsRecord] = []
 
     def add(self, other: _Rows) -> None:
         self.events += other.events
@@ -65,9 +74,11 @@ class _Rows:
         for run_id, fields in other.runs.items():
             self.runs.setdefault(run_id, {}).update(fields)
         self.wires += other.wires
+        self.stale += other.stale
 
     def __len__(self) -> int:
-        return len(self.events) + len(self.messages) + len(self.runs) + len(self.wires)
+        return (len(self.events) + len(self.messages) + len(self.runs) + len(self.wires)
+                + len(self.stale))
 
     def run_ids(self) -> set[str]:
         """Every run these rows touch."""
@@ -312,6 +323,7 @@ class Writer:
                     conn.executemany(_EVENT_SQL, rows.events)
                 if rows.messages:
                     conn.executemany(_MESSAGE_SQL, rows.messages)
+                closed = _close_stale(conn, rows.stale) if rows.stale else set()
                 for w in rows.wires:
                     cols = list(w)
                     conn.execute(
@@ -320,7 +332,7 @@ class Writer:
                     )
                 # The counts of a run that has ended, kept with the rows that end it (and
                 # again if rows of it come later).
-                refresh(conn, rows.run_ids())
+                refresh(conn, rows.run_ids() | closed)
                 # The search index takes the messages' text a batch at a time.
                 unindexed = self._unindexed + len(rows.messages)
                 if unindexed >= search.BATCH:
@@ -392,6 +404,8 @@ class Writer:
                 if isinstance(fields.get("error"), str):
                     fields["error"] = red(fields["error"])
                 runs.setdefault(it.run_id, {}).update(fields)
+            elif kind is StaleRunsRecord:
+                rows.stale.append(it)
             elif kind is WireRecord:
                 w = dict(it.row)
                 for k in ("request_headers", "response_headers", "request_body",
@@ -440,6 +454,30 @@ class Writer:
         # (e.g. ``-W error``: never let a warning break anything)
         with contextlib.suppress(Exception):
             warnings.warn(text, RuntimeWarning, stacklevel=2)
+
+
+def _close_stale(conn: sqlite3.Connection, items: list[StaleRunsRecord]) -> set[str]:
+    """Close the runs each record names (``StaleRunsRecord``); their ids."""
+    closed: set[str] = set()
+    for it in items:
+        found = conn.execute(
+            "SELECT id, pid FROM runs WHERE thread_id = ? AND parent_id IS NULL"
+            " AND status = 'running' AND id != ? AND source IN ('middleware', 'callbacks')"
+            " AND (pid IS NULL OR pid != ? OR started_at < ?)",
+            [it.thread_id, it.run_id, it.pid, it.since]).fetchall()
+        for run_id, pid in found:
+            text = it.error.format(pid=pid if pid is not None else "unknown")
+            ids = [run_id]
+            while ids:  # the run, and its subagents' runs left running with it
+                conn.executemany("UPDATE runs SET status = 'error', error = ?, ended_at = ?"
+                                 " WHERE id = ? AND status = 'running'",
+                                 [(text, it.ended_at, i) for i in ids])
+                closed.update(ids)
+                marks = ",".join("?" * len(ids))
+                ids = [r[0] for r in conn.execute(
+                    f"SELECT id FROM runs WHERE parent_id IN ({marks}) AND status = 'running'",
+                    ids)]
+    return closed
 
 
 _writers: dict[tuple[str, int], Writer] = {}

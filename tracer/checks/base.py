@@ -19,7 +19,8 @@ from ..replay import Replay, build_replay
 from ..wire.providers import PROVIDERS
 
 __all__ = ["PROVIDERS", "SEVERITIES", "Call", "Finding", "ModelInput", "Thresholds", "Turn",
-           "exit_seqs", "is_empty_content", "model_inputs", "tool_names", "turn_of"]
+           "exit_seqs", "is_empty_content", "model_inputs", "own_messages", "tool_names",
+           "turn_of"]
 
 SEVERITIES: tuple[str, ...] = ("error", "warning", "info")
 
@@ -268,3 +269,17 @@ def exit_seqs(run: Run) -> dict[int, int]:
             out[pending] = ev.seq
             pending = None
     return out
+
+
+def own_messages(run: Run) -> list[Message]:
+    """The messages of ``run``'s own laps: those that first appeared after its first
+    model call began. A turn of a thread starts with the earlier turns' messages
+    (recorded at its first step, at the latest with its first model call): they are
+    context, not evidence of what this run did, and the loop findings
+    (``tracer.checks.loops``) do not count them. A run without a model call keeps
+    them all (nothing tells them apart)."""
+    first = next((ev.seq for ev in run.events
+                  if ev.hook in MODEL_HOOKS and ev.phase == "enter"), None)
+    if first is None:
+        return list(run.messages)
+    return [m for m in run.messages if m.seq > first]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from ..loader import Run
 from ..records import MODEL_HOOKS, TOOL_HOOKS
-from .base import Finding, Thresholds
+from .base import Finding, Thresholds, own_messages
 from .loops import repeated_calls
 
 
@@ -62,7 +62,7 @@ def runaway(run: Run, th: Thresholds) -> list[Finding]:
     repeats = repeated_calls(run, th)
     if not repeats:
         return []
-    asks = [m for m in run.messages if m.type in ("ai", "AIMessageChunk")]
+    asks = [m for m in own_messages(run) if m.type in ("ai", "AIMessageChunk")]
     if not asks or not asks[-1].tool_calls:
         return []  # the model had stopped asking: the failure is something else
     last = run.events[-1].seq if run.events else None

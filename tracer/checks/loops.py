@@ -25,7 +25,7 @@ from typing import Any
 from ..loader import Message, Run
 from ..records import MODEL_HOOKS, TOOL_HOOKS
 from ..replay import Replay, build_replay
-from .base import Finding, ModelInput, Thresholds
+from .base import Finding, ModelInput, Thresholds, own_messages
 
 _RECURSION = re.compile(r"GraphRecursionError|Recursion limit of \d+ reached", re.IGNORECASE)
 _EMPTY = {"", "[]", "{}", "null", "none", '""'}
@@ -82,7 +82,8 @@ def _near(a: Any, b: Any, th: Thresholds) -> bool:
 
 
 def _ai_messages(run: Run) -> list[Message]:
-    return sorted((m for m in run.messages if m.type in ("ai", "AIMessageChunk")),
+    """The run's own replies (not the earlier turns' of its thread), in order."""
+    return sorted((m for m in own_messages(run) if m.type in ("ai", "AIMessageChunk")),
                   key=lambda m: (m.seq, m.position))
 
 
@@ -158,7 +159,7 @@ def _result_failures(run: Run) -> list[tuple[int, str, str, str]]:
                 owner[str(c["id"])] = m.key
     out: list[tuple[int, str, str, str]] = []
     answered: set[str] = set()
-    for m in sorted((x for x in run.messages if x.type == "tool"), key=lambda x: x.seq):
+    for m in sorted((x for x in own_messages(run) if x.type == "tool"), key=lambda x: x.seq):
         name = m.name or names.get(m.tool_call_id or "", "?")
         if m.status == "error":
             kind = "error"
