@@ -82,6 +82,10 @@ def test_runs_diff_check_print_escapes(db: Path, capsys) -> None:  # type: ignor
     assert "\\x1b" in out, out
     code, out, err = cli(capsys, "export", f"run-a{HOSTILE}", "--db", str(db))  # an error
     assert code == 1 and "\\x1b]0;pwned" in err
+    code, out, _ = cli(capsys, "show", "run-a", "--db", str(db))
+    assert code == 0 and ESCAPED[:28] in out
+    code, out, _ = cli(capsys, "show", "run-a", "--db", str(db), "--step", "2")
+    assert code == 0 and "\\x1b]0;pwned" in out
 
 
 def test_json_stays_exact(db: Path, capsys) -> None:  # type: ignore[no-untyped-def]

@@ -16,7 +16,7 @@ from tracer import TraceMiddleware
 from tracer.cli import main
 from tracer.demo.models import ScriptedChatModel, call, turn_script
 from tracer.loader import TraceDB
-from tracer.show import terminal_text
+from tracer.terminal import safe_text
 
 
 def show(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -104,7 +104,9 @@ def test_long_contents_are_cut_and_control_characters_shown(
 
 
 def test_terminal_text_keeps_newlines_tabs_and_letters() -> None:
-    assert terminal_text("a\tb\nç 😀 \x00\x9b\u200f") == "a\tb\nç 😀 \\x00\\x9b\\u200f"
+    # (show prints through the command line's one function for terminal text)
+    got = safe_text("a\tb\nç 😀 \x00\x9b\u200f", keep_newlines=True)
+    assert got == "a\tb\nç 😀 \\x00\\x9b\\u200f"
 
 
 @pytest.mark.parametrize(("args", "error"), [

@@ -13,13 +13,13 @@ print them. Steps are counted from 1, as the replay shows them ("Step N / M") an
 from __future__ import annotations
 
 import json
-import unicodedata
 from dataclasses import asdict
 from typing import Any
 
 from .errors import LooptraceError
 from .loader import Message, Run, RunSummary, TraceDB
 from .replay import Replay, build_replay
+from .terminal import safe_text
 
 __all__ = [
     "DEFAULT_CUT",
@@ -31,7 +31,6 @@ __all__ = [
     "render_step",
     "step_of_seq",
     "step_view",
-    "terminal_text",
 ]
 
 DEFAULT_CUT = 2000  # characters of a message's content shown before it is cut
@@ -39,18 +38,6 @@ DEFAULT_CUT = 2000  # characters of a message's content shown before it is cut
 
 class StepOutOfRange(LooptraceError):
     """A step number that the run does not have."""
-
-
-def terminal_text(text: str) -> str:
-    """``text`` safe to print on a terminal: control and format characters (escape
-    sequences, bidi overrides, NUL ...) as visible escapes; newlines and tabs kept."""
-    out = []
-    for ch in text:
-        if ch in "\n\t" or unicodedata.category(ch) not in ("Cc", "Cf", "Cs", "Co"):
-            out.append(ch)
-        else:
-            out.append(f"\\x{ord(ch):02x}" if ord(ch) < 256 else f"\\u{ord(ch):04x}")
-    return "".join(out)
 
 
 def open_replay(db: TraceDB, run_ref: str) -> tuple[Run, Replay]:
@@ -252,7 +239,7 @@ def render_overview(d: dict[str, Any]) -> str:
             lines.append(f"          messages: {', '.join(f['message_keys'])}")
     if d["findings"]:
         lines.append(f"(looptrace show {r['id'][:12]} --step N: the messages at a step)")
-    return terminal_text("\n".join(lines)) + "\n"
+    return safe_text("\n".join(lines), keep_newlines=True) + "\n"
 
 
 def render_step(d: dict[str, Any]) -> str:
@@ -283,4 +270,4 @@ def render_step(d: dict[str, Any]) -> str:
                 lines.append(f"       ... arguments cut at {c['args_cut']['shown']} of "
                              f"{c['args_cut']['total']} characters (all of it: "
                              f"{c['args_cut']['rest']})")
-    return terminal_text("\n".join(lines)) + "\n"
+    return safe_text("\n".join(lines), keep_newlines=True) + "\n"
