@@ -36,7 +36,7 @@ from ..exchange import export_lines
 from ..loader import TraceDB, content_text
 from ..records import MODEL_HOOKS, TOOL_HOOKS
 from ..schema import SCHEMA_VERSION
-from .rows import A_FORMAT, A_ROWS, A_RUN, A_SCHEMA, FORMAT_TAG, row_events
+from .rows import A_FORMAT, A_ROWS, A_RUN, A_SCHEMA, FORMAT_TAG, row_event
 from .spans import Span, SpanEvent
 
 Rows = list[tuple[str, dict[str, Any]]]
@@ -94,21 +94,25 @@ def spans_from_rows(rows: Rows) -> list[Span]:
         for tcid, span in b.tools.items():
             tool_spans[(rid, tcid)] = span.span_id
         spans.extend(b.spans)
-    # the rows themselves, each on the span it describes
+    # the rows themselves, each on the span it describes, in one event per span
+    loads: dict[str, list[tuple[int, str, dict[str, Any]]]] = {}
     for index, (table, row) in enumerate(rows):
         rid = row["id"] if table == "runs" else row["run_id"]
         b = built.get(rid)
         if b is None:  # rows of a run whose runs row is missing: on the root span
             b = next(iter(built.values()))
-        span, ts = b.home(table, row)
-        span.events.extend(row_events(index, table, row, ts))
+        span = b.home(table, row)
+        loads.setdefault(span.span_id, []).append((index, table, row))
         if table == "runs":  # every span of the run carries it: any part of a trace is a run
             for other in b.spans[1:]:
-                other.events.extend(row_events(index, table, row, other.start))
+                loads.setdefault(other.span_id, []).append((index, table, row))
+    carriers = [s for s in spans if s.span_id in loads]
+    for ordinal, span in enumerate(carriers):
+        span.events.append(row_event(ordinal, loads[span.span_id], span.end or span.start))
     first = spans[0]
     first.attributes[A_FORMAT] = FORMAT_TAG
     first.attributes[A_SCHEMA] = SCHEMA_VERSION
-    first.attributes[A_ROWS] = len(rows)
+    first.attributes[A_ROWS] = len(carriers)
     return spans
 
 
@@ -318,13 +322,11 @@ class _Run:
         return [state[p] for p in sorted(state)]
 
     # -- where a row rides ----------------------------------------------------------
-    def home(self, table: str, row: dict[str, Any]) -> tuple[Span, float]:
+    def home(self, table: str, row: dict[str, Any]) -> Span:
         if table == "runs":
-            return self.invoke, self.invoke.start
+            return self.invoke
         seq = row.get("seq")
-        span = self.by_seq.get(seq, self.invoke) if isinstance(seq, int) else self.invoke
-        ts = self.ts.get(seq) if table == "messages" and isinstance(seq, int) else row.get("ts")
-        return span, _num(ts) or span.start
+        return self.by_seq.get(seq, self.invoke) if isinstance(seq, int) else self.invoke
 
 
 # -- the GenAI message schema ---------------------------------------------------------
