@@ -36,6 +36,7 @@ from ..exchange import export_lines
 from ..loader import TraceDB, content_text
 from ..records import MODEL_HOOKS, TOOL_HOOKS
 from ..schema import SCHEMA_VERSION
+from . import display
 from .rows import A_FORMAT, A_ROWS, A_RUN, A_SCHEMA, FORMAT_TAG, row_event
 from .spans import Span, SpanEvent
 
@@ -52,9 +53,10 @@ def run_rows(db: TraceDB, run_id: str) -> Rows:
     return [(rec["table"], rec["row"]) for rec in map(json.loads, lines)]
 
 
-def run_spans(db: TraceDB, run_id: str) -> list[Span]:
-    """The spans of one run tree (``run_id`` and its subagent runs), one trace."""
-    return spans_from_rows(run_rows(db, run_id))
+def run_spans(db: TraceDB, run_id: str, service: str | None = None) -> list[Span]:
+    """The spans of one run tree (``run_id`` and its subagent runs), one trace;
+    ``service`` names the service (and Phoenix's project) in the spans' resource."""
+    return spans_from_rows(run_rows(db, run_id), service)
 
 
 def trace_id_for(run_id: str) -> str:
@@ -69,7 +71,7 @@ def span_id_for(run_id: str, what: str) -> str:
     return sid if sid != "0" * 16 else "1" * 16
 
 
-def spans_from_rows(rows: Rows) -> list[Span]:
+def spans_from_rows(rows: Rows, service: str | None = None) -> list[Span]:
     """Build the spans of a run tree from its rows (parents before their subagent runs)."""
     runs: dict[str, _RunRows] = {}
     for table, row in rows:
@@ -89,7 +91,7 @@ def spans_from_rows(rows: Rows) -> list[Span]:
         parent = rr.run.get("parent_id")
         parent_span = tool_spans.get((parent, rr.run.get("parent_tool_call_id"))) or (
             built[parent].invoke.span_id if parent in built else None)
-        b = _Run(trace_id, rr, parent_span)
+        b = _Run(trace_id, rr, parent_span, display.resource(service))
         built[rid] = b
         for tcid, span in b.tools.items():
             tool_spans[(rid, tcid)] = span.span_id
@@ -133,7 +135,8 @@ class _RunRows:
 class _Run:
     """The spans of one run."""
 
-    def __init__(self, trace_id: str, rr: _RunRows, parent: str | None) -> None:
+    def __init__(self, trace_id: str, rr: _RunRows, parent: str | None,
+                 resource: dict[str, Any]) -> None:
         assert rr.run is not None
         run = rr.run
         self.id = str(run["id"])
@@ -160,7 +163,7 @@ class _Run:
         })
         self.invoke = Span(trace_id, span_id_for(self.id, "run"), parent,
                            f"invoke_agent {agent}", start, max(end, start), attrs,
-                           resource={"service.name": "looptrace"}, scope="looptrace")
+                           resource=resource, scope="looptrace")
         if run.get("status") == "error":
             self.invoke.status = "error"
             self.invoke.status_message = run.get("error")
@@ -181,6 +184,15 @@ class _Run:
         if last is not None:
             self.invoke.attributes["gen_ai.output.messages"] = last.attributes[
                 "gen_ai.output.messages"]
+        self._io()
+
+    def _io(self) -> None:
+        """The run's question and final answer, as backends list a run."""
+        final = [genai_message(m) for m in self._conversation(1 << 62)]
+        answer = next((m for m in reversed(final) if m.get("role") == "assistant"), None)
+        self.invoke.attributes.update(display.io("input", display.question(final)))
+        if answer is not None and self.run.get("status") != "error":
+            self.invoke.attributes.update(display.io("output", display.reply(answer)))
 
     # -- events -> spans ----------------------------------------------------------
     def _build(self, events: list[dict[str, Any]]) -> None:
@@ -248,8 +260,12 @@ class _Run:
             "gen_ai.input.messages": _json([genai_message(m) for m in history]),
             "gen_ai.system_instructions": (_json([{"type": "text", "content": self._system}])
                                            if self._system else None),
-            "gen_ai.tool.definitions": _json(p["tools"]) if p.get("tools") else None,
+            "gen_ai.tool.definitions": (_json(display.tool_definitions(p["tools"]))
+                                        if p.get("tools") else None),
         })
+        if "gen_ai.input.messages" in attrs:
+            attrs.update({"input.value": attrs["gen_ai.input.messages"],
+                          "input.mime_type": display.JSON})
         return self._span(f"model/{ev['seq']}", f"chat {model or ''}".strip(), ev, "client",
                           attrs)
 
@@ -270,6 +286,8 @@ class _Run:
             "gen_ai.response.finish_reasons": [str(finish)] if finish else None,
             "gen_ai.output.messages": _json(outputs) if outputs else None,
         }))
+        if outputs:
+            span.attributes.update(_clean(display.io("output", display.reply(outputs[-1]))))
         if ev.get("phase") == "error":
             _fail(span, p)
 
@@ -282,7 +300,10 @@ class _Run:
             "gen_ai.tool.type": "function",
             "gen_ai.tool.call.id": tcid,
             "gen_ai.tool.call.arguments": _json(p["args"]) if "args" in p else None,
+            "gen_ai.conversation.id": self.run.get("thread_id"),
         })
+        if "args" in p:
+            attrs.update(_clean(display.io("input", p["args"])))
         span = self._span(f"tool/{ev['seq']}", f"execute_tool {name}", ev, "internal", attrs)
         if tcid:
             self.tools[tcid] = span
@@ -298,6 +319,8 @@ class _Run:
             content = body.get("content")
             span.attributes["gen_ai.tool.call.result"] = _text(
                 content if isinstance(content, str) else content_text(content))
+            span.attributes.update(_clean(display.io(
+                "output", span.attributes["gen_ai.tool.call.result"])))
             if body.get("status") == "error":
                 span.status = "error"
                 span.status_message = _text(content_text(content))[:1000]
@@ -426,6 +449,6 @@ def _error_type(error: Any) -> str:
 
 def _fail(span: Span, p: dict[str, Any]) -> None:
     span.status = "error"
-    err = p.get("error") or p.get("message") or p.get("type")
+    err = p.get("error") or p.get("message") or span.status_message or p.get("type")
     span.status_message = _text(str(err))[:1000] if err else None
     span.attributes["error.type"] = str(p.get("type") or _error_type(err))
