@@ -154,8 +154,8 @@ class _Run:
             "gen_ai.conversation.id": run.get("thread_id"),
             "gen_ai.provider.name": run.get("provider"),
             "gen_ai.request.model": run.get("model"),
-            "gen_ai.usage.input_tokens": run.get("input_tokens"),
-            "gen_ai.usage.output_tokens": run.get("output_tokens"),
+            # no gen_ai.usage here: backends add up the chat spans' (Phoenix counts a
+            # parent's usage on top of its children's, MLflow takes the topmost span's)
             A_RUN: self.id,
             "looptrace.run.name": run.get("name"),
             "looptrace.run.status": run.get("status"),
