@@ -181,7 +181,7 @@ class _Run:
                     self.invoke.attributes[key] = first_model.attributes[key]
         last = next((s for s in reversed(self.spans) if "gen_ai.output.messages"
                      in s.attributes), None)
-        if last is not None:
+        if last is not None and run.get("status") != "error":  # a failed run answered nothing
             self.invoke.attributes["gen_ai.output.messages"] = last.attributes[
                 "gen_ai.output.messages"]
         self._io()
@@ -217,6 +217,11 @@ class _Run:
                 if phase == "enter":
                     span = self._tool(ev, payload)
                     open_tools[key] = span
+                elif phase in _CALL_END and key and key not in open_tools and (
+                        key not in self.tools):
+                    # a call seen only as its result (a loop seen through the proxy)
+                    span = self._tool(ev, self._call_of(key))
+                    self._tool_end(span, ev, payload)
                 else:
                     span = open_tools.get(key) or self.tools.get(key) or self.invoke
                     if phase in _CALL_END and key in open_tools:
@@ -326,6 +331,14 @@ class _Run:
                 span.status_message = _text(content_text(content))[:1000]
         if ev.get("phase") == "error" or p.get("status") == "error":
             _fail(span, p)
+
+    def _call_of(self, tool_call_id: str) -> dict[str, Any]:
+        """The name and arguments of a tool call, from the assistant message that made it."""
+        for m in self.messages:
+            for call in _body(m).get("tool_calls") or []:
+                if isinstance(call, dict) and call.get("id") == tool_call_id:
+                    return {"name": call.get("name"), "args": call.get("args")}
+        return {}
 
     def _hook_event(self, ev: dict[str, Any], p: Any) -> SpanEvent:
         attrs = _clean({"looptrace.phase": ev.get("phase"), "looptrace.seq": ev["seq"],
