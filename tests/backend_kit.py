@@ -66,7 +66,8 @@ def _serve(cmd: list[str], env: dict[str, str], health: str, name: str) -> Itera
                 except OSError:
                     pass
                 if time.monotonic() > deadline:
-                    msg = f"{name} did not answer {health} in {STARTUP:.0f} s: {log.read_text()[-3000:]}"
+                    msg = (f"{name} did not answer {health} in {STARTUP:.0f} s: "
+                           f"{log.read_text()[-3000:]}")
                     raise RuntimeError(msg)
                 time.sleep(0.5)
             yield

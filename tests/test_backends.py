@@ -18,7 +18,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from backend_kit import ARTIFACTS, mlflow_server, mlflow_span, phoenix_server, phoenix_span, read_back
+from backend_kit import (
+    ARTIFACTS,
+    mlflow_server,
+    mlflow_span,
+    phoenix_server,
+    phoenix_span,
+    read_back,
+)
 
 from tracer.diff import diff_tree
 from tracer.exchange import build_sample_db
