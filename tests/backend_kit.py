@@ -38,8 +38,8 @@ def venv_python(name: str) -> Path:
     base = Path(os.environ.get("LOOPTRACE_BACKEND_VENVS") or ROOT / ".ci-venvs")
     py = base / name / "bin" / "python"
     if not py.exists():
-        why = (f"{py} not found: .ci/run creates it (uv venv {base / name} && uv pip install "
-               f"-r tests/backends/{name}.txt)")
+        why = (f"{py} not found: .ci/run creates it (uv venv {base / name}, then uv pip sync "
+               f"tests/backends/{name}.txt into it)")
         if os.environ.get("CI"):
             pytest.fail(why)
         pytest.skip(why)
