@@ -35,7 +35,8 @@ def test_protobuf_and_json_read_the_same(source: Path) -> None:
     assert [(s.trace_id, s.span_id, s.parent_id, s.name, s.kind) for s in from_proto] == [
         (s.trace_id, s.span_id, s.parent_id, s.name, s.kind) for s in spans]
     assert from_proto[0].attributes == spans[0].attributes
-    assert from_proto[0].resource == {"service.name": "looptrace"}
+    assert from_proto[0].resource == {"service.name": "looptrace",
+                                      "openinference.project.name": "looptrace"}
     assert from_proto[0].scope == "looptrace"
     assert abs(from_proto[1].start - spans[1].start) < 1e-6
 

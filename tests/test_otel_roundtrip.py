@@ -21,8 +21,9 @@ from tracer.exchange import build_sample_db, export_lines, read_trace, sample_fi
 from tracer.loader import TraceDB
 from tracer.otel.collect import CollectServer
 from tracer.otel.export import export_otlp
-from tracer.otel.rows import A_FORMAT, ROW_EVENT
+from tracer.otel.rows import A_FORMAT, A_ROWS, ROW_EVENT
 from tracer.otel.runspans import run_spans
+from tracer.otel.spans import Span
 
 SAMPLES = sample_files()
 
@@ -123,3 +124,48 @@ def test_the_genai_view(source: Path) -> None:
     # the same run exported twice gives the same ids
     with TraceDB(source) as db:
         assert [s.span_id for s in run_spans(db, root)] == [s.span_id for s in spans]
+
+
+def test_what_backends_show_first(source: Path) -> None:
+    """input.value / output.value on every span, flat tool definitions, the error text,
+    the service name, the rows in one event per span (issue 27)."""
+    def spans_of(stem: str, service: str | None = None) -> list[Span]:
+        root = read_trace(next(p for p in SAMPLES if p.stem == stem))[0]["root"]
+        with TraceDB(source) as db:
+            return run_spans(db, root, service)
+
+    spans = spans_of("shopping", "shop-team")
+    top = spans[0]
+    assert top.resource == {"service.name": "shop-team", "openinference.project.name": "shop-team"}
+    a = top.attributes
+    assert a["input.value"] == ("What do a laptop and a mouse cost with code SAVE10? "
+                                "And a unicorn?")
+    assert a["input.mime_type"] == "text/plain"
+    assert a["output.value"].startswith("The laptop ($1,299) and mouse ($25) come to $1,324")
+    assert "gen_ai.usage.input_tokens" not in a  # the chat spans carry them (no double count)
+    chats = [s for s in spans if s.name.startswith("chat ")]
+    assert chats[0].attributes["output.value"] == "Let me look up both prices."
+    assert chats[0].attributes["input.mime_type"] == "application/json"
+    assert json.loads(chats[0].attributes["input.value"])[0]["role"] == "user"
+    calls = json.loads(chats[1].attributes["output.value"])  # no text: the tool calls
+    assert calls == [{"name": "get_price", "arguments": {"product": "unicorn"},
+                      "id": "call_price_unicorn"}]
+    assert chats[1].attributes["output.mime_type"] == "application/json"
+    assert json.loads(chats[0].attributes["gen_ai.tool.definitions"])[0] == {
+        "type": "function", "name": "get_price",
+        "description": "Look up the price of a product in the catalogue (USD).",
+        "parameters": {"properties": {"product": {"type": "string"}}, "required": ["product"],
+                       "type": "object"}}
+    unicorn = next(s for s in spans if s.attributes.get("gen_ai.tool.call.id")
+                   == "call_price_unicorn")
+    assert json.loads(unicorn.attributes["input.value"]) == {"product": "unicorn"}
+    assert unicorn.status == "error"
+    assert unicorn.status_message == "unknown product 'unicorn': not in the catalogue"
+    assert unicorn.attributes["output.value"] == unicorn.status_message
+    for s in spans:
+        assert [e.name for e in s.events].count(ROW_EVENT) == 1, s.name
+        assert s.attributes.get("input.value"), s.name
+    assert top.attributes[A_ROWS] == len(spans)  # one row event per span
+    hitl = spans_of("human-in-the-loop")
+    assert {s.attributes.get("gen_ai.conversation.id") for s in hitl} == {"demo-hitl-thread"}
+    assert hitl[0].resource["service.name"] == "looptrace"

@@ -34,6 +34,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                         "finishes, until Ctrl-C")
     g.add_argument("--header", action="append", default=[], metavar="KEY=VALUE",
                    help="an HTTP header to send with --otlp (repeatable)")
+    g.add_argument("--service", metavar="NAME",
+                   help="the service name the spans carry, also Phoenix's project "
+                        "(default looptrace)")
     g.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
                    help="give up on the endpoint after this long (default 10)")
     g.add_argument("--interval", type=float, default=1.0, metavar="SECONDS",
@@ -117,7 +120,8 @@ def _export_otlp(args: argparse.Namespace) -> int:
         raise UsageError(msg)
     from ..otel.export import export_otlp, traces_url
 
-    n = export_otlp(args.db, args.run, args.otlp, headers=headers, timeout=args.timeout)
+    n = export_otlp(args.db, args.run, args.otlp, headers=headers, timeout=args.timeout,
+                    service=args.service)
     print(f"sent {n} spans to {traces_url(args.otlp)}")
     return 0
 
@@ -155,7 +159,7 @@ def _follow(args: argparse.Namespace, headers: dict[str, str]) -> int:
     stop_on_sigterm(stop)
     try:
         total = follow(args.db, url, interval=args.interval, stop=stop, headers=headers,
-                       timeout=args.timeout, on_sent=sent, on_error=failed)
+                       timeout=args.timeout, service=args.service, on_sent=sent, on_error=failed)
     except KeyboardInterrupt:
         return 0
     print(f"sent {total} runs")

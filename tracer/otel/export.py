@@ -49,12 +49,14 @@ def traces_url(url: str) -> str:
 
 
 def export_otlp(db_path: str | Path, run_id: str, url: str, *,
-                headers: dict[str, str] | None = None, timeout: float = DEFAULT_TIMEOUT) -> int:
+                headers: dict[str, str] | None = None, timeout: float = DEFAULT_TIMEOUT,
+                service: str | None = None) -> int:
     """Send run ``run_id`` (an id or unique prefix) and its subagent runs; return the
-    number of spans sent. Raise ``OtlpExportError`` if the endpoint refuses them
-    or cannot be reached."""
+    number of spans sent. ``service`` names the service (and Phoenix's project; default
+    "looptrace"). Raise ``OtlpExportError`` if the endpoint refuses them or cannot be
+    reached."""
     with TraceDB(db_path) as db:
-        spans = run_spans(db, db.resolve(run_id))
+        spans = run_spans(db, db.resolve(run_id), service)
     return send_spans(spans, url, headers=headers, timeout=timeout)
 
 

@@ -58,6 +58,7 @@ class Ledger:
 
 def send_finished(db_path: str | Path, url: str, ledger: Ledger, *,
                   headers: dict[str, str] | None = None, timeout: float = DEFAULT_TIMEOUT,
+                  service: str | None = None,
                   on_sent: Callable[[RunSummary, int], None] | None = None,
                   on_error: Callable[[RunSummary, Exception], None] | None = None) -> int:
     """One poll: send every finished root run not sent yet; return how many were sent."""
@@ -70,7 +71,7 @@ def send_finished(db_path: str | Path, url: str, ledger: Ledger, *,
             if ledger.is_sent(endpoint, run):
                 continue
             try:
-                n = send_spans(run_spans(db, run.id), endpoint, headers=headers, timeout=timeout)
+                n = send_spans(run_spans(db, run.id, service), endpoint, headers=headers, timeout=timeout)
             except OtlpExportError as exc:
                 if on_error is not None:
                     on_error(run, exc)
@@ -84,7 +85,7 @@ def send_finished(db_path: str | Path, url: str, ledger: Ledger, *,
 
 def follow(db_path: str | Path, url: str, *, interval: float = 1.0,
            stop: threading.Event | None = None, headers: dict[str, str] | None = None,
-           timeout: float = DEFAULT_TIMEOUT,
+           timeout: float = DEFAULT_TIMEOUT, service: str | None = None,
            on_sent: Callable[[RunSummary, int], None] | None = None,
            on_error: Callable[[RunSummary | None, Exception], None] | None = None) -> int:
     """Poll ``db_path`` every ``interval`` seconds until ``stop`` is set (or Ctrl-C);
@@ -96,7 +97,7 @@ def follow(db_path: str | Path, url: str, *, interval: float = 1.0,
     while not stop.is_set():
         try:
             total += send_finished(db_path, url, ledger, headers=headers, timeout=timeout,
-                                   on_sent=on_sent, on_error=on_error)
+                                   service=service, on_sent=on_sent, on_error=on_error)
         except LooptraceError as exc:  # no database yet, locked ...: wait for it
             if on_error is not None and not isinstance(exc, OtlpExportError):
                 on_error(None, exc)

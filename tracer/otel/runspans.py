@@ -36,7 +36,8 @@ from ..exchange import export_lines
 from ..loader import TraceDB, content_text
 from ..records import MODEL_HOOKS, TOOL_HOOKS
 from ..schema import SCHEMA_VERSION
-from .rows import A_FORMAT, A_ROWS, A_RUN, A_SCHEMA, FORMAT_TAG, row_events
+from . import display
+from .rows import A_FORMAT, A_ROWS, A_RUN, A_SCHEMA, FORMAT_TAG, row_event
 from .spans import Span, SpanEvent
 
 Rows = list[tuple[str, dict[str, Any]]]
@@ -52,9 +53,10 @@ def run_rows(db: TraceDB, run_id: str) -> Rows:
     return [(rec["table"], rec["row"]) for rec in map(json.loads, lines)]
 
 
-def run_spans(db: TraceDB, run_id: str) -> list[Span]:
-    """The spans of one run tree (``run_id`` and its subagent runs), one trace."""
-    return spans_from_rows(run_rows(db, run_id))
+def run_spans(db: TraceDB, run_id: str, service: str | None = None) -> list[Span]:
+    """The spans of one run tree (``run_id`` and its subagent runs), one trace;
+    ``service`` names the service (and Phoenix's project) in the spans' resource."""
+    return spans_from_rows(run_rows(db, run_id), service)
 
 
 def trace_id_for(run_id: str) -> str:
@@ -69,7 +71,7 @@ def span_id_for(run_id: str, what: str) -> str:
     return sid if sid != "0" * 16 else "1" * 16
 
 
-def spans_from_rows(rows: Rows) -> list[Span]:
+def spans_from_rows(rows: Rows, service: str | None = None) -> list[Span]:
     """Build the spans of a run tree from its rows (parents before their subagent runs)."""
     runs: dict[str, _RunRows] = {}
     for table, row in rows:
@@ -89,26 +91,30 @@ def spans_from_rows(rows: Rows) -> list[Span]:
         parent = rr.run.get("parent_id")
         parent_span = tool_spans.get((parent, rr.run.get("parent_tool_call_id"))) or (
             built[parent].invoke.span_id if parent in built else None)
-        b = _Run(trace_id, rr, parent_span)
+        b = _Run(trace_id, rr, parent_span, display.resource(service))
         built[rid] = b
         for tcid, span in b.tools.items():
             tool_spans[(rid, tcid)] = span.span_id
         spans.extend(b.spans)
-    # the rows themselves, each on the span it describes
+    # the rows themselves, each on the span it describes, in one event per span
+    loads: dict[str, list[tuple[int, str, dict[str, Any]]]] = {}
     for index, (table, row) in enumerate(rows):
         rid = row["id"] if table == "runs" else row["run_id"]
         b = built.get(rid)
         if b is None:  # rows of a run whose runs row is missing: on the root span
             b = next(iter(built.values()))
-        span, ts = b.home(table, row)
-        span.events.extend(row_events(index, table, row, ts))
+        span = b.home(table, row)
+        loads.setdefault(span.span_id, []).append((index, table, row))
         if table == "runs":  # every span of the run carries it: any part of a trace is a run
             for other in b.spans[1:]:
-                other.events.extend(row_events(index, table, row, other.start))
+                loads.setdefault(other.span_id, []).append((index, table, row))
+    carriers = [s for s in spans if s.span_id in loads]
+    for ordinal, span in enumerate(carriers):
+        span.events.append(row_event(ordinal, loads[span.span_id], span.end or span.start))
     first = spans[0]
     first.attributes[A_FORMAT] = FORMAT_TAG
     first.attributes[A_SCHEMA] = SCHEMA_VERSION
-    first.attributes[A_ROWS] = len(rows)
+    first.attributes[A_ROWS] = len(carriers)
     return spans
 
 
@@ -129,7 +135,8 @@ class _RunRows:
 class _Run:
     """The spans of one run."""
 
-    def __init__(self, trace_id: str, rr: _RunRows, parent: str | None) -> None:
+    def __init__(self, trace_id: str, rr: _RunRows, parent: str | None,
+                 resource: dict[str, Any]) -> None:
         assert rr.run is not None
         run = rr.run
         self.id = str(run["id"])
@@ -147,8 +154,8 @@ class _Run:
             "gen_ai.conversation.id": run.get("thread_id"),
             "gen_ai.provider.name": run.get("provider"),
             "gen_ai.request.model": run.get("model"),
-            "gen_ai.usage.input_tokens": run.get("input_tokens"),
-            "gen_ai.usage.output_tokens": run.get("output_tokens"),
+            # no gen_ai.usage here: backends add up the chat spans' (Phoenix counts a
+            # parent's usage on top of its children's, MLflow takes the topmost span's)
             A_RUN: self.id,
             "looptrace.run.name": run.get("name"),
             "looptrace.run.status": run.get("status"),
@@ -156,7 +163,7 @@ class _Run:
         })
         self.invoke = Span(trace_id, span_id_for(self.id, "run"), parent,
                            f"invoke_agent {agent}", start, max(end, start), attrs,
-                           resource={"service.name": "looptrace"}, scope="looptrace")
+                           resource=resource, scope="looptrace")
         if run.get("status") == "error":
             self.invoke.status = "error"
             self.invoke.status_message = run.get("error")
@@ -174,9 +181,18 @@ class _Run:
                     self.invoke.attributes[key] = first_model.attributes[key]
         last = next((s for s in reversed(self.spans) if "gen_ai.output.messages"
                      in s.attributes), None)
-        if last is not None:
+        if last is not None and run.get("status") != "error":  # a failed run answered nothing
             self.invoke.attributes["gen_ai.output.messages"] = last.attributes[
                 "gen_ai.output.messages"]
+        self._io()
+
+    def _io(self) -> None:
+        """The run's question and final answer, as backends list a run."""
+        final = [genai_message(m) for m in self._conversation(1 << 62)]
+        answer = next((m for m in reversed(final) if m.get("role") == "assistant"), None)
+        self.invoke.attributes.update(display.io("input", display.question(final)))
+        if answer is not None and self.run.get("status") != "error":
+            self.invoke.attributes.update(display.io("output", display.reply(answer)))
 
     # -- events -> spans ----------------------------------------------------------
     def _build(self, events: list[dict[str, Any]]) -> None:
@@ -201,6 +217,11 @@ class _Run:
                 if phase == "enter":
                     span = self._tool(ev, payload)
                     open_tools[key] = span
+                elif phase in _CALL_END and key and key not in open_tools and (
+                        key not in self.tools):
+                    # a call seen only as its result (a loop seen through the proxy)
+                    span = self._tool(ev, self._call_of(key))
+                    self._tool_end(span, ev, payload)
                 else:
                     span = open_tools.get(key) or self.tools.get(key) or self.invoke
                     if phase in _CALL_END and key in open_tools:
@@ -244,8 +265,12 @@ class _Run:
             "gen_ai.input.messages": _json([genai_message(m) for m in history]),
             "gen_ai.system_instructions": (_json([{"type": "text", "content": self._system}])
                                            if self._system else None),
-            "gen_ai.tool.definitions": _json(p["tools"]) if p.get("tools") else None,
+            "gen_ai.tool.definitions": (_json(display.tool_definitions(p["tools"]))
+                                        if p.get("tools") else None),
         })
+        if "gen_ai.input.messages" in attrs:
+            attrs.update({"input.value": attrs["gen_ai.input.messages"],
+                          "input.mime_type": display.JSON})
         return self._span(f"model/{ev['seq']}", f"chat {model or ''}".strip(), ev, "client",
                           attrs)
 
@@ -266,6 +291,8 @@ class _Run:
             "gen_ai.response.finish_reasons": [str(finish)] if finish else None,
             "gen_ai.output.messages": _json(outputs) if outputs else None,
         }))
+        if outputs:
+            span.attributes.update(_clean(display.io("output", display.reply(outputs[-1]))))
         if ev.get("phase") == "error":
             _fail(span, p)
 
@@ -278,7 +305,10 @@ class _Run:
             "gen_ai.tool.type": "function",
             "gen_ai.tool.call.id": tcid,
             "gen_ai.tool.call.arguments": _json(p["args"]) if "args" in p else None,
+            "gen_ai.conversation.id": self.run.get("thread_id"),
         })
+        if "args" in p:
+            attrs.update(_clean(display.io("input", p["args"])))
         span = self._span(f"tool/{ev['seq']}", f"execute_tool {name}", ev, "internal", attrs)
         if tcid:
             self.tools[tcid] = span
@@ -294,11 +324,21 @@ class _Run:
             content = body.get("content")
             span.attributes["gen_ai.tool.call.result"] = _text(
                 content if isinstance(content, str) else content_text(content))
+            span.attributes.update(_clean(display.io(
+                "output", span.attributes["gen_ai.tool.call.result"])))
             if body.get("status") == "error":
                 span.status = "error"
                 span.status_message = _text(content_text(content))[:1000]
         if ev.get("phase") == "error" or p.get("status") == "error":
             _fail(span, p)
+
+    def _call_of(self, tool_call_id: str) -> dict[str, Any]:
+        """The name and arguments of a tool call, from the assistant message that made it."""
+        for m in self.messages:
+            for call in _body(m).get("tool_calls") or []:
+                if isinstance(call, dict) and call.get("id") == tool_call_id:
+                    return {"name": call.get("name"), "args": call.get("args")}
+        return {}
 
     def _hook_event(self, ev: dict[str, Any], p: Any) -> SpanEvent:
         attrs = _clean({"looptrace.phase": ev.get("phase"), "looptrace.seq": ev["seq"],
@@ -318,13 +358,11 @@ class _Run:
         return [state[p] for p in sorted(state)]
 
     # -- where a row rides ----------------------------------------------------------
-    def home(self, table: str, row: dict[str, Any]) -> tuple[Span, float]:
+    def home(self, table: str, row: dict[str, Any]) -> Span:
         if table == "runs":
-            return self.invoke, self.invoke.start
+            return self.invoke
         seq = row.get("seq")
-        span = self.by_seq.get(seq, self.invoke) if isinstance(seq, int) else self.invoke
-        ts = self.ts.get(seq) if table == "messages" and isinstance(seq, int) else row.get("ts")
-        return span, _num(ts) or span.start
+        return self.by_seq.get(seq, self.invoke) if isinstance(seq, int) else self.invoke
 
 
 # -- the GenAI message schema ---------------------------------------------------------
@@ -424,6 +462,6 @@ def _error_type(error: Any) -> str:
 
 def _fail(span: Span, p: dict[str, Any]) -> None:
     span.status = "error"
-    err = p.get("error") or p.get("message") or p.get("type")
+    err = p.get("error") or p.get("message") or span.status_message or p.get("type")
     span.status_message = _text(str(err))[:1000] if err else None
     span.attributes["error.type"] = str(p.get("type") or _error_type(err))
