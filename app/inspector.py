@@ -13,7 +13,7 @@ from typing import Any
 import streamlit as st
 
 from tracer.loader import content_text
-from tracer.tool_life import tool_life
+from tracer.tool_life import signature_note, tool_life
 
 from .run_view import RunView
 
@@ -97,8 +97,7 @@ def render_tool_life(view: RunView, index: int) -> None:
         if life.signature:
             st.code(life.signature, language=None, wrap_lines=True)
         else:
-            st.text("(not recorded: the tool's signature is recorded with its schema by "
-                    "TraceMiddleware)")
+            st.text(signature_note(view.replay))
         if life.hidden:
             st.text(f"Not in the schema, injected by LangChain: {', '.join(life.hidden)} "
                     "(a ToolRuntime carries the call id, the state, the store and the "

@@ -67,13 +67,15 @@ class RunFacts:
     handler: bool  # the callback handler recorded the run (runs.source = "callbacks")
     tracer: bool  # TraceMiddleware recorded model or tool calls in it
     status: str  # the run's status (completed, error, interrupted, running)
+    decides: str  # where the "tool calls?" edge starts: "after_model", or "the model node"
 
     @classmethod
     def of(cls, run: Run, used_hooks: frozenset[str], tracers: frozenset[str]) -> RunFacts:
         tm = any(e.middleware in tracers and e.phase in ("enter", "exit")
                  and (e.hook in MODEL_HOOKS or e.hook in TOOL_HOOKS) for e in run.events)
+        after_model = any(e.hook == "after_model" for e in run.events)
         return cls(run_shape(run, used_hooks), run.summary.source == "callbacks", tm,
-                   str(run.summary.status))
+                   str(run.summary.status), "after_model" if after_model else "the model node")
 
 
 def plural(n: Any, word: str, many: str | None = None) -> str:
@@ -725,13 +727,13 @@ def caption(ev: Event, run: Run, tool_calls: int = 0, *,
             if loop:
                 return (f"{asked} The loop runs {'them' if n > 1 else 'it'} and sends one "
                         "result per call back, each with the call's id.")
-            return (f"{asked} The conditional edge after after_model will route to tools"
+            return (f"{asked} The conditional edge after {facts.decides} will route to tools"
                     f"{', which run them in parallel' if n > 1 else ''}.")
         if loop:
             return (f"The model answered in plain text{dur}{tok}: no tool calls, so the loop "
                     "stops here.")
         return (f"The model answered in plain text{dur}{tok}: no tool calls, so the loop "
-                "ends after after_model.")
+                f"ends after {facts.decides}.")
     if ev.hook in TOOL_HOOKS:
         name = p.get("name", "")
         if ev.phase == "enter":

@@ -249,5 +249,21 @@ def tool_life(replay: Replay, index: int) -> ToolLife | None:
                     sig.get("signature"), tuple(sig.get("hidden") or ()), outcome)
 
 
+def signature_note(replay: Replay) -> str:
+    """What the inspector says where a tool's Python signature is missing: why, as the
+    record shows it (TraceMiddleware records signatures with the tool schemas)."""
+    from .records import MODEL_HOOKS, TOOL_HOOKS
+
+    traced = any(e.middleware and "Trace" in e.middleware and e.phase in ("enter", "exit")
+                 and (e.hook in MODEL_HOOKS or e.hook in TOOL_HOOKS) for e in replay.run.events)
+    if traced:
+        return "(not recorded: no model call of this run wrote the tool schemas)"
+    if replay.run.observed:
+        return ("(not recorded: this run was seen from outside, where a tool's Python "
+                "signature never shows; TraceMiddleware records it with the tool schemas)")
+    return ("(not recorded: this run was recorded without TraceMiddleware, which records a "
+            "tool's Python signature with the tool schemas)")
+
+
 __all__ = ["ERROR_PATHS", "PROPAGATED", "PROPAGATES", "ToolLife", "annotation_text", "schema_at",
-           "signature_at", "signature_text", "signatures", "tool_life"]
+           "signature_at", "signature_note", "signature_text", "signatures", "tool_life"]
