@@ -112,6 +112,10 @@ def render_every_difference(d: RunDiff) -> None:
                 st.code(f"[{x.kind}] {x.description}", language=None, wrap_lines=True)
             if ld.message_diff:
                 st.code(ld.message_diff, language="diff")
+        if d.run_level:
+            st.text("the runs as a whole")
+        for x in d.run_level:  # (so the list holds as many as the title counts)
+            st.code(f"[{x.kind}] {x.description}", language=None, wrap_lines=True)
     if d.message_diff:
         with st.expander("Conversation diff (final messages)"):
             st.code(d.message_diff, language="diff")

@@ -106,14 +106,18 @@ def _summary(d: RunDiff) -> None:
         st.info("Set up differently (model, system prompt or tools):", icon=":material/tune:")
         for x in d.setup:
             render_divergence(x)
+    # (one count, in "Every difference" below: the banners give the verdict, no count)
     if first is not None:
-        st.warning(f"The runs behave differently: {len(d.differences) - len(d.setup)} "
-                   f"differences. First divergence, in lap {first.lap}:",
+        st.warning(f"The runs behave differently. First divergence, in lap {first.lap}:",
                    icon=":material/call_split:")
         render_divergence(first)
-    elif d.setup:
+    elif d.same_behaviour and d.setup:
         st.success("Same behaviour: the same hooks, tool calls, arguments, answers and "
                    "status.", icon=":material/check:")
+    elif not d.identical:
+        st.warning("The runs behave differently:", icon=":material/call_split:")
+        for x in d.run_level:
+            render_divergence(x)
 
 
 def _current_row(d: RunDiff) -> int:
