@@ -114,6 +114,9 @@ def render_inspector(view: RunView, index: int) -> None:
     by_key = view.replay.run.message_by_key
     with st.container(border=True, key="inspector"):
         st.markdown(f"**Step inspector** · step {index + 1}")
+        st.caption(f"Step {index + 1} is the step the replay last stopped on: during "
+                   "playback the inspector stays there, and follows when the replay pauses "
+                   "or is stepped.")
         cols = st.columns([2, 3, 3])
         with cols[0]:
             st.caption("Event")

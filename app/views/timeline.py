@@ -10,6 +10,7 @@ import streamlit as st
 
 from .. import data, navigation, state, timeline
 from ..replay_view import load
+from ..run_picker import run_picker
 
 
 def timeline_page() -> None:
@@ -19,6 +20,7 @@ def timeline_page() -> None:
     state.adopt_query_params()
     view = load(path)
     run = view.replay.run
+    run_picker(path, run.id)
     st.text(f"{run.summary.name or run.summary.agent_name or 'run'}  ·  {run.id}  ·  "
             f"{run.summary.status}  ·  {len(view.replay)} steps")
     st.page_link(navigation.page("replay"), label="Open in replay", icon=":material/play_circle:",
