@@ -21,6 +21,8 @@ def timeline_page() -> None:
     view = load(path)
     run = view.replay.run
     run_picker(path, run.id)
+    if st.query_params.get("run") != run.id:  # (a reload opens the run shown)
+        st.query_params["run"] = run.id
     st.text(f"{run.summary.name or run.summary.agent_name or 'run'}  ·  {run.id}  ·  "
             f"{run.summary.status}  ·  {len(view.replay)} steps")
     st.page_link(navigation.page("replay"), label="Open in replay", icon=":material/play_circle:",
