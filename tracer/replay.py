@@ -466,8 +466,8 @@ def _observed_caption(ev: Event, p: dict[str, Any], run: Run) -> str | None:
             return ("The conversation goes on: the next request extends the finished one "
                     "(a follow-up), so it is the same run.")
         return (f"A loop seen from outside, through {seen}: model calls and the tool "
-                "results sent back are known; hooks and middleware are not (the grey "
-                "question marks on the graph).")
+                "results sent back are known; hooks and middleware are not, so the graph "
+                "is the loop alone.")
     if ev.hook == "run" and ev.phase == "end":
         return ("The model answered without asking for a tool and no later call extends "
                 "this conversation: the loop is done. No field of the API says \"done\": "
