@@ -96,11 +96,11 @@ FACTS: list[tuple[str, Check]] = [
      lambda rp, i, m: any(s.kind == "model" for s in rp.steps[i + 1:])),
     (r"\(the run (completed|interrupted|error)\)",
      lambda rp, i, m: _status(rp) == m.group(1)),
-    (r"the result sent back for this call is empty",
+    (r"[Tt]he result sent back for this call is empty",
      lambda rp, i, m: _answer(rp, i) is not None and not _answer(rp, i).text.strip()),
     (r"the loop sends its result back in a ToolMessage with the call's id",
      lambda rp, i, m: _answer(rp, i) is not None),
-    (r"no ToolMessage with this call's id was sent back",
+    (r"no ToolMessage with this call's id was sent back|No result for this call was sent",
      lambda rp, i, m: _answer(rp, i) is None),
     (r"the loop's code is called", lambda rp, i, m: not (_hooks(rp.run) & {
         "before_model", "after_model", "wrap_model_call", "wrap_tool_call"})),

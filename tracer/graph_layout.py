@@ -86,7 +86,7 @@ EDGES: dict[str, str] = {
 BACK_EDGE = "tools>before_model"
 # The back edge when before_model is drawn as a pass-through point: it ends at the point.
 BACK_TO_POINT = EDGES[BACK_EDGE].rsplit("H", 1)[0] + "H180"
-VIEWBOX = (0, 0, 460, 540)
+VIEWBOX = (0, 0, 460, 560)
 
 # Where each hook's middleware names go (``middleware_labels``): hook -> (x, y, text
 # anchor, most characters). A node hook's names sit inside its box under the hook's
@@ -353,7 +353,9 @@ def drawing() -> dict[str, object]:
         "mw": {h: {"x": x, "y": y, "anchor": a} for h, (x, y, a, _n) in MW_LABELS.items()},
         "lift": LABEL_LIFT,
         "nodeOrder": list(GRAPH_NODES),  # the bit of each node in a step's visited mask
-        "chips": [292, 436],  # where the tool calls in flight are listed
+        # where the tool calls in flight are listed: below wrap_tool_call's box and the
+        # middleware names at its foot
+        "chips": [292, 446],
         # The loop without hooks (shape "loop"): what replaces the above for such a run.
         "loop": {
             "viewBox": list(LOOP_VIEWBOX),

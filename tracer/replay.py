@@ -626,14 +626,14 @@ def _tool_error_caption(ev: Event, p: dict[str, Any], what: str, run: Run,
         if not went_on and facts.status == "error":
             return f"{what} The exception left the loop: the run failed."
         if answer is None:
-            sent = "no result for this call was sent back"
+            sent = "No result for this call was sent back"
         elif not answer.text.strip():
-            sent = ("the result sent back for this call is empty: the model is told nothing "
-                    "of the error")
+            sent = ("The result sent back for this call is empty, so the model is told "
+                    "nothing of the error")
         else:
-            sent = "a result for this call was sent back (see the tool message)"
+            sent = "A result for this call was sent back (the tool message)"
         return (f"{what} The loop's code caught the exception and went on"
-                f"{' (the run ' + facts.status + ')' if facts.status != 'running' else ''}: "
+                f"{' (the run ' + facts.status + ')' if facts.status != 'running' else ''}. "
                 f"{sent}.")
     from .tool_life import PROPAGATED, PROPAGATES
 

@@ -295,7 +295,7 @@ function createReplayer(host, options) {
     G.cond.classList.toggle("taken", G.cond_edges.some((id) => hot.has(id)));
     // Tool calls in flight, each in its call's colour.
     G.chips.replaceChildren();
-    const tools = (st && st.t) || [], max = 5, [cx0, cy0] = L.chips || [292, 436];
+    const tools = (st && st.t) || [], max = 5, [cx0, cy0] = L.chips || [292, 446];
     tools.slice(0, max).forEach((id, i) => {
       const g = s("g", { class: "chip", "data-tool-call": id }, G.chips);
       const y = cy0 + i * 22;
