@@ -307,7 +307,7 @@ function createReplayer(host, options) {
     if (tools.length > max) {
       s("text", { x: cx0 + 18, y: cy0 + max * 22, class: "chip" }, G.chips).textContent = `+${tools.length - max} more`;
     }
-    setText(G.lap, st ? "lap " + st.l : "");
+    setText(G.lap, st && st.l ? "lap " + st.l : "");
     const b = G.box;
     b.setAttribute("data-step", String(cur));
     b.setAttribute("data-active-node", node);
@@ -378,6 +378,8 @@ function createReplayer(host, options) {
       line.appendChild(h("span", "lt-name", c.name));
       line.appendChild(h("span", "lt-badge", c.id || "no id"));
       line.appendChild(h("span", "lt-tag lt-pending", "pending: no result yet"));
+      // (at the last step of a run that has ended, no result is coming)
+      line.appendChild(h("span", "lt-tag lt-pending lt-never", "no result: the run ended"));
       ce.appendChild(line);
       ce.appendChild(h("pre", "lt-text lt-args",
         typeof c.args === "string" ? c.args : JSON.stringify(c.args, null, 1)));
@@ -593,6 +595,7 @@ function createReplayer(host, options) {
       ui.open.setAttribute("data-target", ch[0].id);
     } else ui.open.setAttribute("hidden", "");
     root.setAttribute("data-step", String(cur));
+    root.setAttribute("data-final", cur >= N - 1 && R.run.status !== "running" ? "1" : "0");
     root.setAttribute("data-active-node", st ? st.n : "START");
     root.setAttribute("data-kind", st ? st.k : "run");
     if (opts.onStep) opts.onStep(cur, cause || "user");
