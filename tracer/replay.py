@@ -438,11 +438,12 @@ def _start_caption(replay: Replay, facts: RunFacts, said: str) -> str:
     """The first step: what starts, and where its input shows when it is not recorded
     yet (looptrace reads the conversation at the first hook or model call)."""
     if replay.run.observed:
-        return said
-    start = ("The run starts: the loop's code is called (no graph and no middleware "
-             "hooks: the callback handler records its model and tool calls)."
-             if facts.shape == "loop" else
-             "The run starts: the agent's graph is invoked.")
+        start = said
+    elif facts.shape == "loop":
+        start = ("The run starts: the loop's code is called (no graph and no middleware "
+                 "hooks: the callback handler records its model and tool calls).")
+    else:
+        start = "The run starts: the agent's graph is invoked."
     if replay.messages_at(0):
         return start
     later = next((st for st in replay.steps if replay.state_at(st.event.seq)), None)
@@ -450,7 +451,8 @@ def _start_caption(replay: Replay, facts: RunFacts, said: str) -> str:
         return f"{start} No message of it was recorded."
     where = "the first model call" if later.kind == "model" else f"{later.event.hook}"
     return (f"{start} Its input is not recorded yet: the messages show from step "
-            f"{later.index + 1} ({where}), where looptrace first reads the conversation.")
+            f"{later.index + 1} ({where}), where looptrace first "
+            f"{'sees' if replay.run.observed else 'reads'} the conversation.")
 
 
 _SEEN_BY = {"wire": "its HTTP traffic, recorded by looptrace proxy",
