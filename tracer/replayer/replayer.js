@@ -443,6 +443,7 @@ function createReplayer(host, options) {
       if (om.has(key)) { els[k].classList.add("omitted"); omittedNow.push(els[k]); }
     });
     if (current[0]) reveal(box, current[0], 6);
+    else if (i >= N - 1 && els.length) reveal(box, els[els.length - 1], 6);  // the end: the last
     root.setAttribute("data-messages", String(idx.length));
   }
 
