@@ -27,7 +27,7 @@ from typing import Any
 
 from .loader import Message, Run, TraceDB, content_text
 from .records import MODEL_HOOKS, TOOL_HOOKS
-from .replay import Replay, Step, build_replay
+from .replay import Replay, Step, build_replay, plural
 
 # Divergence kinds, in the order a reader thinks about them.
 KINDS: tuple[str, ...] = (
@@ -526,7 +526,7 @@ def diff_replays(ra: Replay, rb: Replay) -> RunDiff:
                                         f"({absent} ended {status})"), "")]
                 else:
                     found = [("extra_lap", (f"{label} exists only in {present} ({absent} has "
-                                           f"{other} laps)"), "")]
+                                           f"{plural(other, 'lap')})"), "")]
                 add(s if steps_a else None, None if steps_a else s, found, same=False)
         else:
             sm = difflib.SequenceMatcher(a=[_signature(s) for s in steps_a],
@@ -604,8 +604,8 @@ def _format(d: RunDiff) -> str:
     lines = []
     for tag, rp in (("A", d.a), ("B", d.b)):
         s = rp.run.summary
-        lines.append(f"{tag}: {s.id}  {s.name or ''}  {s.status}, {s.laps} laps, "
-                     f"{len(rp.steps)} steps")
+        lines.append(f"{tag}: {s.id}  {s.name or ''}  {s.status}, {plural(s.laps, 'lap')}, "
+                     f"{plural(len(rp.steps), 'step')}")
     if d.identical:
         lines.append("identical: same hooks, tool calls, arguments, answers and status")
         return "\n".join(lines)

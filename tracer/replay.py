@@ -480,7 +480,7 @@ def _observed_caption(ev: Event, p: dict[str, Any], run: Run) -> str | None:
         said = (f"The model is called with {n} message{'' if n == 1 else 's'}{sys_note} "
                 f"(lap {ev.lap}).")
         if ev.lap > 1:
-            said = (f"The model is called with the whole history again, {n} messages"
+            said = (f"The model is called with the whole history again, {plural(n, 'message')}"
                     f"{sys_note} (lap {ev.lap}): the API keeps no state between calls.")
         if p.get("previous_response_id"):
             said = (f"The model is called with {n} new items and previous_response_id "

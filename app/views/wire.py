@@ -17,6 +17,7 @@ import streamlit as st
 
 from tracer.errors import LooptraceError
 from tracer.loader import RunSummary
+from tracer.replay import plural
 from tracer.wire.providers import PROVIDERS
 from tracer.wire.render import call_at, model_call_events
 from tracer.wire.view import body_diff, turn_label
@@ -107,4 +108,4 @@ def wire_page() -> None:
 
 def _run_label(r: RunSummary) -> str:
     return (f"{r.name or r.agent_name or 'run'}  ·  {r.provider or '?'}  ·  "
-            f"{r.model_calls} model calls  ·  {r.id[:10]}")
+            f"{plural(r.model_calls, 'model call')}  ·  {r.id[:10]}")
