@@ -511,3 +511,17 @@ def test_the_app_draws_the_jump_only_at_its_step(
         ARTIFACTS.mkdir(exist_ok=True)
         page.locator(GRAPH).screenshot(path=str(ARTIFACTS / "graph-jump.png"))
         expect_the_jump_only_at_its_step(page)
+
+
+def test_a_hook_on_the_recorded_stack_is_a_node_even_where_it_never_fired(
+        sample_db: Path) -> None:
+    """stock-check fails in its tool: TraceMiddleware's after_agent never fires, but the
+    stack recorded with attach puts it there, so it is drawn as a node (not a point that
+    says no middleware is on it) and nothing passes through it."""
+    with TraceDB(sample_db) as db:
+        run = next(r for r in db.runs() if r.name == "stock-check")
+        rp = build_replay(db.run(run.id))
+    assert "after_agent" not in rp.used_hooks  # it never fired
+    assert "after_agent" not in passthrough_hooks(rp)
+    assert "after_agent" not in passable_points(rp)
+    assert "after_agent" not in replay_json(rp)["passthrough"]

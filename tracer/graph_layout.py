@@ -254,10 +254,23 @@ def has_middleware_hooks(replay: Replay) -> bool:
     return bool(replay.used_hooks) or any(e.hook in NODE_HOOK for e in replay.run.events)
 
 
+def _on_stack(replay: Replay) -> frozenset[str]:
+    """Hooks the run's middleware stack has a middleware on (recorded with ``attach``),
+    whether or not it fired: ``after_agent`` of a run that failed is a graph node."""
+    from .floorplan import hook_middleware  # (it imports the replay module)
+
+    recorded = any(e.hook == "run" and e.phase == "start" and isinstance(e.payload, dict)
+                   and e.payload.get("stack") for e in replay.run.events)
+    if not recorded:  # (without the stack, only what fired is known)
+        return frozenset()
+    return frozenset(h for h, names in hook_middleware(replay).items() if names)
+
+
 def passthrough_hooks(replay: Replay) -> list[str]:
-    """Hooks that no middleware used in this run: drawn as pass-through points
-    (node hooks) or faded boxes (wrap hooks)."""
-    return sorted(h for h in HOOK_BY_NAME if h not in replay.used_hooks)
+    """Hooks that no middleware used in this run, nor has on its stack: drawn as
+    pass-through points (node hooks) or faded boxes (wrap hooks)."""
+    on = _on_stack(replay)
+    return sorted(h for h in HOOK_BY_NAME if h not in replay.used_hooks and h not in on)
 
 
 def unknown_hooks(replay: Replay) -> list[str]:
@@ -268,7 +281,8 @@ def unknown_hooks(replay: Replay) -> list[str]:
 
 def passable_points(replay: Replay) -> frozenset[str]:
     """The nodes a step may pass through in this run (see the module docstring)."""
-    points = frozenset(p for p in POINTS if p not in replay.used_hooks)
+    on = _on_stack(replay)
+    points = frozenset(p for p in POINTS if p not in replay.used_hooks and p not in on)
     if not has_middleware_hooks(replay):
         points -= NOT_POINTS_WITHOUT_MIDDLEWARE
     return points
