@@ -12,7 +12,7 @@ from typing import Any
 import streamlit as st
 
 from tracer.diff import Divergence, RunDiff, diff_replays, message_text
-from tracer.replay import Replay
+from tracer.replay import Replay, plural
 from tracer.replayer import replay_json
 
 from . import data, navigation, state
@@ -46,7 +46,7 @@ GRAPH_ONLY = {"controls": False, "caption": False, "messages": False}
 def run_label(r: Any) -> str:
     name = r.name or r.agent_name or "run"
     child = "  (subagent)" if r.parent_id else ""
-    return f"{name}  ·  {r.status}  ·  {r.laps} laps  ·  {r.id[:10]}{child}"
+    return f"{name}  ·  {r.status}  ·  {plural(r.laps, 'lap')}  ·  {r.id[:10]}{child}"
 
 
 def step_at(d: RunDiff, row: int, side: str) -> tuple[int | None, bool]:
@@ -62,7 +62,7 @@ def render_side(path: str, tag: str, rp: Replay, idx: int | None, exact: bool) -
     """One run at its aligned step: a link into the replay, the graph, the caption and
     the latest messages (those the step added marked)."""
     s = rp.run.summary
-    st.text(f"{tag}: {s.name or s.agent_name or 'run'}  ·  {s.status}  ·  {s.laps} laps")
+    st.text(f"{tag}: {s.name or s.agent_name or 'run'}  ·  {s.status}  ·  {plural(s.laps, 'lap')}")
     st.page_link(navigation.page("replay"), label="Open in replay",
                  icon=":material/play_circle:",
                  query_params={"run": s.id, "step": state.url_step(idx or 0)})
@@ -112,6 +112,10 @@ def render_every_difference(d: RunDiff) -> None:
                 st.code(f"[{x.kind}] {x.description}", language=None, wrap_lines=True)
             if ld.message_diff:
                 st.code(ld.message_diff, language="diff")
+        if d.run_level:
+            st.text("the runs as a whole")
+        for x in d.run_level:  # (so the list holds as many as the title counts)
+            st.code(f"[{x.kind}] {x.description}", language=None, wrap_lines=True)
     if d.message_diff:
         with st.expander("Conversation diff (final messages)"):
             st.code(d.message_diff, language="diff")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import streamlit as st
 
 from tracer.floorplan import ACTIVE, NOW, STATE_LABEL, UNSEEN, Cell, Row, floor_plan
+from tracer.graph_layout import shape
 
 from . import state
 from .run_view import RunView
@@ -91,7 +92,12 @@ def _cell(hook: str, j: int, c: Cell) -> None:
 
 
 def render_floor_plan_section(view: RunView, index: int) -> None:
-    """The toggle, and the floor plan when it is on."""
+    """The toggle, and the floor plan when it is on (a run without middleware hooks has
+    no stack to lay out: it says so instead)."""
+    if shape(view.replay) == "loop":
+        st.caption("No floor plan: this run has no middleware hooks (a loop of its own, or "
+                   "one seen from outside), so there is no middleware stack to lay out.")
+        return
     state.keep_toggle(state.FLOORPLAN_TOGGLE, state.SHOW_FLOORPLAN,
                       default=st.query_params.get("floorplan") == "1")
     st.toggle("Floor plan: the six hooks against this run's middleware",

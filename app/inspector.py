@@ -13,7 +13,7 @@ from typing import Any
 import streamlit as st
 
 from tracer.loader import content_text
-from tracer.tool_life import tool_life
+from tracer.tool_life import signature_note, tool_life
 
 from .run_view import RunView
 
@@ -97,8 +97,7 @@ def render_tool_life(view: RunView, index: int) -> None:
         if life.signature:
             st.code(life.signature, language=None, wrap_lines=True)
         else:
-            st.text("(not recorded: the tool's signature is recorded with its schema by "
-                    "TraceMiddleware)")
+            st.text(signature_note(view.replay))
         if life.hidden:
             st.text(f"Not in the schema, injected by LangChain: {', '.join(life.hidden)} "
                     "(a ToolRuntime carries the call id, the state, the store and the "
@@ -115,6 +114,9 @@ def render_inspector(view: RunView, index: int) -> None:
     by_key = view.replay.run.message_by_key
     with st.container(border=True, key="inspector"):
         st.markdown(f"**Step inspector** · step {index + 1}")
+        st.caption(f"Step {index + 1} is the step the replay last stopped on: during "
+                   "playback the inspector stays there, and follows when the replay pauses "
+                   "or is stepped.")
         cols = st.columns([2, 3, 3])
         with cols[0]:
             st.caption("Event")

@@ -25,6 +25,7 @@ from .floorplan_pane import render_floor_plan_section
 from .fork_pane import render_fork_pane
 from .inspector import render_inspector
 from .replayer_component import event, render_replayer, replayer_data, window_at
+from .run_picker import run_picker
 from .run_view import RunView
 from .safe import md_escape
 from .subagents import render_run_header
@@ -81,6 +82,13 @@ def show_replay(*, presenter: bool = False) -> None:
     st.html(STYLE)
     if not presenter:
         render_run_header(path, view)
+    else:  # (its sidebar is hidden: the picker and the way back are on the page)
+        pick, back = st.columns([5, 1], vertical_alignment="bottom")
+        with pick:
+            run_picker(path, view.replay.run.id)
+        with back:
+            st.page_link(navigation.page("replay"), label="Replay",
+                         icon=":material/play_circle:", query_params={"run": view.replay.run.id})
     st.session_state[state.PAGE_STATUS] = view.replay.run.summary.status
     st.session_state[state.HELD] = None  # (a full run: the replayer may be a new one)
     st.fragment(_body)(path, presenter)

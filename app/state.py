@@ -48,7 +48,7 @@ RENDER_MS = "_lt_render_ms"  # server-side time of the last replay render (tests
 
 # -- the replay's widgets ----------------------------------------------------------------
 REPLAYER = "lt_replayer"  # the replayer component (its events: step, speed, open, reload)
-RUN_PICK = "run_pick"  # the sidebar's run picker
+RUN_PICK = "run_pick"  # the run picker (the Replay's sidebar, the Presenter, the Timeline)
 WIRE_TOGGLE = "show_wire"
 FLOORPLAN_TOGGLE = "show_floorplan"
 

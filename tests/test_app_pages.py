@@ -113,6 +113,10 @@ def test_runs_page_lists_every_run_with_subagents_nested(samples: Path) -> None:
     for col in ("status", "duration_s", "laps", "model_calls", "tool_calls", "errors", "tokens",
                 "health"):
         assert col in df.columns
+    # openai-shopping streamed without usage: "not reported", not 0 tokens
+    tokens = dict(zip(df["name"], df["tokens"], strict=True))
+    assert tokens["openai-shopping"] == "not reported"
+    assert tokens["weather"] == "77" and tokens["ollama-shopping"] == "460"
 
 
 def test_runs_page_search_filters_by_message_text(samples: Path) -> None:

@@ -39,8 +39,8 @@ def test_clean_run_exits_0(sample_db: Path, capsys) -> None:  # type: ignore[no-
 
 
 def test_warnings_alone_exit_0(sample_db: Path, capsys) -> None:  # type: ignore[no-untyped-def]
-    assert main(["check", "--db", str(sample_db), _id(sample_db, "shopping")]) == 0
-    assert "2 warnings" in capsys.readouterr().out
+    assert main(["check", "--db", str(sample_db), _id(sample_db, "ollama-shopping")]) == 0
+    assert "2 warnings" in capsys.readouterr().out  # the unknown tool, Ollama's ids
 
 
 def test_json_and_provider_filter(sample_db: Path, capsys) -> None:  # type: ignore[no-untyped-def]

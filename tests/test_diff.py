@@ -179,10 +179,47 @@ def test_a_different_system_prompt_is_setup_not_behaviour(
     assert [(x.kind, x.lap, x.step_a) for x in d.setup] == [
         ("system_prompt", 1, step_of(a, 1, "wrap_model_call", "enter"))]
     assert "+You are a pirate weather bot." in d.setup[0].detail
-    assert main(["diff", ids["base"], ids["prompt"], "--db", str(db)]) == 1
+    assert d.same_behaviour
+    # the verdict and the exit status agree: same behaviour, exit 0 (set-up listed)
+    assert main(["diff", ids["base"], ids["prompt"], "--db", str(db)]) == 0
     out = capsys.readouterr().out
     assert "setup (system_prompt): lap 1, step 3 (A) / 3 (B)" in out
     assert "same behaviour" in out
+    assert main(["diff", ids["base"], ids["prompt"], "--db", str(db), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert (data["identical"], data["same_behaviour"]) == (False, True)
+
+
+def test_the_same_conversation_through_two_providers_behaves_the_same(
+        sample_db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """openai-weather and anthropic-weather: another model and wire format, the same
+    hooks, calls, arguments, answers and status: "same behaviour", and exit 0."""
+    with TraceDB(sample_db) as tdb:
+        ids = {r.name: r.id for r in tdb.runs()}
+    assert main(["diff", ids["openai-weather"], ids["anthropic-weather"],
+                 "--db", str(sample_db)]) == 0
+    out = capsys.readouterr().out
+    assert "setup (model)" in out and "same behaviour" in out
+    assert "first divergence" not in out
+    # a run that behaves differently: exit 1, and the text says where
+    assert main(["diff", ids["openai-weather"], ids["openai-shopping"],
+                 "--db", str(sample_db)]) == 1
+    out = capsys.readouterr().out
+    assert "first divergence" in out and "same behaviour" not in out
+
+
+def test_every_difference_is_in_one_lap_or_the_run_level_list(sample_db: Path) -> None:
+    """The Compare page counts the differences once and lists each once: the laps'
+    differences plus the run-level ones are exactly ``differences``."""
+    with TraceDB(sample_db) as tdb:
+        top = [tdb.run(r.id) for r in tdb.runs() if not r.parent_id]
+    checked = 0
+    for a, b in zip(top, top[1:], strict=False):
+        d = diff_runs(a, b)
+        listed = [x for ld in d.laps for x in ld.differences] + d.run_level
+        assert sorted(map(id, listed)) == sorted(map(id, d.differences))
+        checked += bool(d.run_level)
+    assert checked, "a pair whose status differs (a run-level difference)"
 
 
 def test_a_prompt_change_that_changes_behaviour(tmp_path: Path) -> None:

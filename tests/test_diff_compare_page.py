@@ -162,10 +162,48 @@ def test_row_deep_link(monkeypatch: pytest.MonkeyPatch,
 
 def test_bad_query_params_fall_back_to_defaults(monkeypatch: pytest.MonkeyPatch,
                                                 db: tuple[Path, dict[str, str]]) -> None:
-    path, _ = db
+    path, ids = db
     at = open_compare(monkeypatch, path, "no-such-run", "'; DROP TABLE runs; --")
     assert len(at.selectbox) == 2
-    assert at.selectbox[0].value != at.selectbox[1].value
+    with TraceDB(path) as tdb:
+        newest = [r for r in tdb.runs() if not r.parent_id]
+    agents = [r.agent_name or r.name for r in newest]
+    if len(set(agents)) == len(agents):  # no agent ran twice: nothing is picked
+        assert (at.selectbox[0].value, at.selectbox[1].value) == (None, None)
+    else:  # the newest two runs of one agent, the older as A
+        assert at.selectbox[0].value != at.selectbox[1].value
+        assert (agents[newest.index(next(r for r in newest if r.id == at.selectbox[1].value))]
+                == agents[newest.index(next(r for r in newest
+                                            if r.id == at.selectbox[0].value))])
+
+
+def test_compare_opens_empty_until_two_runs_are_picked(monkeypatch: pytest.MonkeyPatch,
+                                                      sample_db: Path) -> None:
+    """The samples hold no two runs of one agent: Compare opens with nothing picked and
+    says so; picking two compares them (the guide's openai-weather and anthropic-weather)."""
+    at = open_compare(monkeypatch, sample_db)
+    assert (at.selectbox(key="cmp_a").value, at.selectbox(key="cmp_b").value) == (None, None)
+    assert any("Pick two runs" in i.value for i in at.info)
+    assert not at.get("bidi_component")
+    with TraceDB(sample_db) as tdb:
+        by_name = {r.name: r.id for r in tdb.runs()}
+    at.selectbox(key="cmp_a").set_value(by_name["openai-weather"]).run()
+    assert not at.get("bidi_component")  # one run is no pair
+    at.selectbox(key="cmp_b").set_value(by_name["anthropic-weather"]).run()
+    assert not at.exception
+    assert any("Same behaviour" in s.value for s in at.success)
+    assert len(at.get("bidi_component")) == 2
+
+
+def test_without_a_link_compare_opens_on_the_newest_two_runs_of_one_agent(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    path = tmp_path / "two.db"
+    old = record(path, BASE, "weather-bot")
+    other = record(path, BASE, "another-bot")
+    new = record(path, BASE, "weather-bot")
+    assert other not in (old, new)
+    at = open_compare(monkeypatch, path)
+    assert (at.selectbox(key="cmp_a").value, at.selectbox(key="cmp_b").value) == (old, new)
 
 
 @pytest.mark.skipif(not sample_files(), reason="no sample traces bundled yet")

@@ -24,6 +24,7 @@ import pytest
 
 from tracer.graph_layout import (
     EDGES,
+    LOOP_EDGES,
     NODES,
     VIEWBOX,
     drawing,
@@ -31,6 +32,7 @@ from tracer.graph_layout import (
     passable_points,
     passthrough_hooks,
     route,
+    shape,
     step_edges,
 )
 from tracer.html_export import render_html, replay_data
@@ -91,9 +93,9 @@ def taken(rp: Replay) -> list[list[str]]:
         edges = row["r"]
         assert edges == step_edges(rp, s.index)
         for e in edges:
-            if e not in EDGES:
+            if e not in (LOOP_EDGES if shape(rp) == "loop" else EDGES):
                 a, _, b = e.partition(">")
-                assert data["jumps"][e] == jump_path(a, b)
+                assert data["jumps"][e] == jump_path(a, b, shape(rp))
         if s.edge:
             out.append(edges)
         else:
@@ -105,8 +107,9 @@ def jumps(rp: Replay) -> list[dict[str, Any]]:
     """The jump edges of the run, in step order: [{"id", "d"}] (the replayer draws each
     only while its step shows)."""
     data = replay_json(rp, payloads=False)
+    standard = LOOP_EDGES if shape(rp) == "loop" else EDGES
     return [{"id": e, "d": data["jumps"][e]} for row in data["steps"] for e in row["r"]
-            if e not in EDGES]
+            if e not in standard]
 
 
 def at_step(rp: Replay, i: int) -> dict[str, Any]:
@@ -178,18 +181,43 @@ def test_model_to_tools_passes_through_an_unused_after_model_point() -> None:
 
 
 # -- (d) a hand-rolled loop: no middleware hooks at all --------------------------------
-def test_a_hand_rolled_loop_ends_with_a_jump_not_through_after_agent() -> None:
+def test_a_hand_rolled_loop_is_drawn_as_the_loop_with_no_hook_and_no_jump() -> None:
     rp = make_run(START + model(None) + tool("c1", None) + model(None, calls=0) + END)
-    assert passable_points(rp) == {"before_model", "after_model"}
+    assert shape(rp) == "loop"
     edges = taken(rp)
     assert edges == [
         ["START>model"],  # no before_agent in a loop of its own
-        ["model>after_model", "after_model>tools"],  # the loop's "tool calls?" decision
-        ["tools>before_model", "before_model>model"],  # the loop's back edge
+        ["model>tools"],  # the loop's "tool calls?" decision
+        ["tools>model"],  # the loop's back edge
         ["model>END"],  # no after_agent either
     ]
-    assert not any("after_agent" in e for es in edges for e in es)
-    assert [j["id"] for j in jumps(rp)] == ["START>model", "model>END"]
+    assert jumps(rp) == []  # every move is an edge of the loop
+    data = replay_json(rp)
+    assert data["shape"] == "loop" and data["passthrough"] == [] and data["unknown"] == []
+    assert not any("jump" in s.caption for s in rp.steps)
+
+
+def test_a_loop_stopped_by_its_bound_moves_to_the_end_without_a_jump() -> None:
+    """tools -> END (the loop's own bound): drawn while its step shows, never as a jump,
+    and the caption says what the record shows."""
+    rp = make_run(START + model(None) + tool("c1", None) + END)
+    assert taken(rp)[-1] == ["tools>END"]
+    data = replay_json(rp)
+    assert "tools>END" in data["jumps"] and not any(s.get("j") for s in data["steps"])
+    assert rp.steps[-1].caption.startswith("The loop ended right after its tools ran")
+    assert "jump" not in rp.steps[-1].caption
+
+
+def test_a_move_no_event_explains_is_not_called_a_jump() -> None:
+    """A create_agent run recorded without the callback handler: before_model -> after_agent
+    with no jump_to recorded is drawn as a move, and the caption says nothing jumped."""
+    rp = make_run(START + hook("before_agent") + hook("before_model") + model()
+                  + hook("after_model") + tool("c1") + hook("before_model")
+                  + hook("after_agent") + END)
+    data = replay_json(rp)
+    [row] = [r for r in data["steps"] if "before_model>after_agent" in r["r"]]
+    assert "j" not in row
+    assert "jumped" not in row["c"] and "no recorded event says why" in row["c"]
 
 
 def test_the_bundled_hand_rolled_loop_never_passes_after_agent(sample_db: Path) -> None:
@@ -339,7 +367,8 @@ def test_the_drawn_edges_chain_from_the_steps_edge_on_every_sample(sample_db: Pa
             assert pairs[0][0] == s.edge[0] and pairs[-1][1] == s.edge[1]
             assert all(p[1] == q[0] for p, q in itertools.pairwise(pairs))
             for e in row["r"]:
-                assert e in EDGES or e in data["jumps"]
+                assert e in (LOOP_EDGES if data["shape"] == "loop" else EDGES) or (
+                    e in data["jumps"])
 
 
 # -- the HTML export draws the same ------------------------------------------------------
@@ -364,7 +393,7 @@ def test_the_html_export_carries_the_same_edges_and_jump_paths() -> None:
 
 
 # -- in a real browser: the app and the export draw the jump, and only while it is taken --
-JUMP_STEP = 8  # before_model -> after_agent in the recorded run below
+JUMP_STEP = 12  # before_model -> after_agent in the recorded run below
 
 
 def record_call_limit_jump(db: Path) -> str:
@@ -391,6 +420,8 @@ def record_call_limit_jump(db: Path) -> str:
     agent = create_agent(ScriptedChatModel(script=script), tools=[search],
                          middleware=[trace, ModelCallLimitMiddleware(run_limit=1,
                                                                      exit_behavior="end")])
+    # attached: the callback handler records the limit's before_model and its jump_to
+    agent = trace.attach(agent)
     agent.invoke({"messages": [("user", "Find something new")]})
     trace.flush()
     with TraceDB(db) as tdb:
@@ -408,9 +439,12 @@ def jump_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, Repla
 
 def test_the_recorded_call_limit_run_has_the_jump(jump_run: tuple[Path, str, Replay]) -> None:
     _, _, rp = jump_run
-    jumped = [(i, s["r"]) for i, s in enumerate(replay_json(rp)["steps"])
+    jumped = [(i, s["r"], s.get("j")) for i, s in enumerate(replay_json(rp)["steps"])
               if any(e not in EDGES for e in s["r"])]
-    assert jumped == [(JUMP_STEP, ["before_model>after_agent"])]
+    assert jumped == [(JUMP_STEP, ["before_model>after_agent"], 1)]  # said by an event
+    assert rp.steps[JUMP_STEP].caption.startswith(
+        "ModelCallLimitMiddleware.before_model (to end) jumped from before_model straight "
+        "to after_agent.")
 
 
 @pytest.fixture
@@ -477,3 +511,17 @@ def test_the_app_draws_the_jump_only_at_its_step(
         ARTIFACTS.mkdir(exist_ok=True)
         page.locator(GRAPH).screenshot(path=str(ARTIFACTS / "graph-jump.png"))
         expect_the_jump_only_at_its_step(page)
+
+
+def test_a_hook_on_the_recorded_stack_is_a_node_even_where_it_never_fired(
+        sample_db: Path) -> None:
+    """stock-check fails in its tool: TraceMiddleware's after_agent never fires, but the
+    stack recorded with attach puts it there, so it is drawn as a node (not a point that
+    says no middleware is on it) and nothing passes through it."""
+    with TraceDB(sample_db) as db:
+        run = next(r for r in db.runs() if r.name == "stock-check")
+        rp = build_replay(db.run(run.id))
+    assert "after_agent" not in rp.used_hooks  # it never fired
+    assert "after_agent" not in passthrough_hooks(rp)
+    assert "after_agent" not in passable_points(rp)
+    assert "after_agent" not in replay_json(rp)["passthrough"]

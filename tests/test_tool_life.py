@@ -118,7 +118,7 @@ def test_a_command_without_its_tool_message_fails_the_run(tmp_path: Path) -> Non
     [err] = tool_steps(rp, "call_f", "error")
     assert "whose update has no ToolMessage answering this call: every tool call must be " \
            "answered" in err.caption
-    assert "the run fails" in err.caption
+    assert err.caption.endswith("and the run failed with it.")
 
 
 # -- the unhandled-exception demo ------------------------------------------------------
@@ -130,11 +130,11 @@ def test_an_unhandled_tool_exception_propagates_and_fails_the_run(demo_db: Path)
     assert err.event.payload["handle_tool_error"] is False
     assert "The tool sets no handle_tool_error (which would catch a ToolException only)." \
            in err.caption
-    assert "turns only argument-validation errors into messages, so the exception " \
-           "propagates" in err.caption
-    assert err.caption.endswith("the run fails.")
+    assert "turns only argument-validation errors into messages: this exception " \
+           "propagated up through every wrap_tool_call layer" in err.caption
+    assert err.caption.endswith("the run failed with it.")
     life = tool_life(rp, err.index)
-    assert life is not None and life.outcome.startswith("Raised TimeoutError")  # type: ignore[union-attr]
+    assert life is not None and life.outcome == err.caption  # what became of it
     last = rp.steps[-1]
     assert (last.event.hook, last.event.phase) == ("run", "error")
     assert last.caption.startswith("The run failed: TimeoutError")

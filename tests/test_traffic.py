@@ -334,5 +334,6 @@ def test_traffic_runs_diff_and_export(tmp_path: Path) -> None:
     assert d.identical, d
     out = export_html(db, a.id, tmp_path / "r.html")
     html = out.read_text("utf-8")
-    assert '"unknown":["after_agent","after_model","before_agent"' in html  # (replay_json)
+    # (replay_json) the loop alone: no hook drawn, not even as unknown
+    assert '"shape":"loop"' in html and '"unknown":[]' in html
     assert "sent back with the next request" in html

@@ -65,6 +65,14 @@ RULES: dict[str, str] = {
 _SEV_ORDER = {s: i for i, s in enumerate(SEVERITIES)}
 
 
+def on_ollama(run: Run, wire: Sequence[dict[str, Any]] | None = None) -> bool:
+    """The run talked to Ollama: its model's provider, the provider its traffic was
+    seen on, or a captured exchange says so."""
+    meta = run.metadata if isinstance(run.metadata, dict) else {}
+    return "ollama" in (run.summary.provider, meta.get("provider")) or any(
+        w.get("provider") == "ollama" for w in wire or ())
+
+
 def check_run(run: Run, *, providers: Iterable[str] = PROVIDERS,
               thresholds: Thresholds | None = None,
               wire: Sequence[dict[str, Any]] | None = None) -> list[Finding]:
@@ -91,6 +99,8 @@ def check_run(run: Run, *, providers: Iterable[str] = PROVIDERS,
                 seen.add(key)
                 found.append(f)
     found = collapse_ollama_order(found)
+    if not on_ollama(run, wire):  # (a warning about Ollama's client, for Ollama runs only)
+        found = [f for f in found if f.rule != "ollama-unlinked-calls"]
     if wire:
         found += check_wire(run, wire, provs, found, calls)
     found += model_replies(run, calls)

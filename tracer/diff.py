@@ -29,7 +29,7 @@ from typing import Any
 
 from .loader import Message, Run, TraceDB, content_text
 from .records import MODEL_HOOKS, TOOL_HOOKS
-from .replay import Replay, Step, build_replay
+from .replay import Replay, Step, build_replay, plural
 
 # Divergence kinds, in the order a reader thinks about them.
 KINDS: tuple[str, ...] = (
@@ -125,6 +125,24 @@ class RunDiff:
     def identical(self) -> bool:
         return not self.differences and all(sd.identical for sd in self.subagents)
 
+    @property
+    def same_behaviour(self) -> bool:
+        """The runs behave the same: no difference but in the set-up (model, system
+        prompt, tools offered), and the same for every pair of subagent runs. Two
+        providers answering the same conversation (other model names, another wire
+        format) behave the same when they make the same hooks, tool calls, arguments,
+        answers and status; ids, timings, token counts and bodies on the wire are
+        never compared. ``looptrace diff`` exits 0 for it."""
+        return self.first_divergence is None and not any(
+            x.kind == "status" for x in self.differences) and all(
+            sd.diff is not None and sd.diff.same_behaviour for sd in self.subagents)
+
+    @property
+    def run_level(self) -> list[Divergence]:
+        """Differences of the runs as a whole, in no lap (a different final status)."""
+        in_laps = [x for ld in self.laps for x in ld.differences]
+        return [x for x in self.differences if not any(x is y for y in in_laps)]
+
     def row_of(self, *, step_a: int | None = None, step_b: int | None = None) -> int:
         """The alignment row holding ``step_a`` (or ``step_b``); 0 if none does."""
         for i, r in enumerate(self.rows):
@@ -147,6 +165,7 @@ class RunDiff:
         first = self.first_divergence
         return {
             "a": side(self.a), "b": side(self.b), "identical": self.identical,
+            "same_behaviour": self.same_behaviour,
             "first_divergence": div(first) if first else None,
             "setup": [div(x) for x in self.setup],
             "laps": [{"segment": ld.segment, "lap": ld.lap,
@@ -524,7 +543,7 @@ def diff_replays(ra: Replay, rb: Replay) -> RunDiff:
                                         f"({absent} ended {status})"), "")]
                 else:
                     found = [("extra_lap", (f"{label} exists only in {present} ({absent} has "
-                                           f"{other} laps)"), "")]
+                                           f"{plural(other, 'lap')})"), "")]
                 add(s if steps_a else None, None if steps_a else s, found, same=False)
         elif label == "end" and ra.run.summary.status != rb.run.summary.status:
             # The runs ended differently: one difference, not one per step of their ends.
@@ -609,8 +628,8 @@ def _format(d: RunDiff) -> str:
     lines = []
     for tag, rp in (("A", d.a), ("B", d.b)):
         s = rp.run.summary
-        lines.append(f"{tag}: {s.id}  {s.name or ''}  {s.status}, {s.laps} laps, "
-                     f"{len(rp.steps)} steps")
+        lines.append(f"{tag}: {s.id}  {s.name or ''}  {s.status}, {plural(s.laps, 'lap')}, "
+                     f"{plural(len(rp.steps), 'step')}")
     if d.identical:
         lines.append("identical: same hooks, tool calls, arguments, answers and status")
         return "\n".join(lines)
@@ -621,12 +640,16 @@ def _format(d: RunDiff) -> str:
             lines.append(x.detail)
     first = d.first_divergence
     lines.append("")
-    if first is None:
-        lines.append("same behaviour: the same hooks, tool calls, arguments, answers and status")
+    if d.same_behaviour:
+        lines.append("same behaviour: the same hooks, tool calls, arguments, answers and status"
+                     " (set up differently, as above)")
         return "\n".join(lines)
-    lines.append(f"first divergence ({first.kind}): {first.description}")
-    if first.detail:
-        lines.append(first.detail)
+    if first is None:
+        lines.append("different behaviour:")
+    else:
+        lines.append(f"first divergence ({first.kind}): {first.description}")
+        if first.detail:
+            lines.append(first.detail)
     for x in d.differences:
         if x.kind == "status" and not any(x in ld.differences for ld in d.laps):
             lines.append("")

@@ -28,6 +28,20 @@ diamond). So a hand-rolled loop starts with the jump ``START>model`` and ends
 with ``model>END`` (or ``tools>END``), never through ``after_agent``.
 
 Nothing enters ``START``: a step that lands there (a new invocation) draws no edge.
+
+Two shapes (``shape(replay)``). A run with middleware hooks is drawn as the
+``create_agent`` graph above (shape ``"agent"``). A run without any (a hand-rolled
+loop or a plain graph recorded by the callback handler, a loop seen through its
+traffic or its spans) is drawn as the loop it is (shape ``"loop"``, ``LOOP_NODES``):
+START, the model, the "tool calls?" decision, the tools and the back edge to the
+model, END; no hook node, no wrap box. Its standard edges are ``LOOP_EDGES``; a
+step that takes none of them (a loop stopped by its own bound right after the
+tools) is drawn as a plain move, only while it shows.
+
+In either shape a move is drawn as a *jump* (dotted, captioned "... jumped") only
+when an event of the run says a jump happened: a hook's ``jump_to`` or a
+``Command``'s ``goto`` (``jump_steps``). Any other move off the standard edges is
+a plain *move* arc: the record shows where the run went, not that anything jumped.
 """
 
 from __future__ import annotations
@@ -36,7 +50,7 @@ from collections import deque
 from typing import TYPE_CHECKING
 
 from .hooks import HOOK_BY_NAME
-from .replay import GRAPH_EDGES, GRAPH_NODES
+from .replay import GRAPH_EDGES, GRAPH_NODES, run_shape
 
 if TYPE_CHECKING:
     from .replay import Replay
@@ -72,7 +86,7 @@ EDGES: dict[str, str] = {
 BACK_EDGE = "tools>before_model"
 # The back edge when before_model is drawn as a pass-through point: it ends at the point.
 BACK_TO_POINT = EDGES[BACK_EDGE].rsplit("H", 1)[0] + "H180"
-VIEWBOX = (0, 0, 460, 540)
+VIEWBOX = (0, 0, 460, 560)
 
 # Where each hook's middleware names go (``middleware_labels``): hook -> (x, y, text
 # anchor, most characters). A node hook's names sit inside its box under the hook's
@@ -86,6 +100,26 @@ MW_LABELS: dict[str, tuple[int, int, str, int]] = {
     "wrap_tool_call": (294, 422, "start", 24),
 }
 LABEL_LIFT = 7
+
+# The loop without hooks (shape "loop"): the seed's loop. Same box format as NODES.
+LOOP_NODES: dict[str, tuple[int, int, int, int, str, str]] = {
+    "START": (170, 36, 96, 30, "START", "pill"),
+    "model": (170, 132, 150, 42, "model", "model"),
+    "tools": (362, 250, 124, 42, "tools", "tools"),
+    "END": (170, 376, 96, 30, "END", "pill"),
+}
+LOOP_COND = (170, 250, 20)
+LOOP_EDGES: dict[str, str] = {
+    "START>model": "M170 51 V108",
+    "model>tools": "M170 153 V230 M190 250 H298",
+    "model>END": "M170 153 V230 M170 270 V358",
+    "tools>model": "M362 229 V132 H247",
+}
+LOOP_BACK = "tools>model"
+LOOP_VIEWBOX = (0, 0, 460, 410)
+# The words on the decision's two branches: (x, y, text).
+LOOP_LABELS = ((246, 242, "yes"), (180, 300, "no"))
+SHAPES = ("agent", "loop")
 
 # The node hooks: each is a node of the drawing, or a pass-through point.
 POINTS: tuple[str, ...] = tuple(h.name for h in HOOK_BY_NAME.values() if h.kind == "node")
@@ -109,11 +143,18 @@ def _adjacency() -> dict[str, list[str]]:
 _ADJ = _adjacency()
 
 
-def route(a: str, b: str, passable: frozenset[str] | set[str] = frozenset(POINTS)) -> list[str]:
+def route(a: str, b: str, passable: frozenset[str] | set[str] = frozenset(POINTS),
+          shape: str = "agent") -> list[str]:
     """The edge ids a step from ``a`` to ``b`` takes: the standard edges from ``a``
     to ``b`` that pass only through the nodes in ``passable`` (the run's
-    pass-through points), or, when there is no such path, the one jump edge
-    ``"a>b"``. ``[]`` when there is no step (``a == b``) or ``b`` is START."""
+    pass-through points), or, when there is no such path, the one edge ``"a>b"``
+    off the standard ones (a jump or a move). ``[]`` when there is no step
+    (``a == b``) or ``b`` is START. In the ``"loop"`` shape the standard edges are
+    ``LOOP_EDGES`` and nothing is passed through."""
+    if shape == "loop":
+        if a == b or b == "START" or a not in LOOP_NODES or b not in LOOP_NODES:
+            return []
+        return [f"{a}>{b}"]
     if a == b or b == "START" or a not in NODES or b not in NODES:
         return []
     points = set(passable) & set(POINTS)  # START, END, model and tools are never passed
@@ -141,9 +182,39 @@ def route(a: str, b: str, passable: frozenset[str] | set[str] = frozenset(POINTS
     return out[::-1]
 
 
-def is_jump(edge_id: str) -> bool:
-    """True for an edge that is not one of the standard edges (drawn by ``jump_path``)."""
-    return edge_id not in EDGES
+def is_jump(edge_id: str, shape: str = "agent") -> bool:
+    """True for an edge that is not one of the standard edges of ``shape`` (drawn by
+    ``jump_path``, as a jump or a move)."""
+    return edge_id not in (LOOP_EDGES if shape == "loop" else EDGES)
+
+
+def shape(replay: Replay) -> str:
+    """``"loop"`` for a run without middleware hooks (drawn as the loop it is), else
+    ``"agent"`` (the ``create_agent`` graph with its hooks)."""
+    return run_shape(replay.run, replay.used_hooks)
+
+
+def jump_steps(replay: Replay) -> dict[int, str]:
+    """Step index -> who jumped, for each step that left the standard edges right after
+    an event that says a jump happened (a hook's ``jump_to``, a ``Command``'s ``goto``).
+    Only these steps are drawn and captioned as jumps."""
+    kind = shape(replay)
+    passable = passable_points(replay)
+    out: dict[int, str] = {}
+    who: str | None = None
+    for i, st in enumerate(replay.steps):
+        if st.edge:
+            edges = route(*st.edge, passable, kind)
+            if who and len(edges) == 1 and is_jump(edges[0], kind):
+                out[i] = who
+            who = None  # any move uses up a recorded jump
+        p = st.event.payload if isinstance(st.event.payload, dict) else {}
+        target = p.get("jump_to") or p.get("goto")
+        if target:
+            name = f"{st.event.middleware}.{st.event.hook}" if st.event.middleware else (
+                str(p.get("node") or st.event.hook))
+            who = f"{name} (to {target})"
+    return out
 
 
 def _short(name: str) -> str:
@@ -183,10 +254,23 @@ def has_middleware_hooks(replay: Replay) -> bool:
     return bool(replay.used_hooks) or any(e.hook in NODE_HOOK for e in replay.run.events)
 
 
+def _on_stack(replay: Replay) -> frozenset[str]:
+    """Hooks the run's middleware stack has a middleware on (recorded with ``attach``),
+    whether or not it fired: ``after_agent`` of a run that failed is a graph node."""
+    from .floorplan import hook_middleware  # (it imports the replay module)
+
+    recorded = any(e.hook == "run" and e.phase == "start" and isinstance(e.payload, dict)
+                   and e.payload.get("stack") for e in replay.run.events)
+    if not recorded:  # (without the stack, only what fired is known)
+        return frozenset()
+    return frozenset(h for h, names in hook_middleware(replay).items() if names)
+
+
 def passthrough_hooks(replay: Replay) -> list[str]:
-    """Hooks that no middleware used in this run: drawn as pass-through points
-    (node hooks) or faded boxes (wrap hooks)."""
-    return sorted(h for h in HOOK_BY_NAME if h not in replay.used_hooks)
+    """Hooks that no middleware used in this run, nor has on its stack: drawn as
+    pass-through points (node hooks) or faded boxes (wrap hooks)."""
+    on = _on_stack(replay)
+    return sorted(h for h in HOOK_BY_NAME if h not in replay.used_hooks and h not in on)
 
 
 def unknown_hooks(replay: Replay) -> list[str]:
@@ -197,7 +281,8 @@ def unknown_hooks(replay: Replay) -> list[str]:
 
 def passable_points(replay: Replay) -> frozenset[str]:
     """The nodes a step may pass through in this run (see the module docstring)."""
-    points = frozenset(p for p in POINTS if p not in replay.used_hooks)
+    on = _on_stack(replay)
+    points = frozenset(p for p in POINTS if p not in replay.used_hooks and p not in on)
     if not has_middleware_hooks(replay):
         points -= NOT_POINTS_WITHOUT_MIDDLEWARE
     return points
@@ -208,7 +293,8 @@ def step_edges(replay: Replay, index: int, passable: frozenset[str] | None = Non
     step = replay.steps[index]
     if not step.edge:
         return []
-    return route(*step.edge, passable if passable is not None else passable_points(replay))
+    return route(*step.edge, passable if passable is not None else passable_points(replay),
+                 shape(replay))
 
 
 # -- jump edges -----------------------------------------------------------------
@@ -216,8 +302,9 @@ def _num(v: float) -> str:
     return f"{round(v, 1):g}"
 
 
-def _side(node: str, side: str) -> tuple[float, float]:
-    x, y, w, h = NODES[node][:4]
+def _side(node: str, side: str,
+          nodes: dict[str, tuple[int, int, int, int, str, str]] = NODES) -> tuple[float, float]:
+    x, y, w, h = nodes[node][:4]
     if side == "left":
         return x - w / 2, y
     if side == "right":
@@ -227,7 +314,7 @@ def _side(node: str, side: str) -> tuple[float, float]:
     return x, y + h / 2
 
 
-def jump_path(a: str, b: str) -> str:
+def jump_path(a: str, b: str, shape: str = "agent") -> str:
     """SVG path data for the jump edge ``a>b`` (any two distinct nodes).
 
     Between two nodes of the spine: a curve from the left side of ``a`` out to
@@ -236,14 +323,15 @@ def jump_path(a: str, b: str) -> str:
     ``tools`` (right of the spine): a curve between the right side of the spine
     node (just below its middle) and the top of ``tools`` (the bottom, for a
     node below it)."""
-    if a == b or a not in NODES or b not in NODES:
+    nodes = LOOP_NODES if shape == "loop" else NODES
+    if a == b or a not in nodes or b not in nodes:
         msg = f"no jump from {a!r} to {b!r}"
         raise ValueError(msg)
     if "tools" in (a, b):
         other = b if a == "tools" else a
-        _, ty = NODES["tools"][:2]
-        tx, tyy = _side("tools", "top" if NODES[other][1] < ty else "bottom")
-        ox, oy = _side(other, "right")
+        _, ty = nodes["tools"][:2]
+        tx, tyy = _side("tools", "top" if nodes[other][1] < ty else "bottom", nodes)
+        ox, oy = _side(other, "right", nodes)
         oy += 6  # a little below the middle: the back edge arrives at before_model's
         bend = ox + 0.4 * (tx - ox)
         if a == "tools":  # up (or down) out of tools, then left into the node
@@ -251,8 +339,8 @@ def jump_path(a: str, b: str) -> str:
         else:  # right out of the node, then down (or up) into tools
             pts = [(ox, oy), (bend, oy), (tx, oy), (tx, tyy)]
     else:
-        ax, ay = _side(a, "left")
-        bx, by = _side(b, "left")
+        ax, ay = _side(a, "left", nodes)
+        bx, by = _side(b, "left", nodes)
         # The arc's leftmost point: further out for longer jumps, never off the drawing.
         reach = max(16.0, min(ax, bx) - min(70.0, max(22.0, 0.35 * abs(by - ay))))
         # A cubic with both inner control points at x = c has its middle at
@@ -279,12 +367,31 @@ def drawing() -> dict[str, object]:
         "mw": {h: {"x": x, "y": y, "anchor": a} for h, (x, y, a, _n) in MW_LABELS.items()},
         "lift": LABEL_LIFT,
         "nodeOrder": list(GRAPH_NODES),  # the bit of each node in a step's visited mask
+        # where the tool calls in flight are listed: below wrap_tool_call's box and the
+        # middleware names at its foot
+        "chips": [292, 446],
+        # The loop without hooks (shape "loop"): what replaces the above for such a run.
+        "loop": {
+            "viewBox": list(LOOP_VIEWBOX),
+            "nodes": [{"id": k, "x": v[0], "y": v[1], "w": v[2], "h": v[3], "label": v[4],
+                       "shape": v[5], "hook": None} for k, v in LOOP_NODES.items()],
+            "wraps": [],
+            "edges": [{"id": k, "d": d, "back": k == LOOP_BACK, "cond": k.startswith("model>")}
+                      for k, d in LOOP_EDGES.items()],
+            "back": {"id": LOOP_BACK, "box": LOOP_EDGES[LOOP_BACK],
+                     "point": LOOP_EDGES[LOOP_BACK]},
+            "cond": list(LOOP_COND),
+            "labels": [{"x": x, "y": y, "text": t} for x, y, t in LOOP_LABELS],
+            "mw": {},
+            "chips": [300, 300],
+        },
     }
 
 
 __all__ = [
-    "BACK_EDGE", "BACK_TO_POINT", "COND", "EDGES", "LABEL_LIFT", "MW_LABELS", "NODES",
-    "NODE_HOOK", "POINTS", "VIEWBOX", "WRAPS", "drawing", "has_middleware_hooks", "is_jump",
-    "jump_path", "middleware_labels", "passable_points", "passthrough_hooks",
-    "route", "step_edges", "unknown_hooks",
+    "BACK_EDGE", "BACK_TO_POINT", "COND", "EDGES", "LABEL_LIFT", "LOOP_BACK", "LOOP_EDGES",
+    "LOOP_NODES", "MW_LABELS", "NODES", "NODE_HOOK", "POINTS", "SHAPES", "VIEWBOX", "WRAPS",
+    "drawing", "has_middleware_hooks", "is_jump", "jump_path", "jump_steps",
+    "middleware_labels", "passable_points", "passthrough_hooks", "route", "shape",
+    "step_edges", "unknown_hooks",
 ]

@@ -47,6 +47,40 @@ HOOK_NODE: dict[str, str] = {
 
 
 STEP_KINDS = ("model", "tool", "error", "interrupt", "hook", "run")
+NODE_HOOKS = frozenset(h.name for h in HOOK_BY_NAME.values() if h.kind == "node")
+
+
+def run_shape(run: Run, used_hooks: frozenset[str]) -> str:
+    """``"loop"`` for a run without any middleware hook (a hand-rolled loop or plain
+    graph recorded by the callback handler, a loop seen through its traffic or
+    spans), else ``"agent"`` (a ``create_agent`` graph with its hooks)."""
+    if run.observed or not (used_hooks or any(e.hook in NODE_HOOKS for e in run.events)):
+        return "loop"
+    return "agent"
+
+
+@dataclass(frozen=True, slots=True)
+class RunFacts:
+    """What the captions may say about the run as a whole, read from the record once."""
+
+    shape: str  # "agent" or "loop" (``run_shape``)
+    handler: bool  # the callback handler recorded the run (runs.source = "callbacks")
+    tracer: bool  # TraceMiddleware recorded model or tool calls in it
+    status: str  # the run's status (completed, error, interrupted, running)
+    decides: str  # where the "tool calls?" edge starts: "after_model", or "the model node"
+
+    @classmethod
+    def of(cls, run: Run, used_hooks: frozenset[str], tracers: frozenset[str]) -> RunFacts:
+        tm = any(e.middleware in tracers and e.phase in ("enter", "exit")
+                 and (e.hook in MODEL_HOOKS or e.hook in TOOL_HOOKS) for e in run.events)
+        after_model = any(e.hook == "after_model" for e in run.events)
+        return cls(run_shape(run, used_hooks), run.summary.source == "callbacks", tm,
+                   str(run.summary.status), "after_model" if after_model else "the model node")
+
+
+def plural(n: Any, word: str, many: str | None = None) -> str:
+    """``"1 message"``, ``"3 messages"`` (``many`` for an irregular plural)."""
+    return f"{n} {word if n == 1 else (many or word + 's')}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -334,6 +368,7 @@ def build_replay(run: Run) -> Replay:
         new_by_seq.setdefault(m.seq, []).append(m.key)
     used = frozenset(e.hook for e in run.events if e.hook in HOOK_BY_NAME and e.middleware)
     tracers = tracer_names(run)
+    facts = RunFacts.of(run, used, tracers)
     last_ai_calls = 0
     for i, ev in enumerate(run.events):
         prev = node
@@ -359,39 +394,68 @@ def build_replay(run: Run) -> Replay:
             index=i, event=ev, node=node, edge=edge, visited=frozenset(visited),
             active_tools=tuple(active), kind=_kind(ev),
             new_keys=tuple(new_by_seq.get(ev.seq, ())),
-            caption=caption(ev, run, last_ai_calls, tracers=tracers),
+            caption=caption(ev, run, last_ai_calls, tracers=tracers, facts=facts),
         ))
     replay = Replay(run, steps, used)
-    _caption_jumps(replay)
+    _caption_moves(replay, facts)
     return replay
 
 
-def _caption_jumps(replay: Replay) -> None:
-    """Say so at a step that skipped nodes (a jump), naming who jumped when the run
-    recorded it (a node hook's ``jump_to``, a ``Command(goto=...)``)."""
-    from .graph_layout import is_jump, passable_points, route  # (it imports this module)
+def _caption_moves(replay: Replay, facts: RunFacts) -> None:
+    """Captions that need the whole run: a step that left the standard edges (a jump
+    only where an event says a jump happened, ``graph_layout.jump_steps``; otherwise
+    the move as the record shows it), and the first step when the conversation is
+    not recorded yet."""
+    from .graph_layout import is_jump, jump_steps, passable_points, route  # (imports us)
 
+    steps = replay.steps
+    if steps and steps[0].event.hook == "run" and steps[0].event.phase == "start":
+        steps[0] = replace(steps[0], caption=_start_caption(replay, facts, steps[0].caption))
     if replay.run.observed:  # no hook to name, and the loop's own moves are no jumps
         return
     passable = passable_points(replay)
-    who: str | None = None
-    steps = replay.steps
+    jumped = jump_steps(replay)
     for i, st in enumerate(steps):
-        if st.edge:
-            edges = route(*st.edge, passable)
-            if len(edges) == 1 and is_jump(edges[0]):
-                a, b = st.edge
-                said = (f"{who} jumped" if who else
-                        "A jump (a hook's jump_to, or a Command's goto) that looptrace saw"
-                        " no hook return; attach the callback handler to name it:")
-                steps[i] = replace(st, caption=f"{said} from {a} straight to {b}. {st.caption}")
-            who = None  # any move uses up a recorded jump
-        p = st.event.payload if isinstance(st.event.payload, dict) else {}
-        target = p.get("jump_to") or p.get("goto")
-        if target:
-            name = f"{st.event.middleware}.{st.event.hook}" if st.event.middleware else (
-                str(p.get("node") or st.event.hook))
-            who = f"{name} (to {target})"
+        if not st.edge:
+            continue
+        edges = route(*st.edge, passable, facts.shape)
+        if len(edges) != 1 or not is_jump(edges[0], facts.shape):
+            continue
+        a, b = st.edge
+        if i in jumped:
+            said = f"{jumped[i]} jumped from {a} straight to {b}."
+        elif facts.shape == "loop" and a == "tools" and b == "END":
+            said = ("The loop ended right after its tools ran, without calling the model "
+                    "again: the loop's own code stopped it (a bound or a break), not the "
+                    "model's answer.")
+        elif facts.shape == "loop":
+            said = f"The loop went from {a} to {b}."
+        else:
+            said = (f"The run went from {a} straight to {b}; no recorded event says why "
+                    + ("(no hook recorded a jump_to)." if facts.handler else
+                       "(attach the callback handler to see the other middleware's hooks)."))
+        steps[i] = replace(st, caption=f"{said} {st.caption}".strip())
+
+
+def _start_caption(replay: Replay, facts: RunFacts, said: str) -> str:
+    """The first step: what starts, and where its input shows when it is not recorded
+    yet (looptrace reads the conversation at the first hook or model call)."""
+    if replay.run.observed:
+        start = said
+    elif facts.shape == "loop":
+        start = ("The run starts: the loop's code is called (no graph and no middleware "
+                 "hooks: the callback handler records its model and tool calls).")
+    else:
+        start = "The run starts: the agent's graph is invoked."
+    if replay.messages_at(0):
+        return start
+    later = next((st for st in replay.steps if replay.state_at(st.event.seq)), None)
+    if later is None:
+        return f"{start} No message of it was recorded."
+    where = "the first model call" if later.kind == "model" else f"{later.event.hook}"
+    return (f"{start} Its input is not recorded yet: the messages show from step "
+            f"{later.index + 1} ({where}), where looptrace first "
+            f"{'sees' if replay.run.observed else 'reads'} the conversation.")
 
 
 _SEEN_BY = {"wire": "its HTTP traffic, recorded by looptrace proxy",
@@ -407,8 +471,8 @@ def _observed_caption(ev: Event, p: dict[str, Any], run: Run) -> str | None:
             return ("The conversation goes on: the next request extends the finished one "
                     "(a follow-up), so it is the same run.")
         return (f"A loop seen from outside, through {seen}: model calls and the tool "
-                "results sent back are known; hooks and middleware are not (the grey "
-                "question marks on the graph).")
+                "results sent back are known; hooks and middleware are not, so the graph "
+                "is the loop alone.")
     if ev.hook == "run" and ev.phase == "end":
         return ("The model answered without asking for a tool and no later call extends "
                 "this conversation: the loop is done. No field of the API says \"done\": "
@@ -419,7 +483,7 @@ def _observed_caption(ev: Event, p: dict[str, Any], run: Run) -> str | None:
         said = (f"The model is called with {n} message{'' if n == 1 else 's'}{sys_note} "
                 f"(lap {ev.lap}).")
         if ev.lap > 1:
-            said = (f"The model is called with the whole history again, {n} messages"
+            said = (f"The model is called with the whole history again, {plural(n, 'message')}"
                     f"{sys_note} (lap {ev.lap}): the API keeps no state between calls.")
         if p.get("previous_response_id"):
             said = (f"The model is called with {n} new items and previous_response_id "
@@ -500,7 +564,7 @@ _NODE_WHO = {
 }
 
 
-def _history_caption(p: dict[str, Any]) -> str:
+def _history_caption(p: dict[str, Any], facts: RunFacts) -> str:
     by = p.get("by")
     who = _NODE_WHO.get(str(by), str(by)) if by else (
         "A hook or wrap layer that looptrace does not wrap")
@@ -516,7 +580,7 @@ def _history_caption(p: dict[str, Any]) -> str:
         parts.append("rewrote the order of the history")
     if not parts:
         parts.append("rewrote the history (summarised or trimmed)")
-    tail = "" if p.get("by") else " (attach the callback handler to name it)"
+    tail = "" if p.get("by") or facts.handler else " (attach the callback handler to name it)"
     return f"{who} {' and '.join(parts)}: the conversation from here on is the new one{tail}."
 
 
@@ -548,9 +612,9 @@ def _known_sentence(ev: Event, tracers: frozenset[str]) -> str | None:
     return said
 
 
-def _tool_error_caption(ev: Event, p: dict[str, Any], what: str) -> str:
-    from .tool_life import PROPAGATES
-
+def _tool_error_caption(ev: Event, p: dict[str, Any], what: str, run: Run,
+                        facts: RunFacts) -> str:
+    """A tool call that raised: what became of the exception, as the record shows it."""
     err = str(p.get("error", ""))
     if "matching ToolMessage in Command.update" in err:
         what += (" The tool returned a Command whose update has no ToolMessage answering this "
@@ -559,13 +623,45 @@ def _tool_error_caption(ev: Event, p: dict[str, Any], what: str) -> str:
     if p.get("handle_tool_error") is False:
         what += (" The tool sets no handle_tool_error (which would catch a ToolException "
                  "only).")
-    return f"{what} {PROPAGATES}."
+    later = [e for e in run.events if e.seq > ev.seq]
+    went_on = any(e.hook in MODEL_HOOKS or e.hook in TOOL_HOOKS for e in later)
+    answer = next((m for m in run.messages if m.tool_call_id == ev.tool_call_id
+                   and m.seq >= ev.seq), None) if ev.tool_call_id else None
+    if facts.shape == "loop":
+        if not went_on and facts.status == "error":
+            return f"{what} The exception left the loop: the run failed."
+        if answer is None:
+            sent = "No result for this call was sent back"
+        elif not answer.text.strip():
+            sent = ("The result sent back for this call is empty, so the model is told "
+                    "nothing of the error")
+        else:
+            sent = "A result for this call was sent back (the tool message)"
+        return (f"{what} The loop's code caught the exception and went on"
+                f"{' (the run ' + facts.status + ')' if facts.status != 'running' else ''}. "
+                f"{sent}.")
+    from .tool_life import PROPAGATED, PROPAGATES
+
+    if facts.status == "error" and not went_on:
+        return f"{what} {PROPAGATED}."
+    if facts.status == "running" and not went_on:
+        return f"{what} {PROPAGATES}."
+    if answer is not None:
+        return (f"{what} A layer outside TraceMiddleware turned the exception into a "
+                "ToolMessage for this call, so the run went on.")
+    return f"{what} The run went on without a result for this call recorded."
 
 
 def caption(ev: Event, run: Run, tool_calls: int = 0, *,
-            tracers: frozenset[str] = frozenset({"TraceMiddleware"})) -> str:
-    """One or two sentences: what this hook is for and what happened here."""
+            tracers: frozenset[str] = frozenset({"TraceMiddleware"}),
+            facts: RunFacts | None = None) -> str:
+    """One or two sentences: what this hook is for and what happened here, each
+    statement read from the record (``facts``: the run as a whole)."""
     p = ev.payload if isinstance(ev.payload, dict) else {}
+    if facts is None:
+        used = frozenset(e.hook for e in run.events if e.hook in HOOK_BY_NAME and e.middleware)
+        facts = RunFacts.of(run, used, tracers)
+    loop = facts.shape == "loop"
     if run.observed:
         said = _observed_caption(ev, p, run)
         if said is not None:
@@ -576,14 +672,22 @@ def caption(ev: Event, run: Run, tool_calls: int = 0, *,
     who = f" ({ev.middleware})" if ev.middleware else ""
     known = _known_sentence(ev, tracers)
     if ev.phase == "error" and ev.hook == "run":
+        if loop:
+            return (f"The run failed: {p.get('error', 'an exception')} came out of the loop "
+                    "to its caller.")
         return (f"The run failed: {p.get('error', 'an exception')} came out of the graph to "
                 "the caller of invoke(); nothing after it ran (no after_agent).")
     if ev.phase == "error":
         what = f"{ev.hook}{who} raised {p.get('error', 'an error')}{dur}."
         if ev.hook == "node" and p.get("node"):
             what = f"The {p['node']} node raised {p.get('error', 'an error')}{dur}."
+        if ev.hook == "model":
+            what = f"The model call failed{dur}: {p.get('error', 'an error')}."
         if ev.hook in TOOL_HOOKS:
-            return _tool_error_caption(ev, p, what)
+            name = f" {p['name']}" if p.get("name") else ""
+            if ev.hook == "tool":
+                what = f"The tool{name} raised {p.get('error', 'an error')}{dur}."
+            return _tool_error_caption(ev, p, what, run, facts)
         return f"{what} {known}" if known else what
     if ev.phase == "interrupt" or ev.hook == "interrupt":
         said = ("The run paused for a human: an interrupt() stopped the graph and the "
@@ -593,7 +697,7 @@ def caption(ev: Event, run: Run, tool_calls: int = 0, *,
         return ("The thread resumed with a human decision; the loop continues where it "
                 "paused (no before_agent fires on resume).")
     if ev.hook == "history":
-        return _history_caption(p)
+        return _history_caption(p, facts)
     if ev.phase == "layer":
         return f"{_layer_caption(ev, p)} {known}" if known else _layer_caption(ev, p)
     if ev.hook in MODEL_HOOKS and ev.phase == "sent":
@@ -602,19 +706,20 @@ def caption(ev: Event, run: Run, tool_calls: int = 0, *,
         what = (f"; {changed} of them in another form than at TraceMiddleware's layer"
                 if changed else "")
         sys_note = " and another system prompt" if "system" in p else ""
-        return (f"What the model received: {n} messages{what}{sys_note}. The "
+        return (f"What the model received: {plural(n, 'message')}{what}{sys_note}. The "
                 "wrap_model_call layers inside TraceMiddleware (later in the middleware "
                 "list) rewrote the request after TraceMiddleware saw it.")
     if ev.hook == "run":
-        return {"start": "The run starts: the graph is invoked with the user's input.",
-                "end": "The run ends: the graph returned its final state.",
+        return {"start": "The run starts.",
+                "end": ("The run ends: the loop's code returned." if loop else
+                        "The run ends: the graph returned its final state."),
                 "error": f"The run failed: {p.get('error', '')}"}.get(ev.phase, "")
     if ev.hook == "node":
         return f"Graph node {p.get('node', '?')} ran{dur}."
     if ev.hook in MODEL_HOOKS:
         if ev.phase == "enter":
             n = p.get("messages", "?")
-            return (f"{purpose} The model is called with {n} messages"
+            return (f"{purpose} The model is called with {plural(n, 'message')}"
                     f"{' and the system prompt' if p.get('system') or p.get('system_same') else ''}"
                     f" (lap {ev.lap}).").strip()
         n = int(p.get("tool_calls") or 0)
@@ -622,12 +727,18 @@ def caption(ev: Event, run: Run, tool_calls: int = 0, *,
         tok = f", {usage.get('total_tokens')} tokens" if usage.get("total_tokens") else ""
         if n:
             names = _names(run, ev)
-            return (f"The model answered{dur}{tok} asking for {n} tool call"
-                    f"{'s' if n > 1 else ''}{': ' + names if names else ''}. "
-                    f"The conditional edge after after_model will route to tools"
+            asked = (f"The model answered{dur}{tok} asking for {plural(n, 'tool call')}"
+                     f"{': ' + names if names else ''}.")
+            if loop:
+                return (f"{asked} The loop runs {'them' if n > 1 else 'it'} and sends one "
+                        "result per call back, each with the call's id.")
+            return (f"{asked} The conditional edge after {facts.decides} will route to tools"
                     f"{', which run them in parallel' if n > 1 else ''}.")
+        if loop:
+            return (f"The model answered in plain text{dur}{tok}: no tool calls, so the loop "
+                    "stops here.")
         return (f"The model answered in plain text{dur}{tok}: no tool calls, so the loop "
-                "ends after after_model.")
+                f"ends after {facts.decides}.")
     if ev.hook in TOOL_HOOKS:
         name = p.get("name", "")
         if ev.phase == "enter":
@@ -650,6 +761,12 @@ def caption(ev: Event, run: Run, tool_calls: int = 0, *,
                     + ("; its update carries the ToolMessage that answers this call (same "
                        "tool_call_id), as ToolNode requires: every tool call must be answered."
                        if answered else "."))
+        if loop:
+            answered = any(m.tool_call_id == ev.tool_call_id for m in run.messages)
+            return (f"The tool call {ev.tool_call_id} returned{dur}; "
+                    + ("the loop sends its result back in a ToolMessage with the call's id."
+                       if answered else "no ToolMessage with this call's id was sent back: "
+                       "the model cannot match a result to this call."))
         return (f"The tool call {ev.tool_call_id} returned{dur}; its ToolMessage answers the "
                 "call with the same tool_call_id.")
     if known:

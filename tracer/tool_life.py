@@ -151,6 +151,10 @@ PROPAGATES = ("By default create_agent's ToolNode turns only argument-validation
               "messages, so the exception propagates up through every wrap_tool_call layer: "
               "unless a middleware outside TraceMiddleware turns it into a ToolMessage, the "
               "run fails")
+# Said where the record shows it happened (the run failed with the tool's exception).
+PROPAGATED = ("By default create_agent's ToolNode turns only argument-validation errors into "
+              "messages: this exception propagated up through every wrap_tool_call layer, "
+              "nothing turned it into a ToolMessage, and the run failed with it")
 
 
 def _model_enters(replay: Replay) -> list[Any]:
@@ -196,12 +200,11 @@ class ToolLife:
     outcome: str | None  # how the call ended, in words (None: not ended by this step)
 
 
-def _outcome(ev: Any) -> str | None:
+def _outcome(ev: Any, caption: str = "") -> str | None:
     p = ev.payload if isinstance(ev.payload, dict) else {}
     if ev.phase == "error":
-        flag = (" The tool sets no handle_tool_error (which catches a ToolException only)."
-                if p.get("handle_tool_error") is False else "")
-        return f"Raised {p.get('error', 'an exception')}.{flag} {PROPAGATES}."
+        # What became of the exception is the step's caption's (read from the record).
+        return caption or f"Raised {p.get('error', 'an exception')}."
     if ev.phase == "interrupt":
         return "Paused for a human (an interrupt) inside the call."
     if ev.phase != "exit":
@@ -237,7 +240,7 @@ def tool_life(replay: Replay, index: int) -> ToolLife | None:
         if e.phase == "enter" and enter is None:
             enter, name, args = e, p.get("name"), p.get("args")
         elif e.phase in ("exit", "error", "interrupt") and e.hook == ev.hook:
-            outcome = _outcome(e)
+            outcome = _outcome(e, st.caption)
     if name is None:
         return None
     seq = enter.seq if enter is not None else ev.seq
@@ -246,5 +249,21 @@ def tool_life(replay: Replay, index: int) -> ToolLife | None:
                     sig.get("signature"), tuple(sig.get("hidden") or ()), outcome)
 
 
-__all__ = ["ERROR_PATHS", "PROPAGATES", "ToolLife", "annotation_text", "schema_at",
-           "signature_at", "signature_text", "signatures", "tool_life"]
+def signature_note(replay: Replay) -> str:
+    """What the inspector says where a tool's Python signature is missing: why, as the
+    record shows it (TraceMiddleware records signatures with the tool schemas)."""
+    from .records import MODEL_HOOKS, TOOL_HOOKS
+
+    traced = any(e.middleware and "Trace" in e.middleware and e.phase in ("enter", "exit")
+                 and (e.hook in MODEL_HOOKS or e.hook in TOOL_HOOKS) for e in replay.run.events)
+    if traced:
+        return "(not recorded: no model call of this run wrote the tool schemas)"
+    if replay.run.observed:
+        return ("(not recorded: this run was seen from outside, where a tool's Python "
+                "signature never shows; TraceMiddleware records it with the tool schemas)")
+    return ("(not recorded: this run was recorded without TraceMiddleware, which records a "
+            "tool's Python signature with the tool schemas)")
+
+
+__all__ = ["ERROR_PATHS", "PROPAGATED", "PROPAGATES", "ToolLife", "annotation_text", "schema_at",
+           "signature_at", "signature_note", "signature_text", "signatures", "tool_life"]

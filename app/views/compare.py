@@ -1,6 +1,7 @@
 """Compare: two runs side by side, in sync, with the first divergence pointed out.
 
-Pick two runs (defaults from ``?a=...&b=...``, and ``&row=N`` for the aligned
+Pick two runs (nothing is compared until two are picked; defaults from
+``?a=...&b=...``, else the newest two runs of one agent; and ``&row=N`` for the aligned
 row the page shows as "row N / M", so a link opens that moment); what differs
 (set-up, then behaviour, from its first divergence); one slider and its
 buttons walk the alignment ``tracer.diff`` computed (lap by lap, hook by hook)
@@ -14,6 +15,7 @@ import streamlit as st
 
 from tracer.diff import RunDiff
 from tracer.errors import LooptraceError
+from tracer.loader import RunSummary
 
 from .. import data, state
 from ..compare_pane import (
@@ -40,15 +42,20 @@ def compare_page() -> None:
     ids = [r.id for r in ordered]
     label = {r.id: run_label(r) for r in ordered}
     qp = st.query_params
+    pair = same_agent_pair(top)  # (without a link: the newest two runs of one agent)
     c1, c2 = st.columns(2)
     with c1:
-        a = st.selectbox("Run A", ids, index=_default(ids, qp.get("a"), 1),
+        a = st.selectbox("Run A", ids, index=_default(ids, qp.get("a"), pair and pair[1]),
                          format_func=label.__getitem__, key="cmp_a", on_change=_set_row,
-                         args=(0,))
+                         args=(0,), placeholder="Pick a run")
     with c2:
-        b = st.selectbox("Run B", ids, index=_default(ids, qp.get("b"), 0),
+        b = st.selectbox("Run B", ids, index=_default(ids, qp.get("b"), pair and pair[0]),
                          format_func=label.__getitem__, key="cmp_b", on_change=_set_row,
-                         args=(0,))
+                         args=(0,), placeholder="Pick a run")
+    if a is None or b is None:
+        st.info("Pick two runs to compare (the same agent on two models, before and after "
+                "a change ...).", icon=":material/compare:")
+        return
     if qp.get("a") != a or qp.get("b") != b:
         qp["a"], qp["b"] = a, b
     try:
@@ -79,12 +86,28 @@ def compare_page() -> None:
         render_every_difference(d)
 
 
-def _default(ids: list[str], wanted: str | None, fallback: int) -> int:
+def same_agent_pair(runs: list[RunSummary]) -> tuple[str, str] | None:
+    """The newest two runs (of ``runs``, newest first) of the same agent: (newer, older);
+    None when no agent has two."""
+    seen: dict[str, str] = {}
+    for r in runs:
+        agent = r.agent_name or r.name
+        if not agent:
+            continue
+        if agent in seen:
+            return seen[agent], r.id
+        seen[agent] = r.id
+    return None
+
+
+def _default(ids: list[str], wanted: str | None, fallback: str | None) -> int | None:
+    """The index of the run a link names (an id or a prefix), else of ``fallback``;
+    None (nothing picked) without either."""
     if wanted:
         for i, rid in enumerate(ids):
             if rid == wanted or rid.startswith(wanted):
                 return i
-    return min(fallback, len(ids) - 1)
+    return ids.index(fallback) if fallback in ids else None
 
 
 def _set_row(i: int) -> None:
@@ -106,14 +129,18 @@ def _summary(d: RunDiff) -> None:
         st.info("Set up differently (model, system prompt or tools):", icon=":material/tune:")
         for x in d.setup:
             render_divergence(x)
+    # (one count, in "Every difference" below: the banners give the verdict, no count)
     if first is not None:
-        st.warning(f"The runs behave differently: {len(d.differences) - len(d.setup)} "
-                   f"differences. First divergence, in lap {first.lap}:",
+        st.warning(f"The runs behave differently. First divergence, in lap {first.lap}:",
                    icon=":material/call_split:")
         render_divergence(first)
-    elif d.setup:
+    elif d.same_behaviour and d.setup:
         st.success("Same behaviour: the same hooks, tool calls, arguments, answers and "
                    "status.", icon=":material/check:")
+    elif not d.identical:
+        st.warning("The runs behave differently:", icon=":material/call_split:")
+        for x in d.run_level:
+            render_divergence(x)
 
 
 def _current_row(d: RunDiff) -> int:

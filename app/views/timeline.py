@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import streamlit as st
 
+from tracer.replay import plural
+
 from .. import data, navigation, state, timeline
 from ..replay_view import load
+from ..run_picker import run_picker
 
 
 def timeline_page() -> None:
@@ -19,8 +22,11 @@ def timeline_page() -> None:
     state.adopt_query_params()
     view = load(path)
     run = view.replay.run
+    run_picker(path, run.id)
+    if st.query_params.get("run") != run.id:  # (a reload opens the run shown)
+        st.query_params["run"] = run.id
     st.text(f"{run.summary.name or run.summary.agent_name or 'run'}  ·  {run.id}  ·  "
-            f"{run.summary.status}  ·  {len(view.replay)} steps")
+            f"{run.summary.status}  ·  {plural(len(view.replay), 'step')}")
     st.page_link(navigation.page("replay"), label="Open in replay", icon=":material/play_circle:",
                  query_params={"run": run.id})
     if not view.replay.steps:

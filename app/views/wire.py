@@ -17,11 +17,14 @@ import streamlit as st
 
 from tracer.errors import LooptraceError
 from tracer.loader import RunSummary
+from tracer.replay import plural
 from tracer.wire.providers import PROVIDERS
 from tracer.wire.render import call_at, model_call_events
 from tracer.wire.view import body_diff, turn_label
 
 from .. import data, navigation, state
+from ..replay_view import choose_run
+from ..run_picker import adopt
 from ..wire_pane import TITLES, render_turn, turn_view, warm_up
 
 
@@ -40,7 +43,9 @@ def wire_page() -> None:
 
     ids = [r.id for r in runs]
     by_id = {r.id: r for r in runs}
-    wanted = qp.get("run")
+    # the run every page shows (state.RUN), unless the link names another
+    state.init()
+    wanted = qp.get("run") or st.session_state.get(state.RUN) or choose_run(path)
     default = next((i for i, rid in enumerate(ids) if wanted and rid.startswith(wanted)), None)
     if wanted and default is None:
         st.error(f"no run {wanted!r} in this database; showing the newest run instead",
@@ -48,6 +53,7 @@ def wire_page() -> None:
         default = 0
     run_id = st.selectbox("Run", ids, index=default or 0,
                           format_func=lambda rid: _run_label(by_id[rid]), key="wire_run")
+    adopt(run_id)  # (the other pages open on the run picked here)
     try:
         replay = data.load_replay(path, run_id)
     except LooptraceError as exc:
@@ -58,7 +64,7 @@ def wire_page() -> None:
         st.stop()
 
     step_of = {s.event.seq: s.index for s in replay.steps}
-    url_run = ids[default] if wanted and default is not None else None
+    url_run = ids[default] if qp.get("run") and default is not None else None
     at = None
     if run_id == url_run and qp.get("step") is not None and replay.steps:
         i = replay.clamp(state.step_index(qp.get("step")))
@@ -102,4 +108,4 @@ def wire_page() -> None:
 
 def _run_label(r: RunSummary) -> str:
     return (f"{r.name or r.agent_name or 'run'}  ·  {r.provider or '?'}  ·  "
-            f"{r.model_calls} model calls  ·  {r.id[:10]}")
+            f"{plural(r.model_calls, 'model call')}  ·  {r.id[:10]}")

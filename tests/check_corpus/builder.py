@@ -29,6 +29,9 @@ Steps (one key each):
   {"wire": {"provider": "openai", "body": {...}}}
                                        the HTTP request body captured for the
                                        last model call (a ``wire`` row)
+
+A case's ``"run"`` sets the run row: ``status``, ``error`` and ``provider`` (default
+"corpus"; "ollama" for the cases of Ollama's own findings).
 """
 
 from __future__ import annotations
@@ -191,7 +194,8 @@ def build_trace(case: dict[str, Any], out: Path) -> Path:
               "runs": 1}
     run_row = {"id": run_id, "name": case["name"], "status": status,
                "started_at": 1_700_000_000.0, "ended_at": t.ts + 1, "error": run.get("error"),
-               "source": "import", "model": "corpus-model", "provider": "corpus"}
+               "source": "import", "model": "corpus-model",
+               "provider": run.get("provider", "corpus")}
     lines = [header, {"table": "runs", "row": run_row}, *t.rows]
     out.write_text("\n".join(json.dumps(x) for x in lines) + "\n", encoding="utf-8")
     return out

@@ -11,4 +11,5 @@ request bodies).
 
 # The version of the rules: findings stored with an older one are found again
 # (``tracer.findings_store``). Bump it with any change to what the checks find.
-RULES_VERSION = 2  # 2: loop findings count the run's own laps only
+RULES_VERSION = 3  # 2: loop findings count the run's own laps only; 3: the Ollama-ids warning
+#   only on runs that talked to Ollama

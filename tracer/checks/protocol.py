@@ -352,8 +352,9 @@ def _ollama_unlinked(ctx: _Ctx, turns: list[Turn], i: int) -> None:
             " Keep the results in the order of the calls (parallel tools can finish out "
             "of order).")
     ctx.add("ollama-unlinked-calls", "warning", "ollama",
-            f"Ollama sends no tool call ids: with {len(calls)} calls in one turn "
-            f"({_ids(calls)}) only the order of the results links each to its call." + note,
+            f"{len(calls)} calls in one turn ({_ids(calls)}) on Ollama: the server sends an id "
+            "per call (since 0.12.10), but the ollama Python client (0.6.x, under ChatOllama) "
+            "drops it, so only the order of the results links each to its call." + note,
             [t.key])
 
 

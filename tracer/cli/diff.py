@@ -20,8 +20,10 @@ divergence. Subagent runs are compared too, the n-th of A with the n-th of B.
 Ids, timestamps, durations and token counts are ignored. Steps are counted
 from 1, as the replay shows them ("Step N / M"), in the text and in --json.
 
-Exit status (like diff(1)): 0 the runs are identical, 1 they differ,
-2 trouble (no such database or run)."""
+Exit status (like diff(1)): 0 the runs behave the same (identical, or set up
+differently only: another model, system prompt or tools offered, as the same
+conversation through two providers), 1 they behave differently, 2 trouble (no
+such database or run). The first verdict line says which."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -50,4 +52,4 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(d.to_dict(), indent=2, ensure_ascii=False))
     else:
         print(safe_text(format_text(d), keep_newlines=True))
-    return 0 if d.identical else 1
+    return 0 if d.same_behaviour else 1

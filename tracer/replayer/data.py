@@ -14,7 +14,7 @@ over ``drawing()["nodeOrder"]``, ``t`` tool calls in flight, ``k`` kind, ``x``
 keys of the messages to highlight (added or replaced at this step), ``om`` keys
 of messages the model did not receive, ``c`` caption, ``h`` / ``p`` / ``l`` /
 ``s`` / ``mw`` / ``d`` / ``tc`` the event's hook, phase, lap, seq, middleware,
-duration and tool call id, ``pl`` its payload (with ``payloads=True``), ``mv``
+duration and tool call id, ``j`` 1 where an event says the step's move was a jump, ``pl`` its payload (with ``payloads=True``), ``mv``
 the message list's edit. A window of a large run (``window=``) adds ``offset`` (its
 first step), ``total`` and ``kinds`` (a letter per step of the whole run); the
 window's first step's edit starts from an empty list.
@@ -29,11 +29,16 @@ from ..graph_layout import (
     BACK_EDGE,
     BACK_TO_POINT,
     EDGES,
+    LOOP_BACK,
+    LOOP_EDGES,
+    is_jump,
     jump_path,
+    jump_steps,
     middleware_labels,
     passable_points,
     passthrough_hooks,
     route,
+    shape,
     unknown_hooks,
 )
 from ..loader import Message, content_text
@@ -135,6 +140,8 @@ def _steps(rp: Replay, table: _MessageTable, payloads: bool,
            span: range) -> tuple[list[dict[str, Any]], dict[str, str]]:
     bit = {n: 1 << i for i, n in enumerate(GRAPH_NODES)}
     passable = passable_points(rp)
+    kind = shape(rp)
+    jumped = jump_steps(rp)
     revised: dict[int, list[str]] = {}  # seq -> keys of the messages replaced there
     for m in rp.run.revisions:
         revised.setdefault(m.seq, []).append(m.key)
@@ -145,11 +152,11 @@ def _steps(rp: Replay, table: _MessageTable, payloads: bool,
     omitted_before: frozenset[str] = frozenset()
     for st in rp.steps[span.start:span.stop]:
         ev = st.event
-        taken = route(*st.edge, passable) if st.edge else []
+        taken = route(*st.edge, passable, kind) if st.edge else []
         for eid in taken:
-            if eid not in EDGES:
+            if is_jump(eid, kind):
                 a, _, b = eid.partition(">")
-                jumps[eid] = jump_path(a, b)
+                jumps[eid] = jump_path(a, b, kind)
         hot = list(st.new_keys)
         hot += [k for k in revised.get(ev.seq, ()) if k not in hot]
         row: dict[str, Any] = {
@@ -161,6 +168,8 @@ def _steps(rp: Replay, table: _MessageTable, payloads: bool,
         }
         if is_error(st):
             row["x"] = 1
+        if st.index in jumped:
+            row["j"] = 1  # an event says a jump happened: its move is drawn as a jump
         if payloads:
             row["pl"] = ev.payload
         omitted = rp.omitted_at(st.index)
@@ -203,6 +212,7 @@ def replay_json(rp: Replay, *, payloads: bool = True,
     span = range(len(rp.steps)) if window is None else range(
         max(0, window[0]), min(len(rp.steps), window[1]))
     steps, jumps = _steps(rp, table, payloads, span)
+    kind = shape(rp)
     view0 = [] if rp.steps else [table.index(m) for m in rp.run.messages]
     messages = [*rp.run.messages, *rp.run.revisions]
     part: dict[str, Any] = {} if window is None else {
@@ -222,13 +232,18 @@ def replay_json(rp: Replay, *, payloads: bool = True,
         "names": _tool_names(rp),  # tool_call_id -> tool name
         # each hook's middleware in execution order: {hook: {"text", "title"}}
         "mw": middleware_labels(rp),
+        # "agent": the create_agent graph with its hooks; "loop": a run without
+        # middleware hooks, drawn as the loop it is (drawing()["loop"])
+        "shape": kind,
         # hooks no middleware used: node hooks drawn as points, wrap boxes faded
-        "passthrough": passthrough_hooks(rp),
-        # a run seen from outside: the hooks it cannot know (drawn as unknown)
-        "unknown": unknown_hooks(rp),
-        # The edges steps take that are not standard edges: id -> SVG path data.
+        "passthrough": passthrough_hooks(rp) if kind == "agent" else [],
+        # a run seen from outside: the hooks it cannot know (none drawn in a loop)
+        "unknown": unknown_hooks(rp) if kind == "agent" else [],
+        # The edges steps take that are not standard edges: id -> SVG path data
+        # (a jump where the step says so, ``j``; else a plain move).
         "jumps": jumps,
-        "back": EDGES[BACK_EDGE] if "before_model" in rp.used_hooks else BACK_TO_POINT,
+        "back": (LOOP_EDGES[LOOP_BACK] if kind == "loop" else
+                 EDGES[BACK_EDGE] if "before_model" in rp.used_hooks else BACK_TO_POINT),
         "children": [{"id": c.id, "name": c.name, "parent_tool_call_id": c.parent_tool_call_id}
                      for c in rp.run.children],
         **part,

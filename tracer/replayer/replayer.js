@@ -29,9 +29,10 @@
    next-model|next-tool|next-error|open-subagent"]; speed buttons
    [data-speed="0.5|1|2|4"] (aria-pressed); .lt-counter ("Step N / M");
    input.lt-scrub (1-based); canvas.lt-ticks; .lt-caption; the graph
-   [data-testid="lt-graph"] (data-step, data-active-node) with g.node[data-node]
-   (active, visited, passthrough, unknown, error, interrupt), g.edge[data-edge]
-   (taken), g.wrap[data-hook], g.cond, g.chip[data-tool-call]; messages
+   [data-testid="lt-graph"] (data-step, data-active-node, data-shape "agent" or
+   "loop") with g.node[data-node] (active, visited, passthrough, unknown, error,
+   interrupt), g.edge[data-edge] (taken; jump or move off the standard edges),
+   g.wrap[data-hook], g.cond, g.chip[data-tool-call]; messages
    .lt-msg[data-position][data-key] (current, error, omitted), .lt-call
    [data-call-id] (pending). */
 
@@ -44,7 +45,10 @@ function createReplayer(host, options) {
   const SPEEDS = [0.5, 1, 2, 4];
   const STEP_MS = opts.stepMs || 1200;  // tracer.replayer.STEP_MS
   const NS = "http://www.w3.org/2000/svg";
-  const HOOK_OF = Object.fromEntries(L.nodes.map((n) => [n.id, n.hook]));
+  // The drawing of a run's shape: "agent" (the create_agent graph, L itself) or "loop"
+  // (a run without middleware hooks: L.loop replaces the nodes, edges and boxes).
+  function layoutOf(shape) { return shape === "loop" && L.loop ? Object.assign({}, L, L.loop) : L; }
+  let LY = L, HOOK_OF = {};
 
   function h(tag, cls, text, attrs) {
     const e = document.createElement(tag);
@@ -67,18 +71,28 @@ function createReplayer(host, options) {
   const ui = {};
   if (parts.controls) {
     const bar = h("div", "lt-bar", null, { role: "toolbar", "aria-label": "Replay controls" });
+    // Icons are inline SVG shapes, not characters: media symbols are missing from the
+    // fonts of many systems (an empty box in Debian's Chromium).
+    const ICONS = { first: "M3 2h2v12H3z M14 2v12L6 8z", prev: "M12 2v12L4 8z",
+      play: "M4 2v12l10-6z", pause: "M3 2h4v12H3z M9 2h4v12H9z", next: "M4 2v12l8-6z",
+      last: "M2 2v12l8-6z M11 2h2v12h-2z" };
     const btn = (action, label, title) => {
-      const b = h("button", "lt-btn lt-" + action, label, { type: "button", "data-action": action,
+      const b = h("button", "lt-btn lt-" + action, null, { type: "button", "data-action": action,
         title: title, "aria-label": title });
+      if (ICONS[action]) {
+        const svg = s("svg", { viewBox: "0 0 16 16", class: "lt-icon", "aria-hidden": "true" }, b);
+        s("path", { d: ICONS[action] }, svg);
+      }
+      if (label) b.appendChild(h("span", "", label));
       bar.appendChild(b);
       return b;
     };
-    ui.first = btn("first", "|\u25c0", "First step (Home)");
-    ui.prev = btn("prev", "\u25c0", "Step back (Left arrow)");
-    ui.play = btn("play", "\u25b6 Play", "Play (Space)");
-    ui.pause = btn("pause", "\u23f8 Pause", "Pause (Space)");
-    ui.next = btn("next", "\u25b6", "Step forward (Right arrow)");
-    ui.last = btn("last", "\u25b6|", "Last step (End)");
+    ui.first = btn("first", "", "First step (Home)");
+    ui.prev = btn("prev", "", "Step back (Left arrow)");
+    ui.play = btn("play", "Play", "Play (Space)");
+    ui.pause = btn("pause", "Pause", "Pause (Space)");
+    ui.next = btn("next", "", "Step forward (Right arrow)");
+    ui.last = btn("last", "", "Last step (End)");
     ui.counter = h("span", "lt-counter", "Step 0 / 0", { "aria-live": "polite" });
     bar.appendChild(ui.counter);
     ui.nextModel = btn("next-model", "Next model call", "Jump to the next model call");
@@ -135,10 +149,13 @@ function createReplayer(host, options) {
   host.appendChild(root);
 
   // -- the graph ---------------------------------------------------------------------
-  const G = buildGraph(graphBox);
-  function buildGraph(parent) {
+  let G = buildGraph(graphBox, "agent");
+  function buildGraph(parent, shape) {
+    const L = layoutOf(shape);
+    LY = L;
+    HOOK_OF = Object.fromEntries(L.nodes.map((n) => [n.id, n.hook]));
     const box = h("div", "lt-graph", null, { "data-testid": "lt-graph", "data-step": 0,
-      "data-active-node": "START" });
+      "data-active-node": "START", "data-shape": shape });
     const svg = s("svg", { viewBox: L.viewBox.join(" "), role: "img", "aria-label": "agent loop graph" }, null);
     box.appendChild(svg);
     const defs = s("defs", {}, svg);
@@ -147,7 +164,7 @@ function createReplayer(host, options) {
         markerHeight: 7, orient: "auto-start-reverse", class: cls }, defs);
       s("path", { d: "M0 0 L10 5 L0 10 z" }, m);
     }
-    const g = { box, nodes: {}, wraps: {}, edges: {}, mw: {} };
+    const g = { box, shape, nodes: {}, wraps: {}, edges: {}, mw: {} };
     for (const w of L.wraps) {
       const wg = s("g", { class: "wrap", "data-hook": w.id }, svg);
       s("rect", { x: w.x, y: w.y, width: w.w, height: w.h, rx: 10 }, wg);
@@ -164,6 +181,9 @@ function createReplayer(host, options) {
     g.cond = s("g", { class: "cond", "data-node": "conditional" }, svg);
     s("polygon", { points: `${cx},${cy - half} ${cx + half},${cy} ${cx},${cy + half} ${cx - half},${cy}` }, g.cond);
     s("text", { x: cx - half - 6, y: cy + 4, "text-anchor": "end" }, g.cond).textContent = "tool calls?";
+    for (const lb of L.labels || []) {
+      s("text", { x: lb.x, y: lb.y, class: "branch" }, g.cond).textContent = lb.text;
+    }
     for (const n of L.nodes) {
       const ng = s("g", { class: "node", "data-node": n.id }, svg);
       s("rect", { x: n.x - n.w / 2, y: n.y - n.h / 2, width: n.w, height: n.h,
@@ -183,12 +203,19 @@ function createReplayer(host, options) {
     g.chips = s("g", { class: "chips" }, svg);
     g.lap = s("text", { class: "lap", x: 452, y: 24, "text-anchor": "end" }, svg);
     g.backPath = g.edges[L.back.id].querySelector("path");
+    g.cond_edges = L.edges.filter((e) => e.cond).map((e) => e.id);
     parent.appendChild(box);
     return g;
   }
 
   // The run's own drawing: which hooks are points, unknown, which middleware sits where.
   function drawRun() {
+    const shape = R.shape || "agent";
+    if (G.shape !== shape) {  // another shape of run: its own drawing
+      G.box.remove();
+      G = buildGraph(graphBox, shape);
+    }
+    const L = LY;
     const pass = new Set(R.passthrough || []), unknown = new Set(R.unknown || []), mw = R.mw || {};
     for (const n of L.nodes) {
       const g = G.nodes[n.id];
@@ -221,6 +248,7 @@ function createReplayer(host, options) {
   }
 
   function drawStep(st) {
+    const L = LY;
     const node = st ? st.n : "START", vis = st ? st.v : 0;
     const err = !!(st && st.x), intr = !!(st && st.k === "interrupt");
     L.nodeOrder.forEach((id, b) => {
@@ -252,36 +280,39 @@ function createReplayer(host, options) {
     const key = jumps.join(" ");
     if (G.jumps.getAttribute("data-ids") !== key) {
       G.jumps.replaceChildren();
+      // A jump only where an event says one happened (st.j); any other move off the
+      // standard edges is drawn as a plain move.
+      const jump = !!(st && st.j);
       for (const id of jumps) {
         const d = (R.jumps || {})[id];
         if (!d) continue;
-        const g = s("g", { class: "edge jump taken", "data-edge": id }, G.jumps);
-        s("path", { d, "marker-end": "url(#lt-arrow-jump)" }, g);
-        s("title", {}, g).textContent = "jump: " + id.replace(">", " \u2192 ");
+        const g = s("g", { class: "edge " + (jump ? "jump" : "move") + " taken", "data-edge": id }, G.jumps);
+        s("path", { d, "marker-end": jump ? "url(#lt-arrow-jump)" : "url(#lt-arrow-hot)" }, g);
+        s("title", {}, g).textContent = (jump ? "jump: " : "") + id.replace(">", " \u2192 ");
       }
       G.jumps.setAttribute("data-ids", key);
     }
-    G.cond.classList.toggle("taken", hot.has("after_model>tools") || hot.has("after_model>after_agent"));
+    G.cond.classList.toggle("taken", G.cond_edges.some((id) => hot.has(id)));
     // Tool calls in flight, each in its call's colour.
     G.chips.replaceChildren();
-    const tools = (st && st.t) || [], max = 5;
+    const tools = (st && st.t) || [], max = 5, [cx0, cy0] = L.chips || [292, 446];
     tools.slice(0, max).forEach((id, i) => {
       const g = s("g", { class: "chip", "data-tool-call": id }, G.chips);
-      const y = 436 + i * 22;
-      s("rect", { x: 292, y: y - 9, width: 12, height: 18, rx: 3, fill: colourOf(id) }, g);
+      const y = cy0 + i * 22;
+      s("rect", { x: cx0, y: y - 9, width: 12, height: 18, rx: 3, fill: colourOf(id) }, g);
       const full = ((R.names || {})[id] || "tool") + "  " + id;
-      s("text", { x: 310, y }, g).textContent = full.length > 20 ? full.slice(0, 19) + "\u2026" : full;
+      s("text", { x: cx0 + 18, y }, g).textContent = full.length > 20 ? full.slice(0, 19) + "\u2026" : full;
       s("title", {}, g).textContent = full;
     });
     if (tools.length > max) {
-      s("text", { x: 310, y: 436 + max * 22, class: "chip" }, G.chips).textContent = `+${tools.length - max} more`;
+      s("text", { x: cx0 + 18, y: cy0 + max * 22, class: "chip" }, G.chips).textContent = `+${tools.length - max} more`;
     }
-    setText(G.lap, st ? "lap " + st.l : "");
+    setText(G.lap, st && st.l ? "lap " + st.l : "");
     const b = G.box;
     b.setAttribute("data-step", String(cur));
     b.setAttribute("data-active-node", node);
     b.setAttribute("data-kind", st ? st.k : "run");
-    root.setAttribute("data-jump", jumps.length ? "1" : "0");
+    root.setAttribute("data-jump", jumps.length && st && st.j ? "1" : "0");
   }
 
   const FALLBACK = "#6c757d";
@@ -347,6 +378,8 @@ function createReplayer(host, options) {
       line.appendChild(h("span", "lt-name", c.name));
       line.appendChild(h("span", "lt-badge", c.id || "no id"));
       line.appendChild(h("span", "lt-tag lt-pending", "pending: no result yet"));
+      // (at the last step of a run that has ended, no result is coming)
+      line.appendChild(h("span", "lt-tag lt-pending lt-never", "no result: the run ended"));
       ce.appendChild(line);
       ce.appendChild(h("pre", "lt-text lt-args",
         typeof c.args === "string" ? c.args : JSON.stringify(c.args, null, 1)));
@@ -410,6 +443,7 @@ function createReplayer(host, options) {
       if (om.has(key)) { els[k].classList.add("omitted"); omittedNow.push(els[k]); }
     });
     if (current[0]) reveal(box, current[0], 6);
+    else if (i >= N - 1 && els.length) reveal(box, els[els.length - 1], 6);  // the end: the last
     root.setAttribute("data-messages", String(idx.length));
   }
 
@@ -563,6 +597,7 @@ function createReplayer(host, options) {
       ui.open.setAttribute("data-target", ch[0].id);
     } else ui.open.setAttribute("hidden", "");
     root.setAttribute("data-step", String(cur));
+    root.setAttribute("data-final", cur >= N - 1 && R.run.status !== "running" ? "1" : "0");
     root.setAttribute("data-active-node", st ? st.n : "START");
     root.setAttribute("data-kind", st ? st.k : "run");
     if (opts.onStep) opts.onStep(cur, cause || "user");
