@@ -115,7 +115,8 @@ def test_looptrace_ui_starts_app_serve(monkeypatch: object) -> None:
     seen: list[list[str]] = []
     mp = monkeypatch  # (pytest's MonkeyPatch)
     mp.setattr(ui, "serve", lambda cmd, env: seen.append(cmd) or 0)  # type: ignore[attr-defined]
-    assert ui.run(argparse.Namespace(db=None, port=8599, host="127.0.0.1")) == 0
+    assert ui.run(argparse.Namespace(db=None, port=8599, host="127.0.0.1", password=None,
+                                        token=False, agent=None)) == 0
     [cmd] = seen
     assert Path(cmd[1]).name == "serve.py" and Path(cmd[1]).parent.name in ("app", "_app")
 
