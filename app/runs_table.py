@@ -36,14 +36,6 @@ def nested(runs: Sequence[RunSummary]) -> list[tuple[RunSummary, int]]:
     return out
 
 
-def tokens_text(r: RunSummary) -> str:
-    """The run's tokens as the runs list says them: "not reported" where its model calls
-    reported no usage (a model call that reports usage uses at least one token)."""
-    if not r.total_tokens:
-        return "not reported" if r.model_calls else "0"
-    return f"{r.total_tokens:,}"
-
-
 def runs_frame(runs: Sequence[RunSummary],
                health: Callable[[RunSummary], str] | None = None) -> pd.DataFrame:
     rows = []
@@ -61,7 +53,7 @@ def runs_frame(runs: Sequence[RunSummary],
             "model_calls": r.model_calls,
             "tool_calls": r.tool_calls,
             "errors": r.errors,
-            "tokens": tokens_text(r),
+            "tokens": r.tokens_text,
             "depth": depth,
             "parent": r.parent_id or "",
             "id": r.id,

@@ -69,9 +69,10 @@ def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, s
 
 
 # -- runs ---------------------------------------------------------------------------------
+# (r-beta made a model call that reported no usage: its tokens are "not reported", not 0)
 TABLE = """\
-id            name     status     laps  model  tools  errors  tokens  parent
-r-beta-0002            error      1     1      0      1       0       r-alpha-0001
+id            name     status     laps  model  tools  errors  tokens        parent
+r-beta-0002            error      1     1      0      1       not reported  r-alpha-0001
 r-alpha-0001  weather  completed  2     2      1      0       77
 """
 

@@ -62,6 +62,15 @@ class RunSummary:
             return None
         return max(0.0, self.ended_at - self.started_at)
 
+    @property
+    def tokens_text(self) -> str:
+        """The run's tokens as the runs lists say them (the app's and ``looptrace
+        runs``): "not reported" where its model calls reported no usage (a model call
+        that reports usage uses at least one token), "0" for a run without any."""
+        if not self.total_tokens:
+            return "not reported" if self.model_calls else "0"
+        return f"{self.total_tokens:,}"
+
 
 # An event as read back is the record the writer was given (its payload parsed):
 # one definition for both sides.

@@ -74,7 +74,7 @@ def format_table(runs: Sequence[RunSummary]) -> str:
     table = [header]
     for r in runs:
         table.append((safe_text(r.id[:12]), safe_text(r.name or "")[:28], r.status, str(r.laps), str(r.model_calls),
-                      str(r.tool_calls), str(r.errors), str(r.total_tokens or 0),
+                      str(r.tool_calls), str(r.errors), r.tokens_text,
                       safe_text((r.parent_id or "")[:12])))
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip()
