@@ -2,8 +2,8 @@
 SDK's own client over stdio: a replay with no edit is a new run identical to its record,
 a fork with an edit leaves the record at the fork step, and bad input (a factory that
 cannot be imported, a step out of range, an edit naming a message the step does not
-have, an agent that leaves its record before the fork) is an error result naming the
-problem, with nothing written."""
+have) is an error result naming the problem, with nothing written; an agent that leaves
+its record before the fork is an error naming the run that recorded it up to there."""
 
 from __future__ import annotations
 
@@ -173,6 +173,8 @@ def test_an_agent_that_leaves_its_record_before_the_fork_is_an_error(
     err, out = asyncio.run(body())
     assert "the replay diverged from the record at model call 1" in err
     assert "+[system] You are terse." in err
+    partial = err.rsplit("recorded as run ", 1)[1].split(";")[0]
+    assert meta(db, partial)["replay_of"] == run_id and partial != out["run_id"]
     assert out["live"]["from"]["call"] == 1 and out["served_from_record"]["model_calls"] == 0
     assert out["identical_to_original"] is False
     assert rows_of(db, run_id) == before

@@ -8,8 +8,9 @@ opens the database read-only, for these tools too (to check the input's run id a
 diff the new run against its record). The child records one new run, linked to the one it
 replays (``replay_of``, ``forked_from`` in its metadata); the original never changes. Bad
 input (an agent factory that cannot be imported, a step out of range, an edit naming a
-message the step does not have, a replay that leaves its record before the fork) is the
-child's one-line error, nothing written by it.
+message the step does not have) is the child's one-line error, nothing written; an agent
+that leaves its record before the fork is an error showing the request's diff, the
+replay up to there recorded (as ``looptrace replay`` does) and named in the error.
 """
 
 from __future__ import annotations
@@ -49,8 +50,9 @@ _COMMON = (
     "seconds as recorded, tool calls), where the live part began, the first divergence "
     "from the record (lap, steps of both runs) and the next calls (diff_runs, get_step). "
     "Bad input (a factory that cannot be imported, a step out of range, an edit naming a "
-    "message the step does not have, an agent that leaves its record before the fork "
-    "without continue_live) is an error naming the problem.")
+    "message the step does not have) is an error naming the problem, nothing written; an "
+    "agent that leaves its record before the fork (without continue_live) is an error "
+    "with the request's diff, naming the run that recorded the replay up to there.")
 
 WHATIF_TOOLS: dict[str, str] = {
     "replay_run": (
@@ -116,6 +118,7 @@ class WhatIf:
     async def _run(self, argv: list[str]) -> dict[str, Any]:
         import anyio
 
+        before = await anyio.to_thread.run_sync(self._replays_of, argv[1])
         with anyio.move_on_after(TIMEOUT) as scope:
             done = await anyio.run_process(
                 [sys.executable, "-m", "tracer", *argv], check=False,
@@ -126,9 +129,21 @@ class WhatIf:
         if done.returncode != 0:
             err = done.stderr.decode("utf-8", "replace").strip()
             err = err.removeprefix("looptrace replay: ") or f"exit {done.returncode}"
-            raise LooptraceError(err[:CUT] + (" ..." if len(err) > CUT else ""))
+            err = err[:CUT] + (" ..." if len(err) > CUT else "")
+            partial = await anyio.to_thread.run_sync(self._replays_of, argv[1])
+            if partial - before:  # (a divergence: the replay up to there is recorded)
+                err += (f"\n(the replay up to there is recorded as run "
+                        f"{', '.join(sorted(partial - before))}; the original is unchanged)")
+            raise LooptraceError(err)
         res = json.loads(done.stdout)
         return await anyio.to_thread.run_sync(self._answer, res)
+
+    def _replays_of(self, run_id: str) -> set[str]:
+        """The ids of the runs replaying ``run_id`` (read-only)."""
+        with TraceDB(self.db) as db:
+            rows = db.query("SELECT id FROM runs WHERE parent_id IS NULL AND metadata LIKE ?",
+                            [f'%"replay_of":"{run_id}"%'])
+        return {str(r[0]) for r in rows}
 
     def _answer(self, res: dict[str, Any]) -> dict[str, Any]:
         """``looptrace replay --json``'s result, with the first divergence from the record
