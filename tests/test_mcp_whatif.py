@@ -201,3 +201,35 @@ def test_a_replay_does_not_hold_up_the_other_tools(recorded: tuple[Path, str, st
 
     asyncio.run(body())
     assert done == ["run_summary", "replay_run"]
+
+
+@pytest.mark.parametrize(("fields", "edit"), [
+    ({"edit_kind": "message", "position": 2, "text": "-1 degrees?"},
+     {"kind": "message", "position": 2, "text": "-1 degrees?"}),
+    ({"edit_kind": "drop", "position": 1}, {"kind": "drop", "position": 1}),
+    ({"edit_kind": "insert", "position": 0, "text": "be brief", "role": "system"},
+     {"kind": "insert", "position": 0, "text": "be brief", "role": "system"}),
+    ({"edit_kind": "system", "text": "--terse"}, {"kind": "system", "text": "--terse"}),
+    ({"edit_kind": "tool_result", "text": "Sunny."}, {"kind": "tool_result", "text": "Sunny."}),
+    ({"edit_kind": "tool_args", "args": {"city": "Bergen"}},
+     {"kind": "tool_args", "args": {"city": "Bergen"}}),
+    ({"edit_kind": "drop_middleware", "middleware": "TraceMiddleware"},
+     {"kind": "drop_middleware", "middleware": "TraceMiddleware"}),
+    ({"edit_kind": "move_middleware", "middleware": "a=b", "index": 1},
+     {"kind": "move_middleware", "middleware": "a=b", "index": 1}),
+])
+def test_each_edit_kind_reaches_looptrace_replay_as_the_same_edit(
+        fields: dict[str, Any], edit: dict[str, Any]) -> None:
+    """fork_run's fields, as ``looptrace replay`` options, parse back to that edit."""
+    from tracer.cli import build_parser
+    from tracer.cli.replay import edit_of
+    from tracer.mcp_whatif import EDIT_KINDS, edit_flags
+
+    assert set(EDIT_KINDS) >= {edit["kind"]}
+    kw: dict[str, Any] = {"position": None, "text": None, "role": "human", "model": None,
+                          "args": None, "middleware": None, "index": None}
+    kw.update({k: v for k, v in fields.items() if k != "edit_kind"})
+    flags = edit_flags(fields["edit_kind"], **kw)
+    args = build_parser("replay").parse_args(
+        ["replay", "RUN", "--agent", "m:f", "--at", "3", *flags])
+    assert edit_of(args).to_json() == edit
