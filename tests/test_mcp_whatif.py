@@ -106,7 +106,7 @@ def test_a_fork_leaves_the_record_at_the_fork_step(recorded: tuple[Path, str, st
                                                "text": "And in Bergen?"}
     assert out["served_from_record"]["model_calls"] == 1
     assert out["served_from_record"]["tokens"] == 30
-    assert out["live"]["from"]["call"] == 2 and out["live"]["from"]["step"] == 9
+    assert out["live"]["from"]["call"] == 2 and out["live"]["from"]["step"] == 10
     assert out["identical_to_original"] is False
     div = out["first_divergence"]
     assert (div["kind"], div["lap"], div["step_in_original"], div["step_in_new_run"]) == (

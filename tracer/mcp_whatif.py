@@ -160,13 +160,17 @@ class WhatIf:
                    "step_in_original": None if first.step_a is None else first.step_a + 1,
                    "step_in_new_run": None if first.step_b is None else first.step_b + 1,
                    "detail": first.detail[:CUT]}
+        live = dict(res["live"])
+        if isinstance(live.get("from"), dict) and live["from"].get("step") is not None:
+            # (the record's step, counted from 1 as every other tool counts them)
+            live["from"] = {**live["from"], "step": int(live["from"]["step"]) + 1}
         nxt: dict[str, Any] = {"diff_runs": {"run_a": of, "run_b": new},
                                "run_summary": {"run": new}}
         if div and div["step_in_new_run"] is not None:
             nxt["get_step"] = {"run": new, "step": div["step_in_new_run"]}
         return {"run_id": new, "of": of, "at": res.get("at"), "edit": res.get("edit"),
                 "agent_error": res.get("error"), "served_from_record": res["served"],
-                "live": res["live"], "record": res["record"], "seconds": res["seconds"],
+                "live": live, "record": res["record"], "seconds": res["seconds"],
                 "identical_to_original": d.identical, "first_divergence": div, "next": nxt}
 
 
