@@ -5,8 +5,10 @@ tool call was left without a result?" of the SQLite file itself.
 Built with the official ``mcp`` SDK (``MCPServer``); stdio by default, streamable HTTP
 on 127.0.0.1 with ``--http``. Every tool reads the file read-only (``TraceDB``) through
 the same API as the command line (``TraceDB.runs`` and ``RunFilter``, ``tracer.show``,
-``check``'s findings, ``diff_tree``, ``TraceDB.wire``); the only tool that writes
-anything, ``export_html``, writes an HTML file, never the database, and says so.
+``check``'s findings, ``diff_tree``, ``TraceDB.wire``); ``export_html`` writes an HTML
+file, never the database, and says so. The what-if tools (``tracer.mcp_whatif``:
+``replay_run``, ``fork_run``) are the only ones that write a run to the database, through
+a ``looptrace replay`` child process; the server itself only ever reads it.
 Answers are sized for a model's context: lists are paged (``offset``/``limit`` in,
 ``next_offset`` out), long contents cut (with the call that gives the rest), and each
 answer carries the ids the next call takes. A bad run id, a step out of range, a file
@@ -328,15 +330,17 @@ TOOLS: dict[str, str] = {
         "return its path (default: the temporary directory). Writes that file only; the "
         "database is never written."),
 }
-# The what-if tools (replay a run, fork it at a step: branch i23) go here when that feature
-# lands: a name and a description in the same words, a ``Tools`` method, an entry in
-# ``build_server``'s ``impl``; they write runs, so ``read_only_hint=False`` (as for
-# ``export_html``) and their descriptions say what they write.
+# (the what-if tools, replay_run and fork_run, are in tracer.mcp_whatif: the only tools
+# that write to the database, through a ``looptrace replay`` child process)
 
 
-def build_server(db: str | os.PathLike[str], *, export_dir: str | None = None) -> Any:
-    """The ``MCPServer`` with every tool over ``db``."""
+def build_server(db: str | os.PathLike[str], *, export_dir: str | None = None,
+                 agent: str | None = None) -> Any:
+    """The ``MCPServer`` with every tool over ``db`` (``agent``: the default
+    ``module:factory`` of the what-if tools)."""
     from mcp.server.mcpserver import MCPServer
+
+    from .mcp_whatif import WHATIF_TOOLS, WhatIf
 
     tools = Tools(db, export_dir)
     server = MCPServer("looptrace", instructions=INSTRUCTIONS, log_level="WARNING")
@@ -358,7 +362,29 @@ def build_server(db: str | os.PathLike[str], *, export_dir: str | None = None) -
         server.tool(name=name, description=description, annotations=ToolAnnotations(
             read_only_hint=read_only, destructive_hint=False, open_world_hint=False),
             structured_output=False)(_as_text(_tool_errors(impl[name])))
+    whatif = WhatIf(os.fspath(db), agent)
+    aimpl: dict[str, Callable[..., Any]] = {"replay_run": whatif.replay_run,
+                                           "fork_run": whatif.fork_run}
+    for name, description in WHATIF_TOOLS.items():
+        server.tool(name=name, description=description, annotations=ToolAnnotations(
+            read_only_hint=False, destructive_hint=False, idempotent_hint=False,
+            open_world_hint=True), structured_output=False)(_async_tool(aimpl[name]))
     return server
+
+
+def _async_tool(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``_tool_errors`` and ``_as_text`` for a coroutine tool."""
+    @functools.wraps(fn)
+    async def wrapper(*args: Any, **kwargs: Any) -> str:
+        from mcp.server.mcpserver.exceptions import ToolError
+
+        try:
+            out = await fn(*args, **kwargs)
+        except (LooptraceError, ValueError, OSError) as exc:
+            raise ToolError(str(exc) or type(exc).__name__) from None
+        return json.dumps(out, ensure_ascii=False, default=str, separators=(",", ":"))
+    wrapper.__annotations__ = {**fn.__annotations__, "return": str}
+    return wrapper
 
 
 def _as_text(fn: Callable[..., Any]) -> Callable[..., str]:

@@ -17,7 +17,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
             "An MCP server over a looptrace database, for a coding agent (Claude Code, "
             "Cursor ...): list and search runs, a run's summary and findings, a step, the "
             "messages at a step, the wire exchange of a model call, the diff of two runs, an "
-            "HTML export. Reads the database read-only. Speaks stdio (what an MCP client "
+            "HTML export; replay a run or fork it at a step with an edit (the only tools "
+            "that write: a new run, through `looptrace replay`). The server reads the "
+            "database read-only. Speaks stdio (what an MCP client "
             "starts) unless --http, then streamable HTTP on 127.0.0.1 at /mcp."))
     p.add_argument("--db", default=DEFAULT_DB, help=f"trace database (default {DEFAULT_DB})")
     p.add_argument("--http", action="store_true",
@@ -25,6 +27,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--port", type=int, default=8765, help="port for --http (default 8765)")
     p.add_argument("--export-dir", metavar="DIR",
                    help="where export_html writes (default: the temporary directory)")
+    p.add_argument("--agent", metavar="MODULE:FACTORY",
+                   help="the agent of the runs, the default of replay_run and fork_run "
+                        "(see looptrace replay)")
     p.set_defaults(func=run)
 
 
@@ -34,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     if not 0 < args.port < 65536:
         msg = f"--port {args.port} is not a port number"
         raise UsageError(msg)
-    server = build_server(args.db, export_dir=args.export_dir)
+    server = build_server(args.db, export_dir=args.export_dir, agent=args.agent)
     if args.http:
         print(f"looptrace mcp: http://127.0.0.1:{args.port}/mcp (database {args.db})",
               file=sys.stderr, flush=True)
