@@ -193,3 +193,85 @@ def test_passes():
     pages = list((inner.path / "replays").glob("*.html"))
     assert [p.name for p in pages] == [f"test_e.py_test_fails-{failed[0][:12]}.html"]
     assert "get_weather" in pages[0].read_text(encoding="utf-8")
+
+
+# -- cassettes ---------------------------------------------------------------------
+
+CASSETTE_TESTS = '''
+from langchain_core.messages import AIMessage
+from tracer.demo.models import ScriptedChatModel, turn_script
+from agentkit import agent, ask, model
+
+
+def silent():
+    """A model with nothing to say: any call that reaches it fails the test."""
+    return ScriptedChatModel(script=turn_script([]))
+
+
+def test_agent(looptrace):
+    record = looptrace._state.record
+    with looptrace.cassette("cassettes/weather.jsonl"):
+        out = ask(agent(model() if record else silent()), QUESTION)
+    assert out["messages"][-1].content == "Done."
+    looptrace.assert_tools(["get_weather", {"get_price", "get_weather"}])
+    looptrace.assert_clean()
+'''
+
+
+def _cassette_test(p: pytest.Pytester, question: str = "Weather and prices?") -> None:
+    p.makepyfile(test_cass=f"QUESTION = {question!r}\n" + CASSETTE_TESTS)
+
+
+def test_cassette_record_then_replay_offline(inner: pytest.Pytester) -> None:
+    _cassette_test(inner)
+    # no cassette yet, not in record mode: one clear error
+    res = _run(inner, "--looptrace=trace.db")
+    res.assert_outcomes(failed=1)
+    assert "no such cassette (run the test with --looptrace-record to record it)" in (
+        res.stdout.str())
+    # record mode: the (scripted) model answers and the cassette is written
+    _run(inner, "--looptrace=trace.db", "--looptrace-record").assert_outcomes(passed=1)
+    cassette = inner.path / "cassettes" / "weather.jsonl"
+    lines = cassette.read_text(encoding="utf-8").splitlines()
+    assert json.loads(lines[0])["format"] == "looptrace-trace"
+    assert sum(1 for ln in lines if '"table": "runs"' in ln) == 1
+    # replay: every model call served from the cassette (the model itself has nothing)
+    _run(inner, "--looptrace=trace2.db").assert_outcomes(passed=1)
+    # and without --looptrace: the fixture records into a temporary database
+    _run(inner).assert_outcomes(passed=1)
+
+
+def test_cassette_miss_fails_with_the_diff(inner: pytest.Pytester) -> None:
+    _cassette_test(inner)
+    _run(inner, "--looptrace=trace.db", "--looptrace-record").assert_outcomes(passed=1)
+    _cassette_test(inner, "What is the weather in Paris?")
+    res = _run(inner, "--looptrace=trace.db")
+    res.assert_outcomes(failed=1)
+    out = res.stdout.str()
+    assert "CassetteMiss: model call 1: not in the cassette" in out
+    assert "-  Weather and prices?" in out and "+  What is the weather in Paris?" in out
+    assert "1 run(s) recorded" in out  # (this session's runs only: trace.db is kept)
+    # record mode: the new question is sent to the model and the cassette written again
+    before = (inner.path / "cassettes" / "weather.jsonl").read_text(encoding="utf-8")
+    _run(inner, "--looptrace=trace.db", "--looptrace-record").assert_outcomes(passed=1)
+    after = (inner.path / "cassettes" / "weather.jsonl").read_text(encoding="utf-8")
+    assert "Weather and prices?" in before and "Weather and prices?" not in after
+    assert "What is the weather in Paris?" in after
+    _run(inner, "--looptrace=trace.db").assert_outcomes(passed=1)
+
+
+@pytest.mark.parametrize(("content", "said"), [
+    ('{"hello": "world"}\n', "not a looptrace trace file"),
+    (None, "malformed JSON"),  # truncated in the middle of a line
+])
+def test_a_cassette_not_ours_or_truncated_is_one_clear_error(
+        inner: pytest.Pytester, content: str | None, said: str) -> None:
+    _cassette_test(inner)
+    _run(inner, "--looptrace=trace.db", "--looptrace-record").assert_outcomes(passed=1)
+    path = inner.path / "cassettes" / "weather.jsonl"
+    text = path.read_text(encoding="utf-8")
+    path.write_text(content if content is not None else text[: len(text) * 2 // 3],
+                    encoding="utf-8")
+    res = _run(inner, "--looptrace=trace.db")
+    res.assert_outcomes(failed=1)
+    assert "TraceFileError" in res.stdout.str() and said in res.stdout.str()

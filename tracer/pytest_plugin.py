@@ -22,6 +22,7 @@ said in the report).
 from __future__ import annotations
 
 import re
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,7 @@ class _Recording:
         self.nodeid: str | None = None
         self.handler: Any = None
         self.error: str | None = None
+        self.session = uuid.uuid4().hex  # (a database kept between sessions: this one's runs)
 
     def start(self) -> Any:
         """Install the configure hook (once): the handler, or None without LangChain."""
@@ -57,7 +59,8 @@ class _Recording:
         return self.handler
 
     def _tag(self) -> dict[str, Any] | None:
-        return {"pytest": {"nodeid": self.nodeid}} if self.nodeid else None
+        return {"pytest": {"nodeid": self.nodeid, "session": self.session}} if (
+            self.nodeid) else None
 
     def flush(self) -> None:
         if self.handler is not None:
@@ -73,8 +76,9 @@ class _Recording:
         with TraceDB(self.db) as db:
             rows = db.query(
                 "SELECT id FROM runs WHERE parent_id IS NULL AND "
-                "json_extract(metadata, '$.pytest.nodeid') = ? ORDER BY started_at, id",
-                (nodeid,))
+                "json_extract(metadata, '$.pytest.nodeid') = ? AND "
+                "json_extract(metadata, '$.pytest.session') = ? ORDER BY started_at, id",
+                (nodeid, self.session))
         return [str(r[0]) for r in rows]
 
 
