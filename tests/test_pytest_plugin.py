@@ -275,3 +275,47 @@ def test_a_cassette_not_ours_or_truncated_is_one_clear_error(
     res = _run(inner, "--looptrace=trace.db")
     res.assert_outcomes(failed=1)
     assert "TraceFileError" in res.stdout.str() and said in res.stdout.str()
+
+
+# -- a real provider adapter, offline from a bundled cassette -----------------------
+
+SAMPLE = Path(__file__).resolve().parent.parent / "sample_traces" / "provider-openai-weather.jsonl"
+
+
+def _openai_weather_agent(system: str) -> object:
+    from langchain.agents import create_agent
+    from langchain_openai import ChatOpenAI
+
+    from tracer.demo.scenarios import get_weather
+
+    # (nothing listens on port 9: a call that reached the provider would fail)
+    model = ChatOpenAI(model="gpt-4o-mini", base_url="http://127.0.0.1:9/v1",
+                       api_key="sk-none", max_retries=0)  # type: ignore[arg-type]
+    return create_agent(model, tools=[get_weather], system_prompt=system)
+
+
+def test_a_chatopenai_agent_runs_offline_from_the_bundled_cassette() -> None:
+    """The sample was recorded through the emulator with the real ChatOpenAI adapter
+    (TraceMiddleware: its wrap_model_call view is matched)."""
+    from tracer.testing import play
+    from tracer.wire.scenarios import WEATHER_PROMPT, WEATHER_SYSTEM
+
+    agent = _openai_weather_agent(WEATHER_SYSTEM)
+    with play(SAMPLE) as served:
+        out = agent.invoke({"messages": [{"role": "user", "content": WEATHER_PROMPT}]})
+    assert served.served == 2 and served.misses == 0
+    assert "Oslo: Light snow" in out["messages"][-1].content
+    tools = [m.name for m in out["messages"] if m.type == "tool"]
+    assert sorted(tools) == ["get_weather", "get_weather"]
+
+
+def test_another_system_prompt_is_a_miss_with_the_diff() -> None:
+    from tracer.testing import CassetteMiss, play
+    from tracer.wire.scenarios import WEATHER_PROMPT
+
+    agent = _openai_weather_agent("You are a terse assistant.")
+    with pytest.raises(CassetteMiss) as info, play(SAMPLE):
+        agent.invoke({"messages": [{"role": "user", "content": WEATHER_PROMPT}]})
+    text = str(info.value)
+    assert "-[system] You are a helpful weather assistant. Use the tools." in text
+    assert "+[system] You are a terse assistant." in text
