@@ -319,3 +319,47 @@ def test_another_system_prompt_is_a_miss_with_the_diff() -> None:
     text = str(info.value)
     assert "-[system] You are a helpful weather assistant. Use the tools." in text
     assert "+[system] You are a terse assistant." in text
+
+
+def _export_of_schema2(out: Path) -> Path:
+    """One run of the schema-2 fixture database as an export of that schema (its rows
+    as that version stored them)."""
+    src = Path(__file__).resolve().parent / "fixtures" / "schema2.db"
+    con = sqlite3.connect(src)
+    con.row_factory = sqlite3.Row
+    try:
+        (root,) = con.execute("SELECT id FROM runs WHERE parent_id IS NULL "
+                              "ORDER BY started_at LIMIT 1").fetchone()
+        lines = [json.dumps({"format": "looptrace-trace", "version": 1, "schema_version": 2,
+                             "root": root, "runs": 1})]
+        for table, key in (("runs", "id"), ("events", "run_id"), ("messages", "run_id")):
+            for row in con.execute(f"SELECT * FROM {table} WHERE {key} = ?", (root,)):  # noqa: S608
+                lines.append(json.dumps({"table": table, "row": dict(row)}))
+    finally:
+        con.close()
+    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return out
+
+
+def test_an_older_schema_cassette_is_migrated_when_read(tmp_path: Path) -> None:
+    from tracer.testing import load_cassettes
+
+    path = _export_of_schema2(tmp_path / "old.jsonl")
+    work = tmp_path / "work"
+    work.mkdir()
+    (cassette,) = load_cassettes(path, work)
+    calls = [c for cs in cassette.model_calls.values() for c in cs]
+    assert calls and all(c.request.messages and c.outcomes for c in calls)
+
+
+def test_a_newer_schema_cassette_is_one_clear_error(tmp_path: Path) -> None:
+    from tracer.errors import TraceFileError
+    from tracer.testing import play
+
+    text = SAMPLE.read_text(encoding="utf-8").split("\n", 1)
+    header = json.loads(text[0])
+    header["schema_version"] = 99
+    path = tmp_path / "new.jsonl"
+    path.write_text(json.dumps(header) + "\n" + text[1], encoding="utf-8")
+    with pytest.raises(TraceFileError, match="written by a newer looptrace"), play(path):
+        pass
