@@ -363,3 +363,53 @@ def test_a_newer_schema_cassette_is_one_clear_error(tmp_path: Path) -> None:
     path.write_text(json.dumps(header) + "\n" + text[1], encoding="utf-8")
     with pytest.raises(TraceFileError, match="written by a newer looptrace"), play(path):
         pass
+
+
+DEEP = '''
+from deepagents import create_deep_agent
+from langchain_core.messages import AIMessage
+from langchain_core.tools import tool
+from tracer.demo.models import ScriptedChatModel, call
+
+
+@tool
+def lookup_fact(topic: str) -> str:
+    """Look a fact up in the encyclopedia."""
+    return "Oslo, about 720,000 people"
+
+
+def script(messages):
+    researcher = any("RESEARCHER" in str(m.content) for m in messages if m.type == "system")
+    if any(m.type == "ai" for m in messages):
+        return AIMessage(str(messages[-1].content))
+    if researcher:
+        return AIMessage("", tool_calls=[call("lookup_fact", {"topic": "Norway"}, "call_2")])
+    return AIMessage("", tool_calls=[call("task", {"description": "The capital of Norway?",
+                                                    "subagent_type": "researcher"}, "call_1")])
+
+
+def silent(messages):
+    raise AssertionError("the model was called: not served from the cassette")
+
+
+def test_deep_agent(looptrace):
+    researcher = {"name": "researcher", "description": "Looks facts up.",
+                  "system_prompt": "You are the RESEARCHER.", "tools": [lookup_fact]}
+    model = ScriptedChatModel(script=script if looptrace._state.record else silent)
+    agent = create_deep_agent(model=model, tools=[lookup_fact], subagents=[researcher])
+    with looptrace.cassette("deep.jsonl") as served:
+        out = agent.invoke({"messages": [("user", "What is the capital of Norway?")]})
+    assert out["messages"][-1].content == "Oslo, about 720,000 people"
+    assert served.served == (0 if looptrace._state.record else 4)
+    looptrace.assert_tools(["task"])
+    looptrace.assert_clean()
+'''
+
+
+def test_a_deep_agent_runs_offline_from_its_cassette(pytester: pytest.Pytester) -> None:
+    """The subagent's model calls are answered from the subagent's run in the cassette."""
+    pytester.makepyfile(test_deep=DEEP)
+    _run(pytester, "--looptrace=t.db", "--looptrace-record").assert_outcomes(passed=1)
+    text = (pytester.path / "deep.jsonl").read_text(encoding="utf-8")
+    assert sum(1 for ln in text.splitlines() if '"table": "runs"' in ln) == 2  # and subagent
+    _run(pytester, "--looptrace=t.db").assert_outcomes(passed=1)
