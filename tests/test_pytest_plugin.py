@@ -73,6 +73,7 @@ def _runs(db: Path) -> list[tuple[str, str | None, dict]]:
 
 def test_every_run_is_recorded_and_tagged_with_its_test(inner: pytest.Pytester) -> None:
     inner.makepyfile(test_a='''
+import pytest
 from agentkit import agent, ask
 
 def test_one():
@@ -84,12 +85,20 @@ def test_two():
 
 def test_none():
     assert 1 + 1 == 2
+
+@pytest.fixture
+def answered():
+    return ask(agent())
+
+def test_fixture_run(answered):
+    assert answered["messages"][-1].content == "Done."
 ''')
     res = _run(inner, "--looptrace=trace.db")
-    res.assert_outcomes(passed=3)
+    res.assert_outcomes(passed=4)
     runs = [r for r in _runs(inner.path / "trace.db") if r[1] is None]
     tags = [r[2]["pytest"]["nodeid"] for r in runs]
-    assert tags == ["test_a.py::test_one", "test_a.py::test_two", "test_a.py::test_two"]
+    assert tags == ["test_a.py::test_one", "test_a.py::test_two", "test_a.py::test_two",
+                    "test_a.py::test_fixture_run"]
     assert all(r[2]["looptrace"]["recorded_by"] == "pytest --looptrace" for r in runs)
 
 

@@ -117,7 +117,8 @@ def _state(config: pytest.Config) -> _Recording:
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_call(item: pytest.Item) -> Any:
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
+    # (set-up, call and teardown: a run made by a fixture is the test's too)
     state = _state(item.config)
     state.nodeid = item.nodeid
     try:
