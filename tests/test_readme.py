@@ -27,6 +27,8 @@ from tracer.hooks import HOOKS
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
+pytest_plugins = ["pytester"]
+
 
 def test_hooks_table_matches_hooks() -> None:
     rows = re.findall(r"^\| `(\w+)` \| (node|wrap) \| (.+) \|$", README, re.MULTILINE)
@@ -61,6 +63,7 @@ PY = {
     "hand-rolled": "A hand-rolled loop or a plain LangGraph graph",
     "read": "Python API (read side)",
     "whatif": "What if: replay a run, fork it at a step",
+    "test": "Test your agent",
 }
 
 
@@ -168,6 +171,21 @@ def test_what_if_block_replays_and_forks(tmp_path: Path,
         "Forecast: Heavy rain, 9°C", "True",
         "lap 1, step 8 (A) / 8 (B): tool get_weather returned 'Sunny in Oslo' in A but "
         "'Heavy rain, 9°C' in B"]
+
+
+def test_test_your_agent_block_passes_offline_and_fails_on_another_answer(
+        pytester: pytest.Pytester) -> None:
+    """The README's test, run by pytest with the plugin: it passes offline from the
+    bundled cassette; a changed expectation fails it with the run's HTML replay."""
+    code = python_block("test")
+    pytester.makepyfile(test_weather=code)
+    res = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--looptrace")
+    res.assert_outcomes(passed=1)
+    pytester.makepyfile(test_weather=code.replace('[{"get_weather"}]', '["get_weather"]'))
+    res = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--looptrace")
+    res.assert_outcomes(failed=1)
+    assert "tool calls differ at turn 1" in res.stdout.str()
+    assert list((pytester.path / "looptrace-html").glob("test_weather.py_test_weather_agent-*"))
 
 
 def test_hand_rolled_block_is_one_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

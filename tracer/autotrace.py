@@ -30,6 +30,7 @@ One run is never recorded twice:
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import sys
 from contextvars import ContextVar
@@ -50,6 +51,10 @@ NOT_SEEN = (
 _installed: list[AutoTraceHandler] = []
 _failed: list[str] = []
 
+# Functions called as each run starts; what they return is added to its metadata (the
+# pytest plugin tags each run with the test that made it).
+RUN_TAGS: list[Any] = []
+
 
 class _AutoRecorder(Recorder):
     """A recorder whose runs say in their metadata how they were recorded."""
@@ -61,7 +66,11 @@ class _AutoRecorder(Recorder):
 
     def start_run(self, *, metadata: dict[str, Any] | None = None,
                   **kwargs: Any) -> RunState:
-        meta = {**(metadata or {}), "looptrace": {
+        tags: dict[str, Any] = {}
+        for tag in RUN_TAGS:
+            with contextlib.suppress(Exception):  # (a tag never stops a run's recording)
+                tags.update(tag() or {})
+        meta = {**(metadata or {}), **tags, "looptrace": {
             "recorded_by": self.how, "through": "callbacks (LangChain's configure hook)",
             "not_seen": NOT_SEEN}}
         run = super().start_run(metadata=meta, **kwargs)

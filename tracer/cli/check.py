@@ -9,7 +9,8 @@ import argparse
 import json
 import sys
 
-from ..check import PROVIDERS, check_db, format_text
+from ..check import PROVIDERS, RULES, check_db, format_text
+from ..check_reports import write_junit, write_sarif
 from ..errors import LooptraceError
 from ..terminal import safe_text
 from . import DEFAULT_DB
@@ -27,6 +28,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                    help="check only this provider's rules (repeatable; default: all three); "
                         "findings that concern every provider are always shown")
     p.add_argument("--json", action="store_true", help="print the findings as a JSON list")
+    p.add_argument("--junit", metavar="OUT.xml",
+                   help="also write a JUnit XML report: a test case per finding (an error "
+                        "fails), one per run without findings")
+    p.add_argument("--sarif", metavar="OUT.sarif",
+                   help="also write a SARIF 2.1.0 log: a result per finding, located at its "
+                        "run and step")
     p.set_defaults(func=run)
 
 
@@ -37,6 +44,14 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise LooptraceError(str(exc)) from None
     findings = [f for fs in results.values() for f in fs]
+    try:
+        if args.junit:
+            write_junit(args.junit, results, db=args.db)
+        if args.sarif:
+            write_sarif(args.sarif, results, db=args.db, rules=RULES)
+    except OSError as exc:
+        msg = f"cannot write the report: {exc}"
+        raise LooptraceError(msg) from None
     if args.json:
         print(json.dumps([f.to_dict() for f in findings], indent=2, ensure_ascii=False))
     else:

@@ -1,0 +1,237 @@
+"""Recorded runs as tests: what the pytest plugin's ``looptrace`` fixture gives a test.
+
+- ``runs`` / ``run_ids``: the runs the test made so far (root runs, oldest first);
+- ``assert_clean()``: no error-level finding of ``looptrace check`` in them;
+- ``assert_tools([...])``: the tool calls, in order (one entry per model turn: a name,
+  or a set of names for calls made in parallel);
+- ``assert_laps(max=...)``: a bound on the laps of each run;
+- ``cassette(path)``: a context manager that answers the agent's model calls from a
+  recorded run (``tracer.cassette``'s matcher, through ``tracer.player.ReplayCache``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import tempfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from .errors import LooptraceError, ReplayError
+
+__all__ = ["CassetteMiss", "Looptrace", "play"]
+
+
+class CassetteMiss(ReplayError):
+    """A model call the cassette does not hold (with the diff to the nearest one)."""
+
+
+def _tool_turns(run: Any) -> list[Any]:
+    out: list[Any] = []
+    for m in run.messages:
+        if m.type != "ai" or not m.tool_calls:
+            continue
+        names = [str(c.get("name")) for c in m.tool_calls]
+        out.append(names[0] if len(names) == 1 else frozenset(names))
+    return out
+
+
+def _show(turns: Sequence[Any]) -> str:
+    return "[" + ", ".join(repr(t) if isinstance(t, str) else "{" + ", ".join(
+        repr(x) for x in sorted(t)) + "}" for t in turns) + "]"
+
+
+class Looptrace:
+    """The ``looptrace`` fixture (see the module doc)."""
+
+    def __init__(self, state: Any, nodeid: str) -> None:
+        self._state = state
+        self.nodeid = nodeid
+        self.db = state.db
+
+    # -- the runs ------------------------------------------------------------------
+    @property
+    def run_ids(self) -> list[str]:
+        return self._state.run_ids(self.nodeid)
+
+    @property
+    def runs(self) -> list[Any]:
+        from .loader import TraceDB
+
+        ids = self.run_ids
+        with TraceDB(self.db) as db:
+            return [db.run(i) for i in ids]
+
+    def _need_runs(self) -> list[Any]:
+        runs = self.runs
+        if not runs:
+            msg = f"no LangChain run was recorded for {self.nodeid}"
+            raise AssertionError(msg)
+        return runs
+
+    # -- assertions ----------------------------------------------------------------
+    def findings(self) -> dict[str, list[Any]]:
+        from .check import check_db
+
+        return check_db(self.db, self.run_ids, keep=False) if self.run_ids else {}
+
+    def assert_clean(self) -> None:
+        """No protocol error among the findings of this test's runs."""
+        self._need_runs()
+        errors = [(rid, f) for rid, fs in self.findings().items() for f in fs
+                  if f.severity == "error"]
+        if errors:
+            lines = [f"{len(errors)} error finding(s) in the recorded runs:"]
+            for rid, f in errors:
+                where = f"step seq {f.seq}" if f.seq is not None else "the run"
+                lines.append(f"  run {rid[:12]} at {where}: {f.rule}: {f.message}")
+            raise AssertionError("\n".join(lines))
+
+    def tool_sequence(self) -> list[Any]:
+        """The tool calls of this test's runs: a name per turn, a frozenset for
+        parallel calls."""
+        return [t for r in self._need_runs() for t in _tool_turns(r)]
+
+    def assert_tools(self, expected: Sequence[Any]) -> None:
+        want = [t if isinstance(t, str) else frozenset(t) for t in expected]
+        got = self.tool_sequence()
+        if got != want:
+            first = next((i for i, (a, b) in enumerate(zip(got, want, strict=False))
+                          if a != b), min(len(got), len(want)))
+            msg = (f"tool calls differ at turn {first + 1}:\n  expected {_show(want)}\n"
+                   f"  recorded {_show(got)}")
+            raise AssertionError(msg)
+
+    def assert_laps(self, max: int | None = None, min: int | None = None) -> None:
+        for r in self._need_runs():
+            laps = r.summary.laps
+            if max is not None and laps > max:
+                msg = f"run {r.id[:12]} took {laps} laps, more than the {max} allowed"
+                raise AssertionError(msg)
+            if min is not None and laps < min:
+                msg = f"run {r.id[:12]} took {laps} laps, fewer than the {min} expected"
+                raise AssertionError(msg)
+
+    # -- cassettes -----------------------------------------------------------------
+    def cassette(self, source: str | Path) -> contextlib.AbstractContextManager[Any]:
+        """Answer model calls from the cassette ``source`` (a ``.jsonl`` export) inside
+        the block; with ``--looptrace-record`` a call it does not hold is sent to the
+        model and the cassette is written again from this block's runs."""
+        return play(source, record=self._state.record, recording=self._state)
+
+
+class _CassetteSession:
+    """Model calls answered from every run of a cassette file, matched by content."""
+
+    def __init__(self, cassettes: list[Any], record: bool) -> None:
+        import threading
+
+        from .player import Session
+
+        self.cassettes = cassettes
+        self.record = record
+        self.used: set[int] = set()
+        self.lock = threading.Lock()
+        self.misses = 0
+        self.served = 0
+        self.session = Session(cassettes[0]) if cassettes else None
+
+    def invoke_model(self, serving: Any, prompt: str) -> list[Any] | None:
+        from .cassette import ModelCall, request_of_messages
+        from .player import _answer, _from_prompt
+
+        request = request_of_messages(_from_prompt(prompt), system=None, tools=None)
+        with self.lock:
+            everything = []
+            for c in self.cassettes:
+                for rid in c.runs:
+                    # (the callbacks' view of each call when the run has it, else the
+                    # middleware's: a run recorded by both holds each call twice)
+                    calls = c.model_calls.get(rid, [])
+                    hook = "model" if any(m.hook == "model" for m in calls) else None
+                    found = c.match_model(rid, request, self.used, hook=hook)
+                    if isinstance(found, ModelCall):
+                        self.used.add(id(found))
+                        self.served += 1
+                        return _answer(found.outcomes[0]) if found.outcomes else None
+                    everything += [m for m in calls if hook is None or m.hook == hook]
+            self.misses += 1
+            if self.record:
+                return None  # sent to the model; the block's run is written as the cassette
+            if not self.cassettes:
+                msg = "the cassette holds no model call"
+                raise CassetteMiss(msg)
+            miss = self.cassettes[0].miss(everything, request, self.used)
+            msg = (f"model call {self.served + self.misses}: not in the cassette "
+                   f"(--looptrace-record sends it to the model and adds it): {miss.explain()}")
+            raise CassetteMiss(msg)
+
+
+class _Serving:
+    def __init__(self, session: _CassetteSession) -> None:
+        self.session = session
+
+
+def load_cassettes(path: Path, work: Path) -> list[Any]:
+    """Every root run of the cassette file ``path``, read as ``Cassette``s (imported
+    into a database under ``work``: an older schema's rows are migrated as they are
+    imported)."""
+    from .cassette import Cassette
+    from .exchange import import_trace
+    from .loader import TraceDB
+
+    db_path = work / "cassette.db"
+    ids = import_trace(path, db_path)
+    with TraceDB(db_path) as db:
+        roots = [i for i in ids if db.summary(i).parent_id is None]
+        return [Cassette.load(db, i) for i in roots]
+
+
+@contextlib.contextmanager
+def play(source: str | Path, *, record: bool = False, recording: Any = None) -> Iterator[Any]:
+    """Answer the model calls made inside the block from the cassette ``source``.
+
+    ``record``: a call the cassette does not hold is sent to the model, and at the end
+    the cassette file is written again from the runs ``recording`` (the pytest plugin's
+    state) saw in the block. Without it such a call raises ``CassetteMiss``."""
+    from . import player
+
+    path = Path(source)
+    with tempfile.TemporaryDirectory(prefix="looptrace-cassette-") as tmp:
+        if path.exists():
+            cassettes = load_cassettes(path, Path(tmp))
+        elif record:
+            cassettes = []
+        else:
+            msg = (f"{path}: no such cassette (run the test with --looptrace-record to "
+                   "record it)")
+            raise LooptraceError(msg)
+        session = _CassetteSession(cassettes, record)
+        before = set(recording.run_ids(recording.nodeid)) if (
+            record and recording is not None and recording.nodeid) else set()
+        player.install()
+        token = player._SERVE.set(_Serving(session))  # type: ignore[arg-type]
+        try:
+            yield session
+        finally:
+            player._SERVE.reset(token)
+            player.uninstall()
+        if record and recording is not None and (session.misses or not path.exists()):
+            _write(path, recording, [i for i in recording.run_ids(recording.nodeid)
+                                     if i not in before])
+
+
+def _write(path: Path, recording: Any, run_ids: list[str]) -> None:
+    from .exchange import export_lines
+    from .loader import TraceDB
+
+    if not run_ids:
+        msg = f"{path}: no run was recorded in the block: nothing to write"
+        raise LooptraceError(msg)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with TraceDB(recording.db) as db, path.open("w", encoding="utf-8") as f:
+        for n, rid in enumerate(run_ids):
+            for i, line in enumerate(export_lines(db, rid)):
+                if i == 0 and n > 0:
+                    continue  # (one header)
+                f.write(line + "\n")
