@@ -93,3 +93,30 @@ def test_fork_here_shows_the_command_then_runs_it(
     links = [str(e.proto) for e in at.get("page_link")]
     assert any(f"Compare with the fork {fork.run_id[:12]}" in x and f"b={fork.run_id}" in x
                for x in links), links
+
+
+def test_runs_page_nests_forks_and_replays_under_their_run(
+        weather: tuple[Path, str, object]) -> None:
+    db, run_id, factory = weather
+    replay = replay_run(run_id, agent=factory, db=db)
+    fork = replay_run(run_id, agent=factory, db=db, at=8,
+                      edit=Edit("tool_result", text="Heavy rain, 9°C"))
+    again = replay_run(fork.run_id, agent=factory, db=db, at=4,  # a fork of the fork
+                       edit=Edit("message", position=0, text="And in Bergen?"))
+    at = app_test("runs", timeout=60).run()
+    assert not at.exception
+    df = at.dataframe[0].value
+    rows = list(df["id"])
+    # the original, then its replay and fork (oldest first), the fork's own fork under it
+    assert rows == [run_id, replay.run_id, fork.run_id, again.run_id]
+    depth = dict(zip(df["id"], df["depth"], strict=True))
+    assert [depth[r] for r in rows] == [0, 1, 1, 2]
+    run_col = dict(zip(df["id"], df["run"], strict=True))
+    what = dict(zip(df["id"], df["what_if"], strict=True))
+    assert run_col[fork.run_id].strip().startswith("↳ fork @ step 8:")
+    assert run_col[replay.run_id].strip().startswith("↳ replay:")
+    assert what[fork.run_id] == (f"fork of {run_id[:12]} at step 8: tool result → "
+                                 "Heavy rain, 9°C")
+    assert what[again.run_id] == (f"fork of {fork.run_id[:12]} at step 4: message 0 → "
+                                  "And in Bergen?")
+    assert what[replay.run_id] == f"replay of {run_id[:12]}" and what[run_id] == ""
