@@ -9,6 +9,7 @@ was started with ``--agent``, runs the fork and links it.
 from __future__ import annotations
 
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -86,13 +87,33 @@ def test_fork_here_shows_the_command_then_runs_it(
         sys.modules.pop(name, None)
     assert not at.exception
     with TraceDB(db) as t:
+        (started,) = forks_of(t, run_id)
+    # the fork runs in the background: the page has opened its run already
+    assert at.session_state["lt_run"] == started.run_id
+    ended = wait_ended(db, started.run_id)
+    with TraceDB(db) as t:
         (fork,) = forks_of(t, run_id)
         last = t.run(fork.run_id).messages
+    assert ended == "completed"
     assert fork.step == 8 and fork.edit == {"kind": "tool_result", "text": "Heavy rain, 9°C"}
     assert [m.text for m in last if m.type == "tool"] == ["Heavy rain, 9°C"]
+    at.run()
+    assert not at.exception
     links = [str(e.proto) for e in at.get("page_link")]
-    assert any(f"Compare with the fork {fork.run_id[:12]}" in x and f"b={fork.run_id}" in x
+    assert any(f"Compare with run {run_id[:12]}" in x and f"b={fork.run_id}" in x
                for x in links), links
+
+
+def wait_ended(db: Path, run_id: str, timeout: float = 300) -> str:
+    """The status of ``run_id`` once it is no longer running."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with TraceDB(db) as t:
+            status = t.run(run_id).summary.status
+        if status != "running":
+            return status
+        time.sleep(0.2)
+    raise AssertionError(f"run {run_id} still running after {timeout} s")
 
 
 def test_runs_page_nests_forks_and_replays_under_their_run(
