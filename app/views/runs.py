@@ -109,7 +109,8 @@ def _table(path: str, flt: RunFilter) -> None:
                   disabled=page_no == 0, on_click=_turn, args=(-1,))
     nav[1].button("Next", key="runs_next", icon=":material/chevron_right:",
                   disabled=first + len(runs) > total, on_click=_turn, args=(1,))
-    kind = "top-level runs (their subagent runs nested)" if flt.top_level else "runs"
+    kind = ("top-level runs (their subagent runs, forks and replays nested)" if flt.top_level
+            else "runs")
     nav[2].caption(f"{kind} {first:,}–{first + len(runs) - 1:,} of {total:,}")
     st.dataframe(
         df, hide_index=True, key=state.RUNS_TABLE, on_select="rerun",
