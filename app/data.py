@@ -18,6 +18,7 @@ import streamlit as st
 from tracer.errors import LooptraceError, NotALooptraceDatabase
 from tracer.exchange import build_sample_db, sample_files
 from tracer.findings_store import findings_for, health_badge, stored_health
+from tracer.fork_links import Fork, forks_among
 from tracer.loader import Run, RunSummary, TraceDB
 from tracer.replay import Replay, build_replay
 from tracer.run_list import RunFilter
@@ -124,6 +125,23 @@ def runs_page(path: str, f: RunFilter, limit: int,
 def recent_runs(path: str, limit: int = 200) -> list[RunSummary]:
     """The newest ``limit`` runs (for a run picker: not every run of a large file)."""
     return _load_page(path, db_stamp(path), RunFilter(), limit, 0)[0]
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _load_forks(path: str, stamp: Any, run_ids: tuple[str, ...],
+                since: float | None) -> tuple[list[RunSummary], dict[str, Fork]]:
+    with TraceDB(path) as db:
+        forks = forks_among(db, list(run_ids), since)
+        missing = [f for f in forks if f not in run_ids]
+        return (db.runs(ids=missing) if missing else []), forks
+
+
+def forks_below(path: str, runs: list[RunSummary]) -> tuple[list[RunSummary], dict[str, Fork]]:
+    """The forks and replays of ``runs`` (``tracer.fork_links``), by run id, and those of
+    them not among ``runs``: what the Runs page nests under the run they fork."""
+    starts = [r.started_at for r in runs if r.started_at is not None]
+    return _load_forks(path, db_stamp(path), tuple(r.id for r in runs),
+                       min(starts) if starts else None)
 
 
 def newest_top_level(path: str) -> RunSummary | None:

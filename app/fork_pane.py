@@ -4,17 +4,22 @@ A replay or fork of the run is listed with a link to Compare opened at the fork'
 aligned row; a fork says which run it forks. "Fork here" picks an edit at the current
 step (a message of the conversation, the step's tool result, or the system prompt)
 and shows the exact ``looptrace replay`` command; when ``looptrace ui --agent
-MODULE:FACTORY`` named the agent (``LOOPTRACE_AGENT``), a button runs it and links the
-fork. Trace text is shown with ``st.text`` / ``st.code`` and as widget values only.
+MODULE:FACTORY`` named the agent (``LOOPTRACE_AGENT``), a button starts it in the
+background (a child process, ``python -m tracer replay ... --token``) and opens the
+fork's run as soon as it is recorded: the replayer follows it live to its end. Trace text is shown with ``st.text`` / ``st.code`` and as widget values only.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import subprocess
 import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
 
 import streamlit as st
 
@@ -22,11 +27,15 @@ from tracer.fork_links import AGENT_ENV, Fork, fork_argv, forks_of, origin_of
 from tracer.loader import TraceDB, content_text
 from tracer.records import TOOL_HOOKS
 
-from . import navigation
+from . import navigation, state
 from .compare_pane import run_diff
 from .run_view import RunView
 
 TOGGLE = "show_fork"
+FORK_ERROR = "lt_fork_error"  # why the last fork started here failed, shown once
+# How long "Run the fork" waits for the fork's run to appear (the child imports the
+# agent's module first); a fork that fails before says why.
+START_TIMEOUT_S = 120.0
 
 
 def _compare_link(path: str, a: str, b: str, step: int | None, label: str) -> None:
@@ -92,18 +101,45 @@ def _fork_form(path: str, view: RunView, i: int) -> None:
                    "\"What if\"), or start the app with `looptrace ui --agent MODULE:FACTORY`"
                    " to run forks from here.")
         return
-    if st.button("Run the fork", key="fork_run", icon=":material/call_split:"):
-        with st.spinner("Forking: the steps before this one come from the record..."):
-            done = subprocess.run([sys.executable, "-m", "tracer", *argv[1:], "--json"],
-                                  capture_output=True, text=True, timeout=600, check=False)
-        if done.returncode != 0:
-            st.error("The fork failed:", icon=":material/error:")
-            st.code(done.stderr.strip() or done.stdout.strip(), language="text")
-            return
-        out = json.loads(done.stdout)
-        st.code(json.dumps(out["served"]) + "\nlive: " + json.dumps(out["live"]),
-                language="json")
-        _compare_link(path, run.id, str(out["run"]), step, f"Compare with the fork "
-                      f"{str(out['run'])[:12]}")
-        st.page_link(navigation.page("replay"), label="Open the fork",
-                     icon=":material/play_circle:", query_params={"run": str(out["run"])})
+    st.button("Run the fork", key="fork_run", icon=":material/call_split:",
+              on_click=_start_fork, args=(path, argv))
+    failed = st.session_state.pop(FORK_ERROR, None)
+    if failed:
+        st.error("The fork failed:", icon=":material/error:")
+        st.code(failed, language="text")
+
+
+def _start_fork(path: str, argv: list[str]) -> None:
+    """Start the fork in the background and open its run as soon as it is recorded."""
+    token = uuid.uuid4().hex
+    log = Path(tempfile.gettempdir()) / f"looptrace-fork-{token[:12]}.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tracer", *argv[1:], "--token", token],
+            stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+            cwd=os.getcwd(), env=dict(os.environ), start_new_session=True)
+    threading.Thread(target=proc.wait, daemon=True).start()  # (reaped when it ends)
+    fork = _wait_for_run(path, token, proc)
+    if fork is None:
+        text = log.read_text("utf-8", "replace").strip() if log.exists() else ""
+        st.session_state[FORK_ERROR] = text[-4000:] or f"exit {proc.returncode}"
+        return
+    st.session_state[TOGGLE] = False
+    state.open_run(fork, 10**9, push=True)  # (at its last step: followed as it grows)
+
+
+def _wait_for_run(path: str, token: str, proc: subprocess.Popen[bytes]) -> str | None:
+    """The id of the run recorded with ``token``, once there; None if the child ended
+    (or the wait timed out) without one."""
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        ended = proc.poll() is not None
+        with TraceDB(path) as db:
+            rows = db.query("SELECT id FROM runs WHERE parent_id IS NULL AND metadata LIKE ?",
+                            [f"%{token}%"])
+        if rows:
+            return str(rows[0][0])
+        if ended:
+            return None
+        time.sleep(0.2)
+    return None

@@ -1,4 +1,5 @@
-"""The runs table: one row per run, subagent runs nested under their parent.
+"""The runs table: one row per run, subagent runs nested under their parent, and
+forks and replays (``tracer.fork_links``) under the run they fork or replay.
 
 ``runs_frame`` is a pure function (pandas), tested directly.
 """
@@ -6,23 +7,35 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import pandas as pd
 
+from tracer.fork_links import Fork
 from tracer.loader import RunSummary
 
 COLUMNS = ["run", "name", "agent", "status", "health", "started", "duration_s", "laps",
-           "model_calls", "tool_calls", "errors", "tokens", "depth", "parent", "id"]
+           "model_calls", "tool_calls", "errors", "tokens", "what_if", "depth", "parent", "id"]
 
 
-def nested(runs: Sequence[RunSummary]) -> list[tuple[RunSummary, int]]:
-    """Runs in display order (newest parent first), each followed by its subagent runs."""
+def _above(r: RunSummary, forks: Mapping[str, Fork]) -> str | None:
+    """The run ``r`` sits under: its parent run, or the run it forks or replays."""
+    fork = forks.get(r.id)
+    return r.parent_id or (fork.of if fork else None)
+
+
+def nested(runs: Sequence[RunSummary],
+           forks: Mapping[str, Fork] | None = None) -> list[tuple[RunSummary, int]]:
+    """Runs in display order (newest parent first), each followed by its subagent runs
+    and its forks and replays (``forks``: by run id), oldest first."""
+    forks = forks or {}
+    runs = list({r.id: r for r in runs}.values())  # (a fork may be on the page and below it)
     ids = {r.id for r in runs}
     kids: dict[str, list[RunSummary]] = {}
     for r in runs:
-        if r.parent_id and r.parent_id in ids:
-            kids.setdefault(r.parent_id, []).append(r)
+        up = _above(r, forks)
+        if up and up in ids:
+            kids.setdefault(up, []).append(r)
     out: list[tuple[RunSummary, int]] = []
 
     def add(r: RunSummary, depth: int) -> None:
@@ -31,18 +44,24 @@ def nested(runs: Sequence[RunSummary]) -> list[tuple[RunSummary, int]]:
             add(k, depth + 1)
 
     for r in runs:
-        if not (r.parent_id and r.parent_id in ids):
+        up = _above(r, forks)
+        if not (up and up in ids):
             add(r, 0)
     return out
 
 
 def runs_frame(runs: Sequence[RunSummary],
-               health: Callable[[RunSummary], str] | None = None) -> pd.DataFrame:
+               health: Callable[[RunSummary], str] | None = None,
+               forks: Mapping[str, Fork] | None = None) -> pd.DataFrame:
+    forks = forks or {}
     rows = []
-    for r, depth in nested(runs):
+    for r, depth in nested(runs, forks):
         name = r.name or r.agent_name or "run"
+        fork = forks.get(r.id)
+        mark = "" if fork is None else (
+            "replay: " if fork.step is None else f"fork @ step {fork.step}: ")
         rows.append({
-            "run": ("    " * depth + "↳ " if depth else "") + name,
+            "run": ("    " * depth + "↳ " if depth else "") + mark + name,
             "name": name,
             "agent": r.agent_name or "",
             "status": r.status,
@@ -54,6 +73,7 @@ def runs_frame(runs: Sequence[RunSummary],
             "tool_calls": r.tool_calls,
             "errors": r.errors,
             "tokens": r.tokens_text,
+            "what_if": fork.what if fork else "",
             "depth": depth,
             "parent": r.parent_id or "",
             "id": r.id,

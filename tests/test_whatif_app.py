@@ -9,6 +9,7 @@ was started with ``--agent``, runs the fork and links it.
 from __future__ import annotations
 
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -86,10 +87,57 @@ def test_fork_here_shows_the_command_then_runs_it(
         sys.modules.pop(name, None)
     assert not at.exception
     with TraceDB(db) as t:
+        (started,) = forks_of(t, run_id)
+    # the fork runs in the background: the page has opened its run already
+    assert at.session_state["lt_run"] == started.run_id
+    ended = wait_ended(db, started.run_id)
+    with TraceDB(db) as t:
         (fork,) = forks_of(t, run_id)
         last = t.run(fork.run_id).messages
+    assert ended == "completed"
     assert fork.step == 8 and fork.edit == {"kind": "tool_result", "text": "Heavy rain, 9°C"}
     assert [m.text for m in last if m.type == "tool"] == ["Heavy rain, 9°C"]
+    at.run()
+    assert not at.exception
     links = [str(e.proto) for e in at.get("page_link")]
-    assert any(f"Compare with the fork {fork.run_id[:12]}" in x and f"b={fork.run_id}" in x
+    assert any(f"Compare with run {run_id[:12]}" in x and f"b={fork.run_id}" in x
                for x in links), links
+
+
+def wait_ended(db: Path, run_id: str, timeout: float = 300) -> str:
+    """The status of ``run_id`` once it is no longer running."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with TraceDB(db) as t:
+            status = t.run(run_id).summary.status
+        if status != "running":
+            return status
+        time.sleep(0.2)
+    raise AssertionError(f"run {run_id} still running after {timeout} s")
+
+
+def test_runs_page_nests_forks_and_replays_under_their_run(
+        weather: tuple[Path, str, object]) -> None:
+    db, run_id, factory = weather
+    replay = replay_run(run_id, agent=factory, db=db)
+    fork = replay_run(run_id, agent=factory, db=db, at=8,
+                      edit=Edit("tool_result", text="Heavy rain, 9°C"))
+    again = replay_run(fork.run_id, agent=factory, db=db, at=4,  # a fork of the fork
+                       edit=Edit("message", position=0, text="And in Bergen?"))
+    at = app_test("runs", timeout=60).run()
+    assert not at.exception
+    df = at.dataframe[0].value
+    rows = list(df["id"])
+    # the original, then its replay and fork (oldest first), the fork's own fork under it
+    assert rows == [run_id, replay.run_id, fork.run_id, again.run_id]
+    depth = dict(zip(df["id"], df["depth"], strict=True))
+    assert [depth[r] for r in rows] == [0, 1, 1, 2]
+    run_col = dict(zip(df["id"], df["run"], strict=True))
+    what = dict(zip(df["id"], df["what_if"], strict=True))
+    assert run_col[fork.run_id].strip().startswith("↳ fork @ step 8:")
+    assert run_col[replay.run_id].strip().startswith("↳ replay:")
+    assert what[fork.run_id] == (f"fork of {run_id[:12]} at step 8: tool result → "
+                                 "Heavy rain, 9°C")
+    assert what[again.run_id] == (f"fork of {fork.run_id[:12]} at step 4: message 0 → "
+                                  "And in Bergen?")
+    assert what[replay.run_id] == f"replay of {run_id[:12]}" and what[run_id] == ""

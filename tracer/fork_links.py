@@ -36,6 +36,21 @@ class Fork:
         what = (self.edit or {}).get("kind", "edit")
         return f"fork {self.run_id[:12]} at step {self.step} ({what})"
 
+    @property
+    def what(self) -> str:
+        """What the Runs page says of it: the step and the edit, shortened."""
+        if self.step is None:
+            return f"replay of {self.of[:12]}"
+        edit = self.edit or {}
+        kind = str(edit.get("kind", "edit")).replace("_", " ")
+        if edit.get("position") is not None:
+            kind += f" {edit['position']}"
+        text = edit.get("text")
+        if text is None and edit.get("model") is not None:
+            text = edit["model"]
+        said = "" if text is None else " → " + " ".join(str(text).split())[:60]
+        return f"fork of {self.of[:12]} at step {self.step}: {kind}{said}"
+
 
 def _meta(text: Any) -> dict[str, Any]:
     try:
@@ -43,6 +58,39 @@ def _meta(text: Any) -> dict[str, Any]:
     except ValueError:
         return {}
     return meta if isinstance(meta, dict) else {}
+
+
+def _fork(rid: Any, meta: dict[str, Any], started: Any) -> Fork | None:
+    of = meta.get("replay_of")
+    if not isinstance(of, str):
+        return None
+    fork = meta.get("forked_from")
+    if isinstance(fork, dict):
+        step = int(fork["step"]) if fork.get("step") else None
+        edit = fork.get("edit") if isinstance(fork.get("edit"), dict) else None
+        return Fork(str(rid), of, step, edit, started)
+    return Fork(str(rid), of, None, None, started)
+
+
+def forks_among(db: TraceDB, run_ids: list[str],
+                since: float | None = None) -> dict[str, Fork]:
+    """The replays and forks of any of ``run_ids`` (started at or after ``since``: a
+    fork starts after the run it forks), by their run id: what the Runs page nests."""
+    wanted = set(run_ids)
+    if not wanted:
+        return {}
+    sql = ("SELECT id, metadata, started_at FROM runs WHERE parent_id IS NULL"
+           " AND metadata LIKE '%replay_of%'")
+    params: list[Any] = []
+    if since is not None:
+        sql += " AND started_at >= ?"
+        params.append(since)
+    out = {}
+    for rid, text, started in db.query(sql, params):
+        f = _fork(rid, _meta(text), started)
+        if f is not None and f.of in wanted and f.run_id != f.of:
+            out[f.run_id] = f
+    return out
 
 
 def forks_of(db: TraceDB, run_id: str) -> list[Fork]:

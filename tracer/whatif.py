@@ -316,7 +316,8 @@ def _check(cassette: Cassette, at: int | None, edit: Edit | None) -> None:
 
 
 def _prepare(run_id: str, agent: Any, db: str, at: int | None, edit: Edit | None,
-             offline: Any, continue_live: bool) -> tuple[Session, Any, dict[str, Any], str]:
+             offline: Any, continue_live: bool,
+             token: str | None = None) -> tuple[Session, Any, dict[str, Any], str]:
     # (the record is read and checked before the user's module is imported: a module
     # that makes its tracer on import must not touch a file that cannot be replayed)
     with TraceDB(db) as tdb:
@@ -334,7 +335,7 @@ def _prepare(run_id: str, agent: Any, db: str, at: int | None, edit: Edit | None
         stack = edit.apply_to_stack(stack)
     session = Session(cassette, edit=edit, fork_step=None if at is None else at - 1,
                       offline=offline, continue_live=continue_live)
-    token = uuid.uuid4().hex
+    token = token or uuid.uuid4().hex
     meta: dict[str, Any] = {"replay_of": cassette.root.id, "replay_token": token}
     if edit is not None:
         meta["forked_from"] = {"run": cassette.root.id, "step": at, "edit": edit.to_json()}
@@ -388,9 +389,11 @@ def _finish(session: Session, db: str, token: str, of: str, at: int | None,
 
 def replay_run(run_id: str, *, agent: Any, db: str | Path = "looptrace.db",
                at: int | None = None, edit: Edit | None = None, offline: Any = None,
-               continue_live: bool = False) -> ReplayResult:
+               continue_live: bool = False, token: str | None = None) -> ReplayResult:
     """Replay run ``run_id`` of ``db`` through ``agent`` (a factory, or ``module:attr``),
     or fork it at step ``at`` (counted from 1, as the replay shows it) with ``edit``.
+    ``token`` (default: a new one) is kept as the new run's ``replay_token`` metadata:
+    a caller that runs this in another process finds the run by it while it records.
 
     Raises ``ReplayError`` for bad input (nothing written) and ``ReplayDiverged`` when
     the agent asks for something the record does not hold before the fork (unless
@@ -398,7 +401,7 @@ def replay_run(run_id: str, *, agent: Any, db: str | Path = "looptrace.db",
     """
     db = str(db)
     session, built, config, token = _prepare(run_id, agent, db, at, edit, offline,
-                                             continue_live)
+                                             continue_live, token)
     from .player import install, serve, stop, uninstall
 
     t0 = time.perf_counter()

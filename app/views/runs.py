@@ -2,7 +2,8 @@
 
 The database's path; filters (message text, status, agent or name, health, the
 days started, the subagent runs of one run); then the table of runs, subagent
-runs nested under their parent, with a health badge each (what ``looptrace
+runs nested under their parent and forks and replays under the run they fork
+or replay (with the fork's step and edit), with a health badge each (what ``looptrace
 check`` found), refreshed every couple of seconds so runs being recorded show
 up; a picker and links to open a run in the replay or the timeline.
 """
@@ -94,8 +95,13 @@ def _table(path: str, flt: RunFilter) -> None:
                 icon=":material/info:")
         return
     shown = [*runs, *below]
+    if flt.top_level:  # forks and replays under the run they fork or replay
+        more, forks = data.forks_below(path, shown)
+        shown += more
+    else:
+        forks = {}
     badges = data.health(path, [r.id for r in shown])
-    df = runs_table.runs_frame(shown, lambda r: badges.get(r.id, "–"))
+    df = runs_table.runs_frame(shown, lambda r: badges.get(r.id, "–"), forks)
     df["open"] = ["replay?run=" + i for i in df["id"]]
     first = page_no * PAGE_SIZE + 1
     nav = st.columns([2, 2, 6], vertical_alignment="center")
@@ -103,15 +109,19 @@ def _table(path: str, flt: RunFilter) -> None:
                   disabled=page_no == 0, on_click=_turn, args=(-1,))
     nav[1].button("Next", key="runs_next", icon=":material/chevron_right:",
                   disabled=first + len(runs) > total, on_click=_turn, args=(1,))
-    kind = "top-level runs (their subagent runs nested)" if flt.top_level else "runs"
+    kind = ("top-level runs (their subagent runs, forks and replays nested)" if flt.top_level
+            else "runs")
     nav[2].caption(f"{kind} {first:,}–{first + len(runs) - 1:,} of {total:,}")
     st.dataframe(
         df, hide_index=True, key=state.RUNS_TABLE, on_select="rerun",
         selection_mode="single-row",
         column_order=["run", "status", "health", "agent", "started", "duration_s", "laps",
-                      "model_calls", "tool_calls", "errors", "tokens", "open", "id"],
+                      "model_calls", "tool_calls", "errors", "tokens", "what_if", "open", "id"],
         column_config={
-            "run": st.column_config.TextColumn("run", help="subagent runs are nested (↳)"),
+            "run": st.column_config.TextColumn(
+                "run", help="subagent runs, forks and replays are nested (↳)"),
+            "what_if": st.column_config.TextColumn(
+                "what if", help="a fork's step and edit, or the run a replay replays"),
             "started": st.column_config.DatetimeColumn("started", format="YYYY-MM-DD HH:mm:ss"),
             "duration_s": st.column_config.NumberColumn("duration", format="%.2f s"),
             "open": st.column_config.LinkColumn("open", display_text="replay ↗"),

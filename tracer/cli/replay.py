@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from typing import Any
 
 from ..errors import UsageError
@@ -66,7 +67,17 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--continue-live", action="store_true",
                    help="go on live when the agent diverges from the record before the fork")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument("--token", metavar="HEX", type=_token,
+                   help="the new run's replay_token metadata (default: a new one): how a "
+                        "caller running this in the background finds the run as it records")
     p.set_defaults(func=run)
+
+
+def _token(text: str) -> str:
+    if not re.fullmatch(r"[0-9a-f]{16,64}", text):
+        msg = f"--token takes 16 to 64 lowercase hex digits, not {text!r}"
+        raise argparse.ArgumentTypeError(msg)
+    return text
 
 
 def _pair(text: str, flag: str) -> tuple[int, str]:
@@ -162,7 +173,8 @@ def run(args: argparse.Namespace) -> int:
         msg = "--at needs an edit (--message, --drop, --insert, --system, --model, ...)"
         raise UsageError(msg)
     res = replay_run(args.run, agent=args.agent, db=args.db, at=args.at, edit=edit,
-                     offline=offline_model(args.offline), continue_live=args.continue_live)
+                     offline=offline_model(args.offline), continue_live=args.continue_live,
+                     token=args.token)
     if args.json:
         print(json.dumps(res.to_dict(), indent=2, ensure_ascii=False))
     else:
