@@ -20,6 +20,10 @@ and what the targets are about (the writer commits on its own thread, off the ag
 path), and the CPU time of the whole process from the start of ``invoke`` until the
 tracer's writer has committed the run, which adds the writer's work (serialising,
 redacting, SQLite): the total cost of tracing to a machine that is busy anyway. Medians.
+Interleaved, each run is flushed (one commit per run, the writer's worst case); back to
+back, a block of runs is flushed once at its end and its CPU time shared by its runs
+(the writer's group commit, as when an evaluation suite runs). A peer's flush (its
+exporter's) counts the same way.
 On a 2-core machine the 1-lap ratios move by a few hundredths from one invocation to the
 next (one lap is about 3 ms): run it twice before reading a difference that small.
 """
@@ -123,7 +127,7 @@ class Variant:
         self.wall: list[float] = []
         self.cpu: list[float] = []
 
-    def run_once(self, question: str) -> None:
+    def run_once(self, question: str, flush: bool = True) -> None:
         if self.setup:
             self.setup()
         config = self.config() if callable(self.config) else None
@@ -131,7 +135,7 @@ class Variant:
         w0 = time.perf_counter()
         self.agent.invoke({"messages": [("user", question)]}, config=config)
         w1 = time.perf_counter()
-        if self.trace is not None:
+        if self.trace is not None and flush:
             self.trace.flush()  # the writer's work is part of the cost
         c1 = time.process_time()
         if self.teardown:
@@ -359,8 +363,17 @@ def bench(laps: int, width: int, runs: int, warmup: int, tmp: Path,
             order = list(variants)
             shuffle(order)
             for v in order:
+                # CPU: the block's, until the writer has committed its last run, per
+                # run (each run's own flush would force one commit per run, where the
+                # writer commits every run that ended within its linger together)
+                c0 = time.process_time()
+                n = len(v.cpu)
                 for i in range(start, min(start + block, runs)):
-                    v.run_once(f"question {i}")
+                    v.run_once(f"question {i}", flush=False)
+                if v.trace is not None:
+                    v.trace.flush()
+                per_run = (time.process_time() - c0) * 1000 / (len(v.cpu) - n)
+                v.cpu[n:] = [per_run] * (len(v.cpu) - n)
         return variants
     for i in range(runs):
         order = list(variants)
