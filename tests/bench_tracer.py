@@ -31,8 +31,8 @@ next (one lap is about 3 ms): run it twice before reading a difference that smal
 from __future__ import annotations
 
 import argparse
-import random
 import os
+import random
 import statistics
 import subprocess
 import sys

@@ -333,8 +333,8 @@ class Writer:
                     if "status" not in fields:
                         values.append("running")
                     by_cols.setdefault(tuple(fields), []).append(values)
-                for cols, params in by_cols.items():
-                    conn.executemany(_run_sql(cols), params)
+                for names, params in by_cols.items():
+                    conn.executemany(_run_sql(names), params)
                 if rows.events:
                     conn.executemany(_EVENT_SQL, rows.events)
                 if rows.messages:
