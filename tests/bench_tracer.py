@@ -1,6 +1,6 @@
 """Benchmark: what does tracing cost a real ``create_agent`` loop?  (Not a pytest test.)
 
-    uv run python tests/bench_tracer.py [--runs N] [--quick]
+    uv run python tests/bench_tracer.py [--runs N] [--quick] [--back-to-back | --peers]
 
 Scenarios: 1 lap (2 model calls + 1 tool call) and 10 laps x 3 parallel tool calls, both a
 real ``create_agent`` driven by a scripted model. Variants are interleaved run by run, in a
@@ -20,6 +20,10 @@ and what the targets are about (the writer commits on its own thread, off the ag
 path), and the CPU time of the whole process from the start of ``invoke`` until the
 tracer's writer has committed the run, which adds the writer's work (serialising,
 redacting, SQLite): the total cost of tracing to a machine that is busy anyway. Medians.
+Interleaved, each run is flushed (one commit per run, the writer's worst case); back to
+back, a block of runs is flushed once at its end and its CPU time shared by its runs
+(the writer's group commit, as when an evaluation suite runs). A peer's flush (its
+exporter's) counts the same way.
 On a 2-core machine the 1-lap ratios move by a few hundredths from one invocation to the
 next (one lap is about 3 ms): run it twice before reading a difference that small.
 """
@@ -27,10 +31,13 @@ next (one lap is about 3 ms): run it twice before reading a difference that smal
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import statistics
+import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 from pathlib import Path
 from typing import Any
@@ -120,7 +127,7 @@ class Variant:
         self.wall: list[float] = []
         self.cpu: list[float] = []
 
-    def run_once(self, question: str) -> None:
+    def run_once(self, question: str, flush: bool = True) -> None:
         if self.setup:
             self.setup()
         config = self.config() if callable(self.config) else None
@@ -128,7 +135,7 @@ class Variant:
         w0 = time.perf_counter()
         self.agent.invoke({"messages": [("user", question)]}, config=config)
         w1 = time.perf_counter()
-        if self.trace is not None:
+        if self.trace is not None and flush:
             self.trace.flush()  # the writer's work is part of the cost
         c1 = time.process_time()
         if self.teardown:
@@ -221,6 +228,122 @@ def _openinference(agent: Any) -> Variant | None:
                    check=check)
 
 
+SINK = textwrap.dedent("""
+    # A local sink for the peers' exporters: answers every request with 200 and {}.
+    import sys
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class H(BaseHTTPRequestHandler):
+        def _answer(self):
+            n = int(self.headers.get("content-length") or 0)
+            if n:
+                self.rfile.read(n)
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", "2")
+            self.end_headers()
+            self.wfile.write(b"{}")
+            print(self.command, self.path, n, file=sys.stderr, flush=True)
+        do_GET = do_POST = do_PUT = do_PATCH = _answer
+        def log_message(self, *a):
+            pass
+
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), H)
+    print(srv.server_address[1], flush=True)
+    srv.serve_forever()
+""")
+
+
+class Sink:
+    """The local sink, in its own process (its CPU is not the bench's): every request a
+    peer sends lands here, on 127.0.0.1, and nothing leaves the machine."""
+
+    def __init__(self, log: Path) -> None:
+        self.log = log
+        self._err = log.open("w")
+        self.proc = subprocess.Popen([sys.executable, "-c", SINK], stdout=subprocess.PIPE,
+                                     stderr=self._err, text=True)
+        assert self.proc.stdout is not None
+        self.url = f"http://127.0.0.1:{int(self.proc.stdout.readline())}"
+
+    def requests(self) -> list[str]:
+        self._err.flush()
+        return self.log.read_text().splitlines()
+
+    def close(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+        self._err.close()
+
+
+class _Flush:
+    """What the bench calls after each run (``Variant.trace``): a peer's own flush."""
+
+    def __init__(self, fn: Any) -> None:
+        self.flush = fn
+
+
+def _langsmith(agent: Any, sink: Sink) -> Variant | None:
+    """LangSmith's ``LangChainTracer``, its client pointed at the local sink."""
+    try:
+        from langchain_core.tracers.langchain import LangChainTracer
+        from langsmith import Client
+    except ImportError:
+        return None
+    client = Client(api_url=sink.url, api_key="lsv2_pt_local_sink_only",
+                    auto_batch_tracing=True)
+    tracer = LangChainTracer(client=client, project_name="bench")
+
+    def flush() -> None:
+        tracer.wait_for_futures()
+        client.flush()
+
+    return Variant("LangSmith LangChainTracer (sink)", agent,
+                   config=lambda: {"callbacks": [tracer]}, trace=_Flush(flush))
+
+
+def _langfuse(agent: Any, sink: Sink) -> Variant | None:
+    """Langfuse's ``CallbackHandler``, its client pointed at the local sink."""
+    try:
+        from langfuse import Langfuse
+        from langfuse.langchain import CallbackHandler
+    except ImportError:
+        return None
+    client = Langfuse(public_key="pk-lf-local", secret_key="sk-lf-local-sink-only",
+                      base_url=sink.url, tracing_enabled=True)
+    handler = CallbackHandler(public_key="pk-lf-local")
+    return Variant("Langfuse CallbackHandler (sink)", agent,
+                   config=lambda: {"callbacks": [handler]}, trace=_Flush(client.flush))
+
+
+def build_peer_variants(laps: int, width: int, tmp: Path) -> list[Variant]:
+    """The floor, looptrace and lean, and every peer that can be pointed at a local sink."""
+    def agent(mw: list[Any]) -> Any:
+        return create_agent(scripted(laps, width), tools=[get_price], middleware=mw)
+
+    trace = TraceMiddleware(db=tmp / f"peers-{laps}x{width}.db")
+    lean = TraceMiddleware(db=tmp / f"peers-lean-{laps}x{width}.db", lean=True,
+                           name="LeanTrace")
+    variants = [
+        Variant("baseline", agent([])),
+        Variant("floor (6 no-op hooks)", agent([DoNothing()])),
+        Variant("looptrace", agent([trace]), trace=trace),
+        Variant("looptrace lean", agent([lean]), trace=lean),
+    ]
+    sink = SINKS[0]
+    for make in (_langsmith, _langfuse):
+        v = make(agent([]), sink) if sink is not None else None
+        if v is not None:
+            variants.append(v)
+    oi = _openinference(agent([]))
+    if oi is not None:
+        variants.append(oi)
+    return variants
+
+
+SINKS: list[Sink | None] = [None]
+
+
 def bench(laps: int, width: int, runs: int, warmup: int, tmp: Path,
           build: Any = None) -> list[Variant]:
     variants = (build or build_variants)(laps, width, tmp)
@@ -240,8 +363,17 @@ def bench(laps: int, width: int, runs: int, warmup: int, tmp: Path,
             order = list(variants)
             shuffle(order)
             for v in order:
+                # CPU: the block's, until the writer has committed its last run, per
+                # run (each run's own flush would force one commit per run, where the
+                # writer commits every run that ended within its linger together)
+                c0 = time.process_time()
+                n = len(v.cpu)
                 for i in range(start, min(start + block, runs)):
-                    v.run_once(f"question {i}")
+                    v.run_once(f"question {i}", flush=False)
+                if v.trace is not None:
+                    v.trace.flush()
+                per_run = (time.process_time() - c0) * 1000 / (len(v.cpu) - n)
+                v.cpu[n:] = [per_run] * (len(v.cpu) - n)
         return variants
     for i in range(runs):
         order = list(variants)
@@ -306,12 +438,19 @@ def main() -> None:
     ap.add_argument("--back-to-back", action="store_true",
                     help="each variant's runs one after the other (as an evaluation suite"
                          " runs them) instead of interleaved run by run")
+    ap.add_argument("--peers", action="store_true",
+                    help="looptrace, lean and the peers (LangSmith, Langfuse, OpenInference,"
+                         " each exporting to a local sink or in memory) beside the floor:"
+                         " 1 lap and 10x3, interleaved and back to back, in one run")
     ap.add_argument("--layers", action="store_true",
                     help="only the cost of trace.around (a probe in each of 4 wrap layers)")
     args = ap.parse_args()
     BACK_TO_BACK[0] = args.back_to_back
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
+        if args.peers:
+            peers(args, tmp)
+            return
         if args.layers:
             for laps, width, runs in ((1, 1, 300), (10, 3, 40)):
                 n = args.runs or (5 if args.quick else runs)
@@ -329,6 +468,37 @@ def main() -> None:
         rows_bytes, file_bytes = storage_10x3(tmp)
         print(f"\nstorage of one 10x3 run: {rows_bytes} bytes of row data; "
               f"a VACUUMed file grows by {file_bytes} bytes (target < 40 KB)")
+
+
+def _load() -> str:
+    return "load average {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
+
+
+def peers(args: Any, tmp: Path) -> None:
+    """Every tracer beside the floor, both orders, both scenarios, in one process."""
+    # nothing may reach the network: no tracing to a real endpoint by environment
+    for k in ("LANGSMITH_TRACING", "LANGCHAIN_TRACING_V2", "LANGSMITH_ENDPOINT",
+              "LANGFUSE_HOST", "LANGFUSE_BASE_URL"):
+        os.environ.pop(k, None)
+    sink = Sink(tmp / "sink.log")
+    SINKS[0] = sink
+    try:
+        for order in (False, True):
+            BACK_TO_BACK[0] = order
+            for laps, width, runs in ((1, 1, 120), (10, 3, 20)):
+                n = args.runs or (4 if args.quick else runs)
+                how = "back to back" if order else "interleaved"
+                before = _load()
+                variants = bench(laps, width, n, 2 if args.quick else 3, tmp,
+                                 build_peer_variants)
+                title = (f"\n== peers, {laps} lap{'s' if laps > 1 else ''} x {width}: {n} runs"
+                         f" per variant, {how} ({before} before, {_load()} after) ==")
+                print(table(title, variants), flush=True)
+        hosts = {ln.split()[1].split("?")[0] for ln in sink.requests() if ln.strip()}
+        print(f"\nthe local sink ({sink.url}) got {len(sink.requests())} requests: "
+              f"{', '.join(sorted(hosts)) or 'none'}")
+    finally:
+        sink.close()
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
 from langchain.agents.middleware import (
@@ -741,11 +741,11 @@ class _RequestPayload:
         if self.rewrite is not None:
             payload.update(self.rewrite)
         tools = self.tools
-        note_request(run, payload, system=self.system, tools=tools,
-                     tools_key=hash(tuple(id(t) for t in tools)),
+        tools_key = hash(tuple(id(t) for t in tools))
+        note_request(run, payload, system=self.system, tools=tools, tools_key=tools_key,
                      schemas=lambda: [_tool_schema(t) for t in tools])
         if "tools" in payload:  # (written with the schemas: once, or when the tools change)
-            sigs = signatures(tools, payload["tools"])
+            sigs = _signatures(tools_key, tools, payload["tools"])
             if sigs:
                 payload["signatures"] = sigs
         if self.model:
@@ -759,6 +759,30 @@ class _RequestPayload:
 
 # id(tool) -> (a reference to the tool, its schema): tools live long, converting is slow.
 _SCHEMAS: dict[int, tuple[Any, Any, dict[str, Any]]] = {}
+
+
+# hash of the tools' ids -> (references to the tools, their schemas, their signatures):
+# every run writes its tools once, and reading a signature (``inspect``) is slow.
+_SIGNATURES: dict[int, tuple[list[Any], list[Any], dict[str, Any]]] = {}
+
+
+def _signatures(key: int, tools: Sequence[Any], schemas: list[Any]) -> dict[str, Any]:
+    """``tool_life.signatures`` of ``tools``, made once for the same tool objects with
+    the same schema objects (``_tool_schema`` keeps those while a tool is unchanged)."""
+    entry = _SIGNATURES.get(key)
+    if (entry is not None and len(entry[0]) == len(tools) and len(entry[1]) == len(schemas)
+            and all(r() is t for r, t in zip(entry[0], tools))
+            and all(a is b for a, b in zip(entry[1], schemas))):
+        return entry[2]
+    sigs = signatures(tools, schemas)
+    try:
+        refs = [weakref.ref(t) for t in tools]
+    except TypeError:  # a dict (a provider's built-in tool): not kept
+        return sigs
+    if len(_SIGNATURES) > 1024:
+        _SIGNATURES.clear()
+    _SIGNATURES[key] = (refs, list(schemas), sigs)
+    return sigs
 
 
 def _tool_schema(tool: Any) -> dict[str, Any]:

@@ -3,9 +3,12 @@
 Hooks put small tuples on a queue (no I/O, no JSON on the hot path). A single
 writer thread drains the queue on its own timer (every ``LINGER_S`` while
 records come), serialises and redacts, and group-commits each batch with
-``executemany`` in one transaction. The end of a run cuts the linger short (the
-run is committed at once, without the agent waiting for it); ``flush()``
-commits and waits, and ``close()`` and interpreter exit flush too. A failure of the writer never
+``executemany`` in one transaction: a commit covers everything that queued since
+the last one, however many runs ended meanwhile. A record is committed at most
+``LINGER_S`` (plus the time of the commit itself) after it was put, so a SIGKILL
+loses at most the runs that ended within that bound before it, and never part of
+a run that was committed; ``flush()`` commits and waits, and ``close()`` and
+interpreter exit flush too. A failure of the writer never
 reaches the agent: it warns once and keeps what it can.
 """
 
@@ -14,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import functools
 import logging
 import os
 import queue
@@ -42,7 +46,7 @@ from .summaries import refresh
 
 log = logging.getLogger("looptrace")
 
-LINGER_S = 0.05
+LINGER_S = 0.05  # the bound on how long a record waits for its commit
 IDLE_TICKS = 20  # empty ticks (about a second) before the writer sleeps until woken
 MAX_RETRIES = 5
 
@@ -54,6 +58,20 @@ _MESSAGE_SQL = (
     "INSERT OR REPLACE INTO messages(run_id, position, seq, msg_id, type, tool_call_id, text, data,"
     " version, key) VALUES (?,?,?,?,?,?,?,?,?,?)"
 )
+
+@functools.lru_cache(maxsize=256)
+def _run_sql(fields: tuple[str, ...]) -> str:
+    """The upsert of a run's ``fields`` (the parameters: its id, the fields' values,
+    then ``'running'`` if ``status`` is not among them)."""
+    cols = ["id", *fields]
+    if "status" not in fields:
+        # SQLite checks NOT NULL before the conflict: an update of an existing run
+        # must still carry a status for the INSERT half.
+        cols.append("status")
+    sets = ", ".join(f"{c}=excluded.{c}" for c in fields) or "id=id"
+    return (f"INSERT INTO runs({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
+            f" ON CONFLICT(id) DO UPDATE SET {sets}")
+
 
 class _Rows:
     """Rows ready to commit: built once from the records, kept as they are while a
@@ -164,10 +182,12 @@ class Writer:
 
     def flush(self, wait: bool = True, timeout: float = 30.0) -> None:
         """Commit what was put so far: now, and with ``wait`` block until it is done.
-        (Without ``wait``, as at the end of a run, it only cuts the writer's linger
-        short: the agent's thread does not wait for the commit.)"""
+        (Without ``wait``, as at the end of a run, nothing: what was put is committed
+        at the writer's next tick, at most ``LINGER_S`` later.)"""
         if not wait:
-            self._wake.set()
+            # (a run's end: it is committed at the writer's next tick, within
+            # ``LINGER_S``, with whatever else has queued: one commit for every run
+            # that ended meanwhile, not one per run)
             return
         if self._thread is None or not self._thread.is_alive():
             return
@@ -305,20 +325,16 @@ class Writer:
             conn = self._conn or connect(self.path)
             self._conn = conn
             with conn:
+                # (one statement per set of columns, its text made once: SQLite's
+                # prepared statement is reused for every run that sets the same ones)
+                by_cols: dict[tuple[str, ...], list[list[Any]]] = {}
                 for run_id, fields in rows.runs.items():
-                    cols = ["id", *fields]
                     values = [run_id, *fields.values()]
                     if "status" not in fields:
-                        # SQLite checks NOT NULL before the conflict: an update of an
-                        # existing run must still carry a status for the INSERT half.
-                        cols.append("status")
                         values.append("running")
-                    sets = ", ".join(f"{c}=excluded.{c}" for c in fields) or "id=id"
-                    conn.execute(
-                        f"INSERT INTO runs({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
-                        f" ON CONFLICT(id) DO UPDATE SET {sets}",
-                        values,
-                    )
+                    by_cols.setdefault(tuple(fields), []).append(values)
+                for names, params in by_cols.items():
+                    conn.executemany(_run_sql(names), params)
                 if rows.events:
                     conn.executemany(_EVENT_SQL, rows.events)
                 if rows.messages:
