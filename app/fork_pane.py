@@ -31,8 +31,6 @@ from . import navigation, state
 from .compare_pane import run_diff
 from .run_view import RunView
 
-TOGGLE = "show_fork"
-FORK_ERROR = "lt_fork_error"  # why the last fork started here failed, shown once
 # How long "Run the fork" waits for the fork's run to appear (the child imports the
 # agent's module first); a fork that fails before says why.
 START_TIMEOUT_S = 120.0
@@ -61,7 +59,7 @@ def render_fork_pane(path: str, view: RunView, i: int) -> None:
         forks: list[Fork] = forks_of(db, run.id)
     for f in forks:
         _compare_link(path, run.id, f.run_id, f.step, f"Compare with its {f.label}")
-    if not st.toggle("Fork here (what if)", key=TOGGLE):
+    if not st.toggle("Fork here (what if)", key=state.FORK_TOGGLE):
         return
     _fork_form(path, view, i)
 
@@ -103,7 +101,7 @@ def _fork_form(path: str, view: RunView, i: int) -> None:
         return
     st.button("Run the fork", key="fork_run", icon=":material/call_split:",
               on_click=_start_fork, args=(path, argv))
-    failed = st.session_state.pop(FORK_ERROR, None)
+    failed = st.session_state.pop(state.FORK_ERROR, None)
     if failed:
         st.error("The fork failed:", icon=":material/error:")
         st.code(failed, language="text")
@@ -122,9 +120,9 @@ def _start_fork(path: str, argv: list[str]) -> None:
     fork = _wait_for_run(path, token, proc)
     if fork is None:
         text = log.read_text("utf-8", "replace").strip() if log.exists() else ""
-        st.session_state[FORK_ERROR] = text[-4000:] or f"exit {proc.returncode}"
+        st.session_state[state.FORK_ERROR] = text[-4000:] or f"exit {proc.returncode}"
         return
-    st.session_state[TOGGLE] = False
+    st.session_state[state.FORK_TOGGLE] = False
     state.open_run(fork, 10**9, push=True)  # (at its last step: followed as it grows)
 
 

@@ -63,6 +63,10 @@ OPEN_PICK = "open_pick"  # the "Open a run" picker
 COMPARE_ROW = "cmp_row"  # the aligned row shown (0-based; a plain key)
 COMPARE_SLIDER = "cmp_slider"  # its slider (1-based)
 
+# -- "Fork here" (app/fork_pane.py) ---------------------------------------------------------
+FORK_TOGGLE = "show_fork"  # the "Fork here (what if)" toggle
+FORK_ERROR = "lt_fork_error"  # why the last fork started here failed, shown once (a plain key)
+
 # -- access (``looptrace ui --password``: app/access.py) ---------------------------------
 ACCESS_OK = "lt_access_ok"  # this browser session gave the password (a plain key)
 ACCESS_PASSWORD = "lt_access_password"  # the password field

@@ -17,6 +17,7 @@ import pytest
 from app_kit import app_test
 from whatif_kit import root_run
 
+from app import state
 from tracer.fork_links import fork_argv, forks_of, origin_of
 from tracer.loader import TraceDB
 from tracer.whatif import Edit, replay_run
@@ -68,7 +69,7 @@ def test_fork_here_shows_the_command_then_runs_it(
     db, run_id, _ = weather
     at = app_test("replay", timeout=60, run=run_id, step="8").run()
     assert not at.exception
-    at.toggle(key="show_fork").set_value(True).run()
+    at.toggle(key=state.FORK_TOGGLE).set_value(True).run()
     assert at.radio(key="fork_kind").value == "tool result"  # step 8 is the tool's result
     at.text_area(key="fork_result").input("Heavy rain, 9°C").run()
     codes = [c.value for c in at.code]
