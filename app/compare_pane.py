@@ -11,6 +11,7 @@ from typing import Any
 
 import streamlit as st
 
+from tracer.captions import captions
 from tracer.diff import Divergence, RunDiff, diff_replays, message_text
 from tracer.replay import Replay, plural
 from tracer.replayer import replay_json
@@ -79,7 +80,7 @@ def render_side(path: str, tag: str, rp: Replay, idx: int | None, exact: bool) -
         run_json = _json(path, s.id, data.db_stamp(path))
         render_replayer(replayer_data(run_json, i, key=s.id, goto=i, keyboard=False,
                                       parts=GRAPH_ONLY), key=f"cmp_graph_{tag}")
-    st.text(step.caption)
+    st.text(captions(rp)[i])
     new = set(step.new_keys)
     msgs = rp.messages_at(i)
     with st.container(border=True):

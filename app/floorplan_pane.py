@@ -12,7 +12,16 @@ from __future__ import annotations
 
 import streamlit as st
 
-from tracer.floorplan import ACTIVE, NOW, STATE_LABEL, UNSEEN, Cell, Row, floor_plan
+from tracer.floorplan import (
+    ACTIVE,
+    NOW,
+    STATE_LABEL,
+    UNSEEN,
+    Cell,
+    Row,
+    floor_plan,
+    run_stack,
+)
 from tracer.graph_layout import shape
 
 from . import state
@@ -35,7 +44,7 @@ STYLE = """<style>
 
 
 def _source_note(view: RunView) -> str:
-    info = view.replay.stack
+    info = run_stack(view.replay)
     if info.recorded:
         return ("The middleware list as the run recorded it at its start (read from the "
                 "compiled graph by trace.attach).")

@@ -26,6 +26,7 @@ from typing import Any
 
 from playwright.sync_api import Locator, Page, expect
 
+from tracer.captions import captions
 from tracer.graph_layout import drawing, jump_steps, step_edges
 from tracer.palette import colour_map
 from tracer.replay import Replay
@@ -162,7 +163,7 @@ def expected(replay: Replay, i: int) -> Expected:
     new = set(st.new_keys)
     return Expected(
         index=i, run=replay.run.id, steps=len(replay), node=st.node, kind=st.kind,
-        counter=f"Step {i + 1} / {len(replay)}", caption=st.caption,
+        counter=f"Step {i + 1} / {len(replay)}", caption=captions(replay)[i],
         positions=[m.position for m in shown], keys=keys,
         must_highlight=frozenset(k for k in keys if k in new),
         may_highlight=frozenset(k for k in keys if k in new | revised),

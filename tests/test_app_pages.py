@@ -18,6 +18,7 @@ from app_kit import app_test, browser_sends, browser_sends_all, replayer, report
 from streamlit.testing.v1 import AppTest
 from test_replayer_data import messages_at as views_at  # (the browser's messagesAt)
 
+from tracer.captions import captions
 from tracer.loader import RunSummary, TraceDB
 from tracer.replay import Replay, build_replay
 from tracer.replayer import STEP_MS, replay_json
@@ -378,7 +379,7 @@ def test_presenter_shows_the_replayer_without_the_panes_around_it(samples: Path)
     g = graph(at)
     assert (g["step"], g["presenter"], g["keyboard"], g["subagents"]) == (4, True, True, False)
     assert g["parts"] == {}  # the replayer's own controls, caption, graph and messages
-    assert g["run"]["steps"][4]["c"] == rp.steps[4].caption
+    assert g["run"]["steps"][4]["c"] == captions(rp)[rp.steps[4].index]
     assert run.name in [t.value for t in at.text]
     assert any("Keyboard:" in c.value for c in at.caption)
     # no inspector, header, findings or wire pane

@@ -21,6 +21,7 @@ import pytest
 from truth_kit import SCENARIOS, run_truth
 
 from tracer import TraceMiddleware
+from tracer.captions import captions
 from tracer.hooks import HOOK_NAMES
 from tracer.loader import Run, TraceDB
 from tracer.replay import Replay, build_replay
@@ -122,16 +123,17 @@ def check_replay(rp: Replay, seen: dict[str, int]) -> list[str]:
     """Every caption statement of ``rp`` against the record; the wrong ones, in words."""
     wrong = []
     name = rp.run.summary.name
+    said = captions(rp)
     for st in rp.steps:
         for pattern, fact in FACTS:
-            for m in re.finditer(pattern, st.caption):
+            for m in re.finditer(pattern, said[st.index]):
                 seen[pattern] = seen.get(pattern, 0) + 1
                 if not fact(rp, st.index, m):
                     wrong.append(f"{name} step {st.index + 1}: {m.group(0)!r} is not so: "
-                                 f"{st.caption}")
-        bad = WRONG_PLURAL.search(st.caption)
+                                 f"{said[st.index]}")
+        bad = WRONG_PLURAL.search(said[st.index])
         if bad:
-            wrong.append(f"{name} step {st.index + 1}: {bad.group(0)!r}: {st.caption}")
+            wrong.append(f"{name} step {st.index + 1}: {bad.group(0)!r}: {said[st.index]}")
     note = signature_note(rp)
     if "TraceMiddleware records" in note and _has_tracer(rp.run):
         wrong.append(f"{name}: the signature note says TraceMiddleware did not record it")

@@ -27,7 +27,7 @@ from tracer_kit import Spy, get_weather, two_lap_model
 from tracer import TraceCallbackHandler, TraceMiddleware
 from tracer.demo.models import ScriptedChatModel
 from tracer.demo.scenarios import deep_agent
-from tracer.floorplan import ACTIVE, FIRED, LATER, NOW, UNSEEN, Row, floor_plan
+from tracer.floorplan import ACTIVE, FIRED, LATER, NOW, UNSEEN, Row, floor_plan, run_stack
 from tracer.graph_layout import middleware_labels
 from tracer.html_export import render_html, replay_data
 from tracer.loader import TraceDB
@@ -76,17 +76,17 @@ def test_attach_records_the_deep_agent_stack_once_at_the_start(tmp_path: Path) -
     rp = replays(db)["deep-research"]
     starts = [e for e in rp.run.events if e.hook == "run" and e.phase == "start"]
     assert [bool(e.payload.get("stack")) for e in starts] == [True]
-    assert rp.stack.recorded
-    assert [e.name for e in rp.stack.entries] == [
+    assert run_stack(rp).recorded
+    assert [e.name for e in run_stack(rp).entries] == [
         "FilesystemMiddleware", "SubAgentMiddleware", "_ParentNotifierMiddleware",
         "SummarizationMiddleware", "PatchToolCallsMiddleware", "TraceMiddleware",
         "AnthropicPromptCachingMiddleware", "UnsupportedContentMiddleware"]
-    summ = next(e for e in rp.stack.entries if e.name == "SummarizationMiddleware")
+    summ = next(e for e in run_stack(rp).entries if e.name == "SummarizationMiddleware")
     assert (summ.cls, summ.hooks) == ("_DeepAgentsSummarizationMiddleware", ("wrap_model_call",))
     # the subagent's run records no stack (its graph is built inside the task tool)
     sub = replays(db)["researcher"]
-    assert not sub.stack.recorded
-    assert [e.name for e in sub.stack.entries] == ["PatchToolCallsMiddleware"]
+    assert not run_stack(sub).recorded
+    assert [e.name for e in run_stack(sub).entries] == ["PatchToolCallsMiddleware"]
 
 
 def test_summarisation_sits_on_another_hook_in_langchain_and_deep_agents(
@@ -185,8 +185,8 @@ def test_without_attach_a_middleware_that_never_showed_is_unknown(tmp_path: Path
     """No recorded stack: only what the events show. The middleware alone records its
     own hooks, so A and B (node hooks only seen by the callback handler) are unknown."""
     rp, _ = spied_run(tmp_path / "t.db", attach=False)
-    assert not rp.stack.recorded
-    assert [e.name for e in rp.stack.entries] == ["TraceMiddleware"]
+    assert not run_stack(rp).recorded
+    assert [e.name for e in run_stack(rp).entries] == ["TraceMiddleware"]
 
 
 def test_callbacks_alone_show_other_node_hooks_in_order(tmp_path: Path) -> None:
@@ -200,7 +200,7 @@ def test_callbacks_alone_show_other_node_hooks_in_order(tmp_path: Path) -> None:
     agent.invoke({"messages": [HumanMessage("weather?")]}, config={"callbacks": [handler]})
     handler.close()
     [rp] = replays(db).values()
-    assert not rp.stack.recorded and rp.stack.callbacks
+    assert not run_stack(rp).recorded and run_stack(rp).callbacks
     rows = floor_plan(rp, len(rp) - 1)
     assert names(row(rows, "before_model")) == ["A", "B"]
     assert names(row(rows, "after_model")) == ["B", "A"]
@@ -224,7 +224,7 @@ def test_middleware_alone_cannot_see_other_node_hooks(tmp_path: Path) -> None:
     tm.flush()
     rp = replays(db)["lean"]
     # (inferred: the limit middleware never showed up)
-    assert [e.name for e in rp.stack.entries] == ["TraceMiddleware"]
+    assert [e.name for e in run_stack(rp).entries] == ["TraceMiddleware"]
 
 
 def test_layers_of_trace_around_say_what_each_did(sample_db: Path) -> None:
@@ -233,9 +233,9 @@ def test_layers_of_trace_around_say_what_each_did(sample_db: Path) -> None:
     with TraceDB(sample_db) as t:
         run = next(t.run(r.id) for r in t.runs() if r.name == "support-desk")
     rp = build_replay(run)
-    assert rp.stack.recorded and rp.stack.layered
+    assert run_stack(rp).recorded and run_stack(rp).layered
     # the list trace.around returned (its order decides what the graph cannot show)
-    assert [e.name for e in rp.stack.entries] == [
+    assert [e.name for e in run_stack(rp).entries] == [
         "TraceMiddleware", "PIIMiddleware[email]", "ContextEditingMiddleware",
         "ModelFallbackMiddleware", "ToolRetryMiddleware"]
     attempt = next(s.index for s in rp.steps if s.event.middleware == "ModelFallbackMiddleware"
@@ -282,7 +282,7 @@ def test_unseen_node_hooks_say_how_to_record_them(tmp_path: Path) -> None:
     alone = Run(replace(run.summary, source="middleware"), kept, run.messages,
                 metadata=run.metadata, revisions=run.revisions)
     rp2 = build_replay(alone)
-    assert rp2.stack.recorded and not rp2.stack.callbacks
+    assert run_stack(rp2).recorded and not run_stack(rp2).callbacks
     rows = floor_plan(rp2, len(rp2) - 1)
     a = next(c for c in row(rows, "before_model").cells if c.middleware == "A")
     assert a.state == UNSEEN and "trace.attach(agent)" in a.note
@@ -370,7 +370,7 @@ def test_the_app_draws_the_floor_plan_at_the_step(samples: Path, page: str) -> N
     at = _open(page, run=rid, step=str(step + 1), floorplan="1")
     assert at.toggle(key="show_floorplan").value
     texts = [t.value for t in at.text]
-    pos = [e.name for e in rp.stack.entries].index("PatchToolCallsMiddleware") + 1
+    pos = [e.name for e in run_stack(rp).entries].index("PatchToolCallsMiddleware") + 1
     assert f"{pos}. PatchToolCallsMiddleware" in texts
     assert any("without a ToolMessage" in t for t in texts)
     assert "last: returned nothing: no change" in texts

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from tracer.captions import captions
 from tracer.graph_layout import (
     EDGES,
     LOOP_EDGES,
@@ -194,7 +195,7 @@ def test_a_hand_rolled_loop_is_drawn_as_the_loop_with_no_hook_and_no_jump() -> N
     assert jumps(rp) == []  # every move is an edge of the loop
     data = replay_json(rp)
     assert data["shape"] == "loop" and data["passthrough"] == [] and data["unknown"] == []
-    assert not any("jump" in s.caption for s in rp.steps)
+    assert not any("jump" in captions(rp)[s.index] for s in rp.steps)
 
 
 def test_a_loop_stopped_by_its_bound_moves_to_the_end_without_a_jump() -> None:
@@ -204,8 +205,8 @@ def test_a_loop_stopped_by_its_bound_moves_to_the_end_without_a_jump() -> None:
     assert taken(rp)[-1] == ["tools>END"]
     data = replay_json(rp)
     assert "tools>END" in data["jumps"] and not any(s.get("j") for s in data["steps"])
-    assert rp.steps[-1].caption.startswith("The loop ended right after its tools ran")
-    assert "jump" not in rp.steps[-1].caption
+    assert captions(rp)[rp.steps[-1].index].startswith("The loop ended right after its tools ran")
+    assert "jump" not in captions(rp)[rp.steps[-1].index]
 
 
 def test_a_move_no_event_explains_is_not_called_a_jump() -> None:
@@ -442,7 +443,7 @@ def test_the_recorded_call_limit_run_has_the_jump(jump_run: tuple[Path, str, Rep
     jumped = [(i, s["r"], s.get("j")) for i, s in enumerate(replay_json(rp)["steps"])
               if any(e not in EDGES for e in s["r"])]
     assert jumped == [(JUMP_STEP, ["before_model>after_agent"], 1)]  # said by an event
-    assert rp.steps[JUMP_STEP].caption.startswith(
+    assert captions(rp)[rp.steps[JUMP_STEP].index].startswith(
         "ModelCallLimitMiddleware.before_model (to end) jumped from before_model straight "
         "to after_agent.")
 

@@ -17,6 +17,7 @@ from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 
 from tracer import TraceMiddleware
+from tracer.captions import captions
 from tracer.cli import main
 from tracer.demo.models import ScriptedChatModel, call, turn_script
 from tracer.exchange import sample_files
@@ -131,7 +132,7 @@ def test_embedded_data_matches_the_replay(hostile: tuple[Path, str]) -> None:
     assert len(data["steps"]) == len(rp.steps)
     for i, (s, st) in enumerate(zip(data["steps"], rp.steps)):
         assert (s["n"], s["k"], s["c"], s["t"]) == (
-            st.node, st.kind, st.caption, list(st.active_tools))
+            st.node, st.kind, captions(rp)[st.index], list(st.active_tools))
         assert s["nk"][:len(st.new_keys)] == list(st.new_keys)  # (then the revised ones)
         assert s["e"] == (list(st.edge) if st.edge else None)
         assert s["r"] == step_edges(rp, i)

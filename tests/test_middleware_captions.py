@@ -26,6 +26,7 @@ from langgraph.types import Command
 from tracer_kit import get_weather
 
 from tracer import TraceMiddleware
+from tracer.captions import captions
 from tracer.demo.models import ScriptedChatModel, call, turn_script
 from tracer.known_middleware import GENERIC
 from tracer.loader import TraceDB
@@ -62,10 +63,10 @@ def test_patch_tool_calls_before_agent_says_what_it_does(tmp_path: Path) -> None
     rp = record(db, create_deep_agent(model=model, middleware=[tm]), tm,
                 {"messages": history})
     [step] = steps_of(rp, "PatchToolCallsMiddleware", "before_agent")
-    assert step.caption.startswith("before_agent of Deep Agents' PatchToolCallsMiddleware:")
-    assert "without a ToolMessage" in step.caption and "dangling" in step.caption
-    assert "Here it updated the state: messages." in step.caption
-    assert "load memory, validate input" not in step.caption  # not the generic purpose
+    assert captions(rp)[step.index].startswith("before_agent of Deep Agents' PatchToolCallsMiddleware:")
+    assert "without a ToolMessage" in captions(rp)[step.index] and "dangling" in captions(rp)[step.index]
+    assert "Here it updated the state: messages." in captions(rp)[step.index]
+    assert "load memory, validate input" not in captions(rp)[step.index]  # not the generic purpose
     # and it really did: the call is answered in the state with an error ToolMessage
     patched = [m for m in rp.messages_at(len(rp) - 1) if m.tool_call_id == "call_dangling"]
     assert patched and patched[0].status == "error"
@@ -80,7 +81,7 @@ def test_patch_tool_calls_with_nothing_to_patch(tmp_path: Path) -> None:
         script=lambda ms: AIMessage("ok")), middleware=[tm]), tm,
         {"messages": [HumanMessage("hi")]})
     [step] = steps_of(rp, "PatchToolCallsMiddleware", "before_agent")
-    assert "Here it returned nothing: no change." in step.caption
+    assert "Here it returned nothing: no change." in captions(rp)[step.index]
 
 
 def _summarising_agent(db: Path) -> tuple[Any, TraceMiddleware]:
@@ -107,15 +108,15 @@ def test_langchain_summarisation_is_before_model_and_says_deep_agents_differs(
                 {"recursion_limit": 40})
     fired = steps_of(rp, "SummarizationMiddleware", "before_model")
     assert len(fired) == rp.run.summary.laps >= 3
-    assert all(s.caption.startswith("before_model of LangChain's SummarizationMiddleware")
+    assert all(captions(rp)[s.index].startswith("before_model of LangChain's SummarizationMiddleware")
                for s in fired)
-    assert "Here it returned nothing: no change." in fired[0].caption
-    assert "Here it updated the state: messages." in fired[-1].caption  # it summarised
+    assert "Here it returned nothing: no change." in captions(rp)[fired[0].index]
+    assert "Here it updated the state: messages." in captions(rp)[fired[-1].index]  # it summarised
     assert "Deep Agents' SummarizationMiddleware works around the model call " \
-           "(wrap_model_call) at 85% of the window" in fired[0].caption
+           "(wrap_model_call) at 85% of the window" in captions(rp)[fired[0].index]
     # the history step names it as the one who changed the conversation
     hist = [s for s in rp.steps if s.event.hook == "history"]
-    assert hist and "SummarizationMiddleware.before_model removed" in hist[0].caption
+    assert hist and "SummarizationMiddleware.before_model removed" in captions(rp)[hist[0].index]
 
 
 def test_hitl_pause_caption_names_interrupt_on(tmp_path: Path) -> None:
@@ -135,9 +136,9 @@ def test_hitl_pause_caption_names_interrupt_on(tmp_path: Path) -> None:
     rp = replays(db)["paused"]
     [pause] = [s for s in steps_of(rp, "HumanInTheLoopMiddleware", "after_model")
                if s.event.phase == "interrupt"]
-    assert "The run paused for a human" in pause.caption
-    assert "after_model of LangChain's HumanInTheLoopMiddleware" in pause.caption
-    assert "interrupt_on" in pause.caption
+    assert "The run paused for a human" in captions(rp)[pause.index]
+    assert "after_model of LangChain's HumanInTheLoopMiddleware" in captions(rp)[pause.index]
+    assert "interrupt_on" in captions(rp)[pause.index]
 
 
 def test_layer_caption_adds_the_layers_role(tmp_path: Path) -> None:
@@ -158,10 +159,10 @@ def test_layer_caption_adds_the_layers_role(tmp_path: Path) -> None:
     rp = record(db, agent, tm, {"messages": [HumanMessage("hi")]})
     attempt = next(s for s in steps_of(rp, "ModelFallbackMiddleware", "wrap_model_call")
                    if s.event.payload.get("what") == "attempt")
-    assert "called the rest of the onion again: attempt 2" in attempt.caption
+    assert "called the rest of the onion again: attempt 2" in captions(rp)[attempt.index]
     assert "wrap_model_call of LangChain's ModelFallbackMiddleware: it calls the rest of the " \
            "onion again with the next fallback model when the model call raises" \
-           in attempt.caption
+           in captions(rp)[attempt.index]
 
 
 class Custom(AgentMiddleware):  # type: ignore[type-arg]
@@ -178,8 +179,8 @@ def test_unknown_middleware_gets_the_generic_caption(tmp_path: Path) -> None:
                          middleware=[tm, Custom()])
     rp = record(db, agent, tm, {"messages": [HumanMessage("hi")]})
     [step] = steps_of(rp, "Custom", "after_agent")
-    assert step.caption.startswith(f"after_agent of Custom: it {GENERIC['after_agent']}.")
-    assert "Here it returned nothing: no change." in step.caption
+    assert captions(rp)[step.index].startswith(f"after_agent of Custom: it {GENERIC['after_agent']}.")
+    assert "Here it returned nothing: no change." in captions(rp)[step.index]
 
 
 def test_memory_and_skills_on_before_agent_and_around_the_model_call(tmp_path: Path) -> None:
@@ -207,12 +208,12 @@ def test_memory_and_skills_on_before_agent_and_around_the_model_call(tmp_path: P
     rp = record(db, agent, tm, {"messages": [HumanMessage("hi")], "files": files})
     assert "Always answer in Norwegian." in " ".join(sent)  # the memory section was sent
     [mem] = steps_of(rp, "MemoryMiddleware", "before_agent")
-    assert mem.caption.startswith("before_agent of Deep Agents' MemoryMiddleware: it loads the "
+    assert captions(rp)[mem.index].startswith("before_agent of Deep Agents' MemoryMiddleware: it loads the "
                                   "memory files (AGENTS.md) into the state, once.")
-    assert "Here it updated the state: memory_contents." in mem.caption
+    assert "Here it updated the state: memory_contents." in captions(rp)[mem.index]
     [skills] = steps_of(rp, "SkillsMiddleware", "before_agent")
-    assert "loads the skills' metadata into the state, once per thread" in skills.caption
-    assert "Here it updated the state: skills_load_errors, skills_metadata." in skills.caption
+    assert "loads the skills' metadata into the state, once per thread" in captions(rp)[skills.index]
+    assert "Here it updated the state: skills_load_errors, skills_metadata." in captions(rp)[skills.index]
     rows = {r.hook: r for r in floor_plan(rp, len(rp) - 1)}
     assert [c.middleware for c in rows["before_agent"].cells] == [
         "PatchToolCallsMiddleware", "TraceMiddleware", "SkillsMiddleware", "MemoryMiddleware"]

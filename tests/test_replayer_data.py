@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from tracer.captions import captions
 from tracer.graph_layout import drawing, step_edges
 from tracer.html_export import render_html, script_json
 from tracer.loader import Message, Run, TraceDB
@@ -151,7 +152,7 @@ def test_each_steps_edges_are_step_edges(replays: dict[str, Replay],
         for i, (s, st) in enumerate(zip(data["steps"], rp.steps, strict=True)):
             assert s["r"] == step_edges(rp, i), (rp.run.summary.name, i)
             assert (s["n"], s["k"], s["c"], s["t"]) == (
-                st.node, st.kind, st.caption, list(st.active_tools))
+                st.node, st.kind, captions(rp)[st.index], list(st.active_tools))
             assert s["e"] == (list(st.edge) if st.edge else None)
             assert {n for b, n in enumerate(GRAPH_NODES) if s["v"] >> b & 1} == set(st.visited)
             assert s["s"] == st.event.seq and s["h"] == st.event.hook

@@ -21,6 +21,7 @@ from langgraph.types import Command
 from pydantic import BaseModel, Field
 
 from tracer import TraceMiddleware
+from tracer.captions import captions
 from tracer.demo import scenarios
 from tracer.demo.models import ScriptedChatModel, call, turn_script
 from tracer.loader import TraceDB
@@ -52,8 +53,8 @@ def test_arguments_that_fail_the_schema_come_back_as_an_error_message(demo_db: P
     assert rp.run.summary.status == "completed"
     [exit_] = tool_steps(rp, "call_book_1", "exit")
     assert exit_.event.payload == {"status": "error", "error_path": "validation"}
-    assert "its arguments failed the tool's schema, so it never ran" in exit_.caption
-    assert "ToolNode returned the validation error as an error ToolMessage" in exit_.caption
+    assert "its arguments failed the tool's schema, so it never ran" in captions(rp)[exit_.index]
+    assert "ToolNode returned the validation error as an error ToolMessage" in captions(rp)[exit_.index]
     [msg] = [m for m in rp.run.messages if m.tool_call_id == "call_book_1"]
     assert msg.status == "error" and msg.text.startswith("Error invoking tool 'book_table'")
     assert "guests" in msg.text and "valid integer" in msg.text
@@ -80,8 +81,8 @@ def test_the_schema_the_model_saw_beside_the_python_signature(demo_db: Path) -> 
     assert life.args == {"restaurant": "Fiskeriet", "guests": "six"}
     assert life.outcome is None  # not ended at its enter step
     assert ("Its Python signature also takes runtime, which LangChain injects"
-            in enter.caption)
-    assert "the schema the model saw leaves it out" in enter.caption
+            in captions(rp)[enter.index])
+    assert "the schema the model saw leaves it out" in captions(rp)[enter.index]
     # at its exit, the inspector says which path it took
     [exit_] = tool_steps(rp, "call_book_1", "exit")
     assert "failed the tool's schema" in tool_life(rp, exit_.index).outcome  # type: ignore[union-attr]
@@ -92,7 +93,7 @@ def test_a_command_must_carry_the_matching_tool_message(demo_db: Path) -> None:
     [exit_] = tool_steps(rp, "call_book_2", "exit")
     assert exit_.event.payload["command"] is True
     assert ("its update carries the ToolMessage that answers this call (same tool_call_id), "
-            "as ToolNode requires") in exit_.caption
+            "as ToolNode requires") in captions(rp)[exit_.index]
     assert tool_life(rp, exit_.index).outcome.startswith("Returned a Command")  # type: ignore[union-attr]
     [answer] = [m for m in rp.run.messages if m.tool_call_id == "call_book_2"]
     assert answer.text.startswith("Booked Fiskeriet for 6")
@@ -117,8 +118,8 @@ def test_a_command_without_its_tool_message_fails_the_run(tmp_path: Path) -> Non
     assert rp.run.summary.status == "error"
     [err] = tool_steps(rp, "call_f", "error")
     assert "whose update has no ToolMessage answering this call: every tool call must be " \
-           "answered" in err.caption
-    assert err.caption.endswith("and the run failed with it.")
+           "answered" in captions(rp)[err.index]
+    assert captions(rp)[err.index].endswith("and the run failed with it.")
 
 
 # -- the unhandled-exception demo ------------------------------------------------------
@@ -129,15 +130,15 @@ def test_an_unhandled_tool_exception_propagates_and_fails_the_run(demo_db: Path)
     [err] = tool_steps(rp, "call_stock_1", "error")
     assert err.event.payload["handle_tool_error"] is False
     assert "The tool sets no handle_tool_error (which would catch a ToolException only)." \
-           in err.caption
+           in captions(rp)[err.index]
     assert "turns only argument-validation errors into messages: this exception " \
-           "propagated up through every wrap_tool_call layer" in err.caption
-    assert err.caption.endswith("the run failed with it.")
+           "propagated up through every wrap_tool_call layer" in captions(rp)[err.index]
+    assert captions(rp)[err.index].endswith("the run failed with it.")
     life = tool_life(rp, err.index)
-    assert life is not None and life.outcome == err.caption  # what became of it
+    assert life is not None and life.outcome == captions(rp)[err.index]  # what became of it
     last = rp.steps[-1]
     assert (last.event.hook, last.event.phase) == ("run", "error")
-    assert last.caption.startswith("The run failed: TimeoutError")
+    assert captions(rp)[last.index].startswith("The run failed: TimeoutError")
     # no ToolMessage ever answered the call, and no later model call happened
     assert not [m for m in rp.run.messages if m.tool_call_id == "call_stock_1"]
     assert not [s for s in rp.steps[err.index:] if s.event.hook == "wrap_model_call"]
@@ -150,12 +151,12 @@ def test_shopping_feeds_errors_back_only_because_of_handle_tool_error(demo_db: P
     [unicorn] = tool_steps(rp, "call_price_unicorn", "exit")
     assert unicorn.event.payload["error_path"] == "handle_tool_error"
     assert ("the tool raised a ToolException and sets handle_tool_error=True, so LangChain "
-            "turned it into this error ToolMessage") in unicorn.caption
+            "turned it into this error ToolMessage") in captions(rp)[unicorn.index]
     assert "without that flag the exception would have propagated and failed the run" \
-           in unicorn.caption
+           in captions(rp)[unicorn.index]
     [stock] = tool_steps(rp, "call_stock", "exit")
     assert stock.event.payload["error_path"] == "unknown_tool"
-    assert "asked for a tool the agent does not have" in stock.caption
+    assert "asked for a tool the agent does not have" in captions(rp)[stock.index]
 
 
 def test_a_middleware_that_turns_the_exception_into_a_message(tmp_path: Path) -> None:
@@ -178,7 +179,7 @@ def test_a_middleware_that_turns_the_exception_into_a_message(tmp_path: Path) ->
     [exit_] = tool_steps(rp, "call_k", "exit")
     assert exit_.event.payload["error_path"] == "returned"
     assert "a wrap_tool_call layer inside TraceMiddleware (e.g. ToolErrorMiddleware" \
-           in exit_.caption
+           in captions(rp)[exit_.index]
 
 
 # -- signatures --------------------------------------------------------------------------

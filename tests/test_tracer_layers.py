@@ -17,6 +17,7 @@ from truth_kit import SCENARIOS, call, make_tool, run_truth, turn_script
 from truth_kit import _model as recording_model
 
 from tracer import TraceMiddleware
+from tracer.captions import captions
 from tracer.layers import wraps_calls
 from tracer.loader import TraceDB
 from tracer.replay import build_replay
@@ -45,8 +46,8 @@ def test_a_fallback_is_an_error_then_a_second_attempt(tmp_path):
     errors = layer_steps(replay, "error")
     attempts = layer_steps(replay, "attempt")
     assert [s.event.middleware for s in errors] == ["ModelFallbackMiddleware"] * 2
-    assert all("primary-model" not in s.caption and "RuntimeError" in s.caption
-               or "Error" in s.caption for s in errors)
+    assert all("primary-model" not in captions(replay)[s.index] and "RuntimeError" in captions(replay)[s.index]
+               or "Error" in captions(replay)[s.index] for s in errors)
     assert [(s.event.middleware, s.event.payload["attempt"], s.event.payload["model"])
             for s in attempts] == [("ModelFallbackMiddleware", 2, "fallback-model")] * 2
     assert [s.kind for s in errors] == ["error", "error"]
@@ -61,7 +62,7 @@ def test_a_tool_retry_is_an_error_then_a_second_attempt_of_that_call_only(tmp_pa
     attempts = layer_steps(replay, "attempt")
     assert [(s.event.middleware, s.event.tool_call_id) for s in errors] == [
         ("ToolRetryMiddleware", "call-retry-1")]
-    assert "connection reset" in errors[0].caption
+    assert "connection reset" in captions(replay)[errors[0].index]
     assert [(s.event.tool_call_id, s.event.payload["attempt"]) for s in attempts] == [
         ("call-retry-1", 2)]
     # a layer step is not the end of its tool call: it is still in flight there
@@ -78,7 +79,7 @@ def test_context_editing_is_a_change_of_the_request_at_its_layer(tmp_path):
     # ... while the state at that step still has the original results
     state = replay.state_at(changes[-1].event.seq)
     assert "[cleared by context editing]" not in [m.text for m in state]
-    assert any("changed the model call on its way in (messages)" in s.caption for s in changes)
+    assert any("changed the model call on its way in (messages)" in captions(replay)[s.index] for s in changes)
 
 
 class SystemSetter(AgentMiddleware):  # type: ignore[type-arg]
@@ -178,7 +179,7 @@ def test_layer_steps_have_captions_and_known_kinds(tmp_path, name):
     for s in layer_steps(replay):
         assert s.event.payload["what"] in ("request", "attempt", "error", "response",
                                            "short-circuit")
-        assert s.caption and s.event.middleware
+        assert captions(replay)[s.index] and s.event.middleware
         assert s.node in ("model", "tools")
 
 
@@ -250,8 +251,8 @@ def test_a_short_circuit_and_a_recovery_are_named(tmp_path):
         ("Cache", "short-circuit", None),  # the second model call never reached the model
     ]
     recovered = layer_steps(replay, "response")[0]
-    assert "turned the exception (ValueError: boom 1) into a result" in recovered.caption
+    assert "turned the exception (ValueError: boom 1) into a result" in captions(replay)[recovered.index]
     assert recovered.event.payload["status"] == "error"
-    assert "answered the model call itself" in layer_steps(replay, "short-circuit")[0].caption
+    assert "answered the model call itself" in captions(replay)[layer_steps(replay, "short-circuit")[0].index]
     # the model itself was called once (the recording model keeps what it was given)
     assert len(model.recorder.calls) == 1

@@ -14,6 +14,7 @@ from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
 
 from tracer import TraceMiddleware
+from tracer.captions import captions
 from tracer.check import check_run
 from tracer.cli import main
 from tracer.diff import diff_runs
@@ -79,9 +80,9 @@ def test_each_sdk_loop_is_one_run(tmp_path: Path, sdk: str, stream: bool) -> Non
     assert steps == [("run", "start", None), ("model", "enter", None), ("model", "exit", None),
                      ("tool", "exit", ids[0]), ("tool", "exit", ids[1]),
                      ("model", "enter", None), ("model", "exit", None), ("run", "end", None)]
-    assert "sent back with the next request" in rp.steps[3].caption
-    assert "keeps no state" in rp.steps[5].caption
-    assert "from outside" in rp.steps[0].caption
+    assert "sent back with the next request" in captions(rp)[rp.steps[3].index]
+    assert "keeps no state" in captions(rp)[rp.steps[5].index]
+    assert "from outside" in captions(rp)[rp.steps[0].index]
     # the second call received the whole history, and the system prompt
     assert [m.type for m in rp.messages_at(5)] == ["human", "ai", "tool", "tool"]
     assert rp.system_prompt() == WEATHER_SYSTEM
@@ -250,7 +251,7 @@ def test_a_change_of_system_prompt_or_model_is_shown(tmp_path: Path) -> None:
     rp = build_replay(run)
     enter2 = [s for s in rp.steps if s.event.hook == "model" and s.event.phase == "enter"][1]
     assert enter2.event.payload["changed"] == ["system prompt", "model"]
-    assert "Changed since the previous call: system prompt, model." in enter2.caption
+    assert "Changed since the previous call: system prompt, model." in captions(rp)[enter2.index]
 
 
 def test_a_history_that_does_not_extend_starts_a_new_run(tmp_path: Path) -> None:
@@ -289,7 +290,7 @@ def test_a_follow_up_continues_the_run(tmp_path: Path) -> None:
     assert [m.type for m in run.messages] == ["human", "ai", "human", "ai"]
     rp = build_replay(run)
     assert [(s.event.hook, s.event.phase) for s in rp.steps].count(("run", "start")) == 2
-    assert "follow-up" in [s for s in rp.steps if s.event.hook == "run"][2].caption
+    assert "follow-up" in captions(rp)[[s for s in rp.steps if s.event.hook == "run"][2].index]
 
 
 def test_an_error_response_is_a_failed_model_call(tmp_path: Path) -> None:

@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .hooks import HOOK_NAMES
+from .hooks import HOOK_NAMES, merge_orders
 
 _CHAIN_CELLS = ("outer", "inner", "single_handler", "func")  # outer before inner
 
@@ -89,29 +89,11 @@ def _graph(agent: Any) -> Any:
     return agent
 
 
-def merge_orders(orders: list[list[Any]]) -> list[Any]:
-    """One list that keeps the order of each of ``orders`` (each a part of the true
-    middleware list): repeatedly take the first head no other order has later."""
-    seqs = [list(dict.fromkeys(o)) for o in orders if o]
-    out: list[Any] = []
-    while any(seqs):
-        pick = None
-        for s in seqs:
-            if s and not any(s[0] in t[1:] for t in seqs):
-                pick = s[0]
-                break
-        if pick is None:  # (inconsistent orders: cannot happen for one agent)
-            pick = next(s[0] for s in seqs if s)
-        out.append(pick)
-        seqs = [[x for x in s if x != pick] for s in seqs]
-    return out
-
-
 def agent_stack(agent: Any, order_hint: Sequence[str] = ()) -> list[dict[str, Any]]:
     """The agent's middleware in list order, with the hooks each one uses.
     ``order_hint``: names in an order known to be the list's (``trace.around``'s)."""
     try:
-        from .layers import LayerProbe
+        from .layers import LayerProbe  # (it imports langchain: only when reading an agent)
 
         graph = _graph(agent)
         nodes = getattr(getattr(graph, "builder", None), "nodes", None) or {}

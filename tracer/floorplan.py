@@ -24,8 +24,7 @@ import bisect
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .agent_stack import merge_orders
-from .hooks import HOOK_BY_NAME, HOOKS
+from .hooks import HOOK_BY_NAME, HOOKS, merge_orders
 from .known_middleware import GENERIC, Known, find
 from .records import MODEL_HOOKS, TOOL_HOOKS
 
@@ -160,7 +159,12 @@ def _inferred(events: list[Event]) -> list[dict[str, Any]]:
 
 
 def run_stack(replay: Replay) -> RunStack:
-    """The run's middleware stack, and where each one fired (see the module docstring)."""
+    """The run's middleware stack, and where each one fired (see the module docstring);
+    built once per replay (``Replay.view``)."""
+    return replay.view(_run_stack)
+
+
+def _run_stack(replay: Replay) -> RunStack:
     run = replay.run
     events = run.events
     raw = _recorded_stack(events)
@@ -241,7 +245,7 @@ def _spans(replay: Replay, hooks: frozenset[str]) -> list[tuple[int, int]]:
 def floor_plan(replay: Replay, step: int) -> list[Row]:
     """The six hooks at step ``step``: who is on each, in execution order, and what
     each did (see the module docstring)."""
-    info = replay.stack
+    info = run_stack(replay)
     i = replay.clamp(step)
     cur = replay.steps[i].event if replay.steps else None
     cur_hook = _hook_of(cur) if cur is not None else None
@@ -292,7 +296,7 @@ def floor_plan(replay: Replay, step: int) -> list[Row]:
 def hook_middleware(replay: Replay) -> dict[str, list[str]]:
     """For each hook, the names of the middleware on it, in execution order (the
     graph's labels: the app's component and the HTML export draw the same)."""
-    info = replay.stack
+    info = run_stack(replay)
     return {h.name: [e.name for e in info.on(h.name)] for h in HOOKS}
 
 

@@ -47,13 +47,11 @@ a plain *move* arc: the record shows where the run went, not that anything jumpe
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING
 
+from .floorplan import ORDER, hook_middleware
+from .graph_shape import GRAPH_EDGES, GRAPH_NODES
 from .hooks import HOOK_BY_NAME
-from .replay import GRAPH_EDGES, GRAPH_NODES, run_shape
-
-if TYPE_CHECKING:
-    from .replay import Replay
+from .replay import Replay, run_shape
 
 # Node boxes: name -> (centre x, centre y, width, height, label, shape)
 NODES: dict[str, tuple[int, int, int, int, str, str]] = {
@@ -228,8 +226,6 @@ def middleware_labels(replay: Replay) -> dict[str, dict[str, str]]:
     """For each hook some middleware is on: a short label (names in execution order,
     cut to fit ``MW_LABELS``) and the full list for a tooltip. The same for the app's
     graph and the HTML export."""
-    from .floorplan import ORDER, hook_middleware  # (it imports the replay module)
-
     out: dict[str, dict[str, str]] = {}
     for hook, names in hook_middleware(replay).items():
         if not names:
@@ -257,8 +253,6 @@ def has_middleware_hooks(replay: Replay) -> bool:
 def _on_stack(replay: Replay) -> frozenset[str]:
     """Hooks the run's middleware stack has a middleware on (recorded with ``attach``),
     whether or not it fired: ``after_agent`` of a run that failed is a graph node."""
-    from .floorplan import hook_middleware  # (it imports the replay module)
-
     recorded = any(e.hook == "run" and e.phase == "start" and isinstance(e.payload, dict)
                    and e.payload.get("stack") for e in replay.run.events)
     if not recorded:  # (without the stack, only what fired is known)

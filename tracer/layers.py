@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import contextvars
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import BaseMessage, ToolMessage
@@ -37,8 +37,13 @@ from .recorder import same_message
 from .records import tool_name
 
 if TYPE_CHECKING:
-    from .middleware import _TraceBase
-    from .recorder import RunState
+    from .recorder import Recorder, RunState
+
+
+class Traced(Protocol):
+    """What a probe needs of the tracer it reports to (``TraceMiddleware``): its recorder."""
+
+    recorder: Recorder
 
 LAYER = "layer"
 
@@ -77,7 +82,7 @@ def wraps_calls(mw: Any) -> bool:
 class LayerProbe(AgentMiddleware):  # type: ignore[type-arg]
     """Just inside ``layer``: records what ``layer`` did to the calls passing through."""
 
-    def __init__(self, trace: _TraceBase, layer: Any) -> None:
+    def __init__(self, trace: Traced, layer: Any) -> None:
         super().__init__()
         self.trace = trace
         self.layer = str(getattr(layer, "name", type(layer).__name__))

@@ -138,13 +138,15 @@ class Tools:
 
     def list_steps(self, run: str, hook: str | None = None, tool_call_id: str | None = None,
                    offset: int = 0, limit: int = 50) -> dict[str, Any]:
+        from .captions import captions
         from .show import open_replay
 
         with self._open() as db:
             r, replay = open_replay(db, run)
+        said = captions(replay)
         rows = [{"step": s.index + 1, "hook": s.event.hook, "phase": s.event.phase,
                  "middleware": s.event.middleware, "lap": s.event.lap,
-                 "tool_call_id": s.event.tool_call_id, "caption": s.caption[:200]}
+                 "tool_call_id": s.event.tool_call_id, "caption": said[s.index][:200]}
                 for s in replay.steps
                 if (hook is None or s.event.hook == hook)
                 and (tool_call_id is None or s.event.tool_call_id == tool_call_id)]

@@ -37,7 +37,7 @@ from .recorder import (
 from .records import RunRecord
 from .redact import Redactor
 from .store import on_event_loop
-from .tool_life import signatures
+from .tool_signatures import signatures
 from .watch import watch
 
 

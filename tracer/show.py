@@ -16,6 +16,7 @@ import json
 from dataclasses import asdict
 from typing import Any
 
+from .captions import captions
 from .errors import LooptraceError
 from .loader import Message, Run, RunSummary, TraceDB
 from .replay import Replay, build_replay
@@ -161,7 +162,7 @@ def step_view(db: TraceDB, run_ref: str, step: int, *, cut: int = DEFAULT_CUT,
         "tool_call_id": ev.tool_call_id,
         "node": s.node,
         "kind": s.kind,
-        "caption": s.caption,
+        "caption": captions(replay)[s.index],
         "messages_are": ("what the model received at this call" if model_call
                          else "the conversation as it stood at this step"),
         "pending_tool_calls": sorted(replay.pending_calls(s.index)),

@@ -25,6 +25,7 @@ from __future__ import annotations
 import operator
 from typing import Any
 
+from ..captions import captions
 from ..graph_layout import (
     BACK_EDGE,
     BACK_TO_POINT,
@@ -142,6 +143,7 @@ def _steps(rp: Replay, table: _MessageTable, payloads: bool,
     passable = passable_points(rp)
     kind = shape(rp)
     jumped = jump_steps(rp)
+    said = captions(rp)
     revised: dict[int, list[str]] = {}  # seq -> keys of the messages replaced there
     for m in rp.run.revisions:
         revised.setdefault(m.seq, []).append(m.key)
@@ -162,7 +164,7 @@ def _steps(rp: Replay, table: _MessageTable, payloads: bool,
         row: dict[str, Any] = {
             "n": st.node, "e": list(st.edge) if st.edge else None, "r": taken,
             "v": sum(bit.get(n, 0) for n in st.visited), "t": list(st.active_tools),
-            "k": st.kind, "nk": hot, "c": st.caption, "h": ev.hook,
+            "k": st.kind, "nk": hot, "c": said[st.index], "h": ev.hook,
             "p": ev.phase, "l": ev.lap, "s": ev.seq, "mw": ev.middleware,
             "d": ev.duration_ms, "tc": ev.tool_call_id,
         }
