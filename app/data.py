@@ -15,9 +15,10 @@ from typing import Any, NoReturn
 
 import streamlit as st
 
+from tracer.check import findings_for
 from tracer.errors import LooptraceError, NotALooptraceDatabase
 from tracer.exchange import build_sample_db, sample_files
-from tracer.findings_store import findings_for, health_badge, stored_health
+from tracer.findings_store import health_badge, stored_health
 from tracer.fork_links import Fork, forks_among
 from tracer.loader import Run, RunSummary, TraceDB
 from tracer.replay import Replay, build_replay
@@ -156,8 +157,7 @@ def _health(path: str, stamp: Any, run_ids: tuple[str, ...]) -> dict[str, str]:
         rest = [r for r in run_ids if r not in out]
         if rest:  # found now (and kept, for the runs that have ended)
             for rid, found in findings_for(db, rest).items():
-                out[rid] = health_badge({s: sum(1 for f in found if f.severity == s)
-                                         for s in ("error", "warning", "info")})
+                out[rid] = health_badge(found)  # (the one health function)
     return out
 
 

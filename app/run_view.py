@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from tracer.check import Finding, check_run
+from tracer.check import Finding, check_replay
 from tracer.replay import Replay
 from tracer.replayer import KIND_LETTER, kinds, replay_json
 
@@ -89,7 +89,7 @@ class RunView:
 
 def _findings(replay: Replay) -> tuple[list[Finding], str | None]:
     try:
-        return list(check_run(replay.run)), None
+        return list(check_replay(replay)), None
     except Exception as exc:  # noqa: BLE001 - a broken checker must not break the replay
         return [], f"{type(exc).__name__}: {exc}"
 

@@ -225,3 +225,33 @@ def test_a_check_grows_with_the_run_not_its_square() -> None:
     small, large = _cost(50), _cost(800)
     # quadratic would be 16 times the cost per lap; allow for a noisy machine
     assert large < 4 * small, (small, large)
+
+
+def test_kept_findings_are_written_by_the_files_one_writer(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 22: findings are kept through the writer's queue (its thread, its
+    connection), not by a second write connection of their own."""
+    import threading
+
+    path = tmp_path / "one-writer.db"
+    write_runs(path, 6)
+    writes: list[tuple[str, str]] = []
+    connect = sqlite3.connect
+
+    def spying(*args, **kwargs):  # type: ignore[no-untyped-def]
+        conn = connect(*args, **kwargs)
+        conn.set_trace_callback(lambda sql: writes.append(
+            (threading.current_thread().name, sql)) if (
+                "INTO run_checks" in sql or "INTO findings" in sql) else None)
+        return conn
+
+    monkeypatch.setattr(sqlite3, "connect", spying)
+    from tracer.store import close_all
+
+    close_all()  # (a writer opened before the spy would not be seen)
+    check_db(path)
+    assert writes, "no findings were kept"
+    assert {name for name, _ in writes} == {"looptrace-writer"}, writes[:3]
+    assert set(kept_checks(path)) == {
+        str(r[0]) for r in sqlite3.connect(path).execute(
+            "SELECT id FROM runs WHERE status != 'running'")}

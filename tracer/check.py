@@ -24,18 +24,19 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .checks.base import SEVERITIES, Finding, Thresholds, model_inputs
+from . import findings_store
+from .checks.base import SEVERITIES, Finding, Thresholds, health, model_inputs
 from .checks.handling import runaway, swallowed_errors
 from .checks.loops import endings, model_replies, repeated_calls, repeated_failures, token_jumps
 from .checks.protocol import ProtocolScan, collapse_ollama_order
 from .checks.wire import check_wire
-from .findings_store import findings_for
 from .loader import Run, TraceDB
-from .replay import build_replay
+from .replay import Replay, build_replay
+from .summaries import chunks as _chunks
 from .wire.providers import PROVIDERS
 
-__all__ = ["PROVIDERS", "RULES", "Finding", "Thresholds", "check_db", "check_run",
-           "format_text", "health"]
+__all__ = ["PROVIDERS", "RULES", "Finding", "Thresholds", "check_db", "check_replay",
+           "check_run", "findings_for", "format_text", "health"]
 
 
 # Every rule id, with the provider(s) it can name and what it means.
@@ -81,13 +82,32 @@ def check_run(run: Run, *, providers: Iterable[str] = PROVIDERS,
     ``wire``: the run's captured provider exchanges (``TraceDB.wire(run.id)``);
     their request bodies are checked too, for their own provider.
     """
+    return check_replay(build_replay(run), providers=providers, thresholds=thresholds,
+                        wire=wire)
+
+
+def check_replay(replay: Replay, *, providers: Iterable[str] = PROVIDERS,
+                 thresholds: Thresholds | None = None,
+                 wire: Sequence[dict[str, Any]] | None = None) -> list[Finding]:
+    """``check_run`` on a run already replayed: the app's opened run is replayed once,
+    and its checks, floor plan and replayer JSON share that replay.
+
+    Args:
+        replay: the run's step model (``tracer.replay.build_replay``).
+        providers: the providers whose protocol rules apply (default: all).
+        thresholds: when a pattern across the run becomes a loop finding.
+        wire: the run's captured provider exchanges (``TraceDB.wire(run.id)``).
+
+    Returns:
+        Every finding, ordered by step (then severity).
+    """
+    run = replay.run
     provs = tuple(dict.fromkeys(providers))
     unknown = [p for p in provs if p not in PROVIDERS]
     if unknown:
         msg = f"unknown provider {unknown[0]!r} (choose from {', '.join(PROVIDERS)})"
         raise ValueError(msg)
     th = thresholds or Thresholds()
-    replay = build_replay(run)
     calls = model_inputs(run, replay)
     found: list[Finding] = []
     seen: set[tuple[str, str | None, tuple[str, ...]]] = set()
@@ -148,13 +168,45 @@ def check_db(db: str | Path | TraceDB, run_ids: Sequence[str] = (), *,
             tdb.close()
 
 
-def health(findings: Sequence[Finding]) -> str:
-    """The worst severity with its count ("1 error", "2 warnings"), or "ok"."""
-    for sev in SEVERITIES:
-        n = sum(1 for f in findings if f.severity == sev)
-        if n:
-            return f"{n} {sev}{'' if n == 1 else 's'}"
-    return "ok"
+def findings_for(db: TraceDB, run_ids: Sequence[str], *,
+                 providers: Sequence[str] = PROVIDERS, keep: bool = True,
+                 on_run: Any = None) -> dict[str, list[Finding]]:
+    """Findings of each of ``run_ids`` for ``providers``: kept ones where valid
+    (``tracer.findings_store``); the others found now, and kept, with ``keep``, for
+    runs that have ended (through the file's one writer).
+
+    Args:
+        db: the open database.
+        run_ids: full run ids.
+        providers: whose protocol rules apply (kept findings are filtered to them).
+        keep: keep what is found now (in a file of the current schema this process
+            can write to).
+        on_run: called as ``on_run(run_id, findings)`` as each run's findings are
+            known, in the order of ``run_ids``.
+
+    Returns:
+        The findings of each run, by run id.
+    """
+    provs = tuple(dict.fromkeys(providers))
+    out: dict[str, list[Finding]] = {}
+    keeping = keep and db.derived
+    for part in _chunks(list(run_ids), findings_store.SAVE_EVERY):
+        have = findings_store.stored(db, part)
+        missing = [rid for rid in part if rid not in have]
+        gens = findings_store.gens(db, missing) if keeping and missing else {}
+        new: list[tuple[str, int, list[Finding]]] = []
+        for rid in part:
+            found = have.get(rid)
+            if found is None:
+                found = check_run(db.run(rid), wire=db.wire(rid))
+                if rid in gens:
+                    new.append((rid, gens[rid], found))
+            out[rid] = findings_store.only(found, provs) if provs != PROVIDERS else found
+            if on_run is not None:
+                on_run(rid, out[rid])
+        if new:
+            findings_store.keep(db.path, new)
+    return out
 
 
 def format_text(results: dict[str, list[Finding]]) -> str:

@@ -1,5 +1,9 @@
 """Findings found once: ``tracer.check``'s results kept per run, read back after.
 
+Storage only: it never runs the checks (``tracer.check.findings_for`` does, and keeps
+what it found here); what it keeps goes through the file's one writer
+(``tracer.store``).
+
 A run that has ended is checked the first time its findings are asked for
 (``looptrace check``, the Runs page's health column) and what was found is kept
 in ``findings`` and ``run_checks`` with two stamps: the rules version
@@ -15,7 +19,7 @@ cannot write to.
 
 Example:
     ```python
-    from tracer.findings_store import findings_for
+    from tracer.check import findings_for
     from tracer.loader import TraceDB
 
     with TraceDB("looptrace.db") as db:
@@ -26,26 +30,24 @@ Example:
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 from .checks import RULES_VERSION
-from .checks.base import SEVERITIES, Finding
+from .checks.base import SEVERITIES, Finding, health
 from .loader import TraceDB
+from .store import get_writer
 from .summaries import chunks
-from .wire.providers import PROVIDERS
 
 SAVE_EVERY = 200  # runs per write transaction while checking many
 
+__all__ = ["SAVE_EVERY", "gens", "health_badge", "keep", "only", "save", "stored",
+           "stored_health"]
 
-def health_badge(counts: dict[str, int]) -> str:
-    """The worst severity with its count ("1 error", "2 warnings"), or "ok"."""
-    for sev in SEVERITIES:
-        n = counts.get(sev, 0)
-        if n:
-            return f"{n} {sev}{'' if n == 1 else 's'}"
-    return "ok"
+
+# (the one health function, under the name the app's badge has used)
+health_badge = health
 
 
 def stored_health(db: TraceDB, run_ids: Sequence[str]) -> dict[str, str]:
@@ -60,7 +62,7 @@ def stored_health(db: TraceDB, run_ids: Sequence[str]) -> dict[str, str]:
                 " JOIN runs r ON r.id = c.run_id AND r.status != 'running'"
                 f" WHERE c.rules = ? AND c.run_id IN ({','.join('?' * len(part))})",
                 [RULES_VERSION, *part]):
-            out[rid] = health_badge({"error": e, "warning": w, "info": i})
+            out[rid] = health({"error": e, "warning": w, "info": i})
     return out
 
 
@@ -84,7 +86,7 @@ def only(findings: Iterable[Finding], providers: Sequence[str]) -> list[Finding]
     return [f for f in findings if f.provider is None or f.provider in provs]
 
 
-def _gens(db: TraceDB, run_ids: Sequence[str]) -> dict[str, int]:
+def gens(db: TraceDB, run_ids: Sequence[str]) -> dict[str, int]:
     """The counts' gen of each of ``run_ids`` that has ended (read before its rows)."""
     out: dict[str, int] = {}
     for part in chunks(list(run_ids)):
@@ -95,40 +97,35 @@ def _gens(db: TraceDB, run_ids: Sequence[str]) -> dict[str, int]:
     return out
 
 
-class _Saver:
-    """Keeps findings, a batch per transaction, on a connection of its own; a file it
-    cannot write to (read-only, locked for long) is left alone, silently."""
+def keep(path: str, found: Sequence[tuple[str, int, list[Finding]]]) -> None:
+    """Keep ``found`` (each ``(run_id, gen, findings)``) in the file at ``path``, through
+    the file's one writer (``tracer.store``: its thread, its connection), in one
+    transaction, and wait until it is written. A file this process cannot write to
+    (read-only, on a read-only filesystem) is left alone; one that fails the write
+    (locked for long) is left as it was: the findings are found again next time.
 
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.pending: list[tuple[str, int, list[Finding]]] = []
-        self.conn: sqlite3.Connection | None = None
-        self.broken = False
+    Args:
+        path: the database file (``TraceDB.path``).
+        found: the findings of runs that had ended, with the gen of their counts read
+            before their rows (``gens``).
+    """
+    if not found or not _writable(path):
+        return
+    batch = list(found)
 
-    def add(self, run_id: str, gen: int, findings: list[Finding]) -> None:
-        if self.broken:
-            return
-        self.pending.append((run_id, gen, findings))
-        if len(self.pending) >= SAVE_EVERY:
-            self.flush()
+    def write(conn: sqlite3.Connection) -> None:
+        for run_id, gen, findings in batch:
+            save(conn, run_id, gen, findings)
 
-    def flush(self) -> None:
-        if not self.pending or self.broken:
-            return
-        batch, self.pending = self.pending, []
-        try:
-            if self.conn is None:
-                self.conn = sqlite3.connect(self.path, timeout=5.0)
-            with self.conn:
-                for run_id, gen, findings in batch:
-                    save(self.conn, run_id, gen, findings)
-        except sqlite3.Error:
-            self.broken = True
+    writer = get_writer(path)
+    writer.submit(write)
+    writer.flush()
 
-    def close(self) -> None:
-        self.flush()
-        if self.conn is not None:
-            self.conn.close()
+
+def _writable(path: str) -> bool:
+    """This process can write the file and make its journal beside it."""
+    folder = os.path.dirname(os.path.abspath(path)) or "."
+    return os.access(path, os.W_OK) and os.access(folder, os.W_OK)
 
 
 def save(conn: sqlite3.Connection, run_id: str, gen: int, findings: Sequence[Finding]) -> bool:
@@ -149,35 +146,3 @@ def save(conn: sqlite3.Connection, run_id: str, gen: int, findings: Sequence[Fin
         [(run_id, n, f.rule, f.severity, f.provider, f.message, f.seq,
           json.dumps(list(f.message_keys), ensure_ascii=False)) for n, f in enumerate(findings)])
     return True
-
-
-def findings_for(db: TraceDB, run_ids: Sequence[str], *,
-                 providers: Sequence[str] = PROVIDERS, keep: bool = True,
-                 on_run: Any = None) -> dict[str, list[Finding]]:
-    """Findings of each of ``run_ids`` for ``providers``: kept ones where valid; the
-    others found now (and kept, with ``keep``, for runs that have ended).
-    ``on_run(run_id, findings)`` is called as each run's findings are known, in the
-    order of ``run_ids``."""
-    from .check import check_run  # (it imports this module's callers' rules)
-
-    provs = tuple(dict.fromkeys(providers))
-    out: dict[str, list[Finding]] = {}
-    saver = _Saver(db.path) if keep and db.derived else None
-    try:
-        for part in chunks(list(run_ids), SAVE_EVERY):
-            have = stored(db, part)
-            missing = [rid for rid in part if rid not in have]
-            gens = _gens(db, missing) if saver is not None and missing else {}
-            for rid in part:
-                found = have.get(rid)
-                if found is None:
-                    found = check_run(db.run(rid), wire=db.wire(rid))
-                    if saver is not None and rid in gens:
-                        saver.add(rid, gens[rid], found)
-                out[rid] = only(found, provs) if provs != PROVIDERS else found
-                if on_run is not None:
-                    on_run(rid, out[rid])
-    finally:
-        if saver is not None:
-            saver.close()
-    return out

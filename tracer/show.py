@@ -66,7 +66,7 @@ def _summary(s: RunSummary) -> dict[str, Any]:
 def findings_of(db: TraceDB, run: Run) -> list[Any]:
     """The run's findings (``check_run``), read back where ``looptrace check`` kept them;
     none are kept from here (read-only)."""
-    from .findings_store import findings_for
+    from .check import findings_for
 
     return findings_for(db, [run.id], keep=False)[run.id]
 

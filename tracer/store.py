@@ -10,6 +10,11 @@ loses at most the runs that ended within that bound before it, and never part of
 a run that was committed; ``flush()`` commits and waits, and ``close()`` and
 interpreter exit flush too. A failure of the writer never
 reaches the agent: it warns once and keeps what it can.
+
+The writer's connection is the only one that writes the file in this process: what a
+reader wants kept (``tracer.findings_store``: a run's findings) is sent to it as a
+``WriteTask`` (``Writer.submit``), run on its thread after the records put before it
+are committed (datasette's ``execute_write_fn``).
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ import threading
 import time
 import warnings
 from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from . import search
@@ -73,11 +80,24 @@ def _run_sql(fields: tuple[str, ...]) -> str:
             f" ON CONFLICT(id) DO UPDATE SET {sets}")
 
 
+@dataclass(frozen=True, slots=True)
+class WriteTask:
+    """A write a reader asks of the file's one writer (``Writer.submit``).
+
+    ``fn(conn)`` runs on the writer thread, in a transaction of its own, once the
+    records put before it are committed. It is best effort: an exception it raises is
+    logged at debug level and counted in ``Writer.failed_tasks``, never warned about
+    (what it writes can be found again: kept findings are a cache).
+    """
+
+    fn: Callable[[sqlite3.Connection], Any]
+
+
 class _Rows:
     """Rows ready to commit: built once from the records, kept as they are while a
     commit fails, and added to by later batches (run updates merge in order)."""
 
-    __slots__ = ("events", "messages", "runs", "stale", "wires")
+    __slots__ = ("events", "messages", "runs", "stale", "tasks", "wires")
 
     def __init__(self) -> None:
         self.events: list[tuple[Any, ...]] = []
@@ -85,6 +105,7 @@ class _Rows:
         self.runs: dict[str, dict[str, Any]] = {}
         self.wires: list[dict[str, Any]] = []
         self.stale: list[StaleRunsRecord] = []
+        self.tasks: list[WriteTask] = []
 
     def add(self, other: _Rows) -> None:
         self.events += other.events
@@ -93,10 +114,11 @@ class _Rows:
             self.runs.setdefault(run_id, {}).update(fields)
         self.wires += other.wires
         self.stale += other.stale
+        self.tasks += other.tasks
 
     def __len__(self) -> int:
         return (len(self.events) + len(self.messages) + len(self.runs) + len(self.wires)
-                + len(self.stale))
+                + len(self.stale) + len(self.tasks))
 
     def run_ids(self) -> set[str]:
         """Every run these rows touch."""
@@ -130,6 +152,7 @@ class Writer:
         self._attempts = 0  # failed commits in a row
         self._unindexed = 0  # messages written and not yet in the search index
         self.dropped = 0
+        self.failed_tasks = 0  # write tasks that raised (``submit``)
         # Open once up front so a foreign or newer-schema file fails loudly at
         # construction time (in the user's code), not silently later. A file that
         # is merely unavailable (locked, read-only) only warns: writes retry later.
@@ -169,6 +192,16 @@ class Writer:
         around it; what it puts is written in its place. Bookkeeping that needs no
         answer on the agent's thread goes here: it then costs the agent one put."""
         self.put(Deferred(fn, args))
+
+    def submit(self, fn: Callable[[sqlite3.Connection], Any]) -> None:
+        """Have ``fn(conn)`` run on the writer thread with its connection, in a
+        transaction of its own, after what was put before it is committed (then
+        ``flush()`` waits for it). The way a reader writes the file: one writer.
+
+        Args:
+            fn: writes through the connection it is given; best effort (``WriteTask``).
+        """
+        self.put(WriteTask(fn))  # type: ignore[arg-type]
 
     def _write_now(self, item: tuple[Any, ...]) -> None:
         """At exit: build and commit one record here, one try."""
@@ -356,6 +389,7 @@ class Writer:
                     unindexed = 0
             self._unindexed = unindexed
             self._attempts = 0
+            self._run_tasks(conn, rows.tasks)
             return True
         except LooptraceError as exc:  # a foreign or newer file: retrying cannot help
             self.dropped += len(rows)
@@ -373,6 +407,16 @@ class Writer:
             self._warn("write", f"looptrace could not write to {self.path} ({exc}); retrying")
             time.sleep(min(0.2 * attempts, 1.0))
             return False
+
+    def _run_tasks(self, conn: sqlite3.Connection, tasks: list[WriteTask]) -> None:
+        """Each task in a transaction of its own, once the rows are committed."""
+        for task in tasks:
+            try:
+                with conn:
+                    task.fn(conn)
+            except Exception as exc:  # noqa: BLE001 - best effort (see WriteTask)
+                self.failed_tasks += 1
+                log.debug("looptrace write task failed on %s: %r", self.path, exc)
 
     def _rows(self, items: list[Any]) -> _Rows:
         """Serialise and redact ``items`` into rows, running deferred operations in
@@ -422,6 +466,8 @@ class Writer:
                 runs.setdefault(it.run_id, {}).update(fields)
             elif kind is StaleRunsRecord:
                 rows.stale.append(it)
+            elif kind is WriteTask:
+                rows.tasks.append(it)
             elif kind is WireRecord:
                 w = dict(it.row)
                 for k in ("request_headers", "response_headers", "request_body",

@@ -10,6 +10,7 @@ Each message is reduced to a ``Turn``: the little a protocol rule needs.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,8 +20,8 @@ from ..replay import Replay, build_replay
 from ..wire.providers import PROVIDERS
 
 __all__ = ["PROVIDERS", "SEVERITIES", "Call", "Finding", "ModelInput", "Thresholds", "Turn",
-           "exit_seqs", "is_empty_content", "model_inputs", "own_messages", "tool_names",
-           "turn_of"]
+           "exit_seqs", "health", "is_empty_content", "model_inputs", "own_messages",
+           "tool_names", "turn_of"]
 
 SEVERITIES: tuple[str, ...] = ("error", "warning", "info")
 
@@ -47,6 +48,32 @@ class Finding:
         return {"rule": self.rule, "severity": self.severity, "provider": self.provider,
                 "message": self.message, "run_id": self.run_id, "seq": self.seq,
                 "message_keys": list(self.message_keys)}
+
+
+def health(found: Iterable[Finding] | Mapping[str, int]) -> str:
+    """A run's health in words: the worst severity with its count, or ``"ok"``.
+
+    The one health function: ``looptrace check``, ``looptrace show``, the Runs page's
+    badge and the replay page's findings pane all say it this way.
+
+    Args:
+        found: the run's findings, or their counts by severity (as kept in
+            ``run_checks``).
+
+    Returns:
+        ``"1 error"``, ``"2 warnings"``, ``"1 info"`` ... or ``"ok"``.
+    """
+    if isinstance(found, Mapping):
+        counts = found
+    else:
+        counts = {}
+        for f in found:
+            counts[f.severity] = counts.get(f.severity, 0) + 1
+    for sev in SEVERITIES:
+        n = counts.get(sev, 0)
+        if n:
+            return f"{n} {sev}{'' if n == 1 else 's'}"
+    return "ok"
 
 
 @dataclass(frozen=True)
