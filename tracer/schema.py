@@ -178,8 +178,9 @@ FTS_SQL = ("CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5("
 
 # A block of 2**32 rowids per run: a run's rows are found (and deleted) by range.
 FTS_BLOCK = 1 << 32
+FTS_LAST = FTS_BLOCK - 1  # the last rowid offset of a block
 
-TRIGGERS_SQL = (
+TRIGGERS_SQL = tuple(sql.format(FTS_BLOCK=FTS_BLOCK, FTS_LAST=FTS_LAST) for sql in (
     # Every message's text is searchable from the transaction that writes it: it waits
     # in search_pending until the index takes a batch of them (tracer.search: one
     # segment of the index per batch, rather than one per commit). (No statement
@@ -189,22 +190,22 @@ TRIGGERS_SQL = (
     WHERE NOT EXISTS (SELECT 1 FROM search_runs WHERE run_id = NEW.run_id);
   UPDATE search_runs SET messages = messages + 1 WHERE run_id = NEW.run_id;
   INSERT INTO search_pending(fts, text)
-    SELECT n * 4294967296 + messages, NEW.text FROM search_runs WHERE run_id = NEW.run_id;
+    SELECT n * {FTS_BLOCK} + messages, NEW.text FROM search_runs WHERE run_id = NEW.run_id;
 END""",
     # a deleted run takes what was derived from it along
     """CREATE TRIGGER IF NOT EXISTS runs_derived_delete AFTER DELETE ON runs BEGIN
   DELETE FROM messages_fts WHERE rowid BETWEEN
-    (SELECT n * 4294967296 FROM search_runs WHERE run_id = OLD.id)
-    AND (SELECT n * 4294967296 + 4294967295 FROM search_runs WHERE run_id = OLD.id);
+    (SELECT n * {FTS_BLOCK} FROM search_runs WHERE run_id = OLD.id)
+    AND (SELECT n * {FTS_BLOCK} + {FTS_LAST} FROM search_runs WHERE run_id = OLD.id);
   DELETE FROM search_pending WHERE fts BETWEEN
-    (SELECT n * 4294967296 FROM search_runs WHERE run_id = OLD.id)
-    AND (SELECT n * 4294967296 + 4294967295 FROM search_runs WHERE run_id = OLD.id);
+    (SELECT n * {FTS_BLOCK} FROM search_runs WHERE run_id = OLD.id)
+    AND (SELECT n * {FTS_BLOCK} + {FTS_LAST} FROM search_runs WHERE run_id = OLD.id);
   DELETE FROM search_runs WHERE run_id = OLD.id;
   DELETE FROM run_stats WHERE run_id = OLD.id;
   DELETE FROM run_checks WHERE run_id = OLD.id;
   DELETE FROM findings WHERE run_id = OLD.id;
 END""",
-)
+))
 
 DERIVED_TABLES = ("run_stats", "run_checks", "findings", "search_runs", "search_pending",
                   "messages_fts")
@@ -293,11 +294,24 @@ def _add_derived(conn: sqlite3.Connection) -> None:
 
     for sql in derived_sql(sqlite_utils.Database(memory=True)):
         conn.execute(sql)
-    from .search import index_all
     from .summaries import refresh_all
 
     index_all(conn)
     refresh_all(conn)
+
+
+def index_all(conn: sqlite3.Connection) -> None:
+    """Index the text of every message already stored (the schema 3 migration): each
+    run gets its block of rowids, its messages numbered within it."""
+    conn.execute("INSERT OR IGNORE INTO search_runs(run_id, messages)"
+                 " SELECT DISTINCT run_id, 0 FROM messages")
+    conn.execute(
+        "INSERT INTO messages_fts(rowid, text)"
+        f" SELECT s.n * {FTS_BLOCK} + m.k, m.text FROM (SELECT run_id, text,"
+        " ROW_NUMBER() OVER (PARTITION BY run_id ORDER BY position, seq) AS k FROM messages) m"
+        " JOIN search_runs s ON s.run_id = m.run_id")
+    conn.execute("UPDATE search_runs SET messages ="
+                 " (SELECT COUNT(*) FROM messages m WHERE m.run_id = search_runs.run_id)")
 
 
 # version -> the step that takes a file from that version to the next

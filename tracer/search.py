@@ -89,17 +89,3 @@ def _has_piece(text: str) -> bool:
         if run >= MIN_INDEXED:
             return True
     return False
-
-
-def index_all(conn: sqlite3.Connection) -> None:
-    """Index the text of every message already stored (the schema 3 migration): each
-    run gets its block of rowids, its messages numbered within it."""
-    conn.execute("INSERT OR IGNORE INTO search_runs(run_id, messages)"
-                 " SELECT DISTINCT run_id, 0 FROM messages")
-    conn.execute(
-        "INSERT INTO messages_fts(rowid, text)"
-        f" SELECT s.n * {FTS_BLOCK} + m.k, m.text FROM (SELECT run_id, text,"
-        " ROW_NUMBER() OVER (PARTITION BY run_id ORDER BY position, seq) AS k FROM messages) m"
-        " JOIN search_runs s ON s.run_id = m.run_id")
-    conn.execute("UPDATE search_runs SET messages ="
-                 " (SELECT COUNT(*) FROM messages m WHERE m.run_id = search_runs.run_id)")
