@@ -159,7 +159,7 @@ def test_real_adapter_requests_on_the_wire_are_clean(db_path: Path) -> None:
     """The real ChatOpenAI / ChatAnthropic / ChatOllama requests, captured by the
     wire emulator, break no rule; only the warnings the messages give remain."""
     from tracer.check import check_db
-    from tracer.wire.demo import record_provider_demos
+    from tracer.demo.providers import record_provider_demos
 
     ids = record_provider_demos(db_path)
     assert len(ids) == 6

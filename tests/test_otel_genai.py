@@ -225,7 +225,7 @@ def test_openinference_with_openai_v2_is_one_run(tmp_path: Path,
     """Both instrumentations on: OpenInference's LangChain spans are not the current
     context, so each openai-v2 chat span is a trace of its own. Its call is the agent
     run's call, whether the traces come together or one by one (chat traces first)."""
-    from tracer.wire.demo import run_scenario
+    from tracer.demo.providers import run_scenario
 
     with _openai_v2(monkeypatch, "span_only", True) as (v2, _), _openinference() as oi, \
             WireServer(mode="emulate", script="weather") as srv:
@@ -317,7 +317,7 @@ def _compare_with_tracer(own: Run, imported: Run, no_span: frozenset[str] = froz
 
 @pytest.mark.parametrize("scenario", ["weather", "shopping"])
 def test_openinference_create_agent_matches_the_tracer(tmp_path: Path, scenario: str) -> None:
-    from tracer.wire.demo import run_scenario
+    from tracer.demo.providers import run_scenario
 
     own_db, otel_db = tmp_path / "own.db", tmp_path / "otel.db"
     with _openinference() as spans, WireServer(mode="emulate", script=scenario) as srv:
@@ -376,7 +376,7 @@ def test_openinference_subagent_is_a_child_run(tmp_path: Path) -> None:
 
 
 def test_openinference_trace_without_its_root_span(tmp_path: Path) -> None:
-    from tracer.wire.demo import run_scenario
+    from tracer.demo.providers import run_scenario
 
     with _openinference() as spans, WireServer(mode="emulate", script="weather") as srv:
         run_scenario(str(tmp_path / "own.db"), "openai", "weather", srv.url)

@@ -17,13 +17,13 @@ from tracer import TraceMiddleware
 from tracer.captions import captions
 from tracer.check import check_run
 from tracer.cli import main
+from tracer.demo.providers import chat_model, scenario_tools
 from tracer.diff import diff_runs
 from tracer.html_export import export_html
 from tracer.loader import TraceDB
 from tracer.replay import build_replay
 from tracer.wire import WireServer
 from tracer.wire.capture import WireRecorder
-from tracer.wire.demo import chat_model, scenario_tools
 from tracer.wire.loops import LOOPS, get_weather
 from tracer.wire.scenarios import SHOPPING_PROMPT, WEATHER_PROMPT, WEATHER_SYSTEM
 from tracer.wire.traffic import build_runs

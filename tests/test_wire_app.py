@@ -8,9 +8,9 @@ import pytest
 from app_kit import app_test
 from streamlit.testing.v1 import AppTest
 
+from tracer.demo.providers import record_provider_demos
 from tracer.loader import TraceDB
 from tracer.replay import build_replay
-from tracer.wire.demo import record_provider_demos
 from tracer.wire.render import model_call_events
 
 pytestmark = pytest.mark.usefixtures("clean_streamlit_caches")

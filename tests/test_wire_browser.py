@@ -13,9 +13,9 @@ from pathlib import Path
 from browser_support import collect_console_errors, guard_network, streamlit_server, wait_connected
 from playwright.sync_api import expect
 
+from tracer.demo.providers import record_provider_demos
 from tracer.loader import TraceDB
 from tracer.replay import build_replay
-from tracer.wire.demo import record_provider_demos
 from tracer.wire.render import model_call_events
 
 

@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
+from tracer.demo.providers import run_scenario
 from tracer.loader import TraceDB
 from tracer.wire import WireServer
-from tracer.wire.demo import run_scenario
 from tracer.wire.render import model_call_events
 
 SNAPSHOTS = Path(__file__).parent / "wire_snapshots"

@@ -14,9 +14,9 @@ from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import HumanMessage
 
 from tracer import TraceMiddleware
+from tracer.demo.providers import SCENARIO_INPUT, chat_model, scenario_tools
 from tracer.loader import TraceDB
 from tracer.wire import WireServer
-from tracer.wire.demo import SCENARIO_INPUT, chat_model, scenario_tools
 from tracer.wire.scenarios import auto
 
 B_CALLING = threading.Event()

@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
+from tracer.demo.providers import chat_model, run_scenario
 from tracer.loader import TraceDB
 from tracer.redact import Redactor
 from tracer.wire import WireRecorder, WireServer
 from tracer.wire.capture import Exchange, redact_headers
-from tracer.wire.demo import chat_model, run_scenario
 from tracer.wire.render import model_call_events
 
 
@@ -185,7 +185,7 @@ def test_async_agent_through_the_emulator(tmp_path: Path) -> None:
     from langchain.agents import create_agent
 
     from tracer import TraceMiddleware
-    from tracer.wire.demo import scenario_tools
+    from tracer.demo.providers import scenario_tools
     from tracer.wire.scenarios import WEATHER_PROMPT
 
     db = str(tmp_path / "async.db")

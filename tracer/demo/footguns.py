@@ -14,7 +14,7 @@ below each drop one guard, the way people do:
                               model was told nothing (check: swallowed-tool-error)
 
 One of two parallel results not sent back is ``sdk-loop-missing-result`` (a loop
-on the ``anthropic`` SDK, through the proxy; ``tracer.wire.demo``).
+on the ``anthropic`` SDK, through the proxy; ``tracer.demo.providers``).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 ``record_all(db)`` runs each scenario of ``tracer.demo.scenarios.SCENARIOS``
 (real agents driven by scripted models) and then, through the provider
-emulator, the provider demos of ``tracer.wire.demo``; offline, in seconds.
+emulator, the provider demos of ``tracer.demo.providers``; offline, in seconds.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def record_all(db: str, only: list[str] | None = None,
         scenario(db)
         out[name] = sorted(root_ids(db) - before)
     if providers and not only:
-        from ..wire.demo import record_provider_demos
+        from .providers import record_provider_demos
 
         for run_id in record_provider_demos(db):
             out.setdefault(f"provider-{_run_name(db, run_id)}", []).append(run_id)

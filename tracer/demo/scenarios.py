@@ -390,7 +390,7 @@ def middleware_stack_agent(db: str) -> Demo:
 
 def sdk_loop(db: str) -> None:
     """The hand-rolled loop on the openai SDK, streaming, seen only through the proxy."""
-    from ..wire.demo import sdk_loop as record
+    from .providers import sdk_loop as record
 
     record(db, "openai")
 
@@ -398,7 +398,7 @@ def sdk_loop(db: str) -> None:
 def sdk_loop_missing_result(db: str) -> None:
     """The same loop on the anthropic SDK, sending back only the first of two parallel
     results: the footgun the API answers with a 400 (check: dangling-tool-call)."""
-    from ..wire.demo import sdk_loop as record
+    from .providers import sdk_loop as record
 
     record(db, "anthropic", stream=False, drop=True)
 

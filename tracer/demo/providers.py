@@ -15,11 +15,11 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
-from ..demo.record import root_ids
 from ..middleware import TraceMiddleware
-from .providers import DEFAULT_MODELS, PROVIDERS
-from .proxy import WireServer
-from .scenarios import SHOPPING_PROMPT, SHOPPING_SYSTEM, WEATHER_PROMPT, WEATHER_SYSTEM
+from ..wire.providers import DEFAULT_MODELS, PROVIDERS
+from ..wire.proxy import WireServer
+from ..wire.scenarios import SHOPPING_PROMPT, SHOPPING_SYSTEM, WEATHER_PROMPT, WEATHER_SYSTEM
+from .record import root_ids
 
 
 def chat_model(provider: str, url: str, model: str | None = None) -> Any:
@@ -48,7 +48,7 @@ def chat_model(provider: str, url: str, model: str | None = None) -> Any:
 
 
 def scenario_tools(scenario: str) -> list[Any]:
-    from ..demo.scenarios import apply_discount, get_price, get_weather
+    from .scenarios import apply_discount, get_price, get_weather
 
     return {"weather": [get_weather], "shopping": [get_price, apply_discount]}[scenario]
 
@@ -97,7 +97,7 @@ def record_provider_demos(db_path: str | os.PathLike[str],
 def sdk_loop(db: str, sdk: str = "openai", *, stream: bool = True, drop: bool = False) -> None:
     """The seed's hand-rolled loop on a provider's own SDK (no LangChain, no tracer),
     through the proxy: looptrace sees it only as traffic, and makes a run of it."""
-    from .loops import LOOPS
+    from ..wire.loops import LOOPS
 
     with WireServer(mode="emulate", script="weather", db=db) as srv:
         try:
