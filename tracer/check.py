@@ -31,9 +31,9 @@ from .checks.loops import endings, model_replies, repeated_calls, repeated_failu
 from .checks.protocol import ProtocolScan, collapse_ollama_order
 from .checks.wire import check_wire
 from .loader import Run, TraceDB
+from .provider_names import PROVIDERS
 from .replay import Replay, build_replay
 from .summaries import chunks as _chunks
-from .wire.providers import PROVIDERS
 
 __all__ = ["PROVIDERS", "RULES", "Finding", "Thresholds", "check_db", "check_replay",
            "check_run", "findings_for", "format_text", "health"]

@@ -34,10 +34,9 @@ import os
 import sqlite3
 from collections.abc import Iterable, Sequence
 
-from .checks import RULES_VERSION
 from .checks.base import SEVERITIES, Finding, health
 from .loader import TraceDB
-from .store import get_writer
+from .rules_version import RULES_VERSION
 from .summaries import chunks
 
 SAVE_EVERY = 200  # runs per write transaction while checking many
@@ -116,6 +115,8 @@ def keep(path: str, found: Sequence[tuple[str, int, list[Finding]]]) -> None:
     def write(conn: sqlite3.Connection) -> None:
         for run_id, gen, findings in batch:
             save(conn, run_id, gen, findings)
+
+    from .store import get_writer  # (the writer imports LangChain: only when keeping)
 
     writer = get_writer(path)
     writer.submit(write)

@@ -26,9 +26,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .checks import RULES_VERSION
 from .errors import LooptraceError
 from .prune import parse_age
+from .rules_version import RULES_VERSION
 from .search import matching_runs
 
 # What a run's stored check says (``tracer.findings_store``): its worst severity,

@@ -9,7 +9,8 @@ and Ollama accept), ``loops`` (repeats, bounds, missing answers, token jumps),
 request bodies).
 """
 
-# The version of the rules: findings stored with an older one are found again
-# (``tracer.findings_store``). Bump it with any change to what the checks find.
-RULES_VERSION = 3  # 2: loop findings count the run's own laps only; 3: the Ollama-ids warning
-#   only on runs that talked to Ollama
+# The version of the rules (bump it with any change to what the checks find): it lives in
+# ``tracer.rules_version``, where the run list reads it without importing the rules.
+from ..rules_version import RULES_VERSION
+
+__all__ = ["RULES_VERSION"]

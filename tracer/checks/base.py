@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..loader import Message, Run
+from ..provider_names import PROVIDERS
 from ..records import MODEL_HOOKS
 from ..replay import Replay, build_replay
-from ..wire.providers import PROVIDERS
 
 __all__ = ["PROVIDERS", "SEVERITIES", "Call", "Finding", "ModelInput", "Thresholds", "Turn",
            "exit_seqs", "health", "is_empty_content", "model_inputs", "own_messages",

@@ -17,7 +17,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-PROVIDERS: tuple[str, ...] = ("openai", "anthropic", "ollama")
+from ..provider_names import PROVIDERS  # noqa: F401 - (re-exported: the names are vocabulary)
+
 # The model named in a request rendered, or a demo run, for a provider when none was recorded.
 DEFAULT_MODELS: dict[str, str] = {
     "openai": "gpt-4o-mini", "anthropic": "claude-haiku-4-5", "ollama": "llama3.1"}
