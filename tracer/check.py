@@ -30,6 +30,7 @@ from .checks.handling import runaway, swallowed_errors
 from .checks.loops import endings, model_replies, repeated_calls, repeated_failures, token_jumps
 from .checks.protocol import ProtocolScan, collapse_ollama_order
 from .checks.wire import check_wire
+from .errors import InvalidOption
 from .loader import Run, TraceDB
 from .provider_names import PROVIDERS
 from .replay import Replay, build_replay
@@ -106,7 +107,7 @@ def check_replay(replay: Replay, *, providers: Iterable[str] = PROVIDERS,
     unknown = [p for p in provs if p not in PROVIDERS]
     if unknown:
         msg = f"unknown provider {unknown[0]!r} (choose from {', '.join(PROVIDERS)})"
-        raise ValueError(msg)
+        raise InvalidOption(msg)
     th = thresholds or Thresholds()
     calls = model_inputs(run, replay)
     found: list[Finding] = []
@@ -151,7 +152,7 @@ def check_db(db: str | Path | TraceDB, run_ids: Sequence[str] = (), *,
         unknown = [p for p in provs if p not in PROVIDERS]
         if unknown:
             msg = f"unknown provider {unknown[0]!r} (choose from {', '.join(PROVIDERS)})"
-            raise ValueError(msg)
+            raise InvalidOption(msg)
         ids = [tdb.resolve(r) for r in run_ids] if run_ids else [
             str(r[0]) for r in tdb.query("SELECT id FROM runs ORDER BY started_at, id")]
         if thresholds is None or thresholds == Thresholds():

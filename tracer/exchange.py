@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from .errors import RunConflict, TraceFileError
+from .errors import InvalidOption, RunConflict, TraceFileError, storage_errors
 from .loader import TraceDB
 from .schema import (
     EVENTS_COLUMNS,
@@ -28,7 +28,6 @@ from .schema import (
 )
 from .search import BATCH as SEARCH_BATCH
 from .search import catch_up
-from .sqlite_errors import storage_errors
 from .summaries import refresh
 
 FORMAT = "looptrace-trace"
@@ -201,7 +200,7 @@ def import_rows(rows: list[tuple[str, dict[str, Any]]], db_path: str | Path, *,
     already there (same run, event and time) is not added twice."""
     if on_conflict not in CONFLICTS:
         msg = f"on_conflict={on_conflict!r}: one of {', '.join(CONFLICTS)}"
-        raise ValueError(msg)
+        raise InvalidOption(msg)
     conn = connect(db_path)
     try:
         with conn:

@@ -34,9 +34,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import LooptraceError
+from .errors import LooptraceError, is_full, storage_errors
 from .schema import connect
-from .sqlite_errors import is_full, storage_errors
 
 FULL_DISK_PAGES = 16  # pages given back per step when the disk is full
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}

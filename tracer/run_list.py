@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import LooptraceError
+from .errors import InvalidOption, LooptraceError
 from .prune import parse_age
 from .rules_version import RULES_VERSION
 from .search import matching_runs
@@ -71,7 +71,7 @@ class RunFilter:
         bad = [h for h in self.health if h not in HEALTH_CLASSES]
         if bad:
             msg = f"unknown health {bad[0]!r} (choose from {', '.join(HEALTH_CLASSES)})"
-            raise ValueError(msg)
+            raise InvalidOption(msg)
 
 
 def parse_when(text: str, now: float | None = None) -> float:

@@ -27,14 +27,18 @@ Derived from those, so that reading costs what is shown, not the size of the fil
 from __future__ import annotations
 
 import os
-import shutil
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
-from .errors import DatabaseFull, DatabaseUnavailable, NewerSchemaError, NotALooptraceDatabase
+from .errors import (
+    DatabaseUnavailable,
+    NewerSchemaError,
+    NotALooptraceDatabase,
+    open_error,
+)
 
 if TYPE_CHECKING:
     import sqlite_utils
@@ -382,19 +386,6 @@ def check_schema(conn: sqlite3.Connection, path: str | Path) -> int:
     return max(version, 1)
 
 
-def disk_full(path: str, exc: BaseException) -> bool:
-    """Whether ``exc`` came of a full disk: SQLITE_FULL, or an I/O error (the WAL's
-    shared-memory file could not be made) where the file's disk has no room left."""
-    if "full" in str(exc):
-        return True
-    if "disk I/O error" not in str(exc):
-        return False
-    try:
-        return shutil.disk_usage(Path(path).resolve().parent).free < 64 * 1024
-    except OSError:
-        return False
-
-
 def writable_dir(path: str) -> bool:
     """Whether the folder of ``path`` takes new files (not on a read-only filesystem,
     and writable by this user): SQLite makes a WAL file's ``-shm`` there to read it."""
@@ -465,18 +456,9 @@ def connect(path: str | Path, *, create: bool = True, readonly: bool = False,
         elif not has_schema:
             msg = f"{path_s} is empty: no looptrace runs recorded yet"
             raise NotALooptraceDatabase(msg)
-    except sqlite3.OperationalError as exc:
+    except sqlite3.DatabaseError as exc:  # (OperationalError included: open_error says which)
         conn.close()
-        if disk_full(path_s, exc):
-            msg = (f"{path_s}: the disk is full ({exc}); nothing was written "
-                   "(free some space, e.g. with looptrace prune, and try again)")
-            raise DatabaseFull(msg) from None
-        msg = f"{path_s} cannot be used right now ({exc})"
-        raise DatabaseUnavailable(msg) from None
-    except sqlite3.DatabaseError as exc:
-        conn.close()
-        msg = f"{path_s} is not a usable SQLite database ({exc})"
-        raise NotALooptraceDatabase(msg) from None
+        raise open_error(path_s, exc) from None
     except Exception:
         conn.close()
         raise

@@ -17,7 +17,7 @@ from dataclasses import asdict
 from typing import Any
 
 from .captions import captions
-from .errors import LooptraceError
+from .errors import StepOutOfRange
 from .loader import Message, Run, RunSummary, TraceDB
 from .replay import Replay, build_replay
 from .terminal import safe_text
@@ -35,10 +35,6 @@ __all__ = [
 ]
 
 DEFAULT_CUT = 2000  # characters of a message's content shown before it is cut
-
-
-class StepOutOfRange(LooptraceError):
-    """A step number that the run does not have."""
 
 
 def open_replay(db: TraceDB, run_ref: str) -> tuple[Run, Replay]:

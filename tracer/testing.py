@@ -17,13 +17,9 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from .errors import LooptraceError, ReplayError
+from .errors import CassetteMiss, LooptraceError
 
 __all__ = ["CassetteMiss", "Looptrace", "play"]
-
-
-class CassetteMiss(ReplayError):
-    """A model call the cassette does not hold (with the diff to the nearest one)."""
 
 
 def _tool_turns(run: Any) -> list[Any]:

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import InvalidOption
 from ..loader import Message, Run
 from ..provider_names import PROVIDERS
 from ..records import MODEL_HOOKS
@@ -111,7 +112,7 @@ class Thresholds:
         for name in ("repeat_calls", "repeat_errors", "repeat_empty"):
             if int(getattr(self, name)) < 2:
                 msg = f"Thresholds.{name} must be at least 2"
-                raise ValueError(msg)
+                raise InvalidOption(msg)
         if not 0.0 < self.near_args_ratio <= 1.0:
             msg = "Thresholds.near_args_ratio must be in (0, 1]"
             raise ValueError(msg)

@@ -39,10 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def run(args: argparse.Namespace) -> int:
     providers = tuple(args.provider or PROVIDERS)
-    try:
-        results = check_db(args.db, args.runs, providers=providers)
-    except ValueError as exc:
-        raise LooptraceError(str(exc)) from None
+    results = check_db(args.db, args.runs, providers=providers)  # (InvalidOption: one line)
     findings = [f for fs in results.values() for f in fs]
     try:
         if args.junit:

@@ -12,9 +12,8 @@ import sys
 import threading
 from typing import Any
 
-from ..errors import UsageError
+from ..errors import UsageError, storage_errors
 from ..exchange import export_run, import_rows, read_trace
-from ..sqlite_errors import storage_errors
 from ..terminal import safe_text
 from . import DEFAULT_DB, stop_on_sigterm
 

@@ -90,8 +90,6 @@ def proxy(args: argparse.Namespace, ready: threading.Event | None = None) -> int
                          port=args.port or 0, on_exchange=_print_exchange,
                          max_request=int(args.max_request * 1024 * 1024),
                          upstream_timeout=args.upstream_timeout)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
     except OSError as exc:
         msg = f"cannot listen on 127.0.0.1:{args.port}: {exc.strerror or exc}"
         raise UsageError(msg) from None

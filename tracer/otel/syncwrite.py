@@ -16,12 +16,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from ..errors import LooptraceError
+from ..errors import StoreFailed
 from ..store import Writer, _Rows
-
-
-class StoreFailed(LooptraceError):
-    """Records could not be committed: nothing of the batch was written."""
 
 
 class SyncWriter(Writer):

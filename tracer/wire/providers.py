@@ -17,15 +17,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from ..errors import InvalidOption, MalformedStream
 from ..provider_names import PROVIDERS  # noqa: F401 - (re-exported: the names are vocabulary)
 
 # The model named in a request rendered, or a demo run, for a provider when none was recorded.
 DEFAULT_MODELS: dict[str, str] = {
     "openai": "gpt-4o-mini", "anthropic": "claude-haiku-4-5", "ollama": "llama3.1"}
-
-
-class MalformedStream(ValueError):
-    """A streamed response that cannot be reassembled."""
 
 
 @dataclass(frozen=True)
@@ -773,7 +770,7 @@ def get_format(provider: str) -> WireFormat:
         return FORMATS[provider]
     except KeyError:
         msg = f"unknown provider {provider!r} (expected one of {', '.join(FORMATS)})"
-        raise ValueError(msg) from None
+        raise InvalidOption(msg) from None
 
 
 def formats_of(provider: str) -> list[WireFormat]:

@@ -46,6 +46,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 from urllib.parse import urlsplit
 
+from ..errors import InvalidOption
 from ..httpbody import BodyError, decompress, read_body
 from .capture import Exchange, WireRecorder
 from .providers import (
@@ -84,12 +85,12 @@ class WireServer:
                  upstream_timeout: float = UPSTREAM_TIMEOUT, timeout: float = TIMEOUT) -> None:
         if mode not in MODES:
             msg = f"mode must be one of {MODES}, not {mode!r}"
-            raise ValueError(msg)
+            raise InvalidOption(msg)
         if provider is not None:
             get_format(provider)
         if mode == "forward" and provider is None and upstream is None:
             msg = "forward mode needs a provider or an upstream URL"
-            raise ValueError(msg)
+            raise InvalidOption(msg)
         self.mode = mode
         self.provider = provider
         self.upstream = (upstream or get_format(provider).default_upstream

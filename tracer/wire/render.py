@@ -20,17 +20,13 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, SystemMessage
 
-from ..errors import LooptraceError
+from ..errors import RenderError
 from ..loader import Event, Run
 from ..records import MODEL_HOOKS
 from ..replay import Replay
 from .providers import DEFAULT_MODELS, PROVIDERS
 
 _OFFLINE_URL = "http://127.0.0.1:9"  # discard port: never contacted
-
-
-class RenderError(LooptraceError):
-    """A request cannot be rendered (adapter missing or its builder changed)."""
 
 
 @dataclass

@@ -24,6 +24,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from ..errors import InvalidOption
 from .providers import Msg, Reply, Request, ToolCall
 
 Script = Callable[[Request], Reply]
@@ -139,10 +140,10 @@ def load_script(spec: str | Script | None) -> Script:
         fn = getattr(importlib.import_module(mod), attr)
         if not callable(fn):
             msg = f"{spec} is not callable"
-            raise ValueError(msg)
+            raise InvalidOption(msg)
         return fn  # type: ignore[no-any-return]
     msg = f"unknown emulator script {spec!r} (use one of {', '.join(SCRIPTS)} or module:function)"
-    raise ValueError(msg)
+    raise InvalidOption(msg)
 
 
 def count_tokens(req: Request, reply: Reply) -> Reply:
