@@ -69,7 +69,7 @@ def test_the_names_stay_importable_where_they_were() -> None:
 
 def test_an_unknown_emulator_script_is_one_line(capsys) -> None:  # type: ignore[no-untyped-def]
     assert main(["proxy", "--provider", "openai", "--emulate", "no-such-script"]) == 1
-    out, err = capsys.readouterr()
+    _out, err = capsys.readouterr()
     assert err.startswith("looptrace proxy: unknown emulator script 'no-such-script'")
     assert err.count("\n") == 1
 
