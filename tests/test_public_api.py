@@ -21,7 +21,7 @@ EXPECTED = [
     "RunNotFound", "RunSummary", "Step", "Thresholds", "TraceCallbackHandler", "TraceDB",
     "TraceFileError", "TraceMiddleware", "areplay_run", "build_replay", "check_db", "check_run",
     "diff_runs", "diff_tree", "export_html", "export_otlp", "export_run", "import_many",
-    "import_otlp_file", "import_trace", "replay_run",
+    "import_otlp_file", "import_trace", "replay_run", "step_captions",
 ]
 
 

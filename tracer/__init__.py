@@ -7,7 +7,8 @@ Record (the write side, imports LangChain):
 Read (no LangChain):
     ``TraceDB`` (a database opened for reading: ``runs(RunFilter(...))``,
     ``run(id)``), ``RunFilter``, ``RunSummary``, ``Run``, ``Event``, ``Message``;
-    ``build_replay`` (a ``Replay`` of ``Step``s); ``check_run`` and ``check_db``
+    ``build_replay`` (a ``Replay`` of ``Step``s), ``step_captions`` (each step in
+    words: ``step_captions(replay)[step.index]``); ``check_run`` and ``check_db``
     (``Finding``s, with ``Thresholds``); ``diff_runs`` and ``diff_tree`` (a
     ``RunDiff``, its ``Divergence``s).
 
@@ -47,6 +48,7 @@ from ._lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from .callbacks import TraceCallbackHandler
+    from .captions import step_captions
     from .check import Finding, Thresholds, check_db, check_run
     from .diff import Divergence, RunDiff, diff_runs, diff_tree
     from .errors import (
@@ -120,6 +122,7 @@ __all__ = [  # (the groups: see the docstring above)
     "import_otlp_file",
     "import_trace",
     "replay_run",
+    "step_captions",
 ]
 
 # public name -> the module (of this package) that defines it
@@ -139,6 +142,7 @@ _EXPORTS: dict[str, str] = {
     "Replay": "replay",
     "Step": "replay",
     "build_replay": "replay",
+    "step_captions": "captions",
     "Finding": "check",
     "Thresholds": "check",
     "check_db": "check",

@@ -28,7 +28,7 @@ from .replay import Replay, run_shape
 from .words import plural
 
 __all__ = ["ERROR_PATHS", "PROPAGATED", "PROPAGATES", "RunFacts", "caption", "captions",
-           "tracer_names"]
+           "step_captions", "tracer_names"]
 
 # How a tool call that came back as an error ToolMessage got there (the middleware
 # records ``error_path``), and what becomes of an exception no layer turned into one.
@@ -90,6 +90,10 @@ def captions(replay: Replay) -> tuple[str, ...]:
         ``captions(replay)[i]`` says what step ``i`` is for and what happened there.
     """
     return replay.view(_build)
+
+
+# (the public name: ``from tracer import step_captions``; ``tracer.captions`` is the module)
+step_captions = captions
 
 
 def _build(replay: Replay) -> tuple[str, ...]:
