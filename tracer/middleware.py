@@ -8,7 +8,7 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from langchain.agents.middleware import (
@@ -22,27 +22,30 @@ from langchain.agents.middleware import (
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langgraph.config import get_config
 from langgraph.errors import GraphInterrupt
-from langgraph.prebuilt.tool_node import TOOL_INVOCATION_ERROR_TEMPLATE
 from langgraph.types import Command
 
+from .hook_payloads import (
+    RequestPayload,
+    error_payload,
+    interrupt_items,
+    interrupt_payload,
+    resume_payload,
+    tool_enter_payload,
+    tool_exit_payload,
+)
 from .layers import FRAME, Frame, LayerProbe, settle, wraps_calls
+from .payloads import ErrorPayload
 from .recorder import (
     Recorder,
     ResponsePayload,
     RunState,
     begin_lap,
-    note_request,
     user_metadata,
 )
 from .records import RunRecord
 from .redact import Redactor
 from .store import on_event_loop
-from .tool_life import signatures
 from .watch import watch
-
-
-def _error_text(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}"
 
 
 class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
@@ -197,7 +200,7 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
     def _open_run(self, runtime: Any, starting: bool, thread_id: Any,
                   config: dict[str, Any]) -> RunState:
         if not starting and thread_id:
-            resume = _resume_payload(config)
+            resume = resume_payload(config)
             # Not starting at before_agent means a resumed thread (lean mode has no
             # before_agent, so there only a resume value says so).
             live = resume is not None or not self.lean
@@ -301,7 +304,7 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
             # thread, knows which of them the run has recorded)
             seq = rec.sync_messages(run, run.seq.__next__, state_msgs, by=run.last_node)
             rec.event(run, "wrap_model_call", "enter", middleware=self._name, seq=seq,
-                      payload=_RequestPayload(rec, run, request, state_msgs))
+                      payload=RequestPayload(rec, run, request, state_msgs))
             return run, time.perf_counter()
         except Exception as exc:  # noqa: BLE001
             self.recorder.writer._warn("model", f"looptrace failed in wrap_model_call: {exc!r}")
@@ -344,14 +347,13 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
                 run.paused = True  # (recorded here: the end of the invocation need not)
                 self.recorder.event(run, hook, "interrupt", middleware=self._name,
                                     duration_ms=dur, tool_call_id=tool_call_id,
-                                    payload={"interrupts": _interrupts(exc)})
+                                    payload=interrupt_payload(exc))
                 return
-            text = _error_text(exc)
+            # (a tool call: the payload says why nothing turned it into a message)
+            payload = error_payload(exc, False if request is None else request.tool)
+            text = payload["error"]
             run.error_seen = text
             rec = self.recorder
-            payload: dict[str, Any] = {"error": text, "type": type(exc).__name__}
-            if request is not None:  # a tool call: why nothing turned it into a message
-                payload.update(_tool_error_flags(request.tool))
             rec.event(run, hook, "error", middleware=self._name, duration_ms=dur,
                       tool_call_id=tool_call_id, payload=payload)
             # Most likely the invocation dies with it: say so now (a later lap undoes it).
@@ -420,14 +422,12 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
     # -- tool calls ---------------------------------------------------------
     def _tool_enter(self, request: ToolCallRequest) -> tuple[RunState, float, str] | None:
         try:
-            call = request.tool_call
             run = self._run(request.runtime, request.state)
             task = _task_name()  # (the exit runs in the same thread or asyncio task)
             self.recorder.event(
                 run, "wrap_tool_call", "enter", middleware=self._name,
-                tool_call_id=call.get("id"), task=task,
-                payload={"name": call.get("name"), "args": call.get("args"),
-                         "known_tool": request.tool is not None},
+                tool_call_id=request.tool_call.get("id"), task=task,
+                payload=tool_enter_payload(request),
             )
             return run, time.perf_counter(), task
         except Exception as exc:  # noqa: BLE001
@@ -443,19 +443,7 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
             dur = (time.perf_counter() - t0) * 1000
             tcid = request.tool_call.get("id")
             rec = self.recorder
-            if isinstance(result, ToolMessage):
-                msgs: list[BaseMessage] = [result]
-                payload: dict[str, Any] = {"status": result.status}
-                if result.status == "error":  # (rare: which path made it an error message)
-                    payload["error_path"] = _error_path(request.tool, result)
-            elif isinstance(result, Command):
-                update = result.update if isinstance(result.update, dict) else {}
-                msgs = [m for m in update.get("messages", ()) if isinstance(m, BaseMessage)]
-                payload = {"command": True, "goto": _jsonable_goto(result.goto),
-                           "update_keys": sorted(update)}
-            else:
-                msgs = []
-                payload = {"result_type": type(result).__name__}
+            payload, msgs = tool_exit_payload(request.tool, result)
             seq = rec.event(run, "wrap_tool_call", "exit", middleware=self._name,
                             duration_ms=dur, tool_call_id=tcid, task=task,
                             payload=payload)
@@ -596,25 +584,20 @@ def end_invocation(rec: Recorder, run: RunState, error: BaseException | None,
             return
         if pause is not None and not run.paused:
             items = pause.args[0] if pause.args else []
-            rec.event(run, "interrupt", "fire", payload={"interrupts": _interrupts_of(items)})
+            rec.event(run, "interrupt", "fire", payload={"interrupts": interrupt_items(items)})
         run.paused = False
         rec.end_run(run, "interrupted")
         return
-    text = _error_text(error)
-    payload: dict[str, Any] = {"error": text, "type": type(error).__name__}
+    payload = error_payload(error)
+    text = payload["error"]
     if node is not None:
         name = node[0]
         mw, hook = name.rsplit(".", 1) if "." in name else (None, "node")
-        at = {"node": name, **payload} if hook == "node" else dict(payload)
+        at: ErrorPayload = {"node": name, **payload} if hook == "node" else payload.copy()
         rec.event(run, hook, "error", middleware=mw, payload=at, ts=node[1])
         payload["node"] = name
     rec.event(run, "run", "error", payload=payload)
     rec.end_run(run, "error", text)
-
-
-def _interrupts_of(items: Any) -> list[Any]:
-    return [{"value": getattr(it, "value", it), "id": getattr(it, "id", None)}
-            for it in (items if isinstance(items, (list, tuple)) else [items])]
 
 
 def _error_handled(rec: Recorder, run: RunState) -> None:
@@ -631,56 +614,12 @@ def _config() -> dict[str, Any]:
         return {}
 
 
-def _resume_payload(config: dict[str, Any]) -> dict[str, Any] | None:
-    try:
-        pad = config["configurable"].get("__pregel_scratchpad")
-        resume = list(getattr(pad, "resume", None) or [])
-        return {"resume": resume} if resume else None
-    except Exception:  # noqa: BLE001
-        return None
-
-
-def _interrupts(exc: GraphInterrupt) -> list[Any]:
-    items = exc.args[0] if exc.args and isinstance(exc.args[0], (list, tuple)) else []
-    return _interrupts_of(items)
-
-
-# ToolNode's message for arguments that failed the tool's schema (``ToolInvocationError``).
-_INVALID_ARGS = TOOL_INVOCATION_ERROR_TEMPLATE.split("{", 1)[0]
-
-
-def _error_path(tool: Any, result: ToolMessage) -> str:
-    """Which path made a tool call's result an error ToolMessage (``tracer.tool_life``)."""
-    if tool is None:
-        return "unknown_tool"
-    if isinstance(result.content, str) and result.content.startswith(_INVALID_ARGS):
-        return "validation"
-    if getattr(tool, "handle_tool_error", None):
-        return "handle_tool_error"
-    if getattr(tool, "handle_validation_error", None):
-        return "handle_validation_error"
-    return "returned"
-
-
-def _tool_error_flags(tool: Any) -> dict[str, Any]:
-    """Whether the tool would have turned an exception into a message itself."""
-    if tool is None:
-        return {"known_tool": False}
-    return {"handle_tool_error": bool(getattr(tool, "handle_tool_error", None))}
-
-
 def _task_name() -> str:
     if asyncio._get_running_loop() is not None:  # (no exception when there is no loop)
         task = asyncio.current_task()
         if task is not None:
             return task.get_name()
     return threading.current_thread().name
-
-
-def _jsonable_goto(goto: Any) -> Any:
-    if isinstance(goto, (list, tuple)):
-        return [str(g) for g in goto]
-    return str(goto) if goto else None
 
 
 _MODEL_NAMES: dict[int, tuple[Any, str, str | None]] = {}
@@ -704,103 +643,3 @@ def _model_names(run: RunState, model: Any) -> None:
         _MODEL_NAMES[id(model)] = (weakref.ref(model), str(run.model), run.provider)
     except TypeError:
         pass
-
-
-class _RequestPayload:
-    """The request as the model gets it, without repeating the history.
-
-    Built on the writer thread (``__looptrace_json__``), off the agent's path: the
-    hook keeps references only (and, when a middleware rewrote the messages, the
-    keys and changed messages). The writer handles a run's records in order, so
-    the system prompt and tool schemas are written when they differ from what
-    it last wrote.
-    """
-
-    __slots__ = ("model", "n", "rewrite", "run", "settings", "system", "tool_choice", "tools")
-
-    def __init__(self, rec: Recorder, run: RunState, request: Any, state_msgs: Any) -> None:
-        msgs = request.messages
-        self.run = run
-        self.n = len(msgs)
-        # A middleware rewrote the messages: which ones, decided now (``run.seen``
-        # is the caller's); what the model finally got is compared with this list.
-        same = msgs is state_msgs or (
-            len(msgs) == len(state_msgs) and all(a is b for a, b in zip(msgs, state_msgs)))
-        self.rewrite = None if same else rec.request_view(run, msgs)
-        run.req_objs = state_msgs if same else list(msgs)
-        self.system = request.system_prompt
-        run.req_system = self.system
-        self.tools = request.tools or []
-        self.model = run.model
-        self.tool_choice = request.tool_choice
-        self.settings = request.model_settings
-
-    def __looptrace_json__(self) -> dict[str, Any]:
-        run = self.run
-        payload: dict[str, Any] = {"messages": self.n}
-        if self.rewrite is not None:
-            payload.update(self.rewrite)
-        tools = self.tools
-        tools_key = hash(tuple(id(t) for t in tools))
-        note_request(run, payload, system=self.system, tools=tools, tools_key=tools_key,
-                     schemas=lambda: [_tool_schema(t) for t in tools])
-        if "tools" in payload:  # (written with the schemas: once, or when the tools change)
-            sigs = _signatures(tools_key, tools, payload["tools"])
-            if sigs:
-                payload["signatures"] = sigs
-        if self.model:
-            payload["model"] = self.model
-        if self.tool_choice is not None:
-            payload["tool_choice"] = self.tool_choice
-        if self.settings:
-            payload["model_settings"] = self.settings
-        return payload
-
-
-# id(tool) -> (a reference to the tool, its schema): tools live long, converting is slow.
-_SCHEMAS: dict[int, tuple[Any, Any, dict[str, Any]]] = {}
-
-
-# hash of the tools' ids -> (references to the tools, their schemas, their signatures):
-# every run writes its tools once, and reading a signature (``inspect``) is slow.
-_SIGNATURES: dict[int, tuple[list[Any], list[Any], dict[str, Any]]] = {}
-
-
-def _signatures(key: int, tools: Sequence[Any], schemas: list[Any]) -> dict[str, Any]:
-    """``tool_life.signatures`` of ``tools``, made once for the same tool objects with
-    the same schema objects (``_tool_schema`` keeps those while a tool is unchanged)."""
-    entry = _SIGNATURES.get(key)
-    if (entry is not None and len(entry[0]) == len(tools) and len(entry[1]) == len(schemas)
-            and all(r() is t for r, t in zip(entry[0], tools))
-            and all(a is b for a, b in zip(entry[1], schemas))):
-        return entry[2]
-    sigs = signatures(tools, schemas)
-    try:
-        refs = [weakref.ref(t) for t in tools]
-    except TypeError:  # a dict (a provider's built-in tool): not kept
-        return sigs
-    if len(_SIGNATURES) > 1024:
-        _SIGNATURES.clear()
-    _SIGNATURES[key] = (refs, list(schemas), sigs)
-    return sigs
-
-
-def _tool_schema(tool: Any) -> dict[str, Any]:
-    entry = _SCHEMAS.get(id(tool))
-    desc = getattr(tool, "description", None)
-    if entry is not None and entry[0]() is tool and entry[1] == desc:
-        return entry[2]
-    from langchain_core.utils.function_calling import convert_to_openai_tool
-
-    try:
-        schema = convert_to_openai_tool(tool)
-    except Exception:  # noqa: BLE001
-        return {"name": getattr(tool, "name", repr(tool))}
-    try:
-        ref: Any = weakref.ref(tool)
-    except TypeError:  # a dict or another value that cannot be weakly referenced
-        return schema
-    if len(_SCHEMAS) > 4096:
-        _SCHEMAS.clear()
-    _SCHEMAS[id(tool)] = (ref, desc, schema)
-    return schema

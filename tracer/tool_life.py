@@ -20,9 +20,10 @@ from __future__ import annotations
 import inspect
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, get_args, get_origin
+from typing import TYPE_CHECKING, Any, cast, get_args, get_origin
 
 if TYPE_CHECKING:
+    from .payloads import ErrorPayload, Signature, ToolEnterPayload, ToolExitPayload
     from .replay import Replay
 
 # -- write side --------------------------------------------------------------------
@@ -104,11 +105,11 @@ def _schema_params(schema: Any) -> tuple[str | None, set[str]]:
     return fn.get("name"), set(props) if isinstance(props, dict) else set()
 
 
-def signatures(tools: Any, schemas: Any) -> dict[str, dict[str, Any]]:
+def signatures(tools: Any, schemas: Any) -> dict[str, Signature]:
     """For each tool with a readable signature: ``{"signature": text, "hidden": [...]}``,
     ``hidden`` being the parameters the model's schema leaves out (injected)."""
     props = dict(_schema_params(s) for s in schemas or ())
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, Signature] = {}
     for tool in tools or ():
         if isinstance(tool, dict):
             continue  # a provider's built-in tool: no Python behind it
@@ -201,14 +202,16 @@ class ToolLife:
 
 
 def _outcome(ev: Any, caption: str = "") -> str | None:
-    p = ev.payload if isinstance(ev.payload, dict) else {}
     if ev.phase == "error":
+        err: ErrorPayload | dict[str, Any] = ev.payload if isinstance(ev.payload, dict) else {}
         # What became of the exception is the step's caption's (read from the record).
-        return caption or f"Raised {p.get('error', 'an exception')}."
+        return caption or f"Raised {err.get('error', 'an exception')}."
     if ev.phase == "interrupt":
         return "Paused for a human (an interrupt) inside the call."
     if ev.phase != "exit":
         return None
+    # (a payload read back from JSON is what the writer built: ``ToolExitPayload``)
+    p = cast("ToolExitPayload", ev.payload if isinstance(ev.payload, dict) else {})
     if p.get("status") == "error":
         path = ERROR_PATHS.get(str(p.get("error_path")), "")
         return "Came back as an error ToolMessage" + (f": {path}." if path else ".")
@@ -236,7 +239,7 @@ def tool_life(replay: Replay, index: int) -> ToolLife | None:
         e = st.event
         if e.tool_call_id != tcid or e.hook not in TOOL_HOOKS:
             continue
-        p = e.payload if isinstance(e.payload, dict) else {}
+        p: ToolEnterPayload | dict[str, Any] = e.payload if isinstance(e.payload, dict) else {}
         if e.phase == "enter" and enter is None:
             enter, name, args = e, p.get("name"), p.get("args")
         elif e.phase in ("exit", "error", "interrupt") and e.hook == ev.hook:
