@@ -26,10 +26,10 @@ from .recorder import (
     RunState,
     begin_lap,
     end_lap,
-    message_key,
     note_request,
     user_metadata,
 )
+from .records import message_key
 from .redact import Redactor
 from .store import on_event_loop
 

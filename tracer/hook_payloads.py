@@ -240,7 +240,7 @@ class RequestPayload:
         run = self.run
         payload: ModelEnterPayload = {"messages": self.n}
         if self.rewrite is not None:
-            payload.update(self.rewrite)  # type: ignore[typeddict-item]  # message_keys, inline_*
+            payload.update(self.rewrite)  # (message_keys, inline_*)
         tools = self.tools
         tools_key = hash(tuple(id(t) for t in tools))
         note_request(run, payload, system=self.system, tools=tools, tools_key=tools_key,

@@ -74,7 +74,7 @@ def wraps_calls(mw: Any) -> bool:
                       "awrap_tool_call")
 
 
-class LayerProbe(AgentMiddleware):  # type: ignore[type-arg]
+class LayerProbe(AgentMiddleware):
     """Just inside ``layer``: records what ``layer`` did to the calls passing through."""
 
     def __init__(self, trace: _TraceBase, layer: Any) -> None:
@@ -90,7 +90,7 @@ class LayerProbe(AgentMiddleware):  # type: ignore[type-arg]
         self._tools = _overrides(layer, "wrap_tool_call", "awrap_tool_call")
 
     @property
-    def name(self) -> str:  # type: ignore[override]
+    def name(self) -> str:
         return self._name
 
     # -- model calls ----------------------------------------------------------

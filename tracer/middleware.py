@@ -48,7 +48,7 @@ from .store import on_event_loop
 from .watch import watch
 
 
-class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
+class _TraceBase(AgentMiddleware):
     """The recording machinery shared by ``TraceMiddleware`` and its lean twin."""
 
     def __init__(self, *, db: str | os.PathLike[str] = "looptrace.db", name: str | None = None,
@@ -75,7 +75,7 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
         self._watcher = watch(self)
 
     @property
-    def name(self) -> str:  # type: ignore[override]
+    def name(self) -> str:
         return self._name
 
     # -- public helpers -----------------------------------------------------

@@ -620,10 +620,12 @@ def _tool_message_json(v: Any) -> dict[str, Any] | None:
     if not isinstance(v, dict):
         return None
     if v.get("type") == "tool" and isinstance(v.get("data"), dict):
-        return v["data"]
+        data: dict[str, Any] = v["data"]
+        return data
     if v.get("lc") == 1 and isinstance(v.get("kwargs"), dict) and str(
             (v.get("id") or [""])[-1]).endswith("ToolMessage"):
-        return v["kwargs"]
+        kwargs: dict[str, Any] = v["kwargs"]
+        return kwargs
     if v.get("type") == "tool" and "tool_call_id" in v:
         return v
     return None

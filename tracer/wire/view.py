@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from ..loader import Event, Run
+from ..records import MODEL_HOOKS
 from ..replay import Replay
 from .annotate import ASPECTS, Annotation, annotate_request, annotate_response
 from .providers import PROVIDERS, Reply, ToolCall, get_format
 from .render import (
-    MODEL_HOOKS,
     ModelCall,
     RenderError,
     call_at,
