@@ -34,6 +34,7 @@ from .tool_life import signatures
 
 if TYPE_CHECKING:
     from langchain.agents.middleware import ModelRequest, ToolCallRequest
+    from langchain_core.runnables import RunnableConfig
     from langchain_core.tools import BaseTool
 
     from .recorder import Recorder, RunState
@@ -98,7 +99,7 @@ def interrupt_payload(exc: GraphInterrupt) -> InterruptPayload:
     return {"interrupts": interrupt_items(items)}
 
 
-def resume_payload(config: dict[str, Any]) -> ResumePayload | None:
+def resume_payload(config: RunnableConfig) -> ResumePayload | None:
     """The values a resumed invocation was given (``Command(resume=...)``).
 
     Args:

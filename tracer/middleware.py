@@ -1,4 +1,15 @@
-"""``TraceMiddleware``: records every hook firing of a ``create_agent`` loop."""
+"""``TraceMiddleware``: records every hook firing of a ``create_agent`` loop.
+
+This module is the hook adapter: it decides when to record and into which run;
+what each event records is built by ``tracer.hook_payloads``.
+
+The ``Any`` left here are of two kinds. LangChain's type parameters
+(``AgentState[Any]``, ``Runtime[Any]``, ``ModelRequest[Any]``, ``ModelResponse[Any]``,
+``Command[Any]``, ``AgentMiddleware[Any, Any]``, ``Runnable[Any, Any]``) stand for
+the user's context, state and response types: the tracer wraps any agent and reads
+none of them. And ``__new__`` / ``LeanTraceMiddleware.__init__`` pass the
+constructor's keyword arguments through unchanged.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +20,7 @@ import threading
 import time
 import weakref
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain.agents.middleware import (
     AgentMiddleware,
@@ -47,6 +58,18 @@ from .redact import Redactor
 from .store import on_event_loop
 from .watch import watch
 
+if TYPE_CHECKING:
+    from contextvars import Token
+
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.runnables import Runnable, RunnableConfig
+
+    from .callbacks import TraceCallbackHandler
+
+# What a wrap hook's enter returns, for its exit: the run, the start time (and for a
+# tool call, the asyncio task or thread it ran in).
+_Entered = tuple["RunState", float] | tuple["RunState", float, str]
+
 
 class _TraceBase(AgentMiddleware):
     """The recording machinery shared by ``TraceMiddleware`` and its lean twin."""
@@ -65,9 +88,10 @@ class _TraceBase(AgentMiddleware):
         redactor = Redactor(extra_patterns=patterns, enabled=redact) if (
             patterns or not redact) else None
         self.recorder = Recorder(db, redactor=redactor)
-        self._runs: dict[int, tuple[weakref.ref[Any], RunState]] = {}
+        # id(the invocation's stream writer) -> (a reference to it, its run)
+        self._runs: dict[int, tuple[Callable[[], object], RunState]] = {}
         self._lock = threading.Lock()
-        self._handler: Any = None
+        self._handler: TraceCallbackHandler | None = None
         self._layered = False  # probes inside the other layers (see ``around``)
         self._below: dict[str, str | None] = {}  # the first layer inside, per kind of call
         self._around: list[str] = []  # the names ``around`` put in order
@@ -79,20 +103,31 @@ class _TraceBase(AgentMiddleware):
         return self._name
 
     # -- public helpers -----------------------------------------------------
-    def callback_handler(self) -> Any:
-        """A ``TraceCallbackHandler`` writing into the same runs as this middleware."""
+    def callback_handler(self) -> TraceCallbackHandler:
+        """A ``TraceCallbackHandler`` writing into the same runs as this middleware.
+
+        Returns:
+            The handler (one per middleware, made on first use).
+        """
         if self._handler is None:
             from .callbacks import TraceCallbackHandler
 
             self._handler = TraceCallbackHandler(recorder=self.recorder, middleware=self)
         return self._handler
 
-    def attach(self, agent: Any) -> Any:
+    def attach(self, agent: Runnable[Any, Any]) -> Runnable[Any, Any]:
         """Return ``agent`` bound with the callback handler: hooks AND callbacks, one run.
 
         Use it for Deep Agents so subagent runs are recorded nested under the parent.
         The agent's middleware stack is read here, once (``tracer.agent_stack``), and
         written with the start of each of its runs.
+
+        Args:
+            agent: the compiled agent (``create_agent``, ``create_deep_agent``) or any
+                LangGraph runnable.
+
+        Returns:
+            ``agent.with_config(callbacks=[handler])``.
         """
         handler = self.callback_handler()
         from .agent_stack import agent_stack
@@ -100,7 +135,7 @@ class _TraceBase(AgentMiddleware):
         handler.note_stack(agent, agent_stack(agent, self._around))
         return agent.with_config(callbacks=[handler])
 
-    def around(self, *middleware: Any) -> list[Any]:
+    def around(self, *middleware: AgentMiddleware[Any, Any]) -> list[AgentMiddleware[Any, Any]]:
         """The middleware list for ``create_agent``: this tracer first (the outermost
         layer), then ``middleware``, with a probe just inside each one that wraps
         model or tool calls, so the record shows what each layer changed, one at a
@@ -113,9 +148,15 @@ class _TraceBase(AgentMiddleware):
             agent = create_agent(model, tools, middleware=trace.around(
                 PIIMiddleware("email"), ContextEditingMiddleware(), ModelFallbackMiddleware(m2)))
             ```
+
+        Args:
+            *middleware: the agent's other middleware, outermost first.
+
+        Returns:
+            The list to pass as ``create_agent(middleware=...)``.
         """
         self._layered = True
-        out: list[Any] = [self]
+        out: list[AgentMiddleware[Any, Any]] = [self]
         probes: list[LayerProbe] = []
         for mw in middleware:
             out.append(mw)
@@ -143,7 +184,7 @@ class _TraceBase(AgentMiddleware):
         self.recorder.writer.close()
 
     # -- run identity -------------------------------------------------------
-    def _run(self, runtime: Any, state: Any, *, starting: bool = False) -> RunState:
+    def _run(self, runtime: object, state: object, *, starting: bool = False) -> RunState:
         """The run of the invocation ``runtime`` belongs to (one per invoke)."""
         writer = getattr(runtime, "stream_writer", None)
         key = id(writer)
@@ -164,13 +205,13 @@ class _TraceBase(AgentMiddleware):
             run.owner = key
             return run
 
-    def _known(self, runtime: Any) -> bool:
+    def _known(self, runtime: object) -> bool:
         """The invocation of ``runtime`` has its run already (no lookup needed)."""
         writer = getattr(runtime, "stream_writer", None)
         entry = self._runs.get(id(writer))
         return entry is not None and entry[0]() is writer
 
-    async def _arun(self, runtime: Any) -> None:
+    async def _arun(self, runtime: object) -> None:
         """On the event loop, before an async hook: when finding the run may read the
         file (a thread resumed after this process forgot its pause), do that in a
         worker thread, so that the hook itself then finds the run in memory."""
@@ -183,7 +224,7 @@ class _TraceBase(AgentMiddleware):
         except Exception as exc:  # noqa: BLE001
             self.recorder.writer._warn("hook", f"looptrace failed finding the run: {exc!r}")
 
-    def _new_or_resumed(self, runtime: Any, starting: bool) -> RunState:
+    def _new_or_resumed(self, runtime: object, starting: bool) -> RunState:
         info = getattr(runtime, "execution_info", None)
         thread_id = getattr(info, "thread_id", None)
         config = _config()
@@ -197,8 +238,8 @@ class _TraceBase(AgentMiddleware):
         run.watched = self._watcher.claim(config, self, run)
         return run
 
-    def _open_run(self, runtime: Any, starting: bool, thread_id: Any,
-                  config: dict[str, Any]) -> RunState:
+    def _open_run(self, runtime: object, starting: bool, thread_id: object,
+                  config: RunnableConfig) -> RunState:
         if not starting and thread_id:
             resume = resume_payload(config)
             # Not starting at before_agent means a resumed thread (lean mode has no
@@ -222,7 +263,7 @@ class _TraceBase(AgentMiddleware):
         self.recorder.defer_messages(run)
         return run
 
-    def _handler_run(self, config: dict[str, Any]) -> RunState | None:
+    def _handler_run(self, config: RunnableConfig) -> RunState | None:
         cbs = config.get("callbacks")
         parent = getattr(cbs, "parent_run_id", None)
         if parent is None:
@@ -335,7 +376,7 @@ class _TraceBase(AgentMiddleware):
         except Exception as exc:  # noqa: BLE001
             self.recorder.writer._warn("model", f"looptrace failed in wrap_model_call: {exc!r}")
 
-    def _error(self, pre: tuple[Any, ...] | None, hook: str, exc: BaseException,
+    def _error(self, pre: _Entered | None, hook: str, exc: BaseException,
                tool_call_id: str | None = None,
                request: ToolCallRequest | None = None) -> None:
         if pre is None:
@@ -403,8 +444,8 @@ class _TraceBase(AgentMiddleware):
         return response
 
     # -- with probes in the other layers (``around``) ----------------------
-    def _frame(self, pre: Any, request: ModelRequest[Any] | ToolCallRequest,
-               hook: str) -> tuple[Frame, Any] | None:
+    def _frame(self, pre: _Entered | None, request: ModelRequest[Any] | ToolCallRequest,
+               hook: str) -> tuple[Frame, Token[Frame | None]] | None:
         """The frame the first probe inside reads (the request as this layer passed it
         down), set in the call's context; with its token, to reset it after the call."""
         if pre is None:
@@ -525,7 +566,7 @@ class TraceMiddleware(_TraceBase):
 
     def __new__(cls, *args: Any, lean: bool = False, **kwargs: Any) -> Any:
         if lean and cls is TraceMiddleware:
-            obj: Any = object.__new__(LeanTraceMiddleware)
+            obj: Any = object.__new__(LeanTraceMiddleware)  # (not a TraceMiddleware: Any)
             obj.__init__(*args, **kwargs)
             return obj
         return object.__new__(cls)
@@ -606,10 +647,10 @@ def _error_handled(rec: Recorder, run: RunState) -> None:
     rec.writer.put(RunRecord(run.id, {"status": "running", "error": None, "ended_at": None}))
 
 
-def _config() -> dict[str, Any]:
+def _config() -> RunnableConfig:
     """The invocation's config (empty outside a LangGraph run)."""
     try:
-        return get_config()  # type: ignore[return-value]  # RunnableConfig: a TypedDict, a dict
+        return get_config()
     except Exception:  # noqa: BLE001 - e.g. called outside a runnable context
         return {}
 
@@ -622,10 +663,11 @@ def _task_name() -> str:
     return threading.current_thread().name
 
 
-_MODEL_NAMES: dict[int, tuple[Any, str, str | None]] = {}
+# id(model) -> (a reference to it, its name, its provider): asked once per model object.
+_MODEL_NAMES: dict[int, tuple[weakref.ref[BaseChatModel], str, str | None]] = {}
 
 
-def _model_names(run: RunState, model: Any) -> None:
+def _model_names(run: RunState, model: BaseChatModel) -> None:
     entry = _MODEL_NAMES.get(id(model))
     if entry is not None and entry[0]() is model:
         run.model, run.provider = entry[1], entry[2]
