@@ -6,19 +6,8 @@ import json
 from collections.abc import Iterable
 from typing import Any, cast
 
-from .base import (
-    MalformedStream,
-    Msg,
-    Reply,
-    Request,
-    ToolCall,
-    WireFormat,
-    _json_object,
-    _pieces,
-    _sse_data,
-    loads_args,
-    text_of,
-)
+from . import base as common
+from .base import MalformedStream, Msg, Reply, Request, ToolCall, WireFormat
 
 
 class AnthropicFormat(WireFormat):
@@ -33,7 +22,7 @@ class AnthropicFormat(WireFormat):
         msgs: list[Msg] = []
         system = body.get("system")
         if system:
-            msgs.append(Msg("system", text_of(system)))
+            msgs.append(Msg("system", common.text_of(system)))
         for m in body.get("messages") or []:
             content = m.get("content")
             blocks = content if isinstance(content, list) else [{"type": "text",
@@ -43,12 +32,12 @@ class AnthropicFormat(WireFormat):
                                        cast("dict[str, Any]", b.get("input")
                                             if isinstance(b.get("input"), dict) else {}))
                               for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use")
-                msgs.append(Msg("assistant", text_of(blocks), calls))
+                msgs.append(Msg("assistant", common.text_of(blocks), calls))
                 continue
             texts = []
             for b in blocks:
                 if isinstance(b, dict) and b.get("type") == "tool_result":
-                    msgs.append(Msg("tool", text_of(b.get("content")),
+                    msgs.append(Msg("tool", common.text_of(b.get("content")),
                                     tool_call_id=b.get("tool_use_id"),
                                     is_error=bool(b.get("is_error"))))
                 elif isinstance(b, dict) and b.get("type") == "text":
@@ -91,7 +80,7 @@ class AnthropicFormat(WireFormat):
                                                   "content_block": {"type": "text", "text": ""}}))
             out += [ev("content_block_delta", {"index": i, "delta": {"type": "text_delta",
                                                                      "text": p}})
-                    for p in _pieces(reply.text)]
+                    for p in common.pieces(reply.text)]
             out.append(ev("content_block_stop", {"index": i}))
             i += 1
         for c in reply.tool_calls:
@@ -116,10 +105,10 @@ class AnthropicFormat(WireFormat):
         blocks: dict[int, dict[str, Any]] = {}
         partial: dict[int, str] = {}
         for block in chunks:
-            event, data = _sse_data(block)
+            event, data = common.sse_data(block)
             if not data:
                 continue
-            d = _json_object(data, "Anthropic stream event")
+            d = common.json_object(data, "Anthropic stream event")
             kind = d.get("type")
             if kind == "message_start":
                 message = dict(d.get("message") or {})
@@ -136,7 +125,7 @@ class AnthropicFormat(WireFormat):
             elif kind == "content_block_stop":
                 idx = int(d["index"])
                 if idx in partial:
-                    blocks[idx]["input"] = loads_args(partial.pop(idx))
+                    blocks[idx]["input"] = common.loads_args(partial.pop(idx))
             elif kind == "message_delta":
                 if message is None:
                     message = {}

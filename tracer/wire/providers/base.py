@@ -72,7 +72,7 @@ class Request:
     previous_response_id: str | None = None
 
 
-def _pieces(text: str, n: int = 3) -> list[str]:
+def pieces(text: str, n: int = 3) -> list[str]:
     """Split ``text`` into up to ``n`` pieces (the deltas of a stream)."""
     if not text:
         return []
@@ -143,7 +143,7 @@ class WireFormat:
     stop_path: tuple[Any, ...] = ()
 
 
-def _json_object(text: str, what: str) -> dict[str, Any]:
+def json_object(text: str, what: str) -> dict[str, Any]:
     """``text`` parsed as a JSON object, or ``MalformedStream`` saying what it was."""
     try:
         value = json.loads(text)
@@ -156,7 +156,7 @@ def _json_object(text: str, what: str) -> dict[str, Any]:
     return value
 
 
-def _sse_data(block: str) -> tuple[str | None, str]:
+def sse_data(block: str) -> tuple[str | None, str]:
     event = None
     data = []
     for line in block.splitlines():

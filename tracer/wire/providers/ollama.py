@@ -7,18 +7,8 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from .base import (
-    MalformedStream,
-    Msg,
-    Reply,
-    Request,
-    ToolCall,
-    WireFormat,
-    _json_object,
-    _pieces,
-    loads_args,
-    text_of,
-)
+from . import base as common
+from .base import MalformedStream, Msg, Reply, Request, ToolCall, WireFormat
 
 
 class OllamaFormat(WireFormat):
@@ -45,16 +35,16 @@ class OllamaFormat(WireFormat):
             if role == "assistant":
                 calls = tuple(ToolCall(str(c.get("id") or ""),
                                        (c.get("function") or {}).get("name") or "",
-                                       loads_args((c.get("function") or {}).get("arguments")))
+                                       common.loads_args((c.get("function") or {}).get("arguments")))
                               for c in m.get("tool_calls") or [])
-                msgs.append(Msg("assistant", text_of(m.get("content")), calls))
+                msgs.append(Msg("assistant", common.text_of(m.get("content")), calls))
             elif role == "tool":
-                msgs.append(Msg("tool", text_of(m.get("content")),
+                msgs.append(Msg("tool", common.text_of(m.get("content")),
                                 tool_call_id=m.get("tool_call_id") or None))
             elif role == "system":
-                msgs.append(Msg("system", text_of(m.get("content"))))
+                msgs.append(Msg("system", common.text_of(m.get("content"))))
             else:
-                msgs.append(Msg("user", text_of(m.get("content"))))
+                msgs.append(Msg("user", common.text_of(m.get("content"))))
         tools = [(t.get("function") or {}).get("name", "") for t in body.get("tools") or []]
         # Ollama streams unless told not to.
         return Request("ollama", str(body.get("model") or ""), msgs, tools,
@@ -86,7 +76,7 @@ class OllamaFormat(WireFormat):
                                "message": {"role": "assistant", **message},
                                "done": False, **extra}) + "\n"
 
-        out = [line({"content": p}) for p in _pieces(reply.text)]
+        out = [line({"content": p}) for p in common.pieces(reply.text)]
         if reply.tool_calls:
             out.append(line({"content": "", "tool_calls": self._calls(reply)}))
         last = json.loads(line({"content": ""}))
@@ -103,7 +93,7 @@ class OllamaFormat(WireFormat):
         last: dict[str, Any] | None = None
         role = "assistant"
         for n, ln in enumerate(chunks):
-            part = _json_object(ln, f"Ollama NDJSON line {n + 1}")
+            part = common.json_object(ln, f"Ollama NDJSON line {n + 1}")
             if part.get("error"):
                 msg = f"Ollama stream error: {part['error']}"
                 raise MalformedStream(msg)

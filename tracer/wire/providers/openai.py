@@ -6,19 +6,8 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from .base import (
-    MalformedStream,
-    Msg,
-    Reply,
-    Request,
-    ToolCall,
-    WireFormat,
-    _json_object,
-    _pieces,
-    _sse_data,
-    loads_args,
-    text_of,
-)
+from . import base as common
+from .base import MalformedStream, Msg, Reply, Request, ToolCall, WireFormat
 
 
 class OpenAIFormat(WireFormat):
@@ -34,18 +23,18 @@ class OpenAIFormat(WireFormat):
         for m in body.get("messages") or []:
             role = m.get("role")
             if role in ("system", "developer"):
-                msgs.append(Msg("system", text_of(m.get("content"))))
+                msgs.append(Msg("system", common.text_of(m.get("content"))))
             elif role == "assistant":
                 calls = tuple(
                     ToolCall(c.get("id") or "", (c.get("function") or {}).get("name") or "",
-                             loads_args((c.get("function") or {}).get("arguments")))
+                             common.loads_args((c.get("function") or {}).get("arguments")))
                     for c in m.get("tool_calls") or [])
-                msgs.append(Msg("assistant", text_of(m.get("content")), calls))
+                msgs.append(Msg("assistant", common.text_of(m.get("content")), calls))
             elif role == "tool":
-                msgs.append(Msg("tool", text_of(m.get("content")),
+                msgs.append(Msg("tool", common.text_of(m.get("content")),
                                 tool_call_id=m.get("tool_call_id")))
             else:
-                msgs.append(Msg("user", text_of(m.get("content"))))
+                msgs.append(Msg("user", common.text_of(m.get("content"))))
         tools = [(t.get("function") or {}).get("name", "") for t in body.get("tools") or []]
         opts = body.get("stream_options") or {}
         return Request("openai", str(body.get("model") or ""), msgs, tools,
@@ -87,7 +76,7 @@ class OpenAIFormat(WireFormat):
 
         out = [chunk({"role": "assistant", "content": "" if not reply.tool_calls or reply.text
                       else None, "refusal": None})]
-        out += [chunk({"content": p}) for p in _pieces(reply.text)]
+        out += [chunk({"content": p}) for p in common.pieces(reply.text)]
         for i, c in enumerate(reply.tool_calls):
             out.append(chunk({"tool_calls": [{"index": i, "id": c.id, "type": "function",
                                               "function": {"name": c.name, "arguments": ""}}]}))
@@ -111,13 +100,13 @@ class OpenAIFormat(WireFormat):
         usage = None
         saw_done = False
         for block in chunks:
-            _event, data = _sse_data(block)
+            _event, data = common.sse_data(block)
             if not data:
                 continue
             if data.strip() == "[DONE]":
                 saw_done = True
                 continue
-            c = _json_object(data, "OpenAI stream chunk")
+            c = common.json_object(data, "OpenAI stream chunk")
             for k in ("id", "created", "model", "system_fingerprint"):
                 if k in c:
                     final[k] = c[k]

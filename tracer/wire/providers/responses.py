@@ -6,19 +6,8 @@ import json
 from collections.abc import Iterable
 from typing import Any, cast
 
-from .base import (
-    MalformedStream,
-    Msg,
-    Reply,
-    Request,
-    ToolCall,
-    WireFormat,
-    _json_object,
-    _pieces,
-    _sse_data,
-    loads_args,
-    text_of,
-)
+from . import base as common
+from .base import MalformedStream, Msg, Reply, Request, ToolCall, WireFormat
 
 
 class ResponsesFormat(WireFormat):
@@ -51,7 +40,7 @@ class ResponsesFormat(WireFormat):
     def read_request(self, body: dict[str, Any]) -> Request:
         msgs: list[Msg] = []
         if body.get("instructions"):
-            msgs.append(Msg("system", text_of(body["instructions"])))
+            msgs.append(Msg("system", common.text_of(body["instructions"])))
         for item in self._items(body):
             if isinstance(item, dict):
                 self._read_item(item, msgs)
@@ -69,17 +58,17 @@ class ResponsesFormat(WireFormat):
         if kind == "message":
             role = {"system": "system", "developer": "system",
                     "assistant": "assistant"}.get(cast("Any", item.get("role")), "user")
-            msgs.append(Msg(role, text_of(item.get("content"))))
+            msgs.append(Msg(role, common.text_of(item.get("content"))))
         elif kind == "function_call":
             call = ToolCall(str(item.get("call_id") or ""), str(item.get("name") or ""),
-                            loads_args(item.get("arguments")))
+                            common.loads_args(item.get("arguments")))
             if msgs and msgs[-1].role == "assistant":
                 last = msgs.pop()
                 msgs.append(Msg("assistant", last.text, (*last.tool_calls, call)))
             else:
                 msgs.append(Msg("assistant", "", (call,)))
         elif kind == "function_call_output":
-            msgs.append(Msg("tool", text_of(item.get("output")),
+            msgs.append(Msg("tool", common.text_of(item.get("output")),
                             tool_call_id=item.get("call_id")))
 
     def _items(self, body: dict[str, Any]) -> list[Any]:
@@ -142,7 +131,7 @@ class ResponsesFormat(WireFormat):
                 ev("response.output_item.added", output_index=n,
                    item={**item, "status": "in_progress", "content": []})
                 ev("response.content_part.added", **where, content_index=0, part=self._part(""))
-                for p in _pieces(text):
+                for p in common.pieces(text):
                     ev("response.output_text.delta", **where, content_index=0, delta=p,
                        logprobs=[])
                 ev("response.output_text.done", **where, content_index=0, text=text, logprobs=[])
@@ -165,10 +154,10 @@ class ResponsesFormat(WireFormat):
         response: dict[str, Any] | None = None
         items: dict[int, dict[str, Any]] = {}
         for block in chunks:
-            event, data = _sse_data(block)
+            event, data = common.sse_data(block)
             if not data or data.strip() == "[DONE]":
                 continue
-            d = _json_object(data, "Responses stream event")
+            d = common.json_object(data, "Responses stream event")
             kind = str(d.get("type") or event or "")
             if kind in ("response.completed", "response.incomplete"):
                 return dict(d.get("response") or {})
