@@ -616,7 +616,15 @@ def end_invocation(rec: Recorder, run: RunState, error: BaseException | None,
     """End ``run`` as its invocation ended: completed, paused by an interrupt (the
     interrupt recorded unless the tracer's own wrap hook did), or failed (an
     ``error`` event at the node where the exception surfaced, as the callback
-    handler records it, then the run's own)."""
+    handler records it, then the run's own).
+
+    Args:
+        rec: the recorder.
+        run: the run to end.
+        error: the exception the invocation ended with, if any.
+        node: the graph node it surfaced at first, and when.
+        pause: the interrupt that paused it, if any.
+    """
     if isinstance(error, GraphInterrupt):  # (a subgraph's pause comes up as an exception)
         pause, error = error, None
     if error is None:

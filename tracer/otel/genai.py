@@ -93,8 +93,16 @@ class GenaiResult:
 
 
 def runs_from_spans(spans: list[Span], db_path: str) -> tuple[list[str], int]:
-    """Write the runs ``spans`` show into ``db_path``; return (run ids, spans skipped
-    plus malformed pieces left out)."""
+    """Write the runs ``spans`` show into ``db_path``.
+
+    Args:
+        spans: the spans of one batch, any order.
+        db_path: the looptrace file to write into (created if missing).
+
+    Returns:
+        The run ids written, and how many spans were skipped plus malformed pieces
+        left out.
+    """
     result = convert(spans, db_path)
     return result.run_ids, result.skipped + result.unreadable
 
@@ -102,7 +110,16 @@ def runs_from_spans(spans: list[Span], db_path: str) -> tuple[list[str], int]:
 def convert(spans: Iterable[Span], db_path: str, *,
             recorder: Recorder | None = None) -> GenaiResult:
     """Write the runs ``spans`` show into ``db_path`` (see the module's docstring), in
-    one pass: runs still waiting for their next model call are ended."""
+    one pass: runs still waiting for their next model call are ended.
+
+    Args:
+        spans: the spans of one batch, any order.
+        db_path: the looptrace file to write into.
+        recorder: the recorder to write through (default: a new one on ``db_path``).
+
+    Returns:
+        What was written and what was left out (``GenaiResult``).
+    """
     importer = SpanImporter(db_path, recorder=recorder)
     result = importer.add(spans)
     importer.close()
@@ -149,13 +166,24 @@ class SpanImporter:
         self.lock = threading.Lock()
 
     def add(self, spans: Iterable[Span]) -> GenaiResult:
-        """Write the runs ``spans`` show (see the module's docstring)."""
+        """Write the runs ``spans`` show (see the module's docstring).
+
+        Args:
+            spans: the spans of one trace (or more), any order.
+
+        Returns:
+            What this call wrote and left out.
+        """
         with self.lock:
             return self._add(spans)
 
     def forget(self, trace_ids: Iterable[str]) -> None:
         """Traces whose runs are final: the same trace id given again (late, or by
-        another client) makes runs of its own, never replaces these."""
+        another client) makes runs of its own, never replaces these.
+
+        Args:
+            trace_ids: the traces to let go of.
+        """
         with self.lock:
             for tid in trace_ids:
                 self.traces.pop(tid, None)

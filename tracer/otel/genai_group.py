@@ -31,7 +31,14 @@ AGENT, CHAT, TOOL, CHAIN, CREATE, OTHER, LOST = (
 
 def kind_of(s: Span) -> str:
     """What a span is to looptrace: agent, chat, tool, chain (OpenInference
-    structure), create (``create_agent``) or other."""
+    structure), create (``create_agent``) or other.
+
+    Args:
+        s: the span.
+
+    Returns:
+        One of ``AGENT``, ``CHAT``, ``TOOL``, ``CHAIN``, ``CREATE``, ``OTHER``.
+    """
     op = lower(s.attributes.get("gen_ai.operation.name"))
     oi = (lower(s.attributes.get("openinference.span.kind")) or "").upper()
     if op == "invoke_agent":
@@ -75,8 +82,15 @@ class SpanNode:
 
 
 def span_tree(spans: Sequence[Span]) -> tuple[list[SpanNode], list[SpanNode]]:
-    """(top nodes, all span nodes). Spans whose parent did not arrive and that share
-    that parent are put under one stand-in (``LOST``) for it."""
+    """The spans as a tree. Spans whose parent did not arrive and that share that
+    parent are put under one stand-in (``LOST``) for it.
+
+    Args:
+        spans: the spans of a batch.
+
+    Returns:
+        The top nodes, and every span's node.
+    """
     nodes: dict[tuple[str, str], SpanNode] = {}
     for s in spans:
         nodes[(s.trace_id, s.span_id)] = SpanNode(s, kind_of(s), s.trace_id)
@@ -308,8 +322,16 @@ def group_loose(chats: list[Chat], tools: list[ToolRun], existing: list[Plan]) -
     """Model calls no agent span holds, joined by conversation: a call continues the run
     (of this batch, or ``existing``) whose last call and reply its messages extend (the
     longest such; the same trace first). Calls without content go with a run of their
-    trace; tool spans with the run whose call they answer. Returns the runs given
-    something (new ones, and existing ones that go on)."""
+    trace; tool spans with the run whose call they answer.
+
+    Args:
+        chats: the model calls no agent span holds.
+        tools: the tool spans no agent span holds.
+        existing: loose runs of earlier batches that a call may continue.
+
+    Returns:
+        The runs given something (new ones, and existing ones that go on).
+    """
     groups = list(existing)
     touched: list[Plan] = []
     by_trace: dict[str, list[Plan]] = {}

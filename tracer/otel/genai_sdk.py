@@ -14,7 +14,15 @@ from .spans import Span, SpanEvent
 def from_sdk(spans: Iterable[Any], logs: Iterable[Any] = ()) -> list[Span]:
     """The SDK's ``ReadableSpan``s (an ``InMemorySpanExporter``'s, a span processor's)
     as ``Span``s; ``logs`` (the SDK's log records, e.g. an ``InMemoryLogExporter``'s)
-    that belong to one of them become span events on it (``attach_logs``)."""
+    that belong to one of them become span events on it (``attach_logs``).
+
+    Args:
+        spans: the SDK's ``ReadableSpan`` objects.
+        logs: the SDK's log records (``LogData`` or ``ReadableLogRecord``).
+
+    Returns:
+        The spans, with the logs that belong to them as events.
+    """
     out = [_sdk_span(s) for s in spans]
     attach_logs(out, (_sdk_log(r) for r in logs))
     return out
@@ -23,7 +31,17 @@ def from_sdk(spans: Iterable[Any], logs: Iterable[Any] = ()) -> list[Span]:
 def log_event(name: str | None, time: float, attributes: Mapping[str, Any] | None,
               body: Any) -> SpanEvent:
     """A log record (an OpenTelemetry *event*: ``event_name`` + body) as a span event:
-    its attributes, and its body under ``body``."""
+    its attributes, and its body under ``body``.
+
+    Args:
+        name: the record's event name (else its ``event.name`` attribute, else ``log``).
+        time: when it was emitted, in seconds.
+        attributes: its attributes.
+        body: its body (the event's content), if any.
+
+    Returns:
+        The span event.
+    """
     attrs = dict(attributes or {})
     name = name or attrs.get("event.name") or "log"
     if body is not None:
@@ -32,8 +50,15 @@ def log_event(name: str | None, time: float, attributes: Mapping[str, Any] | Non
 
 
 def attach_logs(spans: list[Span], logs: Iterable[tuple[str, str | None, SpanEvent]]) -> int:
-    """Put each log event ``(trace_id, span_id, event)`` on its span; return how many
-    found no span (no span id, or a span not in ``spans``)."""
+    """Put each log event on its span, in time order.
+
+    Args:
+        spans: the spans to put them on (changed in place).
+        logs: ``(trace_id, span_id, event)`` for each log event.
+
+    Returns:
+        How many found no span (no span id, or a span not in ``spans``).
+    """
     by_id = {(s.trace_id, s.span_id): s for s in spans}
     lost = 0
     touched: set[int] = set()

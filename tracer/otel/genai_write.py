@@ -164,7 +164,15 @@ def _call_summary(c: Chat) -> dict[str, Any]:
 
 def write_plan(plan: Plan, rec: Recorder, probs: Problems, creates: list[SpanNode],
            used: set[int]) -> None:
-    """Write (or, for a loose run given more calls, continue) the run of ``plan``."""
+    """Write (or, for a loose run given more calls, continue) the run of ``plan``.
+
+    Args:
+        plan: the run to write (its ``builder`` is set here on first write).
+        rec: the recorder to write through.
+        probs: what was unreadable, for the run's metadata.
+        creates: the ``create_agent`` spans of the batch (where an agent's name is).
+        used: ``id()`` of the ``create`` spans already used, shared across plans.
+    """
     root = plan.root
     agent = _agent_name(plan)
     meta = _metadata(plan, probs, creates)

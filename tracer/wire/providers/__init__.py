@@ -33,7 +33,14 @@ FORMATS: dict[str, WireFormat] = {f.name: f for f in (OpenAIFormat(), ResponsesF
 
 
 def format_for_path(path: str) -> WireFormat | None:
-    """The wire format whose endpoint ``path`` ends with (query string ignored)."""
+    """The wire format whose endpoint ``path`` ends with (query string ignored).
+
+    Args:
+        path: a request's path.
+
+    Returns:
+        The format, or ``None`` for a path of no known provider.
+    """
     p = path.split("?", 1)[0].rstrip("/")
     for f in FORMATS.values():
         if p.endswith(f.path):
@@ -42,7 +49,17 @@ def format_for_path(path: str) -> WireFormat | None:
 
 
 def get_format(provider: str) -> WireFormat:
-    """The wire format named ``provider`` (a provider's name is its main format's)."""
+    """The wire format named ``provider`` (a provider's name is its main format's).
+
+    Args:
+        provider: ``openai``, ``openai-responses``, ``anthropic`` or ``ollama``.
+
+    Returns:
+        The format.
+
+    Raises:
+        ValueError: for an unknown name.
+    """
     try:
         return FORMATS[provider]
     except KeyError:
@@ -51,7 +68,14 @@ def get_format(provider: str) -> WireFormat:
 
 
 def formats_of(provider: str) -> list[WireFormat]:
-    """Every wire format of ``provider`` (OpenAI has two endpoints)."""
+    """Every wire format of ``provider`` (OpenAI has two endpoints).
+
+    Args:
+        provider: a provider's name (``PROVIDERS``).
+
+    Returns:
+        Its formats; empty for an unknown provider.
+    """
     return [f for f in FORMATS.values() if f.provider == provider]
 
 

@@ -101,7 +101,14 @@ def text_of(content: Any) -> str:
 
 def loads_args(text: Any) -> dict[str, Any]:
     """Tool-call arguments as an object, whether the wire sent an object (Anthropic,
-    Ollama) or a JSON string (OpenAI); what does not parse is kept under ``__raw__``."""
+    Ollama) or a JSON string (OpenAI); what does not parse is kept under ``__raw__``.
+
+    Args:
+        text: the arguments as the wire carried them.
+
+    Returns:
+        An object; a value that is not one is kept under ``__value__``.
+    """
     if isinstance(text, dict):
         return text
     try:
