@@ -3,12 +3,9 @@
 This module is the hook adapter: it decides when to record and into which run;
 what each event records is built by ``tracer.hook_payloads``.
 
-The ``Any`` left here are of two kinds. LangChain's type parameters
-(``AgentState[Any]``, ``Runtime[Any]``, ``ModelRequest[Any]``, ``ModelResponse[Any]``,
-``Command[Any]``, ``AgentMiddleware[Any, Any]``, ``Runnable[Any, Any]``) stand for
-the user's context, state and response types: the tracer wraps any agent and reads
-none of them. And ``__new__`` / ``LeanTraceMiddleware.__init__`` pass the
-constructor's keyword arguments through unchanged.
+The ``Any`` left here are of two kinds: LangChain's type parameters, named once
+in the aliases under ``TYPE_CHECKING`` with their reason, and the constructor's
+arguments, which ``__new__`` / ``LeanTraceMiddleware.__init__`` pass through.
 """
 
 from __future__ import annotations
@@ -20,7 +17,7 @@ import threading
 import time
 import weakref
 from collections.abc import Awaitable, Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from langchain.agents.middleware import (
     AgentMiddleware,
@@ -65,6 +62,19 @@ if TYPE_CHECKING:
     from langchain_core.runnables import Runnable, RunnableConfig
 
     from .callbacks import TraceCallbackHandler
+
+    _Middleware: TypeAlias = AgentMiddleware[Any, Any]  # (see below)
+    _Agent: TypeAlias = Runnable[Any, Any]
+
+# LangChain's type parameters stand for the user's own types (the agent's context,
+# state schema and structured response): the tracer wraps any agent and reads none of
+# them, so each is ``Any``, here and only here. (Defined at run time: LangGraph may
+# resolve a node hook's annotations.)
+_State: TypeAlias = AgentState[Any]
+_Runtime: TypeAlias = Runtime[Any]
+_Request: TypeAlias = ModelRequest[Any]
+_Response: TypeAlias = ModelResponse[Any]
+_ToolResult: TypeAlias = ToolMessage | Command[Any]
 
 # What a wrap hook's enter returns, for its exit: the run, the start time (and for a
 # tool call, the asyncio task or thread it ran in).
@@ -115,7 +125,7 @@ class _TraceBase(AgentMiddleware):
             self._handler = TraceCallbackHandler(recorder=self.recorder, middleware=self)
         return self._handler
 
-    def attach(self, agent: Runnable[Any, Any]) -> Runnable[Any, Any]:
+    def attach(self, agent: _Agent) -> _Agent:
         """Return ``agent`` bound with the callback handler: hooks AND callbacks, one run.
 
         Use it for Deep Agents so subagent runs are recorded nested under the parent.
@@ -135,7 +145,7 @@ class _TraceBase(AgentMiddleware):
         handler.note_stack(agent, agent_stack(agent, self._around))
         return agent.with_config(callbacks=[handler])
 
-    def around(self, *middleware: AgentMiddleware[Any, Any]) -> list[AgentMiddleware[Any, Any]]:
+    def around(self, *middleware: _Middleware) -> list[_Middleware]:
         """The middleware list for ``create_agent``: this tracer first (the outermost
         layer), then ``middleware``, with a probe just inside each one that wraps
         model or tool calls, so the record shows what each layer changed, one at a
@@ -156,7 +166,7 @@ class _TraceBase(AgentMiddleware):
             The list to pass as ``create_agent(middleware=...)``.
         """
         self._layered = True
-        out: list[AgentMiddleware[Any, Any]] = [self]
+        out: list[_Middleware] = [self]
         probes: list[LayerProbe] = []
         for mw in middleware:
             out.append(mw)
@@ -307,7 +317,7 @@ class _TraceBase(AgentMiddleware):
             self.recorder.writer._warn("end", f"looptrace failed ending a run: {exc!r}")
 
     # -- node hooks ---------------------------------------------------------
-    def _node(self, hook: str, state: AgentState[Any], runtime: Runtime[Any]) -> None:
+    def _node(self, hook: str, state: _State, runtime: _Runtime) -> None:
         try:
             run = self._run(runtime, state, starting=hook == "before_agent")
             if hook == "before_model":
@@ -329,7 +339,7 @@ class _TraceBase(AgentMiddleware):
             self.recorder.writer._warn("hook", f"looptrace failed in {hook}: {exc!r}")
 
     # -- model calls --------------------------------------------------------
-    def _model_enter(self, request: ModelRequest[Any]) -> tuple[RunState, float] | None:
+    def _model_enter(self, request: _Request) -> tuple[RunState, float] | None:
         try:
             run = self._run(request.runtime, request.state)
             if run.error_seen:
@@ -351,8 +361,8 @@ class _TraceBase(AgentMiddleware):
             self.recorder.writer._warn("model", f"looptrace failed in wrap_model_call: {exc!r}")
             return None
 
-    def _model_exit(self, pre: tuple[RunState, float] | None, request: ModelRequest[Any],
-                    response: ModelResponse[Any] | AIMessage) -> None:
+    def _model_exit(self, pre: tuple[RunState, float] | None, request: _Request,
+                    response: _Response | AIMessage) -> None:
         if pre is None:
             return
         run, t0 = pre
@@ -405,8 +415,8 @@ class _TraceBase(AgentMiddleware):
             self.recorder.writer._warn(hook, f"looptrace failed recording an error: {inner!r}")
 
     def wrap_model_call(
-            self, request: ModelRequest[Any],
-            handler: Callable[[ModelRequest[Any]], ModelResponse[Any]]) -> ModelResponse[Any]:
+            self, request: _Request,
+            handler: Callable[[_Request], _Response]) -> _Response:
         pre = self._model_enter(request)
         framed = self._frame(pre, request, "wrap_model_call") if self._layered else None
         try:
@@ -423,9 +433,9 @@ class _TraceBase(AgentMiddleware):
         return response
 
     async def awrap_model_call(
-            self, request: ModelRequest[Any],
-            handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
-    ) -> ModelResponse[Any]:
+            self, request: _Request,
+            handler: Callable[[_Request], Awaitable[_Response]],
+    ) -> _Response:
         if not self._known(request.runtime):
             await self._arun(request.runtime)
         pre = self._model_enter(request)
@@ -444,7 +454,7 @@ class _TraceBase(AgentMiddleware):
         return response
 
     # -- with probes in the other layers (``around``) ----------------------
-    def _frame(self, pre: _Entered | None, request: ModelRequest[Any] | ToolCallRequest,
+    def _frame(self, pre: _Entered | None, request: _Request | ToolCallRequest,
                hook: str) -> tuple[Frame, Token[Frame | None]] | None:
         """The frame the first probe inside reads (the request as this layer passed it
         down), set in the call's context; with its token, to reset it after the call."""
@@ -454,7 +464,7 @@ class _TraceBase(AgentMiddleware):
         return frame, FRAME.set(frame)
 
     def _settle(self, frame: Frame, hook: str, tcid: str | None,
-                response: ModelResponse[Any] | ToolMessage | Command[Any]) -> None:
+                response: _Response | _ToolResult) -> None:
         try:
             settle(self.recorder, frame, hook, tcid, response)
         except Exception as exc:  # noqa: BLE001
@@ -476,7 +486,7 @@ class _TraceBase(AgentMiddleware):
             return None
 
     def _tool_exit(self, pre: tuple[RunState, float, str] | None, request: ToolCallRequest,
-                   result: ToolMessage | Command[Any]) -> None:
+                   result: _ToolResult) -> None:
         if pre is None:
             return
         run, t0, task = pre
@@ -495,8 +505,8 @@ class _TraceBase(AgentMiddleware):
 
     def wrap_tool_call(
             self, request: ToolCallRequest,
-            handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],
-    ) -> ToolMessage | Command[Any]:
+            handler: Callable[[ToolCallRequest], _ToolResult],
+    ) -> _ToolResult:
         pre = self._tool_enter(request)
         framed = self._frame(pre, request, "wrap_tool_call") if self._layered else None
         try:
@@ -514,8 +524,8 @@ class _TraceBase(AgentMiddleware):
 
     async def awrap_tool_call(
             self, request: ToolCallRequest,
-            handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
-    ) -> ToolMessage | Command[Any]:
+            handler: Callable[[ToolCallRequest], Awaitable[_ToolResult]],
+    ) -> _ToolResult:
         if not self._known(request.runtime):
             await self._arun(request.runtime)
         pre = self._tool_enter(request)
@@ -571,32 +581,32 @@ class TraceMiddleware(_TraceBase):
             return obj
         return object.__new__(cls)
 
-    def before_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> None:
+    def before_agent(self, state: _State, runtime: _Runtime) -> None:
         self._node("before_agent", state, runtime)
 
-    def before_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> None:
+    def before_model(self, state: _State, runtime: _Runtime) -> None:
         self._node("before_model", state, runtime)
 
-    def after_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> None:
+    def after_model(self, state: _State, runtime: _Runtime) -> None:
         self._node("after_model", state, runtime)
 
-    def after_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> None:
+    def after_agent(self, state: _State, runtime: _Runtime) -> None:
         self._node("after_agent", state, runtime)
 
-    async def abefore_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> None:
+    async def abefore_agent(self, state: _State, runtime: _Runtime) -> None:
         self._node("before_agent", state, runtime)
 
-    async def abefore_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> None:
+    async def abefore_model(self, state: _State, runtime: _Runtime) -> None:
         if not self._known(runtime):
             await self._arun(runtime)
         self._node("before_model", state, runtime)
 
-    async def aafter_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> None:
+    async def aafter_model(self, state: _State, runtime: _Runtime) -> None:
         if not self._known(runtime):
             await self._arun(runtime)
         self._node("after_model", state, runtime)
 
-    async def aafter_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> None:
+    async def aafter_agent(self, state: _State, runtime: _Runtime) -> None:
         if not self._known(runtime):
             await self._arun(runtime)
         self._node("after_agent", state, runtime)
