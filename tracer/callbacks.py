@@ -19,16 +19,17 @@ from langchain_core.messages import BaseMessage, SystemMessage, ToolMessage
 from langgraph.errors import GraphInterrupt
 from langgraph.types import Command
 
+from .payloads import ModelEnterPayload
 from .recorder import (
     Recorder,
     ResponsePayload,
     RunState,
     begin_lap,
     end_lap,
-    message_key,
     note_request,
     user_metadata,
 )
+from .records import message_key
 from .redact import Redactor
 from .store import on_event_loop
 
@@ -285,7 +286,7 @@ class TraceCallbackHandler(BaseCallbackHandler):
             sent = messages[0] if messages else []
             system = [m for m in sent if isinstance(m, SystemMessage)]
             convo = _no_system(sent)
-            payload: dict[str, Any] = {"messages": len(convo), "model": run.model}
+            payload: ModelEnterPayload = {"messages": len(convo), "model": run.model}
             tools = params.get("tools") or None
             note_request(run, payload, system=system[0].content if system else None,
                          tools=tools, tools_key=hash(repr(tools)), schemas=lambda: tools)
@@ -351,7 +352,8 @@ class TraceCallbackHandler(BaseCallbackHandler):
         if same_system and "inline_messages" not in view and view["message_keys"] == [
                 message_key(m) for m in req]:
             return  # copies of the same messages
-        payload: dict[str, Any] = {"messages": len(convo), **view}
+        payload: ModelEnterPayload = {"messages": len(convo)}
+        payload.update(view)
         if not same_system:
             payload["system"] = system
         rec.event(run, "model", "sent", payload=payload)
@@ -438,7 +440,7 @@ def _failed(run: RunState, error: BaseException) -> dict[str, Any]:
 
 
 def _note_omitted(omitted: dict[str, frozenset[str]], run: RunState,
-                  convo: list[BaseMessage], payload: dict[str, Any]) -> None:
+                  convo: list[BaseMessage], payload: ModelEnterPayload) -> None:
     """Record which recorded messages a model call did NOT get, when that changes.
 
     A hand-rolled loop may run a tool (its result is recorded at the tool's end)

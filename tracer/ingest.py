@@ -30,10 +30,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
+from .payloads import ModelEnterPayload
 from .recorder import Recorder, ResponsePayload, RunState, begin_lap, end_lap, note_request
 from .records import RunRecord, tool_name
 
@@ -181,7 +182,8 @@ class RunBuilder:
                                 payload={"observed": "sent back with the next request"})
                 rec.tool_result(run, seq, m)
         begin_lap(run)
-        payload: dict[str, Any] = {"messages": len(convo), "model": model, **(extra or {})}
+        payload: ModelEnterPayload = {"messages": len(convo), "model": model}
+        payload.update(cast("ModelEnterPayload", extra or {}))
         changed = self._changes(system, tools, model)
         if changed:
             payload["changed"] = changed

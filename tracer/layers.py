@@ -79,7 +79,7 @@ def wraps_calls(mw: Any) -> bool:
                       "awrap_tool_call")
 
 
-class LayerProbe(AgentMiddleware):  # type: ignore[type-arg]
+class LayerProbe(AgentMiddleware):
     """Just inside ``layer``: records what ``layer`` did to the calls passing through."""
 
     def __init__(self, trace: Traced, layer: Any) -> None:
@@ -95,7 +95,7 @@ class LayerProbe(AgentMiddleware):  # type: ignore[type-arg]
         self._tools = _overrides(layer, "wrap_tool_call", "awrap_tool_call")
 
     @property
-    def name(self) -> str:  # type: ignore[override]
+    def name(self) -> str:
         return self._name
 
     # -- model calls ----------------------------------------------------------

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Self
 
 from . import run_list
+from .content import content_text as content_text  # noqa: PLC0414 - re-exported for its readers
 from .errors import NotALooptraceDatabase, RunNotFound
 from .records import EventRecord
 from .run_list import RunFilter
@@ -75,29 +76,6 @@ class RunSummary:
 # An event as read back is the record the writer was given (its payload parsed):
 # one definition for both sides.
 Event = EventRecord
-
-
-def content_text(content: Any) -> str:
-    """Plain text of a message's content: a string, or a list of content blocks
-    (text blocks joined, tool-use blocks left out as they show as tool calls,
-    any other block as canonical JSON)."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = []
-        for block in content:
-            if isinstance(block, str):
-                parts.append(block)
-            elif isinstance(block, dict) and block.get("type") == "text":
-                parts.append(str(block.get("text", "")))
-            elif isinstance(block, dict) and block.get("type") in ("tool_use", "tool_call"):
-                continue
-            else:
-                parts.append(json.dumps(block, sort_keys=True, ensure_ascii=False, default=str))
-        return "\n".join(p for p in parts if p)
-    return json.dumps(content, sort_keys=True, ensure_ascii=False, default=str)
 
 
 def _loads(text: str | None) -> Any:

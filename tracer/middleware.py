@@ -1,4 +1,12 @@
-"""``TraceMiddleware``: records every hook firing of a ``create_agent`` loop."""
+"""``TraceMiddleware``: records every hook firing of a ``create_agent`` loop.
+
+This module is the hook adapter: it decides when to record and into which run;
+what each event records is built by ``tracer.hook_payloads``.
+
+The ``Any`` left here are of two kinds: LangChain's type parameters, named once
+in the aliases under ``TYPE_CHECKING`` with their reason, and the constructor's
+arguments, which ``__new__`` / ``LeanTraceMiddleware.__init__`` pass through.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +16,8 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from langchain.agents.middleware import (
     AgentMiddleware,
@@ -22,30 +30,58 @@ from langchain.agents.middleware import (
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langgraph.config import get_config
 from langgraph.errors import GraphInterrupt
-from langgraph.prebuilt.tool_node import TOOL_INVOCATION_ERROR_TEMPLATE
 from langgraph.types import Command
 
+from .hook_payloads import (
+    RequestPayload,
+    error_payload,
+    interrupt_items,
+    interrupt_payload,
+    resume_payload,
+    tool_enter_payload,
+    tool_exit_payload,
+)
 from .layers import FRAME, Frame, LayerProbe, settle, wraps_calls
+from .payloads import ErrorPayload
 from .recorder import (
     Recorder,
     ResponsePayload,
     RunState,
     begin_lap,
-    note_request,
     user_metadata,
 )
 from .records import RunRecord
 from .redact import Redactor
 from .store import on_event_loop
-from .tool_signatures import signatures
 from .watch import watch
 
+if TYPE_CHECKING:
+    from contextvars import Token
 
-def _error_text(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}"
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.runnables import Runnable, RunnableConfig
+
+    from .callbacks import TraceCallbackHandler
+
+    _Middleware: TypeAlias = AgentMiddleware[Any, Any]  # (see below)
+    _Agent: TypeAlias = Runnable[Any, Any]
+
+# LangChain's type parameters stand for the user's own types (the agent's context,
+# state schema and structured response): the tracer wraps any agent and reads none of
+# them, so each is ``Any``, here and only here. (Defined at run time: LangGraph may
+# resolve a node hook's annotations.)
+_State: TypeAlias = AgentState[Any]
+_Runtime: TypeAlias = Runtime[Any]
+_Request: TypeAlias = ModelRequest[Any]
+_Response: TypeAlias = ModelResponse[Any]
+_ToolResult: TypeAlias = ToolMessage | Command[Any]
+
+# What a wrap hook's enter returns, for its exit: the run, the start time (and for a
+# tool call, the asyncio task or thread it ran in).
+_Entered = tuple["RunState", float] | tuple["RunState", float, str]
 
 
-class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
+class _TraceBase(AgentMiddleware):
     """The recording machinery shared by ``TraceMiddleware`` and its lean twin."""
 
     def __init__(self, *, db: str | os.PathLike[str] = "looptrace.db", name: str | None = None,
@@ -62,9 +98,10 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
         redactor = Redactor(extra_patterns=patterns, enabled=redact) if (
             patterns or not redact) else None
         self.recorder = Recorder(db, redactor=redactor)
-        self._runs: dict[int, tuple[weakref.ref[Any], RunState]] = {}
+        # id(the invocation's stream writer) -> (a reference to it, its run)
+        self._runs: dict[int, tuple[Callable[[], object], RunState]] = {}
         self._lock = threading.Lock()
-        self._handler: Any = None
+        self._handler: TraceCallbackHandler | None = None
         self._layered = False  # probes inside the other layers (see ``around``)
         self._below: dict[str, str | None] = {}  # the first layer inside, per kind of call
         self._around: list[str] = []  # the names ``around`` put in order
@@ -72,24 +109,35 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
         self._watcher = watch(self)
 
     @property
-    def name(self) -> str:  # type: ignore[override]
+    def name(self) -> str:
         return self._name
 
     # -- public helpers -----------------------------------------------------
-    def callback_handler(self) -> Any:
-        """A ``TraceCallbackHandler`` writing into the same runs as this middleware."""
+    def callback_handler(self) -> TraceCallbackHandler:
+        """A ``TraceCallbackHandler`` writing into the same runs as this middleware.
+
+        Returns:
+            The handler (one per middleware, made on first use).
+        """
         if self._handler is None:
             from .callbacks import TraceCallbackHandler
 
             self._handler = TraceCallbackHandler(recorder=self.recorder, middleware=self)
         return self._handler
 
-    def attach(self, agent: Any) -> Any:
+    def attach(self, agent: _Agent) -> _Agent:
         """Return ``agent`` bound with the callback handler: hooks AND callbacks, one run.
 
         Use it for Deep Agents so subagent runs are recorded nested under the parent.
         The agent's middleware stack is read here, once (``tracer.agent_stack``), and
         written with the start of each of its runs.
+
+        Args:
+            agent: the compiled agent (``create_agent``, ``create_deep_agent``) or any
+                LangGraph runnable.
+
+        Returns:
+            ``agent.with_config(callbacks=[handler])``.
         """
         handler = self.callback_handler()
         from .agent_stack import agent_stack
@@ -97,7 +145,7 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
         handler.note_stack(agent, agent_stack(agent, self._around))
         return agent.with_config(callbacks=[handler])
 
-    def around(self, *middleware: Any) -> list[Any]:
+    def around(self, *middleware: _Middleware) -> list[_Middleware]:
         """The middleware list for ``create_agent``: this tracer first (the outermost
         layer), then ``middleware``, with a probe just inside each one that wraps
         model or tool calls, so the record shows what each layer changed, one at a
@@ -110,9 +158,15 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
             agent = create_agent(model, tools, middleware=trace.around(
                 PIIMiddleware("email"), ContextEditingMiddleware(), ModelFallbackMiddleware(m2)))
             ```
+
+        Args:
+            *middleware: the agent's other middleware, outermost first.
+
+        Returns:
+            The list to pass as ``create_agent(middleware=...)``.
         """
         self._layered = True
-        out: list[Any] = [self]
+        out: list[_Middleware] = [self]
         probes: list[LayerProbe] = []
         for mw in middleware:
             out.append(mw)
@@ -140,7 +194,7 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
         self.recorder.writer.close()
 
     # -- run identity -------------------------------------------------------
-    def _run(self, runtime: Any, state: Any, *, starting: bool = False) -> RunState:
+    def _run(self, runtime: object, state: object, *, starting: bool = False) -> RunState:
         """The run of the invocation ``runtime`` belongs to (one per invoke)."""
         writer = getattr(runtime, "stream_writer", None)
         key = id(writer)
@@ -161,13 +215,13 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
             run.owner = key
             return run
 
-    def _known(self, runtime: Any) -> bool:
+    def _known(self, runtime: object) -> bool:
         """The invocation of ``runtime`` has its run already (no lookup needed)."""
         writer = getattr(runtime, "stream_writer", None)
         entry = self._runs.get(id(writer))
         return entry is not None and entry[0]() is writer
 
-    async def _arun(self, runtime: Any) -> None:
+    async def _arun(self, runtime: object) -> None:
         """On the event loop, before an async hook: when finding the run may read the
         file (a thread resumed after this process forgot its pause), do that in a
         worker thread, so that the hook itself then finds the run in memory."""
@@ -180,7 +234,7 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
         except Exception as exc:  # noqa: BLE001
             self.recorder.writer._warn("hook", f"looptrace failed finding the run: {exc!r}")
 
-    def _new_or_resumed(self, runtime: Any, starting: bool) -> RunState:
+    def _new_or_resumed(self, runtime: object, starting: bool) -> RunState:
         info = getattr(runtime, "execution_info", None)
         thread_id = getattr(info, "thread_id", None)
         config = _config()
@@ -194,10 +248,10 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
         run.watched = self._watcher.claim(config, self, run)
         return run
 
-    def _open_run(self, runtime: Any, starting: bool, thread_id: Any,
-                  config: dict[str, Any]) -> RunState:
+    def _open_run(self, runtime: object, starting: bool, thread_id: object,
+                  config: RunnableConfig) -> RunState:
         if not starting and thread_id:
-            resume = _resume_payload(config)
+            resume = resume_payload(config)
             # Not starting at before_agent means a resumed thread (lean mode has no
             # before_agent, so there only a resume value says so).
             live = resume is not None or not self.lean
@@ -219,7 +273,7 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
         self.recorder.defer_messages(run)
         return run
 
-    def _handler_run(self, config: dict[str, Any]) -> RunState | None:
+    def _handler_run(self, config: RunnableConfig) -> RunState | None:
         cbs = config.get("callbacks")
         parent = getattr(cbs, "parent_run_id", None)
         if parent is None:
@@ -263,7 +317,7 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
             self.recorder.writer._warn("end", f"looptrace failed ending a run: {exc!r}")
 
     # -- node hooks ---------------------------------------------------------
-    def _node(self, hook: str, state: AgentState[Any], runtime: Runtime[Any]) -> None:
+    def _node(self, hook: str, state: _State, runtime: _Runtime) -> None:
         try:
             run = self._run(runtime, state, starting=hook == "before_agent")
             if hook == "before_model":
@@ -285,7 +339,7 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
             self.recorder.writer._warn("hook", f"looptrace failed in {hook}: {exc!r}")
 
     # -- model calls --------------------------------------------------------
-    def _model_enter(self, request: ModelRequest[Any]) -> tuple[RunState, float] | None:
+    def _model_enter(self, request: _Request) -> tuple[RunState, float] | None:
         try:
             run = self._run(request.runtime, request.state)
             if run.error_seen:
@@ -301,14 +355,14 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
             # thread, knows which of them the run has recorded)
             seq = rec.sync_messages(run, run.seq.__next__, state_msgs, by=run.last_node)
             rec.event(run, "wrap_model_call", "enter", middleware=self._name, seq=seq,
-                      payload=_RequestPayload(rec, run, request, state_msgs))
+                      payload=RequestPayload(rec, run, request, state_msgs))
             return run, time.perf_counter()
         except Exception as exc:  # noqa: BLE001
             self.recorder.writer._warn("model", f"looptrace failed in wrap_model_call: {exc!r}")
             return None
 
-    def _model_exit(self, pre: tuple[RunState, float] | None, request: ModelRequest[Any],
-                    response: ModelResponse[Any] | AIMessage) -> None:
+    def _model_exit(self, pre: tuple[RunState, float] | None, request: _Request,
+                    response: _Response | AIMessage) -> None:
         if pre is None:
             return
         run, t0 = pre
@@ -332,7 +386,7 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
         except Exception as exc:  # noqa: BLE001
             self.recorder.writer._warn("model", f"looptrace failed in wrap_model_call: {exc!r}")
 
-    def _error(self, pre: tuple[Any, ...] | None, hook: str, exc: BaseException,
+    def _error(self, pre: _Entered | None, hook: str, exc: BaseException,
                tool_call_id: str | None = None,
                request: ToolCallRequest | None = None) -> None:
         if pre is None:
@@ -344,14 +398,13 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
                 run.paused = True  # (recorded here: the end of the invocation need not)
                 self.recorder.event(run, hook, "interrupt", middleware=self._name,
                                     duration_ms=dur, tool_call_id=tool_call_id,
-                                    payload={"interrupts": _interrupts(exc)})
+                                    payload=interrupt_payload(exc))
                 return
-            text = _error_text(exc)
+            # (a tool call: the payload says why nothing turned it into a message)
+            payload = error_payload(exc, False if request is None else request.tool)
+            text = payload["error"]
             run.error_seen = text
             rec = self.recorder
-            payload: dict[str, Any] = {"error": text, "type": type(exc).__name__}
-            if request is not None:  # a tool call: why nothing turned it into a message
-                payload.update(_tool_error_flags(request.tool))
             rec.event(run, hook, "error", middleware=self._name, duration_ms=dur,
                       tool_call_id=tool_call_id, payload=payload)
             # Most likely the invocation dies with it: say so now (a later lap undoes it).
@@ -362,8 +415,8 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
             self.recorder.writer._warn(hook, f"looptrace failed recording an error: {inner!r}")
 
     def wrap_model_call(
-            self, request: ModelRequest[Any],
-            handler: Callable[[ModelRequest[Any]], ModelResponse[Any]]) -> ModelResponse[Any]:
+            self, request: _Request,
+            handler: Callable[[_Request], _Response]) -> _Response:
         pre = self._model_enter(request)
         framed = self._frame(pre, request, "wrap_model_call") if self._layered else None
         try:
@@ -380,9 +433,9 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
         return response
 
     async def awrap_model_call(
-            self, request: ModelRequest[Any],
-            handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
-    ) -> ModelResponse[Any]:
+            self, request: _Request,
+            handler: Callable[[_Request], Awaitable[_Response]],
+    ) -> _Response:
         if not self._known(request.runtime):
             await self._arun(request.runtime)
         pre = self._model_enter(request)
@@ -401,8 +454,8 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
         return response
 
     # -- with probes in the other layers (``around``) ----------------------
-    def _frame(self, pre: Any, request: ModelRequest[Any] | ToolCallRequest,
-               hook: str) -> tuple[Frame, Any] | None:
+    def _frame(self, pre: _Entered | None, request: _Request | ToolCallRequest,
+               hook: str) -> tuple[Frame, Token[Frame | None]] | None:
         """The frame the first probe inside reads (the request as this layer passed it
         down), set in the call's context; with its token, to reset it after the call."""
         if pre is None:
@@ -411,7 +464,7 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
         return frame, FRAME.set(frame)
 
     def _settle(self, frame: Frame, hook: str, tcid: str | None,
-                response: ModelResponse[Any] | ToolMessage | Command[Any]) -> None:
+                response: _Response | _ToolResult) -> None:
         try:
             settle(self.recorder, frame, hook, tcid, response)
         except Exception as exc:  # noqa: BLE001
@@ -420,14 +473,12 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
     # -- tool calls ---------------------------------------------------------
     def _tool_enter(self, request: ToolCallRequest) -> tuple[RunState, float, str] | None:
         try:
-            call = request.tool_call
             run = self._run(request.runtime, request.state)
             task = _task_name()  # (the exit runs in the same thread or asyncio task)
             self.recorder.event(
                 run, "wrap_tool_call", "enter", middleware=self._name,
-                tool_call_id=call.get("id"), task=task,
-                payload={"name": call.get("name"), "args": call.get("args"),
-                         "known_tool": request.tool is not None},
+                tool_call_id=request.tool_call.get("id"), task=task,
+                payload=tool_enter_payload(request),
             )
             return run, time.perf_counter(), task
         except Exception as exc:  # noqa: BLE001
@@ -435,7 +486,7 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
             return None
 
     def _tool_exit(self, pre: tuple[RunState, float, str] | None, request: ToolCallRequest,
-                   result: ToolMessage | Command[Any]) -> None:
+                   result: _ToolResult) -> None:
         if pre is None:
             return
         run, t0, task = pre
@@ -443,19 +494,7 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
             dur = (time.perf_counter() - t0) * 1000
             tcid = request.tool_call.get("id")
             rec = self.recorder
-            if isinstance(result, ToolMessage):
-                msgs: list[BaseMessage] = [result]
-                payload: dict[str, Any] = {"status": result.status}
-                if result.status == "error":  # (rare: which path made it an error message)
-                    payload["error_path"] = _error_path(request.tool, result)
-            elif isinstance(result, Command):
-                update = result.update if isinstance(result.update, dict) else {}
-                msgs = [m for m in update.get("messages", ()) if isinstance(m, BaseMessage)]
-                payload = {"command": True, "goto": _jsonable_goto(result.goto),
-                           "update_keys": sorted(update)}
-            else:
-                msgs = []
-                payload = {"result_type": type(result).__name__}
+            payload, msgs = tool_exit_payload(request.tool, result)
             seq = rec.event(run, "wrap_tool_call", "exit", middleware=self._name,
                             duration_ms=dur, tool_call_id=tcid, task=task,
                             payload=payload)
@@ -466,8 +505,8 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
 
     def wrap_tool_call(
             self, request: ToolCallRequest,
-            handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],
-    ) -> ToolMessage | Command[Any]:
+            handler: Callable[[ToolCallRequest], _ToolResult],
+    ) -> _ToolResult:
         pre = self._tool_enter(request)
         framed = self._frame(pre, request, "wrap_tool_call") if self._layered else None
         try:
@@ -485,8 +524,8 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
 
     async def awrap_tool_call(
             self, request: ToolCallRequest,
-            handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
-    ) -> ToolMessage | Command[Any]:
+            handler: Callable[[ToolCallRequest], Awaitable[_ToolResult]],
+    ) -> _ToolResult:
         if not self._known(request.runtime):
             await self._arun(request.runtime)
         pre = self._tool_enter(request)
@@ -537,37 +576,37 @@ class TraceMiddleware(_TraceBase):
 
     def __new__(cls, *args: Any, lean: bool = False, **kwargs: Any) -> Any:
         if lean and cls is TraceMiddleware:
-            obj: Any = object.__new__(LeanTraceMiddleware)
+            obj: Any = object.__new__(LeanTraceMiddleware)  # (not a TraceMiddleware: Any)
             obj.__init__(*args, **kwargs)
             return obj
         return object.__new__(cls)
 
-    def before_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> None:
+    def before_agent(self, state: _State, runtime: _Runtime) -> None:
         self._node("before_agent", state, runtime)
 
-    def before_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> None:
+    def before_model(self, state: _State, runtime: _Runtime) -> None:
         self._node("before_model", state, runtime)
 
-    def after_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> None:
+    def after_model(self, state: _State, runtime: _Runtime) -> None:
         self._node("after_model", state, runtime)
 
-    def after_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> None:
+    def after_agent(self, state: _State, runtime: _Runtime) -> None:
         self._node("after_agent", state, runtime)
 
-    async def abefore_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> None:
+    async def abefore_agent(self, state: _State, runtime: _Runtime) -> None:
         self._node("before_agent", state, runtime)
 
-    async def abefore_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> None:
+    async def abefore_model(self, state: _State, runtime: _Runtime) -> None:
         if not self._known(runtime):
             await self._arun(runtime)
         self._node("before_model", state, runtime)
 
-    async def aafter_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> None:
+    async def aafter_model(self, state: _State, runtime: _Runtime) -> None:
         if not self._known(runtime):
             await self._arun(runtime)
         self._node("after_model", state, runtime)
 
-    async def aafter_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> None:
+    async def aafter_agent(self, state: _State, runtime: _Runtime) -> None:
         if not self._known(runtime):
             await self._arun(runtime)
         self._node("after_agent", state, runtime)
@@ -587,7 +626,15 @@ def end_invocation(rec: Recorder, run: RunState, error: BaseException | None,
     """End ``run`` as its invocation ended: completed, paused by an interrupt (the
     interrupt recorded unless the tracer's own wrap hook did), or failed (an
     ``error`` event at the node where the exception surfaced, as the callback
-    handler records it, then the run's own)."""
+    handler records it, then the run's own).
+
+    Args:
+        rec: the recorder.
+        run: the run to end.
+        error: the exception the invocation ended with, if any.
+        node: the graph node it surfaced at first, and when.
+        pause: the interrupt that paused it, if any.
+    """
     if isinstance(error, GraphInterrupt):  # (a subgraph's pause comes up as an exception)
         pause, error = error, None
     if error is None:
@@ -596,25 +643,20 @@ def end_invocation(rec: Recorder, run: RunState, error: BaseException | None,
             return
         if pause is not None and not run.paused:
             items = pause.args[0] if pause.args else []
-            rec.event(run, "interrupt", "fire", payload={"interrupts": _interrupts_of(items)})
+            rec.event(run, "interrupt", "fire", payload={"interrupts": interrupt_items(items)})
         run.paused = False
         rec.end_run(run, "interrupted")
         return
-    text = _error_text(error)
-    payload: dict[str, Any] = {"error": text, "type": type(error).__name__}
+    payload = error_payload(error)
+    text = payload["error"]
     if node is not None:
         name = node[0]
         mw, hook = name.rsplit(".", 1) if "." in name else (None, "node")
-        at = {"node": name, **payload} if hook == "node" else dict(payload)
+        at: ErrorPayload = {"node": name, **payload} if hook == "node" else payload.copy()
         rec.event(run, hook, "error", middleware=mw, payload=at, ts=node[1])
         payload["node"] = name
     rec.event(run, "run", "error", payload=payload)
     rec.end_run(run, "error", text)
-
-
-def _interrupts_of(items: Any) -> list[Any]:
-    return [{"value": getattr(it, "value", it), "id": getattr(it, "id", None)}
-            for it in (items if isinstance(items, (list, tuple)) else [items])]
 
 
 def _error_handled(rec: Recorder, run: RunState) -> None:
@@ -623,50 +665,12 @@ def _error_handled(rec: Recorder, run: RunState) -> None:
     rec.writer.put(RunRecord(run.id, {"status": "running", "error": None, "ended_at": None}))
 
 
-def _config() -> dict[str, Any]:
+def _config() -> RunnableConfig:
     """The invocation's config (empty outside a LangGraph run)."""
     try:
-        return get_config()  # type: ignore[return-value]  # RunnableConfig: a TypedDict, a dict
+        return get_config()
     except Exception:  # noqa: BLE001 - e.g. called outside a runnable context
         return {}
-
-
-def _resume_payload(config: dict[str, Any]) -> dict[str, Any] | None:
-    try:
-        pad = config["configurable"].get("__pregel_scratchpad")
-        resume = list(getattr(pad, "resume", None) or [])
-        return {"resume": resume} if resume else None
-    except Exception:  # noqa: BLE001
-        return None
-
-
-def _interrupts(exc: GraphInterrupt) -> list[Any]:
-    items = exc.args[0] if exc.args and isinstance(exc.args[0], (list, tuple)) else []
-    return _interrupts_of(items)
-
-
-# ToolNode's message for arguments that failed the tool's schema (``ToolInvocationError``).
-_INVALID_ARGS = TOOL_INVOCATION_ERROR_TEMPLATE.split("{", 1)[0]
-
-
-def _error_path(tool: Any, result: ToolMessage) -> str:
-    """Which path made a tool call's result an error ToolMessage (``tracer.tool_life``)."""
-    if tool is None:
-        return "unknown_tool"
-    if isinstance(result.content, str) and result.content.startswith(_INVALID_ARGS):
-        return "validation"
-    if getattr(tool, "handle_tool_error", None):
-        return "handle_tool_error"
-    if getattr(tool, "handle_validation_error", None):
-        return "handle_validation_error"
-    return "returned"
-
-
-def _tool_error_flags(tool: Any) -> dict[str, Any]:
-    """Whether the tool would have turned an exception into a message itself."""
-    if tool is None:
-        return {"known_tool": False}
-    return {"handle_tool_error": bool(getattr(tool, "handle_tool_error", None))}
 
 
 def _task_name() -> str:
@@ -677,16 +681,11 @@ def _task_name() -> str:
     return threading.current_thread().name
 
 
-def _jsonable_goto(goto: Any) -> Any:
-    if isinstance(goto, (list, tuple)):
-        return [str(g) for g in goto]
-    return str(goto) if goto else None
+# id(model) -> (a reference to it, its name, its provider): asked once per model object.
+_MODEL_NAMES: dict[int, tuple[weakref.ref[BaseChatModel], str, str | None]] = {}
 
 
-_MODEL_NAMES: dict[int, tuple[Any, str, str | None]] = {}
-
-
-def _model_names(run: RunState, model: Any) -> None:
+def _model_names(run: RunState, model: BaseChatModel) -> None:
     entry = _MODEL_NAMES.get(id(model))
     if entry is not None and entry[0]() is model:
         run.model, run.provider = entry[1], entry[2]
@@ -704,103 +703,3 @@ def _model_names(run: RunState, model: Any) -> None:
         _MODEL_NAMES[id(model)] = (weakref.ref(model), str(run.model), run.provider)
     except TypeError:
         pass
-
-
-class _RequestPayload:
-    """The request as the model gets it, without repeating the history.
-
-    Built on the writer thread (``__looptrace_json__``), off the agent's path: the
-    hook keeps references only (and, when a middleware rewrote the messages, the
-    keys and changed messages). The writer handles a run's records in order, so
-    the system prompt and tool schemas are written when they differ from what
-    it last wrote.
-    """
-
-    __slots__ = ("model", "n", "rewrite", "run", "settings", "system", "tool_choice", "tools")
-
-    def __init__(self, rec: Recorder, run: RunState, request: Any, state_msgs: Any) -> None:
-        msgs = request.messages
-        self.run = run
-        self.n = len(msgs)
-        # A middleware rewrote the messages: which ones, decided now (``run.seen``
-        # is the caller's); what the model finally got is compared with this list.
-        same = msgs is state_msgs or (
-            len(msgs) == len(state_msgs) and all(a is b for a, b in zip(msgs, state_msgs)))
-        self.rewrite = None if same else rec.request_view(run, msgs)
-        run.req_objs = state_msgs if same else list(msgs)
-        self.system = request.system_prompt
-        run.req_system = self.system
-        self.tools = request.tools or []
-        self.model = run.model
-        self.tool_choice = request.tool_choice
-        self.settings = request.model_settings
-
-    def __looptrace_json__(self) -> dict[str, Any]:
-        run = self.run
-        payload: dict[str, Any] = {"messages": self.n}
-        if self.rewrite is not None:
-            payload.update(self.rewrite)
-        tools = self.tools
-        tools_key = hash(tuple(id(t) for t in tools))
-        note_request(run, payload, system=self.system, tools=tools, tools_key=tools_key,
-                     schemas=lambda: [_tool_schema(t) for t in tools])
-        if "tools" in payload:  # (written with the schemas: once, or when the tools change)
-            sigs = _signatures(tools_key, tools, payload["tools"])
-            if sigs:
-                payload["signatures"] = sigs
-        if self.model:
-            payload["model"] = self.model
-        if self.tool_choice is not None:
-            payload["tool_choice"] = self.tool_choice
-        if self.settings:
-            payload["model_settings"] = self.settings
-        return payload
-
-
-# id(tool) -> (a reference to the tool, its schema): tools live long, converting is slow.
-_SCHEMAS: dict[int, tuple[Any, Any, dict[str, Any]]] = {}
-
-
-# hash of the tools' ids -> (references to the tools, their schemas, their signatures):
-# every run writes its tools once, and reading a signature (``inspect``) is slow.
-_SIGNATURES: dict[int, tuple[list[Any], list[Any], dict[str, Any]]] = {}
-
-
-def _signatures(key: int, tools: Sequence[Any], schemas: list[Any]) -> dict[str, Any]:
-    """``tool_life.signatures`` of ``tools``, made once for the same tool objects with
-    the same schema objects (``_tool_schema`` keeps those while a tool is unchanged)."""
-    entry = _SIGNATURES.get(key)
-    if (entry is not None and len(entry[0]) == len(tools) and len(entry[1]) == len(schemas)
-            and all(r() is t for r, t in zip(entry[0], tools))
-            and all(a is b for a, b in zip(entry[1], schemas))):
-        return entry[2]
-    sigs = signatures(tools, schemas)
-    try:
-        refs = [weakref.ref(t) for t in tools]
-    except TypeError:  # a dict (a provider's built-in tool): not kept
-        return sigs
-    if len(_SIGNATURES) > 1024:
-        _SIGNATURES.clear()
-    _SIGNATURES[key] = (refs, list(schemas), sigs)
-    return sigs
-
-
-def _tool_schema(tool: Any) -> dict[str, Any]:
-    entry = _SCHEMAS.get(id(tool))
-    desc = getattr(tool, "description", None)
-    if entry is not None and entry[0]() is tool and entry[1] == desc:
-        return entry[2]
-    from langchain_core.utils.function_calling import convert_to_openai_tool
-
-    try:
-        schema = convert_to_openai_tool(tool)
-    except Exception:  # noqa: BLE001
-        return {"name": getattr(tool, "name", repr(tool))}
-    try:
-        ref: Any = weakref.ref(tool)
-    except TypeError:  # a dict or another value that cannot be weakly referenced
-        return schema
-    if len(_SCHEMAS) > 4096:
-        _SCHEMAS.clear()
-    _SCHEMAS[id(tool)] = (ref, desc, schema)
-    return schema

@@ -214,8 +214,10 @@ def rebuild_error(outcome: Outcome) -> Exception:
         cls = ToolException
     if isinstance(cls, type) and issubclass(cls, Exception):
         with contextlib.suppress(Exception):  # (a constructor that wants other arguments)
-            return cls(message)
-    return type(name, (RecordedError,), {})(message)
+            made: Exception = cls(message)
+            return made
+    recorded: type[RecordedError] = type(name, (RecordedError,), {})
+    return recorded(message)
 
 
 # -- requests as compared --------------------------------------------------------
@@ -402,7 +404,7 @@ def _servable(tool: Any, outcomes: list[Outcome]) -> bool:
     return last.is_error or not last.command or set(last.update_keys) <= {"messages"}
 
 
-class ReplayMiddleware(AgentMiddleware):  # type: ignore[type-arg]
+class ReplayMiddleware(AgentMiddleware):
     """The replay layer (see the module doc). Put it first in the middleware list."""
 
     def __init__(self, session: Session) -> None:
@@ -410,7 +412,7 @@ class ReplayMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         self.session = session
 
     @property
-    def name(self) -> str:  # type: ignore[override]
+    def name(self) -> str:
         return "LooptraceReplay"
 
     # -- model calls --------------------------------------------------------------

@@ -19,6 +19,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
+from .payloads import ModelEnterPayload, ModelExitPayload
 from .records import EventRecord, MessageRecord, RunRecord, StaleRunsRecord, message_key, tool_name
 from .redact import DEFAULT_REDACTOR, Redactor
 from .schema import connect
@@ -129,7 +130,7 @@ class RunState:
         self.watched = False  # the invocation watcher ends it (``tracer.watch``)
 
 
-def note_request(run: RunState, payload: dict[str, Any], *, system: Any,
+def note_request(run: RunState, payload: ModelEnterPayload, *, system: Any,
                  tools: Sequence[Any] | None, tools_key: int,
                  schemas: Callable[[], Any]) -> None:
     """Put a model call's system prompt and tools into its ``enter`` payload, without
@@ -203,8 +204,8 @@ class ResponsePayload:
         self.run = run
         self.msgs = msgs
 
-    def __looptrace_json__(self) -> dict[str, Any] | None:
-        payload: dict[str, Any] = {}
+    def __looptrace_json__(self) -> ModelExitPayload | None:
+        payload: ModelExitPayload = {}
         for m in self.msgs:
             if isinstance(m, AIMessage):
                 usage = m.usage_metadata
@@ -576,7 +577,7 @@ class Recorder:
         for j, _key, m in replaced:
             self._message_now(run, at, j, m, 1)
 
-    def request_view(self, run: RunState, msgs: Sequence[BaseMessage]) -> dict[str, Any]:
+    def request_view(self, run: RunState, msgs: Sequence[BaseMessage]) -> ModelEnterPayload:
         """What a model call received, as keys, with the messages the run has not
         recorded in that form inlined (a layer rewrote or added them)."""
         seen = run.seen
@@ -589,7 +590,7 @@ class Recorder:
             if prev is _MISSING or (prev is not m and prev is not None
                                     and not same_message(prev, m)):
                 inline.append(m)
-        out: dict[str, Any] = {"message_keys": keys}
+        out: ModelEnterPayload = {"message_keys": keys}
         if inline:
             out["inline_messages"] = inline
             out["inline_keys"] = [message_key(m) for m in inline]

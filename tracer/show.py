@@ -17,6 +17,7 @@ from dataclasses import asdict
 from typing import Any
 
 from .captions import captions
+from .content import content_text
 from .errors import StepOutOfRange
 from .loader import Message, Run, RunSummary, TraceDB
 from .replay import Replay, build_replay
@@ -96,16 +97,9 @@ def _cut(text: str, limit: int, more: str) -> tuple[str, dict[str, Any] | None]:
     return text[:limit], {"shown": limit, "total": len(text), "rest": more}
 
 
-def _content_text(m: Message) -> str:
-    from .loader import content_text
-
-    c = m.content
-    return c if isinstance(c, str) else content_text(c)
-
-
 def _message(m: Message, i: int, limit: int, rest_hint: str,
              replay: Replay) -> dict[str, Any]:
-    text, cut = _cut(_content_text(m), limit, rest_hint.format(index=i))
+    text, cut = _cut(content_text(m.content), limit, rest_hint.format(index=i))
     d: dict[str, Any] = {"index": i, "type": m.type, "key": m.key, "content": text}
     if cut:
         d["cut"] = cut
@@ -183,7 +177,7 @@ def message_text(db: TraceDB, run_ref: str, step: int, index: int, *, offset: in
         msg = f"step {step} of run {run.id[:12]} has messages 0 to {len(msgs) - 1}, not {index}"
         raise StepOutOfRange(msg)
     m = msgs[index]
-    text = _content_text(m)
+    text = content_text(m.content)
     if m.tool_calls:
         text += "\n[tool_calls] " + json.dumps(m.tool_calls, ensure_ascii=False, default=str)
     part = text[offset: offset + limit]

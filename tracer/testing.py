@@ -48,7 +48,8 @@ class Looptrace:
     # -- the runs ------------------------------------------------------------------
     @property
     def run_ids(self) -> list[str]:
-        return self._state.run_ids(self.nodeid)
+        ids: list[str] = self._state.run_ids(self.nodeid)
+        return ids
 
     @property
     def runs(self) -> list[Any]:

@@ -11,12 +11,15 @@ ToolMessage, and ``handle_tool_error`` on an exception that went through).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from .captions import ERROR_PATHS, PROPAGATED, PROPAGATES, captions
 from .records import MODEL_HOOKS, TOOL_HOOKS
-from .replay import Replay
 from .tool_signatures import annotation_text, schema_params, signature_text, signatures
+
+if TYPE_CHECKING:
+    from .payloads import ErrorPayload, ToolEnterPayload, ToolExitPayload
+    from .replay import Replay
 
 
 def _model_enters(replay: Replay) -> list[Any]:
@@ -61,14 +64,16 @@ class ToolLife:
 
 
 def _outcome(ev: Any, caption: str = "") -> str | None:
-    p = ev.payload if isinstance(ev.payload, dict) else {}
     if ev.phase == "error":
+        err: ErrorPayload | dict[str, Any] = ev.payload if isinstance(ev.payload, dict) else {}
         # What became of the exception is the step's caption's (read from the record).
-        return caption or f"Raised {p.get('error', 'an exception')}."
+        return caption or f"Raised {err.get('error', 'an exception')}."
     if ev.phase == "interrupt":
         return "Paused for a human (an interrupt) inside the call."
     if ev.phase != "exit":
         return None
+    # (a payload read back from JSON is what the writer built: ``ToolExitPayload``)
+    p = cast("ToolExitPayload", ev.payload if isinstance(ev.payload, dict) else {})
     if p.get("status") == "error":
         path = ERROR_PATHS.get(str(p.get("error_path")), "")
         return "Came back as an error ToolMessage" + (f": {path}." if path else ".")
@@ -95,7 +100,7 @@ def tool_life(replay: Replay, index: int) -> ToolLife | None:
         e = st.event
         if e.tool_call_id != tcid or e.hook not in TOOL_HOOKS:
             continue
-        p = e.payload if isinstance(e.payload, dict) else {}
+        p: ToolEnterPayload | dict[str, Any] = e.payload if isinstance(e.payload, dict) else {}
         if e.phase == "enter" and enter is None:
             enter, name, args = e, p.get("name"), p.get("args")
         elif e.phase in ("exit", "error", "interrupt") and e.hook == ev.hook:

@@ -15,7 +15,10 @@ from __future__ import annotations
 
 import inspect
 import re
-from typing import Any, get_args, get_origin
+from typing import TYPE_CHECKING, Any, get_args, get_origin
+
+if TYPE_CHECKING:
+    from .payloads import Signature
 
 _QUALIFIED = re.compile(r"\b(?:[A-Za-z_]\w*\.)+([A-Za-z_]\w*)")
 
@@ -94,11 +97,11 @@ def schema_params(schema: Any) -> tuple[str | None, set[str]]:
     return fn.get("name"), set(props) if isinstance(props, dict) else set()
 
 
-def signatures(tools: Any, schemas: Any) -> dict[str, dict[str, Any]]:
+def signatures(tools: Any, schemas: Any) -> dict[str, Signature]:
     """For each tool with a readable signature: ``{"signature": text, "hidden": [...]}``,
     ``hidden`` being the parameters the model's schema leaves out (injected)."""
     props = dict(schema_params(s) for s in schemas or ())
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, Signature] = {}
     for tool in tools or ():
         if isinstance(tool, dict):
             continue  # a provider's built-in tool: no Python behind it

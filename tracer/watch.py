@@ -29,6 +29,7 @@ from __future__ import annotations
 import threading
 import time
 import weakref
+from collections.abc import Mapping
 from typing import Any, Protocol
 from uuid import UUID
 
@@ -73,7 +74,7 @@ class InvocationWatcher(BaseCallbackHandler):
         self._lock = threading.Lock()
 
     # -- claims ------------------------------------------------------------
-    def graph_of(self, config: dict[str, Any]) -> UUID | None:
+    def graph_of(self, config: Mapping[str, Any]) -> UUID | None:
         """The graph run that a hook called with ``config`` runs inside: the parent of
         the nearest enclosing chain run named as the node (``langgraph_node``)."""
         cbs = config.get("callbacks")
@@ -90,7 +91,7 @@ class InvocationWatcher(BaseCallbackHandler):
             cur = parent
         return None
 
-    def claim(self, config: dict[str, Any], owner: Owner, run: Any) -> bool:
+    def claim(self, config: Mapping[str, Any], owner: Owner, run: Any) -> bool:
         """``owner`` records the invocation of ``config`` into ``run``: tell it how the
         graph run ends. False when the graph run is not known (no watcher in it)."""
         graph = self.graph_of(config)

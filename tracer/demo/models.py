@@ -34,7 +34,7 @@ class ScriptedChatModel(BaseChatModel):
         params["ls_model_name"] = self.model_name
         return params
 
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Any:  # type: ignore[override]
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Any:
         return self
 
     def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,

@@ -30,7 +30,13 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
+from ..content import OTEL, content_text
 from .spans import Span, SpanEvent
+
+
+def _text(content: Any) -> str:
+    """A span's message content as text (``tracer.content.OTEL``)."""
+    return content_text(content, OTEL)
 
 CHAT_OPS = frozenset({"chat", "text_completion", "generate_content", "completion"})
 DETAILS_EVENT = "gen_ai.client.inference.operation.details"
@@ -111,16 +117,6 @@ def _args(raw: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {"__value__": value}
 
 
-def text_of(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(b if isinstance(b, str) else str(b.get("text") or b.get("content") or "")
-                       for b in content if isinstance(b, str) or (
-                           isinstance(b, dict) and b.get("type") in ("text", None)))
-    return "" if content is None else json.dumps(content, ensure_ascii=False, default=str)
-
-
 def _content(texts: list[str], blocks: list[dict[str, Any]]) -> Any:
     if not blocks:
         return "".join(texts)
@@ -173,7 +169,7 @@ def _read_message(d: Any, span: Span, what: str, probs: Problems) -> list[_Msg]:
                     calls.append(call)
             elif typ == "tool_call_response":
                 resp = p.get("response", p.get("result"))
-                results.append(_Msg("tool", resp if isinstance(resp, str) else text_of(resp),
+                results.append(_Msg("tool", resp if isinstance(resp, str) else _text(resp),
                                     tool_call_id=str(p["id"]) if p.get("id") else None,
                                     name=name))
             elif typ in ("reasoning", "thinking"):
@@ -197,7 +193,7 @@ def _read_message(d: Any, span: Span, what: str, probs: Problems) -> list[_Msg]:
                 elif isinstance(b, dict):
                     blocks.append(b)
         elif content is not None:
-            texts.append(text_of(content))
+            texts.append(_text(content))
         raw_calls = d.get("tool_calls")
         if isinstance(raw_calls, str):
             raw_calls = _structured(raw_calls, span, f"{what} tool_calls", probs)
@@ -358,7 +354,7 @@ def _from_events(span: Span, probs: Problems) -> _Content:
             if isinstance(p.get("finish_reason"), str):
                 c.finish = p["finish_reason"]
     system = [m for m in c.inputs if m.role == "system"]
-    c.system = [text_of(m.content) for m in system]
+    c.system = [_text(m.content) for m in system]
     c.inputs = [m for m in c.inputs if m.role != "system"]
     if not captured:
         return _Content(missing="not captured")
@@ -560,7 +556,7 @@ def read_chat(span: Span, probs: Problems) -> Chat:
     if c.missing is not None or c.inputs is None:
         chat.missing = c.missing or "input messages unreadable"
         return chat
-    system = [*c.system, *(text_of(m.content) for m in c.inputs if m.role == "system")]
+    system = [*c.system, *(_text(m.content) for m in c.inputs if m.role == "system")]
     chat.system = "\n\n".join(s for s in system if s) or None
     msgs, made_up = _lc_messages([m for m in c.inputs if m.role != "system"])
     chat.messages = msgs
@@ -620,10 +616,12 @@ def _tool_message_json(v: Any) -> dict[str, Any] | None:
     if not isinstance(v, dict):
         return None
     if v.get("type") == "tool" and isinstance(v.get("data"), dict):
-        return v["data"]
+        data: dict[str, Any] = v["data"]
+        return data
     if v.get("lc") == 1 and isinstance(v.get("kwargs"), dict) and str(
             (v.get("id") or [""])[-1]).endswith("ToolMessage"):
-        return v["kwargs"]
+        kwargs: dict[str, Any] = v["kwargs"]
+        return kwargs
     if v.get("type") == "tool" and "tool_call_id" in v:
         return v
     return None
@@ -657,7 +655,7 @@ def read_tool(span: Span, probs: Problems, parent: Span | None = None) -> ToolRu
         tm = _tool_message_json(v)
         if tm is not None:
             content = tm.get("content", "")
-            t.result = content if isinstance(content, str | list) else text_of(content)
+            t.result = content if isinstance(content, str | list) else _text(content)
             t.call_id = t.call_id or (str(tm["tool_call_id"]) if tm.get("tool_call_id") else None)
             if tm.get("status") == "error":
                 t.status = "error"

@@ -47,7 +47,8 @@ class Spool:
     def text(self, limit: int) -> str:
         """The body's first ``limit`` bytes as text (UTF-8, bad bytes replaced)."""
         self._file.seek(0)
-        return self._file.read(limit).decode("utf-8", "replace")
+        head: bytes = self._file.read(limit)
+        return head.decode("utf-8", "replace")
 
     def chunks(self, fmt: Any) -> Iterator[str]:
         """The stream's chunks as ``fmt.split_stream`` frames them, one at a time; the

@@ -13,14 +13,14 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from ..errors import RenderError
 from ..loader import Event, Run
+from ..records import MODEL_HOOKS
 from ..replay import Replay
 from .annotate import ASPECTS, Annotation, annotate_request, annotate_response
 from .providers import PROVIDERS, Reply, ToolCall, get_format
 from .render import (
-    MODEL_HOOKS,
     ModelCall,
-    RenderError,
     call_at,
     model_call,
     model_call_events,
