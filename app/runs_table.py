@@ -11,8 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import pandas as pd
 
-from tracer.fork_links import Fork
-from tracer.loader import RunSummary
+from .data import Fork, RunSummary
 
 COLUMNS = ["run", "name", "agent", "status", "health", "started", "duration_s", "laps",
            "model_calls", "tool_calls", "errors", "tokens", "what_if", "depth", "parent", "id"]
