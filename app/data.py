@@ -274,7 +274,8 @@ def _load_page(path: str, stamp: Any, f: RunFilter, limit: int,
                offset: int) -> tuple[list[RunSummary], list[RunSummary], int]:
     with TraceDB(path) as db:
         page = db.runs(f, limit=limit, offset=offset)
-        total = db.count_runs(f)
+        # (a search counts no further than the next page: the runs list says "more than")
+        total = db.count_runs(f, at_most=offset + limit + 1 if f.search else None)
         below = db.subagent_runs([r.id for r in page]) if f.top_level else []
     return page, below, total
 
@@ -282,7 +283,8 @@ def _load_page(path: str, stamp: Any, f: RunFilter, limit: int,
 def runs_page(path: str, f: RunFilter, limit: int,
               offset: int) -> tuple[list[RunSummary], list[RunSummary], int]:
     """One page of the runs ``f`` selects (newest first), the subagent runs below them
-    (with ``f.top_level``), and how many runs ``f`` selects in all."""
+    (with ``f.top_level``), and how many runs ``f`` selects in all: with ``f.search``,
+    counted no further than ``offset + limit + 1`` (that many: "more than")."""
     return _load_page(path, db_stamp(path), f, limit, offset)
 
 
