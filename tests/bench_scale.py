@@ -22,8 +22,9 @@ Files are kept in ``--dir`` and reused when they are there. Then, per size:
 - runs CLI: ``looptrace runs --json`` as a subprocess, start-up included (median of 3);
 - check:    ``looptrace check`` over every run as a subprocess: the first time (the
             findings found and kept) and again (read back): runs per second;
-- search:   ``TraceDB.runs(search=...)`` of a word in every run ("weather"), the first
-            page of 100 and the count (what the Runs page asks), median of 5;
+- search:   a search of a word in every run ("weather") as the Runs page makes it:
+            the first page of 100 top-level runs, their subagent runs and the count
+            up to the next page (``app.data.runs_page``), median of 5;
 - browser:  the Runs page in Chromium (Playwright, Debian's /usr/bin/chromium), from
             ``page.goto`` until the table and its "of N" caption show: the first
             visit after ``streamlit run`` starts the server (the 100 newest runs,
@@ -230,8 +231,17 @@ def browser_times(path: Path, total_roots: int) -> dict[str, float] | None:
 
 
 def search_cost(db: TraceDB, word: str, repeat: int = 5) -> float:
-    """A search as the Runs page makes it: the first page of 100 and the count."""
-    return list_cost(db, RunFilter(top_level=True, search=word), repeat)
+    """A search as the Runs page makes it (``app.data.runs_page``): the first page of
+    100 top-level runs, their subagent runs, and the count up to the next page."""
+    flt = RunFilter(top_level=True, search=word)
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        page = db.runs(flt, limit=100)
+        db.count_runs(flt, at_most=101)
+        db.subagent_runs([r.id for r in page])
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
 
 
 PAGES = ("runs", "replay", "timeline", "presenter", "wire", "compare")
