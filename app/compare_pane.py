@@ -11,12 +11,17 @@ from typing import Any
 
 import streamlit as st
 
-from tracer.captions import captions
-from tracer.diff import Divergence, RunDiff, diff_replays, message_text
-from tracer.replay import Replay, plural
-from tracer.replayer import replay_json
-
 from . import data, navigation, state
+from .data import (
+    Divergence,
+    Replay,
+    RunDiff,
+    captions,
+    diff_replays,
+    message_text,
+    plural,
+    replay_json,
+)
 from .replayer_component import render_replayer, replayer_data
 
 SHOWN = 8  # the latest messages shown per side (the step's own are always among them)

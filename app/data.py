@@ -1,31 +1,198 @@
-"""Where the app's data comes from: the database path and cached loads.
+"""Where the app's data comes from: the database path, cached loads, and the read
+side's names.
 
-Everything reaches the panes through ``tracer.loader.TraceDB`` and
-``tracer.replay.build_replay``. Loads are cached per (database path, run id,
-database stamp): the stamp changes whenever the file (or its WAL) is written,
-so a run still being recorded is reloaded and a finished one never is.
+This is the one module of ``app/`` that imports ``tracer``
+(``tests/test_app_seam.py`` holds it): the other modules take what they need
+from here, ``from .data import Replay`` or ``data.load_view(...)``. Runs reach
+the panes through ``tracer.loader.TraceDB`` and ``tracer.replay.build_replay``.
+Loads are cached per (database path, run id, database stamp): the stamp changes
+whenever the file (or its WAL) is written, so a run still being recorded is
+reloaded and a finished one never is.
+
+The read side's names (``EXPORTS``: name -> the ``tracer`` module that defines
+it) are imported when first used (PEP 562), so a page imports only what it
+shows: the Runs page never imports the wire formats' adapters (LangChain's
+provider packages, about 2 s). ``preload()`` imports them all (``app/serve.py``
+calls it before the server listens).
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import streamlit as st
 
-from tracer.check import findings_for
-from tracer.errors import LooptraceError, NotALooptraceDatabase
+from tracer.errors import LooptraceError, NotALooptraceDatabase, RunNotFound
 from tracer.exchange import build_sample_db, sample_files
 from tracer.findings_store import health_badge, stored_health
 from tracer.fork_links import Fork, forks_among
+from tracer.fork_links import forks_of as _forks_of
 from tracer.loader import Run, RunSummary, TraceDB
 from tracer.replay import Replay, build_replay
-from tracer.run_list import RunFilter
+from tracer.run_list import HEALTH_CLASSES, RunFilter
 
-from .run_view import RunView, build_run_view
 from .safe import md_escape
+
+if TYPE_CHECKING:  # (imported on first use: ``EXPORTS``; listed here for the type checker)
+    from tracer.captions import captions
+    from tracer.check import Finding, check_replay, check_run
+    from tracer.diff import Divergence, RunDiff, diff_replays, message_text
+    from tracer.floorplan import ACTIVE, NOW, STATE_LABEL, UNSEEN, Cell, Row, floor_plan, run_stack
+    from tracer.fork_links import AGENT_ENV, fork_argv, origin_of
+    from tracer.graph_layout import drawing, shape
+    from tracer.loader import content_text
+    from tracer.palette import KIND_COLOURS, colour_map
+    from tracer.records import MODEL_HOOKS, TOOL_HOOKS
+    from tracer.replay import plural
+    from tracer.replayer import KIND_LETTER, STEP_MS, kinds, replay_json, script, style
+    from tracer.tool_life import signature_note, tool_life
+    from tracer.wire.annotate import annotated_text, earlier_turns
+    from tracer.wire.providers import PROVIDERS
+    from tracer.wire.render import call_at, model_call_events
+    from tracer.wire.view import (
+        CAPTURED,
+        LANGCHAIN,
+        RECORDED,
+        RENDERED,
+        ProviderBody,
+        TurnView,
+        aspect_rows,
+        body_diff,
+        turn_label,
+        turn_view,
+    )
+
+    from .run_view import RunView
+
+# The read side's names the panes use, then this module's own loads.
+__all__ = [
+    "ACTIVE",
+    "AGENT_ENV",
+    "CAPTURED",
+    "HEALTH_CLASSES",
+    "KIND_COLOURS",
+    "KIND_LETTER",
+    "LANGCHAIN",
+    "MODEL_HOOKS",
+    "NOW",
+    "PROVIDERS",
+    "RECORDED",
+    "RENDERED",
+    "STATE_LABEL",
+    "STEP_MS",
+    "TOOL_HOOKS",
+    "UNSEEN",
+    "Cell",
+    "Divergence",
+    "Finding",
+    "Fork",
+    "LooptraceError",
+    "NotALooptraceDatabase",
+    "ProviderBody",
+    "Replay",
+    "Row",
+    "Run",
+    "RunDiff",
+    "RunFilter",
+    "RunNotFound",
+    "RunSummary",
+    "TurnView",
+    "annotated_text",
+    "aspect_rows",
+    "body_diff",
+    "call_at",
+    "captions",
+    "check_replay",
+    "check_run",
+    "colour_map",
+    "content_text",
+    "db_path",
+    "db_stamp",
+    "diff_replays",
+    "drawing",
+    "earlier_turns",
+    "find_run",
+    "floor_plan",
+    "fork_argv",
+    "forks_below",
+    "forks_of",
+    "health",
+    "health_badge",
+    "kinds",
+    "load_replay",
+    "load_run",
+    "load_runs",
+    "load_view",
+    "message_text",
+    "model_call_events",
+    "newest_top_level",
+    "open_db",
+    "origin_of",
+    "plural",
+    "preload",
+    "recent_runs",
+    "replay_json",
+    "run_stack",
+    "run_tagged",
+    "runs",
+    "runs_page",
+    "sample_db_path",
+    "script",
+    "shape",
+    "show_error",
+    "signature_note",
+    "style",
+    "tool_life",
+    "turn_label",
+    "turn_view",
+    "wire_rows",
+]
+
+EXPORTS: dict[str, str] = {
+    "captions": "tracer.captions",
+    **dict.fromkeys(("Finding", "check_replay", "check_run"), "tracer.check"),
+    **dict.fromkeys(("Divergence", "RunDiff", "diff_replays", "message_text"), "tracer.diff"),
+    **dict.fromkeys(("ACTIVE", "NOW", "STATE_LABEL", "UNSEEN", "Cell", "Row", "floor_plan",
+                     "run_stack"),
+                    "tracer.floorplan"),
+    **dict.fromkeys(("AGENT_ENV", "fork_argv", "origin_of"), "tracer.fork_links"),
+    **dict.fromkeys(("drawing", "shape"), "tracer.graph_layout"),
+    "content_text": "tracer.loader",
+    **dict.fromkeys(("KIND_COLOURS", "colour_map"), "tracer.palette"),
+    **dict.fromkeys(("MODEL_HOOKS", "TOOL_HOOKS"), "tracer.records"),
+    "plural": "tracer.replay",
+    **dict.fromkeys(("KIND_LETTER", "STEP_MS", "kinds", "replay_json", "script", "style"),
+                    "tracer.replayer"),
+    **dict.fromkeys(("signature_note", "tool_life"), "tracer.tool_life"),
+    **dict.fromkeys(("annotated_text", "earlier_turns"), "tracer.wire.annotate"),
+    "PROVIDERS": "tracer.wire.providers",
+    **dict.fromkeys(("call_at", "model_call_events"), "tracer.wire.render"),
+    **dict.fromkeys(("CAPTURED", "LANGCHAIN", "RECORDED", "RENDERED", "ProviderBody",
+                     "TurnView", "aspect_rows", "body_diff", "turn_label", "turn_view"), "tracer.wire.view"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    """A name of ``EXPORTS``, imported from its module on first use and kept here."""
+    module = EXPORTS.get(name)
+    if module is None:
+        msg = f"module {__name__!r} has no attribute {name!r}"
+        raise AttributeError(msg)
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def preload() -> None:
+    """Import every module of the read side the pages take names from (``EXPORTS``):
+    what a first visit would otherwise wait for."""
+    for module in dict.fromkeys(EXPORTS.values()):
+        importlib.import_module(module)
+
 
 ENV_VAR = "LOOPTRACE_DB"
 
@@ -81,6 +248,8 @@ def load_runs(path: str, stamp: Any, search: str | None = None) -> list[RunSumma
 
 @st.cache_resource(show_spinner=False, max_entries=16)
 def _load_view(path: str, run_id: str, stamp: Any) -> RunView:
+    from .run_view import build_run_view  # (it reads the tracer's names from here)
+
     with TraceDB(path) as db:
         run = db.run(db.resolve(run_id))
     return build_run_view(build_replay(run))
@@ -111,7 +280,8 @@ def _load_page(path: str, stamp: Any, f: RunFilter, limit: int,
                offset: int) -> tuple[list[RunSummary], list[RunSummary], int]:
     with TraceDB(path) as db:
         page = db.runs(f, limit=limit, offset=offset)
-        total = db.count_runs(f)
+        # (a search counts no further than the next page: the runs list says "more than")
+        total = db.count_runs(f, at_most=offset + limit + 1 if f.search else None)
         below = db.subagent_runs([r.id for r in page]) if f.top_level else []
     return page, below, total
 
@@ -119,13 +289,52 @@ def _load_page(path: str, stamp: Any, f: RunFilter, limit: int,
 def runs_page(path: str, f: RunFilter, limit: int,
               offset: int) -> tuple[list[RunSummary], list[RunSummary], int]:
     """One page of the runs ``f`` selects (newest first), the subagent runs below them
-    (with ``f.top_level``), and how many runs ``f`` selects in all."""
+    (with ``f.top_level``), and how many runs ``f`` selects in all: with ``f.search``,
+    counted no further than ``offset + limit + 1`` (that many: "more than")."""
     return _load_page(path, db_stamp(path), f, limit, offset)
 
 
 def recent_runs(path: str, limit: int = 200) -> list[RunSummary]:
     """The newest ``limit`` runs (for a run picker: not every run of a large file)."""
     return _load_page(path, db_stamp(path), RunFilter(), limit, 0)[0]
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def _find_run(path: str, stamp: Any, prefix: str) -> RunSummary:
+    with TraceDB(path) as db:
+        return db.summary(db.resolve(prefix))
+
+
+def find_run(path: str, prefix: str) -> RunSummary:
+    """The run ``prefix`` names (its id, or a unique prefix of one); ``RunNotFound``
+    for none (or for an ambiguous prefix)."""
+    return _find_run(path, db_stamp(path), prefix)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _wire_rows(path: str, run_id: str, stamp: Any) -> list[dict[str, Any]]:
+    with TraceDB(path) as db:
+        return db.wire(run_id)
+
+
+def wire_rows(path: str, run_id: str) -> list[dict[str, Any]]:
+    """The HTTP exchanges captured for ``run_id`` (``TraceDB.wire``), cached."""
+    return _wire_rows(path, run_id, db_stamp(path))
+
+
+def forks_of(path: str, run_id: str) -> list[Fork]:
+    """The forks and replays of ``run_id`` (``tracer.fork_links.forks_of``), read now."""
+    with TraceDB(path) as db:
+        return _forks_of(db, run_id)
+
+
+def run_tagged(path: str, token: str) -> str | None:
+    """The top-level run whose metadata holds ``token`` (a fork started from the app
+    tags its run so), read now; None while there is none."""
+    with TraceDB(path) as db:
+        rows = db.query("SELECT id FROM runs WHERE parent_id IS NULL AND metadata LIKE ?",
+                        [f"%{token}%"])
+    return str(rows[0][0]) if rows else None
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -156,6 +365,8 @@ def _health(path: str, stamp: Any, run_ids: tuple[str, ...]) -> dict[str, str]:
         out = stored_health(db, run_ids)
         rest = [r for r in run_ids if r not in out]
         if rest:  # found now (and kept, for the runs that have ended)
+            from tracer.check import findings_for
+
             for rid, found in findings_for(db, rest).items():
                 out[rid] = health_badge(found)  # (the one health function)
     return out

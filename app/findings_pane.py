@@ -12,9 +12,8 @@ from collections import Counter
 
 import streamlit as st
 
-from tracer.findings_store import health_badge
-
 from . import state
+from .data import health_badge
 from .run_view import RunView
 
 SEVERITY_COLOUR = {"error": "red", "warning": "orange", "info": "blue"}

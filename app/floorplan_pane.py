@@ -12,19 +12,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from tracer.floorplan import (
-    ACTIVE,
-    NOW,
-    STATE_LABEL,
-    UNSEEN,
-    Cell,
-    Row,
-    floor_plan,
-    run_stack,
-)
-from tracer.graph_layout import shape
-
 from . import state
+from .data import ACTIVE, NOW, STATE_LABEL, UNSEEN, Cell, Row, floor_plan, run_stack, shape
 from .run_view import RunView
 
 STATE_COLOUR = {NOW: "primary", ACTIVE: "blue", "fired": "green", "later": "gray",

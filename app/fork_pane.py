@@ -23,12 +23,9 @@ from pathlib import Path
 
 import streamlit as st
 
-from tracer.fork_links import AGENT_ENV, Fork, fork_argv, forks_of, origin_of
-from tracer.loader import TraceDB, content_text
-from tracer.records import TOOL_HOOKS
-
-from . import navigation, state
+from . import data, navigation, state
 from .compare_pane import run_diff
+from .data import AGENT_ENV, TOOL_HOOKS, Fork, content_text, fork_argv, origin_of
 from .run_view import RunView
 
 # How long "Run the fork" waits for the fork's run to appear (the child imports the
@@ -55,8 +52,7 @@ def render_fork_pane(path: str, view: RunView, i: int) -> None:
         what = f"forks run {of[:12]} at step {step}" if step else f"replays run {of[:12]}"
         st.text(f"This run {what}.")
         _compare_link(path, of, run.id, step, f"Compare with run {of[:12]}")
-    with TraceDB(path) as db:
-        forks: list[Fork] = forks_of(db, run.id)
+    forks: list[Fork] = data.forks_of(path, run.id)
     for f in forks:
         _compare_link(path, run.id, f.run_id, f.step, f"Compare with its {f.label}")
     if not st.toggle("Fork here (what if)", key=state.FORK_TOGGLE):
@@ -132,11 +128,9 @@ def _wait_for_run(path: str, token: str, proc: subprocess.Popen[bytes]) -> str |
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
         ended = proc.poll() is not None
-        with TraceDB(path) as db:
-            rows = db.query("SELECT id FROM runs WHERE parent_id IS NULL AND metadata LIKE ?",
-                            [f"%{token}%"])
-        if rows:
-            return str(rows[0][0])
+        found = data.run_tagged(path, token)
+        if found is not None:
+            return found
         if ended:
             return None
         time.sleep(0.2)

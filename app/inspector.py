@@ -12,9 +12,7 @@ from typing import Any
 
 import streamlit as st
 
-from tracer.loader import content_text
-from tracer.tool_life import signature_note, tool_life
-
+from .data import content_text, signature_note, tool_life
 from .run_view import RunView
 
 

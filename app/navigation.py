@@ -1,8 +1,12 @@
 """The app's pages and its navigation (``st.navigation`` over ``app/views/``).
 
 The page at ``/name`` is the function ``name_page`` of ``views/name.py``;
-``main()`` sets the page config and runs the page the URL names (``/`` or
-``/runs``, ``/replay``, ``/timeline``, ``/presenter``, ``/wire``, ``/compare``).
+``main()`` sets the page config and runs the page the URL names (``/runs``,
+``/replay``, ``/timeline``, ``/presenter``, ``/wire``, ``/compare``, each also
+with a trailing ``/``), and at ``/`` the default page (the Runs page). Streamlit
+serves its default page at ``/`` only (``/runs`` would be "Page not found"), so
+the default is a hidden page of its own (``/start``) that draws the default
+screen, and every screen keeps its own path.
 Pages link to each other with ``st.page_link(page("replay"), query_params=...)``:
 switching pages through the sidebar drops the query parameters, a page link
 carries them.
@@ -46,13 +50,20 @@ SCREENS = (
     Screen("compare", "Compare", ":material/compare:"),
 )
 DEFAULT = "runs"
+START = "start"  # the hidden default page's own path (Streamlit serves it at ``/``)
 
 
-def page(url_path: str, *, default: str = DEFAULT) -> st.Page:
+def page(url_path: str) -> st.Page:
     """The page at ``/url_path``, for ``st.page_link``."""
     s = next(s for s in SCREENS if s.url_path == url_path)
-    return st.Page(cast("Callable[[], None]", s), title=s.title, icon=s.icon, url_path=s.url_path,
-                   default=s.url_path == default)
+    return st.Page(cast("Callable[[], None]", s), title=s.title, icon=s.icon, url_path=s.url_path)
+
+
+def start_page(default: str = DEFAULT) -> st.Page:
+    """The page at ``/``: screen ``default``, drawn there (not a redirect: no second run)."""
+    s = next(s for s in SCREENS if s.url_path == default)
+    return st.Page(cast("Callable[[], None]", s), title=s.title, icon=s.icon, url_path=START,
+                   default=True, visibility="hidden")
 
 
 def main(*, default: str = DEFAULT) -> None:
@@ -62,4 +73,4 @@ def main(*, default: str = DEFAULT) -> None:
     # the machine.
     st.set_page_config(page_title="looptrace", page_icon="🔁", layout="wide")
     gate()  # (``looptrace ui --password``: nothing below runs without it)
-    st.navigation([page(s.url_path, default=default) for s in SCREENS]).run()
+    st.navigation([start_page(default), *(page(s.url_path) for s in SCREENS)]).run()

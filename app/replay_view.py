@@ -17,9 +17,8 @@ from typing import Any
 
 import streamlit as st
 
-from tracer.errors import LooptraceError, RunNotFound
-
 from . import data, navigation, state
+from .data import LooptraceError, RunNotFound
 from .findings_pane import render_findings
 from .floorplan_pane import render_floor_plan_section
 from .fork_pane import render_fork_pane
@@ -47,6 +46,21 @@ def choose_run(path: str) -> str | None:
     st.session_state[state.RUN] = newest.id
     st.session_state[state.NO_STEP] = True
     return newest.id
+
+
+def warm(path: str, *, wait_s: float = 120.0) -> None:
+    """Load the run a bare ``/replay`` opens (the newest top-level run) as its first
+    visit would: the run, its replay, the JSON of the window the browser is sent first
+    and its findings (a large run's are found on a thread: waited for, up to
+    ``wait_s``), so that its caches hold them (``app/serve.py``)."""
+    newest = data.newest_top_level(path)
+    if newest is None:
+        return
+    view = data.load_view(path, newest.id)
+    view.json(window_at(len(view.replay), 0))
+    deadline = time.monotonic() + wait_s
+    while view.findings_pending and time.monotonic() < deadline:
+        time.sleep(0.1)
 
 
 def load(path: str) -> RunView:

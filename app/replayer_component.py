@@ -37,10 +37,8 @@ from typing import Any
 
 import streamlit as st
 
-from tracer.graph_layout import drawing
-from tracer.replayer import STEP_MS, script, style
-
 from . import state
+from .data import STEP_MS, drawing, script, style
 
 ADAPTER = """
 const LAYOUT = __LAYOUT__;

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from tracer.errors import LooptraceError
-
 from . import data, state
+from .data import LooptraceError
 from .subagents import run_label
 
 

@@ -13,9 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from tracer.check import Finding, check_replay
-from tracer.replay import Replay
-from tracer.replayer import KIND_LETTER, kinds, replay_json
+from .data import KIND_LETTER, Finding, Replay, check_replay, kinds, replay_json
 
 # Runs with more steps than this are checked on a background thread, so a
 # large run opens at once and its findings appear when ready.

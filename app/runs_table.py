@@ -1,7 +1,9 @@
 """The runs table: one row per run, subagent runs nested under their parent, and
 forks and replays (``tracer.fork_links``) under the run they fork or replay.
 
-``runs_frame`` is a pure function (pandas), tested directly.
+``runs_frame`` is a pure function (pandas), tested directly. Its numbers are numbers
+(the table sorts them as such): ``tokens`` is empty (``<NA>``) for a run whose model
+calls reported no usage, 0 for a run without model calls.
 """
 
 from __future__ import annotations
@@ -11,8 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import pandas as pd
 
-from tracer.fork_links import Fork
-from tracer.loader import RunSummary
+from .data import Fork, RunSummary
 
 COLUMNS = ["run", "name", "agent", "status", "health", "started", "duration_s", "laps",
            "model_calls", "tool_calls", "errors", "tokens", "what_if", "depth", "parent", "id"]
@@ -72,10 +73,20 @@ def runs_frame(runs: Sequence[RunSummary],
             "model_calls": r.model_calls,
             "tool_calls": r.tool_calls,
             "errors": r.errors,
-            "tokens": r.tokens_text,
+            "tokens": tokens(r),
             "what_if": fork.what if fork else "",
             "depth": depth,
             "parent": r.parent_id or "",
             "id": r.id,
         })
-    return pd.DataFrame(rows, columns=COLUMNS)
+    df = pd.DataFrame(rows, columns=COLUMNS)
+    df["tokens"] = df["tokens"].astype("Int64")
+    return df
+
+
+def tokens(r: RunSummary) -> int | None:
+    """The run's tokens: None where its model calls reported no usage (a model call
+    that reports usage uses at least one token), 0 for a run without any."""
+    if not r.total_tokens:
+        return None if r.model_calls else 0
+    return int(r.total_tokens)

@@ -1,29 +1,88 @@
-"""Start the replay app with what its first page needs already imported.
+"""Start the replay app ready: the server prints its URL once a first visit is fast.
 
-``python -m app.serve [streamlit run options]`` is ``streamlit run app/main.py``,
-except that pandas (which every table needs) and looptrace's read side are
-imported before the server waits for a browser, not during the first visit:
-the first Runs page shows about as fast as the next ones.
+``python app/serve.py [streamlit run options]`` (what ``looptrace ui`` runs) is
+``streamlit run app/main.py``, except that before the server listens (and prints
+its URL) it does what a first visit would otherwise wait for, in this process:
+
+- imports: pandas and pyarrow (every table), plotly (the timeline), the app's
+  pages and panes, the read side (``app.data.preload``: the tracer's modules
+  and the wire formats' adapters);
+- loads, into the app's own caches (``st.cache_data`` / ``st.cache_resource``,
+  which live in this process and which the pages then find filled): the Runs
+  page's first page of runs with their health (``app.views.runs.warm``), and
+  the run a bare ``/replay`` opens, the newest, with its replay, the JSON the
+  browser is sent first and its findings (``app.replay_view.warm``).
+
+A database that cannot be read is left for the page to say so: a warm-up that
+fails only makes the first visit slower. ``LOOPTRACE_NO_WARM=1`` skips it.
+
+Streamlit runs this file as a script (not as a module of its package), so it
+imports the app by the package's name, as ``main.py`` does: ``app`` in a
+checkout, ``tracer._app`` when installed.
 """
 
 from __future__ import annotations
 
+import importlib
+import logging
+import os
 import sys
+import time
 from pathlib import Path
 
 MAIN = Path(__file__).resolve().parent / "main.py"
+PAGES = ("runs", "replay", "timeline", "presenter", "wire", "compare")
+# (Streamlit's caches called before its runtime exists log a warning each: expected here)
+QUIET = ("streamlit.runtime.caching.cache_data_api",
+         "streamlit.runtime.caching.cache_resource_api")
 
 
-def preload() -> None:
-    """What the first visit would import: pandas (every table), and the read side.
-    (Not the app's own modules: their caches belong to the running server.)"""
+def package() -> str:
+    """The dotted name of the app's package (the folders above this file with an
+    ``__init__.py``, as ``main.package_of``)."""
+    parts: list[str] = []
+    folder = MAIN.parent
+    while (folder / "__init__.py").is_file():
+        parts.insert(0, folder.name)
+        folder = folder.parent
+    return ".".join(parts)
+
+
+def preload(pkg: str) -> None:
+    """Import what the pages import: the libraries, the app's modules, the read side."""
     import pandas  # noqa: F401
+    import plotly.graph_objects  # noqa: F401
+    import pyarrow  # noqa: F401
 
-    from tracer import check, exchange, findings_store, loader, replay  # noqa: F401
+    importlib.import_module(f"{pkg}.data").preload()
+    for page in PAGES:
+        importlib.import_module(f"{pkg}.views.{page}")
+    importlib.import_module(f"{pkg}.wire_pane").import_adapters()
+
+
+def warm(pkg: str) -> float:
+    """Preload, then fill the caches of the first pages; the seconds it took."""
+    t = time.perf_counter()
+    kept = {name: logging.getLogger(name).level for name in QUIET}
+    for name in QUIET:
+        logging.getLogger(name).setLevel(logging.ERROR)
+    try:
+        preload(pkg)
+        data = importlib.import_module(f"{pkg}.data")
+        path = data.db_path()
+        importlib.import_module(f"{pkg}.views.runs").warm(path)
+        importlib.import_module(f"{pkg}.replay_view").warm(path)
+    except Exception as exc:  # noqa: BLE001 - the page says what is wrong, in the browser
+        print(f"looptrace ui: not warmed up ({type(exc).__name__}: {exc})", file=sys.stderr)
+    finally:
+        for name, level in kept.items():
+            logging.getLogger(name).setLevel(level)
+    return time.perf_counter() - t
 
 
 def main(argv: list[str] | None = None) -> int:
-    preload()
+    if os.environ.get("LOOPTRACE_NO_WARM") != "1":
+        warm(package())
     from streamlit.web import cli
 
     return int(cli.main(args=["run", str(MAIN), *(sys.argv[1:] if argv is None else argv)],

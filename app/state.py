@@ -62,6 +62,14 @@ OPEN_PICK = "open_pick"  # the "Open a run" picker
 # -- the Compare page ----------------------------------------------------------------------
 COMPARE_ROW = "cmp_row"  # the aligned row shown (0-based; a plain key)
 COMPARE_SLIDER = "cmp_slider"  # its slider (1-based)
+COMPARE_A = "cmp_a"  # the picker of run A
+COMPARE_B = "cmp_b"  # the picker of run B
+
+# -- the Wire page ---------------------------------------------------------------------------
+WIRE_RUN = "wire_run"  # its run picker
+
+# -- the paged run pickers (app/paged_picker.py) ----------------------------------------------
+PICKER_PAGES = "lt_picker_pages"  # {picker key: the page of runs it shows} (a plain key)
 
 # -- "Fork here" (app/fork_pane.py) ---------------------------------------------------------
 FORK_TOGGLE = "show_fork"  # the "Fork here (what if)" toggle

@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from tracer.errors import LooptraceError
-from tracer.loader import RunSummary
-
 from . import data, state
+from .data import LooptraceError, RunSummary
 from .run_view import RunView
 from .safe import md_escape
 

@@ -11,9 +11,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from tracer.palette import KIND_COLOURS, colour_map
-from tracer.records import MODEL_HOOKS, TOOL_HOOKS
-from tracer.replay import Replay
+from .data import KIND_COLOURS, MODEL_HOOKS, TOOL_HOOKS, Replay, colour_map
 
 NODE_HOOKS = ("before_agent", "before_model", "after_model", "after_agent")
 

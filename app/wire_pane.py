@@ -17,24 +17,25 @@ from typing import Any
 
 import streamlit as st
 
-from tracer.loader import TraceDB
-from tracer.replay import Replay, plural
-from tracer.wire.annotate import annotated_text, earlier_turns
-from tracer.wire.providers import PROVIDERS
-from tracer.wire.render import call_at
-from tracer.wire.view import (
+from . import data
+from .data import (
     CAPTURED,
     LANGCHAIN,
+    PROVIDERS,
     RECORDED,
     RENDERED,
     ProviderBody,
+    Replay,
     TurnView,
+    annotated_text,
     aspect_rows,
+    call_at,
+    db_stamp,
+    earlier_turns,
+    plural,
     turn_label,
 )
-from tracer.wire.view import turn_view as _turn_view
-
-from .data import db_stamp
+from .data import turn_view as _turn_view
 
 TITLES = {"langchain": "LangChain", "openai": "OpenAI", "anthropic": "Anthropic",
           "ollama": "Ollama"}
@@ -64,12 +65,13 @@ def warm_up() -> None:
         _warmed = True
     # A few seconds later: the imports hold the interpreter for seconds, and the page that
     # called this (a replay of a large run, being loaded and sent) should not wait on them.
-    t = threading.Timer(WARM_UP_DELAY_S, _import_adapters)
+    t = threading.Timer(WARM_UP_DELAY_S, import_adapters)
     t.name, t.daemon = "looptrace-wire-warmup", True
     t.start()
 
 
-def _import_adapters() -> None:
+def import_adapters() -> None:
+    """Import the three providers' LangChain adapters (those installed)."""
     for mod in ("langchain_openai", "langchain_anthropic", "langchain_ollama"):
         try:
             __import__(mod)
@@ -77,20 +79,10 @@ def _import_adapters() -> None:
             continue
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
-def _wire_rows(path: str, run_id: str, stamp: Any) -> list[dict[str, Any]]:
-    with TraceDB(path) as db:
-        return db.wire(run_id)
-
-
-def wire_rows(path: str, run_id: str) -> list[dict[str, Any]]:
-    return _wire_rows(path, run_id, db_stamp(path))
-
-
 @st.cache_resource(show_spinner=False, max_entries=64)
 def _cached_view(path: str, run_id: str, seq: int, stamp: Any, _replay: Replay) -> TurnView:
     enter = next(e for e in _replay.run.events if e.seq == seq)
-    return _turn_view(_replay, enter, wire_rows(path, run_id))
+    return _turn_view(_replay, enter, data.wire_rows(path, run_id))
 
 
 def turn_view(path: str, replay: Replay, seq: int) -> TurnView:

@@ -17,7 +17,11 @@ Prints one compact table:
 
 - PAGE OPEN: navigation to the replayer showing step 0 with its messages,
   painted (a requestAnimationFrame poll through open shadow roots, then the
-  task after that frame). The app (serving a copy of the db) five times: a
+  task after that frame). First the app as ``looptrace ui`` starts it
+  (``app/serve.py``, which warms up before it listens; ``--root DIR``: another
+  checkout's, for a before/after): the run's link opened the moment the server
+  prints its URL (target < 1.5 s, counted from the URL printed: the "wall"
+  column). Then the app started by ``streamlit run`` (serving a copy of the db) five times: a
   visit to a run that does not exist (it warms the fresh server: imports); a
   first visit to the run (not loaded yet: load, ``build_replay``,
   ``replay_json``; the first replay page also starts importing the wire
@@ -80,7 +84,14 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
 from bench_app import record
-from browser_support import CHROMIUM_ARGS, chromium_path, streamlit_server, wait_connected
+from browser_support import (
+    CHROMIUM_ARGS,
+    ROOT,
+    chromium_path,
+    streamlit_server,
+    ui_server,
+    wait_connected,
+)
 from playwright.sync_api import sync_playwright
 
 from tracer.replayer import STEP_MS
@@ -519,6 +530,8 @@ def report(results: dict[str, dict[str, Any]], meta: dict[str, Any]) -> None:
     w(f"  {'host':7s} {'visit':28s} {'shown':>6s} {'DCL':>6s} {'connected':>9s} {'run JSON':>17s} "
       f"{'in DOM':>7s} {'wall':>6s}  received")
     for host, r in results.items():
+        if host == "app" and r.get("printed") is not None:
+            w(f"  {host:7s} `looptrace ui` printed its URL {r['printed']:.1f} s after it started")
         if host == "app" and r.get("warmup") is not None:
             w(f"  {host:7s} {'warm-up (unknown run)':28s} {r['warmup']:6.0f}  (an error shown: "
               f"the server imported the app)")
@@ -612,6 +625,10 @@ def main() -> int:
     ap.add_argument("--pauses", type=int, default=20)
     ap.add_argument("--buttons", action="store_true", help="pauses: click Play / Pause, not Space")
     ap.add_argument("--seed", type=int, default=20261130)
+    ap.add_argument("--root", default=str(ROOT),
+                    help="the checkout whose app/serve.py the first `looptrace ui` visit starts")
+    ap.add_argument("--open-only", action="store_true",
+                    help="only the `looptrace ui` first visit (no stepping, playback, export)")
     args = ap.parse_args()
     rnd = random.Random(args.seed)
 
@@ -650,6 +667,25 @@ def main() -> int:
         browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
         if args.only != "export":
             r: dict[str, Any] = {"open": []}
+            ui_db = tmp / "ui.db"
+            src, dst = sqlite3.connect(db), sqlite3.connect(ui_db)
+            src.backup(dst)
+            src.close()
+            dst.close()
+            ctx = browser.new_context(viewport=VIEWPORT)
+            ctx.add_init_script(OPEN_JS)
+            with ui_server(ui_db, root=Path(args.root)) as (url, printed_s, _pid):
+                page, o = open_page(ctx, f"{url}/replay?run={run_id}&step=1", Wire(), app=True)
+            r["open"].append(("`looptrace ui`: URL printed", o))
+            r["printed"] = printed_s
+            print(f"app (looptrace ui): URL printed after {printed_s:.1f} s; the run shown "
+                  f"{o['wall']:.0f} ms after it", flush=True)
+            ctx.close()
+            if args.open_only:
+                results["app"] = r
+                browser.close()
+                report(results, meta)
+                return 0
             # The app serves a copy (its mtime is touched below).
             served = tmp / "served.db"
             src, dst = sqlite3.connect(db), sqlite3.connect(served)

@@ -22,11 +22,21 @@ Files are kept in ``--dir`` and reused when they are there. Then, per size:
 - runs CLI: ``looptrace runs --json`` as a subprocess, start-up included (median of 3);
 - check:    ``looptrace check`` over every run as a subprocess: the first time (the
             findings found and kept) and again (read back): runs per second;
+- search:   a search of a word in every run ("weather") as the Runs page makes it:
+            the first page of 100 top-level runs, their subagent runs and the count
+            up to the next page (``app.data.runs_page``), median of 5;
 - browser:  the Runs page in Chromium (Playwright, Debian's /usr/bin/chromium), from
             ``page.goto`` until the table and its "of N" caption show: the first
             visit after ``streamlit run`` starts the server (the 100 newest runs,
             just recorded, are checked then), a reload (median of 3), and the
-            first visit after ``python -m app.serve`` starts it.
+            first visit after ``python -m app.serve`` starts it;
+- ui:       the app as ``looptrace ui`` starts it (``app/serve.py`` run as a script):
+            how long until it prints its URL, then the Runs page's first visit
+            from the moment the URL is printed (target < 1.5 s); then every page
+            visited (Runs, Replay, Timeline, Presenter, Wire, Compare, each until its
+            script run ends) and the server's RSS and peak RSS (target < 500 MB).
+            ``--root DIR`` runs this part with another checkout's app (e.g. an
+            earlier commit, ``git archive``-d there), for a before/after.
 """
 
 from __future__ import annotations
@@ -220,7 +230,76 @@ def browser_times(path: Path, total_roots: int) -> dict[str, float] | None:
             "first_preloaded": preloaded[0]}
 
 
-def bench(n: int, folder: Path, empty: Path, browser: bool) -> dict[str, Any]:
+def search_cost(db: TraceDB, word: str, repeat: int = 5) -> float:
+    """A search as the Runs page makes it (``app.data.runs_page``): the first page of
+    100 top-level runs, their subagent runs, and the count up to the next page."""
+    flt = RunFilter(top_level=True, search=word)
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        page = db.runs(flt, limit=100)
+        db.count_runs(flt, at_most=101)
+        db.subagent_runs([r.id for r in page])
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+PAGES = ("runs", "replay", "timeline", "presenter", "wire", "compare")
+
+
+def _rss_mb(pid: int) -> tuple[float, float]:
+    """(RSS, peak RSS) of process ``pid``, MB."""
+    fields = dict(line.split(":", 1) for line in
+                  Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
+    return (int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024)
+
+
+def ui_times(path: Path, total_roots: int, root: Path) -> dict[str, Any] | None:
+    """The app as ``looptrace ui`` starts it: seconds until its URL is printed; the Runs
+    page's first visit counted from then; the server's RSS after every page."""
+    from browser_support import CHROMIUM_ARGS, chromium_path, ui_server, wait_connected
+    from playwright.sync_api import sync_playwright
+
+    exe = chromium_path()
+    if exe is None:
+        return None
+    out: dict[str, Any] = {}
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=exe, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        try:
+            with ui_server(path, root=root) as (url, printed_s, pid):
+                t = time.perf_counter()  # (the URL has just been printed)
+                page.goto(url + "/")
+                wait_connected(page, timeout=120_000)
+                page.get_by_text(f"of {total_roots:,}").first.wait_for(timeout=120_000)
+                page.locator('[data-testid="stDataFrame"] canvas').first.wait_for(
+                    state="visible", timeout=120_000)
+                out["first"] = time.perf_counter() - t
+                out["printed"] = printed_s
+                out["rss_start"] = _rss_mb(pid)[0]
+                for name in PAGES:
+                    t = time.perf_counter()
+                    try:
+                        page.goto(f"{url}/{name}")
+                        wait_connected(page, timeout=120_000)
+                        page.locator('[data-testid="stMain"] [data-testid="stElementContainer"]'
+                                     ).first.wait_for(timeout=120_000)
+                        page.locator('[data-testid="stApp"][data-test-script-state="notRunning"]'
+                                     ).wait_for(timeout=120_000)
+                        out[f"page_{name}"] = time.perf_counter() - t
+                    except Exception as exc:  # noqa: BLE001 - the other pages still count
+                        print(f"/{name}: {str(exc).splitlines()[0]}", flush=True)
+                    print(f"/{name} visited, RSS {_rss_mb(pid)[0]:.0f} MB", flush=True)
+                time.sleep(3.0)  # (background work a page started: a check, the adapters)
+                out["rss"], out["rss_peak"] = _rss_mb(pid)
+        finally:
+            browser.close()
+    return out
+
+
+def bench(n: int, folder: Path, empty: Path, browser: bool,
+          root: Path = ROOT, only_ui: bool = False) -> dict[str, Any]:
     path = folder / f"scale-{n}.db"
     built = build(path, n)
     out: dict[str, Any] = {"runs": n, "built_s": built}
@@ -228,6 +307,11 @@ def bench(n: int, folder: Path, empty: Path, browser: bool) -> dict[str, Any]:
         total = db.count_runs()
         roots = db.count_runs(RunFilter(top_level=True))
         out["total"] = total
+        out["search_common"] = search_cost(db, "weather")
+    if only_ui:
+        out["ui"] = ui_times(path, roots, root)
+        return out
+    with TraceDB(path) as db:
         out["bytes_per_run"] = file_bytes(path) / total
         rng = random.Random(n)
         one_lap = [str(r[0]) for r in db.query(
@@ -249,6 +333,7 @@ def bench(n: int, folder: Path, empty: Path, browser: bool) -> dict[str, Any]:
         with TraceDB(path) as db:  # (the recording above added runs)
             roots = db.count_runs(RunFilter(top_level=True))
         out["browser"] = browser_times(path, roots)
+        out["ui"] = ui_times(path, roots, root)
     return out
 
 
@@ -257,6 +342,10 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
     ap.add_argument("--dir", default=str(Path(tempfile.gettempdir()) / "looptrace-bench-scale"))
     ap.add_argument("--no-browser", action="store_true")
+    ap.add_argument("--only-ui", action="store_true",
+                    help="only the common-word search and the `looptrace ui` visits")
+    ap.add_argument("--root", default=str(ROOT),
+                    help="the checkout whose app/serve.py the ui visits start (default: this)")
     args = ap.parse_args()
     folder = Path(args.dir)
     folder.mkdir(parents=True, exist_ok=True)
@@ -264,19 +353,39 @@ def main() -> None:
     rows = []
     try:
         for n in args.sizes:
-            r = bench(n, folder, empty, not args.no_browser)
+            r = bench(n, folder, empty, not args.no_browser, Path(args.root), args.only_ui)
             rows.append(r)
             print(r, flush=True)
     finally:
         for suffix in ("", "-wal", "-shm"):
             Path(f"{empty}{suffix}").unlink(missing_ok=True)
     print()
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; "
+          f"ui: app/serve.py of {args.root}")
     print("| runs in the file | " + " | ".join(f"{r['total']:,}" for r in rows) + " |")
     print("| --- |" + " --- |" * len(rows))
 
     def line(label: str, fmt: Any) -> None:
         print(f"| {label} | " + " | ".join(fmt(r) for r in rows) + " |")
 
+    def get(key: str, fmt: Any) -> Any:
+        return lambda r: fmt(r[key]) if r.get(key) is not None else "not measured"
+
+    def ui(key: str, fmt: Any) -> Any:
+        return lambda r: (fmt(r["ui"][key]) if r.get("ui") and r["ui"].get(key) is not None
+                          else "not measured")
+
+    line("search a word in every run: first page + count (target < 50 ms)",
+         get("search_common", ms))
+    line("`looptrace ui`: until it prints its URL", ui("printed", lambda v: f"{v:.1f} s"))
+    line("... Runs page first visit from the URL printed (target < 1.5 s)", ui("first", ms))
+    for name in PAGES:
+        line(f"... then /{name}, until its script run ends", ui(f"page_{name}", ms))
+    line("... server RSS after the first visit", ui("rss_start", lambda v: f"{v:.0f} MB"))
+    line("... server RSS after every page (target < 500 MB)", ui("rss", lambda v: f"{v:.0f} MB"))
+    line("... server peak RSS", ui("rss_peak", lambda v: f"{v:.0f} MB"))
+    if args.only_ui:
+        return
     line("`looptrace check`, first time (found and kept)", lambda r: f"{r['check_first']:,.0f} runs/s")
     line("`looptrace check`, again (read back)", lambda r: f"{r['check_again']:,.0f} runs/s")
     line("Runs page data: 100 top-level runs + subagents + count", lambda r: ms(r["list"]))

@@ -68,6 +68,49 @@ def streamlit_server(db: str | Path | None = None, app: str | Path | None = None
                 proc.kill()
 
 
+@contextlib.contextmanager
+def ui_server(db: str | Path, *, root: Path = ROOT,
+              timeout: float = 300) -> Iterator[tuple[str, float, int]]:
+    """The app as ``looptrace ui`` starts it (``app/serve.py`` of the checkout ``root``,
+    run as a script, ``root`` first on the import path) on a free 127.0.0.1 port;
+    yields its base URL once the server has printed it, the seconds that took, and the
+    server's process id."""
+    import threading
+
+    port = free_port()
+    env = {**os.environ, "LOOPTRACE_DB": str(db), "PYTHONPATH": str(root)}
+    t0 = time.monotonic()
+    proc = subprocess.Popen(
+        [sys.executable, str(root / "app" / "serve.py"), "--server.address", "127.0.0.1",
+         "--server.port", str(port), "--server.headless", "true",
+         "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
+        cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    url = f"http://127.0.0.1:{port}"
+    printed = threading.Event()
+    seen: list[str] = []
+
+    def read() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            seen.append(line)
+            if url in line:
+                printed.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        if not printed.wait(timeout):
+            msg = f"the app did not print {url} in {timeout:.0f} s:\n{''.join(seen)}"
+            raise RuntimeError(msg)
+        yield url, time.monotonic() - t0, proc.pid
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
 def wait_healthy(url: str, proc: subprocess.Popen[bytes], *, timeout: float,
                  log: Path | None = None) -> None:
     """Wait until the Streamlit server at ``url`` (started as ``proc``) answers its health

@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 from app_kit import app_test, browser_sends, browser_sends_all, replayer, report_step
 from streamlit.testing.v1 import AppTest
@@ -114,10 +115,15 @@ def test_runs_page_lists_every_run_with_subagents_nested(samples: Path) -> None:
     for col in ("status", "duration_s", "laps", "model_calls", "tool_calls", "errors", "tokens",
                 "health"):
         assert col in df.columns
-    # openai-shopping streamed without usage: "not reported", not 0 tokens
+    # openai-shopping streamed without usage: not reported (empty), not 0 tokens
     tokens = dict(zip(df["name"], df["tokens"], strict=True))
-    assert tokens["openai-shopping"] == "not reported"
-    assert tokens["weather"] == "77" and tokens["ollama-shopping"] == "460"
+    assert tokens["openai-shopping"] is pd.NA
+    assert tokens["weather"] == 77 and tokens["ollama-shopping"] == 460
+    # numbers, sorted as numbers (as text, "77" came after "460")
+    by_tokens = df.dropna(subset=["tokens"]).sort_values("tokens")
+    assert list(by_tokens["tokens"]) == sorted(v for v in tokens.values() if v is not pd.NA)
+    assert (list(by_tokens["name"]).index("weather")
+            < list(by_tokens["name"]).index("ollama-shopping"))
 
 
 def test_runs_page_search_filters_by_message_text(samples: Path) -> None:

@@ -15,6 +15,7 @@ import pytest
 from scale_kit import ODD_TEXTS, write_runs
 
 from tracer.loader import TraceDB
+from tracer.run_list import RunFilter
 from tracer.search import matching_runs
 from tracer.store import Writer
 
@@ -98,3 +99,49 @@ def test_the_index_follows_every_write(tmp_path: Path) -> None:
     assert conn.execute("SELECT COUNT(*) FROM messages_fts").fetchone() == (0,)
     assert conn.execute("SELECT COUNT(*) FROM search_runs").fetchone() == (0,)
     conn.close()
+
+
+def top_level_scan(path: Path, query: str) -> set[str]:
+    """The top-level runs holding ``query`` in their own or a subagent run's messages."""
+    conn = sqlite3.connect(path)
+    parent = dict(conn.execute("SELECT id, parent_id FROM runs").fetchall())
+    conn.close()
+    out = set()
+    for rid in plain_scan(path, query):
+        while parent.get(rid):
+            rid = parent[rid]
+        out.add(rid)
+    return out
+
+
+@pytest.mark.parametrize("common", [1, 10**9], ids=["every-text-common", "none-common"])
+@pytest.mark.parametrize("query", ["weather", "city number 19?", "sub-question #4#", "Ærø",
+                                   "100%", "a_b", "NEAR/3", "nothing like this", "o"])
+def test_both_ways_of_searching_find_the_same_runs(path: Path, query: str, common: int,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A common text is tested run by run (``run_has``), a rare one looked up in the
+    index: forced one way or the other, each finds what a plain scan finds, the
+    subagent runs' hits counting for their top-level run."""
+    from tracer import search
+
+    monkeypatch.setattr(search, "COMMON", common)
+    want = top_level_scan(path, query)
+    with TraceDB(path) as db:
+        f = RunFilter(top_level=True, search=query)
+        assert {r.id for r in db.runs(f)} == want, query
+        assert db.count_runs(f) == len(want)
+        assert db.count_runs(f, at_most=5) == min(5, len(want))
+        assert {r.id for r in db.runs(search=query)} == plain_scan(path, query)
+        page = db.runs(f, limit=7, offset=3)
+    newest = sorted(want, reverse=True)  # (ids start with their start time, in hex)
+    assert [r.id for r in page] == newest[3:10]
+
+
+def test_a_common_text_is_told_from_a_rare_one(path: Path) -> None:
+    from tracer.search import COMMON, is_common
+
+    with TraceDB(path) as db:
+        assert len(plain_scan(path, "weather")) >= COMMON  # (the file has that many)
+        assert is_common(db.query, "weather", indexed=True)
+        assert not is_common(db.query, "city number 19?", indexed=True)
+        assert is_common(db.query, "ab", indexed=True)  # (too short for the index)

@@ -15,7 +15,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Self
 
-from . import run_list
+from . import run_list, search
 from .content import content_text as content_text  # noqa: PLC0414 - re-exported for its readers
 from .errors import NotALooptraceDatabase, RunNotFound
 from .records import EventRecord
@@ -243,7 +243,7 @@ class TraceDB:
                         ids=ids if ids is not None else f.ids,
                         parent_id=parent_id if parent_id is not None else f.parent_id)
         join, params = run_list.joins(self.derived)
-        cond, more = run_list.where(f, self.derived)
+        cond, more = run_list.where(f, self.derived, common=self._common(f))
         page = ""
         if limit is not None or offset:
             page = " LIMIT ? OFFSET ?"
@@ -266,13 +266,23 @@ class TraceDB:
                                   events=counts[4] or 0))
         return out
 
-    def count_runs(self, filter: RunFilter | None = None) -> int:
-        """How many runs ``filter`` selects (all runs without one)."""
+    def count_runs(self, filter: RunFilter | None = None, *, at_most: int | None = None) -> int:
+        """How many runs ``filter`` selects (all runs without one); counting no further
+        than ``at_most`` (a search of a common text counts the runs it holds one by one:
+        ``at_most`` says when to stop)."""
         f = filter or RunFilter()
         join, params = run_list.joins(self.derived) if f.health else ("", [])
-        cond, more = run_list.where(f, self.derived)
-        return int(self._query(f"SELECT COUNT(*) FROM runs r{join}{cond}",
-                               [*params, *more])[0][0])
+        cond, more = run_list.where(f, self.derived, common=self._common(f))
+        if at_most is None:
+            return int(self._query(f"SELECT COUNT(*) FROM runs r{join}{cond}",
+                                   [*params, *more])[0][0])
+        return int(self._query(f"SELECT COUNT(*) FROM (SELECT 1 FROM runs r{join}{cond}"
+                               " LIMIT ?)", [*params, *more, max(0, int(at_most))])[0][0])
+
+    def _common(self, f: RunFilter) -> bool:
+        """Whether ``f`` searches a common text (``tracer.search.is_common``)."""
+        return bool(f.search) and search.is_common(self._query, f.search or "",
+                                                   indexed=self.derived)
 
     def subagent_runs(self, run_ids: list[str]) -> list[RunSummary]:
         """Every run below ``run_ids`` (their subagent runs, theirs, and so on)."""

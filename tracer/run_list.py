@@ -29,7 +29,7 @@ from typing import Any
 from .errors import InvalidOption, LooptraceError
 from .prune import parse_age
 from .rules_version import RULES_VERSION
-from .search import matching_runs
+from .search import matching_runs, run_has
 
 # What a run's stored check says (``tracer.findings_store``): its worst severity,
 # "ok" for none, or "unchecked" (never checked, checked with older rules or on
@@ -93,9 +93,10 @@ def _esc(text: str) -> str:
     return "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
-def where(f: RunFilter, derived: bool) -> tuple[str, list[Any]]:
+def where(f: RunFilter, derived: bool, *, common: bool = False) -> tuple[str, list[Any]]:
     """The WHERE clause (over ``runs r``, ``run_stats s``, ``run_checks c``) for ``f``;
-    ``derived``: the file has the derived tables (schema 3)."""
+    ``derived``: the file has the derived tables (schema 3); ``common``: ``f.search`` is
+    a common text (``tracer.search.is_common``), tested run by run."""
     parts: list[str] = []
     params: list[Any] = []
     if f.ids is not None:
@@ -118,7 +119,11 @@ def where(f: RunFilter, derived: bool) -> tuple[str, list[Any]]:
     if f.until is not None:
         parts.append("r.started_at < ?")
         params.append(f.until)
-    if f.search:
+    if f.search and common:
+        sql, p = run_has(f.search, below=f.top_level)
+        parts.append(sql)
+        params.extend(p)
+    elif f.search:
         sql, p = matching_runs(f.search, indexed=derived)
         if f.top_level:  # a hit in a subagent run counts for its top-level run
             sql = ("WITH RECURSIVE up(id, parent_id) AS (SELECT id, parent_id FROM runs"

@@ -9,6 +9,13 @@ then compared exactly. A query shorter than three characters has no pieces: it
 is a scan of every message, as before. A file without the index (an older
 schema read as it is) is scanned too.
 
+A text the index finds in many messages (``COMMON`` or more: "weather" in a
+file of a hundred thousand weather runs) is not looked up that way: checking
+every message that holds it costs seconds, and a page needs only the first
+hundred runs. ``run_has`` tests each run instead, newest first as the runs list
+reads them, and the list stops at its page (``is_common`` decides, from the
+index, in about a millisecond).
+
 A trigger on ``messages`` (``tracer.schema``) puts each message's text in
 ``search_pending``, in the transaction that writes the message: it is searched
 there (a scan of a few thousand rows at most) until ``catch_up`` moves a batch
@@ -29,11 +36,13 @@ Example:
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from typing import Any
 
 from .schema import FTS_BLOCK
 
 MIN_INDEXED = 3  # the trigram tokenizer indexes three-character pieces
+COMMON = 200  # messages the index finds a text in, from which the text is common
 BATCH = 2000  # messages waiting in search_pending before the index takes them
 
 
@@ -64,6 +73,32 @@ def matching_runs(text: str, *, indexed: bool) -> tuple[str, list[Any]]:
            f" UNION ALL SELECT fts / {FTS_BLOCK} FROM search_pending"
            " WHERE text LIKE ? ESCAPE '\\')")
     return sql, [_fts_pattern(text), text, like]
+
+
+def is_common(query: Callable[[str, list[Any]], list[tuple[Any, ...]]], text: str, *,
+              indexed: bool) -> bool:
+    """Whether ``text`` is in so many messages (``COMMON`` or more, as the index says)
+    that testing runs one by one (``run_has``) finds a page sooner than the index does.
+    A text the index cannot narrow (short, or a file without the index) is scanned
+    either way: testing runs one by one stops at the page. ``query``: rows of a query."""
+    if not indexed or len(text) < MIN_INDEXED or not _has_piece(text):
+        return True
+    (n,), = query("SELECT COUNT(*) FROM (SELECT 1 FROM messages_fts WHERE text LIKE ? LIMIT ?)",
+                  [_fts_pattern(text), COMMON])
+    return int(n) >= COMMON
+
+
+def run_has(text: str, *, below: bool) -> tuple[str, list[Any]]:
+    """A condition on the run ``r`` (SQL, and its parameters): one of its messages
+    contains ``text`` (as ``matching_runs`` matches), or, with ``below``, one of the
+    messages of a run below it (its subagent runs, theirs ...)."""
+    sql = ("EXISTS (SELECT 1 FROM messages m WHERE m.run_id = r.id"
+           " AND m.text LIKE ? ESCAPE '\\')")
+    if below:
+        sql = ("EXISTS (WITH RECURSIVE down(id) AS (SELECT r.id UNION SELECT k.id FROM runs k"
+               " JOIN down ON k.parent_id = down.id) SELECT 1 FROM down JOIN messages m"
+               " ON m.run_id = down.id WHERE m.text LIKE ? ESCAPE '\\')")
+    return sql, [_like_pattern(text)]
 
 
 def catch_up(conn: sqlite3.Connection, *, at_least: int = 0) -> int:

@@ -13,10 +13,6 @@ from __future__ import annotations
 
 import streamlit as st
 
-from tracer.diff import RunDiff
-from tracer.errors import LooptraceError
-from tracer.loader import RunSummary
-
 from .. import data, state
 from ..compare_pane import (
     STYLE,
@@ -27,31 +23,34 @@ from ..compare_pane import (
     run_label,
     step_at,
 )
+from ..data import LooptraceError, RunDiff, RunFilter, RunSummary
+from ..paged_picker import PAGE_SIZE, paged_run_picker
 
 
 def compare_page() -> None:
     st.title("Compare two runs")
     st.html(STYLE)
     path = data.open_db()
-    runs = data.runs(path)
-    if not runs:
+    try:  # (the newest top-level runs: the default pair, without a link)
+        newest, _, total = data.runs_page(path, RunFilter(top_level=True), PAGE_SIZE, 0)
+    except LooptraceError as exc:
+        data.show_error(exc)
+    if not total and not data.runs_page(path, RunFilter(), 1, 0)[0]:
         st.info("No runs in this database yet.", icon=":material/info:")
         st.stop()
-    top = [r for r in runs if not r.parent_id] or runs
-    ordered = top + [r for r in runs if r not in top]
-    ids = [r.id for r in ordered]
-    label = {r.id: run_label(r) for r in ordered}
     qp = st.query_params
-    pair = same_agent_pair(top)  # (without a link: the newest two runs of one agent)
+    pair = same_agent_pair(newest)  # (without a link: the newest two runs of one agent)
     c1, c2 = st.columns(2)
     with c1:
-        a = st.selectbox("Run A", ids, index=_default(ids, qp.get("a"), pair and pair[1]),
-                         format_func=label.__getitem__, key="cmp_a", on_change=_set_row,
-                         args=(0,), placeholder="Pick a run")
+        a = paged_run_picker(
+            path, "Run A", key=state.COMPARE_A, format_func=run_label, on_change=_set_row,
+            args=(0,), current=st.session_state.get(state.COMPARE_A)
+            or _default(path, qp.get("a"), pair and pair[1]))
     with c2:
-        b = st.selectbox("Run B", ids, index=_default(ids, qp.get("b"), pair and pair[0]),
-                         format_func=label.__getitem__, key="cmp_b", on_change=_set_row,
-                         args=(0,), placeholder="Pick a run")
+        b = paged_run_picker(
+            path, "Run B", key=state.COMPARE_B, format_func=run_label, on_change=_set_row,
+            args=(0,), current=st.session_state.get(state.COMPARE_B)
+            or _default(path, qp.get("b"), pair and pair[0]))
     if a is None or b is None:
         st.info("Pick two runs to compare (the same agent on two models, before and after "
                 "a change ...).", icon=":material/compare:")
@@ -100,14 +99,15 @@ def same_agent_pair(runs: list[RunSummary]) -> tuple[str, str] | None:
     return None
 
 
-def _default(ids: list[str], wanted: str | None, fallback: str | None) -> int | None:
-    """The index of the run a link names (an id or a prefix), else of ``fallback``;
-    None (nothing picked) without either."""
+def _default(path: str, wanted: str | None, fallback: str | None) -> str | None:
+    """The run a link names (an id or a unique prefix), else ``fallback``; None
+    (nothing picked) without either."""
     if wanted:
-        for i, rid in enumerate(ids):
-            if rid == wanted or rid.startswith(wanted):
-                return i
-    return ids.index(fallback) if fallback in ids else None
+        try:
+            return data.find_run(path, wanted).id
+        except LooptraceError:  # (not a run of this file: the default instead)
+            pass
+    return fallback
 
 
 def _set_row(i: int) -> None:

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import datetime as dt
 
+import pandas as pd
 import streamlit as st
 
-from tracer.errors import LooptraceError
-from tracer.run_list import HEALTH_CLASSES, RunFilter
-
 from .. import data, navigation, runs_table, state
+from ..data import HEALTH_CLASSES, LooptraceError, RunFilter, RunSummary
 from ..safe import md_escape
 from ..subagents import run_label
 
@@ -27,6 +26,7 @@ PAGE_SIZE = 100
 # blanked the page: "Bad delta path index").
 REFRESH_S = 2.0
 STATUSES = ["completed", "running", "error", "interrupted"]
+FIRST = RunFilter(top_level=True)  # what the page shows before any filter is set
 
 
 def runs_page() -> None:
@@ -90,18 +90,11 @@ def _table(path: str, flt: RunFilter) -> None:
         st.error(md_escape(str(exc)), icon=":material/error:")
         return
     if not runs:
-        filtered = flt != RunFilter(top_level=True)
+        filtered = flt != FIRST
         st.info("No runs match." if filtered else "No runs recorded yet.",
                 icon=":material/info:")
         return
-    shown = [*runs, *below]
-    if flt.top_level:  # forks and replays under the run they fork or replay
-        more, forks = data.forks_below(path, shown)
-        shown += more
-    else:
-        forks = {}
-    badges = data.health(path, [r.id for r in shown])
-    df = runs_table.runs_frame(shown, lambda r: badges.get(r.id, "–"), forks)
+    df, shown = table_frame(path, flt, runs, below)
     df["open"] = ["replay?run=" + i for i in df["id"]]
     first = page_no * PAGE_SIZE + 1
     nav = st.columns([2, 2, 6], vertical_alignment="center")
@@ -111,7 +104,11 @@ def _table(path: str, flt: RunFilter) -> None:
                   disabled=first + len(runs) > total, on_click=_turn, args=(1,))
     kind = ("top-level runs (their subagent runs, forks and replays nested)" if flt.top_level
             else "runs")
-    nav[2].caption(f"{kind} {first:,}–{first + len(runs) - 1:,} of {total:,}")
+    last = first + len(runs) - 1
+    # (a search counts no further than the next page: tracer.search, data.runs_page)
+    of = (f"more than {first + PAGE_SIZE - 1:,}" if flt.search and total > first + PAGE_SIZE - 1
+          else f"{total:,}")
+    nav[2].caption(f"{kind} {first:,}–{last:,} of {of}")
     st.dataframe(
         df, hide_index=True, key=state.RUNS_TABLE, on_select="rerun",
         selection_mode="single-row",
@@ -124,11 +121,39 @@ def _table(path: str, flt: RunFilter) -> None:
                 "what if", help="a fork's step and edit, or the run a replay replays"),
             "started": st.column_config.DatetimeColumn("started", format="YYYY-MM-DD HH:mm:ss"),
             "duration_s": st.column_config.NumberColumn("duration", format="%.2f s"),
+            "tokens": st.column_config.NumberColumn(
+                "tokens", format="localized",
+                help="empty: the run's model calls reported no usage"),
             "open": st.column_config.LinkColumn("open", display_text="replay ↗"),
             "id": st.column_config.TextColumn("id", width="small"),
         },
     )
     _open_a_run(list(df["id"]), {r.id: run_label(r) for r in shown})
+
+
+def table_frame(path: str, flt: RunFilter, runs: list[RunSummary],
+                below: list[RunSummary]) -> tuple[pd.DataFrame, list[RunSummary]]:
+    """The table of a page of ``runs`` (and the subagent runs ``below`` them): forks and
+    replays nested under the run they fork or replay, a health badge each; and the runs
+    in it."""
+    shown = [*runs, *below]
+    if flt.top_level:  # forks and replays under the run they fork or replay
+        more, forks = data.forks_below(path, shown)
+        shown += more
+    else:
+        forks = {}
+    badges = data.health(path, [r.id for r in shown])
+    return runs_table.runs_frame(shown, lambda r: badges.get(r.id, "–"), forks), shown
+
+
+def warm(path: str) -> None:
+    """Load what this page's first visit shows (the first page of top-level runs, their
+    health, forks and table), so that its caches hold it (``app/serve.py``). Twice: the
+    health found the first time is kept in the file, which changes its stamp (the
+    caches' key); the second time reads it back."""
+    for _ in range(2):
+        runs, below, _total = data.runs_page(path, FIRST, PAGE_SIZE, 0)
+        table_frame(path, FIRST, runs, below)
 
 
 def _open_a_run(ids: list[str], labels: dict[str, str]) -> None:

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from tracer.replay import plural
-
 from .. import data, navigation, state, timeline
+from ..data import plural
 from ..replay_view import load
 from ..run_picker import run_picker
 

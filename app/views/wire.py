@@ -15,14 +15,19 @@ from typing import cast
 
 import streamlit as st
 
-from tracer.errors import LooptraceError
-from tracer.loader import RunSummary
-from tracer.replay import plural
-from tracer.wire.providers import PROVIDERS
-from tracer.wire.render import call_at, model_call_events
-from tracer.wire.view import body_diff, turn_label
-
 from .. import data, navigation, state
+from ..data import (
+    PROVIDERS,
+    LooptraceError,
+    RunFilter,
+    RunSummary,
+    body_diff,
+    call_at,
+    model_call_events,
+    plural,
+    turn_label,
+)
+from ..paged_picker import paged_run_picker
 from ..replay_view import choose_run
 from ..run_picker import adopt
 from ..wire_pane import TITLES, render_turn, turn_view, warm_up
@@ -34,25 +39,29 @@ def wire_page() -> None:
     path = data.open_db()
     qp = st.query_params
     try:
-        runs = data.runs(path)
+        newest = data.runs_page(path, RunFilter(), 1, 0)[0]
     except LooptraceError as exc:
         data.show_error(exc)
-    if not runs:
+    if not newest:
         st.info("No runs recorded in this database yet.", icon=":material/info:")
         st.stop()
 
-    ids = [r.id for r in runs]
-    by_id = {r.id: r for r in runs}
     # the run every page shows (state.RUN), unless the link names another
     state.init()
     wanted = qp.get("run") or st.session_state.get(state.RUN) or choose_run(path)
-    default = next((i for i, rid in enumerate(ids) if wanted and rid.startswith(wanted)), None)
-    if wanted and default is None:
-        st.error(f"no run {wanted!r} in this database; showing the newest run instead",
-                 icon=":material/error:")
-        default = 0
-    run_id = st.selectbox("Run", ids, index=default or 0,
-                          format_func=lambda rid: _run_label(by_id[rid]), key="wire_run")
+    linked: str | None = None
+    if wanted:
+        try:
+            linked = data.find_run(path, wanted).id
+        except LooptraceError:
+            st.error(f"no run {wanted!r} in this database; showing the newest run instead",
+                     icon=":material/error:")
+    run_id = paged_run_picker(
+        path, "Run", key=state.WIRE_RUN, format_func=_run_label, placeholder="Pick a run",
+        current=st.session_state.get(state.WIRE_RUN) or linked or newest[0].id)
+    if run_id is None:
+        st.info("Pick a run.", icon=":material/info:")
+        st.stop()
     adopt(run_id)  # (the other pages open on the run picked here)
     try:
         replay = data.load_replay(path, run_id)
@@ -64,7 +73,7 @@ def wire_page() -> None:
         st.stop()
 
     step_of = {s.event.seq: s.index for s in replay.steps}
-    url_run = ids[default] if qp.get("run") and default is not None else None
+    url_run = linked if qp.get("run") else None
     at = None
     if run_id == url_run and qp.get("step") is not None and replay.steps:
         i = replay.clamp(state.step_index(qp.get("step")))

@@ -1,0 +1,100 @@
+"""``app/`` reads the tracer through one module: ``app/data.py``.
+
+Every other module of ``app/`` takes the read side's names from ``app.data``
+(``from .data import Replay``), never from ``tracer`` itself; ``app.data`` imports
+the names the panes use on first use (``EXPORTS``), so importing it imports no
+wire-format adapter.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import subprocess
+import sys
+from pathlib import Path
+
+APP = Path(__file__).resolve().parent.parent / "app"
+SEAM = APP / "data.py"
+
+
+def tracer_imports(path: Path) -> list[str]:
+    """``file:line: module`` of every import of ``tracer`` (or a module under it) in
+    ``path``: at the top, in a function, ``import tracer.x``, ``from tracer import x``,
+    and ``importlib.import_module("tracer...")`` with a literal name."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    found = []
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            names = [node.module or ""]
+        elif (isinstance(node, ast.Call) and isinstance(node.func, (ast.Attribute, ast.Name))
+              and (getattr(node.func, "attr", None) or getattr(node.func, "id", None))
+              in ("import_module", "__import__")
+              and node.args and isinstance(node.args[0], ast.Constant)):
+            names = [str(node.args[0].value)]
+        found += [f"{path.name}:{node.lineno}: {n}" for n in names
+                  if n == "tracer" or n.startswith("tracer.")]
+    return found
+
+
+def test_only_app_data_imports_the_tracer() -> None:
+    others = [p for p in sorted(APP.rglob("*.py")) if p != SEAM]
+    assert len(others) > 20  # (the whole app: its panes, pages, picker, serve.py)
+    found = [hit for p in others for hit in tracer_imports(p)]
+    assert not found, "app/ modules importing tracer around app/data.py:\n" + "\n".join(found)
+
+
+def test_the_check_sees_each_way_of_importing(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text("import tracer\n"
+                   "import tracer.loader as L\n"
+                   "from tracer.replay import Replay\n"
+                   "from . import data\n"
+                   "from .data import Replay as R\n"
+                   "import tracery\n"
+                   "def f():\n"
+                   "    from tracer import check\n"
+                   "    importlib.import_module('tracer.wire.view')\n"
+                   "    __import__('tracer.diff')\n", encoding="utf-8")
+    assert [h.split(": ", 1)[1] for h in tracer_imports(bad)] == [
+        "tracer", "tracer.loader", "tracer.replay", "tracer", "tracer.wire.view", "tracer.diff"]
+
+
+def _type_checking_imports() -> dict[str, str]:
+    """name -> module of the imports under ``if TYPE_CHECKING:`` in app/data.py."""
+    tree = ast.parse(SEAM.read_text(encoding="utf-8"))
+    out: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+            for imp in node.body:
+                if isinstance(imp, ast.ImportFrom) and imp.level == 0:
+                    out.update({a.asname or a.name: imp.module or "" for a in imp.names})
+    return out
+
+
+def test_the_lazy_names_are_the_typed_names_and_resolve() -> None:
+    from app import data
+
+    assert _type_checking_imports() == data.EXPORTS
+    for name, module in data.EXPORTS.items():
+        assert getattr(data, name) is getattr(importlib.import_module(module), name), name
+        assert name in data.__all__, name
+
+
+def test_the_runs_page_imports_no_wire_adapter() -> None:
+    """``import app.data`` (what every page imports) leaves the wire formats out; a
+    name of theirs imports them when asked for."""
+    code = ("import sys\n"
+            "from app import data, runs_table\n"
+            "from app.views import runs\n"
+            "heavy = sorted(m for m in sys.modules if m.startswith(('tracer.wire.render', "
+            "'tracer.wire.view', 'langchain_openai', 'langchain_anthropic')))\n"
+            "assert not heavy, heavy\n"
+            "data.call_at\n"
+            "assert 'tracer.wire.render' in sys.modules\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=APP.parent, capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
