@@ -321,8 +321,8 @@ def test_the_readmes_client_configuration_starts_the_server(samples: Path) -> No
     """The snippet of "Use it from a coding agent", as an MCP client reads it."""
     import re
 
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Use it from a coding agent", 1)[1].split("\n## ", 1)[0]
+    section = (ROOT / "docs" / "mcp.md").read_text(encoding="utf-8")
+    assert section.startswith("# Use it from a coding agent\n")
     (block,) = re.findall(r"^```json\n(.*?)^```$", section, re.MULTILINE | re.DOTALL)
     server = json.loads(block)["mcpServers"]["looptrace"]
     assert server["command"] == "looptrace"

@@ -1,5 +1,7 @@
-"""The README's claims are tested: the hooks table, every code block (each run as
-written, in a fresh directory), every command and flag it names, and the claims
+"""The claims of the README and of every docs/*.md page are tested: the hooks table,
+every code block by its language tag (python: each run as written, in a fresh
+directory; bash and yaml: every command and flag they name; json and yaml: parsed;
+text: shown, not run), every command and flag the pages name, and the claims
 about the tracer that no other test pins down (one event per node of a plain
 LangGraph graph, ``lean=True`` adding no graph node, ``run_name``, WAL with
 ``synchronous=NORMAL``, the app's Streamlit defaults).
@@ -21,11 +23,15 @@ from typing import Any
 
 import pytest
 
+from docs_kit import all_docs, code_blocks
+
 from tracer.cli import COMMANDS, main
 from tracer.hooks import HOOKS
 
 ROOT = Path(__file__).resolve().parents[2]
-README = (ROOT / "README.md").read_text(encoding="utf-8")
+README = all_docs()  # README.md and every docs/*.md
+# The language tags a block may have, each with the test that runs it
+TAGS = {"python", "bash", "yaml", "json", "text"}
 
 pytest_plugins = ["pytester"]
 
@@ -42,18 +48,31 @@ def test_every_cli_command_is_documented(command: str) -> None:
 
 # -- the code blocks ----------------------------------------------------------------------
 def blocks(lang: str) -> list[tuple[str, str]]:
-    """(the heading the block is under, its code) for every ```lang block."""
-    out = []
-    heading = ""
-    for part in re.split(r"(^```\w*\n.*?^```$)", README, flags=re.MULTILINE | re.DOTALL):
-        if part.startswith("```"):
-            if part.startswith(f"```{lang}\n"):
-                out.append((heading, part.split("\n", 1)[1].rsplit("```", 1)[0]))
+    """(the heading the block is under, its code) for every ```lang block of every page."""
+    return [(heading, code) for _, heading, tag, code in code_blocks() if tag == lang]
+
+
+def test_every_block_has_a_tag_a_test_runs() -> None:
+    """A block without a tag, or with one no test runs, is a block nothing checks
+    (a block meant as text is tagged ```text)."""
+    tags = [(p.relative_to(ROOT).as_posix(), h, tag) for p, h, tag, _ in code_blocks()]
+    assert len(tags) > 20
+    assert [t for t in tags if t[2] not in TAGS] == []
+
+
+def test_every_json_and_yaml_block_parses() -> None:
+    import yaml
+
+    found = 0
+    for _, heading, tag, code in code_blocks():
+        if tag == "json":
+            json.loads(code)
+        elif tag == "yaml":
+            assert yaml.safe_load(code) is not None, heading
+        else:
             continue
-        found = re.findall(r"^#+ (.+)$", part, re.MULTILINE)
-        if found:
-            heading = found[-1]
-    return out
+        found += 1
+    assert found >= 3
 
 
 PY = {
@@ -280,12 +299,12 @@ def _prose() -> str:
 
 
 def cli_mentions() -> list[str]:
-    """Every ``looptrace <command> ...`` the README shows: in inline code, and on the
-    lines of its shell blocks (commands and their comments)."""
+    """Every ``looptrace <command> ...`` the pages show: in inline code, and on the
+    lines of their shell and CI (yaml) blocks (commands and their comments)."""
     spans = [" ".join(s.split()) for s in re.findall(r"`([^`]+)`", _prose())]
     out = [s for s in spans if s.startswith("looptrace ")]
     out += [s[len("uv run "):] for s in spans if s.startswith("uv run looptrace ")]
-    for _, code in blocks("bash"):
+    for _, code in blocks("bash") + blocks("yaml"):
         for line in code.splitlines():
             m = re.search(r"(?:^|uv run |#\s+)(looptrace [a-z].*)", line)
             if m:
@@ -342,7 +361,7 @@ def test_the_installed_command_runs() -> None:
 
 
 def test_the_scripts_the_readme_runs_exist() -> None:
-    for path in re.findall(r"uv run python ((?:tests|benchmarks)/\S+\.py)", README):
+    for path in re.findall(r"uv run (?:--frozen )?python ((?:tests|benchmarks|docs)/\S+\.py)", README):
         assert (ROOT / path).is_file(), path
     assert (ROOT / ".ci" / "run").is_file()
 

@@ -1,10 +1,11 @@
-"""The README's names, numbers and counts come from the code and the samples.
+"""The docs' names, numbers and counts come from the code and the samples.
 
-Every run the README's demo list and workshop guide name is a run of the bundled
-samples (under the name the app lists it by), every sample file it names exists and
-holds the run named with it; the schema version it states is the code's; the counts
-of the OpenTelemetry benchmark it quotes are what the samples give; ``looptrace ui``
-starts the server script the README says it does.
+The pages are README.md and every docs/*.md. Every run the demo list and the workshop
+guide name is a run of the bundled samples (under the name the app lists it by), every
+sample file they name exists and holds the run named with it; the schema version the
+schema page states is the code's; the counts of the OpenTelemetry benchmark quoted are
+what the samples give; ``looptrace ui`` starts the server script the app page says it
+does.
 """
 
 from __future__ import annotations
@@ -13,21 +14,26 @@ import argparse
 import re
 from pathlib import Path
 
+from docs_kit import all_docs
+
 from tracer.exchange import read_trace, sample_files
 from tracer.loader import TraceDB
 from tracer.schema import SCHEMA_VERSION
 
 ROOT = Path(__file__).resolve().parents[2]
-README = (ROOT / "README.md").read_text(encoding="utf-8")
+README = all_docs()  # README.md and every docs/*.md
 # Names in backticks that are code, not runs (the guide speaks of both).
 CODE = {"tool_call_id", "handle_tool_error", "before_*", "after_*", "task", "tool", "user",
         "openai", "anthropic", "ollama", "&floorplan=1"}
 
 
 def section(title: str) -> str:
-    start = README.index(f"## {title}")
-    end = README.find("\n## ", start + 1)
-    return README[start:end if end > 0 else None]
+    """The text under the heading ``title`` (any level), up to the next heading of its
+    level or above."""
+    m = re.search(rf"^(#+) {re.escape(title)}", README, re.MULTILINE)
+    assert m, f"no heading {title!r}"
+    end = re.compile(rf"^#{{1,{len(m.group(1))}}} ", re.MULTILINE).search(README, m.end())
+    return README[m.start():end.start() if end else None]
 
 
 def sample_roots() -> dict[str, str]:
