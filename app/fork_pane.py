@@ -91,8 +91,8 @@ def _fork_form(path: str, view: RunView, i: int) -> None:
     argv = fork_argv(run.id, step, edit, agent=agent or "MODULE:FACTORY", db=path)
     st.code(shlex.join(argv), language="bash")
     if not agent:
-        st.caption("Run it in your agent's folder (MODULE:FACTORY: see the README's "
-                   "\"What if\"), or start the app with `looptrace ui --agent MODULE:FACTORY`"
+        st.caption("Run it in your agent's folder (MODULE:FACTORY: see \"What if\" in "
+                   "looptrace's docs), or start the app with `looptrace ui --agent MODULE:FACTORY`"
                    " to run forks from here.")
         return
     st.button("Run the fork", key="fork_run", icon=":material/call_split:",

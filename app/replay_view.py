@@ -221,7 +221,7 @@ def _body(path: str, presenter: bool) -> None:
     t0 = time.perf_counter()
     try:
         _draw(path, presenter)
-    finally:  # server-side render time of the last step, read by tests/bench_app.py
+    finally:  # server-side render time of the last step, read by benchmarks/bench_app.py
         st.session_state[state.RENDER_MS] = (time.perf_counter() - t0) * 1000
 
 

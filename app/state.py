@@ -2,7 +2,7 @@
 which step, how fast.
 
 The app reads and writes ``st.session_state`` only through the names declared
-here (``tests/test_app_structure.py`` fails on a raw string key anywhere else).
+here (``tests/app/test_app_structure.py`` fails on a raw string key anywhere else).
 Two kinds of key:
 
 - plain keys, which Streamlit keeps when the page changes (the replay's run and
@@ -44,7 +44,7 @@ PAGE_STATUS = "lt_page_status"  # the run status the page around the replay was 
 HEADER_RUN = "lt_header_run"  # the run the header (outside the replay fragment) shows
 SHOW_WIRE = "lt_show_wire"  # the wire formats pane stays on from page to page
 SHOW_FLOORPLAN = "lt_show_floorplan"  # so does the floor plan
-RENDER_MS = "_lt_render_ms"  # server-side time of the last replay render (tests/bench_app.py)
+RENDER_MS = "_lt_render_ms"  # server-side time of the last replay render (benchmarks/bench_app.py)
 
 # -- the replay's widgets ----------------------------------------------------------------
 REPLAYER = "lt_replayer"  # the replayer component (its events: step, speed, open, reload)

@@ -4,7 +4,7 @@ The app's pages are functions (``st.Page(function)``, listed in
 ``app/navigation.py``) and AppTest's ``switch_page`` reaches file pages only, so
 ``app_test(page)`` runs the app's own navigation (``app.navigation.main``) with
 ``page`` as the page a bare URL opens. ``app/main.py`` itself is run by
-``AppTest.from_file(MAIN)`` (tests/test_app_structure.py) and by the browser tests.
+``AppTest.from_file(MAIN)`` (tests/app/test_app_structure.py) and by the browser tests.
 
 The replay is played in the browser by the replayer component
 (``app/replayer_component.py``), and AppTest runs no JavaScript: ``replayer(at)``

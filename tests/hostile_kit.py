@@ -1,4 +1,4 @@
-"""Hostile conditions for ``tests/test_hostile_*.py``, made for real: a small tmpfs that
+"""Hostile conditions for ``tests/hostile/test_hostile_*.py``, made for real: a small tmpfs that
 fills up, a read-only filesystem (a tmpfs remounted ``ro``), a damaged page.
 
 Mounting needs root with CAP_SYS_ADMIN (``.ci/run`` runs as root). Where ``mount``

@@ -24,7 +24,7 @@ are replaced, no other run is touched. A looptrace trace still incomplete only
 adds to what is stored, so a piece resent after its trace was imported whole
 never cuts the run down.
 
-Hostile or careless clients (``tests/test_hostile_otlp.py``): bodies are read with
+Hostile or careless clients (``tests/hostile/test_hostile_otlp.py``): bodies are read with
 a hard limit whatever their framing (``tracer.httpbody``: 413 past ``max_body``
 once inflated, 400 for bad framing or JSON nested too deeply); a connection
 silent for ``timeout`` seconds is closed; at most ``max_spans`` spans and

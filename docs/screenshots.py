@@ -1,0 +1,101 @@
+"""Take the README's pictures of the app: real screenshots, on the bundled sample traces.
+
+    uv run --frozen python docs/screenshots.py [--out docs/img]
+
+Builds the sample database (``tracer.exchange.build_sample_db``), starts the app on
+127.0.0.1 (``tests/browser_support.streamlit_server``, as the browser tests do) and
+opens each page in Debian's headless Chromium through Playwright (never a downloaded
+browser). Writes one PNG per picture the README's tour shows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))  # browser_support, replayer_driver
+
+from browser_support import CHROMIUM_ARGS, chromium_path, streamlit_server  # noqa: E402
+from playwright.sync_api import Page, sync_playwright  # noqa: E402
+from replayer_driver import Replayer  # noqa: E402
+
+from tracer.exchange import build_sample_db  # noqa: E402
+from tracer.loader import TraceDB  # noqa: E402
+
+WIDTH, HEIGHT = 1400, 900
+
+
+def run_ids(db: Path) -> dict[str, str]:
+    with TraceDB(db) as tdb:
+        return {str(r.name): r.id for r in tdb.runs()}
+
+
+def settle(page: Page) -> None:
+    """Wait until Streamlit has finished drawing (no element marked stale or running)."""
+    page.wait_for_load_state("networkidle")
+    page.wait_for_function(
+        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=60_000)
+    page.wait_for_timeout(800)
+
+
+def shoot(page: Page, out: Path, name: str, *, full: bool = False) -> None:
+    page.screenshot(path=str(out / f"{name}.png"), full_page=full)
+    print(out / f"{name}.png")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", type=Path, default=ROOT / "docs" / "img")
+    args = ap.parse_args(argv)
+    exe = chromium_path()
+    if exe is None:
+        sys.exit("chromium is not installed (apt-get install chromium)")
+    args.out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        db = build_sample_db(Path(tmp) / "samples.db")
+        ids = run_ids(db)
+        with streamlit_server(db) as url, sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=exe, args=CHROMIUM_ARGS)
+            page = browser.new_page(viewport={"width": WIDTH, "height": HEIGHT})
+
+            page.goto(url)  # (the runs page is the default page, at "/")
+            page.get_by_role("heading", name="Runs").wait_for(timeout=60_000)
+            page.locator('[data-testid="stDataFrame"]').first.wait_for(timeout=60_000)
+            settle(page)
+            shoot(page, args.out, "runs")
+
+            # the weather run at its first tool call: the graph, the chips, the messages
+            page.goto(f"{url}/replay?run={ids['weather']}&step=7")
+            Replayer(page).wait_ready()
+            settle(page)
+            shoot(page, args.out, "replay")
+
+            # the runaway loop: the findings beside the replay
+            page.goto(f"{url}/replay?run={ids['footgun-no-bound']}&step=5")
+            Replayer(page).wait_ready()
+            settle(page)
+            findings = page.get_by_text("Findings (", exact=False).first
+            findings.click()
+            settle(page)
+            findings.scroll_into_view_if_needed()
+            page.mouse.wheel(0, 300)
+            settle(page)
+            shoot(page, args.out, "findings")
+
+            page.goto(f"{url}/wire?run={ids['openai-weather']}")
+            settle(page)
+            shoot(page, args.out, "wire")
+
+            page.goto(f"{url}/compare?a={ids['openai-weather']}&b={ids['anthropic-weather']}")
+            settle(page)
+            shoot(page, args.out, "compare")
+            browser.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

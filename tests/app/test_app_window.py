@@ -1,0 +1,61 @@
+"""A run too big to send at once, in AppTest: which window of it the app gives the
+replayer, and how a "window" event or a step outside the window moves it.
+
+The window size is shrunk for the test (``app.replayer_component.WINDOW_STEPS``) so
+the shopping sample (34 steps) is "too big"; the real-browser side is
+tests/browser/test_browser_window.py.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from app_kit import app_test, browser_sends, replayer, report_step
+
+import app.replayer_component as rc
+from tracer.loader import TraceDB
+from tracer.replay import build_replay
+
+
+@pytest.fixture
+def shopping(sample_db: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, int]:
+    monkeypatch.setenv("LOOPTRACE_DB", str(sample_db))
+    monkeypatch.setattr(rc, "WINDOW_STEPS", 8)
+    monkeypatch.setattr(rc, "WHOLE_STEPS", 16)
+    with TraceDB(sample_db) as t:
+        run = next(r for r in t.runs() if r.name == "shopping")
+        return run.id, len(build_replay(t.run(run.id)))
+
+
+def test_window_at() -> None:
+    assert rc.window_at(rc.WHOLE_STEPS, 5) is None  # small enough: the whole run
+    n = rc.WHOLE_STEPS + 1
+    w = rc.WINDOW_STEPS
+    assert rc.window_at(n, 0) == (0, w)
+    assert rc.window_at(n, n - 1) == (n - w, n)  # never past the end
+    assert rc.window_at(n, w) == (w - w // 4, 2 * w - w // 4)  # a quarter before the step
+
+
+def test_the_app_sends_the_window_around_the_step(shopping: tuple[str, int]) -> None:
+    run_id, n = shopping
+    at = app_test("replay", run=run_id, step="1").run()
+    d = replayer(at)
+    assert (d["run"]["offset"], d["run"]["total"], len(d["run"]["steps"])) == (0, n, 8)
+    assert d["key"].endswith(":0") and d["step"] == 0
+    # Steps inside the window keep it (and its key: nothing is sent again).
+    report_step(at, 5)
+    assert replayer(at)["key"] == d["key"] and at.session_state["lt_step"] == 5
+    # The browser needs step 20: the window around it, the step with it.
+    browser_sends(at, "window", f"{d['key']}|20")
+    e = replayer(at)
+    assert e["run"]["offset"] == 18 and e["step"] == 20 and e["key"].endswith(":18")
+    assert e["goto"] == d["goto"]  # (the browser is waiting for it: not a move of the app's)
+    # A window request for another run, or junk, changes nothing.
+    for bad in (f"other:{n}:completed:0|3", f"{e['key']}|x", "junk"):
+        browser_sends(at, "window", bad)
+        assert replayer(at)["key"] == e["key"]
+    # A deep link past the window's end: the window around the last step.
+    at2 = app_test("replay", run=run_id, step=str(n)).run()
+    f = replayer(at2)
+    assert f["run"]["offset"] == n - 8 and f["step"] == n - 1

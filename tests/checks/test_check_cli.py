@@ -1,0 +1,77 @@
+"""``looptrace check``: its output, --json, --provider, and its exit codes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tracer.cli import main
+from tracer.loader import TraceDB
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _id(db: Path, name: str) -> str:
+    with TraceDB(db) as tdb:
+        return next(r.id for r in tdb.runs() if r.name == name)
+
+
+def test_errors_exit_1_with_readable_output(sample_db: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    assert main(["check", "--db", str(sample_db)]) == 1
+    out = capsys.readouterr().out
+    assert "ERROR   loop-bound-hit [all]" in out
+    assert "WARNING repeated-tool-call [all]" in out
+    # by hand: hand-rolled-loop 1 (loop-bound-hit) and repeated-tool 1 (loop-bound-hit);
+    # the footguns: no-bound 1 (runaway-loop), wrong-id 6 (two orphans and one dangling
+    # call, each for OpenAI and Anthropic), swallowed-error 1, sdk-loop-missing-result 2
+    # (the dangling call, for OpenAI and Anthropic)
+    assert "run(s) checked: 12 error(s)" in out
+
+
+def test_clean_run_exits_0(sample_db: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    rid = _id(sample_db, "weather")
+    assert main(["check", "--db", str(sample_db), rid[:10]]) == 0
+    assert f"run {rid[:12]}: ok" in capsys.readouterr().out
+
+
+def test_warnings_alone_exit_0(sample_db: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    assert main(["check", "--db", str(sample_db), _id(sample_db, "ollama-shopping")]) == 0
+    assert "2 warnings" in capsys.readouterr().out  # the unknown tool, Ollama's ids
+
+
+def test_json_and_provider_filter(sample_db: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    assert main(["check", "--db", str(sample_db), "--json", "--provider", "openai"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert isinstance(data, list) and data
+    assert set(data[0]) == {"rule", "severity", "provider", "message", "run_id", "seq",
+                            "message_keys"}
+    assert {d["provider"] for d in data} <= {"openai", None}
+    assert {"loop-bound-hit", "repeated-tool-call", "unknown-tool"} <= {d["rule"] for d in data}
+
+
+def test_bad_database_is_one_line_exit_1(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    bad = tmp_path / "notes.db"
+    bad.write_text("not a database at all " * 100)
+    assert main(["check", "--db", str(bad)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("looptrace check: ") and "\n" not in err
+    assert main(["check", "--db", str(tmp_path / "missing.db")]) == 1
+    assert "no such database" in capsys.readouterr().err
+
+
+def test_unknown_run_exit_1(sample_db: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    assert main(["check", "--db", str(sample_db), "nosuchrun"]) == 1
+    assert "no run 'nosuchrun'" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(shutil.which("uv") is None, reason="uv is not installed")
+def test_uv_run_looptrace_check(sample_db: Path) -> None:
+    proc = subprocess.run(["uv", "run", "looptrace", "check", "--db", str(sample_db), "--json"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 1, proc.stderr
+    rules = {d["rule"] for d in json.loads(proc.stdout)}
+    assert {"loop-bound-hit", "repeated-tool-call"} <= rules

@@ -1,0 +1,185 @@
+"""``looptrace replay`` on the command line: what it saved, and bad input.
+
+Bad input (a factory that cannot be imported, a run with no recorded input, a step out
+of range, an edit naming a message the step does not have, a record of an older
+schema, --at without an edit) is one line on stderr, exit 1, and the database holds
+exactly what it held. An agent that no longer matches its record stops at the call
+where it diverges, with the request's diff, unless --continue-live.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+from whatif_kit import root_run, rows_of
+
+from tracer.cli import main
+from tracer.loader import TraceDB
+
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+
+AGENT_MODULE = '''
+import os
+from tracer.demo.scenarios import weather_agent
+
+demo = weather_agent(os.environ["LOOPTRACE_TEST_DB"])
+make_agent = demo.factory
+'''
+
+# The same agent, changed since the run was recorded: another system prompt.
+CHANGED_MODULE = '''
+import os
+from collections.abc import Sequence
+from typing import Any
+from langchain.agents import create_agent
+from langchain_core.messages import AIMessage
+from tracer import TraceMiddleware
+from tracer.demo.models import ScriptedChatModel, call, turn_script
+from tracer.demo.scenarios import get_weather
+
+trace = TraceMiddleware(db=os.environ["LOOPTRACE_TEST_DB"])
+model = ScriptedChatModel(model_name="scripted-weather", script=turn_script([
+    AIMessage("", tool_calls=[call("get_weather", {"city": "Oslo"}, "call_weather_1")]),
+    AIMessage("Snow."),
+]))
+
+
+def make_agent(middleware: Sequence[Any] = (trace,)) -> Any:
+    return trace.attach(create_agent(model, tools=[get_weather], middleware=list(middleware),
+                                     name="weather", system_prompt="You are terse."))
+'''
+
+
+def dump(db: Path) -> list[str]:
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return list(conn.iterdump())
+    finally:
+        conn.close()
+
+
+@pytest.fixture
+def recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str, str]:
+    """A recorded weather run, and the name of a module (in the current folder) whose
+    ``make_agent`` builds its agent."""
+    db = tmp_path / "trace.db"
+    monkeypatch.setenv("LOOPTRACE_TEST_DB", str(db))
+    monkeypatch.chdir(tmp_path)
+    name = f"agent_{uuid.uuid4().hex[:8]}"
+    (tmp_path / f"{name}.py").write_text(AGENT_MODULE)
+    from tracer.demo.scenarios import weather_agent
+
+    weather_agent(str(db)).record()
+    yield db, root_run(db), name
+    sys.modules.pop(name, None)
+
+
+def test_replay_reports_what_it_served(recorded: tuple[Path, str, str],
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    db, run_id, module = recorded
+    assert main(["replay", run_id[:12], "--agent", f"{module}:make_agent", "--db", str(db),
+                 "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    with TraceDB(db) as t:
+        original = t.summary(run_id)
+    assert out["of"] == run_id
+    assert out["served"]["model_calls"] == 2 and out["served"]["tool_calls"] == 1
+    assert out["served"]["tokens"] == original.total_tokens == 77
+    assert out["live"]["model_calls"] == 0 and out["live"]["from"] is None
+    assert main(["diff", run_id, out["run"], "--db", str(db)]) == 0
+
+
+def test_fork_reports_where_the_live_part_began(recorded: tuple[Path, str, str],
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    db, run_id, module = recorded
+    assert main(["replay", run_id, "--agent", f"{module}:make_agent", "--db", str(db),
+                 "--at", "10", "--message", "0=And in Bergen?"]) == 0
+    text = capsys.readouterr().out
+    assert "from the record: 1 of 2 model calls (30 tokens" in text
+    assert "live from model call 2 (step 10 of the record): the edit (message 0 replaced)" in text
+    fork = text.split(" as ", 1)[1].split()[0]
+    assert main(["diff", run_id, fork, "--db", str(db)]) == 1
+    assert "first divergence (message): lap 2, step 10 (A) / 10 (B)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("args", "error"), [
+    (["--agent", "no_such_module_here:make_agent"],
+     "cannot import the agent factory 'no_such_module_here:make_agent': ModuleNotFoundError"),
+    (["--agent", "{module}:no_such_factory"], "has no 'no_such_factory'"),
+    (["--agent", "{module}:make_agent", "--at", "99", "--system", "x"],
+     "step 99 is out of range: run {run12} has steps 1 to 14"),
+    (["--agent", "{module}:make_agent", "--at", "4", "--message", "3=hi"],
+     "the model call at step 4 was sent 1 messages (positions 0 to 0): there is no message 3"),
+    (["--agent", "{module}:make_agent", "--at", "4"], "--at needs an edit"),
+    (["--agent", "{module}:make_agent", "--at", "7", "--tool-args", "[1]"],
+     "--tool-args must be a JSON object"),
+    (["--agent", "{module}:make_agent", "--drop-middleware", "Nope"],
+     "the agent has no middleware 'Nope' (its list: TraceMiddleware)"),
+])
+def test_bad_input_is_one_line_and_writes_nothing(
+        recorded: tuple[Path, str, str], capsys: pytest.CaptureFixture[str],
+        args: list[str], error: str) -> None:
+    db, run_id, module = recorded
+    before = dump(db)
+    args = [a.format(module=module) for a in args]
+    assert main(["replay", run_id, "--db", str(db), *args]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("looptrace replay: ")
+    assert error.format(run12=run_id[:12]) in err
+    assert err.count("\n") == 1
+    assert dump(db) == before
+
+
+def test_a_run_without_recorded_input(recorded: tuple[Path, str, str],
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    db, run_id, module = recorded
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute("DELETE FROM messages WHERE run_id = ?", [run_id])
+    conn.close()
+    before = dump(db)
+    assert main(["replay", run_id, "--db", str(db), "--agent", f"{module}:make_agent"]) == 1
+    err = capsys.readouterr().err
+    assert f"run {run_id[:12]} has no recorded input to replay it from" in err
+    assert dump(db) == before
+
+
+def test_a_record_of_an_older_schema(tmp_path: Path, recorded: tuple[Path, str, str],
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    _, _, module = recorded
+    old = tmp_path / "schema2.db"
+    shutil.copy(FIXTURES / "schema2.db", old)
+    data = old.read_bytes()
+    assert main(["replay", "f79cc547", "--db", str(old), "--agent",
+                 f"{module}:make_agent"]) == 1
+    err = capsys.readouterr().err
+    assert "was recorded with schema 2; replay reads schema 3" in err
+    assert old.read_bytes() == data
+
+
+def test_an_agent_that_diverges_before_the_fork_stops_there(
+        tmp_path: Path, recorded: tuple[Path, str, str],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    db, run_id, _ = recorded
+    name = f"changed_{uuid.uuid4().hex[:8]}"
+    (tmp_path / f"{name}.py").write_text(CHANGED_MODULE)
+    before = rows_of(db, run_id)
+    try:
+        assert main(["replay", run_id, "--db", str(db), "--agent", f"{name}:make_agent"]) == 1
+        err = capsys.readouterr().err
+        assert "the replay diverged from the record at model call 1" in err
+        assert "-[system] You are a helpful weather assistant. Use the tools." in err
+        assert "+[system] You are terse." in err
+        assert main(["replay", run_id, "--db", str(db), "--agent", f"{name}:make_agent",
+                     "--continue-live", "--json"]) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert out["live"]["from"]["call"] == 1 and out["served"]["model_calls"] == 0
+    finally:
+        sys.modules.pop(name, None)
+    assert rows_of(db, run_id) == before

@@ -1,0 +1,92 @@
+"""``looptrace ui --host``: a non-loopback address needs ``--password`` or ``--token``,
+and then every page asks for it (``app/access.py``). On the main branch before issue
+21, ``--host 0.0.0.0`` served every run to the network with no question asked."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from app_kit import app_test
+
+from tracer.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_a_lan_address_without_password_is_refused_before_listening() -> None:
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "tracer.cli", "ui", "--host", "0.0.0.0",
+                             "--port", str(port)], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.communicate(timeout=30)
+        pytest.fail("looptrace ui --host 0.0.0.0 started serving without a password")
+    assert proc.returncode == 1 and out == ""
+    assert err.startswith("looptrace ui: refusing to listen on 0.0.0.0 without --password "
+                          "or --token: traces hold whole conversations")
+    assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "::1", "127.0.0.2"])
+def test_loopback_needs_no_password(host: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tracer.cli import ui
+
+    seen: list[dict[str, str]] = []
+    monkeypatch.setenv("LOOPTRACE_TOKEN", "left-over")  # (not passed on by accident)
+    monkeypatch.setattr(ui, "serve", lambda cmd, env: seen.append(env) or 0)
+    assert main(["ui", "--host", host]) == 0
+    assert "LOOPTRACE_TOKEN" not in seen[0]
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.20", "::", "example.org"])
+def test_password_and_token_are_passed_to_the_app(host: str, monkeypatch: pytest.MonkeyPatch,
+                                                  capsys) -> None:  # type: ignore[no-untyped-def]
+    from tracer.cli import ui
+
+    seen: list[tuple[list[str], dict[str, str]]] = []
+    monkeypatch.setattr(ui, "serve", lambda cmd, env: seen.append((cmd, env)) or 0)
+    assert main(["ui", "--host", host, "--password", "s3cret"]) == 0
+    cmd, env = seen[-1]
+    assert env["LOOPTRACE_TOKEN"] == "s3cret"
+    assert cmd[cmd.index("--server.address") + 1] == host
+    err = capsys.readouterr().err
+    assert "warning: traces hold whole conversations" in err and "s3cret" not in err
+    assert main(["ui", "--host", host, "--token", "--port", "9000"]) == 0
+    token = seen[-1][1]["LOOPTRACE_TOKEN"]
+    assert len(token) >= 32
+    assert f":9000/?token={token}\n" in capsys.readouterr().err
+    assert main(["ui", "--host", host, "--password", ""]) == 1
+
+
+def test_every_page_asks_for_the_token(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LOOPTRACE_TOKEN", "s3cret")
+    for page in ("runs", "replay", "wire"):
+        at = app_test(page).run()
+        assert not at.exception
+        assert [t.label for t in at.text_input] == ["Password"]
+        assert not at.dataframe and not at.get("bidi_component")
+        assert at.title[0].value == "looptrace"
+    wrong = app_test("runs", token="guess").run()
+    assert [t.label for t in wrong.text_input] == ["Password"] and not wrong.dataframe
+    right = app_test("runs", token="s3cret").run()
+    assert not right.exception and right.dataframe  # the runs table
+    typed = app_test("runs").run()
+    typed.text_input(key="lt_access_password").input("nope").run()
+    assert typed.error[0].value == "Wrong password." and not typed.dataframe
+    typed.text_input(key="lt_access_password").input("s3cret").run()
+    assert typed.dataframe and "Password" not in [t.label for t in typed.text_input]

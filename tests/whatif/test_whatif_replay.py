@@ -1,0 +1,128 @@
+"""The cassette's proof: a run replayed from its record, with no edit, is its record.
+
+Every demo agent (``tracer.demo.scenarios.AGENTS``) and every agent of
+``tests/tracer/test_truth.py`` (sync and async under blockbuster; the tracer first and with
+``around``) is recorded, then replayed through its factory by ``replay_run``: no
+scripted model is called (their ``_generate`` is counted), and ``looptrace diff``'s
+engine finds no difference between the run and its replay, subagent runs included.
+The original run's rows are the same bytes after the replay.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from blockbuster import blockbuster_ctx
+from truth_kit import SCENARIOS
+from whatif_kit import TruthAgent, root_run, rows_of
+
+from tracer.demo.models import ScriptedChatModel
+from tracer.demo.scenarios import AGENTS
+from tracer.diff import diff_tree, format_text
+from tracer.loader import TraceDB
+from tracer.whatif import areplay_run, replay_run
+
+
+@pytest.fixture
+def scripted_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the scripted models whose ``_generate`` ran (the demo's models)."""
+    calls: list[str] = []
+    real = ScriptedChatModel._generate
+
+    def counted(self: ScriptedChatModel, *a: Any, **kw: Any) -> Any:
+        calls.append(self.model_name)
+        return real(self, *a, **kw)
+
+    monkeypatch.setattr(ScriptedChatModel, "_generate", counted)
+    return calls
+
+
+def _identical(db: Path, a: str, b: str) -> None:
+    with TraceDB(db) as t:
+        d = diff_tree(t, a, t, b)
+        assert d.identical, format_text(d)
+        meta = t.run(b).metadata
+    assert meta["replay_of"] == a
+
+
+@pytest.mark.parametrize("name", sorted(AGENTS))
+def test_demo_agent_replays_to_its_record(tmp_path: Path, name: str,
+                                          scripted_calls: list[str]) -> None:
+    db = tmp_path / "demo.db"
+    demo = AGENTS[name](str(db))
+    demo.record()
+    run_id = root_run(db)
+    recorded = len(scripted_calls)
+    assert recorded > 0
+    before = rows_of(db, run_id)
+    res = replay_run(run_id, agent=demo.factory, db=db)
+    assert scripted_calls[recorded:] == [], "a scripted model was called during the replay"
+    assert res.stats.live_model_calls == 0 and res.stats.live_from is None
+    with TraceDB(db) as t:  # (counted by the read side: the run's and its subagents')
+        record = [t.summary(run_id), *t.subagent_runs([run_id])]
+    assert res.stats.model_calls == sum(r.model_calls for r in record)
+    _identical(db, run_id, res.run_id)
+    assert rows_of(db, run_id) == before
+
+
+# Known limit: with ``around``, a layer that rewrites a tool's result on its way out
+# (HumanInTheLoopMiddleware's note on an edited call) is recorded with the result it
+# wrote, not the tool's own; served that result, it finds its note there already and
+# changes nothing, so its ``layer`` step is missing from the replay.
+_OUTWARD_REWRITE = pytest.mark.xfail(strict=True, reason="the tool's own result, under a "
+                                     "layer that rewrote it, is not in the record")
+TRUTH = [pytest.param(n, p, m, id=f"{n}-{p}-{m}",
+                      marks=[_OUTWARD_REWRITE] if (n, p) == ("hitl_edit", "around") else [])
+         for n in sorted(SCENARIOS) for p in ("first", "around") for m in ("sync", "async")]
+
+
+@pytest.mark.parametrize(("name", "position", "mode"), TRUTH)
+def test_truth_agent_replays_to_its_record(tmp_path: Path, name: str, position: str,
+                                           mode: str) -> None:
+    agent = TruthAgent(tmp_path, name, position, mode)
+    before = rows_of(agent.db, agent.run_id)
+    factory = agent.make_factory()
+    if mode == "async":
+        async def go() -> Any:
+            with blockbuster_ctx():
+                return await areplay_run(agent.run_id, agent=factory, db=agent.db)
+        res = asyncio.run(go())
+    else:
+        res = replay_run(agent.run_id, agent=factory, db=agent.db)
+    # No model call of the agent or of its subagents reached a scripted model; the
+    # only calls that run are those the tracer does not record (a summariser's own).
+    kinds = [c.kind for c in agent.calls.calls]
+    assert [k for k in kinds if k != "summary"] == [], kinds
+    assert res.stats.unrecorded_model_calls == kinds.count("summary")
+    assert res.stats.live_from is None
+    _identical(agent.db, agent.run_id, res.run_id)
+    assert rows_of(agent.db, agent.run_id) == before
+
+
+def test_tools_are_answered_from_the_record(tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """A replay does not run the tools again (no email sent twice): the shopping run's
+    four catalogue look-ups and its discount come from the record."""
+    from tracer.demo import scenarios
+
+    ran: list[str] = []
+    for t in (scenarios.get_price, scenarios.apply_discount):
+        real = t.func
+
+        def counted(*a: Any, _real: Any = real, _name: str = t.name, **kw: Any) -> Any:
+            ran.append(_name)
+            return _real(*a, **kw)
+
+        monkeypatch.setattr(t, "func", counted)
+    db = tmp_path / "demo.db"
+    demo = AGENTS["shopping"](str(db))
+    demo.record()
+    assert sorted(ran) == ["apply_discount", "get_price", "get_price", "get_price"]
+    run_id = root_run(db)
+    res = replay_run(run_id, agent=demo.factory, db=db)
+    assert sorted(ran) == ["apply_discount", "get_price", "get_price", "get_price"]
+    assert res.stats.tool_calls == 4  # (and check_stock, a tool it lacks, is LangChain's error)
+    _identical(db, run_id, res.run_id)
