@@ -2,7 +2,7 @@
 side's names.
 
 This is the one module of ``app/`` that imports ``tracer``
-(``tests/test_app_seam.py`` holds it): the other modules take what they need
+(``tests/app/test_app_seam.py`` holds it): the other modules take what they need
 from here, ``from .data import Replay`` or ``data.load_view(...)``. Runs reach
 the panes through ``tracer.loader.TraceDB`` and ``tracer.replay.build_replay``.
 Loads are cached per (database path, run id, database stamp): the stamp changes

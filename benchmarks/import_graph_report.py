@@ -1,11 +1,11 @@
 """Print the import cycles of the `tracer` package.
 
-Run: `uv run --frozen python tests/import_graph_report.py`.
+Run: `uv run --frozen python benchmarks/import_graph_report.py`.
 
 The graph is grimp's (what import-linter uses): every `import` statement in a module,
 function-level lazy imports included ("it imports this module"), and `if TYPE_CHECKING:`
 imports too (a type named is a module depended on). A cycle is a strongly connected
-component of more than one module; `tests/test_import_graph.py` asserts there is none
+component of more than one module; `tests/package/test_import_graph.py` asserts there is none
 outside `tracer/demo/`.
 """
 

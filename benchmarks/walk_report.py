@@ -1,6 +1,6 @@
 """A walk of one run id from a hook to the replayer JSON (issue 22's acceptance).
 
-Run: `uv run --frozen python tests/walk_report.py` (about 10 s). It records one two-lap run
+Run: `uv run --frozen python benchmarks/walk_report.py` (about 10 s). It records one two-lap run
 with ``TraceMiddleware`` (a scripted model, a real ``create_agent``), opens it, replays it
 and builds the replayer JSON, and watches every Python call while it does: which
 ``tracer`` modules the run passes through (a function of the module ran; the scripted

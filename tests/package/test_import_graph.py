@@ -2,7 +2,7 @@
 
 The graph is grimp's, the one import-linter checks: function-level ("lazy") imports and
 `if TYPE_CHECKING:` imports count, so a cycle hidden inside a function body, or behind a
-type annotation, fails here too. `tests/import_graph_report.py` prints the cycles.
+type annotation, fails here too. `benchmarks/import_graph_report.py` prints the cycles.
 """
 
 from __future__ import annotations
