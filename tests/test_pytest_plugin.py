@@ -260,13 +260,32 @@ def test_cassette_miss_fails_with_the_diff(inner: pytest.Pytester) -> None:
     assert "CassetteMiss: model call 1: not in the cassette" in out
     assert "-  Weather and prices?" in out and "+  What is the weather in Paris?" in out
     assert "1 run(s) recorded" in out  # (this session's runs only: trace.db is kept)
-    # record mode: the new question is sent to the model and the cassette written again
-    before = (inner.path / "cassettes" / "weather.jsonl").read_text(encoding="utf-8")
+    # record mode: the new question is sent to the model and its run ADDED to the
+    # cassette: every line it held is kept (the header's run count aside)
+    path = inner.path / "cassettes" / "weather.jsonl"
+    before = path.read_text(encoding="utf-8").splitlines()
     _run(inner, "--looptrace=trace.db", "--looptrace-record").assert_outcomes(passed=1)
-    after = (inner.path / "cassettes" / "weather.jsonl").read_text(encoding="utf-8")
-    assert "Weather and prices?" in before and "Weather and prices?" not in after
-    assert "What is the weather in Paris?" in after
+    after = path.read_text(encoding="utf-8").splitlines()
+    assert after[1:len(before)] == before[1:]
+    assert json.loads(before[0])["runs"] == 1 and json.loads(after[0])["runs"] == 2
+    assert json.loads(after[0])["root"] == json.loads(before[0])["root"]
+    assert not any("What is the weather in Paris?" in ln for ln in before)
+    assert any("What is the weather in Paris?" in ln for ln in after[len(before):])
+    # still a trace file of our format: it imports, two runs, one per question
+    from tracer.exchange import import_trace
+    from tracer.loader import TraceDB
+
+    ids = import_trace(path, inner.path / "imported.db")
+    with TraceDB(inner.path / "imported.db") as db:
+        firsts = sorted(db.run(i).messages[0].text for i in ids)
+    assert firsts == ["Weather and prices?", "What is the weather in Paris?"]
+    # and both questions now replay offline from it, the old one included
     _run(inner, "--looptrace=trace.db").assert_outcomes(passed=1)
+    _cassette_test(inner, "Weather and prices?")
+    _run(inner, "--looptrace=trace.db").assert_outcomes(passed=1)
+    # a record-mode session that misses nothing leaves the file alone
+    _run(inner, "--looptrace=trace.db", "--looptrace-record").assert_outcomes(passed=1)
+    assert path.read_text(encoding="utf-8").splitlines() == after
 
 
 @pytest.mark.parametrize(("content", "said"), [
@@ -359,6 +378,28 @@ def test_an_older_schema_cassette_is_migrated_when_read(tmp_path: Path) -> None:
     (cassette,) = load_cassettes(path, work)
     calls = [c for cs in cassette.model_calls.values() for c in cs]
     assert calls and all(c.request.messages and c.outcomes for c in calls)
+
+
+def test_record_mode_on_an_older_schema_cassette_writes_it_whole_in_ours(
+        inner: pytest.Pytester) -> None:
+    """Rows of two schemas never share a file: the schema-2 run is written again as the
+    import migrated it, the new run after it, under one header of our schema."""
+    from tracer.exchange import import_trace, read_trace
+    from tracer.loader import TraceDB
+    from tracer.schema import SCHEMA_VERSION
+
+    _cassette_test(inner)
+    (inner.path / "cassettes").mkdir()
+    path = _export_of_schema2(inner.path / "cassettes" / "weather.jsonl")
+    old_root = json.loads(path.read_text(encoding="utf-8").split("\n", 1)[0])["root"]
+    _run(inner, "--looptrace=trace.db", "--looptrace-record").assert_outcomes(passed=1)
+    header, rows = read_trace(path)
+    assert header["schema_version"] == SCHEMA_VERSION and header["runs"] == 2
+    ids = import_trace(path, inner.path / "imported.db")
+    assert ids[0] == old_root and len(ids) == 2
+    with TraceDB(inner.path / "imported.db") as db:
+        assert db.run(ids[1]).messages[0].text == "Weather and prices?"
+        assert db.run(ids[0]).events  # (the old run's steps, migrated)
 
 
 def test_a_newer_schema_cassette_is_one_clear_error(tmp_path: Path) -> None:

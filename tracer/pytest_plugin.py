@@ -107,7 +107,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "(default: looptrace-html beside the database)")
     group.addoption("--looptrace-record", action="store_true",
                     help="cassettes: a model call the cassette does not hold is sent to the "
-                         "model and the cassette written again with it")
+                         "model and the test's run added to the cassette")
 
 
 WORKER = "{worker}"
