@@ -393,7 +393,7 @@ def test_record_mode_on_an_older_schema_cassette_writes_it_whole_in_ours(
     path = _export_of_schema2(inner.path / "cassettes" / "weather.jsonl")
     old_root = json.loads(path.read_text(encoding="utf-8").split("\n", 1)[0])["root"]
     _run(inner, "--looptrace=trace.db", "--looptrace-record").assert_outcomes(passed=1)
-    header, rows = read_trace(path)
+    header, _rows = read_trace(path)
     assert header["schema_version"] == SCHEMA_VERSION and header["runs"] == 2
     ids = import_trace(path, inner.path / "imported.db")
     assert ids[0] == old_root and len(ids) == 2
