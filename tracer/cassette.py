@@ -295,6 +295,10 @@ def _model_calls(rp: Replay) -> list[ModelCall]:
         if ev.phase == "enter":
             if isinstance(p.get("system"), str):
                 system = p["system"]
+            elif isinstance(p.get("system"), list):
+                # content blocks (Anthropic's prompt caching marks the system prompt's
+                # last block): compared as text, as the live request's system message is
+                system = content_text(p["system"])
             elif not p.get("system_same"):
                 system = None
             names = _tool_names(p)
