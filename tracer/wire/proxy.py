@@ -73,7 +73,7 @@ _HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-autho
                   "accept-encoding"})
 
 
-class ForwardUpstream(Exception):  # noqa: N818 - a signal, not an error
+class ForwardUpstream(Exception):
     """Raised by an emulator script that has no answer for a request: the server
     forwards it to its ``upstream`` (emulate mode with an upstream: ``looptrace proxy
     --replay RUN --upstream URL``)."""
