@@ -5,14 +5,17 @@ stored row). ``--looptrace-record`` never drops what the file holds: the runs of
 block are appended after the runs already there, whose lines stay as they were (a
 pull request's diff shows the new runs and the header's run count, nothing else). A
 file of an older schema is written again whole, its runs as the import migrated them
-(rows of two schemas never share a file). The file is replaced atomically: a test
-interrupted while writing leaves the old cassette.
+(rows of two schemas never share a file). The file is replaced atomically (a test
+interrupted while writing leaves the old cassette), and processes adding to one
+cassette at once (xdist workers) take turns.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 from .errors import LooptraceError
@@ -60,17 +63,36 @@ def append_runs(path: Path, db_path: Path, run_ids: list[str], *,
         msg = f"{path}: no run was recorded in the block: nothing to write"
         raise LooptraceError(msg)
     new, added = _run_lines(db_path, run_ids)
-    if path.exists():
-        header, old, count = _kept(path, migrated)
-    else:
-        header = {"format": FORMAT, "version": FORMAT_VERSION,
-                  "schema_version": SCHEMA_VERSION, "root": run_ids[0]}
-        old, count = [], 0
-    header = {**header, "runs": count + added}
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".writing")
-    with tmp.open("w", encoding="utf-8") as f:
-        f.write(json.dumps(header) + "\n")
-        for line in (*old, *new):
-            f.write(line + "\n")
-    os.replace(tmp, path)
+    with _locked(path.parent):  # (xdist workers adding to one cassette: one at a time)
+        if path.exists():
+            header, old, count = _kept(path, migrated)
+        else:
+            header = {"format": FORMAT, "version": FORMAT_VERSION,
+                      "schema_version": SCHEMA_VERSION, "root": run_ids[0]}
+            old, count = [], 0
+        header = {**header, "runs": count + added}
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.writing")
+        with tmp.open("w", encoding="utf-8") as f:
+            f.write(json.dumps(header) + "\n")
+            for line in (*old, *new):
+                f.write(line + "\n")
+        os.replace(tmp, path)
+
+
+@contextlib.contextmanager
+def _locked(folder: Path) -> Iterator[None]:
+    """An exclusive lock on ``folder`` (``flock`` on the folder itself: the cassette is
+    replaced, so its own inode cannot hold a lock; no lock file is left behind). Where
+    there is no ``fcntl`` (Windows), no lock."""
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # (closing the last descriptor releases the lock)
