@@ -115,6 +115,7 @@ def _runs_in(path: Path) -> list[dict]:
     return [json.loads(ln)["row"] for ln in lines[1:] if json.loads(ln)["table"] == "runs"]
 
 
+@pytest.mark.timeout(900)  # (two inner pytest sessions and the emulator)
 def test_cassettes_recorded_through_the_emulator_replay_offline(
         pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     pytester.makepyfile(emuscript=SCRIPT, test_emu=SUITE)

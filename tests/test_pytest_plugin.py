@@ -275,6 +275,7 @@ def test_cassette_record_then_replay_offline(inner: pytest.Pytester) -> None:
     _run(inner).assert_outcomes(passed=1)
 
 
+@pytest.mark.timeout(900)  # (six inner pytest sessions)
 def test_cassette_miss_fails_with_the_diff(inner: pytest.Pytester) -> None:
     _cassette_test(inner)
     _run(inner, "--looptrace=trace.db", "--looptrace-record").assert_outcomes(passed=1)
