@@ -4,18 +4,17 @@ file stays one valid trace file."""
 
 from __future__ import annotations
 
-import multiprocessing
+import subprocess
+import sys
 from pathlib import Path
 
-from tracer.cassette_file import append_runs
 from tracer.exchange import build_sample_db, read_trace
 from tracer.loader import TraceDB
 
-
-def _add(path: str, db: str, ids: list[str], start: object) -> None:
-    start.wait()  # type: ignore[attr-defined]
-    for rid in ids:
-        append_runs(Path(path), Path(db), [rid])
+# Each process adds its runs one at a time (its own interpreter: not multiprocessing,
+# whose spawn re-runs ``__main__``, which an earlier AppTest in the session replaced).
+ADD = ("import sys; from pathlib import Path; from tracer.cassette_file import append_runs\n"
+       "for rid in sys.argv[3:]:\n    append_runs(Path(sys.argv[1]), Path(sys.argv[2]), [rid])")
 
 
 def test_two_processes_adding_to_one_cassette_lose_nothing(tmp_path: Path) -> None:
@@ -25,16 +24,11 @@ def test_two_processes_adding_to_one_cassette_lose_nothing(tmp_path: Path) -> No
         every = {r.id for r in t.runs()}
     assert len(roots) >= 16
     path = tmp_path / "cassettes" / "shared.jsonl"
-    ctx = multiprocessing.get_context("spawn")
-    start = ctx.Event()
     halves = [roots[0::2], roots[1::2]]
-    procs = [ctx.Process(target=_add, args=(str(path), str(db), h, start)) for h in halves]
+    procs = [subprocess.Popen([sys.executable, "-c", ADD, str(path), str(db), *h])
+             for h in halves]
     for p in procs:
-        p.start()
-    start.set()
-    for p in procs:
-        p.join(120)
-        assert p.exitcode == 0
+        assert p.wait(120) == 0
     header, rows = read_trace(path)
     held = [r["id"] for table, r in rows if table == "runs"]
     assert sorted(held) == sorted(every)  # every run once (read_trace refuses twice)
