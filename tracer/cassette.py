@@ -7,7 +7,10 @@
   and what came back (the response messages, or the errors of the attempts that
   failed before it: a fallback's rate-limited primary, a retry);
 - each **tool call**: its name, arguments and what it gave back (the ``ToolMessage``,
-  a ``Command`` carrying it, or the exception it raised);
+  a ``Command`` carrying it, or the exception it raised); when a wrap layer rewrote
+  the result on its way out and the run was recorded with ``around``, the tool's own
+  result (what the innermost rewriting layer was given), so that the layer rewrites
+  it again in a replay;
 - each **human decision** a paused run was resumed with;
 - the run's **input** (the messages it was started with).
 
@@ -155,6 +158,9 @@ class ToolCall:
     outcomes: list[Outcome] = field(default_factory=list)
     seconds: float = 0.0
     end: int = -1  # the index of its last step (exit or error)
+    # the tool's own result, when a wrap layer rewrote it on its way out (``around``
+    # records what the innermost rewriting layer was given): served in its place
+    own: list[dict[str, Any]] | None = None
 
     def matches(self, name: str, args: Any) -> bool:
         return self.name == name and _canon(self.args) == _canon(args)
@@ -295,6 +301,10 @@ def _model_calls(rp: Replay) -> list[ModelCall]:
         if ev.phase == "enter":
             if isinstance(p.get("system"), str):
                 system = p["system"]
+            elif isinstance(p.get("system"), list):
+                # content blocks (Anthropic's prompt caching marks the system prompt's
+                # last block): compared as text, as the live request's system message is
+                system = content_text(p["system"])
             elif not p.get("system_same"):
                 system = None
             names = _tool_names(p)
@@ -349,9 +359,13 @@ def _tool_calls(rp: Replay) -> list[ToolCall]:
             continue
         if ev.phase == "layer" and p.get("what") == "error":
             found.outcomes.append(_error_outcome(p))
+            found.own = None  # (a later attempt's result is the one rewritten)
+        elif (ev.phase == "layer" and p.get("what") == "response" and found.own is None
+              and isinstance(p.get("inner_messages"), list)):
+            found.own = [d for d in p["inner_messages"] if isinstance(d, dict)]
         elif ev.phase == "exit":
             keys = list(step.new_keys) or (["t:" + tcid] if tcid else [])
-            msgs = [by_key[k].data for k in keys if k in by_key]
+            msgs = found.own if found.own else [by_key[k].data for k in keys if k in by_key]
             found.outcomes.append(Outcome(messages=msgs, command=bool(p.get("command")),
                                           update_keys=tuple(p.get("update_keys") or ())))
             found.seconds = (ev.duration_ms or 0.0) / 1000

@@ -13,6 +13,13 @@ The ``looptrace`` fixture gives a test its runs and assertions (``assert_clean``
 ``tracer.testing``). Using the fixture turns recording on for the session even
 without ``--looptrace`` (into a temporary database).
 
+Under pytest-xdist (``-n N``) each worker records: into the one database (SQLite's WAL
+takes the writers of several processes; the controller creates the file before the
+workers start, and runs no test itself, so it records nothing), or into one per worker
+when the path holds ``{worker}`` (``--looptrace=trace-{worker}.db``: ``gw0``, ``gw1``
+...; ``main`` without xdist). Each run's tag also names its worker
+(``metadata["pytest"]["worker"]``), and the workers share the controller's session id.
+
 Nothing here imports LangChain until recording is asked for: a suite without
 LangChain runs with the plugin installed, and the plugin never changes the outcome
 of a test (a failure of its own, on a test that does not use the fixture, is only
@@ -35,14 +42,18 @@ _STATE = pytest.StashKey["_Recording"]()
 class _Recording:
     """The session's recording: the database, the handler, the test running now."""
 
-    def __init__(self, db: Path, html_dir: Path | None, record: bool) -> None:
+    def __init__(self, db: Path, html_dir: Path | None, record: bool,
+                 session: str | None = None, worker: str | None = None) -> None:
         self.db = db
         self.html_dir = html_dir
         self.record = record
         self.nodeid: str | None = None
         self.handler: Any = None
         self.error: str | None = None
-        self.session = uuid.uuid4().hex  # (a database kept between sessions: this one's runs)
+        # (a database kept between sessions: this one's runs; an xdist worker gets the
+        # controller's)
+        self.session = session or uuid.uuid4().hex
+        self.worker = worker
 
     def start(self) -> Any:
         """Install the configure hook (once): the handler, or None without LangChain."""
@@ -59,8 +70,12 @@ class _Recording:
         return self.handler
 
     def _tag(self) -> dict[str, Any] | None:
-        return {"pytest": {"nodeid": self.nodeid, "session": self.session}} if (
-            self.nodeid) else None
+        if not self.nodeid:
+            return None
+        tag = {"nodeid": self.nodeid, "session": self.session}
+        if self.worker is not None:
+            tag["worker"] = self.worker
+        return {"pytest": tag}
 
     def flush(self) -> None:
         if self.handler is not None:
@@ -92,24 +107,58 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "(default: looptrace-html beside the database)")
     group.addoption("--looptrace-record", action="store_true",
                     help="cassettes: a model call the cassette does not hold is sent to the "
-                         "model and the cassette written again with it")
+                         "model and the test's run added to the cassette")
+
+
+WORKER = "{worker}"
+
+
+def _xdist_worker(config: pytest.Config) -> tuple[str | None, str | None]:
+    """(the xdist worker id, the controller's session id) in a worker, else Nones."""
+    given = getattr(config, "workerinput", None)
+    if not isinstance(given, dict):
+        return None, None
+    return str(given.get("workerid")), given.get("looptrace_session")
+
+
+def _xdist_controller(config: pytest.Config) -> bool:
+    """This process hands the tests to xdist workers and runs none itself."""
+    return getattr(config, "workerinput", None) is None and bool(
+        getattr(config.option, "numprocesses", None)) and getattr(
+        config.option, "dist", "no") != "no"
 
 
 def pytest_configure(config: pytest.Config) -> None:
     db = config.getoption("looptrace")
     html = config.getoption("looptrace_html")
     record = bool(config.getoption("looptrace_record"))
+    worker, session = _xdist_worker(config)
     if db is None:
         # (the database is chosen when a test asks for the fixture)
-        state = _Recording(Path("looptrace.db"), Path(html).resolve() if html else None, record)
+        state = _Recording(Path("looptrace.db"), Path(html).resolve() if html else None, record,
+                           session, worker)
         config.stash[_STATE] = state
         state.error = "off"  # (turned on by the fixture)
         return
-    path = Path(db).resolve()
+    path = Path(db.replace(WORKER, worker or "main")).resolve()
     state = _Recording(path, Path(html).resolve() if html else path.parent / "looptrace-html",
-                       record)
+                       record, session, worker)
     config.stash[_STATE] = state
+    if _xdist_controller(config):
+        state.error = "the xdist controller runs no test"
+        if WORKER not in db:
+            # one file for every worker: made now, so no two workers create it at once
+            from .schema import connect
+
+            connect(path).close()
+        return
     state.start()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """(xdist, in the controller) each worker gets the session's id."""
+    node.workerinput["looptrace_session"] = _state(node.config).session
 
 
 def _state(config: pytest.Config) -> _Recording:

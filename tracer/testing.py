@@ -113,7 +113,7 @@ class Looptrace:
     def cassette(self, source: str | Path) -> contextlib.AbstractContextManager[Any]:
         """Answer model calls from the cassette ``source`` (a ``.jsonl`` export) inside
         the block; with ``--looptrace-record`` a call it does not hold is sent to the
-        model and the cassette is written again from this block's runs."""
+        model and this block's runs are added to the cassette."""
         return play(source, record=self._state.record, recording=self._state)
 
 
@@ -189,8 +189,9 @@ def play(source: str | Path, *, record: bool = False, recording: Any = None) -> 
     """Answer the model calls made inside the block from the cassette ``source``.
 
     ``record``: a call the cassette does not hold is sent to the model, and at the end
-    the cassette file is written again from the runs ``recording`` (the pytest plugin's
-    state) saw in the block. Without it such a call raises ``CassetteMiss``."""
+    the runs ``recording`` (the pytest plugin's state) saw in the block are added to the
+    cassette file, the runs it held kept (``tracer.cassette_file``). Without it such a
+    call raises ``CassetteMiss``."""
     from . import player
 
     path = Path(source)
@@ -214,21 +215,8 @@ def play(source: str | Path, *, record: bool = False, recording: Any = None) -> 
             player._SERVE.reset(token)
             player.uninstall()
         if record and recording is not None and (session.misses or not path.exists()):
-            _write(path, recording, [i for i in recording.run_ids(recording.nodeid)
-                                     if i not in before])
+            from .cassette_file import append_runs
 
-
-def _write(path: Path, recording: Any, run_ids: list[str]) -> None:
-    from .exchange import export_lines
-    from .loader import TraceDB
-
-    if not run_ids:
-        msg = f"{path}: no run was recorded in the block: nothing to write"
-        raise LooptraceError(msg)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with TraceDB(recording.db) as db, path.open("w", encoding="utf-8") as f:
-        for n, rid in enumerate(run_ids):
-            for i, line in enumerate(export_lines(db, rid)):
-                if i == 0 and n > 0:
-                    continue  # (one header)
-                f.write(line + "\n")
+            append_runs(path, recording.db, [i for i in recording.run_ids(recording.nodeid)
+                                             if i not in before],
+                        migrated=Path(tmp) / "cassette.db" if cassettes else None)

@@ -6,9 +6,15 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import sys
 from pathlib import Path
 
 import pytest
+
+# (imported at collection: a module first imported inside a pytester test is dropped
+# from sys.modules at its teardown)
+from tracer.exchange import read_trace
+from tracer.schema import SCHEMA_VERSION
 
 pytest_plugins = ["pytester"]
 
@@ -227,6 +233,25 @@ def test_agent(looptrace):
 '''
 
 
+def _first_questions(path: Path) -> list[str]:
+    """The first human message of each run in the trace file ``path``, in file order.
+    (Read as JSON, not through the loader: a pytester test that imports numpy in this
+    process would drop it from sys.modules at its teardown.)"""
+    _header, rows = read_trace(path)
+    firsts: dict[str, str] = {}
+    for table, row in rows:
+        if table == "messages" and row["type"] == "human":
+            firsts.setdefault(row["run_id"], row["text"])
+    return list(firsts.values())
+
+
+def _imports(p: pytest.Pytester, path: Path) -> None:
+    """``looptrace import`` takes the file (in its own process)."""
+    res = p.run(sys.executable, "-m", "tracer", "import", str(path), "--db",
+                str(p.path / "imported.db"))
+    assert res.ret == 0, res.stderr.str()
+
+
 def _cassette_test(p: pytest.Pytester, question: str = "Weather and prices?") -> None:
     p.makepyfile(test_cass=f"QUESTION = {question!r}\n" + CASSETTE_TESTS)
 
@@ -250,6 +275,7 @@ def test_cassette_record_then_replay_offline(inner: pytest.Pytester) -> None:
     _run(inner).assert_outcomes(passed=1)
 
 
+@pytest.mark.timeout(900)  # (six inner pytest sessions)
 def test_cassette_miss_fails_with_the_diff(inner: pytest.Pytester) -> None:
     _cassette_test(inner)
     _run(inner, "--looptrace=trace.db", "--looptrace-record").assert_outcomes(passed=1)
@@ -260,13 +286,27 @@ def test_cassette_miss_fails_with_the_diff(inner: pytest.Pytester) -> None:
     assert "CassetteMiss: model call 1: not in the cassette" in out
     assert "-  Weather and prices?" in out and "+  What is the weather in Paris?" in out
     assert "1 run(s) recorded" in out  # (this session's runs only: trace.db is kept)
-    # record mode: the new question is sent to the model and the cassette written again
-    before = (inner.path / "cassettes" / "weather.jsonl").read_text(encoding="utf-8")
+    # record mode: the new question is sent to the model and its run ADDED to the
+    # cassette: every line it held is kept (the header's run count aside)
+    path = inner.path / "cassettes" / "weather.jsonl"
+    before = path.read_text(encoding="utf-8").splitlines()
     _run(inner, "--looptrace=trace.db", "--looptrace-record").assert_outcomes(passed=1)
-    after = (inner.path / "cassettes" / "weather.jsonl").read_text(encoding="utf-8")
-    assert "Weather and prices?" in before and "Weather and prices?" not in after
-    assert "What is the weather in Paris?" in after
+    after = path.read_text(encoding="utf-8").splitlines()
+    assert after[1:len(before)] == before[1:]
+    assert json.loads(before[0])["runs"] == 1 and json.loads(after[0])["runs"] == 2
+    assert json.loads(after[0])["root"] == json.loads(before[0])["root"]
+    assert not any("What is the weather in Paris?" in ln for ln in before)
+    assert any("What is the weather in Paris?" in ln for ln in after[len(before):])
+    # still a trace file of our format: two runs, one per question, and it imports
+    assert _first_questions(path) == ["Weather and prices?", "What is the weather in Paris?"]
+    _imports(inner, path)
+    # and both questions now replay offline from it, the old one included
     _run(inner, "--looptrace=trace.db").assert_outcomes(passed=1)
+    _cassette_test(inner, "Weather and prices?")
+    _run(inner, "--looptrace=trace.db").assert_outcomes(passed=1)
+    # a record-mode session that misses nothing leaves the file alone
+    _run(inner, "--looptrace=trace.db", "--looptrace-record").assert_outcomes(passed=1)
+    assert path.read_text(encoding="utf-8").splitlines() == after
 
 
 @pytest.mark.parametrize(("content", "said"), [
@@ -359,6 +399,24 @@ def test_an_older_schema_cassette_is_migrated_when_read(tmp_path: Path) -> None:
     (cassette,) = load_cassettes(path, work)
     calls = [c for cs in cassette.model_calls.values() for c in cs]
     assert calls and all(c.request.messages and c.outcomes for c in calls)
+
+
+def test_record_mode_on_an_older_schema_cassette_writes_it_whole_in_ours(
+        inner: pytest.Pytester) -> None:
+    """Rows of two schemas never share a file: the schema-2 run is written again as the
+    import migrated it, the new run after it, under one header of our schema."""
+    _cassette_test(inner)
+    (inner.path / "cassettes").mkdir()
+    path = _export_of_schema2(inner.path / "cassettes" / "weather.jsonl")
+    old_root = json.loads(path.read_text(encoding="utf-8").split("\n", 1)[0])["root"]
+    _run(inner, "--looptrace=trace.db", "--looptrace-record").assert_outcomes(passed=1)
+    header, rows = read_trace(path)
+    assert header["schema_version"] == SCHEMA_VERSION and header["runs"] == 2
+    runs = [r["id"] for t, r in rows if t == "runs"]
+    assert runs[0] == old_root and len(runs) == 2
+    assert _first_questions(path)[-1] == "Weather and prices?"
+    assert any(t == "events" and r["run_id"] == old_root for t, r in rows)  # (migrated)
+    _imports(inner, path)
 
 
 def test_a_newer_schema_cassette_is_one_clear_error(tmp_path: Path) -> None:

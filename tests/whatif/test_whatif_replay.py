@@ -68,14 +68,10 @@ def test_demo_agent_replays_to_its_record(tmp_path: Path, name: str,
     assert rows_of(db, run_id) == before
 
 
-# Known limit: with ``around``, a layer that rewrites a tool's result on its way out
-# (HumanInTheLoopMiddleware's note on an edited call) is recorded with the result it
-# wrote, not the tool's own; served that result, it finds its note there already and
-# changes nothing, so its ``layer`` step is missing from the replay.
-_OUTWARD_REWRITE = pytest.mark.xfail(strict=True, reason="the tool's own result, under a "
-                                     "layer that rewrote it, is not in the record")
-TRUTH = [pytest.param(n, p, m, id=f"{n}-{p}-{m}",
-                      marks=[_OUTWARD_REWRITE] if (n, p) == ("hitl_edit", "around") else [])
+# (hitl_edit with ``around``: HumanInTheLoopMiddleware rewrites the edited call's result
+# on its way out; the record holds the tool's own result too (the layer step's
+# ``inner_messages``), so the replay serves that and the layer rewrites it again.)
+TRUTH = [pytest.param(n, p, m, id=f"{n}-{p}-{m}")
          for n in sorted(SCENARIOS) for p in ("first", "around") for m in ("sync", "async")]
 
 
@@ -126,3 +122,23 @@ def test_tools_are_answered_from_the_record(tmp_path: Path,
     assert sorted(ran) == ["apply_discount", "get_price", "get_price", "get_price"]
     assert res.stats.tool_calls == 4  # (and check_stock, a tool it lacks, is LangChain's error)
     _identical(db, run_id, res.run_id)
+
+
+def test_the_record_holds_a_tools_own_result_under_a_layer_that_rewrote_it(
+        tmp_path: Path) -> None:
+    """hitl_edit with ``around``: the conversation holds the result with the reviewer's
+    notice; the cassette serves the tool's own result (which the layer was given)."""
+    from langchain_core.messages import messages_from_dict
+
+    from tracer.cassette import Cassette
+
+    agent = TruthAgent(tmp_path, "hitl_edit", "around", "sync")
+    with TraceDB(agent.db) as t:
+        cassette = Cassette.load(t, agent.run_id)
+        (final,) = [m.text for m in t.run(agent.run_id).messages if m.type == "tool"]
+    own = "sent to boss@corp.test: Q3 / Edited by a human."
+    assert final != own and final.endswith("Tool response:\n" + own)
+    (call,) = cassette.tool_calls[agent.run_id]
+    assert call.own is not None
+    assert [m.content for m in messages_from_dict(call.own)] == [own]
+    assert [m.content for o in call.outcomes for m in messages_from_dict(o.messages)] == [own]

@@ -32,7 +32,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                         "or module:function")
     p.add_argument("--replay", metavar="RUN",
                    help="serve the responses of recorded run RUN (in --db) to requests that "
-                        "match it; others are answered by --emulate (default echo)")
+                        "match it; others are forwarded to --upstream when given, else "
+                        "answered by --emulate (default echo)")
     p.add_argument("--db", default=DEFAULT_DB, help=f"trace database (default {DEFAULT_DB})")
     p.add_argument("--port", type=int, default=0, help="port (default: a free one)")
     p.add_argument("--max-request", type=float, default=32, metavar="MB",
@@ -97,6 +98,8 @@ def proxy(args: argparse.Namespace, ready: threading.Event | None = None) -> int
     base = srv.url + ("/v1" if args.provider == "openai" else "")
     what = f"emulating {args.provider} ({args.replay or args.emulate})" if script else (
         f"forwarding {args.provider} to {srv.upstream}")
+    if script and srv.upstream:
+        what += f", forwarding what the record does not hold to {srv.upstream}"
     print(safe_text(f"looptrace proxy: {what}; recording into {args.db}"), flush=True)
     print(f"  base_url = {base}   (endpoints {paths})", flush=True)
     if ready is not None:

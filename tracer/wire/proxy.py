@@ -74,8 +74,15 @@ _HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-autho
                   "accept-encoding"})
 
 
+class ForwardUpstream(Exception):
+    """Raised by an emulator script that has no answer for a request: the server
+    forwards it to its ``upstream`` (emulate mode with an upstream: ``looptrace proxy
+    --replay RUN --upstream URL``)."""
+
+
 class WireServer:
-    """A threaded HTTP server on 127.0.0.1 in emulate or forward mode."""
+    """A threaded HTTP server on 127.0.0.1 in emulate or forward mode (emulate mode with
+    an ``upstream``: a request the script raises ``ForwardUpstream`` for is forwarded)."""
 
     def __init__(self, *, mode: str = "emulate", provider: str | None = None,
                  upstream: str | None = None, script: str | Script | None = None,
@@ -344,7 +351,15 @@ class _Handler(BaseHTTPRequestHandler):
                                                                                 refused))
             return
         assert srv.script is not None
-        reply = count_tokens(req, srv.script(req))
+        try:
+            reply = count_tokens(req, srv.script(req))
+        except ForwardUpstream:
+            if not srv.upstream:
+                raise
+            # (the script has no answer: the upstream gives it, recorded as forwarded)
+            ex.request_headers = dict(self.headers.items())
+            self._forward(ex, fmt)
+            return
         if isinstance(fmt, ResponsesFormat) and payload.get("store") is not False:
             body = fmt.response(reply)
             srv.store(body["id"], fmt.stored_items(payload, body))

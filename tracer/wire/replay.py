@@ -6,8 +6,11 @@ subagent runs) with that call's recorded response, in whatever format the client
 speaks (the emulator's: OpenAI chat completions and Responses, Anthropic messages,
 Ollama chat; JSON or streamed). A hand-rolled loop on a provider's SDK, with no
 LangChain at all, replays with no upstream. A request that matches nothing is
-answered by the fallback script (``echo`` unless ``--emulate`` names another), and the
-diff to the nearest recorded request is printed and kept (``misses``).
+answered by the fallback script (``echo`` unless ``--emulate`` names another), or, with
+``--upstream URL`` (``forward=True``), sent on to that upstream as the recording proxy
+sends it (``tracer.wire.proxy.ForwardUpstream``): the fork's live part on a real
+provider. Either way the diff to the nearest recorded request is printed and kept
+(``misses``).
 
 Requests are compared in the neutral form every format reads into: each message's
 role, text and tool calls (name and arguments; ids are not compared), and the system
@@ -25,6 +28,7 @@ from typing import Any
 from ..cassette import Cassette, ModelCall
 from ..loader import Message, TraceDB, content_text
 from .providers import Msg, Reply, Request, ToolCall
+from .proxy import ForwardUpstream
 from .scenarios import Script, load_script
 
 _ROLES = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system"}
@@ -62,7 +66,8 @@ class CassetteScript:
     """An emulator script answering from the record of run ``run_id`` in ``db``."""
 
     def __init__(self, db: str, run_id: str, fallback: str | Script | None = "echo",
-                 *, log: Any = None) -> None:
+                 *, log: Any = None, forward: bool = False) -> None:
+        self.forward = forward
         with TraceDB(db) as tdb:
             self.cassette = Cassette.load(tdb, run_id)
         self.fallback = load_script(fallback or "echo")
@@ -92,8 +97,11 @@ class CassetteScript:
             diff = "\n".join(difflib.unified_diff(list(nearest), list(lines), "recorded",
                                                   "now", lineterm=""))
             self.misses.append(diff)
-        print(f"looptrace proxy --replay: a request the record does not hold; answered by "
-              f"the fallback script\n{diff}", file=self.log, flush=True)
+        by = "forwarded to the upstream" if self.forward else "answered by the fallback script"
+        print(f"looptrace proxy --replay: a request the record does not hold; {by}\n{diff}",
+              file=self.log, flush=True)
+        if self.forward:
+            raise ForwardUpstream(diff)
         return self.fallback(req)
 
 
@@ -114,13 +122,10 @@ def _reply(call: ModelCall, req: Request) -> Reply:
 
 def replay_script(args: Any, usage_error: type[Exception]) -> CassetteScript:
     """The script of ``looptrace proxy --replay RUN`` (its options checked)."""
-    if args.upstream:
-        msg = "--replay and --upstream exclude each other (the replay needs no upstream)"
-        raise usage_error(msg)
     try:
         fallback = load_script(args.emulate or "echo")
     except (ValueError, ImportError, AttributeError) as exc:
         raise usage_error(str(exc)) from None
     with TraceDB(args.db) as tdb:
         run_id = tdb.resolve(args.replay)
-    return CassetteScript(args.db, run_id, fallback)
+    return CassetteScript(args.db, run_id, fallback, forward=bool(args.upstream))
