@@ -30,6 +30,7 @@ from .recorder import (
     user_metadata,
 )
 from .redact import Redactor
+from .state_record import note_command, note_state
 from .store import on_event_loop
 
 _SKIP_NODES = frozenset({"model", "tools", "__start__", "__end__"})
@@ -169,6 +170,7 @@ class TraceCallbackHandler(BaseCallbackHandler):
                 if isinstance(msgs, list) and parent.last_seq >= 0:
                     rec.sync_messages(parent, parent.last_seq, _no_system(msgs),
                                       by=parent.last_node)
+                    note_state(rec, parent, parent.last_seq, inputs, by=parent.last_node)
         except Exception as exc:  # noqa: BLE001
             self._guard("on_chain_start", exc)
 
@@ -189,6 +191,7 @@ class TraceCallbackHandler(BaseCallbackHandler):
                     if isinstance(outputs, dict) and isinstance(outputs.get("messages"), list):
                         rec.sync_messages(root, root.last_seq, _no_system(outputs["messages"]),
                                           by=root.last_node)
+                        note_state(rec, root, root.last_seq, outputs, by=root.last_node)
                     elif _continues(root, outputs):  # a hand-rolled loop returning its list
                         rec.sync_messages(root, root.last_seq, _no_system(outputs))
                     rec.end_run(root, "completed")
@@ -401,6 +404,7 @@ class TraceCallbackHandler(BaseCallbackHandler):
                 msgs = [output]
             elif isinstance(output, Command):
                 update = output.update if isinstance(output.update, dict) else {}
+                note_command(run, tcid, update)
                 msgs = [m for m in update.get("messages", ()) if isinstance(m, BaseMessage)]
                 payload["command"] = True
             else:

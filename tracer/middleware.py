@@ -36,6 +36,7 @@ from .recorder import (
 )
 from .records import RunRecord
 from .redact import Redactor
+from .state_record import note_command, note_state
 from .store import on_event_loop
 from .tool_life import signatures
 from .watch import watch
@@ -276,7 +277,8 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
             # step, before this one)
             seq = rec.sync_messages(run, run.seq.__next__, msgs, by=run.last_node) if (
                 msgs is not None) else None
-            rec.event(run, hook, "fire", middleware=self._name, seq=seq)
+            seq = rec.event(run, hook, "fire", middleware=self._name, seq=seq)
+            note_state(rec, run, seq, state, by=run.last_node)
             if hook == "after_agent" and not run.lc_ids and not run.watched:
                 # (with the callback handler attached, or the watcher, the run ends
                 # when the graph returns, after the outer middlewares' after_agent hooks)
@@ -302,6 +304,7 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
             seq = rec.sync_messages(run, run.seq.__next__, state_msgs, by=run.last_node)
             rec.event(run, "wrap_model_call", "enter", middleware=self._name, seq=seq,
                       payload=_RequestPayload(rec, run, request, state_msgs))
+            note_state(rec, run, seq, request.state, by=run.last_node)
             return run, time.perf_counter()
         except Exception as exc:  # noqa: BLE001
             self.recorder.writer._warn("model", f"looptrace failed in wrap_model_call: {exc!r}")
@@ -423,12 +426,13 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
             call = request.tool_call
             run = self._run(request.runtime, request.state)
             task = _task_name()  # (the exit runs in the same thread or asyncio task)
-            self.recorder.event(
+            seq = self.recorder.event(
                 run, "wrap_tool_call", "enter", middleware=self._name,
                 tool_call_id=call.get("id"), task=task,
                 payload={"name": call.get("name"), "args": call.get("args"),
                          "known_tool": request.tool is not None},
             )
+            note_state(self.recorder, run, seq, request.state, by=run.last_node)
             return run, time.perf_counter(), task
         except Exception as exc:  # noqa: BLE001
             self.recorder.writer._warn("tool", f"looptrace failed in wrap_tool_call: {exc!r}")
@@ -450,6 +454,7 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
                     payload["error_path"] = _error_path(request.tool, result)
             elif isinstance(result, Command):
                 update = result.update if isinstance(result.update, dict) else {}
+                note_command(run, tcid, update)
                 msgs = [m for m in update.get("messages", ()) if isinstance(m, BaseMessage)]
                 payload = {"command": True, "goto": _jsonable_goto(result.goto),
                            "update_keys": sorted(update)}

@@ -42,6 +42,7 @@ from .records import (
 from .redact import DEFAULT_REDACTOR, Redactor
 from .schema import connect
 from .serialize import dumps, message_json, search_text, tool_call_id_of
+from .state_record import STATE_SQL, VALUES_SQL, StateRecord, state_rows
 from .summaries import refresh
 
 log = logging.getLogger("looptrace")
@@ -77,11 +78,13 @@ class _Rows:
     """Rows ready to commit: built once from the records, kept as they are while a
     commit fails, and added to by later batches (run updates merge in order)."""
 
-    __slots__ = ("events", "messages", "runs", "stale", "wires")
+    __slots__ = ("events", "messages", "runs", "stale", "state", "values", "wires")
 
     def __init__(self) -> None:
         self.events: list[tuple[Any, ...]] = []
         self.messages: list[tuple[Any, ...]] = []
+        self.state: list[tuple[Any, ...]] = []  # (tracer.state_record)
+        self.values: list[tuple[Any, ...]] = []
         self.runs: dict[str, dict[str, Any]] = {}
         self.wires: list[dict[str, Any]] = []
         self.stale: list[StaleRunsRecord] = []
@@ -89,6 +92,8 @@ class _Rows:
     def add(self, other: _Rows) -> None:
         self.events += other.events
         self.messages += other.messages
+        self.state += other.state
+        self.values += other.values
         for run_id, fields in other.runs.items():
             self.runs.setdefault(run_id, {}).update(fields)
         self.wires += other.wires
@@ -96,7 +101,7 @@ class _Rows:
 
     def __len__(self) -> int:
         return (len(self.events) + len(self.messages) + len(self.runs) + len(self.wires)
-                + len(self.stale))
+                + len(self.stale) + len(self.state))
 
     def run_ids(self) -> set[str]:
         """Every run these rows touch."""
@@ -339,6 +344,9 @@ class Writer:
                     conn.executemany(_EVENT_SQL, rows.events)
                 if rows.messages:
                     conn.executemany(_MESSAGE_SQL, rows.messages)
+                if rows.state:
+                    conn.executemany(VALUES_SQL, rows.values)
+                    conn.executemany(STATE_SQL, rows.state)
                 closed = _close_stale(conn, rows.stale) if rows.stale else set()
                 for w in rows.wires:
                     cols = list(w)
@@ -422,6 +430,12 @@ class Writer:
                 runs.setdefault(it.run_id, {}).update(fields)
             elif kind is StaleRunsRecord:
                 rows.stale.append(it)
+            elif kind is StateRecord:
+                row, value = state_rows(it, red)
+                if row is not None:
+                    rows.state.append(row)
+                if value is not None:
+                    rows.values.append(value)
             elif kind is WireRecord:
                 w = dict(it.row)
                 for k in ("request_headers", "response_headers", "request_body",
