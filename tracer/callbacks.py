@@ -30,7 +30,7 @@ from .recorder import (
     user_metadata,
 )
 from .redact import Redactor
-from .state_record import note_command, note_state
+from .state_record import note_state, note_tool_end
 from .store import on_event_loop
 
 _SKIP_NODES = frozenset({"model", "tools", "__start__", "__end__"})
@@ -397,6 +397,7 @@ class TraceCallbackHandler(BaseCallbackHandler):
                 return  # (not seen to start, or the middleware records it: wrap_tool_call)
             run, t0, tcid, name = entry
             rec = self.recorder
+            note_tool_end(run, tcid, output)
             payload: dict[str, Any] = {"name": name}
             msgs: list[BaseMessage] = []
             if isinstance(output, ToolMessage):
@@ -404,7 +405,6 @@ class TraceCallbackHandler(BaseCallbackHandler):
                 msgs = [output]
             elif isinstance(output, Command):
                 update = output.update if isinstance(output.update, dict) else {}
-                note_command(run, tcid, update)
                 msgs = [m for m in update.get("messages", ()) if isinstance(m, BaseMessage)]
                 payload["command"] = True
             else:

@@ -36,7 +36,7 @@ from .recorder import (
 )
 from .records import RunRecord
 from .redact import Redactor
-from .state_record import note_command, note_state
+from .state_record import note_state, note_tool_end
 from .store import on_event_loop
 from .tool_life import signatures
 from .watch import watch
@@ -278,7 +278,7 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
             seq = rec.sync_messages(run, run.seq.__next__, msgs, by=run.last_node) if (
                 msgs is not None) else None
             seq = rec.event(run, hook, "fire", middleware=self._name, seq=seq)
-            note_state(rec, run, seq, state, by=run.last_node)
+            note_state(rec, run, seq, state, by=run.last_node, runtime=runtime)
             if hook == "after_agent" and not run.lc_ids and not run.watched:
                 # (with the callback handler attached, or the watcher, the run ends
                 # when the graph returns, after the outer middlewares' after_agent hooks)
@@ -304,7 +304,7 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
             seq = rec.sync_messages(run, run.seq.__next__, state_msgs, by=run.last_node)
             rec.event(run, "wrap_model_call", "enter", middleware=self._name, seq=seq,
                       payload=_RequestPayload(rec, run, request, state_msgs))
-            note_state(rec, run, seq, request.state, by=run.last_node)
+            note_state(rec, run, seq, request.state, by=run.last_node, runtime=request.runtime)
             return run, time.perf_counter()
         except Exception as exc:  # noqa: BLE001
             self.recorder.writer._warn("model", f"looptrace failed in wrap_model_call: {exc!r}")
@@ -447,6 +447,7 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
             dur = (time.perf_counter() - t0) * 1000
             tcid = request.tool_call.get("id")
             rec = self.recorder
+            note_tool_end(run, tcid, result)
             if isinstance(result, ToolMessage):
                 msgs: list[BaseMessage] = [result]
                 payload: dict[str, Any] = {"status": result.status}
@@ -454,7 +455,6 @@ class _TraceBase(AgentMiddleware):  # type: ignore[type-arg]
                     payload["error_path"] = _error_path(request.tool, result)
             elif isinstance(result, Command):
                 update = result.update if isinstance(result.update, dict) else {}
-                note_command(run, tcid, update)
                 msgs = [m for m in update.get("messages", ()) if isinstance(m, BaseMessage)]
                 payload = {"command": True, "goto": _jsonable_goto(result.goto),
                            "update_keys": sorted(update)}

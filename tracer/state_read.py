@@ -13,6 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+CONTEXT_KEY = "@runtime.context"  # (tracer.state_record writes them: the same names)
+ENTRIES = "looptrace_entries"
+
 
 @dataclass(frozen=True, slots=True)
 class StateVersion:
@@ -47,15 +50,19 @@ class StateLog:
         if h not in self._parsed:
             text = self.texts.get(h)
             try:
-                self._parsed[h] = json.loads(text) if text is not None else {
+                value = json.loads(text) if text is not None else {
                     "looptrace_missing": "the value was not stored"}
             except ValueError:
-                self._parsed[h] = {"looptrace_unreadable": text}
+                value = {"looptrace_unreadable": text}
+            if isinstance(value, dict) and len(value) == 1 and isinstance(
+                    value.get(ENTRIES), dict):  # a mapping stored entry by entry
+                value = {k: self.value(eh) for k, eh in value[ENTRIES].items()}
+            self._parsed[h] = value
         return self._parsed[h]
 
     def keys(self) -> list[str]:
         """Every key the run's state ever held, in the order they first appeared."""
-        return list(dict.fromkeys(v.key for v in self.versions))
+        return list(dict.fromkeys(v.key for v in self.versions if not v.key.startswith("@")))
 
     def versions_at(self, seq: int) -> dict[str, StateVersion]:
         """The version of each key current at event ``seq`` (keys that left, dropped)."""
@@ -69,7 +76,13 @@ class StateLog:
 
     def at(self, seq: int) -> dict[str, Any]:
         """The state at event ``seq``: every key other than ``messages``."""
-        return {k: self.value(v.hash) for k, v in self.versions_at(seq).items()}
+        return {k: self.value(v.hash) for k, v in self.versions_at(seq).items()
+                if not k.startswith("@")}
+
+    def context(self) -> Any:
+        """``runtime.context`` as the run was given it (None if it had none)."""
+        v = next((v for v in self.versions if v.key == CONTEXT_KEY), None)
+        return self.value(v.hash) if v is not None else None
 
     def changed_at(self, seq: int) -> list[StateVersion]:
         """The versions recorded at event ``seq`` (the keys that changed there)."""

@@ -36,17 +36,23 @@ MAX_STATE_CHARS = 2_000_000
 
 GONE: Any = object()  # the value of a key that left the state
 
+# ``runtime.context`` (what the invocation was given with ``context=``), recorded once,
+# when first seen, under a key no state key can have.
+CONTEXT_KEY = "@runtime.context"
+
 
 class StateMemory:
     """Per run: what the caller's side last saw of each key (the object, by identity),
     what the writer last stored (the hash), the hashes whose value is stored, and
     the keys a tool's ``Command(update=...)`` wrote that have not been seen yet."""
 
-    __slots__ = ("cmd", "hashes", "objs", "stored")
+    __slots__ = ("cmd", "context", "ended", "hashes", "objs", "stored")
 
     def __init__(self) -> None:
         self.objs: dict[str, Any] = {}  # caller side
         self.cmd: dict[str, str] = {}  # caller side: key -> tool_call_id
+        self.ended: list[str] = []  # caller side: tool calls ended since the state was seen
+        self.context = False  # caller side: runtime.context recorded
         self.hashes: dict[str, str | None] = {}  # writer side
         self.stored: set[str] = set()  # writer side
 
@@ -71,41 +77,56 @@ def memory_of(run: Any) -> StateMemory:
 
 
 def note_state(rec: Any, run: Any, seq: int, state: Any, *, by: str | None = None,
-               whole: bool = True) -> None:
+               whole: bool = True, runtime: Any = None) -> None:
     """Record the keys of ``state`` (a node's input, a hook's state) that changed since
     the run last saw them, at event ``seq``, changed by ``by``. ``whole``: ``state``
-    holds every key, so a key seen before and missing now has left the state."""
+    holds every key, so a key seen before and missing now has left the state.
+    ``runtime``: the hook's, whose ``context`` is recorded the first time."""
+    mem = run.state
+    if runtime is not None and (mem is None or not mem.context):
+        context = getattr(runtime, "context", None)
+        if context is not None:
+            mem = memory_of(run)
+            mem.context = True
+            rec.writer.put(StateRecord(run.id, mem, seq, CONTEXT_KEY, context, "runtime", None))
     if not isinstance(state, Mapping):
         return
-    mem = run.state
     if mem is None:
         if len(state) <= 1 and "messages" in state:  # (the common case: nothing but messages)
             return
         mem = memory_of(run)
     objs = mem.objs
     put = rec.writer.put
+    # A change seen after the tools node ran one tool call alone was made by that call
+    # (Deep Agents' state backend writes ``files`` straight to the channel, no Command).
+    lone = mem.ended[0] if by == "tools" and len(mem.ended) == 1 else None
     for key, value in state.items():
         if key in SKIP_KEYS or objs.get(key, GONE) is value:
             continue
         key = str(key)
         objs[key] = value
-        put(StateRecord(run.id, mem, seq, key, value, by, mem.cmd.pop(key, None)))
+        put(StateRecord(run.id, mem, seq, key, value, by, mem.cmd.pop(key, None) or lone))
     if whole:
         for key in [k for k in objs if k not in state]:
             del objs[key]
-            put(StateRecord(run.id, mem, seq, key, GONE, by, mem.cmd.pop(key, None)))
+            put(StateRecord(run.id, mem, seq, key, GONE, by, mem.cmd.pop(key, None) or lone))
+    if mem.ended:
+        mem.ended = []
 
 
-def note_command(run: Any, tool_call_id: str | None, update: Any) -> None:
-    """A tool call returned ``Command(update=update)``: the keys it writes, other than
-    messages, are attributed to that call where they are next seen to change."""
-    if not tool_call_id or not isinstance(update, Mapping):
+def note_tool_end(run: Any, tool_call_id: str | None, result: Any) -> None:
+    """A tool call ended with ``result``. The keys a ``Command(update=...)`` writes,
+    other than messages, are attributed to that call where they are next seen to
+    change."""
+    if not tool_call_id:
         return
-    keys = [str(k) for k in update if k not in SKIP_KEYS]
-    if keys:
-        cmd = memory_of(run).cmd
-        for k in keys:
-            cmd[k] = tool_call_id
+    mem = memory_of(run)
+    mem.ended.append(tool_call_id)
+    update = getattr(result, "update", None)
+    if isinstance(update, Mapping):
+        for k in update:
+            if k not in SKIP_KEYS:
+                mem.cmd[str(k)] = tool_call_id
 
 
 def _state_default(obj: Any) -> Any:
@@ -141,25 +162,46 @@ def value_hash(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
 
 
+# A mapping whose JSON is longer than this is stored entry by entry (each entry's value
+# content-addressed on its own, the mapping as the list of their hashes): Deep Agents'
+# ``files`` grows by one file at a time, and each file's content is stored once.
+SPLIT_CHARS = 4_096
+ENTRIES = "looptrace_entries"  # the key of such a mapping's stored form
+
+
 def state_rows(it: StateRecord, red: Any) -> tuple[tuple[Any, ...] | None,
-                                                    tuple[Any, ...] | None]:
+                                                    list[tuple[Any, ...]]]:
     """On the writer thread: the ``state`` row of ``it`` (None when its value is the
-    one stored last for its key) and the ``state_values`` row (None when the run has
-    that content stored already)."""
+    one stored last for its key) and the ``state_values`` rows of the contents the
+    run has not stored yet."""
     mem = it.memory
+    values: list[tuple[Any, ...]] = []
     if it.value is GONE:
-        text, h = None, None
+        h = None
     else:
         text = red(value_json(it.value))
+        if len(text) > SPLIT_CHARS and isinstance(it.value, Mapping) and it.value:
+            entries = {}
+            for k, v in it.value.items():
+                entries[str(k)] = _stored(mem, it.run_id, red(value_json(v)), values)
+            text = json.dumps({ENTRIES: entries}, ensure_ascii=False, separators=(",", ":"))
         h = value_hash(text)
+        if mem.hashes.get(it.key, GONE) != h:
+            _stored(mem, it.run_id, text, values)
     if mem.hashes.get(it.key, GONE) == h:
-        return None, None
+        return None, values
     mem.hashes[it.key] = h
-    row = (it.run_id, it.seq, it.key, h, it.by, it.tool_call_id)
-    if h is None or h in mem.stored:
-        return row, None
-    mem.stored.add(h)
-    return row, (it.run_id, h, text)
+    return (it.run_id, it.seq, it.key, h, it.by, it.tool_call_id), values
+
+
+def _stored(mem: StateMemory, run_id: str, text: str, out: list[tuple[Any, ...]]) -> str:
+    """The hash of ``text``, with its ``state_values`` row put in ``out`` unless the run
+    has it stored already."""
+    h = value_hash(text)
+    if h not in mem.stored:
+        mem.stored.add(h)
+        out.append((run_id, h, text))
+    return h
 
 
 STATE_SQL = ("INSERT OR REPLACE INTO state(run_id, seq, key, hash, by, tool_call_id)"

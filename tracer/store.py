@@ -101,7 +101,7 @@ class _Rows:
 
     def __len__(self) -> int:
         return (len(self.events) + len(self.messages) + len(self.runs) + len(self.wires)
-                + len(self.stale) + len(self.state))
+                + len(self.stale) + len(self.state) + len(self.values))
 
     def run_ids(self) -> set[str]:
         """Every run these rows touch."""
@@ -344,8 +344,9 @@ class Writer:
                     conn.executemany(_EVENT_SQL, rows.events)
                 if rows.messages:
                     conn.executemany(_MESSAGE_SQL, rows.messages)
-                if rows.state:
+                if rows.values:
                     conn.executemany(VALUES_SQL, rows.values)
+                if rows.state:
                     conn.executemany(STATE_SQL, rows.state)
                 closed = _close_stale(conn, rows.stale) if rows.stale else set()
                 for w in rows.wires:
@@ -431,11 +432,10 @@ class Writer:
             elif kind is StaleRunsRecord:
                 rows.stale.append(it)
             elif kind is StateRecord:
-                row, value = state_rows(it, red)
+                row, values = state_rows(it, red)
                 if row is not None:
                     rows.state.append(row)
-                if value is not None:
-                    rows.values.append(value)
+                rows.values += values
             elif kind is WireRecord:
                 w = dict(it.row)
                 for k in ("request_headers", "response_headers", "request_body",
