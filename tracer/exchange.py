@@ -1,7 +1,8 @@
 """Export runs to readable JSONL files and import them back, losslessly.
 
 A trace file is JSON Lines: a header line, then one line per stored row
-(``{"table": "runs" | "events" | "messages" | "wire", "row": {...}}``), the
+(``{"table": "runs" | "events" | "messages" | "wire" | "state" | "state_values",
+"row": {...}}``), the
 run first and its subagent runs after it. Never pickle.
 """
 
@@ -23,6 +24,8 @@ from .schema import (
     MESSAGES_COLUMNS,
     RUNS_COLUMNS,
     SCHEMA_VERSION,
+    STATE_COLUMNS,
+    STATE_VALUES_COLUMNS,
     WIRE_COLUMNS,
     connect,
 )
@@ -35,7 +38,7 @@ FORMAT = "looptrace-trace"
 FORMAT_VERSION = 1
 TABLES: dict[str, dict[str, type]] = {
     "runs": RUNS_COLUMNS, "events": EVENTS_COLUMNS, "messages": MESSAGES_COLUMNS,
-    "wire": WIRE_COLUMNS,
+    "wire": WIRE_COLUMNS, "state": STATE_COLUMNS, "state_values": STATE_VALUES_COLUMNS,
 }
 
 
@@ -71,7 +74,7 @@ def export_lines(db: TraceDB, run_id: str) -> Iterator[str]:
     yield json.dumps({"format": FORMAT, "version": FORMAT_VERSION,
                       "schema_version": SCHEMA_VERSION, "root": run_id, "runs": len(ids)})
     for rid in ids:
-        for table in ("runs", "events", "messages", "wire"):
+        for table in TABLES:
             for row in db.raw_rows(table, rid):
                 if table == "wire":
                     row.pop("id", None)
@@ -164,7 +167,7 @@ def row_problem(rec: Any) -> str | None:
     """What is wrong with one ``{"table": ..., "row": {...}}`` record (None: nothing)."""
     if not isinstance(rec, dict) or rec.get("table") not in TABLES or not isinstance(
             rec.get("row"), dict):
-        return "expected {'table': runs|events|messages|wire, 'row': {...}}"
+        return "expected {'table': runs|events|messages|wire|state|state_values, 'row': {...}}"
     unknown = set(rec["row"]) - set(TABLES[rec["table"]])
     if unknown:
         return f"unknown columns for {rec['table']}: {', '.join(sorted(unknown))}"
@@ -220,7 +223,8 @@ def import_rows(rows: list[tuple[str, dict[str, Any]]], db_path: str | Path, *,
             if replace and not keep_stored:
                 for rid in ids:
                     for table, key in (("events", "run_id"), ("messages", "run_id"),
-                                       ("wire", "run_id"), ("runs", "id")):
+                                       ("wire", "run_id"), ("state", "run_id"),
+                                       ("state_values", "run_id"), ("runs", "id")):
                         conn.execute(f"DELETE FROM {table} WHERE {key} = ?", [rid])
             for table, row in rows:
                 cols = list(row)
