@@ -21,6 +21,8 @@ raises into the agent: the callers guard it, as every hook of the tracer does.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import hashlib
 import json
 from collections.abc import Mapping
@@ -130,6 +132,9 @@ def note_tool_end(run: Any, tool_call_id: str | None, result: Any) -> None:
 
 
 def _state_default(obj: Any) -> Any:
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):  # e.g. a context schema
+        with contextlib.suppress(Exception):
+            return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
     out = _default(obj)
     if isinstance(out, dict) and set(out) == {"__repr__"}:
         # (what JSON cannot carry: its type and repr)
