@@ -127,7 +127,7 @@ WIRE_COLUMNS = {
 }
 
 
-STATE_COLUMNS = {
+STATE_COLUMNS: dict[str, type] = {
     "run_id": str,
     "seq": int,  # the event at which the tracer saw the key take this value
     "key": str,  # the state key
@@ -136,7 +136,7 @@ STATE_COLUMNS = {
     "tool_call_id": str,  # the tool call whose Command(update=...) changed it
 }
 
-STATE_VALUES_COLUMNS = {
+STATE_VALUES_COLUMNS: dict[str, type] = {
     "run_id": str,
     "hash": str,  # tracer.state_record.value_hash of ``data``
     "data": str,  # JSON (redacted; type and repr for what JSON cannot carry)

@@ -435,9 +435,9 @@ class Writer:
                 row, values = state_rows(it, red)
                 if row is not None:
                     rows.state.append(row)
-                for v in values:
-                    if "looptrace_truncated" in v[2] or '"__repr__":' in v[2]:
-                        self._lossy(v[2], f"the state key {it.key}")
+                for _run, _hash, data in values:
+                    if "looptrace_truncated" in data or '"__repr__":' in data:
+                        self._lossy(data, f"the state key {it.key}")
                 rows.values += values
             elif kind is WireRecord:
                 w = dict(it.row)
