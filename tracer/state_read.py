@@ -60,6 +60,10 @@ class StateLog:
             self._parsed[h] = value
         return self._parsed[h]
 
+    def __contains__(self, key: object) -> bool:
+        """Whether the run's state ever held ``key``."""
+        return any(v.key == key for v in self.versions)
+
     def keys(self) -> list[str]:
         """Every key the run's state ever held, in the order they first appeared."""
         return list(dict.fromkeys(v.key for v in self.versions if not v.key.startswith("@")))
