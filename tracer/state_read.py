@@ -94,6 +94,11 @@ class StateLog:
         j = bisect.bisect_right(self._seqs, seq)
         return self.versions[i:j]
 
+    def between(self, after: int, upto: int) -> list[StateVersion]:
+        """The versions recorded after event ``after`` and up to event ``upto``."""
+        return self.versions[bisect.bisect_right(self._seqs, after):
+                             bisect.bisect_right(self._seqs, upto)]
+
     def history(self, key: str) -> list[StateVersion]:
         """Every version of ``key``, in order."""
         return [v for v in self.versions if v.key == key]
