@@ -7,10 +7,12 @@ the step marked. The HTML export in light and dark; the app's replay page below.
 from __future__ import annotations
 
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from playwright.sync_api import Page, expect
+from browser_support import streamlit_server, wait_connected
+from playwright.sync_api import expect
 from replayer_driver import Replayer
 from truth_kit import run_truth
 
@@ -38,28 +40,60 @@ def _step_of(rp: Replay, key: str, n: int = 0) -> int:
     return next(i for i, s in enumerate(rp.steps) if s.event.seq >= v.seq)
 
 
-def _shown(page: Page) -> dict[str, Any]:
-    return page.evaluate("""() => {
-      const root = document.querySelector('[data-testid="lt-replayer"]');
-      const box = root.querySelector('[data-testid="lt-state"]');
-      return {hidden: box.hidden,
-        keys: [...box.querySelectorAll('.lt-state-key')].map(e => e.dataset.key),
-        changed: [...box.querySelectorAll('.lt-state-key.changed')].map(e => e.dataset.key),
-        by: [...box.querySelectorAll('.lt-state-by')].map(e => e.textContent),
-        todos: [...box.querySelectorAll('li.lt-todo')].map(e => e.dataset.status),
-        files: [...box.querySelectorAll('li.lt-file')].map(e => e.dataset.path),
-        written: [...box.querySelectorAll('li.lt-file.written')].map(e => e.dataset.path),
-        bg: getComputedStyle(root).color};
-    }""")
+def _shown(r: Replayer) -> dict[str, Any]:
+    """What the State view shows (locators: they reach into the app's shadow root)."""
+    box = r.part('[data-testid="lt-state"]')
+
+    def attr(selector: str, name: str) -> list[str]:
+        return box.locator(selector).evaluate_all(f"es => es.map(e => e.getAttribute('{name}'))")
+
+    return {"hidden": box.evaluate("e => e.hidden"),
+            "keys": attr(".lt-state-key", "data-key"),
+            "changed": attr(".lt-state-key.changed", "data-key"),
+            "by": box.locator(".lt-state-by").all_text_contents(),
+            "todos": attr("li.lt-todo", "data-status"),
+            "files": attr("li.lt-file", "data-path"),
+            "written": attr("li.lt-file.written", "data-path"),
+            "colour": r.root.evaluate("e => getComputedStyle(e).color")}
 
 
-def _check_every_step(page: Page, r: Replayer, rp: Replay) -> None:
+def _check_every_step(r: Replayer, rp: Replay) -> None:
     for i in range(len(rp.steps)):
         r.seek(i + 1)
         r.wait_step(i)
-        got = _shown(page)
+        got = _shown(r)
         want = rp.run.state.at(rp.steps[i].event.seq)
         assert got["keys"] == sorted(want), f"step {i + 1}: {got['keys']} != {sorted(want)}"
+
+
+def _luminance(css: str) -> float:
+    r, g, b = (int(x) for x in css[css.index("(") + 1:css.index(")")].split(",")[:3])
+    return (0.2126 * r + 0.7152 * g + 0.0722 * b) / 255
+
+
+def _go(r: Replayer, i: int) -> dict[str, Any]:
+    r.seek(i + 1)
+    r.wait_step(i)
+    return _shown(r)
+
+
+def _check_plan_and_files(r: Replayer, rp: Replay) -> None:
+    # the plan, as written by call-ws-plan: a checklist, highlighted with who wrote it
+    got = _go(r, _step_of(rp, "todos"))
+    assert "todos" in got["changed"]
+    assert any("call-ws-plan" in b and "tools" in b for b in got["by"]), got["by"]
+    assert got["todos"] == ["in_progress", "pending"]
+    # the file written by call-ws-write, marked in the tree
+    i = _step_of(rp, "files", 1)
+    got = _go(r, i)
+    assert got["files"] == ["/notes.md"] and got["written"] == ["/notes.md"]
+    assert any("call-ws-write" in b for b in got["by"])
+    # one step later the file is there, not written again
+    assert _go(r, i + 1)["written"] == []
+    # the end: the plan completed; the file opens with its text
+    assert _go(r, len(rp.steps) - 1)["todos"] == ["completed", "completed"]
+    r.part('li.lt-file[data-path="/notes.md"] summary').click()
+    expect(r.part('li.lt-file[data-path="/notes.md"] pre')).to_contain_text("Q3 revenue: 13")
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
@@ -75,36 +109,10 @@ def test_the_state_view_in_the_html_export(browser, workspace, tmp_path, scheme)
         page.goto(html.resolve().as_uri())
         r = Replayer(page)
         r.wait_ready()
-        _check_every_step(page, r, rp)
-        # the plan, as written by call-ws-plan: a checklist, highlighted with who wrote it
-        i = _step_of(rp, "todos")
-        r.seek(i + 1)
-        r.wait_step(i)
-        got = _shown(page)
-        assert "todos" in got["changed"]
-        assert any("call-ws-plan" in b and "tools" in b for b in got["by"]), got["by"]
-        assert got["todos"] == ["in_progress", "pending"]
-        # the file written by call-ws-write, marked in the tree
-        i = _step_of(rp, "files", 1)
-        r.seek(i + 1)
-        r.wait_step(i)
-        got = _shown(page)
-        assert got["files"] == ["/notes.md"] and got["written"] == ["/notes.md"]
-        assert any("call-ws-write" in b for b in got["by"])
-        # one step later the file is there, not written again
-        r.seek(i + 2)
-        r.wait_step(i + 1)
-        assert _shown(page)["written"] == []
-        # the end: the plan completed
-        r.seek(len(rp.steps))
-        r.wait_step(len(rp.steps) - 1)
-        assert _shown(page)["todos"] == ["completed", "completed"]
-        file_text = page.locator('li.lt-file[data-path="/notes.md"] pre')
-        page.locator('li.lt-file[data-path="/notes.md"] summary').click()
-        expect(file_text).to_contain_text("Q3 revenue: 13")
-        light = scheme == "light"
-        colour = _shown(page)["bg"]
-        assert (colour == "rgb(31, 35, 40)") == light, colour  # the theme's text colour
+        _check_every_step(r, rp)
+        _check_plan_and_files(r, rp)
+        # the view takes the theme: dark text on light, light text on dark
+        assert (_luminance(_shown(r)["colour"]) < 0.5) == (scheme == "light")
         assert not errors
     finally:
         ctx.close()
@@ -126,7 +134,35 @@ def test_a_run_without_state_shows_no_state_view(browser, tmp_path):
     try:
         page = ctx.new_page()
         page.goto(html.resolve().as_uri())
-        Replayer(page).wait_ready()
-        assert _shown(page)["hidden"] is True
+        r = Replayer(page)
+        r.wait_ready()
+        assert _shown(r)["hidden"] is True
+    finally:
+        ctx.close()
+
+
+@pytest.fixture(scope="module")
+def app_url(workspace: tuple[Path, str, Replay]) -> Iterator[str]:
+    with streamlit_server(workspace[0]) as url:
+        yield url
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_the_state_view_in_the_app(browser, workspace, app_url, scheme):
+    _db, run_id, rp = workspace
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000}, color_scheme=scheme,
+                              reduced_motion="reduce")
+    try:
+        page = ctx.new_page()
+        page.goto(f"{app_url}/replay?run={run_id}")
+        wait_connected(page)
+        r = Replayer(page)
+        r.wait_ready(timeout=60_000)
+        r.wait_step(0, timeout=30_000)
+        _check_plan_and_files(r, rp)
+        got = _go(r, len(rp.steps) - 1)
+        assert got["keys"] == sorted(rp.run.state.final())
+        # the view takes the theme: dark text on light, light text on dark
+        assert (_luminance(_shown(r)["colour"]) < 0.5) == (scheme == "light")
     finally:
         ctx.close()
