@@ -6,8 +6,8 @@ the step marked. The HTML export in light and dark; the app's replay page below.
 
 from __future__ import annotations
 
-from pathlib import Path
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest

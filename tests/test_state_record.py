@@ -210,7 +210,7 @@ def test_values_json_cannot_carry_are_type_and_repr_and_the_run_goes_on(tmp_path
 
     db = tmp_path / "odd.db"
     trace = TraceMiddleware(db=db)
-    with pytest.warns(RuntimeWarning):  # (a state value was cut: said once)
+    with pytest.warns(RuntimeWarning):  # noqa: PT031 - (said once, by the writer's thread)
         traced = run([trace, PutsOddThings()])
         trace.flush()
     plain = run([PutsOddThings()])
