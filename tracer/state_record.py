@@ -48,7 +48,7 @@ class StateMemory:
     what the writer last stored (the hash), the hashes whose value is stored, and
     the keys a tool's ``Command(update=...)`` wrote that have not been seen yet."""
 
-    __slots__ = ("cmd", "context", "ended", "hashes", "objs", "stored")
+    __slots__ = ("cmd", "context", "ended", "entries", "hashes", "objs", "stored")
 
     def __init__(self) -> None:
         self.objs: dict[str, Any] = {}  # caller side
@@ -57,6 +57,9 @@ class StateMemory:
         self.context = False  # caller side: runtime.context recorded
         self.hashes: dict[str, str | None] = {}  # writer side
         self.stored: set[str] = set()  # writer side
+        # writer side: id of a mapping's entry -> (the entry, its hash, its text's size):
+        # an entry met again in the next version (the same object) is not serialised again
+        self.entries: dict[int, tuple[Any, str, int]] = {}
 
 
 class StateRecord(NamedTuple):
@@ -181,15 +184,15 @@ def state_rows(it: StateRecord, red: Any) -> tuple[tuple[Any, ...] | None,
     run has not stored yet."""
     mem = it.memory
     values: list[tuple[Any, ...]] = []
-    if it.value is GONE:
+    value = it.value
+    if value is GONE:
         h = None
     else:
-        text = red(value_json(it.value))
-        if len(text) > SPLIT_CHARS and isinstance(it.value, Mapping) and it.value:
-            entries = {}
-            for k, v in it.value.items():
-                entries[str(k)] = _stored(mem, it.run_id, red(value_json(v)), values)
-            text = json.dumps({ENTRIES: entries}, ensure_ascii=False, separators=(",", ":"))
+        text = None
+        if isinstance(value, Mapping) and value:
+            text = _split(mem, it.run_id, value, red, values)
+        if text is None:
+            text = red(value_json(value))
         h = value_hash(text)
         if mem.hashes.get(it.key, GONE) != h:
             _stored(mem, it.run_id, text, values)
@@ -197,6 +200,35 @@ def state_rows(it: StateRecord, red: Any) -> tuple[tuple[Any, ...] | None,
         return None, values
     mem.hashes[it.key] = h
     return (it.run_id, it.seq, it.key, h, it.by, it.tool_call_id), values
+
+
+def _split(mem: StateMemory, run_id: str, value: Mapping[Any, Any], red: Any,
+           out: list[tuple[Any, ...]]) -> str | None:
+    """The stored form of a mapping whose entries together are longer than
+    ``SPLIT_CHARS``: the hashes of its entries, each entry stored on its own (and
+    serialised once while it is the same object); None for a smaller one."""
+    cache = mem.entries
+    if len(cache) > 100_000:
+        cache.clear()
+    entries: dict[str, str] = {}
+    made: dict[str, str] = {}
+    size = 0
+    for k, v in value.items():
+        hit = cache.get(id(v))
+        if hit is None or hit[0] is not v:
+            text = red(value_json(v))
+            hit = cache[id(v)] = (v, value_hash(text), len(text))
+            made[hit[1]] = text
+        entries[str(k)] = hit[1]
+        size += hit[2]
+    if size <= SPLIT_CHARS:
+        return None
+    for k, v in value.items():
+        h = entries[str(k)]
+        if h not in mem.stored:  # (new, or met while the mapping was small)
+            mem.stored.add(h)
+            out.append((run_id, h, made.get(h) or red(value_json(v))))
+    return json.dumps({ENTRIES: entries}, ensure_ascii=False, separators=(",", ":"))
 
 
 def _stored(mem: StateMemory, run_id: str, text: str, out: list[tuple[Any, ...]]) -> str:
