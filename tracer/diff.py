@@ -483,8 +483,14 @@ def _compare_pair(a: _Side, b: _Side, sa: Step, sb: Step,
     return out
 
 
+# A time inside a state value (Deep Agents stamps each file's created_at / modified_at).
+_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)?")
+
+
 def _state_text(value: Any) -> str:
-    return _RANDOM_ID.sub("<id>", json.dumps(value, indent=1, sort_keys=True, default=str))
+    """A state value as the diff compares it: random ids and times aside, as elsewhere."""
+    text = json.dumps(value, indent=1, sort_keys=True, default=str)
+    return _TIME.sub("<time>", _RANDOM_ID.sub("<id>", text))
 
 
 def _state_pair(ra: Replay, rb: Replay, seq_a: int, seq_b: int) -> list[tuple[str, str, str]]:
