@@ -99,11 +99,12 @@ import copy
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any, NotRequired
 
 from langchain.agents import create_agent
 from langchain.agents.middleware import (
     AgentMiddleware,
+    AgentState,
     ClearToolUsesEdit,
     ContextEditingMiddleware,
     HumanInTheLoopMiddleware,
@@ -125,10 +126,12 @@ from langchain_core.messages import (
     ToolMessage,
 )
 from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.tools import BaseTool, StructuredTool
+from langchain.agents.structured_output import ToolStrategy
+from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool, tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph.message import add_messages
 from langgraph.types import Command
+from pydantic import BaseModel
 
 from tracer.demo.models import stamp
 
@@ -642,6 +645,134 @@ def _build_deep_agent(extra: list[Any], position: str = "last") -> Any:
                              system_prompt="You analyse reports.")
 
 
+# 11. deep_workspace ---------------------------------------------------------------
+# The whole state beyond messages (issue 26): a plan and files that evolve.
+
+WORKSPACE_PLAN = [{"content": "Draft the notes", "status": "in_progress"},
+                  {"content": "Check the figures", "status": "pending"}]
+WORKSPACE_DONE = [{"content": "Draft the notes", "status": "completed"},
+                  {"content": "Check the figures", "status": "completed"}]
+
+
+def _build_deep_workspace(extra: list[Any], position: str = "last") -> Any:
+    """Deep Agents: ``write_todos`` (a plan), ``write_file``, ``edit_file``, then
+    ``read_file`` and ``write_todos`` in one turn (parallel), then an answer."""
+    from deepagents import create_deep_agent
+
+    model = _model(turn_script([
+        AIMessage("Planning.", id="ai-ws-1", tool_calls=[
+            call("write_todos", {"todos": WORKSPACE_PLAN}, "call-ws-plan")]),
+        AIMessage("Drafting.", id="ai-ws-2", tool_calls=[
+            call("write_file", {"file_path": "/notes.md", "content": "Q3 revenue: 12\nQ3 cost: 7\n"},
+                 "call-ws-write")]),
+        AIMessage("Fixing a figure.", id="ai-ws-3", tool_calls=[
+            call("edit_file", {"file_path": "/notes.md", "old_string": "revenue: 12",
+                               "new_string": "revenue: 13"}, "call-ws-edit")]),
+        AIMessage("Checking.", id="ai-ws-4", tool_calls=[
+            call("read_file", {"file_path": "/notes.md"}, "call-ws-read"),
+            call("write_todos", {"todos": WORKSPACE_DONE}, "call-ws-done")]),
+        AIMessage("The notes are ready: revenue 13, cost 7.", id="ai-ws-5"),
+    ]), model_name="workspace-model")
+    # (this Deep Agents version plans only with the todo list middleware given)
+    return create_deep_agent(model=model, tools=[], middleware=[TodoListMiddleware(), *extra],
+                             system_prompt="You keep notes.")
+
+
+# 12. structured ---------------------------------------------------------------------
+
+class Forecast(BaseModel):
+    """A weather forecast."""
+
+    city: str
+    celsius: int
+
+
+def _build_structured(extra: list[Any], position: str = "last") -> Any:
+    """``response_format`` (a tool strategy): the answer lands in ``structured_response``."""
+    def get_temperature(city: str) -> str:
+        """The temperature in a city."""
+        return f"{city}: 21 C"
+
+    model = _model(turn_script([
+        AIMessage("", id="ai-sr-1", tool_calls=[
+            call("get_temperature", {"city": "Oslo"}, "call-sr-1")]),
+        AIMessage("", id="ai-sr-2", tool_calls=[
+            call("Forecast", {"city": "Oslo", "celsius": 21}, "call-sr-2")]),
+    ]), model_name="structured-model")
+    return create_agent(model, tools=[make_tool(get_temperature)],
+                        middleware=place([], extra, position),
+                        response_format=ToolStrategy(Forecast),
+                        system_prompt="You forecast.")
+
+
+# 13. custom_jump ----------------------------------------------------------------------
+
+class AttemptsState(AgentState):  # type: ignore[type-arg]
+    attempts: NotRequired[int]
+
+
+class GiveUpAfterTwo(AgentMiddleware):  # type: ignore[type-arg]
+    """Its own state key, ``attempts``, counted in ``after_model``; at two it jumps to
+    the end (the key drives the jump)."""
+
+    state_schema = AttemptsState
+
+    def _hook(self, state: Any) -> dict[str, Any]:
+        n = int(state.get("attempts") or 0) + 1
+        return {"attempts": n, "jump_to": "end"} if n >= 2 else {"attempts": n}
+
+    @hook_config(can_jump_to=["end"])
+    def after_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        return self._hook(state)
+
+    @hook_config(can_jump_to=["end"])
+    async def aafter_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        return self._hook(state)
+
+
+def _build_custom_jump(extra: list[Any], position: str = "last") -> Any:
+    """A custom ``state_schema`` key (``attempts``) that makes ``after_model`` jump to the
+    end on the second lap."""
+    def fetch(n: int) -> str:
+        """Fetch a page."""
+        return f"page {n}: still loading"
+
+    return create_agent(_model(_laps_script("fetch", 5, "ai-cj"), model_name="jump-key-model"),
+                        tools=[make_tool(fetch)],
+                        middleware=place([GiveUpAfterTwo()], extra, position),
+                        system_prompt="You fetch pages.")
+
+
+# 14. command_update ------------------------------------------------------------------
+
+class NotesState(AgentState):  # type: ignore[type-arg]
+    notes: NotRequired[list[str]]
+
+
+class KeepsNotes(AgentMiddleware):  # type: ignore[type-arg]
+    """Declares the ``notes`` key (no hooks)."""
+
+    state_schema = NotesState
+
+
+def _build_command_update(extra: list[Any], position: str = "last") -> Any:
+    """A tool returning ``Command(update=...)`` that writes a custom key (``notes``) and
+    its ToolMessage."""
+    @tool
+    def remember(fact: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> Command[Any]:
+        """Remember a fact."""
+        return Command(update={"notes": [fact], "messages": [
+            ToolMessage(f"remembered: {fact}", tool_call_id=tool_call_id)]})
+
+    model = _model(turn_script([
+        AIMessage("", id="ai-cmd-1", tool_calls=[
+            call("remember", {"fact": "the meeting is at 10"}, "call-cmd-1")]),
+        AIMessage("Noted.", id="ai-cmd-2"),
+    ]), model_name="command-model")
+    return create_agent(model, tools=[remember], middleware=place([KeepsNotes()], extra, position),
+                        system_prompt="You remember.")
+
+
 _HITL_RESUME = Command(resume={"decisions": [{
     "type": "edit", "edited_action": {"name": "send_email", "args": HITL_EDITED_ARGS}}]})
 
@@ -666,6 +797,14 @@ SCENARIOS: dict[str, Scenario] = {
                  [_user("Note the first task.", "human-after-agent-jump")]),
         Scenario("deep_agent", _build_deep_agent,
                  [_user("Analyse the sales report.", "human-deep-agent")]),
+        Scenario("deep_workspace", _build_deep_workspace,
+                 [_user("Write the Q3 notes.", "human-deep-workspace")]),
+        Scenario("structured", _build_structured,
+                 [_user("Forecast for Oslo?", "human-structured")]),
+        Scenario("custom_jump", _build_custom_jump,
+                 [_user("Fetch until it loads.", "human-custom-jump")]),
+        Scenario("command_update", _build_command_update,
+                 [_user("Remember the meeting time.", "human-command-update")]),
     ]
 }
 

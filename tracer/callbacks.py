@@ -31,6 +31,7 @@ from .recorder import (
 )
 from .records import message_key
 from .redact import Redactor
+from .state_record import note_state, note_tool_end
 from .store import on_event_loop
 
 _SKIP_NODES = frozenset({"model", "tools", "__start__", "__end__"})
@@ -170,6 +171,7 @@ class TraceCallbackHandler(BaseCallbackHandler):
                 if isinstance(msgs, list) and parent.last_seq >= 0:
                     rec.sync_messages(parent, parent.last_seq, _no_system(msgs),
                                       by=parent.last_node)
+                    note_state(rec, parent, parent.last_seq, inputs, by=parent.last_node)
         except Exception as exc:  # noqa: BLE001
             self._guard("on_chain_start", exc)
 
@@ -190,6 +192,7 @@ class TraceCallbackHandler(BaseCallbackHandler):
                     if isinstance(outputs, dict) and isinstance(outputs.get("messages"), list):
                         rec.sync_messages(root, root.last_seq, _no_system(outputs["messages"]),
                                           by=root.last_node)
+                        note_state(rec, root, root.last_seq, outputs, by=root.last_node)
                     elif _continues(root, outputs):  # a hand-rolled loop returning its list
                         rec.sync_messages(root, root.last_seq, _no_system(outputs))
                     rec.end_run(root, "completed")
@@ -396,6 +399,7 @@ class TraceCallbackHandler(BaseCallbackHandler):
                 return  # (not seen to start, or the middleware records it: wrap_tool_call)
             run, t0, tcid, name = entry
             rec = self.recorder
+            note_tool_end(run, tcid, output)
             payload: dict[str, Any] = {"name": name}
             msgs: list[BaseMessage] = []
             if isinstance(output, ToolMessage):

@@ -29,6 +29,7 @@ from .checks.base import SEVERITIES, Finding, Thresholds, health, model_inputs
 from .checks.handling import runaway, swallowed_errors
 from .checks.loops import endings, model_replies, repeated_calls, repeated_failures, token_jumps
 from .checks.protocol import ProtocolScan, collapse_ollama_order
+from .checks.state import state_findings
 from .checks.wire import check_wire
 from .errors import InvalidOption
 from .loader import Run, TraceDB
@@ -62,6 +63,11 @@ RULES: dict[str, str] = {
     "token-jump": "a lap using far more tokens than the lap before",
     "swallowed-tool-error": "a tool raised and the loop went on without telling the model",
     "runaway-loop": "nearly the same call again and again until something outside failed the run",
+    "todo-left-in-progress": "the agent ended with a step of its plan still in_progress",
+    "file-never-read": "a file the agent wrote that nothing read afterwards",
+    "structured-response-missing": "a response_format was set and the run ended without one",
+    "jump-key-never-changed": "a key a middleware kept writing never changed, in a run that "
+                              "never ended by itself",
 }
 
 _SEV_ORDER = {s: i for i, s in enumerate(SEVERITIES)}
@@ -131,6 +137,7 @@ def check_replay(replay: Replay, *, providers: Iterable[str] = PROVIDERS,
     found += token_jumps(run, th)
     found += swallowed_errors(run)
     found += runaway(run, th)
+    found += state_findings(run, th)
     found.sort(key=lambda f: (f.seq if f.seq is not None else 1 << 60,
                               _SEV_ORDER.get(f.severity, 9), f.rule, f.provider or ""))
     return found

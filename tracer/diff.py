@@ -42,6 +42,7 @@ KINDS: tuple[str, ...] = (
     "different_arguments",  # the same tool with different arguments
     "different_answer",  # different answer text from the model
     "tool_result",  # a tool returned something else (or another status)
+    "state",  # a state key (todos, files, structured_response, a custom key) differs
     "message",  # any other message difference
     "error",  # a different error (or an error on one side only)
     "interrupt",  # the run paused for a human with a different request
@@ -478,6 +479,46 @@ def _compare_pair(a: _Side, b: _Side, sa: Step, sb: Step,
             and not any(k == "tool_result" for k, _, _ in out)):
         out.append(("tool_result", (f"tool call ended with status {pa.get('status')} in A "
                                        f"but {pb.get('status')} in B"), ""))
+    out += _state_pair(a.rp, b.rp, ea.seq, eb.seq)
+    return out
+
+
+# A time inside a state value (Deep Agents stamps each file's created_at / modified_at).
+_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)?")
+
+
+def _state_text(value: Any) -> str:
+    """A state value as the diff compares it: random ids and times aside, as elsewhere."""
+    text = json.dumps(value, indent=1, sort_keys=True, default=str)
+    return _TIME.sub("<time>", _RANDOM_ID.sub("<id>", text))
+
+
+def _state_pair(ra: Replay, rb: Replay, seq_a: int, seq_b: int) -> list[tuple[str, str, str]]:
+    """The state keys that changed at either of two aligned steps and hold other values
+    there (``tracer.state_read``): one difference per key, with a diff of the values."""
+    la, lb = ra.run.state, rb.run.state
+    if not la and not lb:
+        return []
+    keys = {v.key for v in la.changed_at(seq_a)} | {v.key for v in lb.changed_at(seq_b)}
+    keys = {k for k in keys if not k.startswith("@")}
+    if not keys:
+        return []
+    va, vb = la.at(seq_a), lb.at(seq_b)
+    out = []
+    for key in sorted(keys):
+        ta = _state_text(va[key]) if key in va else None
+        tb = _state_text(vb[key]) if key in vb else None
+        if ta == tb:
+            continue
+        if ta is None or tb is None:
+            side = "A" if tb is None else "B"
+            desc = f"state key {key} is set in {side} only: {_short(ta or tb or '', 60)!r}"
+        else:
+            desc = (f"state key {key} is {_short(ta.replace(chr(10), ' '), 60)!r} in A but "
+                    f"{_short(tb.replace(chr(10), ' '), 60)!r} in B")
+        detail = "\n".join(difflib.unified_diff((ta or "").splitlines(), (tb or "").splitlines(),
+                                                f"A {key}", f"B {key}", lineterm=""))
+        out.append(("state", desc, detail))
     return out
 
 

@@ -21,6 +21,7 @@ from .errors import NotALooptraceDatabase, RunNotFound
 from .records import EventRecord
 from .run_list import RunFilter
 from .schema import connect
+from .state_read import StateLog, load_state
 from .summaries import COUNT_FIELDS, live_counts
 
 _RUN_FIELDS = (
@@ -159,6 +160,8 @@ class Run:
     # later versions of those messages (same key, other content: a middleware
     # redacted, cleared or evicted it), ordered by seq
     revisions: list[Message] = field(default_factory=list)
+    # the other state keys, as versions (``tracer.state_read``)
+    state: StateLog = field(default_factory=StateLog)
 
     @property
     def id(self) -> str:
@@ -342,7 +345,7 @@ class TraceDB:
         children.sort(key=lambda s: s.started_at or 0)
         meta = self._query("SELECT metadata FROM runs WHERE id = ?", [run_id])
         return Run(summary, events, messages, children, _loads(meta[0][0]) if meta else None,
-                   revisions)
+                   revisions, load_state(self._query, run_id))
 
     def wire(self, run_id: str) -> list[dict[str, Any]]:
         """Provider HTTP exchanges recorded for ``run_id``, oldest first."""
@@ -352,11 +355,14 @@ class TraceDB:
 
     def raw_rows(self, table: str, run_id: str) -> list[dict[str, Any]]:
         """Every stored column of ``table`` for one run, for export."""
-        if table not in ("runs", "events", "messages", "wire"):
+        if table not in ("runs", "events", "messages", "wire", "state", "state_values"):
             msg = f"unknown table {table}"
             raise ValueError(msg)
         key = "id" if table == "runs" else "run_id"
         cols = [r[1] for r in self._query(f"PRAGMA table_info({table})")]
-        order = {"runs": "id", "events": "seq", "messages": "position, seq", "wire": "id"}[table]
+        order = {"runs": "id", "events": "seq", "messages": "position, seq", "wire": "id",
+                 "state": "seq, key", "state_values": "hash"}[table]
+        if not self._query("SELECT 1 FROM sqlite_master WHERE name = ?", [table]):
+            return []  # (a file older than the table, opened read-only)
         rows = self._query(f"SELECT * FROM {table} WHERE {key} = ? ORDER BY {order}", [run_id])
         return [dict(zip(cols, r)) for r in rows]

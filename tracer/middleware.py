@@ -52,6 +52,7 @@ from .recorder import (
 )
 from .records import RunRecord
 from .redact import Redactor
+from .state_record import note_state, note_tool_end
 from .store import on_event_loop
 from .watch import watch
 
@@ -330,7 +331,8 @@ class _TraceBase(AgentMiddleware):
             # step, before this one)
             seq = rec.sync_messages(run, run.seq.__next__, msgs, by=run.last_node) if (
                 msgs is not None) else None
-            rec.event(run, hook, "fire", middleware=self._name, seq=seq)
+            seq = rec.event(run, hook, "fire", middleware=self._name, seq=seq)
+            note_state(rec, run, seq, state, by=run.last_node, runtime=runtime)
             if hook == "after_agent" and not run.lc_ids and not run.watched:
                 # (with the callback handler attached, or the watcher, the run ends
                 # when the graph returns, after the outer middlewares' after_agent hooks)
@@ -356,6 +358,7 @@ class _TraceBase(AgentMiddleware):
             seq = rec.sync_messages(run, run.seq.__next__, state_msgs, by=run.last_node)
             rec.event(run, "wrap_model_call", "enter", middleware=self._name, seq=seq,
                       payload=RequestPayload(rec, run, request, state_msgs))
+            note_state(rec, run, seq, request.state, by=run.last_node, runtime=request.runtime)
             return run, time.perf_counter()
         except Exception as exc:  # noqa: BLE001
             self.recorder.writer._warn("model", f"looptrace failed in wrap_model_call: {exc!r}")
@@ -475,11 +478,12 @@ class _TraceBase(AgentMiddleware):
         try:
             run = self._run(request.runtime, request.state)
             task = _task_name()  # (the exit runs in the same thread or asyncio task)
-            self.recorder.event(
+            seq = self.recorder.event(
                 run, "wrap_tool_call", "enter", middleware=self._name,
                 tool_call_id=request.tool_call.get("id"), task=task,
                 payload=tool_enter_payload(request),
             )
+            note_state(self.recorder, run, seq, request.state, by=run.last_node)
             return run, time.perf_counter(), task
         except Exception as exc:  # noqa: BLE001
             self.recorder.writer._warn("tool", f"looptrace failed in wrap_tool_call: {exc!r}")
@@ -494,6 +498,7 @@ class _TraceBase(AgentMiddleware):
             dur = (time.perf_counter() - t0) * 1000
             tcid = request.tool_call.get("id")
             rec = self.recorder
+            note_tool_end(run, tcid, result)
             payload, msgs = tool_exit_payload(request.tool, result)
             seq = rec.event(run, "wrap_tool_call", "exit", middleware=self._name,
                             duration_ms=dur, tool_call_id=tcid, task=task,

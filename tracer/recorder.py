@@ -74,6 +74,7 @@ class RunState:
         "req_system",
         "seen",
         "seq",
+        "state",
         "status",
         "sys_hash",
         "thread_id",
@@ -128,6 +129,7 @@ class RunState:
         self.req_objs: Sequence[BaseMessage] | None = None  # the last request at our layer
         self.req_system: Any = None  # and its system prompt
         self.watched = False  # the invocation watcher ends it (``tracer.watch``)
+        self.state: Any = None  # the other state keys (``tracer.state_record.StateMemory``)
 
 
 def note_request(run: RunState, payload: ModelEnterPayload, *, system: Any,

@@ -108,6 +108,11 @@ class Replay:
             return self.sent_at(ev)
         return self.state_at(ev.seq)
 
+    def values_at(self, seq: int) -> dict[str, Any]:
+        """Every other state key as it was once the event ``seq`` was recorded
+        (``tracer.state_read``): todos, files, structured_response, custom keys."""
+        return self.run.state.at(seq)
+
     def state_at(self, seq: int) -> list[Message]:
         """The conversation as it was once the event ``seq`` was recorded."""
         order: Event | None = None

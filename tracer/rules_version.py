@@ -6,7 +6,7 @@ change to what the checks (``tracer.checks``) find. Vocabulary, at the bottom of
 house: the loader's run list reads it without importing the rules.
 """
 
-RULES_VERSION = 3  # 2: loop findings count the run's own laps only; 3: the Ollama-ids warning
-#   only on runs that talked to Ollama
+RULES_VERSION = 4  # 2: loop findings count the run's own laps only; 3: the Ollama-ids warning
+#   only on runs that talked to Ollama; 4: the checks that read the state (``checks.state``)
 
 __all__ = ["RULES_VERSION"]

@@ -9,6 +9,13 @@ Tables:
               first appearances have 0 or NULL).
 ``wire``      provider HTTP exchanges (requests/responses) linked to model calls.
 ``meta``      ``schema_version`` and ``app``.
+``state``     every state key other than ``messages`` (todos, files, structured_response,
+              a middleware's own keys ...), as versions: a row when the tracer saw the
+              key take another value (``hash`` NULL: the key left the state), with who
+              changed it (``by``: a graph node or hook) and the tool call whose
+              ``Command(update=...)`` did (schema 4; ``tracer.state_record``).
+``state_values``  the values, content-addressed per run (``hash``: of the stored JSON),
+              so that a value met again (a file read back five times) is stored once.
 
 Derived from those, so that reading costs what is shown, not the size of the file
 (schema 3; kept in step by the write side and by triggers, rebuilt by the migration):
@@ -43,7 +50,7 @@ from .errors import (
 if TYPE_CHECKING:
     import sqlite_utils
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 # Schema history (every older file is migrated in place when opened for writing;
 # read-only, it is read as it is):
 #   1  first release
@@ -52,6 +59,7 @@ SCHEMA_VERSION = 3
 #   3  run_stats, run_checks, findings, search_runs, search_pending, messages_fts
 #      (derived: see above);
 #      indexes for the paged runs list; new files vacuum incrementally
+#   4  state, state_values: every state key, as versions (tracer.state_record)
 APP_ID = "looptrace"
 
 RUN_STATUSES = ("running", "completed", "error", "interrupted")
@@ -120,6 +128,22 @@ WIRE_COLUMNS = {
     "chunks": str,  # JSON list of raw streamed chunks
     "error": str,
     "duration_ms": float,
+}
+
+
+STATE_COLUMNS: dict[str, type] = {
+    "run_id": str,
+    "seq": int,  # the event at which the tracer saw the key take this value
+    "key": str,  # the state key
+    "hash": str,  # its value in state_values; NULL: the key left the state
+    "by": str,  # the graph node or hook that changed it, when known
+    "tool_call_id": str,  # the tool call whose Command(update=...) changed it
+}
+
+STATE_VALUES_COLUMNS: dict[str, type] = {
+    "run_id": str,
+    "hash": str,  # tracer.state_record.value_hash of ``data``
+    "data": str,  # JSON (redacted; type and repr for what JSON cannot carry)
 }
 
 
@@ -233,9 +257,25 @@ def schema_sql() -> list[str]:
         _if_missing(db.create_table_sql("messages", MESSAGES_COLUMNS,
                                         pk=("run_id", "position", "seq"))) + " WITHOUT ROWID",
         _if_missing(db.create_table_sql("wire", WIRE_COLUMNS, pk="id")),
+        *state_sql(db),
         *derived_sql(db),
     ]
     return out
+
+
+def state_sql(db: sqlite_utils.Database) -> list[str]:
+    """The state tables (what schema 4 adds), and the trigger that deletes a run's
+    state with the run."""
+    return [
+        _if_missing(db.create_table_sql("state", STATE_COLUMNS, pk=("run_id", "seq", "key")))
+        + " WITHOUT ROWID",
+        _if_missing(db.create_table_sql("state_values", STATE_VALUES_COLUMNS,
+                                        pk=("run_id", "hash"))) + " WITHOUT ROWID",
+        """CREATE TRIGGER IF NOT EXISTS runs_state_delete AFTER DELETE ON runs BEGIN
+  DELETE FROM state WHERE run_id = OLD.id;
+  DELETE FROM state_values WHERE run_id = OLD.id;
+END""",
+    ]
 
 
 def derived_sql(db: sqlite_utils.Database) -> list[str]:
@@ -318,10 +358,19 @@ def index_all(conn: sqlite3.Connection) -> None:
                  " (SELECT COUNT(*) FROM messages m WHERE m.run_id = search_runs.run_id)")
 
 
+def _add_state(conn: sqlite3.Connection) -> None:
+    """Schema 4: the state tables (empty: older runs recorded messages only)."""
+    import sqlite_utils
+
+    for sql in state_sql(sqlite_utils.Database(memory=True)):
+        conn.execute(sql)
+
+
 # version -> the step that takes a file from that version to the next
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     1: _add_message_versions,
     2: _add_derived,
+    3: _add_state,
 }
 
 

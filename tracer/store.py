@@ -49,6 +49,7 @@ from .records import (
 from .redact import DEFAULT_REDACTOR, Redactor
 from .schema import connect
 from .serialize import dumps, message_json, search_text, tool_call_id_of
+from .state_record import STATE_SQL, VALUES_SQL, StateRecord, state_rows
 from .summaries import refresh
 
 log = logging.getLogger("looptrace")
@@ -97,11 +98,13 @@ class _Rows:
     """Rows ready to commit: built once from the records, kept as they are while a
     commit fails, and added to by later batches (run updates merge in order)."""
 
-    __slots__ = ("events", "messages", "runs", "stale", "tasks", "wires")
+    __slots__ = ("events", "messages", "runs", "stale", "state", "tasks", "values", "wires")
 
     def __init__(self) -> None:
         self.events: list[tuple[Any, ...]] = []
         self.messages: list[tuple[Any, ...]] = []
+        self.state: list[tuple[Any, ...]] = []  # (tracer.state_record)
+        self.values: list[tuple[Any, ...]] = []
         self.runs: dict[str, dict[str, Any]] = {}
         self.wires: list[dict[str, Any]] = []
         self.stale: list[StaleRunsRecord] = []
@@ -110,6 +113,8 @@ class _Rows:
     def add(self, other: _Rows) -> None:
         self.events += other.events
         self.messages += other.messages
+        self.state += other.state
+        self.values += other.values
         for run_id, fields in other.runs.items():
             self.runs.setdefault(run_id, {}).update(fields)
         self.wires += other.wires
@@ -118,7 +123,7 @@ class _Rows:
 
     def __len__(self) -> int:
         return (len(self.events) + len(self.messages) + len(self.runs) + len(self.wires)
-                + len(self.stale) + len(self.tasks))
+                + len(self.stale) + len(self.tasks) + len(self.state) + len(self.values))
 
     def run_ids(self) -> set[str]:
         """Every run these rows touch."""
@@ -372,6 +377,10 @@ class Writer:
                     conn.executemany(_EVENT_SQL, rows.events)
                 if rows.messages:
                     conn.executemany(_MESSAGE_SQL, rows.messages)
+                if rows.values:
+                    conn.executemany(VALUES_SQL, rows.values)
+                if rows.state:
+                    conn.executemany(STATE_SQL, rows.state)
                 closed = _close_stale(conn, rows.stale) if rows.stale else set()
                 for w in rows.wires:
                     cols = list(w)
@@ -468,6 +477,14 @@ class Writer:
                 rows.stale.append(it)
             elif kind is WriteTask:
                 rows.tasks.append(it)
+            elif kind is StateRecord:
+                row, values = state_rows(it, red)
+                if row is not None:
+                    rows.state.append(row)
+                for _run, _hash, data in values:
+                    if "looptrace_truncated" in data or '"__repr__":' in data:
+                        self._lossy(data, f"the state key {it.key}")
+                rows.values += values
             elif kind is WireRecord:
                 w = dict(it.row)
                 for k in ("request_headers", "response_headers", "request_body",

@@ -26,6 +26,13 @@ Steps (one key each):
   {"note": "text"}                     an AI message not made by the model
   {"run_error": "text"}                the run failed with this error
   {"result": {"id": "c1", "content": ""}}  a result the loop sent without a tool event
+  {"state": {"values": {"key": value}, "by": "tools", "call": "c1"}}
+                                       state keys changed at the last event (``state``
+                                       rows and their values; ``null`` in ``values``: the
+                                       key left the state)
+  {"hook": {"middleware": "M", "hook": "after_model", "update_keys": [...],
+            "jump_to": "end"}}         another middleware's node hook (as callbacks
+                                       record it)
   {"wire": {"provider": "openai", "body": {...}}}
                                        the HTTP request body captured for the
                                        last model call (a ``wire`` row)
@@ -45,6 +52,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from tracer.exchange import import_trace
 from tracer.loader import Run, TraceDB
 from tracer.serialize import message_dict, search_text
+from tracer.state_record import value_hash
 
 CORPUS = Path(__file__).resolve().parent
 
@@ -147,7 +155,8 @@ def build_trace(case: dict[str, Any], out: Path) -> Path:
                                      invalid_tool_calls=invalid, id=spec.get("id", f"a{n}")))
         elif kind == "tool":
             tcid = spec["id"]
-            enter: dict[str, Any] = {"name": spec.get("name", "tool"), "args": {}}
+            enter: dict[str, Any] = {"name": spec.get("name", "tool"),
+                                     "args": spec.get("args", {})}
             if "known" in spec:
                 enter["known_tool"] = spec["known"]
             t.event("wrap_tool_call", "enter", enter, tool_call_id=tcid)
@@ -181,6 +190,26 @@ def build_trace(case: dict[str, Any], out: Path) -> Path:
                 "run_id": run_id, "seq": enter, "ts": t.ts, "provider": spec["provider"],
                 "method": "POST", "url": "http://127.0.0.1/emulated",
                 "request_body": json.dumps(spec["body"]), "status": 200}})
+        elif kind == "state":
+            seq = max(t.seq - 1, 0)
+            for key, value in spec["values"].items():
+                h = None
+                if value is not None or spec.get("none_is_value"):
+                    text = json.dumps(value)
+                    h = value_hash(text)
+                    if not any(r["table"] == "state_values" and r["row"]["hash"] == h
+                               for r in t.rows):
+                        t.rows.append({"table": "state_values", "row": {
+                            "run_id": run_id, "hash": h, "data": text}})
+                t.rows.append({"table": "state", "row": {
+                    "run_id": run_id, "seq": seq, "key": key, "hash": h,
+                    "by": spec.get("by"), "tool_call_id": spec.get("call")}})
+        elif kind == "hook":
+            payload = {"update_keys": spec.get("update_keys", [])}
+            if spec.get("jump_to"):
+                payload["jump_to"] = spec["jump_to"]
+            t.event(spec.get("hook", "after_model"), "fire", payload,
+                    middleware=spec["middleware"])
         elif kind == "run_error":
             t.event("run", "error", {"error": spec}, middleware=None)
         else:

@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # the runs of the bundled samples, written out (sample_traces/*.jsonl)
 SAMPLE_NAMES = sorted([
-    "researcher", "deep-research", "footgun-swallowed-error", "footgun-wrong-id",
+    "researcher", "deep-research", "release-notes", "footgun-swallowed-error", "footgun-wrong-id",
     "footgun-no-bound", "weather_loop", "ollama-shopping", "ollama-weather",
     "anthropic-shopping", "anthropic-weather", "openai-shopping", "openai-weather",
     "stock-check", "booking", "support-desk", "hostile-page", "approvals", "stuck-search",
@@ -144,7 +144,7 @@ def test_every_tool(samples: Path, tmp_path: Path, transport: str) -> None:
         offset: int | None = 0
         while offset is not None:
             page = await c.call("list_runs", offset=offset, limit=5)
-            assert page["total"] == 22 and len(page["runs"]) <= 5
+            assert page["total"] == 23 and len(page["runs"]) <= 5
             names += [r["name"] for r in page["runs"]]
             offset = page["next_offset"]
         assert sorted(names) == SAMPLE_NAMES
@@ -154,7 +154,7 @@ def test_every_tool(samples: Path, tmp_path: Path, transport: str) -> None:
             "anthropic: What's the weather in Oslo and in Bergen right n...",
             "footgun-no-bound", "stock-check"]
         top = await c.call("list_runs", top_level=True, limit=100)
-        assert "researcher" not in [r["name"] for r in top["runs"]] and top["total"] == 21
+        assert "researcher" not in [r["name"] for r in top["runs"]] and top["total"] == 22
         (deep,) = (await c.call("list_runs", name="deep-research"))["runs"]
         kids = await c.call("list_runs", parent=deep["id"][:12])
         assert [r["name"] for r in kids["runs"]] == ["researcher"]
@@ -260,7 +260,7 @@ def test_errors_name_the_problem(samples: Path, tmp_path: Path) -> None:
         finally:
             locker.rollback()
             locker.close()
-        assert (await c.call("list_runs", limit=1))["total"] == 22
+        assert (await c.call("list_runs", limit=1))["total"] == 23
 
     run_with("stdio", samples, body)
 
@@ -334,6 +334,6 @@ def test_the_readmes_client_configuration_starts_the_server(samples: Path) -> No
         async with stdio_client(params) as (r, w), ClientSession(r, w) as s:
             await s.initialize()
             res = await s.call_tool("list_runs", {"limit": 1})
-            assert json.loads(res.content[0].text)["total"] == 22
+            assert json.loads(res.content[0].text)["total"] == 23
 
     asyncio.run(main())

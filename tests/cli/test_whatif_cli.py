@@ -159,7 +159,7 @@ def test_a_record_of_an_older_schema(tmp_path: Path, recorded: tuple[Path, str, 
     assert main(["replay", "f79cc547", "--db", str(old), "--agent",
                  f"{module}:make_agent"]) == 1
     err = capsys.readouterr().err
-    assert "was recorded with schema 2; replay reads schema 3" in err
+    assert "was recorded with schema 2; replay reads schema 4" in err
     assert old.read_bytes() == data
 
 

@@ -210,7 +210,7 @@ BAD = [
      f"written by a newer looptrace (schema {SCHEMA_VERSION + 1})"),
     ([json.dumps(HEADER), rec("runs", RUN_A), "{oops"], ":3: malformed JSON"),
     ([json.dumps(HEADER), '{"table": "people", "row": {}}'],
-     ":2: expected {'table': runs|events|messages|wire, 'row': {...}}"),
+     ":2: expected {'table': runs|events|messages|wire|state|state_values, 'row': {...}}"),
     ([json.dumps(HEADER), '{"table": "runs", "row": [1]}'], ":2: expected {'table'"),
     ([json.dumps(HEADER), '"just a string"'], ":2: expected {'table'"),
     ([json.dumps(HEADER), rec("runs", {**RUN_A, "colour": 1, "avatar": 2})],
@@ -259,9 +259,9 @@ def test_read_trace_returns_the_header_and_rows(trace: Path) -> None:
 @pytest.mark.parametrize(("record", "problem"), [
     ({"table": "runs", "row": {"id": "x"}}, None),
     ({"table": "wire", "row": {}}, None),
-    ({"table": "runs"}, "expected {'table': runs|events|messages|wire, 'row': {...}}"),
-    ({"row": {}}, "expected {'table': runs|events|messages|wire, 'row': {...}}"),
-    (["runs", {}], "expected {'table': runs|events|messages|wire, 'row': {...}}"),
+    ({"table": "runs"}, "expected {'table': runs|events|messages|wire|state|state_values, 'row': {...}}"),
+    ({"row": {}}, "expected {'table': runs|events|messages|wire|state|state_values, 'row': {...}}"),
+    (["runs", {}], "expected {'table': runs|events|messages|wire|state|state_values, 'row': {...}}"),
     ({"table": "events", "row": {"seq": 1, "zz": 2, "aa": 3}},
      "unknown columns for events: aa, zz"),
 ])

@@ -70,7 +70,7 @@ def test_opening_for_writing_migrates_in_place_and_keeps_everything(tmp_path):
     path = _copy(tmp_path)
     before = _dump(path)
     connect(path).close()
-    assert _version(path) == SCHEMA_VERSION == 3
+    assert _version(path) == SCHEMA_VERSION == 4
     assert _dump(path) == before  # nothing lost, nothing changed
     cols = [r[1] for r in sqlite3.connect(path).execute("PRAGMA table_info(messages)")]
     assert "version" in cols
@@ -170,7 +170,7 @@ def test_a_schema_2_file_is_migrated_in_place_and_nothing_is_lost(tmp_path):
     path = _copy2(tmp_path)
     before = _everything(path)
     connect(path).close()
-    assert _version(path) == SCHEMA_VERSION == 3
+    assert _version(path) == SCHEMA_VERSION == 4
     assert _everything(path) == before
     conn = sqlite3.connect(path)
     stats = {r[0]: r[1:] for r in conn.execute(
@@ -236,3 +236,84 @@ def test_two_processes_migrating_at_once_migrate_once(tmp_path):
         "SELECT COUNT(*) FROM messages").fetchone()
     first.close()
     second.close()
+
+
+# -- schema 3 -> 4 ---------------------------------------------------------------------
+# tests/fixtures/schema3.db was recorded by looptrace at schema 3 (the commit before
+# schema 4): the truth agents "todo" and "command_update" (tests/truth_kit.py), traced
+# first and attached. Schema 4 adds the state tables; what schema 3 stored is kept.
+FIXTURE3 = Path(__file__).parents[1] / "fixtures" / "schema3.db"
+TABLES3 = ("runs", "events", "messages", "wire", "run_stats", "search_runs")
+
+
+def _everything3(path: Path) -> dict[str, list[tuple]]:
+    conn = sqlite3.connect(path)
+    try:
+        return {t: conn.execute(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall() for t in TABLES3}
+    finally:
+        conn.close()
+
+
+def _tables(path: Path) -> set[str]:
+    conn = sqlite3.connect(path)
+    try:
+        return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    finally:
+        conn.close()
+
+
+def test_the_fixture_is_schema_3():
+    assert _version(FIXTURE3) == 3 and "state" not in _tables(FIXTURE3)
+
+
+def test_read_only_a_schema_3_file_is_read_as_it_is(tmp_path):
+    path = tmp_path / "v3.db"
+    shutil.copyfile(FIXTURE3, path)
+    before = path.read_bytes()
+    with TraceDB(path) as db:
+        runs = db.runs()
+        assert len(runs) == 2
+        for summary in runs:
+            run = db.run(summary.id)
+            assert not run.state and run.state.at(10**9) == {}  # no state recorded then
+            replay = build_replay(run)
+            assert replay.messages_at(len(replay) - 1)
+            assert db.raw_rows("state", summary.id) == []
+    assert path.read_bytes() == before
+
+
+def test_a_schema_3_file_is_migrated_in_place_and_nothing_is_lost(tmp_path):
+    path = tmp_path / "v3.db"
+    shutil.copyfile(FIXTURE3, path)
+    before = _everything3(path)
+    connect(path).close()
+    assert _version(path) == SCHEMA_VERSION == 4
+    assert {"state", "state_values"} <= _tables(path)
+    assert _everything3(path) == before
+    # and a run recorded into it now has its state
+    trace = TraceMiddleware(db=path, run_name="after-migration")
+    from truth_kit import run_truth
+
+    run_truth("command_update", [trace], position="first")
+    trace.flush()
+    with TraceDB(path) as db:
+        new = next(r for r in db.runs() if r.name == "after-migration")
+        assert db.run(new.id).state.final() == {"notes": ["the meeting is at 10"]}
+    assert _everything3(path)["events"][:len(before["events"])] == before["events"]
+
+
+def test_a_failed_schema_3_migration_leaves_the_file_as_it_was(tmp_path, monkeypatch):
+    path = tmp_path / "v3.db"
+    shutil.copyfile(FIXTURE3, path)
+    before = _everything3(path)
+    from tracer import schema
+
+    def then_fail(conn):
+        schema._add_state(conn)
+        raise sqlite3.OperationalError("disk I/O error (simulated)")
+
+    monkeypatch.setitem(schema.MIGRATIONS, 3, then_fail)
+    with pytest.raises(Exception, match="simulated"):
+        schema.connect(path)
+    assert _version(path) == 3 and _everything3(path) == before
+    assert "state" not in _tables(path)

@@ -35,7 +35,7 @@ from typing import Any
 
 import pytest
 from blockbuster import blockbuster_ctx
-from langchain_core.messages import BaseMessage, SystemMessage
+from langchain_core.messages import BaseMessage, SystemMessage, messages_from_dict
 from tracer_kit import whole_state
 from truth_kit import FAILING, SCENARIOS, Truth, arun_truth, message_key, run_truth
 
@@ -198,6 +198,61 @@ def check_model_inputs(truth: Truth, replay: Replay, position: str) -> None:
             f"  truth {_brief(w)}" for w in want if w not in got))
 
 
+def _plain(value: Any) -> Any:
+    """A state value in the terms both sides can be compared in: messages by their
+    ``keys``, pydantic models by their JSON fields, tuples as lists, the random
+    names of Deep Agents' summary files made equal."""
+    if isinstance(value, BaseMessage):
+        return list(keys([value])[0]) if not isinstance(value, SystemMessage) else [
+            "system", value.content]
+    if isinstance(value, dict):
+        if set(value) == {"type", "data"} and isinstance(value["data"], dict) and (
+                "content" in value["data"]):  # a message as the record stores it
+            return _plain(messages_from_dict([value])[0])
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        return _plain(dump(mode="json"))
+    return _norm(value)
+
+
+def _values(values: dict[str, Any]) -> dict[str, Any]:
+    return {k: _plain(v) for k, v in values.items() if k != "messages"}
+
+
+def check_values(truth: Truth, replay: Replay, *, exact: bool = True) -> None:
+    """Every other state key (todos, files, structured_response, custom keys, jump_to
+    ...): the replay's whole state walks through LangGraph's ``values`` stream, in
+    order; attached (every node's input seen), it shows each of them and nothing else."""
+    truths = _dedupe([_values(s.values) for s in truth.steps if not s.rebuilt])
+    shown = _dedupe([_values(replay.values_at(s.event.seq)) for s in replay.steps])
+    if shown[:1] == [{}] and truths[:1] != [{}]:
+        shown = shown[1:]  # (the run's start, before the input state was seen)
+    if len(shown) > 1 and "jump_to" in truths[-1] and shown[-2] == truths[-1] and shown[-1] == {
+            k: v for k, v in truths[-1].items() if k != "jump_to"}:
+        # ``jump_to`` is ephemeral: the step after the jump clears it, and LangGraph
+        # streams no values for a step that only cleared it; the graph's output (the
+        # final state the record ends with) has it cleared.
+        shown = shown[:-1]
+    if exact:
+        assert shown == truths, "\n".join(
+            ["the replay's states (other than messages) are not LangGraph's:", "shown:"]
+            + [f"  {_brief_values(v)}" for v in shown] + ["truth:"]
+            + [f"  {_brief_values(v)}" for v in truths])
+    else:
+        t = 0
+        for v in shown:
+            assert v in truths[t:], f"{_brief_values(v)} is no later state LangGraph had"
+            t = truths.index(v, t)
+    assert shown[-1] == truths[-1]
+
+
+def _brief_values(values: dict[str, Any]) -> str:
+    return "; ".join(f"{k}={str(v)[:60]}" for k, v in values.items())
+
+
 def check_paths(truth: Truth, replay: Replay) -> None:
     ran = _dedupe([_graph_node(n) for n in truth.nodes])
     drawn = _dedupe([s.node for s in replay.steps if s.node not in ("START", "END")])
@@ -225,6 +280,7 @@ def test_replay_is_the_truth(tmp_path, untraced, name, position, mode):
     # The last step is what the invocation returned.
     assert replayed(replay.messages_at(len(replay) - 1)) == keys(truth.final)
     check_states(truth, replay)
+    check_values(truth, replay)
     check_model_inputs(truth, replay, position)
     check_paths(truth, replay)
 
@@ -240,6 +296,13 @@ def test_middleware_alone_is_true_at_its_hooks(tmp_path, name, position, mode):
     seen = [replayed(replay.state_at(s.event.seq)) for s in replay.steps
             if s.event.middleware == "TraceMiddleware" and s.event.phase == "fire"]
     assert seen == own
+    # every other state key too, as LangGraph had it there
+    own_values = [_values(s.values) for s in truth.steps
+                  if s.name.startswith("TraceMiddleware.") and not s.rebuilt]
+    seen_values = [_values(replay.values_at(s.event.seq)) for s in replay.steps
+                   if s.event.middleware == "TraceMiddleware" and s.event.phase == "fire"]
+    assert seen_values == own_values
+    check_values(truth, replay, exact=False)
     last_node = next((n for n in reversed(truth.nodes) if n.endswith(".after_agent")), None)
     if last_node == "TraceMiddleware.after_agent":
         assert replayed(replay.messages_at(len(replay) - 1)) == keys(truth.final)
@@ -272,4 +335,5 @@ def test_a_failing_run_ends_where_langgraph_says(tmp_path, name, position, mode,
         assert (before.event.middleware, before.event.hook) == tuple(where.rsplit(".", 1))
     if attach:  # every node seen: the states and the path up to the failure are true too
         check_states(truth, replay)
+        check_values(truth, replay)
         check_paths(truth, replay)

@@ -43,7 +43,10 @@ def scripted_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 def _identical(db: Path, a: str, b: str) -> None:
     with TraceDB(db) as t:
         d = diff_tree(t, a, t, b)
-        assert d.identical, format_text(d)
+        # (the replay gives the recorded results back without running the tools: what a
+        # tool wrote to the state by itself, such as Deep Agents' files, is not redone;
+        # the conversation and every hook are. Schema 4 records the state: issue 26.)
+        assert not [x for x in d.differences if x.kind != "state"], format_text(d)
         meta = t.run(b).metadata
     assert meta["replay_of"] == a
 

@@ -233,6 +233,41 @@ def deep_agent_agent(db: str) -> Demo:
     return Demo(factory, tm, "What is the capital of Norway, and how many people live there?")
 
 
+def deep_workspace_agent(db: str) -> Demo:
+    """A Deep Agents run whose plan (``todos``) and files evolve: a plan, a file written,
+    edited, read back, the plan completed (the State view's time-lapse)."""
+    from deepagents import create_deep_agent
+    from langchain.agents.middleware import TodoListMiddleware
+
+    plan = [{"content": "Draft the release notes", "status": "in_progress"},
+            {"content": "Check the version number", "status": "pending"}]
+    done = [{"content": "Draft the release notes", "status": "completed"},
+            {"content": "Check the version number", "status": "completed"}]
+    notes = "# Release 2.0\n\n- Faster replays\n- Version: 1.9\n"
+    model = ScriptedChatModel(model_name="scripted-workspace", script=turn_script([
+        AIMessage("Let me plan this.", tool_calls=[call("write_todos", {"todos": plan},
+                                                        "call_plan")]),
+        AIMessage("Drafting the notes.", tool_calls=[call(
+            "write_file", {"file_path": "/notes.md", "content": notes}, "call_write")]),
+        AIMessage("The version is wrong: fixing it.", tool_calls=[call(
+            "edit_file", {"file_path": "/notes.md", "old_string": "Version: 1.9",
+                          "new_string": "Version: 2.0"}, "call_edit")]),
+        AIMessage("Checking the notes.", tool_calls=[
+            call("read_file", {"file_path": "/notes.md"}, "call_read"),
+            call("write_todos", {"todos": done}, "call_done")]),
+        AIMessage("The release notes are in /notes.md, version 2.0."),
+    ]))
+    tm = TraceMiddleware(db=db)
+
+    def factory(middleware: Sequence[Any] = (tm,)) -> Any:
+        # (this Deep Agents version plans only with the todo list middleware given)
+        return tm.attach(create_deep_agent(
+            model=model, tools=[], middleware=[TodoListMiddleware(), *middleware],
+            name="release-notes", system_prompt="You write release notes."))
+
+    return Demo(factory, tm, "Write the release notes for 2.0.")
+
+
 def human_in_the_loop_agent(db: str) -> Demo:
     """Pauses for approval of two tool calls; resumes with one approve and one reject."""
 
@@ -466,6 +501,7 @@ AGENTS: dict[str, Callable[[str], Demo]] = {
     "shopping": shopping_agent,
     "repeated-tool": repeated_tool_agent,
     "deep-agent": deep_agent_agent,
+    "deep-workspace": deep_workspace_agent,
     "human-in-the-loop": human_in_the_loop_agent,
     "hostile-content": hostile_content_agent,
     "middleware-stack": middleware_stack_agent,
@@ -487,6 +523,7 @@ weather = _recorder(weather_agent)
 shopping = _recorder(shopping_agent)
 repeated_tool = _recorder(repeated_tool_agent)
 deep_agent = _recorder(deep_agent_agent)
+deep_workspace = _recorder(deep_workspace_agent)
 human_in_the_loop = _recorder(human_in_the_loop_agent)
 hostile_content = _recorder(hostile_content_agent)
 middleware_stack = _recorder(middleware_stack_agent)
@@ -499,6 +536,7 @@ SCENARIOS: dict[str, Callable[[str], None]] = {
     "shopping": shopping,
     "repeated-tool": repeated_tool,
     "deep-agent": deep_agent,
+    "deep-workspace": deep_workspace,
     "human-in-the-loop": human_in_the_loop,
     "hand-rolled-loop": hand_rolled,
     "hostile-content": hostile_content,

@@ -156,7 +156,8 @@ def stored_elsewhere(rows: list[tuple[str, dict[str, Any]]], run_ids: set[str],
         for rid in sorted(run_ids):
             if owned is not None and owned(rid, trace_id):
                 continue
-            stored = {t: db.raw_rows(t, rid) for t in ("runs", "events", "messages", "wire")}
+            stored = {t: db.raw_rows(t, rid) for t in ("runs", "events", "messages", "wire",
+                                                       "state", "state_values")}
             if not stored["runs"]:
                 continue
             mine = {t: [r for tt, r in rows if tt == t

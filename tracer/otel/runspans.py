@@ -124,6 +124,8 @@ class _RunRows:
         self.events: list[dict[str, Any]] = []
         self.messages: list[dict[str, Any]] = []
         self.wire: list[dict[str, Any]] = []
+        self.state: list[dict[str, Any]] = []  # (carried as they are: tracer.state_record)
+        self.state_values: list[dict[str, Any]] = []
 
     def add(self, table: str, row: dict[str, Any]) -> None:
         if table == "runs":

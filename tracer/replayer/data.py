@@ -45,6 +45,7 @@ from ..graph_layout import (
 from ..loader import Message, content_text
 from ..palette import colour_map
 from ..replay import GRAPH_NODES, Replay, Step
+from .state_view import state_json
 
 FORMAT = "looptrace-replay"
 VERSION = 2
@@ -193,6 +194,12 @@ def _steps(rp: Replay, table: _MessageTable, payloads: bool,
     return steps, jumps
 
 
+def _state(rp: Replay, span: range) -> dict[str, Any]:
+    """The State view's data (``state_view``), for a run with state beyond messages."""
+    data = state_json(rp, span)
+    return {"state": data} if data is not None else {}
+
+
 KIND_LETTER = {"model": "m", "tool": "t", "error": "e", "interrupt": "i", "hook": "h", "run": "r"}
 
 
@@ -249,6 +256,7 @@ def replay_json(rp: Replay, *, payloads: bool = True,
         "children": [{"id": c.id, "name": c.name, "parent_tool_call_id": c.parent_tool_call_id}
                      for c in rp.run.children],
         **part,
+        **_state(rp, span),
     }
 
 

@@ -34,7 +34,10 @@
    interrupt), g.edge[data-edge] (taken; jump or move off the standard edges),
    g.wrap[data-hook], g.cond, g.chip[data-tool-call]; messages
    .lt-msg[data-position][data-key] (current, error, omitted), .lt-call
-   [data-call-id] (pending). */
+   [data-call-id] (pending); the State view [data-testid="lt-state"] (hidden for a
+   run with no state beyond messages; root data-state-keys) with .lt-state-key
+   [data-key] (changed) and .lt-state-by, todos li.lt-todo[data-status], files
+   li.lt-file[data-path] (written). */
 
 function createReplayer(host, options) {
   "use strict";
@@ -135,6 +138,12 @@ function createReplayer(host, options) {
     ui.systemText = h("pre", "lt-text");
     ui.system.appendChild(ui.systemText);
     mp.appendChild(ui.system);
+    // The State view (tracer/replayer/state_view.py): every other state key at the step.
+    ui.state = h("details", "lt-state", null, { open: "", hidden: "", "data-testid": "lt-state" });
+    ui.state.appendChild(h("summary", "", "State"));
+    ui.stateBody = h("div", "lt-state-body");
+    ui.state.appendChild(ui.stateBody);
+    mp.appendChild(ui.state);
     ui.list = h("div", "lt-messages");
     mp.appendChild(ui.list);
     panes.appendChild(mp);
@@ -447,6 +456,105 @@ function createReplayer(host, options) {
     root.setAttribute("data-messages", String(idx.length));
   }
 
+  // -- the State view ----------------------------------------------------------------
+  // The state at step i, folded from the window's first step (which carries the whole
+  // state there): {now, before, changed}: key -> value index now and at the step
+  // before, and the keys changed at this step with who changed them.
+  function stateAt(i) {
+    const S = R && R.state;
+    if (!S || !inWindow(i)) return null;
+    let now = new Map(), before = new Map(), changed = new Map();
+    for (let j = off; j <= i; j++) {
+      const row = S.steps[j - off];
+      before = new Map(now); changed = new Map();
+      for (const c of row || []) {
+        if (c.length === 1) { now.clear(); continue; }  // ["*"]: the whole state follows
+        if (c[1] < 0) now.delete(c[0]); else now.set(c[0], c[1]);
+        if (c.length > 2) changed.set(c[0], { by: c[2], tc: c[3], gone: c[1] < 0 });
+      }
+    }
+    return { now, before, changed };
+  }
+
+  const STATUS_MARK = { completed: "done", in_progress: "doing", pending: "to do" };
+  function todosEl(v) {
+    const ul = h("ul", "lt-todos");
+    for (const t of v.slice(0, 200)) {
+      const st = t && typeof t === "object" ? String(t.status || "") : "";
+      const li = h("li", "lt-todo", null, { "data-status": st });
+      li.appendChild(h("span", "lt-check", null, { "aria-hidden": "true" }));
+      li.appendChild(h("span", "lt-todo-text", t && typeof t === "object" ? t.content : t));
+      li.appendChild(h("span", "lt-tag lt-todo-status", STATUS_MARK[st] || st));
+      ul.appendChild(li);
+    }
+    return ul;
+  }
+  function fileText(f) {
+    const c = f && typeof f === "object" ? f.content : f;
+    return Array.isArray(c) ? c.join("\n") : (typeof c === "string" ? c : JSON.stringify(c, null, 1));
+  }
+  function filesEl(v, prev) {
+    const ul = h("ul", "lt-files");
+    for (const path of Object.keys(v).sort()) {
+      const written = !prev || JSON.stringify(prev[path]) !== JSON.stringify(v[path]);
+      const li = h("li", "lt-file" + (written ? " written" : ""), null, { "data-path": path });
+      const d = h("details");
+      const sum = h("summary", "", null);
+      sum.appendChild(h("span", "lt-name", path));
+      if (written) sum.appendChild(h("span", "lt-tag lt-written", prev && path in prev ? "changed here" : "written here"));
+      d.appendChild(sum);
+      d.appendChild(h("pre", "lt-text", fileText(v[path])));
+      li.appendChild(d);
+      ul.appendChild(li);
+    }
+    return ul;
+  }
+  function treeEl(v, depth) {
+    if (v === null || typeof v !== "object") return h("span", "lt-leaf", JSON.stringify(v));
+    if (depth > 6) return h("span", "lt-leaf", JSON.stringify(v).slice(0, 200));
+    const ul = h("ul", "lt-tree");
+    const entries = Array.isArray(v) ? v.map((x, k) => [k, x]) : Object.entries(v);
+    for (const [k, x] of entries.slice(0, 200)) {
+      const li = h("li");
+      li.appendChild(h("span", "lt-tkey", String(k)));
+      li.appendChild(treeEl(x, depth + 1));
+      ul.appendChild(li);
+    }
+    if (entries.length > 200) ul.appendChild(h("li", "lt-muted", "... " + (entries.length - 200) + " more"));
+    return ul;
+  }
+  function drawState(i) {
+    if (!ui.state) return;
+    const S = R && R.state, at = stateAt(i);
+    if (!S || !at) { ui.state.setAttribute("hidden", ""); root.setAttribute("data-state-keys", "0"); return; }
+    ui.state.removeAttribute("hidden");
+    const { now, before, changed } = at;
+    const keys = [...new Set([...now.keys(), ...changed.keys()])].sort();
+    const els = [];
+    for (const key of keys) {
+      const c = changed.get(key);
+      const e = h("div", "lt-state-key" + (c ? " changed" : ""), null, { "data-key": key });
+      const head = h("div", "lt-state-head");
+      head.appendChild(h("span", "lt-name", key));
+      if (c) {
+        const who = (c.gone ? "removed by " : "changed by ") + (c.by || "a hook before this step") +
+          (c.tc ? " (tool call " + c.tc + ")" : "");
+        head.appendChild(h("span", "lt-tag lt-state-by", who));
+      }
+      e.appendChild(head);
+      if (now.has(key)) {
+        const v = S.values[now.get(key)];
+        const pv = before.has(key) ? S.values[before.get(key)] : null;
+        e.appendChild(key === "todos" && Array.isArray(v) ? todosEl(v)
+          : key === "files" && v && typeof v === "object" && !Array.isArray(v) ? filesEl(v, pv)
+          : treeEl(v, 0));
+      }
+      els.push(e);
+    }
+    ui.stateBody.replaceChildren(...els);
+    root.setAttribute("data-state-keys", String(now.size));
+  }
+
   // Messages the host asks to highlight at one step (a finding's messages).
   let extra = { keys: [], step: -1 };
   function setHighlight(keys, step) {
@@ -569,6 +677,7 @@ function createReplayer(host, options) {
     const st = stepAt(cur);
     drawStep(st);
     if (ui.list) drawMessages(cur);
+    drawState(cur);
     if (ui.caption) {
       const kind = st ? (st.x ? "error" : st.k) : "run";
       ui.kind.setAttribute("data-kind", kind);
