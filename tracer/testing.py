@@ -5,6 +5,9 @@
 - ``assert_tools([...])``: the tool calls, in order (one entry per model turn: a name,
   or a set of names for calls made in parallel);
 - ``assert_laps(max=...)``: a bound on the laps of each run;
+- ``state()`` / ``assert_state(key=value, ...)``: a run's final state as recorded (every
+  key but ``messages``: Deep Agents' ``todos`` and ``files``, ``structured_response``, a
+  middleware's own keys), each given key equal to its value or passing its predicate;
 - ``cassette(path)``: a context manager that answers the agent's model calls from a
   recorded run (``tracer.cassette``'s matcher, through ``tracer.player.ReplayCache``).
 """
@@ -13,11 +16,11 @@ from __future__ import annotations
 
 import contextlib
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .errors import CassetteMiss, LooptraceError
+from .errors import CassetteMiss, InvalidOption, LooptraceError
 
 __all__ = ["CassetteMiss", "Looptrace", "play"]
 
@@ -35,6 +38,11 @@ def _tool_turns(run: Any) -> list[Any]:
 def _show(turns: Sequence[Any]) -> str:
     return "[" + ", ".join(repr(t) if isinstance(t, str) else "{" + ", ".join(
         repr(x) for x in sorted(t)) + "}" for t in turns) + "]"
+
+
+def _brief(value: Any, limit: int = 300) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} characters)"
 
 
 class Looptrace:
@@ -108,6 +116,58 @@ class Looptrace:
             if min is not None and laps < min:
                 msg = f"run {r.id[:12]} took {laps} laps, fewer than the {min} expected"
                 raise AssertionError(msg)
+
+    def state(self, run: int = -1) -> dict[str, Any]:
+        """A run's final state as recorded.
+
+        Args:
+            run: which of this test's runs (root runs, oldest first); the last by default.
+
+        Returns:
+            Every state key but ``messages`` (those are ``runs[i].messages``), each value
+            as recorded: JSON (a tuple is a list), redacted like messages.
+        """
+        final: dict[str, Any] = self._need_runs()[run].state.final()
+        return final
+
+    def assert_state(self, expected: Mapping[str, Any] | None = None, /, *, run: int = -1,
+                     **keys: Any) -> None:
+        """Each given key of a run's final state equals its value, or, for a callable,
+        passes it (``visits=lambda n: n >= 2``).
+
+        Args:
+            expected: keys and values (for keys that are not Python names).
+            run: which of this test's runs; the last by default.
+            **keys: more keys and values.
+
+        Raises:
+            AssertionError: naming every key that is missing or differs, with what the
+                record holds.
+        """
+        want = {**(expected or {}), **keys}
+        if "messages" in want:
+            msg = ("assert_state reads the keys other than messages: check the conversation "
+                   "with assert_tools() or runs[i].messages")
+            raise InvalidOption(msg)
+        r = self._need_runs()[run]
+        got = r.state.final()
+        problems: list[str] = []
+        for key, value in want.items():
+            if key not in got:
+                known = ", ".join(sorted(got)) or "none recorded"
+                problems.append(f"  {key}: not in the state (its keys: {known})")
+                continue
+            if callable(value) and not isinstance(value, type):
+                check: Callable[[Any], Any] = value
+                if not check(got[key]):
+                    name = getattr(value, "__name__", repr(value))
+                    problems.append(f"  {key}: {_brief(got[key])} fails {name}")
+            elif got[key] != value:
+                problems.append(f"  {key}: expected {_brief(value)}\n"
+                                f"  {' ' * len(key)}  recorded {_brief(got[key])}")
+        if problems:
+            head = f"the final state of run {r.id[:12]} differs:"
+            raise AssertionError("\n".join([head, *problems]))
 
     # -- cassettes -----------------------------------------------------------------
     def cassette(self, source: str | Path) -> contextlib.AbstractContextManager[Any]:

@@ -187,6 +187,75 @@ def test_no_run(looptrace):
     assert "no LangChain run was recorded for test_d.py::test_no_run" in out
 
 
+# A middleware with a key of its own (``visits``, counted before each model call), for
+# assert_state: the recorded final state is what the graph returned.
+COUNTED = '''
+from typing import NotRequired
+
+from langchain.agents import create_agent
+from langchain.agents.middleware import AgentMiddleware, AgentState
+from agentkit import get_price, get_weather, model
+
+
+class Counted(AgentState):
+    visits: NotRequired[int]
+
+
+class Count(AgentMiddleware):
+    state_schema = Counted
+
+    def before_model(self, state, runtime):
+        return {"visits": state.get("visits", 0) + 1}
+
+
+def counted_agent():
+    return create_agent(model(), tools=[get_weather, get_price], middleware=[Count()])
+'''
+
+
+def test_assert_state_passes_and_fails_with_what_the_record_holds(
+        inner: pytest.Pytester) -> None:
+    inner.makepyfile(counted=COUNTED, test_s='''
+import pytest
+from agentkit import ask
+from counted import counted_agent
+
+def test_state_ok(looptrace):
+    out = ask(counted_agent())
+    assert out["visits"] == 3  # (the graph's own final state)
+    assert looptrace.state()["visits"] == 3
+    looptrace.assert_state(visits=3)
+    looptrace.assert_state({"visits": 3})
+    looptrace.assert_state(visits=lambda n: n >= 2)
+
+def test_state_wrong_value(looptrace):
+    ask(counted_agent())
+    looptrace.assert_state(visits=5)
+
+def test_state_missing_key(looptrace):
+    ask(counted_agent())
+    looptrace.assert_state(todos=[])
+
+def test_state_failing_predicate(looptrace):
+    ask(counted_agent())
+    def at_most_two(n):
+        return n <= 2
+    looptrace.assert_state(visits=at_most_two)
+
+def test_state_messages_is_a_usage_error(looptrace):
+    ask(counted_agent())
+    looptrace.assert_state(messages=[])
+''')
+    res = _run(inner, "--looptrace=trace.db")
+    res.assert_outcomes(passed=1, failed=4)
+    out = res.stdout.str()
+    assert "visits: expected 5" in out
+    assert "recorded 3" in out
+    assert "todos: not in the state (its keys: visits)" in out
+    assert "visits: 3 fails at_most_two" in out
+    assert "assert_state reads the keys other than messages" in out
+
+
 def test_a_failed_test_names_its_runs_and_writes_their_html(inner: pytest.Pytester) -> None:
     inner.makepyfile(test_e='''
 from agentkit import agent, ask
