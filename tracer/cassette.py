@@ -35,6 +35,7 @@ from typing import Any
 
 from .errors import ReplayError
 from .loader import Message, Run, TraceDB, content_text
+from .payloads import tool_names
 from .records import MODEL_HOOKS, TOOL_HOOKS
 from .replay import Replay, build_replay
 from .schema import SCHEMA_VERSION
@@ -268,20 +269,6 @@ class Cassette:
 # -- building ----------------------------------------------------------------------
 
 
-def _tool_names(p: dict[str, Any]) -> list[str] | None:
-    if "tool_names" in p:
-        return [str(n) for n in p["tool_names"] or []]
-    tools = p.get("tools")
-    if isinstance(tools, list):
-        out = []
-        for t in tools:
-            if isinstance(t, dict):
-                fn: Any = t.get("function") if isinstance(t.get("function"), dict) else t
-                out.append(str(fn.get("name", "?")))
-        return out
-    return None
-
-
 def _error_outcome(p: dict[str, Any]) -> Outcome:
     text = str(p.get("error") or "Exception: (no message)")
     return Outcome(error=text, error_type=str(p.get("type") or text.split(":", 1)[0]))
@@ -307,7 +294,7 @@ def _model_calls(rp: Replay) -> list[ModelCall]:
                 system = content_text(p["system"])
             elif not p.get("system_same"):
                 system = None
-            names = _tool_names(p)
+            names = tool_names(p)
             if names is not None:
                 tools = names
             msgs = rp.messages_at(step.index)

@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .loader import Message, Run, TraceDB, content_text
+from .payloads import tool_names
 from .records import MODEL_HOOKS, TOOL_HOOKS
 from .replay import Replay, Step, build_replay, plural
 
@@ -285,6 +286,27 @@ def _segments(rp: Replay) -> dict[tuple[int, str], list[Step]]:
     return segs
 
 
+def _tool_blocks(segs: dict[tuple[int, str], list[Step]]) -> dict[int, tuple[int, int, bool]]:
+    """For each step of a block of tool-call steps (``_segments`` puts parallel calls in
+    call order): the seqs the block spans and whether the step is the block's last in
+    that order. Parallel calls finish in any order, so the state between them is
+    compared once, over the whole block, at its last step."""
+    out: dict[int, tuple[int, int, bool]] = {}
+    for steps in segs.values():
+        block: list[Step] = []
+        for s in [*steps, None]:
+            if s is not None and s.event.hook in TOOL_HOOKS and s.event.tool_call_id:
+                block.append(s)
+                continue
+            if block:
+                seqs = [x.event.seq for x in block]
+                lo, hi = min(seqs), max(seqs)
+                for x in block:
+                    out[x.index] = (lo, hi, x is block[-1])
+                block = []
+    return out
+
+
 def _signature(step: Step) -> tuple[str, str, str]:
     ev = step.event
     # A wrapped call that raised lines up with one that returned: compared, not skipped.
@@ -307,20 +329,6 @@ def _systems(rp: Replay) -> dict[int, str | None]:
             else:
                 out[s.index] = current if p.get("system_same") else None
     return out
-
-
-def _tool_names(payload: dict[str, Any]) -> list[str] | None:
-    if "tool_names" in payload:
-        return [str(n) for n in payload["tool_names"] or []]
-    tools = payload.get("tools")
-    if isinstance(tools, list):
-        names = []
-        for t in tools:
-            if isinstance(t, dict):
-                fn: Any = t.get("function") if isinstance(t.get("function"), dict) else t
-                names.append(str(fn.get("name", "?")))
-        return names
-    return None
 
 
 def _short(text: str, n: int = 80) -> str:
@@ -385,8 +393,10 @@ def _memo_text() -> Callable[[Message], str]:
 
 
 class _Side:
-    def __init__(self, rp: Replay) -> None:
+    def __init__(self, rp: Replay,
+                 segs: dict[tuple[int, str], list[Step]] | None = None) -> None:
         self.rp = rp
+        self.blocks = _tool_blocks(segs if segs is not None else _segments(rp))
         self.systems = _systems(rp)
         self.by_key = rp.run.message_by_key
 
@@ -437,7 +447,7 @@ def _compare_pair(a: _Side, b: _Side, sa: Step, sb: Step,
                 (sys_a or "").splitlines(), (sys_b or "").splitlines(), "A system prompt",
                 "B system prompt", lineterm=""))
             out.append(("system_prompt", "the model got a different system prompt", detail))
-        ta, tb = _tool_names(pa), _tool_names(pb)
+        ta, tb = tool_names(pa), tool_names(pb)
         if ta is not None and tb is not None and sorted(ta) != sorted(tb):
             out.append(("tools", f"the model was offered tools {ta} in A but {tb} in B", ""))
         if pa.get("model") and pb.get("model") and pa["model"] != pb["model"]:
@@ -479,7 +489,13 @@ def _compare_pair(a: _Side, b: _Side, sa: Step, sb: Step,
             and not any(k == "tool_result" for k, _, _ in out)):
         out.append(("tool_result", (f"tool call ended with status {pa.get('status')} in A "
                                        f"but {pb.get('status')} in B"), ""))
-    out += _state_pair(a.rp, b.rp, ea.seq, eb.seq)
+    block_a, block_b = a.blocks.get(sa.index), b.blocks.get(sb.index)
+    if block_a and block_b:  # (tool calls: the state once, over the whole block)
+        if block_a[2] and block_b[2]:
+            out += _state_pair(a.rp, b.rp, block_a[1], block_b[1],
+                               since=(block_a[0] - 1, block_b[0] - 1))
+    else:
+        out += _state_pair(a.rp, b.rp, ea.seq, eb.seq)
     return out
 
 
@@ -493,13 +509,19 @@ def _state_text(value: Any) -> str:
     return _TIME.sub("<time>", _RANDOM_ID.sub("<id>", text))
 
 
-def _state_pair(ra: Replay, rb: Replay, seq_a: int, seq_b: int) -> list[tuple[str, str, str]]:
-    """The state keys that changed at either of two aligned steps and hold other values
-    there (``tracer.state_read``): one difference per key, with a diff of the values."""
+def _state_pair(ra: Replay, rb: Replay, seq_a: int, seq_b: int,
+                since: tuple[int, int] | None = None) -> list[tuple[str, str, str]]:
+    """The state keys that changed at either of two aligned steps (or, with ``since``,
+    after those seqs and up to the steps) and hold other values there
+    (``tracer.state_read``): one difference per key, with a diff of the values."""
     la, lb = ra.run.state, rb.run.state
     if not la and not lb:
         return []
-    keys = {v.key for v in la.changed_at(seq_a)} | {v.key for v in lb.changed_at(seq_b)}
+    if since is None:
+        keys = {v.key for v in la.changed_at(seq_a)} | {v.key for v in lb.changed_at(seq_b)}
+    else:
+        keys = ({v.key for v in la.between(since[0], seq_a)}
+                | {v.key for v in lb.between(since[1], seq_b)})
     keys = {k for k in keys if not k.startswith("@")}
     if not keys:
         return []
@@ -544,9 +566,9 @@ def diff_runs(run_a: Run, run_b: Run) -> RunDiff:
 
 
 def diff_replays(ra: Replay, rb: Replay) -> RunDiff:
-    a, b = _Side(ra), _Side(rb)
-    text = _memo_text()
     sa, sb = _segments(ra), _segments(rb)
+    a, b = _Side(ra, sa), _Side(rb, sb)
+    text = _memo_text()
     rows: list[Row] = []
     laps: list[LapDiff] = []
     differences: list[Divergence] = []

@@ -166,6 +166,29 @@ class LayerPayload(TypedDict, total=False):
     type: str
 
 
+def tool_names(payload: dict[str, Any]) -> list[str] | None:
+    """The tool names a model call's ``enter`` payload offers.
+
+    Args:
+        payload: a ``ModelEnterPayload`` as read back (``tool_names``, or the schemas in
+            ``tools``: OpenAI's function format or flat).
+
+    Returns:
+        The names in order, or None when the payload does not say (unchanged tools).
+    """
+    if "tool_names" in payload:
+        return [str(n) for n in payload["tool_names"] or []]
+    tools = payload.get("tools")
+    if isinstance(tools, list):
+        names = []
+        for t in tools:
+            if isinstance(t, dict):
+                fn: Any = t.get("function") if isinstance(t.get("function"), dict) else t
+                names.append(str(fn.get("name", "?")))
+        return names
+    return None
+
+
 __all__ = ["ErrorPath", "ErrorPayload", "HistoryPayload", "InterruptItem", "InterruptPayload",
            "LayerPayload", "ModelEnterPayload", "ModelExitPayload", "ResumePayload",
-           "RunStartPayload", "Signature", "ToolEnterPayload", "ToolExitPayload"]
+           "RunStartPayload", "Signature", "ToolEnterPayload", "ToolExitPayload", "tool_names"]

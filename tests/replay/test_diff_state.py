@@ -62,3 +62,68 @@ def test_the_first_divergence_is_a_state_key(tmp_path):
     assert [v.key for v in ra.state.changed_at(seq_a)] == ["notes"]
     assert [x.kind for x in d.differences] == ["state"]  # the messages are the same
     assert diff_runs(ra, rs).identical
+
+
+class PairState(AgentState):  # type: ignore[type-arg]
+    first: NotRequired[str]
+    second: NotRequired[str]
+
+
+class Pair(AgentMiddleware):  # type: ignore[type-arg]
+    state_schema = PairState
+
+
+def _record_parallel(db: Path, name: str, late: str, second: str) -> str:
+    """Two tool calls in parallel, each writing a key by ``Command``; ``late`` finishes
+    last (they run in ToolNode's threads: the order they end in is not the call order)."""
+    import threading
+
+    other_done = {"first": threading.Event(), "second": threading.Event()}
+
+    def write(key: str, value: str, tool_call_id: str) -> Any:
+        if key == late:  # wait for the other call to end first
+            other_done["second" if key == "first" else "first"].wait(5)
+        other_done[key].set()
+        return Command(update={key: value, "messages": [
+            ToolMessage("written", tool_call_id=tool_call_id)]})
+
+    @tool
+    def write_first(tool_call_id: Annotated[str, InjectedToolCallId]) -> Any:
+        """Write the first key."""
+        return write("first", "one", tool_call_id)
+
+    @tool
+    def write_second(tool_call_id: Annotated[str, InjectedToolCallId]) -> Any:
+        """Write the second key."""
+        return write("second", second, tool_call_id)
+
+    model = ScriptedChatModel(script=turn_script([
+        AIMessage("", id="a1", tool_calls=[call("write_first", {}, "c1"),
+                                           call("write_second", {}, "c2")]),
+        AIMessage("Both written.", id="a2")]))
+    trace = TraceMiddleware(db=db, run_name=name)
+    agent = trace.attach(create_agent(model, [write_first, write_second],
+                                      middleware=[trace, Pair()]))
+    agent.invoke({"messages": [("user", "Write both.")]})
+    trace.flush()
+    with TraceDB(db) as tdb:
+        return next(r.id for r in tdb.runs() if r.name == name)
+
+
+def test_parallel_calls_ending_in_another_order_hold_the_same_state(tmp_path):
+    """Found on the deep-workspace sample: a fresh recording whose parallel calls ended
+    in the other order was reported as a state divergence. The state of a block of
+    parallel calls is compared once, over the block; a real difference is still found."""
+    db = tmp_path / "p.db"
+    a = _record_parallel(db, "a", late="second", second="two")
+    b = _record_parallel(db, "b", late="first", second="two")
+    c = _record_parallel(db, "c", late="first", second="TWO")
+    with TraceDB(db) as tdb:
+        ra, rb, rc = tdb.run(a), tdb.run(b), tdb.run(c)
+    ends = [[e.tool_call_id for e in r.events if e.hook == "wrap_tool_call"
+             and e.phase == "exit"] for r in (ra, rb)]
+    assert ends == [["c1", "c2"], ["c2", "c1"]]  # (the calls did end in other orders)
+    assert diff_runs(ra, rb).identical, format_text(diff_runs(ra, rb))
+    d = diff_runs(ra, rc)
+    assert [x.kind for x in d.differences] == ["state"], format_text(d)
+    assert "state key second" in d.differences[0].description
