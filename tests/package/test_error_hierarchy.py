@@ -21,7 +21,10 @@ import tracer
 from tracer import errors
 from tracer.cli import main
 
-INTERNAL = {"tracer.httpbody.BodyError", "tracer.mcp_server._Err", "tracer.player.RecordedError"}
+# (signals caught inside the package, never reported: the proxy forwards what an emulator
+# script raises ForwardUpstream for)
+INTERNAL = {"tracer.httpbody.BodyError", "tracer.mcp_server._Err", "tracer.player.RecordedError",
+            "tracer.wire.proxy.ForwardUpstream"}
 # (importing these runs something: the sitecustomize arms a hook, __main__ runs the CLI)
 SKIP = ("tracer._autotrace", "tracer.__main__", "tracer.cli.__main__")
 

@@ -16,6 +16,7 @@ from truth_kit import (
     SCENARIOS,
     SUMMARY_TEXT,
     TODOS,
+    WORKSPACE_DONE,
     Truth,
     message_key,
     place,
@@ -183,6 +184,35 @@ def check_deep_agent(t: Truth) -> None:
     assert t.nodes.count("model") == 3 and t.nodes.count("tools") == 2
 
 
+def check_deep_workspace(t: Truth) -> None:
+    # the plan was written, then completed; the file written, edited and read back
+    assert t.final_values["todos"] == WORKSPACE_DONE
+    notes = str(t.final_values["files"]["/notes.md"])
+    assert "revenue: 13" in notes and "revenue: 12" not in notes
+    read = [m for m in t.final if m.type == "tool" and m.tool_call_id == "call-ws-read"]
+    assert len(read) == 1 and "revenue: 13" in str(read[0].content)
+    assert t.final[-1].content == "The notes are ready: revenue 13, cost 7."
+
+
+def check_structured(t: Truth) -> None:
+    answer = t.final_values["structured_response"]
+    assert (answer.city, answer.celsius) == ("Oslo", 21)
+    assert len(t.model_inputs) == 2
+
+
+def check_custom_jump(t: Truth) -> None:
+    # the key counts the laps and ends the loop at two (the script had five)
+    assert t.final_values["attempts"] == 2
+    assert len(t.model_inputs) == 2
+
+
+def check_command_update(t: Truth) -> None:
+    assert t.final_values["notes"] == ["the meeting is at 10"]
+    results = [str(m.content) for m in t.final if m.type == "tool"]
+    assert results == ["remembered: the meeting is at 10"]
+    assert t.final[-1].content == "Noted."
+
+
 CHECKS: dict[str, Callable[[Truth], None]] = {
     "pii": check_pii,
     "summarization": check_summarization,
@@ -194,6 +224,10 @@ CHECKS: dict[str, Callable[[Truth], None]] = {
     "hitl_edit": check_hitl_edit,
     "after_agent_jump": check_after_agent_jump,
     "deep_agent": check_deep_agent,
+    "deep_workspace": check_deep_workspace,
+    "structured": check_structured,
+    "custom_jump": check_custom_jump,
+    "command_update": check_command_update,
 }
 
 
