@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -463,6 +464,29 @@ def readonly_uri(path: str) -> str:
     return uri + "&immutable=1"
 
 
+def _use_wal(conn: sqlite3.Connection, busy_timeout: float) -> None:
+    """Switch ``conn``'s file to WAL, waiting up to ``busy_timeout`` seconds for it.
+
+    SQLite answers ``PRAGMA journal_mode = WAL`` with "database is locked" at once,
+    without calling the busy handler, while another connection holds a lock on the
+    file (several writers creating one new file meet it): ask again, briefly apart,
+    until the mode is WAL (another connection may have switched it meanwhile).
+    """
+    deadline = time.monotonic() + busy_timeout
+    pause = 0.005
+    while True:
+        try:
+            if conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
+                return
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.1)
+
+
 def connect(path: str | Path, *, create: bool = True, readonly: bool = False,
             busy_timeout: float = 30.0) -> sqlite3.Connection:
     """Open ``path`` as a looptrace database (WAL), validating what is there.
@@ -494,9 +518,8 @@ def connect(path: str | Path, *, create: bool = True, readonly: bool = False,
                 # A file that can shrink when runs are pruned (``tracer.prune``): set
                 # before the first table and before WAL, or it does not hold.
                 conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
-            mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
-            if mode != "wal" and path_s != ":memory:":
-                conn.execute("PRAGMA journal_mode = WAL")
+            if path_s != ":memory:":
+                _use_wal(conn, busy_timeout)
             conn.execute("PRAGMA synchronous = NORMAL")
             if has_schema:
                 migrate(conn, has_schema)
