@@ -112,6 +112,10 @@ class WireServer:
         self.timeout = timeout
         self.exchanges: list[Exchange] = []
         self._lock = threading.Lock()
+        # Requests being answered: ``stop`` waits for them (a streaming client has its
+        # whole answer before its exchange is recorded).
+        self._busy = 0
+        self._idle = threading.Condition(self._lock)
         # The emulator's stored Responses API conversations (items), by response id.
         self._stored: dict[str, list[Any]] = {}
         handler = type("Handler", (_Handler,), {"server_obj": self, "timeout": timeout})
@@ -137,8 +141,12 @@ class WireServer:
     def serve_forever(self) -> None:
         self._httpd.serve_forever()
 
-    def stop(self) -> None:
+    def stop(self, wait: float = 10.0) -> None:
+        """Stop serving; wait up to ``wait`` seconds for requests being answered to
+        be recorded, then close the recorder (which builds the runs from traffic)."""
         self._httpd.shutdown() if self._thread is not None else None
+        with self._idle:
+            self._idle.wait_for(lambda: self._busy == 0, timeout=wait)
         self._httpd.server_close()
         self._thread = None
         if self.recorder is not None:
@@ -246,6 +254,17 @@ class _Handler(BaseHTTPRequestHandler):
         self._dispatch("POST")
 
     def _dispatch(self, method: str) -> None:
+        srv = self.server_obj
+        with srv._idle:
+            srv._busy += 1
+        try:
+            self._answer(method)
+        finally:
+            with srv._idle:
+                srv._busy -= 1
+                srv._idle.notify_all()
+
+    def _answer(self, method: str) -> None:
         srv = self.server_obj
         t0 = time.perf_counter()
         self._pending_end = False
