@@ -52,8 +52,9 @@ from .recorder import (
 )
 from .records import RunRecord
 from .redact import Redactor
-from .state_record import note_state, note_tool_end
+from .state_record import note_state, note_store_writes, note_tool_end
 from .store import on_event_loop
+from .store_writes import TOOL_CALL, watch_store
 from .watch import watch
 
 if TYPE_CHECKING:
@@ -240,6 +241,8 @@ class _TraceBase(AgentMiddleware):
         thread_id = getattr(info, "thread_id", None)
         config = _config()
         # A callback handler on the same invocation created the run already.
+        # (a store in the runtime: its writes are recorded, tracer.store_writes)
+        watch_store(self, getattr(runtime, "store", None))
         handler_run = self._handler_run(config)
         if handler_run is not None:
             handler_run.middleware = True
@@ -503,6 +506,8 @@ class _TraceBase(AgentMiddleware):
             seq = rec.event(run, "wrap_tool_call", "exit", middleware=self._name,
                             duration_ms=dur, tool_call_id=tcid, task=task,
                             payload=payload)
+            if run.state is not None and run.state.store:
+                note_store_writes(rec, run, seq, tcid)
             for m in msgs:
                 rec.tool_result(run, seq, m)
         except Exception as exc:  # noqa: BLE001
@@ -514,6 +519,9 @@ class _TraceBase(AgentMiddleware):
     ) -> _ToolResult:
         pre = self._tool_enter(request)
         framed = self._frame(pre, request, "wrap_tool_call") if self._layered else None
+        # (a write to the LangGraph store inside the call is the call's: tracer.store_writes)
+        stored = TOOL_CALL.set(request.tool_call.get("id")) if (
+            getattr(request.runtime, "store", None) is not None) else None
         try:
             result = handler(request)
         except BaseException as exc:
@@ -522,6 +530,8 @@ class _TraceBase(AgentMiddleware):
         finally:
             if framed is not None:
                 FRAME.reset(framed[1])
+            if stored is not None:
+                TOOL_CALL.reset(stored)
         if framed is not None:
             self._settle(framed[0], "wrap_tool_call", request.tool_call.get("id"), result)
         self._tool_exit(pre, request, result)
@@ -535,6 +545,9 @@ class _TraceBase(AgentMiddleware):
             await self._arun(request.runtime)
         pre = self._tool_enter(request)
         framed = self._frame(pre, request, "wrap_tool_call") if self._layered else None
+        # (a write to the LangGraph store inside the call is the call's: tracer.store_writes)
+        stored = TOOL_CALL.set(request.tool_call.get("id")) if (
+            getattr(request.runtime, "store", None) is not None) else None
         try:
             result = await handler(request)
         except BaseException as exc:
@@ -543,6 +556,8 @@ class _TraceBase(AgentMiddleware):
         finally:
             if framed is not None:
                 FRAME.reset(framed[1])
+            if stored is not None:
+                TOOL_CALL.reset(stored)
         if framed is not None:
             self._settle(framed[0], "wrap_tool_call", request.tool_call.get("id"), result)
         self._tool_exit(pre, request, result)
