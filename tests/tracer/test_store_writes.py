@@ -14,75 +14,23 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from deepagents import create_deep_agent
-from deepagents.backends import StoreBackend
-from langchain.agents.middleware import AgentMiddleware
-from langchain.tools import ToolRuntime
-from langchain_core.messages import AIMessage, HumanMessage
-from langchain_core.tools import tool
+from langchain_core.messages import HumanMessage
 from langgraph.store.memory import InMemoryStore
+from store_kit import FS, store_agent, store_seeded
 from tracer_kit import no_tracer_warnings, whole_state  # noqa: F401
 
 from tracer import TraceMiddleware
-from tracer.demo.models import ScriptedChatModel, call, turn_script
 from tracer.loader import Run, TraceDB
 from tracer.state_read import store_item
 
-FS = ("fs",)
 pytestmark = pytest.mark.usefixtures("no_tracer_warnings")
-
-
-@tool
-def forget(path: str, runtime: ToolRuntime) -> str:
-    """Forget a file of the workspace."""
-    runtime.store.delete(FS, path)
-    return f"forgot {path}"
-
-
-class Seeder(AgentMiddleware):  # type: ignore[type-arg]
-    """Writes a note to the store from its own node hook (no tool call)."""
-
-    name = "Seeder"
-
-    def before_agent(self, state: Any, runtime: Any) -> None:
-        runtime.store.put(("memo",), "seen", {"visits": 1})
-
-    async def abefore_agent(self, state: Any, runtime: Any) -> None:
-        self.before_agent(state, runtime)
-
-
-def _model() -> ScriptedChatModel:
-    return ScriptedChatModel(script=turn_script([
-        AIMessage("Drafting.", id="ai-st-1", tool_calls=[
-            call("write_file", {"file_path": "/notes.md", "content": "Q3 revenue: 12\nQ3 cost: 7\n"},
-                 "call-st-write")]),
-        AIMessage("Fixing, and a scratch file.", id="ai-st-2", tool_calls=[
-            call("edit_file", {"file_path": "/notes.md", "old_string": "revenue: 12",
-                               "new_string": "revenue: 13"}, "call-st-edit"),
-            call("write_file", {"file_path": "/scratch.md", "content": "tmp\n"}, "call-st-scratch")]),
-        AIMessage("Cleaning up.", id="ai-st-3", tool_calls=[
-            call("forget", {"path": "/scratch.md"}, "call-st-forget")]),
-        AIMessage("The notes are ready.", id="ai-st-4"),
-    ]), model_name="store-model")
-
-
-def _agent(store: InMemoryStore, middleware: list[Any]) -> Any:
-    return create_deep_agent(model=_model(), tools=[forget], middleware=[*middleware, Seeder()],
-                             store=store, backend=StoreBackend(namespace=lambda rt: FS),
-                             system_prompt="You keep notes.")
-
-
-def _seeded() -> InMemoryStore:
-    store = InMemoryStore()
-    store.put(FS, "/old.md", {"content": "before the run\n"})  # (not the run's write)
-    return store
 
 
 def _record(tmp_path: Path, *, use_async: bool = False) -> tuple[Run, InMemoryStore, Any]:
     db = tmp_path / "store.db"
-    store = _seeded()
+    store = store_seeded()
     trace = TraceMiddleware(db=db)
-    agent = trace.attach(_agent(store, [trace]))
+    agent = trace.attach(store_agent(store, [trace]))
     inp = {"messages": [HumanMessage("Write the Q3 notes.", id="human-store")]}
     out = asyncio.run(agent.ainvoke(inp)) if use_async else agent.invoke(inp)
     trace.flush()
@@ -148,8 +96,8 @@ def test_each_version_is_shown_where_its_tool_call_ended(tmp_path):
 
 def test_the_tracer_changes_nothing_the_store_or_the_agent_holds(tmp_path):
     _, traced_store, traced_out = _record(tmp_path)
-    plain_store = _seeded()
-    plain_out = _agent(plain_store, []).invoke(
+    plain_store = store_seeded()
+    plain_out = store_agent(plain_store, []).invoke(
         {"messages": [HumanMessage("Write the Q3 notes.", id="human-store")]})
 
     def items(store: InMemoryStore) -> Any:
