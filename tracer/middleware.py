@@ -402,17 +402,22 @@ class _TraceBase(AgentMiddleware):
             dur = (time.perf_counter() - t0) * 1000
             if isinstance(exc, GraphInterrupt):
                 run.paused = True  # (recorded here: the end of the invocation need not)
-                self.recorder.event(run, hook, "interrupt", middleware=self._name,
-                                    duration_ms=dur, tool_call_id=tool_call_id,
-                                    payload=interrupt_payload(exc))
+                seq = self.recorder.event(run, hook, "interrupt", middleware=self._name,
+                                          duration_ms=dur, tool_call_id=tool_call_id,
+                                          payload=interrupt_payload(exc))
+                if tool_call_id and run.state is not None and run.state.store:
+                    note_store_writes(self.recorder, run, seq, tool_call_id)
                 return
             # (a tool call: the payload says why nothing turned it into a message)
             payload = error_payload(exc, False if request is None else request.tool)
             text = payload["error"]
             run.error_seen = text
             rec = self.recorder
-            rec.event(run, hook, "error", middleware=self._name, duration_ms=dur,
-                      tool_call_id=tool_call_id, payload=payload)
+            seq = rec.event(run, hook, "error", middleware=self._name, duration_ms=dur,
+                            tool_call_id=tool_call_id, payload=payload)
+            if tool_call_id and run.state is not None and run.state.store:
+                # (what the failed call wrote before it raised: at its error)
+                note_store_writes(rec, run, seq, tool_call_id)
             # Most likely the invocation dies with it: say so now (a later lap undoes it).
             rec.writer.put(RunRecord(run.id, {"status": "error", "error": text,
                                           "ended_at": time.time()}))

@@ -14,12 +14,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langchain_core.messages import HumanMessage
+from langchain.agents import create_agent
+from langchain.tools import ToolRuntime
+from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.tools import tool
 from langgraph.store.memory import InMemoryStore
 from store_kit import FS, store_agent, store_seeded
 from tracer_kit import no_tracer_warnings, whole_state  # noqa: F401
 
 from tracer import TraceMiddleware
+from tracer.demo.models import ScriptedChatModel, call, turn_script
 from tracer.loader import Run, TraceDB
 from tracer.state_read import store_item
 
@@ -123,3 +127,30 @@ def test_a_write_outside_any_traced_run_is_not_recorded_and_works(tmp_path):
         again = tdb.run(run.id)
     assert len(again.state.store_writes()) == n
     assert (FS, "/later.md") not in again.state.store_at(10**9)
+
+
+def test_a_write_by_a_tool_that_then_raises_is_kept(tmp_path):
+    """The call wrote, then failed the run: its write is recorded at its error (the
+    run has no later hook where it could be)."""
+    @tool
+    def save_then_fail(text: str, runtime: ToolRuntime) -> str:
+        """Save a text, then fail."""
+        runtime.store.put(("drafts",), "d1", {"text": text})
+        raise ValueError("disk quota exceeded")
+
+    model = ScriptedChatModel(script=turn_script([
+        AIMessage("", id="ai-f-1", tool_calls=[call("save_then_fail", {"text": "v1"}, "call-f")]),
+        AIMessage("unreachable", id="ai-f-2")]))
+    db = tmp_path / "fail.db"
+    store = InMemoryStore()
+    trace = TraceMiddleware(db=db)
+    agent = create_agent(model, [save_then_fail], middleware=[trace], store=store)
+    with pytest.raises(ValueError, match="disk quota"):
+        agent.invoke({"messages": [HumanMessage("Save v1.")]})
+    trace.flush()
+    with TraceDB(db) as tdb:
+        run = tdb.run(tdb.runs()[0].id)
+    errors = [e.seq for e in run.events if e.phase == "error" and e.tool_call_id == "call-f"]
+    assert [(v.seq, store_item(v.key), v.tool_call_id) for v in run.state.store_writes()] == [
+        (errors[0], (("drafts",), "d1"), "call-f")]
+    assert run.state.store_at(errors[0]) == {(("drafts",), "d1"): {"text": "v1"}}
