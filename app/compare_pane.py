@@ -7,6 +7,7 @@ never markdown.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import streamlit as st
@@ -105,6 +106,25 @@ def render_divergence(d: Divergence) -> None:
     st.code(f"[{d.kind}] {d.description}", language=None, wrap_lines=True)
     if d.detail:
         st.code(d.detail, language="diff")
+
+
+def render_state_values(d: RunDiff, x: Divergence) -> None:
+    """A divergence in a state key: says so, and shows the key's value in each run at
+    its aligned step, side by side (the diff of the two is ``x.detail``, above)."""
+    if x.kind != "state" or not x.key:
+        return
+    st.text(f"The runs part in their state, not in their messages: the key {x.key} "
+            "differs. Its value in each run at that step:")
+    cols = st.columns(2, gap="medium")
+    for col, tag, rp, idx in ((cols[0], "A", d.a, x.step_a), (cols[1], "B", d.b, x.step_b)):
+        with col, st.container(key=f"cmp_state_{tag}"):
+            values = rp.values_at(rp.steps[idx].event.seq) if idx is not None else {}
+            if x.key not in values:
+                st.text(f"{tag}: {x.key} is not set")
+                continue
+            st.text(f"{tag}: {x.key}")
+            st.code(json.dumps(values[x.key], indent=1, ensure_ascii=False, sort_keys=True,
+                               default=str), language="json", wrap_lines=True)
 
 
 def render_every_difference(d: RunDiff) -> None:

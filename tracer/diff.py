@@ -23,7 +23,7 @@ import difflib
 import itertools
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -75,6 +75,7 @@ class Divergence:
     kind: str  # one of KINDS
     description: str
     detail: str = ""  # a unified diff of the messages involved, when there are any
+    key: str = ""  # a "state" divergence: the state key that differs
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,7 +163,10 @@ class RunDiff:
                     "steps": len(rp.steps)}
 
         def div(x: Divergence) -> dict[str, Any]:
-            return {**asdict(x), "step_a": _one(x.step_a), "step_b": _one(x.step_b)}
+            out = {**asdict(x), "step_a": _one(x.step_a), "step_b": _one(x.step_b)}
+            if not x.key:  # (only a state divergence names a key)
+                del out["key"]
+            return out
 
         first = self.first_divergence
         return {
@@ -413,9 +417,9 @@ class _Side:
 
 
 def _compare_pair(a: _Side, b: _Side, sa: Step, sb: Step,
-                  text: Callable[[Message], str] = message_text) -> list[tuple[str, str, str]]:
+                  text: Callable[[Message], str] = message_text) -> list[tuple[str, ...]]:
     """Every (kind, description, detail) difference between two aligned steps."""
-    out: list[tuple[str, str, str]] = []
+    out: list[tuple[str, ...]] = []
     ea, eb = sa.event, sb.event
     pa = ea.payload if isinstance(ea.payload, dict) else {}
     pb = eb.payload if isinstance(eb.payload, dict) else {}
@@ -486,7 +490,7 @@ def _compare_pair(a: _Side, b: _Side, sa: Step, sb: Step,
                         (f"tool {pa.get('name')} runs with {_short(_canon(pa.get('args')))} in A"
                         f" but with {_short(_canon(pb.get('args')))} in B"), ""))
     if (ea.hook in TOOL_HOOKS and ea.phase == "exit" and pa.get("status") != pb.get("status")
-            and not any(k == "tool_result" for k, _, _ in out)):
+            and not any(f[0] == "tool_result" for f in out)):
         out.append(("tool_result", (f"tool call ended with status {pa.get('status')} in A "
                                        f"but {pb.get('status')} in B"), ""))
     block_a, block_b = a.blocks.get(sa.index), b.blocks.get(sb.index)
@@ -510,7 +514,7 @@ def _state_text(value: Any) -> str:
 
 
 def _state_pair(ra: Replay, rb: Replay, seq_a: int, seq_b: int,
-                since: tuple[int, int] | None = None) -> list[tuple[str, str, str]]:
+                since: tuple[int, int] | None = None) -> list[tuple[str, ...]]:
     """The state keys that changed at either of two aligned steps (or, with ``since``,
     after those seqs and up to the steps) and hold other values there
     (``tracer.state_read``): one difference per key, with a diff of the values."""
@@ -526,7 +530,7 @@ def _state_pair(ra: Replay, rb: Replay, seq_a: int, seq_b: int,
     if not keys:
         return []
     va, vb = la.at(seq_a), lb.at(seq_b)
-    out = []
+    out: list[tuple[str, ...]] = []
     for key in sorted(keys):
         ta = _state_text(va[key]) if key in va else None
         tb = _state_text(vb[key]) if key in vb else None
@@ -540,7 +544,7 @@ def _state_pair(ra: Replay, rb: Replay, seq_a: int, seq_b: int,
                     f"{_short(tb.replace(chr(10), ' '), 60)!r} in B")
         detail = "\n".join(difflib.unified_diff((ta or "").splitlines(), (tb or "").splitlines(),
                                                 f"A {key}", f"B {key}", lineterm=""))
-        out.append(("state", desc, detail))
+        out.append(("state", desc, detail, key))
     return out
 
 
@@ -580,19 +584,21 @@ def diff_replays(ra: Replay, rb: Replay) -> RunDiff:
         lap_diffs: list[Divergence] = []
         lap_no = (steps_a or steps_b)[0].event.lap
 
-        def add(x: Step | None, y: Step | None, found: list[tuple[str, str, str]],
+        def add(x: Step | None, y: Step | None, found: Sequence[tuple[str, ...]],
                 same: bool | None = None, lap_rows: list[Row] = lap_rows,
                 lap_diffs: list[Divergence] = lap_diffs, label: str = label) -> None:
             ia, ib = (x.index if x else None), (y.index if y else None)
             lap_rows.append(Row(label, ia, ib, not found if same is None else same))
             lap = (x or y).event.lap  # type: ignore[union-attr]
-            for kind, desc, detail in found:
+            for f in found:
+                kind, desc, detail = f[0], f[1], f[2]
                 if kind in SETUP_KINDS:
                     if (kind, desc + detail) in setup_seen:
                         continue
                     setup_seen.add((kind, desc + detail))
                 where = f"{label}, step {_idx(ia)} (A) / {_idx(ib)} (B)"
-                lap_diffs.append(Divergence(lap, ia, ib, kind, f"{where}: {desc}", detail))
+                lap_diffs.append(Divergence(lap, ia, ib, kind, f"{where}: {desc}", detail,
+                                            f[3] if len(f) > 3 else ""))
 
         if not steps_a or not steps_b:
             present, absent = ("A", "B") if steps_a else ("B", "A")

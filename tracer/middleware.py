@@ -52,8 +52,9 @@ from .recorder import (
 )
 from .records import RunRecord
 from .redact import Redactor
-from .state_record import note_state, note_tool_end
+from .state_record import note_state, note_store_writes, note_tool_end
 from .store import on_event_loop
+from .store_writes import TOOL_CALL, watch_store
 from .watch import watch
 
 if TYPE_CHECKING:
@@ -240,6 +241,8 @@ class _TraceBase(AgentMiddleware):
         thread_id = getattr(info, "thread_id", None)
         config = _config()
         # A callback handler on the same invocation created the run already.
+        # (a store in the runtime: its writes are recorded, tracer.store_writes)
+        watch_store(self, getattr(runtime, "store", None))
         handler_run = self._handler_run(config)
         if handler_run is not None:
             handler_run.middleware = True
@@ -399,17 +402,22 @@ class _TraceBase(AgentMiddleware):
             dur = (time.perf_counter() - t0) * 1000
             if isinstance(exc, GraphInterrupt):
                 run.paused = True  # (recorded here: the end of the invocation need not)
-                self.recorder.event(run, hook, "interrupt", middleware=self._name,
-                                    duration_ms=dur, tool_call_id=tool_call_id,
-                                    payload=interrupt_payload(exc))
+                seq = self.recorder.event(run, hook, "interrupt", middleware=self._name,
+                                          duration_ms=dur, tool_call_id=tool_call_id,
+                                          payload=interrupt_payload(exc))
+                if tool_call_id and run.state is not None and run.state.store:
+                    note_store_writes(self.recorder, run, seq, tool_call_id)
                 return
             # (a tool call: the payload says why nothing turned it into a message)
             payload = error_payload(exc, False if request is None else request.tool)
             text = payload["error"]
             run.error_seen = text
             rec = self.recorder
-            rec.event(run, hook, "error", middleware=self._name, duration_ms=dur,
-                      tool_call_id=tool_call_id, payload=payload)
+            seq = rec.event(run, hook, "error", middleware=self._name, duration_ms=dur,
+                            tool_call_id=tool_call_id, payload=payload)
+            if tool_call_id and run.state is not None and run.state.store:
+                # (what the failed call wrote before it raised: at its error)
+                note_store_writes(rec, run, seq, tool_call_id)
             # Most likely the invocation dies with it: say so now (a later lap undoes it).
             rec.writer.put(RunRecord(run.id, {"status": "error", "error": text,
                                           "ended_at": time.time()}))
@@ -503,6 +511,8 @@ class _TraceBase(AgentMiddleware):
             seq = rec.event(run, "wrap_tool_call", "exit", middleware=self._name,
                             duration_ms=dur, tool_call_id=tcid, task=task,
                             payload=payload)
+            if run.state is not None and run.state.store:
+                note_store_writes(rec, run, seq, tcid)
             for m in msgs:
                 rec.tool_result(run, seq, m)
         except Exception as exc:  # noqa: BLE001
@@ -514,6 +524,9 @@ class _TraceBase(AgentMiddleware):
     ) -> _ToolResult:
         pre = self._tool_enter(request)
         framed = self._frame(pre, request, "wrap_tool_call") if self._layered else None
+        # (a write to the LangGraph store inside the call is the call's: tracer.store_writes)
+        stored = TOOL_CALL.set(request.tool_call.get("id")) if (
+            getattr(request.runtime, "store", None) is not None) else None
         try:
             result = handler(request)
         except BaseException as exc:
@@ -522,6 +535,8 @@ class _TraceBase(AgentMiddleware):
         finally:
             if framed is not None:
                 FRAME.reset(framed[1])
+            if stored is not None:
+                TOOL_CALL.reset(stored)
         if framed is not None:
             self._settle(framed[0], "wrap_tool_call", request.tool_call.get("id"), result)
         self._tool_exit(pre, request, result)
@@ -535,6 +550,9 @@ class _TraceBase(AgentMiddleware):
             await self._arun(request.runtime)
         pre = self._tool_enter(request)
         framed = self._frame(pre, request, "wrap_tool_call") if self._layered else None
+        # (a write to the LangGraph store inside the call is the call's: tracer.store_writes)
+        stored = TOOL_CALL.set(request.tool_call.get("id")) if (
+            getattr(request.runtime, "store", None) is not None) else None
         try:
             result = await handler(request)
         except BaseException as exc:
@@ -543,6 +561,8 @@ class _TraceBase(AgentMiddleware):
         finally:
             if framed is not None:
                 FRAME.reset(framed[1])
+            if stored is not None:
+                TOOL_CALL.reset(stored)
         if framed is not None:
             self._settle(framed[0], "wrap_tool_call", request.tool_call.get("id"), result)
         self._tool_exit(pre, request, result)

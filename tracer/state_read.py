@@ -15,6 +15,18 @@ from typing import Any
 
 CONTEXT_KEY = "@runtime.context"  # (tracer.state_record writes them: the same names)
 ENTRIES = "looptrace_entries"
+STORE_PREFIX = "@store:"  # a LangGraph store item's versions (tracer.store_writes)
+
+
+def store_item(key: str) -> tuple[tuple[str, ...], str] | None:
+    """The (namespace, key) of a store item's ``state`` key; None for another key."""
+    if not key.startswith(STORE_PREFIX):
+        return None
+    try:
+        ns, k = json.loads(key[len(STORE_PREFIX):])
+        return tuple(str(p) for p in ns), str(k)
+    except (ValueError, TypeError):
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +94,21 @@ class StateLog:
         """The state at event ``seq``: every key other than ``messages``."""
         return {k: self.value(v.hash) for k, v in self.versions_at(seq).items()
                 if not k.startswith("@")}
+
+    def store_at(self, seq: int) -> dict[tuple[tuple[str, ...], str], Any]:
+        """What the run had written to the LangGraph store up to event ``seq``:
+        (namespace, key) -> the value it last put (items it deleted left out)."""
+        out: dict[tuple[tuple[str, ...], str], Any] = {}
+        for k, v in self.versions_at(seq).items():
+            item = store_item(k)
+            if item is not None:
+                out[item] = self.value(v.hash)
+        return out
+
+    def store_writes(self) -> list[StateVersion]:
+        """Every write the run made to the LangGraph store, in order (``hash`` None:
+        a delete)."""
+        return [v for v in self.versions if v.key.startswith(STORE_PREFIX)]
 
     def context(self) -> Any:
         """``runtime.context`` as the run was given it (None if it had none)."""

@@ -25,6 +25,7 @@ import contextlib
 import dataclasses
 import hashlib
 import json
+import threading
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
@@ -38,6 +39,10 @@ MAX_STATE_CHARS = 2_000_000
 
 GONE: Any = object()  # the value of a key that left the state
 
+# A store item's key (``tracer.store_writes``): ``@store:[namespace, key]``.
+STORE_PREFIX = "@store:"
+STORE_LOCK = threading.Lock()  # guards ``StateMemory.store``
+
 # ``runtime.context`` (what the invocation was given with ``context=``), recorded once,
 # when first seen, under a key no state key can have.
 CONTEXT_KEY = "@runtime.context"
@@ -48,7 +53,7 @@ class StateMemory:
     what the writer last stored (the hash), the hashes whose value is stored, and
     the keys a tool's ``Command(update=...)`` wrote that have not been seen yet."""
 
-    __slots__ = ("cmd", "context", "ended", "entries", "hashes", "objs", "stored")
+    __slots__ = ("cmd", "context", "ended", "entries", "hashes", "objs", "store", "stored")
 
     def __init__(self) -> None:
         self.objs: dict[str, Any] = {}  # caller side
@@ -60,6 +65,9 @@ class StateMemory:
         # writer side: id of a mapping's entry -> (the entry, its hash, its text's size):
         # an entry met again in the next version (the same object) is not serialised again
         self.entries: dict[int, tuple[Any, str, int]] = {}
+        # caller side: writes to the LangGraph store not recorded yet (tracer.store_writes):
+        # (key, value or None, by, tool_call_id)
+        self.store: list[tuple[str, Any, str | None, str | None]] = []
 
 
 class StateRecord(NamedTuple):
@@ -88,6 +96,8 @@ def note_state(rec: Any, run: Any, seq: int, state: Any, *, by: str | None = Non
     holds every key, so a key seen before and missing now has left the state.
     ``runtime``: the hook's, whose ``context`` is recorded the first time."""
     mem = run.state
+    if mem is not None and mem.store:
+        note_store_writes(rec, run, seq)
     if runtime is not None and (mem is None or not mem.context):
         context = getattr(runtime, "context", None)
         if context is not None:
@@ -117,6 +127,26 @@ def note_state(rec: Any, run: Any, seq: int, state: Any, *, by: str | None = Non
             put(StateRecord(run.id, mem, seq, key, GONE, by, mem.cmd.pop(key, None) or lone))
     if mem.ended:
         mem.ended = []
+
+
+def note_store_writes(rec: Any, run: Any, seq: int, tool_call_id: str | None = None) -> None:
+    """Record the store writes of ``run`` not recorded yet (all of them, or those made
+    inside tool call ``tool_call_id``) at event ``seq``."""
+    mem = run.state
+    if mem is None or not mem.store:
+        return
+    with STORE_LOCK:  # (a tool's thread may be adding one)
+        pending = mem.store
+        if tool_call_id is None:
+            mine = pending
+            mem.store = []
+        else:
+            mine = [w for w in pending if w[3] == tool_call_id]
+            if mine:
+                mem.store = [w for w in pending if w[3] != tool_call_id]
+    for key, value, by, tcid in mine:
+        rec.writer.put(StateRecord(run.id, mem, seq, key, GONE if value is None else value,
+                                   by, tcid))
 
 
 def note_tool_end(run: Any, tool_call_id: str | None, result: Any) -> None:
@@ -196,8 +226,8 @@ def state_rows(it: StateRecord, red: Any) -> tuple[tuple[Any, ...] | None,
         h = value_hash(text)
         if mem.hashes.get(it.key, GONE) != h:
             _stored(mem, it.run_id, text, values)
-    if mem.hashes.get(it.key, GONE) == h:
-        return None, values
+    if mem.hashes.get(it.key, GONE) == h and not it.key.startswith(STORE_PREFIX):
+        return None, values  # (a store write is recorded even when it changes nothing)
     mem.hashes[it.key] = h
     return (it.run_id, it.seq, it.key, h, it.by, it.tool_call_id), values
 

@@ -19,6 +19,7 @@ from ..compare_pane import (
     render_divergence,
     render_every_difference,
     render_side,
+    render_state_values,
     run_diff,
     run_label,
     step_at,
@@ -134,6 +135,7 @@ def _summary(d: RunDiff) -> None:
         st.warning(f"The runs behave differently. First divergence, in lap {first.lap}:",
                    icon=":material/call_split:")
         render_divergence(first)
+        render_state_values(d, first)
     elif d.same_behaviour and d.setup:
         st.success("Same behaviour: the same hooks, tool calls, arguments, answers and "
                    "status.", icon=":material/check:")

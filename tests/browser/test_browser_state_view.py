@@ -83,13 +83,32 @@ def _check_plan_and_files(r: Replayer, rp: Replay) -> None:
     assert "todos" in got["changed"]
     assert any("call-ws-plan" in b and "tools" in b for b in got["by"]), got["by"]
     assert got["todos"] == ["in_progress", "pending"]
+    assert r.part("li.lt-todo").evaluate_all(
+        "es => es.map(e => e.getAttribute('data-change'))") == ["added", "added"]
     # the file written by call-ws-write, marked in the tree
     i = _step_of(rp, "files", 1)
     got = _go(r, i)
     assert got["files"] == ["/notes.md"] and got["written"] == ["/notes.md"]
     assert any("call-ws-write" in b for b in got["by"])
+    # a new file opens on its diff: every line added
+    new = r.part('li.lt-file[data-path="/notes.md"] pre.lt-diff')
+    assert new.locator("span.lt-add").all_text_contents() == ["+Q3 revenue: 12", "+Q3 cost: 7"]
     # one step later the file is there, not written again
     assert _go(r, i + 1)["written"] == []
+    # the edit (call-ws-edit): the file opens on the line removed and the line added
+    got = _go(r, _step_of(rp, "files", 2))
+    assert got["written"] == ["/notes.md"]
+    diff = r.part('li.lt-file[data-path="/notes.md"] pre.lt-diff')
+    assert diff.locator("span.lt-del").all_text_contents() == ["-Q3 revenue: 12"]
+    assert diff.locator("span.lt-add").all_text_contents() == ["+Q3 revenue: 13"]
+    assert diff.locator("span.lt-dl:not(.lt-add):not(.lt-del):not(.lt-hunk)"
+                        ).all_text_contents() == [" Q3 cost: 7"]
+    # the plan completed (call-ws-done): each item marked with the status it had
+    _go(r, _step_of(rp, "todos", 1))
+    todos = r.part("li.lt-todo")
+    assert todos.evaluate_all("es => es.map(e => e.getAttribute('data-change'))") == [
+        "status", "status"]
+    assert r.part("li.lt-todo .lt-todo-change").all_text_contents() == ["was doing", "was to do"]
     # the end: the plan completed; the file opens with its text
     assert _go(r, len(rp.steps) - 1)["todos"] == ["completed", "completed"]
     r.part('li.lt-file[data-path="/notes.md"] summary').click()

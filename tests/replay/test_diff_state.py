@@ -127,3 +127,31 @@ def test_parallel_calls_ending_in_another_order_hold_the_same_state(tmp_path):
     d = diff_runs(ra, rc)
     assert [x.kind for x in d.differences] == ["state"], format_text(d)
     assert "state key second" in d.differences[0].description
+
+
+def test_the_compare_page_shows_the_state_key_and_its_two_values(tmp_path, monkeypatch):
+    """The Compare page says the first divergence is a state key and shows that key's
+    value in each run side by side, with the diff of the two (AppTest, real runs)."""
+    from app_kit import app_test
+
+    db = tmp_path / "c.db"
+    a = _record(db, "a", "the meeting is at 10")
+    b = _record(db, "b", "the meeting is at <b>11</b>")
+    monkeypatch.setenv("LOOPTRACE_DB", str(db))
+    at = app_test("compare", a=a, b=b)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("First divergence" in w.value for w in at.warning)
+    texts = [t.value for t in at.text]
+    assert ("The runs part in their state, not in their messages: the key notes differs. "
+            "Its value in each run at that step:") in texts
+    assert "A: notes" in texts and "B: notes" in texts
+    # A's value, then B's (in the page's order: A's column first)
+    assert [c.value for c in at.code if c.language == "json"] == [
+        '[\n "the meeting is at 10"\n]', '[\n "the meeting is at <b>11</b>"\n]']
+    diffs = [c.value for c in at.code if c.language == "diff"]
+    assert any('- "the meeting is at 10"' in x and '+ "the meeting is at <b>11</b>"' in x
+               for x in diffs), diffs
+    # the markup is text (code), never markdown
+    assert not any("<b>" in m.value for m in at.markdown)
+

@@ -36,8 +36,11 @@
    .lt-msg[data-position][data-key] (current, error, omitted), .lt-call
    [data-call-id] (pending); the State view [data-testid="lt-state"] (hidden for a
    run with no state beyond messages; root data-state-keys) with .lt-state-key
-   [data-key] (changed) and .lt-state-by, todos li.lt-todo[data-status], files
-   li.lt-file[data-path] (written). */
+   [data-key] (changed) and .lt-state-by, todos li.lt-todo[data-status] (changed,
+   data-change added|status|removed), files li.lt-file[data-path] (written: opened on
+   pre.lt-diff[data-added][data-removed] with span.lt-dl.lt-add / .lt-del / .lt-hunk),
+   the LangGraph store's items (root data-store-items) .lt-state-key[data-key="store"]
+   li.lt-store-item[data-ns][data-item] (written). */
 
 function createReplayer(host, options) {
   "use strict";
@@ -476,36 +479,136 @@ function createReplayer(host, options) {
     return { now, before, changed };
   }
 
-  const STATUS_MARK = { completed: "done", in_progress: "doing", pending: "to do" };
-  function todosEl(v) {
-    const ul = h("ul", "lt-todos");
-    for (const t of v.slice(0, 200)) {
-      const st = t && typeof t === "object" ? String(t.status || "") : "";
-      const li = h("li", "lt-todo", null, { "data-status": st });
-      li.appendChild(h("span", "lt-check", null, { "aria-hidden": "true" }));
-      li.appendChild(h("span", "lt-todo-text", t && typeof t === "object" ? t.content : t));
-      li.appendChild(h("span", "lt-tag lt-todo-status", STATUS_MARK[st] || st));
-      ul.appendChild(li);
+  // A line diff of two texts (a longest common subsequence, after the common head and
+  // tail): [[" " | "-" | "+", line]]. Past 4M cells the middle is shown as replaced.
+  function linesOf(t) {
+    if (t == null) return [];
+    const x = String(t);
+    return (x.endsWith("\n") ? x.slice(0, -1) : x).split("\n");  // (a last newline ends a line)
+  }
+  function lineDiff(a, b) {
+    const A = linesOf(a), B = linesOf(b);
+    let p = 0;
+    while (p < A.length && p < B.length && A[p] === B[p]) p++;
+    let q = 0;
+    while (q < A.length - p && q < B.length - p && A[A.length - 1 - q] === B[B.length - 1 - q]) q++;
+    const a2 = A.slice(p, A.length - q), b2 = B.slice(p, B.length - q);
+    const n = a2.length, m = b2.length;
+    let mid = [];
+    if (n * m > 4e6) {
+      mid = a2.map((x) => ["-", x]).concat(b2.map((x) => ["+", x]));
+    } else {
+      const L = new Uint32Array((n + 1) * (m + 1)), w = m + 1;
+      for (let i = n - 1; i >= 0; i--) for (let j = m - 1; j >= 0; j--)
+        L[i * w + j] = a2[i] === b2[j] ? L[(i + 1) * w + j + 1] + 1 : Math.max(L[(i + 1) * w + j], L[i * w + j + 1]);
+      let i = 0, j = 0;
+      while (i < n || j < m) {
+        if (i < n && j < m && a2[i] === b2[j]) { mid.push([" ", a2[i]]); i++; j++; }
+        else if (i < n && (j >= m || L[(i + 1) * w + j] >= L[i * w + j + 1])) { mid.push(["-", a2[i]]); i++; }
+        else { mid.push(["+", b2[j]]); j++; }
+      }
     }
+    return A.slice(0, p).map((x) => [" ", x]).concat(mid, A.slice(A.length - q).map((x) => [" ", x]));
+  }
+  // The unified diff of ``before`` (null: a new text, every line added) and ``after``
+  // (null: removed), as text only: pre.lt-diff (data-added, data-removed) with a line
+  // span.lt-dl per line (.lt-add, .lt-del, .lt-hunk for "@@ -a,b +c,d @@").
+  function diffEl(before, after) {
+    const ops = after == null ? linesOf(before).map((x) => ["-", x])
+      : (before == null ? linesOf(after).map((x) => ["+", x]) : lineDiff(before, after));
+    const CTX = 3, show = new Uint8Array(ops.length);
+    ops.forEach((o, k) => { if (o[0] !== " ") for (let d = -CTX; d <= CTX; d++) if (ops[k + d]) show[k + d] = 1; });
+    let added = 0, removed = 0;
+    const pre = h("pre", "lt-diff");
+    let ol = 1, nl = 1, k = 0, lines = 0;
+    while (k < ops.length) {
+      if (!show[k]) { if (ops[k][0] !== "+") ol++; if (ops[k][0] !== "-") nl++; k++; continue; }
+      let e = k;
+      while (e < ops.length && show[e]) e++;
+      const hunk = ops.slice(k, e);
+      const oc = hunk.filter((o) => o[0] !== "+").length, nc = hunk.filter((o) => o[0] !== "-").length;
+      pre.appendChild(h("span", "lt-dl lt-hunk", "@@ -" + (oc ? ol : ol - 1) + "," + oc + " +" + (nc ? nl : nl - 1) + "," + nc + " @@"));
+      for (const [op, line] of hunk) {
+        if (lines++ < 2000) pre.appendChild(h("span", "lt-dl" + (op === "+" ? " lt-add" : op === "-" ? " lt-del" : ""), op + line));
+        if (op === "+") added++; else if (op === "-") removed++;
+        if (op !== "+") ol++;
+        if (op !== "-") nl++;
+      }
+      k = e;
+    }
+    if (lines > 2000) pre.appendChild(h("span", "lt-dl lt-muted", "... " + (lines - 2000) + " more lines"));
+    pre.setAttribute("data-added", String(added));
+    pre.setAttribute("data-removed", String(removed));
+    return pre;
+  }
+
+  const STATUS_MARK = { completed: "done", in_progress: "doing", pending: "to do" };
+  function todoText(t) { return t && typeof t === "object" ? String(t.content) : String(t); }
+  function todoStatus(t) { return t && typeof t === "object" ? String(t.status || "") : ""; }
+  // The plan as a checklist; with ``prev`` (the plan at the step before) each item
+  // added, whose status changed, or removed at this step is marked (data-change).
+  function todosEl(v, prev) {
+    const ul = h("ul", "lt-todos");
+    const was = new Map();
+    if (Array.isArray(prev)) for (const t of prev) was.set(todoText(t), todoStatus(t));
+    const item = (t, change) => {
+      const st = todoStatus(t);
+      const li = h("li", "lt-todo" + (change ? " changed" : ""), null, { "data-status": st });
+      if (change) li.setAttribute("data-change", change);
+      li.appendChild(h("span", "lt-check", null, { "aria-hidden": "true" }));
+      li.appendChild(h("span", "lt-todo-text", todoText(t)));
+      li.appendChild(h("span", "lt-tag lt-todo-status", STATUS_MARK[st] || st));
+      if (change === "status") li.appendChild(h("span", "lt-tag lt-todo-change", "was " + (STATUS_MARK[was.get(todoText(t))] || was.get(todoText(t)) || "?")));
+      else if (change) li.appendChild(h("span", "lt-tag lt-todo-change", change));
+      return li;
+    };
+    const now = new Set();
+    for (const t of v.slice(0, 200)) {
+      now.add(todoText(t));
+      const change = !Array.isArray(prev) ? "" : !was.has(todoText(t)) ? "added"
+        : was.get(todoText(t)) !== todoStatus(t) ? "status" : "";
+      ul.appendChild(item(t, change));
+    }
+    if (Array.isArray(prev)) for (const t of prev) if (!now.has(todoText(t))) ul.appendChild(item(t, "removed"));
     return ul;
   }
   function fileText(f) {
-    const c = f && typeof f === "object" ? f.content : f;
+    const c = f && typeof f === "object" && !Array.isArray(f) ? f.content : f;
     return Array.isArray(c) ? c.join("\n") : (typeof c === "string" ? c : JSON.stringify(c, null, 1));
   }
+  // One file (or store item): written at this step, it opens with its diff against the
+  // version before (a new one: every line added; a deleted one: every line removed).
+  function fileEl(cls, name, attrs, v, pv, had, gone, who) {
+    const changed = gone || !had || JSON.stringify(pv) !== JSON.stringify(v);
+    const li = h("li", cls + (changed ? " written" : ""), null, attrs);
+    const d = h("details", "", null, changed ? { open: "" } : {});
+    const sum = h("summary", "", null);
+    sum.appendChild(h("span", "lt-name", name));
+    if (changed) sum.appendChild(h("span", "lt-tag lt-written", gone ? "deleted here" : had ? "changed here" : "written here"));
+    if (changed && who) sum.appendChild(h("span", "lt-tag lt-state-by", who));
+    d.appendChild(sum);
+    if (changed) {
+      d.appendChild(diffEl(had ? fileText(pv) : null, gone ? null : fileText(v)));
+      if (!gone && had) {
+        const whole = h("details", "lt-whole");
+        whole.appendChild(h("summary", "", "whole text"));
+        whole.appendChild(h("pre", "lt-text", fileText(v)));
+        d.appendChild(whole);
+      }
+    } else d.appendChild(h("pre", "lt-text", fileText(v)));
+    li.appendChild(d);
+    return li;
+  }
+  // (``prev``: the files at the step before; null: all of them new here)
   function filesEl(v, prev) {
     const ul = h("ul", "lt-files");
     for (const path of Object.keys(v).sort()) {
-      const written = !prev || JSON.stringify(prev[path]) !== JSON.stringify(v[path]);
-      const li = h("li", "lt-file" + (written ? " written" : ""), null, { "data-path": path });
-      const d = h("details");
-      const sum = h("summary", "", null);
-      sum.appendChild(h("span", "lt-name", path));
-      if (written) sum.appendChild(h("span", "lt-tag lt-written", prev && path in prev ? "changed here" : "written here"));
-      d.appendChild(sum);
-      d.appendChild(h("pre", "lt-text", fileText(v[path])));
-      li.appendChild(d);
-      ul.appendChild(li);
+      const had = !!prev && typeof prev === "object" && path in prev;
+      ul.appendChild(fileEl("lt-file", path, { "data-path": path }, v[path], had ? prev[path] : null,
+        had, false, ""));
+    }
+    if (prev && typeof prev === "object") for (const path of Object.keys(prev).sort()) {
+      if (!(path in v)) ul.appendChild(fileEl("lt-file", path, { "data-path": path }, null, prev[path], true, true, ""));
     }
     return ul;
   }
@@ -523,36 +626,73 @@ function createReplayer(host, options) {
     if (entries.length > 200) ul.appendChild(h("li", "lt-muted", "... " + (entries.length - 200) + " more"));
     return ul;
   }
+  function whoChanged(c, verb) {
+    return (c.gone ? "removed by " : verb + " by ") + (c.by || "a hook before this step") +
+      (c.tc ? " (tool call " + c.tc + ")" : "");
+  }
+  // The writes to the LangGraph store (keys "@store:[namespace, key]"): one "store"
+  // branch, an item per key, those written at this step marked and opened on a diff.
+  const STORE = "@store:";
+  function storeName(key) {
+    try { const [ns, k] = JSON.parse(key.slice(STORE.length)); return [ns.join("/"), String(k)]; }
+    catch (e) { return ["", key.slice(STORE.length)]; }
+  }
+  function storeEl(keys, S, at) {
+    const { now, before, changed } = at;
+    const e = h("div", "lt-state-key lt-store", null, { "data-key": "store" });
+    const head = h("div", "lt-state-head");
+    head.appendChild(h("span", "lt-name", "store"));
+    const n = keys.filter((k) => changed.has(k)).length;
+    if (n) { e.classList.add("changed"); head.appendChild(h("span", "lt-tag lt-state-by", n + " written here")); }
+    e.appendChild(head);
+    const ul = h("ul", "lt-files lt-store-items");
+    for (const key of keys) {
+      const [ns, item] = storeName(key), c = changed.get(key);
+      const had = before.has(key), v = now.has(key) ? S.values[now.get(key)] : null;
+      const pv = had ? S.values[before.get(key)] : null;
+      const attrs = { "data-ns": ns, "data-item": item };
+      if (!c) {
+        if (now.has(key)) ul.appendChild(fileEl("lt-store-item", ns + ": " + item, attrs, v, v, true, false, ""));
+        continue;
+      }
+      // (a write of the value it held is a write: marked, with an empty diff)
+      const li = fileEl("lt-store-item", ns + ": " + item, attrs, v, pv, had, c.gone, whoChanged(c, "written"));
+      li.classList.add("written");
+      ul.appendChild(li);
+    }
+    e.appendChild(ul);
+    return e;
+  }
   function drawState(i) {
     if (!ui.state) return;
     const S = R && R.state, at = stateAt(i);
     if (!S || !at) { ui.state.setAttribute("hidden", ""); root.setAttribute("data-state-keys", "0"); return; }
     ui.state.removeAttribute("hidden");
     const { now, before, changed } = at;
-    const keys = [...new Set([...now.keys(), ...changed.keys()])].sort();
+    const all = [...new Set([...now.keys(), ...changed.keys()])].sort();
+    const keys = all.filter((k) => !k.startsWith(STORE)), stored = all.filter((k) => k.startsWith(STORE));
     const els = [];
     for (const key of keys) {
       const c = changed.get(key);
       const e = h("div", "lt-state-key" + (c ? " changed" : ""), null, { "data-key": key });
       const head = h("div", "lt-state-head");
       head.appendChild(h("span", "lt-name", key));
-      if (c) {
-        const who = (c.gone ? "removed by " : "changed by ") + (c.by || "a hook before this step") +
-          (c.tc ? " (tool call " + c.tc + ")" : "");
-        head.appendChild(h("span", "lt-tag lt-state-by", who));
-      }
+      if (c) head.appendChild(h("span", "lt-tag lt-state-by", whoChanged(c, "changed")));
       e.appendChild(head);
+      const pv = before.has(key) ? S.values[before.get(key)] : null;
       if (now.has(key)) {
         const v = S.values[now.get(key)];
-        const pv = before.has(key) ? S.values[before.get(key)] : null;
-        e.appendChild(key === "todos" && Array.isArray(v) ? todosEl(v)
-          : key === "files" && v && typeof v === "object" && !Array.isArray(v) ? filesEl(v, pv)
+        e.appendChild(key === "todos" && Array.isArray(v) ? todosEl(v, c ? (Array.isArray(pv) ? pv : []) : null)
+          : key === "files" && v && typeof v === "object" && !Array.isArray(v) ? filesEl(v, c ? pv : v)
+          : c && typeof v === "string" ? diffEl(typeof pv === "string" ? pv : null, v)
           : treeEl(v, 0));
-      }
+      } else if (c && typeof pv === "string") e.appendChild(diffEl(pv, null));
       els.push(e);
     }
+    if (stored.length) els.push(storeEl(stored, S, at));
     ui.stateBody.replaceChildren(...els);
-    root.setAttribute("data-state-keys", String(now.size));
+    root.setAttribute("data-state-keys", String(keys.filter((k) => now.has(k)).length));
+    root.setAttribute("data-store-items", String(stored.filter((k) => now.has(k)).length));
   }
 
   // Messages the host asks to highlight at one step (a finding's messages).

@@ -13,6 +13,10 @@ output, custom keys), which keys changed at that step, and who changed them:
   changed at it as ``[key, value index]``), so a window of a large run starts from
   what it needs, not from the run's first step.
 
+The writes the run made to the LangGraph store (``tracer.store_writes``) come as the
+keys ``@store:[namespace, key]`` (the replayer draws them as a "store" branch); the
+other ``@`` keys (``runtime.context``) are not sent.
+
 None for a run with no state beyond messages (nothing is added to its JSON).
 """
 
@@ -21,6 +25,11 @@ from __future__ import annotations
 from typing import Any
 
 from ..replay import Replay
+from ..state_read import STORE_PREFIX
+
+
+def _hidden(key: str) -> bool:
+    return key.startswith("@") and not key.startswith(STORE_PREFIX)
 
 
 def state_json(rp: Replay, span: range) -> dict[str, Any] | None:
@@ -48,19 +57,19 @@ def state_json(rp: Replay, span: range) -> dict[str, Any] | None:
             changed = {v.key for v in log.changed_at(seq)}
             row: list[Any] = [["*"]]
             for key, v in whole.items():
-                if key.startswith("@"):
+                if _hidden(key):
                     continue
                 # ([key, value]: held, not changed here; four entries: changed here)
                 row.append([key, vi(v.hash), v.by, v.tool_call_id] if key in changed
                            else [key, vi(v.hash)])
             # (a key that left the state at this very step: shown as changed)
             row += [[v.key, -1, v.by, v.tool_call_id] for v in log.changed_at(seq)
-                    if v.hash is None and not v.key.startswith("@")]
+                    if v.hash is None and not _hidden(v.key)]
             steps.append(row)
         else:
             latest: dict[str, Any] = {}
             for v in log.between(prev_seq, seq) if seq > prev_seq else ():
-                if not v.key.startswith("@"):
+                if not _hidden(v.key):
                     latest[v.key] = v
             steps.append([[k, vi(v.hash), v.by, v.tool_call_id] for k, v in latest.items()]
                          or 0)
