@@ -113,16 +113,17 @@ def render_state_values(d: RunDiff, x: Divergence) -> None:
     its aligned step, side by side (the diff of the two is ``x.detail``, above)."""
     if x.kind != "state" or not x.key:
         return
-    st.text(f"The runs part in their state, not in their messages: the key {x.key} "
+    label = data.key_label(x.key)
+    st.text(f"The runs part in their state, not in their messages: the {label} "
             "differs. Its value in each run at that step:")
     cols = st.columns(2, gap="medium")
     for col, tag, rp, idx in ((cols[0], "A", d.a, x.step_a), (cols[1], "B", d.b, x.step_b)):
         with col, st.container(key=f"cmp_state_{tag}"):
-            values = rp.values_at(rp.steps[idx].event.seq) if idx is not None else {}
+            values = rp.run.state.compared_at(rp.steps[idx].event.seq) if idx is not None else {}
             if x.key not in values:
-                st.text(f"{tag}: {x.key} is not set")
+                st.text(f"{tag}: the {label} is not set")
                 continue
-            st.text(f"{tag}: {x.key}")
+            st.text(f"{tag}: the {label}")
             st.code(json.dumps(values[x.key], indent=1, ensure_ascii=False, sort_keys=True,
                                default=str), language="json", wrap_lines=True)
 

@@ -49,6 +49,7 @@ if TYPE_CHECKING:  # (imported on first use: ``EXPORTS``; listed here for the ty
     from tracer.records import MODEL_HOOKS, TOOL_HOOKS
     from tracer.replay import plural
     from tracer.replayer import KIND_LETTER, STEP_MS, kinds, replay_json, script, style
+    from tracer.state_read import key_label
     from tracer.tool_life import signature_note, tool_life
     from tracer.wire.annotate import annotated_text, earlier_turns
     from tracer.wire.providers import PROVIDERS
@@ -122,6 +123,7 @@ __all__ = [
     "forks_of",
     "health",
     "health_badge",
+    "key_label",
     "kinds",
     "load_replay",
     "load_run",
@@ -167,6 +169,7 @@ EXPORTS: dict[str, str] = {
     "plural": "tracer.replay",
     **dict.fromkeys(("KIND_LETTER", "STEP_MS", "kinds", "replay_json", "script", "style"),
                     "tracer.replayer"),
+    "key_label": "tracer.state_read",
     **dict.fromkeys(("signature_note", "tool_life"), "tracer.tool_life"),
     **dict.fromkeys(("annotated_text", "earlier_turns"), "tracer.wire.annotate"),
     "PROVIDERS": "tracer.wire.providers",

@@ -31,6 +31,7 @@ from .loader import Message, Run, TraceDB, content_text
 from .payloads import tool_names
 from .records import MODEL_HOOKS, TOOL_HOOKS
 from .replay import Replay, Step, build_replay, plural
+from .state_read import STORE_PREFIX, key_label
 
 # Divergence kinds, in the order a reader thinks about them.
 KINDS: tuple[str, ...] = (
@@ -526,10 +527,10 @@ def _state_pair(ra: Replay, rb: Replay, seq_a: int, seq_b: int,
     else:
         keys = ({v.key for v in la.between(since[0], seq_a)}
                 | {v.key for v in lb.between(since[1], seq_b)})
-    keys = {k for k in keys if not k.startswith("@")}
+    keys = {k for k in keys if not k.startswith("@") or k.startswith(STORE_PREFIX)}
     if not keys:
         return []
-    va, vb = la.at(seq_a), lb.at(seq_b)
+    va, vb = la.compared_at(seq_a), lb.compared_at(seq_b)
     out: list[tuple[str, ...]] = []
     for key in sorted(keys):
         ta = _state_text(va[key]) if key in va else None
@@ -538,9 +539,9 @@ def _state_pair(ra: Replay, rb: Replay, seq_a: int, seq_b: int,
             continue
         if ta is None or tb is None:
             side = "A" if tb is None else "B"
-            desc = f"state key {key} is set in {side} only: {_short(ta or tb or '', 60)!r}"
+            desc = f"{key_label(key)} is set in {side} only: {_short(ta or tb or '', 60)!r}"
         else:
-            desc = (f"state key {key} is {_short(ta.replace(chr(10), ' '), 60)!r} in A but "
+            desc = (f"{key_label(key)} is {_short(ta.replace(chr(10), ' '), 60)!r} in A but "
                     f"{_short(tb.replace(chr(10), ' '), 60)!r} in B")
         detail = "\n".join(difflib.unified_diff((ta or "").splitlines(), (tb or "").splitlines(),
                                                 f"A {key}", f"B {key}", lineterm=""))

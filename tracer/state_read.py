@@ -29,6 +29,14 @@ def store_item(key: str) -> tuple[tuple[str, ...], str] | None:
         return None
 
 
+def key_label(key: str) -> str:
+    """A ``state`` key as a person reads it: a store item as ``store item ns/…:key``."""
+    item = store_item(key)
+    if item is None:
+        return f"state key {key}"
+    return f"store item {'/'.join(item[0])}:{item[1]}"
+
+
 @dataclass(frozen=True, slots=True)
 class StateVersion:
     """A key took this value at event ``seq`` (``hash`` None: it left the state)."""
@@ -94,6 +102,15 @@ class StateLog:
         """The state at event ``seq``: every key other than ``messages``."""
         return {k: self.value(v.hash) for k, v in self.versions_at(seq).items()
                 if not k.startswith("@")}
+
+    def compared_at(self, seq: int) -> dict[str, Any]:
+        """What ``diff`` compares at event ``seq``: every state key but ``messages``
+        (``at``) and every store item the run had written (by its ``@store:`` key)."""
+        out = self.at(seq)
+        for k, v in self.versions_at(seq).items():
+            if k.startswith(STORE_PREFIX):
+                out[k] = self.value(v.hash)
+        return out
 
     def store_at(self, seq: int) -> dict[tuple[tuple[str, ...], str], Any]:
         """What the run had written to the LangGraph store up to event ``seq``:

@@ -8,6 +8,7 @@ from typing import Annotated, Any, NotRequired
 
 from langchain.agents import create_agent
 from langchain.agents.middleware import AgentMiddleware, AgentState
+from langchain.tools import ToolRuntime
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import InjectedToolCallId, tool
 from langgraph.types import Command
@@ -143,9 +144,9 @@ def test_the_compare_page_shows_the_state_key_and_its_two_values(tmp_path, monke
     assert not at.exception, [e.value for e in at.exception]
     assert any("First divergence" in w.value for w in at.warning)
     texts = [t.value for t in at.text]
-    assert ("The runs part in their state, not in their messages: the key notes differs. "
-            "Its value in each run at that step:") in texts
-    assert "A: notes" in texts and "B: notes" in texts
+    assert ("The runs part in their state, not in their messages: the state key notes "
+            "differs. Its value in each run at that step:") in texts
+    assert "A: the state key notes" in texts and "B: the state key notes" in texts
     # A's value, then B's (in the page's order: A's column first)
     assert [c.value for c in at.code if c.language == "json"] == [
         '[\n "the meeting is at 10"\n]', '[\n "the meeting is at <b>11</b>"\n]']
@@ -155,3 +156,54 @@ def test_the_compare_page_shows_the_state_key_and_its_two_values(tmp_path, monke
     # the markup is text (code), never markdown
     assert not any("<b>" in m.value for m in at.markdown)
 
+
+
+def _record_store(db: Path, name: str, value: str) -> str:
+    """A tool that writes to the LangGraph store (the same words back to the model in
+    every run; the item it puts differs)."""
+    from langgraph.store.memory import InMemoryStore
+
+    @tool
+    def pin(place: str, runtime: ToolRuntime) -> str:
+        """Pin a place."""
+        runtime.store.put(("pins",), place, {"note": value})
+        return "pinned"
+
+    model = ScriptedChatModel(script=turn_script([
+        AIMessage("", id="a1", tool_calls=[call("pin", {"place": "oslo"}, "c1")]),
+        AIMessage("Pinned.", id="a2")]))
+    trace = TraceMiddleware(db=db, run_name=name)
+    agent = create_agent(model, [pin], middleware=[trace], store=InMemoryStore())
+    agent.invoke({"messages": [("user", "Pin Oslo.")]})
+    trace.flush()
+    with TraceDB(db) as tdb:
+        return next(r.id for r in tdb.runs() if r.name == name)
+
+
+def test_the_first_divergence_may_be_a_store_item(tmp_path, monkeypatch):
+    """A write to the LangGraph store is compared like a state key: two runs that put
+    other values part there (and Compare shows the item's two values)."""
+    from app_kit import app_test
+
+    db = tmp_path / "s.db"
+    a = _record_store(db, "a", "fjord view")
+    b = _record_store(db, "b", "harbour view")
+    same = _record_store(db, "same", "fjord view")
+    with TraceDB(db) as tdb:
+        ra, rb, rs = tdb.run(a), tdb.run(b), tdb.run(same)
+    d = diff_runs(ra, rb)
+    assert [x.kind for x in d.differences] == ["state"], format_text(d)
+    first = d.first_divergence
+    assert first is not None and ": store item pins:oslo is " in first.description, first
+
+    assert "fjord view" in first.detail and "harbour view" in first.detail
+    assert diff_runs(ra, rs).identical, format_text(diff_runs(ra, rs))
+
+    monkeypatch.setenv("LOOPTRACE_DB", str(db))
+    at = app_test("compare", a=a, b=b)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    texts = [t.value for t in at.text]
+    assert "A: the store item pins:oslo" in texts and "B: the store item pins:oslo" in texts
+    assert [c.value for c in at.code if c.language == "json"] == [
+        '{\n "note": "fjord view"\n}', '{\n "note": "harbour view"\n}']
