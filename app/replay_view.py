@@ -212,6 +212,13 @@ def _replayer(view: RunView, i: int, *, presenter: bool) -> None:
         live_ms=state.LIVE_MS if _running(view) else 0, presenter=presenter,
         markers=_markers(view), highlight=tuple(st.session_state.get(state.HIGHLIGHT) or ()),
         speed=float(st.session_state.get(state.SPEED) or 1.0), subagents=not presenter)
+    if not held:
+        # Each send of a run differs from the last (a count): Streamlit sends a large
+        # message it has sent before as a reference to the browser's copy, which the
+        # browser may have dropped ("Cached ForwardMsg MISS"): a window asked for again
+        # (End, a few steps, Home) then never arrived (tests/browser/test_browser_long_run.py).
+        sent = int(st.session_state.get(state.SENT) or 0) + 1
+        st.session_state[state.SENT] = data["sent"] = sent
     render_replayer(data, on_step=lambda: _on_step(view), on_speed=_on_speed,
                     on_open=lambda: _on_open(view), on_need=_on_need,
                     on_window=lambda: _on_window(view))

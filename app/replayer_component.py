@@ -119,9 +119,10 @@ export default function (component) {
 """
 
 # A run of more steps than WHOLE_STEPS goes to the browser a window of WINDOW_STEPS at a
-# time (5,000 steps are about 2.5 MB of JSON). LOOPTRACE_REPLAY_WINDOW=N sets the window
-# (and sends runs up to 2N whole).
-WINDOW_STEPS = max(50, int(os.environ.get("LOOPTRACE_REPLAY_WINDOW") or 10_000))
+# time (5,000 steps are about 2.5 MB of JSON; the first 1,000 of a 500-lap run 0.57 MB:
+# the first visit's server script, transfer and parse scale with it, issue 29).
+# LOOPTRACE_REPLAY_WINDOW=N sets the window (and sends runs up to 2N whole).
+WINDOW_STEPS = max(50, int(os.environ.get("LOOPTRACE_REPLAY_WINDOW") or 1_000))
 WHOLE_STEPS = 2 * WINDOW_STEPS
 
 

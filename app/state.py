@@ -35,6 +35,7 @@ GOTO = "lt_goto"  # counts the app's own moves of the step (the browser follows 
 SPEED = "lt_speed"  # the replayer's speed, kept for its next mount
 HELD = "lt_held"  # the version of the run the browser said it holds (not sent again)
 WINDOW = "lt_window"  # (run id, start, stop) of the window of a large run sent to the browser
+SENT = "lt_sent"  # how many times this session was sent a run (each send unique: see _replayer)
 STACK = "lt_stack"  # [(run id, step)] to return to from a subagent
 HIGHLIGHT = "lt_highlight"  # extra message keys to highlight (from a finding)
 SEEN = "lt_url_seen"  # the last few (run, step) URLs adopted or written

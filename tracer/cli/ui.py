@@ -16,6 +16,7 @@ from ..loader import TraceDB
 from ..terminal import safe_text
 
 ENV = "LOOPTRACE_TOKEN"  # (app/access.py reads it)
+LINK_ENV = "LOOPTRACE_UI_LINK"  # (app/serve.py prints it when the server listens)
 
 # The replay app's entry script: package data in an installed looptrace (the wheel holds
 # app/ as tracer/_app/), the repository's app/ in a checkout.
@@ -75,17 +76,19 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "agent", None):
         env["LOOPTRACE_AGENT"] = args.agent  # (tracer.fork_links.AGENT_ENV)
     env.pop(ENV, None)
+    env.pop(LINK_ENV, None)
     token = access(args)
     if token is not None:
         env[ENV] = token
         where = "localhost" if args.host in ("0.0.0.0", "::") else args.host
         link = f"http://{where}:{args.port}/?token={token}" if args.token else (
             f"http://{where}:{args.port}/ (the page asks for the password)")
-        print(safe_text(f"looptrace ui: {link}\nwarning: {WARNING}; anyone with the "
-                        "password sees them all, and plain HTTP carries them in clear text "
-                        "(use an SSH tunnel or --server.sslCertFile on an untrusted network)",
-                        keep_newlines=True),
+        print(safe_text(f"warning: {WARNING}; anyone with the password sees them all, and "
+                        "plain HTTP carries them in clear text (use an SSH tunnel or "
+                        "--server.sslCertFile on an untrusted network)"),
               file=sys.stderr, flush=True)
+        # (the server prints the link once it is warmed up and listening: app/serve.py)
+        env[LINK_ENV] = safe_text(f"looptrace ui: {link}")
     if args.db:
         TraceDB(args.db).close()  # fail here, clearly, for a bad file
         env["LOOPTRACE_DB"] = str(Path(args.db).resolve())
