@@ -2,12 +2,28 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from browser_support import ARTIFACTS, CHROMIUM_ARGS, chromium_path
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Import the provider SDKs once, in the main thread, before any test. AppTest runs
+    a page in a thread of its own, and the Wire page imports the adapters: a page left
+    running by a timed-out AppTest while a later test imports ``langchain_openai`` met
+    a half-initialised ``openai`` ("cannot import name ... partially initialized
+    module"), an error no user can meet (``looptrace ui`` imports them before it
+    listens: ``app/serve.py``)."""
+    for mod in ("openai", "anthropic", "ollama", "langchain_openai", "langchain_anthropic",
+                "langchain_ollama"):
+        try:
+            importlib.import_module(mod)
+        except ImportError:
+            continue
 
 
 @pytest.fixture
