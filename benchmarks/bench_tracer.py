@@ -53,6 +53,8 @@ from langchain_core.tools import tool
 
 from tracer import TraceMiddleware
 from tracer.demo.models import ScriptedChatModel, call, turn_script
+from tracer.middleware import _TraceBase
+from tracer.watch import _LIVE as _WATCHED
 
 
 @tool
@@ -127,14 +129,25 @@ class Variant:
         self.check = check
         self.wall: list[float] = []
         self.cpu: list[float] = []
+        self.looptrace = isinstance(trace, _TraceBase)
 
     def run_once(self, question: str, flush: bool = True) -> None:
         if self.setup:
             self.setup()
         config = self.config() if callable(self.config) else None
+        # looptrace's invocation watcher (``tracer.watch``) is in every callback manager
+        # while a TraceMiddleware is alive: a cost of looptrace, not of the floor or a
+        # peer, so it is switched off around their runs.
+        live = None if self.looptrace else set(_WATCHED)
+        if live:
+            _WATCHED.clear()
         c0 = time.process_time()
         w0 = time.perf_counter()
-        self.agent.invoke({"messages": [("user", question)]}, config=config)
+        try:
+            self.agent.invoke({"messages": [("user", question)]}, config=config)
+        finally:
+            if live:
+                _WATCHED.update(live)
         w1 = time.perf_counter()
         if self.trace is not None and flush:
             self.trace.flush()  # the writer's work is part of the cost
