@@ -53,6 +53,8 @@ from langchain_core.tools import tool
 
 from tracer import TraceMiddleware
 from tracer.demo.models import ScriptedChatModel, call, turn_script
+from tracer.middleware import _TraceBase
+from tracer.watch import _LIVE as _WATCHED
 
 
 @tool
@@ -127,14 +129,25 @@ class Variant:
         self.check = check
         self.wall: list[float] = []
         self.cpu: list[float] = []
+        self.looptrace = isinstance(trace, _TraceBase)
 
     def run_once(self, question: str, flush: bool = True) -> None:
         if self.setup:
             self.setup()
         config = self.config() if callable(self.config) else None
+        # looptrace's invocation watcher (``tracer.watch``) is in every callback manager
+        # while a TraceMiddleware is alive: a cost of looptrace, not of the floor or a
+        # peer, so it is switched off around their runs.
+        live = None if self.looptrace else set(_WATCHED)
+        if live:
+            _WATCHED.clear()
         c0 = time.process_time()
         w0 = time.perf_counter()
-        self.agent.invoke({"messages": [("user", question)]}, config=config)
+        try:
+            self.agent.invoke({"messages": [("user", question)]}, config=config)
+        finally:
+            if live:
+                _WATCHED.update(live)
         w1 = time.perf_counter()
         if self.trace is not None and flush:
             self.trace.flush()  # the writer's work is part of the cost
@@ -443,6 +456,8 @@ def main() -> None:
                     help="looptrace, lean and the peers (LangSmith, Langfuse, OpenInference,"
                          " each exporting to a local sink or in memory) beside the floor:"
                          " 1 lap and 10x3, interleaved and back to back, in one run")
+    ap.add_argument("--scenario", choices=("1x1", "10x3"), default=None,
+                    help="only this scenario (1 lap x 1 tool call, or 10 laps x 3)")
     ap.add_argument("--layers", action="store_true",
                     help="only the cost of trace.around (a probe in each of 4 wrap layers)")
     args = ap.parse_args()
@@ -453,14 +468,14 @@ def main() -> None:
             peers(args, tmp)
             return
         if args.layers:
-            for laps, width, runs in ((1, 1, 300), (10, 3, 40)):
+            for laps, width, runs in _scenarios(args, ((1, 1, 300), (10, 3, 40))):
                 n = args.runs or (5 if args.quick else runs)
                 title = f"\n== {laps} lap(s) x {width}, 4 wrap layers: {n} runs per variant =="
                 variants = bench(laps, width, n, 2 if args.quick else 5, tmp,
                                  build_layer_variants)
                 print(table(title, variants[:1] + variants[1:]), flush=True)
             return
-        for laps, width, runs in ((1, 1, 300), (10, 3, 40)):
+        for laps, width, runs in _scenarios(args, ((1, 1, 300), (10, 3, 40))):
             n = args.runs or (5 if args.quick else runs)
             how = "back to back" if args.back_to_back else "interleaved"
             title = (f"\n== {laps} lap{'s' if laps > 1 else ''} x {width} tool call"
@@ -469,6 +484,11 @@ def main() -> None:
         rows_bytes, file_bytes = storage_10x3(tmp)
         print(f"\nstorage of one 10x3 run: {rows_bytes} bytes of row data; "
               f"a VACUUMed file grows by {file_bytes} bytes (target < 40 KB)")
+
+
+def _scenarios(args: Any, all_: tuple[tuple[int, int, int], ...]
+               ) -> list[tuple[int, int, int]]:
+    return [s for s in all_ if args.scenario in (None, f"{s[0]}x{s[1]}")]
 
 
 def _load() -> str:
@@ -486,7 +506,7 @@ def peers(args: Any, tmp: Path) -> None:
     try:
         for order in (False, True):
             BACK_TO_BACK[0] = order
-            for laps, width, runs in ((1, 1, 120), (10, 3, 20)):
+            for laps, width, runs in _scenarios(args, ((1, 1, 120), (10, 3, 20))):
                 n = args.runs or (4 if args.quick else runs)
                 how = "back to back" if order else "interleaved"
                 before = _load()

@@ -1,6 +1,6 @@
 """Benchmark: the writer's cost per row, against SQLite's own.  (Not a pytest test.)
 
-    uv run python benchmarks/bench_writer.py [--runs 300] [--profile]
+    uv run python benchmarks/bench_writer.py [--runs 300] [--profile] [--split]
 
 Records ``--runs`` one-lap runs of a real ``create_agent`` (scripted model) and keeps
 the records the tracer puts on its writer's queue instead of writing them; then, on
@@ -10,6 +10,12 @@ redacting, the deferred bookkeeping) and committing them, with one commit per ru
 committed together (the writer's group commit), beside SQLite's own ``executemany``
 of the same rows into the same schema (WAL, ``synchronous=NORMAL``). Microseconds per
 row (an event or a message). ``--profile`` prints where the building time goes.
+
+``--split`` instead runs the floor (six no-op hooks) and looptrace one after the other,
+``--runs`` times, each looptrace run flushed (as ``bench_tracer.py`` interleaves them),
+and splits looptrace's CPU per run: the process's, the agent's thread (the tool call
+runs on a pool thread, not counted there), the writer thread's, and within the writer
+what building the rows and committing them (SQLite) take. Medians except where said.
 """
 
 from __future__ import annotations
@@ -28,12 +34,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # the test kits
 
-from bench_tracer import get_price, scripted
+from bench_tracer import DoNothing, get_price, scripted
 from langchain.agents import create_agent
 
 from tracer import TraceMiddleware
 from tracer.schema import connect
 from tracer.store import _EVENT_SQL, _MESSAGE_SQL, Writer, _Rows
+from tracer.watch import _LIVE as _WATCHED
 
 
 def records(runs: int, db: Path) -> tuple[Writer, list[list[Any]]]:
@@ -54,11 +61,73 @@ def records(runs: int, db: Path) -> tuple[Writer, list[list[Any]]]:
     return writer, per_run
 
 
+def split(runs: int, tmp: Path) -> None:
+    """Where looptrace's CPU goes in a 1-lap run (see the module docstring)."""
+    import statistics
+
+    spent = {"build": 0.0, "commit": 0.0}
+
+    def timed(name: str, fn: Any) -> Any:
+        def wrapper(*a: Any, **k: Any) -> Any:
+            t = time.thread_time()
+            try:
+                return fn(*a, **k)
+            finally:
+                spent[name] += time.thread_time() - t
+        return wrapper
+
+    Writer._build = timed("build", Writer._build)  # type: ignore[method-assign]
+    Writer._commit = timed("commit", Writer._commit)  # type: ignore[method-assign]
+    trace = TraceMiddleware(db=tmp / "split.db")
+    floor = create_agent(scripted(1, 1), tools=[get_price], middleware=[DoNothing()])
+    agent = create_agent(scripted(1, 1), tools=[get_price], middleware=[trace])
+    for i in range(20):
+        floor.invoke({"messages": [("user", f"warm-up {i}")]})
+        agent.invoke({"messages": [("user", f"warm-up {i}")]})
+        trace.flush()
+    thread = trace.recorder.writer._thread
+    assert thread is not None and thread.ident is not None
+    clock = time.pthread_getcpuclockid(thread.ident)
+    spent.update(build=0.0, commit=0.0)
+    got: dict[str, list[float]] = {k: [] for k in ("fp", "ft", "lp", "lt", "w")}
+    for i in range(runs):
+        live = set(_WATCHED)  # (the floor without looptrace's watcher: bench_tracer.py)
+        _WATCHED.clear()
+        p0, t0 = time.process_time(), time.thread_time()
+        floor.invoke({"messages": [("user", f"question {i}")]})
+        got["ft"].append(time.thread_time() - t0)
+        got["fp"].append(time.process_time() - p0)
+        _WATCHED.update(live)
+        w0 = time.clock_gettime(clock)
+        p0, t0 = time.process_time(), time.thread_time()
+        agent.invoke({"messages": [("user", f"question {i}")]})
+        got["lt"].append(time.thread_time() - t0)
+        trace.flush()
+        got["lp"].append(time.process_time() - p0)
+        got["w"].append(time.clock_gettime(clock) - w0)
+    trace.close()
+    med = {k: statistics.median(v) * 1e3 for k, v in got.items()}
+    load = "load average {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
+    print(f"{runs} one-lap runs, floor and looptrace in turn, each flushed; {load}")
+    print(f"  process CPU        floor {med['fp']:.3f} ms, looptrace {med['lp']:.3f} ms"
+          f" ({med['lp'] / med['fp']:.2f}x, +{med['lp'] - med['fp']:.3f} ms)")
+    print(f"  agent's thread     floor {med['ft']:.3f} ms, looptrace {med['lt']:.3f} ms"
+          f" (+{med['lt'] - med['ft']:.3f} ms)")
+    print(f"  writer's thread    {med['w']:.3f} ms; of it (means) building the rows"
+          f" {spent['build'] / runs * 1e3:.3f} ms, committing {spent['commit'] / runs * 1e3:.3f} ms")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", type=int, default=300)
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--split", action="store_true",
+                    help="split looptrace's CPU per run: agent thread, writer (build, commit)")
     args = ap.parse_args()
+    if args.split:
+        with tempfile.TemporaryDirectory() as d:
+            split(args.runs, Path(d))
+        return
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         w, per_run = records(args.runs, tmp / "build.db")

@@ -53,6 +53,22 @@ _DEFAULT_LITERALS: tuple[str, ...] = (
     "sk-", "AIza", "gsk_", "xox", "xapp-", "ghp_", "gho_", "ghu_", "ghs_", "ghr_",
     "github_pat_", "hf_", "AKIA", "ASIA", "lsv2_", "earer ", "EARER ",
 )
+# The same test in one scan of the text (the literals as one alternation: about a third
+# cheaper than a search for each, on the few hundred characters of a message's JSON).
+_ANY_LITERAL = re.compile("|".join(re.escape(p) for p in _DEFAULT_LITERALS))
+
+
+def _key_tails(names: Iterable[str]) -> tuple[str, ...]:
+    """Fewer literals that every ``"name"`` of ``names`` contains: the last seven
+    characters of each (its closing quote included), a tail that ends another left
+    out (``secret"`` serves ``"secret"`` and ``"client_secret"``). A text holding none
+    of them holds no secret key; one that holds one is searched by the key pattern,
+    which decides."""
+    tails: list[str] = []
+    for t in sorted({f'"{n}"'[-7:] for n in names}, key=len):
+        if not any(t.endswith(k) for k in tails):
+            tails.append(t)
+    return tuple(tails)
 
 
 class Redactor:
@@ -70,6 +86,7 @@ class Redactor:
             rf'("(?i:{keys})"\s*:\s*")((?:[^"\\]|\\.)*)(")'
         )
         self._key_literals = tuple(f'"{k}"' for k in names)
+        self._key_tails = _key_tails(k.lower() for k in names)
 
     def __call__(self, text: str) -> str:
         """``text`` with its secrets masked; the very same object when it has none
@@ -78,14 +95,12 @@ class Redactor:
             return text
         # (plain loops: this runs for every record, and most texts hold none of these)
         low = text.lower()
-        for k in self._key_literals:
+        for k in self._key_tails:
             if k in low:
                 text = self._keys.sub(lambda m: m.group(1) + MASK + m.group(3), text)
                 break
-        for p in _DEFAULT_LITERALS:
-            if p in text:
-                text = self._values.sub(MASK, text)
-                break
+        if _ANY_LITERAL.search(text) is not None:
+            text = self._values.sub(MASK, text)
         if self._extra is not None:
             text = self._extra.sub(MASK, text)
         return text

@@ -441,10 +441,14 @@ class Writer:
                 work.extendleft(reversed(self._run_deferred(it)))
             elif kind is EventRecord:
                 payload = it.payload
-                text = red(dumps(payload)) if payload is not None else None
+                if payload is None:  # (most events: the record is the row)
+                    events.append(it)
+                    continue
+                text = red(dumps(payload))
                 if text == "null":  # a lazy payload that found nothing to say
-                    text = None
-                if text and ("looptrace_truncated" in text or '{"__repr__":' in text):
+                    events.append((*it[:10], None))
+                    continue
+                if "looptrace_truncated" in text or '{"__repr__":' in text:
                     self._lossy(text, f"an event payload of {it.hook}")
                 events.append((*it[:10], text))
             elif kind is MessageRecord:
@@ -467,12 +471,16 @@ class Writer:
                                  getattr(msg, "type", None), tool_call_id_of(msg), text, data,
                                  it.version, message_key(msg)))
             elif kind is RunRecord:
-                fields = it.fields() if callable(it.fields) else dict(it.fields)
+                fields = it.fields() if callable(it.fields) else it.fields
                 if "metadata" in fields and not isinstance(fields["metadata"], str):
-                    fields["metadata"] = red(dumps(fields["metadata"]))
+                    fields = {**fields, "metadata": red(dumps(fields["metadata"]))}
                 if isinstance(fields.get("error"), str):
-                    fields["error"] = red(fields["error"])
-                runs.setdefault(it.run_id, {}).update(fields)
+                    fields = {**fields, "error": red(fields["error"])}
+                known = runs.get(it.run_id)
+                if known is None:  # (a copy: the record's own dict stays as it was put)
+                    runs[it.run_id] = dict(fields)
+                else:
+                    known.update(fields)
             elif kind is StaleRunsRecord:
                 rows.stale.append(it)
             elif kind is WriteTask:
