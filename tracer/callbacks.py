@@ -189,10 +189,13 @@ class TraceCallbackHandler(BaseCallbackHandler):
                     rec.end_run(root, "interrupted")
                 elif not root.ended:
                     # The final state, after the last node (the outermost after_agent).
+                    # (``invoke``'s output leaves out the private keys, such as a call
+                    # limit's counters: they are still in the state, not gone.)
                     if isinstance(outputs, dict) and isinstance(outputs.get("messages"), list):
                         rec.sync_messages(root, root.last_seq, _no_system(outputs["messages"]),
                                           by=root.last_node)
-                        note_state(rec, root, root.last_seq, outputs, by=root.last_node)
+                        note_state(rec, root, root.last_seq, outputs, by=root.last_node,
+                                   whole=False)
                     elif _continues(root, outputs):  # a hand-rolled loop returning its list
                         rec.sync_messages(root, root.last_seq, _no_system(outputs))
                     rec.end_run(root, "completed")
