@@ -10,7 +10,8 @@
   a ``Command`` carrying it, or the exception it raised); when a wrap layer rewrote
   the result on its way out and the run was recorded with ``around``, the tool's own
   result (what the innermost rewriting layer was given), so that the layer rewrites
-  it again in a replay;
+  it again in a replay; and the state keys it changed (``tracer.state_writes``), which
+  a replay that serves its result writes again;
 - each **human decision** a paused run was resumed with;
 - the run's **input** (the messages it was started with).
 
@@ -39,6 +40,7 @@ from .payloads import tool_names
 from .records import MODEL_HOOKS, TOOL_HOOKS
 from .replay import Replay, build_replay
 from .schema import SCHEMA_VERSION
+from .state_writes import StateWrite, writes_of
 
 __all__ = ["Cassette", "Miss", "ModelCall", "Outcome", "ReplayError", "Request", "ToolCall",
            "request_of_messages"]
@@ -162,6 +164,9 @@ class ToolCall:
     # the tool's own result, when a wrap layer rewrote it on its way out (``around``
     # records what the innermost rewriting layer was given): served in its place
     own: list[dict[str, Any]] | None = None
+    # the state keys the call changed (its Command's, or a tool writing to its channel),
+    # each with its value before and after: made again when the result is served
+    writes: dict[str, StateWrite] = field(default_factory=dict)
 
     def matches(self, name: str, args: Any) -> bool:
         return self.name == name and _canon(self.args) == _canon(args)
@@ -365,6 +370,8 @@ def _tool_calls(rp: Replay) -> list[ToolCall]:
             del open_[tcid]
         elif ev.phase == "interrupt":
             del open_[tcid]
+    for call in out:
+        call.writes = writes_of(rp.run.state, call.tool_call_id)
     return out
 
 

@@ -61,6 +61,7 @@ from .errors import ReplayDiverged
 from .loader import Message
 from .redact import DEFAULT_REDACTOR
 from .serialize import message_json
+from .state_writes import StateWrite, faithful, update_for
 
 __all__ = ["RecordedError", "ReplayCache", "ReplayDiverged", "ReplayMiddleware", "Session"]
 
@@ -103,6 +104,7 @@ class Session:
     model_calls_seen: int = 0
     system_override: str | None = None
     model_override: Any = None
+    channels: dict[str, Any] = field(default_factory=dict)  # the replayed graph's state
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -364,11 +366,15 @@ def stop(token: contextvars.Token[Serving | None]) -> None:
 
 
 def _served_tool(tool: Any, outcomes: list[Outcome], tool_call_id: str,
-                 edited: str | None) -> Any:
+                 edited: str | None, updates: dict[str, Any] | None = None) -> Any:
     """A copy of ``tool`` (same name, schema and error handling) whose function gives
-    back the recorded outcomes in turn instead of running."""
+    back the recorded outcomes in turn instead of running, and makes the call's
+    recorded state writes again (``updates``: key -> the value to write): in its
+    ``Command`` when the tool returned one, else straight to the channels, as the tool
+    wrote them."""
     queue = list(outcomes)
     lock = threading.Lock()
+    updates = updates or {}
 
     def give(*_a: Any, **_kw: Any) -> Any:
         with lock:
@@ -383,7 +389,9 @@ def _served_tool(tool: Any, outcomes: list[Outcome], tool_call_id: str,
         if edited is not None:
             msg = msg.model_copy(update={"content": edited})
         if outcome.command:
-            return Command(update={"messages": [msg]})
+            return Command(update={**updates, "messages": [msg]})
+        if updates:
+            _send(updates)
         if getattr(tool, "response_format", None) == "content_and_artifact":
             return msg.content, msg.artifact
         return msg
@@ -394,14 +402,30 @@ def _served_tool(tool: Any, outcomes: list[Outcome], tool_call_id: str,
     return tool.model_copy(update={"func": give, "coroutine": agive})
 
 
-def _servable(tool: Any, outcomes: list[Outcome]) -> bool:
+def _send(updates: dict[str, Any]) -> None:
+    """Write ``updates`` to the state channels of the tool's graph step (what a tool
+    that writes to its channels does, such as Deep Agents' state backend)."""
+    from langgraph._internal._constants import CONFIG_KEY_SEND
+    from langgraph.config import get_config
+
+    get_config()["configurable"][CONFIG_KEY_SEND](list(updates.items()))
+
+
+def _servable(tool: Any, outcomes: list[Outcome], writes: dict[str, StateWrite]) -> bool:
     from langchain_core.tools import StructuredTool, Tool
 
     if not isinstance(tool, (StructuredTool, Tool)) or not outcomes:
         return False
+    if not all(faithful(w.after) for w in writes.values()):
+        return False  # (a value the record holds as a repr: the tool runs again)
     last = outcomes[-1]
-    # a Command that updated more than the messages cannot be given back from the record
-    return last.is_error or not last.command or set(last.update_keys) <= {"messages"}
+    # a Command's keys are given back from what the call wrote to the state
+    return last.is_error or not last.command or set(last.update_keys) - {"messages"} <= set(
+        writes)
+
+
+def _updates(session: Session, call: ToolCall) -> dict[str, Any]:
+    return {k: update_for(session.channels.get(k), w) for k, w in call.writes.items()}
 
 
 class ReplayMiddleware(AgentMiddleware):
@@ -505,9 +529,11 @@ class ReplayMiddleware(AgentMiddleware):
                 if s.edit.kind == "tool_args":
                     s.stats.live_tool_calls += 1
                     return request.override(tool_call={**call, "args": s.edit.args}), None
-                if request.tool is not None and _servable(request.tool, found.outcomes):
+                if request.tool is not None and _servable(request.tool, found.outcomes,
+                                                          found.writes):
                     good = [o for o in found.outcomes if not o.is_error] or found.outcomes
-                    tool = _served_tool(request.tool, good[-1:], tcid, s.edit.text)
+                    tool = _served_tool(request.tool, good[-1:], tcid, s.edit.text,
+                                        _updates(s, found))
                     return request.override(tool=tool), None
             if found is None:
                 if not s.may_go_live():
@@ -520,13 +546,14 @@ class ReplayMiddleware(AgentMiddleware):
             if child is not None:  # a subagent: it runs, answered from its own record
                 s.stats.live_tool_calls += 1
                 return request, Serving(s, run_id=child)
-            if request.tool is None or not _servable(request.tool, found.outcomes):
+            if request.tool is None or not _servable(request.tool, found.outcomes,
+                                                     found.writes):
                 s.stats.live_tool_calls += 1
                 return request, None
             s.stats.tool_calls += 1
             s.stats.seconds += found.seconds
             return request.override(tool=_served_tool(request.tool, found.outcomes, tcid,
-                                                      None)), None
+                                                      None, _updates(s, found))), None
 
     def wrap_tool_call(self, request: ToolCallRequest,
                        handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],

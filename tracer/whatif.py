@@ -44,6 +44,7 @@ from .cassette import Cassette, ModelCall, ToolCall
 from .errors import ReplayDiverged, ReplayError
 from .loader import TraceDB
 from .player import ReplayMiddleware, Session, Stats, persist
+from .state_writes import channels_of
 
 __all__ = ["EDIT_KINDS", "Edit", "ReplayDiverged", "ReplayError", "ReplayResult", "areplay_run",
            "load_factory", "replay_run"]
@@ -349,6 +350,7 @@ def _prepare(run_id: str, agent: Any, db: str, at: int | None, edit: Edit | None
     except Exception as exc:  # noqa: BLE001 - the user's factory
         msg = f"the agent factory failed: {type(exc).__name__}: {exc}"
         raise ReplayError(msg) from None
+    session.channels = channels_of(built)
     return session, built, config, token
 
 

@@ -43,10 +43,7 @@ def scripted_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 def _identical(db: Path, a: str, b: str) -> None:
     with TraceDB(db) as t:
         d = diff_tree(t, a, t, b)
-        # (the replay gives the recorded results back without running the tools: what a
-        # tool wrote to the state by itself, such as Deep Agents' files, is not redone;
-        # the conversation and every hook are. Schema 4 records the state: issue 26.)
-        assert not [x for x in d.differences if x.kind != "state"], format_text(d)
+        assert d.identical, format_text(d)
         meta = t.run(b).metadata
     assert meta["replay_of"] == a
 
@@ -97,6 +94,9 @@ def test_truth_agent_replays_to_its_record(tmp_path: Path, name: str, position: 
     assert [k for k in kinds if k != "summary"] == [], kinds
     assert res.stats.unrecorded_model_calls == kinds.count("summary")
     assert res.stats.live_from is None
+    with TraceDB(agent.db) as t:  # (a subagent's task call runs: its calls are served)
+        subagents = len(t.subagent_runs([agent.run_id]))
+    assert res.stats.live_tool_calls == subagents, res.summary()
     _identical(agent.db, agent.run_id, res.run_id)
     assert rows_of(agent.db, agent.run_id) == before
 
