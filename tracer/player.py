@@ -85,6 +85,7 @@ class Stats:
     live_model_calls: int = 0
     live_tool_calls: int = 0
     live_from: dict[str, Any] | None = None  # {"call": n, "step": s, "why": ...}
+    subagent_calls: int = 0  # tool calls that started a subagent: run, their calls served
     unrecorded_model_calls: int = 0  # calls the record never held (a summariser's): run
 
 
@@ -188,6 +189,7 @@ class Serving:
     run_id: str | None = None
     live: bool = False
     no_offline: bool = False  # a swapped model answers itself
+    parent_call: str | None = None  # a subagent's: the tool call that started it
 
 
 _SERVE: contextvars.ContextVar[Serving | None] = contextvars.ContextVar(
@@ -336,6 +338,7 @@ def install() -> None:
         cache = ReplayCache(get_llm_cache())
         set_llm_cache(cache)
         _INSTALLED[:] = [cache, 1]
+        _patch_tool_node()
 
 
 def uninstall() -> None:
@@ -351,6 +354,79 @@ def uninstall() -> None:
         if get_llm_cache() is cache:
             set_llm_cache(cache.previous)
         _INSTALLED.clear()
+        _unpatch_tool_node()
+
+
+# -- a subagent's tool calls -------------------------------------------------------
+# A subagent (Deep Agents' ``task``) is an agent of its own, built by its parent with
+# its own middleware: the replay layer is not in it. While a replay runs, the innermost
+# step of every ``ToolNode`` (below all wrap layers, where the tool is invoked, its
+# callbacks included) asks the session first: inside a subagent being replayed, a call
+# its record holds gets a stand-in of the tool that gives back the recorded result, as
+# the replay layer does for the agent's own calls. Everywhere else nothing changes.
+
+_TOOL_NODE_REAL: dict[str, Any] = {}
+
+
+def _subagent_tool(request: ToolCallRequest) -> ToolCallRequest:
+    """The request, with the tool answered from the subagent's record when this call
+    is a subagent's and its record holds it."""
+    serving = _SERVE.get()
+    # (the pytest plugin's cassettes serve model calls only: their serving has no run)
+    if (not isinstance(serving, Serving) or serving.parent_call is None
+            or serving.run_id is None or serving.live):
+        return request
+    call = request.tool_call
+    tcid, name, args = call.get("id") or "", str(call.get("name")), call.get("args")
+    if tcid == serving.parent_call:  # (the parent's own call that starts the subagent)
+        return request
+    s = serving.session
+    with s.lock:
+        if s.live:
+            s.stats.live_tool_calls += 1
+            return request
+        found = s.cassette.match_tool(serving.run_id, tcid, name, args, s.used)
+        if found is None:
+            if not s.may_go_live():
+                run = s.cassette.runs[serving.run_id].summary.name
+                raise s.diverged(f"tool call {name}({json.dumps(args, default=str)}) of run "
+                                 f"{run!r}", None, "no such call is left in its record")
+            s.stats.live_tool_calls += 1
+            return request
+        s.used.add(id(found))
+        if request.tool is None or not _servable(request.tool, found.outcomes, found.writes):
+            s.stats.live_tool_calls += 1
+            return request
+        s.stats.tool_calls += 1
+        s.stats.seconds += found.seconds
+        return request.override(tool=_served_tool(request.tool, found.outcomes, tcid, None,
+                                                  _updates(s, found)))
+
+
+def _patch_tool_node() -> None:
+    from langgraph.prebuilt.tool_node import ToolNode
+
+    real_sync = ToolNode._execute_tool_sync
+    real_async = ToolNode._execute_tool_async
+
+    def execute_sync(self: Any, request: ToolCallRequest, *a: Any, **kw: Any) -> Any:
+        return real_sync(self, _subagent_tool(request), *a, **kw)
+
+    async def execute_async(self: Any, request: ToolCallRequest, *a: Any, **kw: Any) -> Any:
+        return await real_async(self, _subagent_tool(request), *a, **kw)
+
+    _TOOL_NODE_REAL.update(sync=real_sync, async_=real_async)
+    ToolNode._execute_tool_sync = execute_sync  # type: ignore[method-assign]
+    ToolNode._execute_tool_async = execute_async  # type: ignore[method-assign]
+
+
+def _unpatch_tool_node() -> None:
+    from langgraph.prebuilt.tool_node import ToolNode
+
+    if _TOOL_NODE_REAL:
+        ToolNode._execute_tool_sync = _TOOL_NODE_REAL["sync"]  # type: ignore[method-assign]
+        ToolNode._execute_tool_async = _TOOL_NODE_REAL["async_"]  # type: ignore[method-assign]
+        _TOOL_NODE_REAL.clear()
 
 
 def serve(session: Session) -> contextvars.Token[Serving | None]:
@@ -544,8 +620,8 @@ class ReplayMiddleware(AgentMiddleware):
             s.used.add(id(found))
             child = s.cassette.child_of(found.tool_call_id)
             if child is not None:  # a subagent: it runs, answered from its own record
-                s.stats.live_tool_calls += 1
-                return request, Serving(s, run_id=child)
+                s.stats.subagent_calls += 1
+                return request, Serving(s, run_id=child, parent_call=tcid)
             if request.tool is None or not _servable(request.tool, found.outcomes,
                                                      found.writes):
                 s.stats.live_tool_calls += 1

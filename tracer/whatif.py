@@ -205,6 +205,7 @@ class ReplayResult:
                 "edit": self.edit.to_json() if self.edit else None, "error": self.error,
                 "served": {"model_calls": s.model_calls, "tokens": s.tokens,
                            "seconds": round(s.seconds, 3), "tool_calls": s.tool_calls},
+                "subagent_calls": s.subagent_calls,
                 "live": {"model_calls": s.live_model_calls, "tool_calls": s.live_tool_calls,
                          "from": s.live_from, "unrecorded_model_calls": s.unrecorded_model_calls},
                 "record": {"model_calls": self.record_calls, "tokens": self.record_tokens},
@@ -226,7 +227,11 @@ class ReplayResult:
                          f"{s.live_model_calls} model calls, {s.live_tool_calls} tool calls live")
         else:
             lines.append(f"  live: {s.live_model_calls} model calls, {s.live_tool_calls} "
-                         "tool calls (subagents' tools and unknown tools run)")
+                         "tool calls (a tool the agent lacks, a result the record holds "
+                         "only as a repr)")
+        if s.subagent_calls:
+            lines.append(f"  {s.subagent_calls} subagent calls ran, their model and tool "
+                         "calls served from their own records")
         if s.unrecorded_model_calls:
             lines.append(f"  {s.unrecorded_model_calls} model calls the record does not hold "
                          "(made inside a node hook, such as a summariser's) ran")

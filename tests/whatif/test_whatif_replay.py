@@ -94,9 +94,14 @@ def test_truth_agent_replays_to_its_record(tmp_path: Path, name: str, position: 
     assert [k for k in kinds if k != "summary"] == [], kinds
     assert res.stats.unrecorded_model_calls == kinds.count("summary")
     assert res.stats.live_from is None
-    with TraceDB(agent.db) as t:  # (a subagent's task call runs: its calls are served)
-        subagents = len(t.subagent_runs([agent.run_id]))
-    assert res.stats.live_tool_calls == subagents, res.summary()
+    # No tool ran either, a subagent's included: every tool call the record holds
+    # (the run's and its subagents', counted by the read side) was served from it, and
+    # each subagent's own call ran to replay it.
+    assert res.stats.live_tool_calls == 0, res.summary()
+    with TraceDB(agent.db) as t:
+        record = [t.summary(agent.run_id), *t.subagent_runs([agent.run_id])]
+    assert res.stats.subagent_calls == len(record) - 1
+    assert res.stats.tool_calls + res.stats.subagent_calls == sum(r.tool_calls for r in record)
     _identical(agent.db, agent.run_id, res.run_id)
     assert rows_of(agent.db, agent.run_id) == before
 
@@ -145,3 +150,31 @@ def test_the_record_holds_a_tools_own_result_under_a_layer_that_rewrote_it(
     assert call.own is not None
     assert [m.content for m in messages_from_dict(call.own)] == [own]
     assert [m.content for o in call.outcomes for m in messages_from_dict(o.messages)] == [own]
+
+
+def test_a_subagents_tools_are_answered_from_its_record(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The deep-agent run's researcher (a subagent, started by the ``task`` tool) looks
+    a fact up once; the replay serves that look-up from the researcher's own record:
+    the tool does not run again, and the replay is its record."""
+    from tracer.demo import scenarios
+
+    ran: list[dict[str, Any]] = []
+    real = scenarios.lookup_fact.func
+
+    def counted(*a: Any, **kw: Any) -> Any:
+        ran.append(kw)
+        return real(*a, **kw)
+
+    monkeypatch.setattr(scenarios.lookup_fact, "func", counted)
+    db = tmp_path / "demo.db"
+    demo = AGENTS["deep-agent"](str(db))
+    demo.record()
+    assert ran == [{"topic": "capital of Norway"}]
+    run_id = root_run(db)
+    res = replay_run(run_id, agent=demo.factory, db=db)
+    assert ran == [{"topic": "capital of Norway"}], "the subagent's tool ran again"
+    assert (res.stats.tool_calls, res.stats.subagent_calls, res.stats.live_tool_calls) == (
+        1, 1, 0)
+    assert "1 subagent calls ran" in res.summary()
+    _identical(db, run_id, res.run_id)
