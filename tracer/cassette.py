@@ -12,6 +12,8 @@
   result (what the innermost rewriting layer was given), so that the layer rewrites
   it again in a replay; and the state keys it changed (``tracer.state_writes``), which
   a replay that serves its result writes again;
+- each model call made **inside a node hook** (a summariser's own, in
+  ``before_model``: kept on that hook's event, ``model_calls``);
 - each **human decision** a paused run was resumed with;
 - the run's **input** (the messages it was started with).
 
@@ -199,6 +201,9 @@ class Cassette:
     resumes: list[Any]
     input: list[dict[str, Any]]
     thread_id: str | None = None
+    # the model calls made inside a node hook (a summariser's, in before_model), kept on
+    # that hook's event: answered by content, apart from the agent's own calls
+    hook_calls: dict[str, list[ModelCall]] = field(default_factory=dict)
 
     # -- reading ---------------------------------------------------------------
     @classmethod
@@ -223,7 +228,7 @@ class Cassette:
                     value = value[0]  # (the middleware records the task's resume values)
                 resumes.append(value)
         return cls(root, runs, replays, models, tools, resumes, _input_of(root),
-                   root.summary.thread_id)
+                   root.summary.thread_id, {rid: _hook_calls(rp) for rid, rp in replays.items()})
 
     @property
     def replay(self) -> Replay:
@@ -256,6 +261,13 @@ class Cassette:
         best = max(left, key=lambda c: difflib.SequenceMatcher(
             None, "\n".join(c.request.lines()), now, autojunk=False).ratio())
         return Miss(request, best, best.request.diff(request))
+
+    def match_hook_call(self, run_id: str, request: Request,
+                        used: set[int]) -> ModelCall | None:
+        """The first unused model call made inside a node hook of ``run_id`` whose
+        request equals ``request``."""
+        return next((c for c in self.hook_calls.get(run_id, [])
+                     if id(c) not in used and c.request.matches(request)), None)
 
     def match_tool(self, run_id: str, tool_call_id: str | None, name: str, args: Any,
                    used: set[int]) -> ToolCall | None:
@@ -327,6 +339,30 @@ def _model_calls(rp: Replay) -> list[ModelCall]:
             current = None
         elif ev.phase == "interrupt":
             current = None
+    return out
+
+
+def _hook_calls(rp: Replay) -> list[ModelCall]:
+    """The model calls made inside node hooks (``model_calls`` of a hook's event)."""
+    out: list[ModelCall] = []
+    for step in rp.steps:
+        p = step.event.payload
+        if not isinstance(p, dict) or not isinstance(p.get("model_calls"), list):
+            continue
+        for c in p["model_calls"]:
+            if not isinstance(c, dict) or not isinstance(c.get("messages"), list):
+                continue
+            msgs = [Message(i, 0, (d.get("data") or {}).get("id"), str(d.get("type")),
+                            (d.get("data") or {}).get("tool_call_id"), "", d)
+                    for i, d in enumerate(c["messages"]) if isinstance(d, dict)]
+            usage = c.get("usage")
+            usage = usage if isinstance(usage, dict) else {}
+            response = c.get("response")
+            out.append(ModelCall(
+                rp.run.id, step.index, request_of_messages(msgs, system=None, tools=None),
+                hook="node", end=step.index,
+                outcomes=[Outcome(messages=[response] if isinstance(response, dict) else [])],
+                tokens=int(usage.get("total_tokens") or 0)))
     return out
 
 

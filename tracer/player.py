@@ -151,8 +151,15 @@ class Session:
             elif serving.run_id is not None and not serving.live and not self.live and not any(
                     c.hook == "model" for c in self.cassette.model_calls.get(serving.run_id, ())):
                 # a call outside the agent's model calls (a summariser's own model, in a
-                # before_model hook) that the tracer does not record: it runs (after the
-                # fork, as part of the live run)
+                # before_model hook): answered from the hook's record; one the record does
+                # not hold runs (after the fork, as part of the live run)
+                request = _request_of(_from_prompt(prompt), system=None, tools=None)
+                hooked = self.cassette.match_hook_call(serving.run_id, request, self.used)
+                if hooked is not None and hooked.outcomes and hooked.outcomes[0].messages:
+                    self.used.add(id(hooked))
+                    self.stats.model_calls += 1
+                    self.stats.tokens += hooked.tokens
+                    return _answer(hooked.outcomes[0])
                 if not self.fork_applied:
                     self.stats.unrecorded_model_calls += 1
                     return None

@@ -389,7 +389,7 @@ def _finish(session: Session, db: str, token: str, of: str, at: int | None,
                "file the run was read from")
         raise ReplayError(msg)
     c = session.cassette
-    calls = [m for ms in c.model_calls.values() for m in ms]
+    calls = [m for ms in (*c.model_calls.values(), *c.hook_calls.values()) for m in ms]
     return ReplayResult(str(rows[0][0]), of, at, edit, session.stats, error,
                         time.perf_counter() - t0, len(calls), sum(m.tokens for m in calls))
 

@@ -88,11 +88,14 @@ def test_truth_agent_replays_to_its_record(tmp_path: Path, name: str, position: 
         res = asyncio.run(go())
     else:
         res = replay_run(agent.run_id, agent=factory, db=agent.db)
-    # No model call of the agent or of its subagents reached a scripted model; the
-    # only calls that run are those the tracer does not record (a summariser's own).
+    # No model call of the agent, of its subagents or of a hook (LangChain's summariser's
+    # own, in before_model) reached a scripted model: the record answered them all. Deep
+    # Agents' summariser calls its model inside the model node, outside the replay layer
+    # (Deep Agents puts the user's middleware inside its own): not recorded, it runs.
     kinds = [c.kind for c in agent.calls.calls]
-    assert [k for k in kinds if k != "summary"] == [], kinds
-    assert res.stats.unrecorded_model_calls == kinds.count("summary")
+    unrecorded = ["summary"] if name == "deep_agent" else []
+    assert kinds == unrecorded, kinds
+    assert res.stats.unrecorded_model_calls == len(unrecorded)
     assert res.stats.live_from is None
     # No tool ran either, a subagent's included: every tool call the record holds
     # (the run's and its subagents', counted by the read side) was served from it, and
