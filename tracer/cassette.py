@@ -5,7 +5,9 @@
 - each **model call**: the request as the tracer recorded it (the messages in their
   versions of then, the system prompt, the tools offered, the model, its settings)
   and what came back (the response messages, or the errors of the attempts that
-  failed before it: a fallback's rate-limited primary, a retry);
+  failed before it: a fallback's rate-limited primary, a retry); when a wrap layer
+  rewrote the reply and the run was recorded with ``around``, the model's own reply,
+  which the layer rewrites again in a replay;
 - each **tool call**: its name, arguments and what it gave back (the ``ToolMessage``,
   a ``Command`` carrying it, or the exception it raised); when a wrap layer rewrote
   the result on its way out and the run was recorded with ``around``, the tool's own
@@ -145,6 +147,9 @@ class ModelCall:
     outcomes: list[Outcome] = field(default_factory=list)
     tokens: int = 0
     seconds: float = 0.0
+    # the model's own reply, when a wrap layer rewrote it on its way out (``around``
+    # records what the innermost rewriting layer was given): served in its place
+    own: list[dict[str, Any]] | None = None
 
     @property
     def answered(self) -> bool:
@@ -323,9 +328,15 @@ def _model_calls(rp: Replay) -> list[ModelCall]:
             continue
         elif ev.phase == "layer" and p.get("what") == "error":
             current.outcomes.append(_error_outcome(p))
+            current.own = None  # (a later attempt's reply is the one rewritten)
+        elif (ev.phase == "layer" and p.get("what") == "response" and current.own is None
+              and isinstance(p.get("inner_messages"), list)):
+            # the model's own reply, before the innermost layer that rewrote it
+            current.own = [d for d in p["inner_messages"] if isinstance(d, dict)]
         elif ev.phase == "exit":
             current.outcomes.append(Outcome(
-                messages=[by_key[k].data for k in step.new_keys if k in by_key]))
+                messages=current.own or [by_key[k].data for k in step.new_keys
+                                         if k in by_key]))
             usage = p.get("usage")
             current.tokens = int(usage.get("total_tokens") or 0) if isinstance(
                 usage, dict) else 0

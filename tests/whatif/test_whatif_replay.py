@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from blockbuster import blockbuster_ctx
+from langchain.agents.middleware import AgentMiddleware, ModelResponse
 from truth_kit import SCENARIOS
 from whatif_kit import TruthAgent, root_run, rows_of
 
@@ -180,4 +181,55 @@ def test_a_subagents_tools_are_answered_from_its_record(
     assert (res.stats.tool_calls, res.stats.subagent_calls, res.stats.live_tool_calls) == (
         1, 1, 0)
     assert "1 subagent calls ran" in res.summary()
+    _identical(db, run_id, res.run_id)
+
+
+class _Signs(AgentMiddleware):  # type: ignore[type-arg]
+    """Rewrites the model's reply on its way out: appends a signature."""
+
+    def _sign(self, response: Any) -> Any:
+        from langchain_core.messages import AIMessage
+
+        msgs = [m.model_copy(update={"content": f"{m.content} -- signed"})
+                if isinstance(m, AIMessage) and not m.tool_calls else m
+                for m in response.result]
+        return ModelResponse(result=msgs, structured_response=response.structured_response)
+
+    def wrap_model_call(self, request: Any, handler: Any) -> Any:
+        return self._sign(handler(request))
+
+    async def awrap_model_call(self, request: Any, handler: Any) -> Any:
+        return self._sign(await handler(request))
+
+
+def test_a_layer_that_rewrites_the_models_reply_under_around_rewrites_it_once(
+        tmp_path: Path, scripted_calls: list[str]) -> None:
+    """``trace.around(layer)``: the layer signs the model's reply on its way out. The
+    record keeps the model's own reply (what the layer was given); the replay serves
+    that, the layer signs it again, once, and the replay's every layer step is its
+    record's (a doubled signature was a difference at the layer and in the messages)."""
+    from langchain.agents import create_agent
+    from tracer_kit import get_weather, two_lap_model
+
+    from tracer import TraceMiddleware
+
+    db = tmp_path / "signed.db"
+    trace = TraceMiddleware(db=db)
+    signs = _Signs()
+
+    def make_agent(middleware: Any = tuple(trace.around(signs))) -> Any:
+        return trace.attach(create_agent(two_lap_model(), tools=[get_weather],
+                                         middleware=list(middleware)))
+
+    make_agent().invoke({"messages": [("user", "Weather in Oslo?")]})
+    trace.flush()
+    run_id = root_run(db)
+    recorded = len(scripted_calls)
+    res = replay_run(run_id, agent=make_agent, db=db)
+    assert scripted_calls[recorded:] == []
+    with TraceDB(db) as t:
+        final = [m.text for m in t.run(res.run_id).messages if m.type == "ai"][-1]
+        layers = [e.payload for e in t.run(res.run_id).events if e.phase == "layer"]
+    assert final.endswith(" -- signed") and not final.endswith("-- signed -- signed")
+    assert [p["what"] for p in layers] == ["response"]
     _identical(db, run_id, res.run_id)
