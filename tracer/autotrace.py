@@ -108,13 +108,14 @@ class AutoTraceHandler(TraceCallbackHandler):
         return run
 
     def _node_event(self, node: tuple[RunState, str, float], outputs: Any,
-                    error: BaseException | None) -> None:
+                    error: BaseException | None,
+                    calls: list[dict[str, Any]] | None = None) -> None:
         run, name, _ = node
         mw = name.rsplit(".", 1)[0] if "." in name else None
         if error is None and mw is not None and self._adopted.get(run.id) == mw:
             run.last_node = name
             return  # the middleware recorded this firing itself
-        super()._node_event(node, outputs, error)
+        super()._node_event(node, outputs, error, calls)
 
     def on_chain_end(self, outputs: Any, *, run_id: Any, **kwargs: Any) -> None:
         super().on_chain_end(outputs, run_id=run_id, **kwargs)

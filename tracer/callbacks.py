@@ -9,6 +9,7 @@ Agents subagents, whose runs are nested under the parent's ``task`` call.
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from typing import Any, TypeVar
@@ -31,6 +32,7 @@ from .recorder import (
 )
 from .records import message_key
 from .redact import Redactor
+from .serialize import message_json
 from .state_record import note_state, note_tool_end
 from .store import on_event_loop
 
@@ -67,6 +69,10 @@ class TraceCallbackHandler(BaseCallbackHandler):
         self._mw_name = getattr(middleware, "name", None)
         self._run_name = getattr(middleware, "run_name", None)  # TraceMiddleware(run_name=)
         self._nodes: dict[UUID, tuple[RunState, str, float]] = {}
+        # a model a node hook calls (a summariser's, in before_model): started ones, and
+        # the finished ones by the node they were made in, kept on the node's event
+        self._inner: dict[UUID, tuple[RunState, str, list[BaseMessage], Any]] = {}
+        self._node_calls: dict[UUID, list[dict[str, Any]]] = {}
         self._roots: dict[UUID, RunState] = {}
         self._tools: dict[UUID, tuple[RunState, float, str | None, str]] = {}
         self._llm: dict[UUID, tuple[RunState, float, int]] = {}
@@ -189,10 +195,13 @@ class TraceCallbackHandler(BaseCallbackHandler):
                     rec.end_run(root, "interrupted")
                 elif not root.ended:
                     # The final state, after the last node (the outermost after_agent).
+                    # (``invoke``'s output leaves out the private keys, such as a call
+                    # limit's counters: they are still in the state, not gone.)
                     if isinstance(outputs, dict) and isinstance(outputs.get("messages"), list):
                         rec.sync_messages(root, root.last_seq, _no_system(outputs["messages"]),
                                           by=root.last_node)
-                        note_state(rec, root, root.last_seq, outputs, by=root.last_node)
+                        note_state(rec, root, root.last_seq, outputs, by=root.last_node,
+                                   whole=False)
                     elif _continues(root, outputs):  # a hand-rolled loop returning its list
                         rec.sync_messages(root, root.last_seq, _no_system(outputs))
                     rec.end_run(root, "completed")
@@ -200,7 +209,7 @@ class TraceCallbackHandler(BaseCallbackHandler):
             rec.lc_runs.pop(run_id, None)
             node = self._nodes.pop(run_id, None)
             if node is not None:
-                self._node_event(node, outputs, None)
+                self._node_event(node, outputs, None, self._node_calls.pop(run_id, None))
         except Exception as exc:  # noqa: BLE001
             self._guard("on_chain_end", exc)
 
@@ -229,7 +238,8 @@ class TraceCallbackHandler(BaseCallbackHandler):
             self._guard("on_chain_error", exc)
 
     def _node_event(self, node: tuple[RunState, str, float], outputs: Any,
-                    error: BaseException | None) -> None:
+                    error: BaseException | None,
+                    calls: list[dict[str, Any]] | None = None) -> None:
         run, name, t0 = node
         run.last_node = name
         dur = (time.perf_counter() - t0) * 1000
@@ -260,6 +270,8 @@ class TraceCallbackHandler(BaseCallbackHandler):
                 payload["jump_to"] = outputs["jump_to"]
         elif isinstance(outputs, Command):
             payload["goto"] = str(outputs.goto)
+        if calls:  # (what a model called inside this hook was sent and answered)
+            payload["model_calls"] = calls
         self.recorder.event(run, hook, phase, middleware=mw, duration_ms=dur,
                             payload=payload or None)
 
@@ -277,6 +289,11 @@ class TraceCallbackHandler(BaseCallbackHandler):
                 if meta.get("langgraph_node") == "model" and meta.get(
                         "lc_source") != "summarization":
                     self._model_sent(run, messages[0] if messages else [])
+                elif meta.get("langgraph_node") not in (None, "model", "tools"):
+                    params = invocation_params or {}
+                    self._inner[run_id] = (run, str(meta["langgraph_node"]),
+                                           list(messages[0] if messages else []),
+                                           meta.get("ls_model_name") or params.get("model"))
                 return
             rec = self.recorder
             params = invocation_params or {}
@@ -303,8 +320,28 @@ class TraceCallbackHandler(BaseCallbackHandler):
         except Exception as exc:  # noqa: BLE001
             self._guard("on_chat_model_start", exc)
 
+    def _inner_end(self, run_id: UUID, response: Any) -> None:
+        """A model called inside a node hook answered: kept for that node's event."""
+        run, node, sent, model = self._inner.pop(run_id)
+        key = next((k for k, (r, name, _) in self._nodes.items()
+                    if r is run and name == node), None)
+        if key is None:
+            return
+        try:
+            msg = response.generations[0][0].message
+        except (AttributeError, IndexError):
+            msg = None
+        usage = getattr(msg, "usage_metadata", None)
+        self._node_calls.setdefault(key, []).append({
+            "model": model, "messages": [json.loads(message_json(m)) for m in sent],
+            "response": json.loads(message_json(msg)) if msg is not None else None,
+            "usage": dict(usage) if isinstance(usage, dict) else None})
+
     def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
         try:
+            if run_id in self._inner:
+                self._inner_end(run_id, response)
+                return
             entry = self._ended(self._llm, run_id)
             if entry is None:
                 return
@@ -330,6 +367,7 @@ class TraceCallbackHandler(BaseCallbackHandler):
 
     def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         try:
+            self._inner.pop(run_id, None)
             entry = self._ended(self._llm, run_id)
             if entry is None:
                 return

@@ -5,12 +5,17 @@
 - each **model call**: the request as the tracer recorded it (the messages in their
   versions of then, the system prompt, the tools offered, the model, its settings)
   and what came back (the response messages, or the errors of the attempts that
-  failed before it: a fallback's rate-limited primary, a retry);
+  failed before it: a fallback's rate-limited primary, a retry); when a wrap layer
+  rewrote the reply and the run was recorded with ``around``, the model's own reply,
+  which the layer rewrites again in a replay;
 - each **tool call**: its name, arguments and what it gave back (the ``ToolMessage``,
   a ``Command`` carrying it, or the exception it raised); when a wrap layer rewrote
   the result on its way out and the run was recorded with ``around``, the tool's own
   result (what the innermost rewriting layer was given), so that the layer rewrites
-  it again in a replay;
+  it again in a replay; and the state keys it changed (``tracer.state_writes``), which
+  a replay that serves its result writes again;
+- each model call made **inside a node hook** (a summariser's own, in
+  ``before_model``: kept on that hook's event, ``model_calls``);
 - each **human decision** a paused run was resumed with;
 - the run's **input** (the messages it was started with).
 
@@ -39,6 +44,7 @@ from .payloads import tool_names
 from .records import MODEL_HOOKS, TOOL_HOOKS
 from .replay import Replay, build_replay
 from .schema import SCHEMA_VERSION
+from .state_writes import StateWrite, writes_of
 
 __all__ = ["Cassette", "Miss", "ModelCall", "Outcome", "ReplayError", "Request", "ToolCall",
            "request_of_messages"]
@@ -141,6 +147,9 @@ class ModelCall:
     outcomes: list[Outcome] = field(default_factory=list)
     tokens: int = 0
     seconds: float = 0.0
+    # the model's own reply, when a wrap layer rewrote it on its way out (``around``
+    # records what the innermost rewriting layer was given): served in its place
+    own: list[dict[str, Any]] | None = None
 
     @property
     def answered(self) -> bool:
@@ -162,6 +171,9 @@ class ToolCall:
     # the tool's own result, when a wrap layer rewrote it on its way out (``around``
     # records what the innermost rewriting layer was given): served in its place
     own: list[dict[str, Any]] | None = None
+    # the state keys the call changed (its Command's, or a tool writing to its channel),
+    # each with its value before and after: made again when the result is served
+    writes: dict[str, StateWrite] = field(default_factory=dict)
 
     def matches(self, name: str, args: Any) -> bool:
         return self.name == name and _canon(self.args) == _canon(args)
@@ -194,6 +206,9 @@ class Cassette:
     resumes: list[Any]
     input: list[dict[str, Any]]
     thread_id: str | None = None
+    # the model calls made inside a node hook (a summariser's, in before_model), kept on
+    # that hook's event: answered by content, apart from the agent's own calls
+    hook_calls: dict[str, list[ModelCall]] = field(default_factory=dict)
 
     # -- reading ---------------------------------------------------------------
     @classmethod
@@ -218,7 +233,7 @@ class Cassette:
                     value = value[0]  # (the middleware records the task's resume values)
                 resumes.append(value)
         return cls(root, runs, replays, models, tools, resumes, _input_of(root),
-                   root.summary.thread_id)
+                   root.summary.thread_id, {rid: _hook_calls(rp) for rid, rp in replays.items()})
 
     @property
     def replay(self) -> Replay:
@@ -251,6 +266,13 @@ class Cassette:
         best = max(left, key=lambda c: difflib.SequenceMatcher(
             None, "\n".join(c.request.lines()), now, autojunk=False).ratio())
         return Miss(request, best, best.request.diff(request))
+
+    def match_hook_call(self, run_id: str, request: Request,
+                        used: set[int]) -> ModelCall | None:
+        """The first unused model call made inside a node hook of ``run_id`` whose
+        request equals ``request``."""
+        return next((c for c in self.hook_calls.get(run_id, [])
+                     if id(c) not in used and c.request.matches(request)), None)
 
     def match_tool(self, run_id: str, tool_call_id: str | None, name: str, args: Any,
                    used: set[int]) -> ToolCall | None:
@@ -306,9 +328,15 @@ def _model_calls(rp: Replay) -> list[ModelCall]:
             continue
         elif ev.phase == "layer" and p.get("what") == "error":
             current.outcomes.append(_error_outcome(p))
+            current.own = None  # (a later attempt's reply is the one rewritten)
+        elif (ev.phase == "layer" and p.get("what") == "response" and current.own is None
+              and isinstance(p.get("inner_messages"), list)):
+            # the model's own reply, before the innermost layer that rewrote it
+            current.own = [d for d in p["inner_messages"] if isinstance(d, dict)]
         elif ev.phase == "exit":
             current.outcomes.append(Outcome(
-                messages=[by_key[k].data for k in step.new_keys if k in by_key]))
+                messages=current.own or [by_key[k].data for k in step.new_keys
+                                         if k in by_key]))
             usage = p.get("usage")
             current.tokens = int(usage.get("total_tokens") or 0) if isinstance(
                 usage, dict) else 0
@@ -322,6 +350,30 @@ def _model_calls(rp: Replay) -> list[ModelCall]:
             current = None
         elif ev.phase == "interrupt":
             current = None
+    return out
+
+
+def _hook_calls(rp: Replay) -> list[ModelCall]:
+    """The model calls made inside node hooks (``model_calls`` of a hook's event)."""
+    out: list[ModelCall] = []
+    for step in rp.steps:
+        p = step.event.payload
+        if not isinstance(p, dict) or not isinstance(p.get("model_calls"), list):
+            continue
+        for c in p["model_calls"]:
+            if not isinstance(c, dict) or not isinstance(c.get("messages"), list):
+                continue
+            msgs = [Message(i, 0, (d.get("data") or {}).get("id"), str(d.get("type")),
+                            (d.get("data") or {}).get("tool_call_id"), "", d)
+                    for i, d in enumerate(c["messages"]) if isinstance(d, dict)]
+            usage = c.get("usage")
+            usage = usage if isinstance(usage, dict) else {}
+            response = c.get("response")
+            out.append(ModelCall(
+                rp.run.id, step.index, request_of_messages(msgs, system=None, tools=None),
+                hook="node", end=step.index,
+                outcomes=[Outcome(messages=[response] if isinstance(response, dict) else [])],
+                tokens=int(usage.get("total_tokens") or 0)))
     return out
 
 
@@ -365,6 +417,8 @@ def _tool_calls(rp: Replay) -> list[ToolCall]:
             del open_[tcid]
         elif ev.phase == "interrupt":
             del open_[tcid]
+    for call in out:
+        call.writes = writes_of(rp.run.state, call.tool_call_id)
     return out
 
 

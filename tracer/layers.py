@@ -12,8 +12,8 @@ is the same), changes nothing, and records, for the layer just outside it:
 - ``error``: an exception came out of the rest of the onion into the layer
   (which may retry, fall back, or turn it into a result);
 - ``response``: what the layer changed in the response on the way out (the
-  model's reply, a tool's result; for a tool's result, also what the layer was
-  given, ``inner_messages``).
+  model's reply, a tool's result; also what the layer was given,
+  ``inner_messages``).
 
 Each is an event ``(wrap_model_call | wrap_tool_call, "layer")`` named after
 the layer (``middleware``), with ``payload["what"]`` saying which. How the
@@ -230,9 +230,9 @@ def settle(rec: Any, frame: Frame, hook: str, tool_call_id: str | None, response
         changed = _response_changes(inner, response)
         if changed:
             payload = {"what": "response", **changed}
-            if hook == "wrap_tool_call" and "inline_messages" in changed:
+            if "inline_messages" in changed:
                 # what the layer was given (at the innermost such layer: the tool's own
-                # result), so a replay can serve the tool its own result and let the
+                # result, the model's own reply), so a replay can serve that and let the
                 # layer rewrite it again (tracer/cassette.py)
                 payload["inner_messages"] = _messages_of(inner)
     if payload is not None:

@@ -61,6 +61,7 @@ from .errors import ReplayDiverged
 from .loader import Message
 from .redact import DEFAULT_REDACTOR
 from .serialize import message_json
+from .state_writes import StateWrite, faithful, update_for
 
 __all__ = ["RecordedError", "ReplayCache", "ReplayDiverged", "ReplayMiddleware", "Session"]
 
@@ -84,6 +85,7 @@ class Stats:
     live_model_calls: int = 0
     live_tool_calls: int = 0
     live_from: dict[str, Any] | None = None  # {"call": n, "step": s, "why": ...}
+    subagent_calls: int = 0  # tool calls that started a subagent: run, their calls served
     unrecorded_model_calls: int = 0  # calls the record never held (a summariser's): run
 
 
@@ -103,6 +105,7 @@ class Session:
     model_calls_seen: int = 0
     system_override: str | None = None
     model_override: Any = None
+    channels: dict[str, Any] = field(default_factory=dict)  # the replayed graph's state
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -148,8 +151,15 @@ class Session:
             elif serving.run_id is not None and not serving.live and not self.live and not any(
                     c.hook == "model" for c in self.cassette.model_calls.get(serving.run_id, ())):
                 # a call outside the agent's model calls (a summariser's own model, in a
-                # before_model hook) that the tracer does not record: it runs (after the
-                # fork, as part of the live run)
+                # before_model hook): answered from the hook's record; one the record does
+                # not hold runs (after the fork, as part of the live run)
+                request = _request_of(_from_prompt(prompt), system=None, tools=None)
+                hooked = self.cassette.match_hook_call(serving.run_id, request, self.used)
+                if hooked is not None and hooked.outcomes and hooked.outcomes[0].messages:
+                    self.used.add(id(hooked))
+                    self.stats.model_calls += 1
+                    self.stats.tokens += hooked.tokens
+                    return _answer(hooked.outcomes[0])
                 if not self.fork_applied:
                     self.stats.unrecorded_model_calls += 1
                     return None
@@ -186,6 +196,7 @@ class Serving:
     run_id: str | None = None
     live: bool = False
     no_offline: bool = False  # a swapped model answers itself
+    parent_call: str | None = None  # a subagent's: the tool call that started it
 
 
 _SERVE: contextvars.ContextVar[Serving | None] = contextvars.ContextVar(
@@ -334,6 +345,7 @@ def install() -> None:
         cache = ReplayCache(get_llm_cache())
         set_llm_cache(cache)
         _INSTALLED[:] = [cache, 1]
+        _patch_tool_node()
 
 
 def uninstall() -> None:
@@ -349,6 +361,79 @@ def uninstall() -> None:
         if get_llm_cache() is cache:
             set_llm_cache(cache.previous)
         _INSTALLED.clear()
+        _unpatch_tool_node()
+
+
+# -- a subagent's tool calls -------------------------------------------------------
+# A subagent (Deep Agents' ``task``) is an agent of its own, built by its parent with
+# its own middleware: the replay layer is not in it. While a replay runs, the innermost
+# step of every ``ToolNode`` (below all wrap layers, where the tool is invoked, its
+# callbacks included) asks the session first: inside a subagent being replayed, a call
+# its record holds gets a stand-in of the tool that gives back the recorded result, as
+# the replay layer does for the agent's own calls. Everywhere else nothing changes.
+
+_TOOL_NODE_REAL: dict[str, Any] = {}
+
+
+def _subagent_tool(request: ToolCallRequest) -> ToolCallRequest:
+    """The request, with the tool answered from the subagent's record when this call
+    is a subagent's and its record holds it."""
+    serving = _SERVE.get()
+    # (the pytest plugin's cassettes serve model calls only: their serving has no run)
+    if (not isinstance(serving, Serving) or serving.parent_call is None
+            or serving.run_id is None or serving.live):
+        return request
+    call = request.tool_call
+    tcid, name, args = call.get("id") or "", str(call.get("name")), call.get("args")
+    if tcid == serving.parent_call:  # (the parent's own call that starts the subagent)
+        return request
+    s = serving.session
+    with s.lock:
+        if s.live:
+            s.stats.live_tool_calls += 1
+            return request
+        found = s.cassette.match_tool(serving.run_id, tcid, name, args, s.used)
+        if found is None:
+            if not s.may_go_live():
+                run = s.cassette.runs[serving.run_id].summary.name
+                raise s.diverged(f"tool call {name}({json.dumps(args, default=str)}) of run "
+                                 f"{run!r}", None, "no such call is left in its record")
+            s.stats.live_tool_calls += 1
+            return request
+        s.used.add(id(found))
+        if request.tool is None or not _servable(request.tool, found.outcomes, found.writes):
+            s.stats.live_tool_calls += 1
+            return request
+        s.stats.tool_calls += 1
+        s.stats.seconds += found.seconds
+        return request.override(tool=_served_tool(request.tool, found.outcomes, tcid, None,
+                                                  _updates(s, found)))
+
+
+def _patch_tool_node() -> None:
+    from langgraph.prebuilt.tool_node import ToolNode
+
+    real_sync = ToolNode._execute_tool_sync
+    real_async = ToolNode._execute_tool_async
+
+    def execute_sync(self: Any, request: ToolCallRequest, *a: Any, **kw: Any) -> Any:
+        return real_sync(self, _subagent_tool(request), *a, **kw)
+
+    async def execute_async(self: Any, request: ToolCallRequest, *a: Any, **kw: Any) -> Any:
+        return await real_async(self, _subagent_tool(request), *a, **kw)
+
+    _TOOL_NODE_REAL.update(sync=real_sync, async_=real_async)
+    ToolNode._execute_tool_sync = execute_sync  # type: ignore[method-assign]
+    ToolNode._execute_tool_async = execute_async  # type: ignore[method-assign]
+
+
+def _unpatch_tool_node() -> None:
+    from langgraph.prebuilt.tool_node import ToolNode
+
+    if _TOOL_NODE_REAL:
+        ToolNode._execute_tool_sync = _TOOL_NODE_REAL["sync"]  # type: ignore[method-assign]
+        ToolNode._execute_tool_async = _TOOL_NODE_REAL["async_"]  # type: ignore[method-assign]
+        _TOOL_NODE_REAL.clear()
 
 
 def serve(session: Session) -> contextvars.Token[Serving | None]:
@@ -364,11 +449,15 @@ def stop(token: contextvars.Token[Serving | None]) -> None:
 
 
 def _served_tool(tool: Any, outcomes: list[Outcome], tool_call_id: str,
-                 edited: str | None) -> Any:
+                 edited: str | None, updates: dict[str, Any] | None = None) -> Any:
     """A copy of ``tool`` (same name, schema and error handling) whose function gives
-    back the recorded outcomes in turn instead of running."""
+    back the recorded outcomes in turn instead of running, and makes the call's
+    recorded state writes again (``updates``: key -> the value to write): in its
+    ``Command`` when the tool returned one, else straight to the channels, as the tool
+    wrote them."""
     queue = list(outcomes)
     lock = threading.Lock()
+    updates = updates or {}
 
     def give(*_a: Any, **_kw: Any) -> Any:
         with lock:
@@ -383,7 +472,9 @@ def _served_tool(tool: Any, outcomes: list[Outcome], tool_call_id: str,
         if edited is not None:
             msg = msg.model_copy(update={"content": edited})
         if outcome.command:
-            return Command(update={"messages": [msg]})
+            return Command(update={**updates, "messages": [msg]})
+        if updates:
+            _send(updates)
         if getattr(tool, "response_format", None) == "content_and_artifact":
             return msg.content, msg.artifact
         return msg
@@ -394,14 +485,30 @@ def _served_tool(tool: Any, outcomes: list[Outcome], tool_call_id: str,
     return tool.model_copy(update={"func": give, "coroutine": agive})
 
 
-def _servable(tool: Any, outcomes: list[Outcome]) -> bool:
+def _send(updates: dict[str, Any]) -> None:
+    """Write ``updates`` to the state channels of the tool's graph step (what a tool
+    that writes to its channels does, such as Deep Agents' state backend)."""
+    from langgraph._internal._constants import CONFIG_KEY_SEND
+    from langgraph.config import get_config
+
+    get_config()["configurable"][CONFIG_KEY_SEND](list(updates.items()))
+
+
+def _servable(tool: Any, outcomes: list[Outcome], writes: dict[str, StateWrite]) -> bool:
     from langchain_core.tools import StructuredTool, Tool
 
     if not isinstance(tool, (StructuredTool, Tool)) or not outcomes:
         return False
+    if not all(faithful(w.after) for w in writes.values()):
+        return False  # (a value the record holds as a repr: the tool runs again)
     last = outcomes[-1]
-    # a Command that updated more than the messages cannot be given back from the record
-    return last.is_error or not last.command or set(last.update_keys) <= {"messages"}
+    # a Command's keys are given back from what the call wrote to the state
+    return last.is_error or not last.command or set(last.update_keys) - {"messages"} <= set(
+        writes)
+
+
+def _updates(session: Session, call: ToolCall) -> dict[str, Any]:
+    return {k: update_for(session.channels.get(k), w) for k, w in call.writes.items()}
 
 
 class ReplayMiddleware(AgentMiddleware):
@@ -505,9 +612,11 @@ class ReplayMiddleware(AgentMiddleware):
                 if s.edit.kind == "tool_args":
                     s.stats.live_tool_calls += 1
                     return request.override(tool_call={**call, "args": s.edit.args}), None
-                if request.tool is not None and _servable(request.tool, found.outcomes):
+                if request.tool is not None and _servable(request.tool, found.outcomes,
+                                                          found.writes):
                     good = [o for o in found.outcomes if not o.is_error] or found.outcomes
-                    tool = _served_tool(request.tool, good[-1:], tcid, s.edit.text)
+                    tool = _served_tool(request.tool, good[-1:], tcid, s.edit.text,
+                                        _updates(s, found))
                     return request.override(tool=tool), None
             if found is None:
                 if not s.may_go_live():
@@ -518,15 +627,16 @@ class ReplayMiddleware(AgentMiddleware):
             s.used.add(id(found))
             child = s.cassette.child_of(found.tool_call_id)
             if child is not None:  # a subagent: it runs, answered from its own record
-                s.stats.live_tool_calls += 1
-                return request, Serving(s, run_id=child)
-            if request.tool is None or not _servable(request.tool, found.outcomes):
+                s.stats.subagent_calls += 1
+                return request, Serving(s, run_id=child, parent_call=tcid)
+            if request.tool is None or not _servable(request.tool, found.outcomes,
+                                                     found.writes):
                 s.stats.live_tool_calls += 1
                 return request, None
             s.stats.tool_calls += 1
             s.stats.seconds += found.seconds
             return request.override(tool=_served_tool(request.tool, found.outcomes, tcid,
-                                                      None)), None
+                                                      None, _updates(s, found))), None
 
     def wrap_tool_call(self, request: ToolCallRequest,
                        handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],

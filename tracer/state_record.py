@@ -89,12 +89,20 @@ def memory_of(run: Any) -> StateMemory:
     return mem
 
 
+# The keys that never outlive a step (``create_agent``'s ``jump_to`` is an
+# ``EphemeralValue``): gone from the final state even where the graph's output, which
+# leaves out the private keys, cannot say so.
+EPHEMERAL_KEYS = ("jump_to",)
+
+
 def note_state(rec: Any, run: Any, seq: int, state: Any, *, by: str | None = None,
                whole: bool = True, runtime: Any = None) -> None:
     """Record the keys of ``state`` (a node's input, a hook's state) that changed since
     the run last saw them, at event ``seq``, changed by ``by``. ``whole``: ``state``
-    holds every key, so a key seen before and missing now has left the state.
-    ``runtime``: the hook's, whose ``context`` is recorded the first time."""
+    holds every key, so a key seen before and missing now has left the state (else
+    only the ``EPHEMERAL_KEYS`` have: ``state`` is a graph's output, without its
+    private keys). ``runtime``: the hook's, whose ``context`` is recorded the first
+    time."""
     mem = run.state
     if mem is not None and mem.store:
         note_store_writes(rec, run, seq)
@@ -121,10 +129,9 @@ def note_state(rec: Any, run: Any, seq: int, state: Any, *, by: str | None = Non
         key = str(key)
         objs[key] = value
         put(StateRecord(run.id, mem, seq, key, value, by, mem.cmd.pop(key, None) or lone))
-    if whole:
-        for key in [k for k in objs if k not in state]:
-            del objs[key]
-            put(StateRecord(run.id, mem, seq, key, GONE, by, mem.cmd.pop(key, None) or lone))
+    for key in [k for k in objs if k not in state and (whole or k in EPHEMERAL_KEYS)]:
+        del objs[key]
+        put(StateRecord(run.id, mem, seq, key, GONE, by, mem.cmd.pop(key, None) or lone))
     if mem.ended:
         mem.ended = []
 

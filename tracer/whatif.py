@@ -44,6 +44,7 @@ from .cassette import Cassette, ModelCall, ToolCall
 from .errors import ReplayDiverged, ReplayError
 from .loader import TraceDB
 from .player import ReplayMiddleware, Session, Stats, persist
+from .state_writes import channels_of
 
 __all__ = ["EDIT_KINDS", "Edit", "ReplayDiverged", "ReplayError", "ReplayResult", "areplay_run",
            "load_factory", "replay_run"]
@@ -204,6 +205,7 @@ class ReplayResult:
                 "edit": self.edit.to_json() if self.edit else None, "error": self.error,
                 "served": {"model_calls": s.model_calls, "tokens": s.tokens,
                            "seconds": round(s.seconds, 3), "tool_calls": s.tool_calls},
+                "subagent_calls": s.subagent_calls,
                 "live": {"model_calls": s.live_model_calls, "tool_calls": s.live_tool_calls,
                          "from": s.live_from, "unrecorded_model_calls": s.unrecorded_model_calls},
                 "record": {"model_calls": self.record_calls, "tokens": self.record_tokens},
@@ -225,7 +227,11 @@ class ReplayResult:
                          f"{s.live_model_calls} model calls, {s.live_tool_calls} tool calls live")
         else:
             lines.append(f"  live: {s.live_model_calls} model calls, {s.live_tool_calls} "
-                         "tool calls (subagents' tools and unknown tools run)")
+                         "tool calls (a tool the agent lacks, a result the record holds "
+                         "only as a repr)")
+        if s.subagent_calls:
+            lines.append(f"  {s.subagent_calls} subagent calls ran, their model and tool "
+                         "calls served from their own records")
         if s.unrecorded_model_calls:
             lines.append(f"  {s.unrecorded_model_calls} model calls the record does not hold "
                          "(made inside a node hook, such as a summariser's) ran")
@@ -349,6 +355,7 @@ def _prepare(run_id: str, agent: Any, db: str, at: int | None, edit: Edit | None
     except Exception as exc:  # noqa: BLE001 - the user's factory
         msg = f"the agent factory failed: {type(exc).__name__}: {exc}"
         raise ReplayError(msg) from None
+    session.channels = channels_of(built)
     return session, built, config, token
 
 
@@ -382,7 +389,7 @@ def _finish(session: Session, db: str, token: str, of: str, at: int | None,
                "file the run was read from")
         raise ReplayError(msg)
     c = session.cassette
-    calls = [m for ms in c.model_calls.values() for m in ms]
+    calls = [m for ms in (*c.model_calls.values(), *c.hook_calls.values()) for m in ms]
     return ReplayResult(str(rows[0][0]), of, at, edit, session.stats, error,
                         time.perf_counter() - t0, len(calls), sum(m.tokens for m in calls))
 

@@ -259,3 +259,27 @@ def test_no_state_beyond_messages_writes_no_state_row(tmp_path):
         assert conn.execute("SELECT COUNT(*) FROM state").fetchone()[0] == 0
     finally:
         conn.close()
+
+
+def test_invoke_and_stream_record_the_same_final_state(tmp_path):
+    """``invoke``'s output leaves out the private keys (a call limit's counters): they
+    stay in the final state as ``stream`` records it, and only the ephemeral
+    ``jump_to`` leaves (a replay through ``invoke`` of a streamed run was a state
+    difference at the end)."""
+    from truth_kit import SCENARIOS
+
+    finals = []
+    for how in ("stream", "invoke"):
+        db = tmp_path / f"{how}.db"
+        trace = TraceMiddleware(db=db)
+        agent = SCENARIOS["model_call_limit"].build([trace], position="first")
+        agent = agent.with_config(callbacks=[trace.callback_handler()])
+        inp = {"messages": [("user", "Ping until stopped.")]}
+        if how == "stream":
+            list(agent.stream(inp))
+        else:
+            agent.invoke(inp)
+        trace.flush()
+        finals.append(_root(db).state.final())
+    assert finals[0] == finals[1] == {"run_model_call_count": 2,
+                                      "thread_model_call_count": 2}

@@ -18,11 +18,18 @@ from app_kit import app_test
 from whatif_kit import root_run
 
 from app import state
+from app.wire_pane import import_adapters
 from tracer.fork_links import fork_argv, forks_of, origin_of
 from tracer.loader import TraceDB
 from tracer.whatif import Edit, replay_run
 
 pytestmark = pytest.mark.usefixtures("clean_streamlit_caches")
+
+# The Replay page warms the provider adapters up in a thread a few seconds after it
+# renders (``app.wire_pane.warm_up``): that thread, still importing
+# ``langchain_anthropic`` while the next test's Deep Agents run reads it from
+# ``sys.modules`` half made, failed that run. Imported here first, it has nothing to do.
+import_adapters()
 
 AGENT_MODULE = '''
 import os

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from blockbuster import blockbuster_ctx
+from langchain.agents.middleware import AgentMiddleware, ModelResponse
 from truth_kit import SCENARIOS
 from whatif_kit import TruthAgent, root_run, rows_of
 
@@ -43,10 +44,7 @@ def scripted_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 def _identical(db: Path, a: str, b: str) -> None:
     with TraceDB(db) as t:
         d = diff_tree(t, a, t, b)
-        # (the replay gives the recorded results back without running the tools: what a
-        # tool wrote to the state by itself, such as Deep Agents' files, is not redone;
-        # the conversation and every hook are. Schema 4 records the state: issue 26.)
-        assert not [x for x in d.differences if x.kind != "state"], format_text(d)
+        assert d.identical, format_text(d)
         meta = t.run(b).metadata
     assert meta["replay_of"] == a
 
@@ -91,12 +89,23 @@ def test_truth_agent_replays_to_its_record(tmp_path: Path, name: str, position: 
         res = asyncio.run(go())
     else:
         res = replay_run(agent.run_id, agent=factory, db=agent.db)
-    # No model call of the agent or of its subagents reached a scripted model; the
-    # only calls that run are those the tracer does not record (a summariser's own).
+    # No model call of the agent, of its subagents or of a hook (LangChain's summariser's
+    # own, in before_model) reached a scripted model: the record answered them all. Deep
+    # Agents' summariser calls its model inside the model node, outside the replay layer
+    # (Deep Agents puts the user's middleware inside its own): not recorded, it runs.
     kinds = [c.kind for c in agent.calls.calls]
-    assert [k for k in kinds if k != "summary"] == [], kinds
-    assert res.stats.unrecorded_model_calls == kinds.count("summary")
+    unrecorded = ["summary"] if name == "deep_agent" else []
+    assert kinds == unrecorded, kinds
+    assert res.stats.unrecorded_model_calls == len(unrecorded)
     assert res.stats.live_from is None
+    # No tool ran either, a subagent's included: every tool call the record holds
+    # (the run's and its subagents', counted by the read side) was served from it, and
+    # each subagent's own call ran to replay it.
+    assert res.stats.live_tool_calls == 0, res.summary()
+    with TraceDB(agent.db) as t:
+        record = [t.summary(agent.run_id), *t.subagent_runs([agent.run_id])]
+    assert res.stats.subagent_calls == len(record) - 1
+    assert res.stats.tool_calls + res.stats.subagent_calls == sum(r.tool_calls for r in record)
     _identical(agent.db, agent.run_id, res.run_id)
     assert rows_of(agent.db, agent.run_id) == before
 
@@ -145,3 +154,82 @@ def test_the_record_holds_a_tools_own_result_under_a_layer_that_rewrote_it(
     assert call.own is not None
     assert [m.content for m in messages_from_dict(call.own)] == [own]
     assert [m.content for o in call.outcomes for m in messages_from_dict(o.messages)] == [own]
+
+
+def test_a_subagents_tools_are_answered_from_its_record(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The deep-agent run's researcher (a subagent, started by the ``task`` tool) looks
+    a fact up once; the replay serves that look-up from the researcher's own record:
+    the tool does not run again, and the replay is its record."""
+    from tracer.demo import scenarios
+
+    ran: list[dict[str, Any]] = []
+    real = scenarios.lookup_fact.func
+
+    def counted(*a: Any, **kw: Any) -> Any:
+        ran.append(kw)
+        return real(*a, **kw)
+
+    monkeypatch.setattr(scenarios.lookup_fact, "func", counted)
+    db = tmp_path / "demo.db"
+    demo = AGENTS["deep-agent"](str(db))
+    demo.record()
+    assert ran == [{"topic": "capital of Norway"}]
+    run_id = root_run(db)
+    res = replay_run(run_id, agent=demo.factory, db=db)
+    assert ran == [{"topic": "capital of Norway"}], "the subagent's tool ran again"
+    assert (res.stats.tool_calls, res.stats.subagent_calls, res.stats.live_tool_calls) == (
+        1, 1, 0)
+    assert "1 subagent calls ran" in res.summary()
+    _identical(db, run_id, res.run_id)
+
+
+class _Signs(AgentMiddleware):  # type: ignore[type-arg]
+    """Rewrites the model's reply on its way out: appends a signature."""
+
+    def _sign(self, response: Any) -> Any:
+        from langchain_core.messages import AIMessage
+
+        msgs = [m.model_copy(update={"content": f"{m.content} -- signed"})
+                if isinstance(m, AIMessage) and not m.tool_calls else m
+                for m in response.result]
+        return ModelResponse(result=msgs, structured_response=response.structured_response)
+
+    def wrap_model_call(self, request: Any, handler: Any) -> Any:
+        return self._sign(handler(request))
+
+    async def awrap_model_call(self, request: Any, handler: Any) -> Any:
+        return self._sign(await handler(request))
+
+
+def test_a_layer_that_rewrites_the_models_reply_under_around_rewrites_it_once(
+        tmp_path: Path, scripted_calls: list[str]) -> None:
+    """``trace.around(layer)``: the layer signs the model's reply on its way out. The
+    record keeps the model's own reply (what the layer was given); the replay serves
+    that, the layer signs it again, once, and the replay's every layer step is its
+    record's (a doubled signature was a difference at the layer and in the messages)."""
+    from langchain.agents import create_agent
+    from tracer_kit import get_weather, two_lap_model
+
+    from tracer import TraceMiddleware
+
+    db = tmp_path / "signed.db"
+    trace = TraceMiddleware(db=db)
+    signs = _Signs()
+
+    def make_agent(middleware: Any = tuple(trace.around(signs))) -> Any:
+        return trace.attach(create_agent(two_lap_model(), tools=[get_weather],
+                                         middleware=list(middleware)))
+
+    make_agent().invoke({"messages": [("user", "Weather in Oslo?")]})
+    trace.flush()
+    run_id = root_run(db)
+    recorded = len(scripted_calls)
+    res = replay_run(run_id, agent=make_agent, db=db)
+    assert scripted_calls[recorded:] == []
+    with TraceDB(db) as t:
+        final = [m.text for m in t.run(res.run_id).messages if m.type == "ai"][-1]
+        layers = [e.payload for e in t.run(res.run_id).events if e.phase == "layer"]
+    assert final.endswith(" -- signed") and not final.endswith("-- signed -- signed")
+    assert [p["what"] for p in layers] == ["response"]
+    _identical(db, run_id, res.run_id)
