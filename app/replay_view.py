@@ -174,8 +174,15 @@ def _markers(view: RunView) -> list[dict[str, Any]]:
 
 
 def _on_step(view: RunView) -> None:
-    """The browser settled on a step ("<version held>|<index>")."""
+    """The browser settled on a step ("<version held>|<index>"). A report from outside
+    the window the app now sends is from the window the browser was leaving (sent just
+    before it asked for another): followed, it would send the app back there while the
+    browser waits for the new window."""
     said = _reported(view, "step")
+    kept = st.session_state.get(state.WINDOW)
+    if (said is not None and isinstance(kept, tuple) and len(kept) == 3
+            and kept[0] == view.replay.run.id and not kept[1] <= said[1] < kept[2]):
+        return
     if said is not None:
         state.shown_step(said[1])
         st.session_state[state.HELD] = said[0]

@@ -65,7 +65,12 @@ export default function (component) {
       },
       onSpeed(v) { if (P.key !== null) P.send("speed", String(v)); },
       // A run sent as a window: the step needed next (the app sends the window around it).
-      onWindow(i) { P.send("window", P.key + "|" + i); },
+      // (a step report still waiting for its REPORT_MS is dropped: sent after this, it
+      // would move the app back to the window the browser is leaving)
+      onWindow(i) {
+        if (P.timer) { clearTimeout(P.timer); P.timer = null; }
+        P.send("window", P.key + "|" + i);
+      },
       onOpen: data.subagents ? (id) => {
         if (P.timer) { clearTimeout(P.timer); P.timer = null; }
         P.leaving = true;

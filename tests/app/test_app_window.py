@@ -59,3 +59,34 @@ def test_the_app_sends_the_window_around_the_step(shopping: tuple[str, int]) -> 
     at2 = app_test("replay", run=run_id, step=str(n)).run()
     f = replayer(at2)
     assert f["run"]["offset"] == n - 8 and f["step"] == n - 1
+
+
+@pytest.mark.parametrize("together", [False, True], ids=["one-by-one", "in-one-rerun"])
+def test_a_late_step_report_from_the_window_left_is_not_followed(
+        shopping: tuple[str, int], together: bool) -> None:
+    """The browser stepped in the window at the end, then jumped home: it asks for the
+    first window, and the report of its last step in the old window (debounced, so sent
+    after) reaches the app after the request, or in the same rerun. Followed, it sent the
+    app back to the old window, which the browser already held: nothing was sent, and
+    the browser waited for the first window for ever (CI met it in
+    tests/browser/test_browser_long_run.py)."""
+    from app_kit import browser_sends_all
+
+    run_id, n = shopping
+    at = app_test("replay", run=run_id, step="1").run()
+    d = replayer(at)
+    browser_sends(at, "window", f"{d['key']}|{n - 1}")
+    end = replayer(at)
+    assert end["run"]["offset"] == n - 8
+    report_step(at, n - 2)
+    assert at.session_state["lt_step"] == n - 2
+    events = [("window", f"{end['key']}|0"), ("step", f"{end['key']}|{n - 3}")]
+    if together:
+        browser_sends_all(at, events)
+    else:
+        for e in events:
+            browser_sends(at, *e)
+    home = replayer(at)
+    assert home["key"].endswith(":0") and home["key"] != end["key"]
+    assert home["run"] is not None and home["run"]["offset"] == 0  # (sent: not "held")
+    assert at.session_state["lt_step"] == 0
