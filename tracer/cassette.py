@@ -44,7 +44,7 @@ from .payloads import tool_names
 from .records import MODEL_HOOKS, TOOL_HOOKS
 from .replay import Replay, build_replay
 from .schema import SCHEMA_VERSION
-from .state_writes import StateWrite, writes_of
+from .state_writes import StateWrite, StoreWrite, store_writes_of, writes_of
 
 __all__ = ["Cassette", "Miss", "ModelCall", "Outcome", "ReplayError", "Request", "ToolCall",
            "request_of_messages"]
@@ -174,6 +174,8 @@ class ToolCall:
     # the state keys the call changed (its Command's, or a tool writing to its channel),
     # each with its value before and after: made again when the result is served
     writes: dict[str, StateWrite] = field(default_factory=dict)
+    # its writes to the LangGraph store, in order: made again when the result is served
+    store: list[StoreWrite] = field(default_factory=list)
 
     def matches(self, name: str, args: Any) -> bool:
         return self.name == name and _canon(self.args) == _canon(args)
@@ -419,6 +421,7 @@ def _tool_calls(rp: Replay) -> list[ToolCall]:
             del open_[tcid]
     for call in out:
         call.writes = writes_of(rp.run.state, call.tool_call_id)
+        call.store = store_writes_of(rp.run.state, call.tool_call_id)
     return out
 
 

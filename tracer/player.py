@@ -31,7 +31,7 @@ import contextlib
 import contextvars
 import json
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,7 +61,7 @@ from .errors import ReplayDiverged
 from .loader import Message
 from .redact import DEFAULT_REDACTOR
 from .serialize import message_json
-from .state_writes import StateWrite, faithful, update_for
+from .state_writes import StateWrite, StoreWrite, faithful, update_for
 
 __all__ = ["RecordedError", "ReplayCache", "ReplayDiverged", "ReplayMiddleware", "Session"]
 
@@ -401,13 +401,14 @@ def _subagent_tool(request: ToolCallRequest) -> ToolCallRequest:
             s.stats.live_tool_calls += 1
             return request
         s.used.add(id(found))
-        if request.tool is None or not _servable(request.tool, found.outcomes, found.writes):
+        if request.tool is None or not _servable(request.tool, found.outcomes, found.writes,
+                                                 found.store):
             s.stats.live_tool_calls += 1
             return request
         s.stats.tool_calls += 1
         s.stats.seconds += found.seconds
         return request.override(tool=_served_tool(request.tool, found.outcomes, tcid, None,
-                                                  _updates(s, found)))
+                                                  _updates(s, found), found.store))
 
 
 def _patch_tool_node() -> None:
@@ -449,17 +450,22 @@ def stop(token: contextvars.Token[Serving | None]) -> None:
 
 
 def _served_tool(tool: Any, outcomes: list[Outcome], tool_call_id: str,
-                 edited: str | None, updates: dict[str, Any] | None = None) -> Any:
+                 edited: str | None, updates: dict[str, Any] | None = None,
+                 store: list[StoreWrite] | None = None) -> Any:
     """A copy of ``tool`` (same name, schema and error handling) whose function gives
     back the recorded outcomes in turn instead of running, and makes the call's
     recorded state writes again (``updates``: key -> the value to write): in its
     ``Command`` when the tool returned one, else straight to the channels, as the tool
-    wrote them."""
+    wrote them; and its writes to the LangGraph store (``store``), to the graph's store."""
     queue = list(outcomes)
     lock = threading.Lock()
     updates = updates or {}
 
     def give(*_a: Any, **_kw: Any) -> Any:
+        _store_again(store)
+        return answer()
+
+    def answer() -> Any:
         with lock:
             outcome = queue.pop(0) if len(queue) > 1 else queue[0]
         if outcome.is_error:
@@ -479,10 +485,39 @@ def _served_tool(tool: Any, outcomes: list[Outcome], tool_call_id: str,
             return msg.content, msg.artifact
         return msg
 
-    async def agive(*a: Any, **kw: Any) -> Any:
-        return give(*a, **kw)
+    async def agive(*_a: Any, **_kw: Any) -> Any:
+        await _astore_again(store)
+        return answer()
 
     return tool.model_copy(update={"func": give, "coroutine": agive})
+
+
+def _store_again(writes: list[StoreWrite] | None) -> None:
+    """Make a served call's recorded writes to the LangGraph store again (on the store
+    of the graph it runs in), as the tool made them: in order, a delete for None."""
+    if not writes:
+        return
+    from langgraph.config import get_store
+
+    store = get_store()
+    for w in writes:
+        if w.value is None:
+            store.delete(w.namespace, w.key)
+        else:
+            store.put(w.namespace, w.key, w.value)
+
+
+async def _astore_again(writes: list[StoreWrite] | None) -> None:
+    if not writes:
+        return
+    from langgraph.config import get_store
+
+    store = get_store()
+    for w in writes:
+        if w.value is None:
+            await store.adelete(w.namespace, w.key)
+        else:
+            await store.aput(w.namespace, w.key, w.value)
 
 
 def _send(updates: dict[str, Any]) -> None:
@@ -494,12 +529,15 @@ def _send(updates: dict[str, Any]) -> None:
     get_config()["configurable"][CONFIG_KEY_SEND](list(updates.items()))
 
 
-def _servable(tool: Any, outcomes: list[Outcome], writes: dict[str, StateWrite]) -> bool:
+def _servable(tool: Any, outcomes: list[Outcome], writes: dict[str, StateWrite],
+              store: Sequence[StoreWrite] = ()) -> bool:
     from langchain_core.tools import StructuredTool, Tool
 
     if not isinstance(tool, (StructuredTool, Tool)) or not outcomes:
         return False
-    if not all(faithful(w.after) for w in writes.values()):
+    if not all(faithful(w.after) for w in writes.values()) or not all(
+            isinstance(w.value, dict) and faithful(w.value) for w in store
+            if w.value is not None):
         return False  # (a value the record holds as a repr: the tool runs again)
     last = outcomes[-1]
     # a Command's keys are given back from what the call wrote to the state
@@ -613,10 +651,10 @@ class ReplayMiddleware(AgentMiddleware):
                     s.stats.live_tool_calls += 1
                     return request.override(tool_call={**call, "args": s.edit.args}), None
                 if request.tool is not None and _servable(request.tool, found.outcomes,
-                                                          found.writes):
+                                                          found.writes, found.store):
                     good = [o for o in found.outcomes if not o.is_error] or found.outcomes
                     tool = _served_tool(request.tool, good[-1:], tcid, s.edit.text,
-                                        _updates(s, found))
+                                        _updates(s, found), found.store)
                     return request.override(tool=tool), None
             if found is None:
                 if not s.may_go_live():
@@ -630,13 +668,14 @@ class ReplayMiddleware(AgentMiddleware):
                 s.stats.subagent_calls += 1
                 return request, Serving(s, run_id=child, parent_call=tcid)
             if request.tool is None or not _servable(request.tool, found.outcomes,
-                                                     found.writes):
+                                                     found.writes, found.store):
                 s.stats.live_tool_calls += 1
                 return request, None
             s.stats.tool_calls += 1
             s.stats.seconds += found.seconds
             return request.override(tool=_served_tool(request.tool, found.outcomes, tcid,
-                                                      None, _updates(s, found))), None
+                                                      None, _updates(s, found),
+                                                      found.store)), None
 
     def wrap_tool_call(self, request: ToolCallRequest,
                        handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],

@@ -25,7 +25,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["MISSING", "StateWrite", "channels_of", "faithful", "update_for", "writes_of"]
+__all__ = ["MISSING", "StateWrite", "StoreWrite", "channels_of", "faithful", "store_writes_of",
+           "update_for", "writes_of"]
 
 MISSING: Any = object()  # the key was not in the state before the call
 
@@ -59,6 +60,32 @@ def writes_of(log: Any, tool_call_id: str | None) -> dict[str, StateWrite]:
         else:
             before = first.before
         out[v.key] = StateWrite(v.key, before, log.value(v.hash))
+    return out
+
+
+@dataclass(frozen=True)
+class StoreWrite:
+    """The call put ``value`` at ``key`` of the LangGraph store's ``namespace`` (None:
+    deleted it)."""
+
+    namespace: tuple[str, ...]
+    key: str
+    value: Any
+
+
+def store_writes_of(log: Any, tool_call_id: str | None) -> list[StoreWrite]:
+    """The writes to the LangGraph store the recorded tool call ``tool_call_id`` made,
+    in order (``tracer.store_writes`` records them as ``@store:`` versions)."""
+    from .state_read import store_item
+
+    if not tool_call_id or not log:
+        return []
+    out: list[StoreWrite] = []
+    for v in log.store_writes():
+        item = store_item(v.key) if v.tool_call_id == tool_call_id else None
+        if item is not None:
+            out.append(StoreWrite(item[0], item[1],
+                                  None if v.hash is None else log.value(v.hash)))
     return out
 
 

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from blockbuster import blockbuster_ctx
 from langchain.agents.middleware import AgentMiddleware, ModelResponse
+from langchain.tools import ToolRuntime
 from truth_kit import SCENARIOS
 from whatif_kit import TruthAgent, root_run, rows_of
 
@@ -233,3 +234,91 @@ def test_a_layer_that_rewrites_the_models_reply_under_around_rewrites_it_once(
     assert final.endswith(" -- signed") and not final.endswith("-- signed -- signed")
     assert [p["what"] for p in layers] == ["response"]
     _identical(db, run_id, res.run_id)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_tools_writes_to_the_store_are_made_again(tmp_path: Path, mode: str) -> None:
+    """A tool that writes to the LangGraph store (and deletes from it) is served from the
+    record: it does not run again, and the replay's own store, a new one, gets the same
+    writes, so the replay is its record, store items included (``diff`` compares them)."""
+    from langchain.agents import create_agent
+    from langchain_core.messages import AIMessage
+    from langchain_core.tools import tool
+    from langgraph.store.memory import InMemoryStore
+
+    from tracer import TraceMiddleware
+    from tracer.demo.models import call, turn_script
+
+    ran: list[str] = []
+    stores: list[InMemoryStore] = []
+
+    @tool
+    def pin(place: str, runtime: ToolRuntime) -> str:
+        """Pin a place."""
+        ran.append(place)
+        assert runtime.store is not None
+        runtime.store.put(("pins",), place, {"note": f"view of {place}"})
+        runtime.store.delete(("pins",), "draft")
+        return "pinned"
+
+    db = tmp_path / "store.db"
+    trace = TraceMiddleware(db=db, run_name="pins")
+
+    def factory(middleware: Any = (trace,)) -> Any:
+        model = ScriptedChatModel(script=turn_script([
+            AIMessage("", id="a1", tool_calls=[call("pin", {"place": "oslo"}, "c1")]),
+            AIMessage("Pinned.", id="a2")]))
+        store = InMemoryStore()
+        store.put(("pins",), "draft", {"note": "to go"})
+        stores.append(store)
+        return create_agent(model, [pin], middleware=list(middleware), store=store)
+
+    factory().invoke({"messages": [("user", "Pin Oslo.")]})
+    trace.flush()
+    assert ran == ["oslo"]
+    run_id = root_run(db)
+    if mode == "async":
+        async def go() -> Any:
+            with blockbuster_ctx():
+                return await areplay_run(run_id, agent=factory, db=db)
+        res = asyncio.run(go())
+    else:
+        res = replay_run(run_id, agent=factory, db=db)
+    assert ran == ["oslo"], "the tool ran again"
+    assert (res.stats.tool_calls, res.stats.live_tool_calls) == (1, 0)
+    replayed = stores[-1]
+    item = replayed.get(("pins",), "oslo")
+    assert item is not None and item.value == {"note": "view of oslo"}
+    assert replayed.get(("pins",), "draft") is None  # (deleted again)
+    _identical(db, run_id, res.run_id)
+
+
+def test_a_deep_agent_with_its_files_in_the_store_replays_to_its_record(tmp_path: Path) -> None:
+    """Deep Agents' ``StoreBackend`` keeps the files in the store: served from the record,
+    its file tools do not run, and the replay's new store ends holding what the
+    original's did (a file written, edited, a scratch file written and deleted)."""
+    from store_kit import FS, store_agent, store_seeded
+
+    from tracer import TraceMiddleware
+
+    db = tmp_path / "deep-store.db"
+    trace = TraceMiddleware(db=db, run_name="deep-store")
+    stores: list[Any] = []
+
+    def factory(middleware: Any = (trace,)) -> Any:
+        store = store_seeded()
+        stores.append(store)
+        return trace.attach(store_agent(store, list(middleware)))
+
+    factory().invoke({"messages": [("user", "Keep notes.")]})
+    trace.flush()
+    run_id = root_run(db)
+    res = replay_run(run_id, agent=factory, db=db)
+    assert (res.stats.tool_calls, res.stats.live_tool_calls) == (4, 0), res.summary()
+    _identical(db, run_id, res.run_id)
+
+    def held(store: Any) -> list[tuple[Any, ...]]:
+        return sorted((tuple(i.namespace), i.key, repr(i.value)) for i in store.search(FS))
+
+    assert held(stores[-1]) == held(stores[0])
+    assert [i.key for i in stores[-1].search(FS)] and stores[-1].get(FS, "/scratch.md") is None
