@@ -43,11 +43,14 @@ from .loader import Message, Run, TraceDB, content_text
 from .payloads import tool_names
 from .records import MODEL_HOOKS, TOOL_HOOKS
 from .replay import Replay, build_replay
-from .schema import SCHEMA_VERSION
 from .state_writes import StateWrite, StoreWrite, store_writes_of, writes_of
 
 __all__ = ["Cassette", "Miss", "ModelCall", "Outcome", "ReplayError", "Request", "ToolCall",
            "request_of_messages"]
+
+# the oldest schema a replay reads: 4 recorded the state a replay redoes (schema 5 changed
+# only how the search index takes new messages)
+REPLAY_SCHEMA = 4
 
 
 # A random id inside a message's text (Deep Agents names a summary's file after one) is
@@ -215,9 +218,9 @@ class Cassette:
     # -- reading ---------------------------------------------------------------
     @classmethod
     def load(cls, db: TraceDB, run_id: str) -> Cassette:
-        if db.schema_version < SCHEMA_VERSION:
+        if db.schema_version < REPLAY_SCHEMA:
             msg = (f"{db.path} was recorded with schema {db.schema_version}; replay reads "
-                   f"schema {SCHEMA_VERSION}: record into the file once (that migrates it "
+                   f"schema {REPLAY_SCHEMA} and later: record into the file once (that migrates it "
                    "in place) or import its export into a new file, then replay")
             raise ReplayError(msg)
         root = db.run(db.resolve(run_id))

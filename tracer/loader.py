@@ -246,7 +246,8 @@ class TraceDB:
                         ids=ids if ids is not None else f.ids,
                         parent_id=parent_id if parent_id is not None else f.parent_id)
         join, params = run_list.joins(self.derived)
-        cond, more = run_list.where(f, self.derived, common=self._common(f))
+        cond, more = run_list.where(f, self.derived, common=self._common(f),
+                                        schema=self.schema_version)
         page = ""
         if limit is not None or offset:
             page = " LIMIT ? OFFSET ?"
@@ -275,7 +276,8 @@ class TraceDB:
         ``at_most`` says when to stop)."""
         f = filter or RunFilter()
         join, params = run_list.joins(self.derived) if f.health else ("", [])
-        cond, more = run_list.where(f, self.derived, common=self._common(f))
+        cond, more = run_list.where(f, self.derived, common=self._common(f),
+                                        schema=self.schema_version)
         if at_most is None:
             return int(self._query(f"SELECT COUNT(*) FROM runs r{join}{cond}",
                                    [*params, *more])[0][0])

@@ -29,6 +29,7 @@ from typing import Any
 from .errors import InvalidOption, LooptraceError
 from .prune import parse_age
 from .rules_version import RULES_VERSION
+from .schema import SCHEMA_VERSION
 from .search import matching_runs, run_has
 
 # What a run's stored check says (``tracer.findings_store``): its worst severity,
@@ -93,10 +94,12 @@ def _esc(text: str) -> str:
     return "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
-def where(f: RunFilter, derived: bool, *, common: bool = False) -> tuple[str, list[Any]]:
+def where(f: RunFilter, derived: bool, *, common: bool = False,
+          schema: int = SCHEMA_VERSION) -> tuple[str, list[Any]]:
     """The WHERE clause (over ``runs r``, ``run_stats s``, ``run_checks c``) for ``f``;
     ``derived``: the file has the derived tables (schema 3); ``common``: ``f.search`` is
-    a common text (``tracer.search.is_common``), tested run by run."""
+    a common text (``tracer.search.is_common``), tested run by run; ``schema``: the
+    file's version."""
     parts: list[str] = []
     params: list[Any] = []
     if f.ids is not None:
@@ -124,7 +127,7 @@ def where(f: RunFilter, derived: bool, *, common: bool = False) -> tuple[str, li
         parts.append(sql)
         params.extend(p)
     elif f.search:
-        sql, p = matching_runs(f.search, indexed=derived)
+        sql, p = matching_runs(f.search, indexed=derived, schema=schema)
         if f.top_level:  # a hit in a subagent run counts for its top-level run
             sql = ("WITH RECURSIVE up(id, parent_id) AS (SELECT id, parent_id FROM runs"
                    f" WHERE id IN ({sql}) UNION SELECT p.id, p.parent_id FROM runs p"

@@ -16,10 +16,11 @@ hundred runs. ``run_has`` tests each run instead, newest first as the runs list
 reads them, and the list stops at its page (``is_common`` decides, from the
 index, in about a millisecond).
 
-A trigger on ``messages`` (``tracer.schema``) puts each message's text in
-``search_pending``, in the transaction that writes the message: it is searched
-there (a scan of a few thousand rows at most) until ``catch_up`` moves a batch
-into the index. The index then grows by one segment per batch rather than one
+A trigger on ``messages`` (``tracer.schema``) puts each message's text, with its
+run, in ``search_pending``, in the transaction that writes the message: it is
+searched there (a scan of a few thousand rows at most) until ``catch_up`` moves a
+batch into the index, giving each message its rowid there (its run's block, the
+next free numbers in it, in the order written). The index then grows by one segment per batch rather than one
 per commit, so that a commit costs about the same in a large file as in an
 empty one. The writer catches up every ``BATCH`` messages and when it closes,
 ``looptrace import`` after each import.
@@ -39,7 +40,7 @@ import sqlite3
 from collections.abc import Callable
 from typing import Any
 
-from .schema import FTS_BLOCK
+from .schema import FTS_BLOCK, SCHEMA_VERSION
 
 MIN_INDEXED = 3  # the trigram tokenizer indexes three-character pieces
 COMMON = 200  # messages the index finds a text in, from which the text is common
@@ -59,19 +60,25 @@ def _fts_pattern(text: str) -> str:
     return f"%{text}%"
 
 
-def matching_runs(text: str, *, indexed: bool) -> tuple[str, list[Any]]:
+def matching_runs(text: str, *, indexed: bool, schema: int = SCHEMA_VERSION
+                  ) -> tuple[str, list[Any]]:
     """SQL selecting the ids of runs with a message containing ``text``, and its
-    parameters. ``indexed``: the file has ``messages_fts``."""
+    parameters. ``indexed``: the file has ``messages_fts``; ``schema``: its version
+    (a schema 3 or 4 file, read as it is, names a waiting message's run by its block)."""
     like = _like_pattern(text)
     if not indexed or len(text) < MIN_INDEXED or not _has_piece(text):
         return "SELECT run_id FROM messages WHERE text LIKE ? ESCAPE '\\'", [like]
-    # The index, then the exact test (lower() folds ASCII letters only, as LIKE does);
-    # and what waits in search_pending, scanned. Both name the run by its block.
-    sql = ("SELECT s.run_id FROM search_runs s WHERE s.n IN ("
-           f"SELECT rowid / {FTS_BLOCK} FROM messages_fts WHERE text LIKE ?"
-           " AND instr(lower(text), lower(?)) > 0"
-           f" UNION ALL SELECT fts / {FTS_BLOCK} FROM search_pending"
-           " WHERE text LIKE ? ESCAPE '\\')")
+    # The index (the run by its block), then the exact test (lower() folds ASCII
+    # letters only, as LIKE does); and what waits in search_pending, scanned.
+    indexed_sql = ("SELECT s.run_id FROM search_runs s WHERE s.n IN ("
+                   f"SELECT rowid / {FTS_BLOCK} FROM messages_fts WHERE text LIKE ?"
+                   " AND instr(lower(text), lower(?)) > 0")
+    if schema < 5:
+        sql = (indexed_sql + f" UNION ALL SELECT fts / {FTS_BLOCK} FROM search_pending"
+               " WHERE text LIKE ? ESCAPE '\\')")
+    else:
+        sql = (indexed_sql + ") UNION SELECT run_id FROM search_pending"
+               " WHERE text LIKE ? ESCAPE '\\'")
     return sql, [_fts_pattern(text), text, like]
 
 
@@ -109,8 +116,20 @@ def catch_up(conn: sqlite3.Connection, *, at_least: int = 0) -> int:
             "SELECT COUNT(*) FROM (SELECT 1 FROM search_pending LIMIT ?)", [at_least]).fetchone()
         if waiting < at_least:
             return 0
-    moved = conn.execute("INSERT INTO messages_fts(rowid, text)"
-                         " SELECT fts, text FROM search_pending ORDER BY fts").rowcount
+    # each run met there has its block of rowids (a new run the next block) ...
+    conn.execute("INSERT INTO search_runs(run_id, messages) SELECT p.run_id, 0"
+                 " FROM search_pending p WHERE NOT EXISTS"
+                 " (SELECT 1 FROM search_runs s WHERE s.run_id = p.run_id)"
+                 " GROUP BY p.run_id ORDER BY MIN(p.id)")
+    # ... its waiting messages numbered on from those it has, in the order written
+    moved = conn.execute(
+        "INSERT INTO messages_fts(rowid, text)"
+        f" SELECT s.n * {FTS_BLOCK} + s.messages + p.k, p.text FROM (SELECT run_id, text,"
+        " ROW_NUMBER() OVER (PARTITION BY run_id ORDER BY id) AS k FROM search_pending) p"
+        " JOIN search_runs s ON s.run_id = p.run_id").rowcount
+    conn.execute("UPDATE search_runs SET messages = messages + c.k FROM (SELECT run_id,"
+                 " COUNT(*) AS k FROM search_pending GROUP BY run_id) c"
+                 " WHERE c.run_id = search_runs.run_id")
     conn.execute("DELETE FROM search_pending")
     return int(moved)
 

@@ -1,4 +1,4 @@
-"""Files written by older schemas (1 and 2) open: read as they are, or migrated in place."""
+"""Files written by older schemas (1 to 4) open: read as they are, or migrated in place."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import json
 import shutil
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tracer_kit import get_weather, make_agent, two_lap_model
@@ -70,7 +71,7 @@ def test_opening_for_writing_migrates_in_place_and_keeps_everything(tmp_path):
     path = _copy(tmp_path)
     before = _dump(path)
     connect(path).close()
-    assert _version(path) == SCHEMA_VERSION == 4
+    assert _version(path) == SCHEMA_VERSION == 5
     assert _dump(path) == before  # nothing lost, nothing changed
     cols = [r[1] for r in sqlite3.connect(path).execute("PRAGMA table_info(messages)")]
     assert "version" in cols
@@ -170,7 +171,7 @@ def test_a_schema_2_file_is_migrated_in_place_and_nothing_is_lost(tmp_path):
     path = _copy2(tmp_path)
     before = _everything(path)
     connect(path).close()
-    assert _version(path) == SCHEMA_VERSION == 4
+    assert _version(path) == SCHEMA_VERSION == 5
     assert _everything(path) == before
     conn = sqlite3.connect(path)
     stats = {r[0]: r[1:] for r in conn.execute(
@@ -287,7 +288,7 @@ def test_a_schema_3_file_is_migrated_in_place_and_nothing_is_lost(tmp_path):
     shutil.copyfile(FIXTURE3, path)
     before = _everything3(path)
     connect(path).close()
-    assert _version(path) == SCHEMA_VERSION == 4
+    assert _version(path) == SCHEMA_VERSION == 5
     assert {"state", "state_values"} <= _tables(path)
     assert _everything3(path) == before
     # and a run recorded into it now has its state
@@ -317,3 +318,110 @@ def test_a_failed_schema_3_migration_leaves_the_file_as_it_was(tmp_path, monkeyp
         schema.connect(path)
     assert _version(path) == 3 and _everything3(path) == before
     assert "state" not in _tables(path)
+
+
+# -- schema 4 -> 5 ---------------------------------------------------------------------
+# tests/fixtures/schema4.db was recorded by looptrace at schema 4 (main a93e0e1): the truth
+# agents "todo" and "command_update", traced first, flushed but not closed (as a file whose
+# writer was killed), so that the text of their 8 messages still waits in search_pending in
+# the schema 4 form (its rowid in the index already given), then copied with SQLite's backup.
+# Schema 5 writes a waiting message with its run and gives it its rowid when the index takes
+# it; the migration indexes what waits first.
+FIXTURE4 = Path(__file__).parents[1] / "fixtures" / "schema4.db"
+TABLES4 = ("runs", "events", "messages", "wire", "run_stats", "state", "state_values")
+
+
+def _everything4(path: Path) -> dict[str, list[tuple]]:
+    conn = sqlite3.connect(path)
+    try:
+        return {t: conn.execute(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall() for t in TABLES4}
+    finally:
+        conn.close()
+
+
+def _one(path: Path, sql: str) -> Any:
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute(sql).fetchall()
+    finally:
+        conn.close()
+
+
+def _hits(path: Path, text: str) -> list[str]:
+    with TraceDB(path) as db:
+        return sorted(r.name or r.id for r in db.runs(search=text))
+
+
+def test_the_fixture_is_schema_4_with_messages_waiting_for_the_index():
+    assert _version(FIXTURE4) == 4
+    assert _one(FIXTURE4, "SELECT COUNT(*) FROM search_pending") == [(8,)]
+    assert _one(FIXTURE4, "SELECT COUNT(*) FROM messages_fts") == [(0,)]
+    cols = [r[1] for r in _one(FIXTURE4, "PRAGMA table_info(search_pending)")]
+    assert cols == ["fts", "text"]
+
+
+def test_read_only_a_schema_4_file_is_read_and_searched_as_it_is(tmp_path):
+    path = tmp_path / "v4.db"
+    shutil.copyfile(FIXTURE4, path)
+    before = path.read_bytes()
+    with TraceDB(path) as db:
+        runs = db.runs()
+        assert len(runs) == 2
+        todo = db.runs(search="quarterly summary")  # a text only the todo agent's messages hold
+        assert len(todo) == 1
+        assert db.run(todo[0].id).state.final()  # its state, recorded at schema 4
+        assert len(db.runs(search="the meeting is at 10")) == 1
+        assert db.runs(search="nowhere in any message") == []
+    assert path.read_bytes() == before
+
+
+def test_a_schema_4_file_is_migrated_in_place_and_nothing_is_lost(tmp_path):
+    path = tmp_path / "v4.db"
+    shutil.copyfile(FIXTURE4, path)
+    before = _everything4(path)
+    searches = {t: _hits(path, t) for t in ("quarterly summary", "the meeting is at 10", "nowhere")}
+    connect(path).close()
+    assert _version(path) == SCHEMA_VERSION == 5
+    assert _everything4(path) == before
+    # what waited is in the index now, under each run's block, as schema 4 would have put it
+    assert _one(path, "SELECT COUNT(*) FROM search_pending") == [(0,)]
+    assert _one(path, "SELECT COUNT(*) FROM messages_fts") == [(8,)]
+    assert {t: _hits(path, t) for t in searches} == searches
+    cols = [r[1] for r in _one(path, "PRAGMA table_info(search_pending)")]
+    assert cols == ["id", "run_id", "text"]
+    # a run recorded into it now is searchable at once, and after the index takes it
+    trace = TraceMiddleware(db=path, run_name="after-migration")
+    from truth_kit import run_truth
+
+    run_truth("command_update", [trace], position="first")
+    trace.flush()
+    assert _one(path, "SELECT COUNT(*) FROM search_pending WHERE run_id IS NULL") == [(0,)]
+    assert len(_hits(path, "the meeting is at 10")) == 2
+    trace.close()  # (the writer's last act: the index takes what waits)
+    assert _one(path, "SELECT COUNT(*) FROM search_pending") == [(0,)]
+    assert len(_hits(path, "the meeting is at 10")) == 2
+    n_before = _one(path, "SELECT COUNT(*) FROM messages_fts")[0][0]
+    assert n_before > 8
+    # the new run's rows went into a block of their own, numbered from 1 in order
+    rows = _one(path, "SELECT f.rowid - s.n * 4294967296 FROM messages_fts f JOIN search_runs s"
+                      " ON f.rowid / 4294967296 = s.n JOIN runs r ON r.id = s.run_id"
+                      " WHERE r.name = 'after-migration' ORDER BY f.rowid")
+    assert [r[0] for r in rows] == list(range(1, len(rows) + 1))
+
+
+def test_a_failed_schema_4_migration_leaves_the_file_as_it_was(tmp_path, monkeypatch):
+    path = tmp_path / "v4.db"
+    shutil.copyfile(FIXTURE4, path)
+    before = _everything4(path)
+    from tracer import schema
+
+    def then_fail(conn):
+        schema._pending_by_run(conn)
+        raise sqlite3.OperationalError("disk I/O error (simulated)")
+
+    monkeypatch.setitem(schema.MIGRATIONS, 4, then_fail)
+    with pytest.raises(Exception, match="simulated"):
+        schema.connect(path)
+    assert _version(path) == 4 and _everything4(path) == before
+    assert _one(path, "SELECT COUNT(*) FROM search_pending") == [(8,)]
+    assert [r[1] for r in _one(path, "PRAGMA table_info(search_pending)")] == ["fts", "text"]

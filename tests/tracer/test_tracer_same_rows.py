@@ -45,7 +45,7 @@ TABLES = (
     ("state_values", "run_order, data"),
     ("run_stats", "run_order"),
     ("search_runs", "n"),
-    ("search_pending", "fts"),
+    ("search_pending", "id"),
     ("wire", "id"),
 )
 # Columns whose values are times or process facts: never the same twice.
