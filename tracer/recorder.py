@@ -80,6 +80,7 @@ class RunState:
         "thread_id",
         "tokens",
         "tools_hash",
+        "unnamed",
         "watched",
     )
 
@@ -130,6 +131,10 @@ class RunState:
         self.req_system: Any = None  # and its system prompt
         self.watched = False  # the invocation watcher ends it (``tracer.watch``)
         self.state: Any = None  # the other state keys (``tracer.state_record.StateMemory``)
+        # messages recorded while they had no id, under a key that does not change when
+        # the state gives them one (a tool result's: its call's id): key -> (seq, position,
+        # version) of that row, written again once the state has named them
+        self.unnamed: dict[str, tuple[int, int, int]] = {}
 
 
 def note_request(run: RunState, payload: ModelEnterPayload, *, system: Any,
@@ -452,9 +457,17 @@ class Recorder:
             return
         seen[key] = m
         if prev is _MISSING:
-            self._do(run, self._message_now, run, seq, position, m)
+            version = 0
         elif prev is not None and not same_message(prev, m):
-            self._do(run, self._message_now, run, seq, position, m, 1)
+            version = 1
+        else:
+            return
+        if m.id is None and key[:2] == "t:":
+            # LangGraph's reducer names it in place when it reaches the state: written
+            # again then (``sync_messages``), so that the row does not depend on whether
+            # the writer serialised it before or after
+            run.unnamed[key] = (seq, position, version)
+        self._do(run, self._message_now, run, seq, position, m, version)
 
     def _message_now(self, run: RunState, seq: int, position: int, m: BaseMessage,
                      version: int = 0) -> None:
@@ -535,6 +548,9 @@ class Recorder:
                 added.append((j, m))
             elif prev is m or prev is None or same_message(prev, m):
                 placed.append((j, key))
+                if run.unnamed and prev is m and key in run.unnamed and m.id is not None:
+                    at, pos, version = run.unnamed.pop(key)
+                    self._do(run, self._message_now, run, at, pos, m, version)
             elif key in keys[:j]:  # the key twice (e.g. two results for one call): a new message
                 added.append((j, m))
                 continue

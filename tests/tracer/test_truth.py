@@ -337,3 +337,37 @@ def test_a_failing_run_ends_where_langgraph_says(tmp_path, name, position, mode,
         check_states(truth, replay)
         check_values(truth, replay)
         check_paths(truth, replay)
+
+
+@pytest.fixture
+def eager_writer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The writer builds and commits each record as soon as it is put (from the agent's
+    side): as if its thread ticked between any two hooks. The rows must not depend on
+    when that happens: LangGraph changes some messages in place after the tracer saw
+    them (its reducer gives a message without an id one), and the writer serialises a
+    message when it builds its row."""
+    import threading
+
+    from tracer.store import Writer
+
+    put = Writer.put
+
+    def eager(self: Writer, item: Any) -> None:
+        put(self, item)
+        if not self._is_control(item) and threading.current_thread() is not self._thread:
+            self.flush()
+
+    monkeypatch.setattr(Writer, "put", eager)
+
+
+@pytest.mark.parametrize("position", ["first", "last"])
+@pytest.mark.parametrize("name", NAMES)
+def test_the_record_does_not_depend_on_when_the_writer_writes(tmp_path, eager_writer, name,
+                                                              position):
+    # (structured: the structured response's ToolMessage is recorded at the model call's
+    # exit, without an id, and named by the reducer after: its row had no id when the
+    # writer happened to build it in between)
+    truth, replay = record(tmp_path, name, position, "sync", attach=True)
+    assert replayed(replay.messages_at(len(replay) - 1)) == keys(truth.final)
+    check_states(truth, replay)
+    check_values(truth, replay)
