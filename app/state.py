@@ -56,8 +56,7 @@ FLOORPLAN_TOGGLE = "show_floorplan"
 # -- the Runs page -------------------------------------------------------------------------
 RUNS_FILTER = "lt_runs_filter"  # the filter the page index belongs to
 RUNS_PAGE = "runs_page_index"  # which page of runs (0-based)
-RUNS_TABLE = "runs_table"  # the table (its row selection)
-RUNS_LAST_SELECTED = "lt_runs_last_selected"
+RUNS_TABLE = "runs_table"  # the table (app/runs_grid.py; its event: a row clicked)
 OPEN_PICK = "open_pick"  # the "Open a run" picker
 
 # -- the Compare page ----------------------------------------------------------------------

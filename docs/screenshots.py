@@ -64,7 +64,8 @@ def main(argv: list[str] | None = None) -> int:
 
             page.goto(url)  # (the runs page is the default page, at "/")
             page.get_by_role("heading", name="Runs").wait_for(timeout=60_000)
-            page.locator('[data-testid="stDataFrame"]').first.wait_for(timeout=60_000)
+            page.locator('[data-testid="lt-runs-table"] tbody tr').first.wait_for(
+                timeout=60_000)
             settle(page)
             shoot(page, args.out, "runs")
 

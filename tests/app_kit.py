@@ -81,3 +81,32 @@ def report_step(at: AppTest, index: int, held: str | None = None) -> AppTest:
     component's ``key``, by default the one it was last given)."""
     version = held if held is not None else replayer(at)["key"]
     return browser_sends(at, "step", f"{version}|{index}")
+
+
+# -- the Runs page's table (app/runs_grid.py, a component: AppTest runs no JavaScript) ----
+RUNS_TABLE_KEY = "runs_table"  # (app/state.py: RUNS_TABLE)
+
+
+def runs_grid(at: AppTest) -> dict[str, Any] | None:
+    """What the Runs page's table was given on the last run (``runs_grid.grid_data``:
+    its columns, rows and selected run), or None when the page shows no table."""
+    for c in at.get("bidi_component"):
+        if c.proto.id.endswith("-" + RUNS_TABLE_KEY):
+            data: dict[str, Any] = json.loads(c.proto.json)
+            return data
+    return None
+
+
+def runs_table(at: AppTest) -> Any:
+    """The Runs page's rows as a DataFrame, each value as the browser was sent it (an
+    int stays an int, an empty cell is None: ``dtype=object``, nothing converted)."""
+    import pandas as pd
+
+    data = runs_grid(at)
+    assert data is not None, "no runs table on the page"
+    return pd.DataFrame(data["rows"], dtype=object)
+
+
+def click_run_row(at: AppTest, run_id: str) -> AppTest:
+    """The browser's table sending a click on the row of ``run_id``."""
+    return browser_sends(at, "select", run_id, key=RUNS_TABLE_KEY)

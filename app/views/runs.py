@@ -15,7 +15,7 @@ import datetime as dt
 import pandas as pd
 import streamlit as st
 
-from .. import data, navigation, runs_table, state
+from .. import data, navigation, runs_grid, runs_table, state
 from ..data import HEALTH_CLASSES, LooptraceError, RunFilter, RunSummary
 from ..safe import md_escape
 from ..subagents import run_label
@@ -41,25 +41,41 @@ def runs_page() -> None:
 
 
 def _filters() -> RunFilter:
-    top = st.columns([4, 3, 3], vertical_alignment="bottom")
+    """The filters. What a first visit loads is kept light (issue 29): the status and
+    health filters are pills (a multiselect loads ten scripts), and the day and parent
+    filters wait in a popover, whose widgets (the date picker's scripts) the browser
+    loads only when it is opened; a filter set there is named under the row."""
+    top = st.columns([4, 3, 2], vertical_alignment="bottom")
     search = top[0].text_input("Search messages", key="search",
                                placeholder="text in any message")
-    statuses = top[1].multiselect("Status", STATUSES, key="status_filter")
-    agent = top[2].text_input("Agent / name contains", key="agent_filter")
-    more = st.columns([3, 3, 4], vertical_alignment="bottom")
-    healths = more[0].multiselect("Health", HEALTH_CLASSES, key="health_filter",
-                                  help="what `looptrace check` found (runs are checked once, "
-                                       "when first shown; 'unchecked': not yet)")
-    # (an empty tuple, no day picked yet, works; the stub does not list it)
-    days = more[1].date_input("Started between", value=(),  # type: ignore[arg-type]
-                              key="started_filter",
-                              help="a day, or a first and a last day")
-    parent = more[2].text_input("Subagent runs of", key="parent_filter",
-                                placeholder="a run id: its subagent runs, listed").strip()
+    agent = top[1].text_input("Agent / name contains", key="agent_filter")
+    with top[2].popover("More filters", icon=":material/filter_list:", width="stretch"):
+        # (an empty tuple, no day picked yet, works; the stub does not list it)
+        days = st.date_input("Started between", value=(),  # type: ignore[arg-type]
+                             key="started_filter", help="a day, or a first and a last day")
+        parent = st.text_input("Subagent runs of", key="parent_filter",
+                               placeholder="a run id: its subagent runs, listed").strip()
+    more = st.columns([1, 1], vertical_alignment="bottom")
+    statuses = more[0].pills("Status", STATUSES, selection_mode="multi", key="status_filter")
+    healths = more[1].pills("Health", HEALTH_CLASSES, selection_mode="multi",
+                            key="health_filter",
+                            help="what `looptrace check` found (runs are checked once, "
+                                 "when first shown; 'unchecked': not yet)")
     since, until = _range(days)
+    hidden = [f"started {_days(days)}" if since is not None else "",
+              f"subagent runs of {parent}" if parent else ""]
+    if any(hidden):
+        st.caption(md_escape("More filters: " + "; ".join(h for h in hidden if h)))
     return RunFilter(status=tuple(statuses), name=agent or None, health=tuple(healths),
                      since=since, until=until, parent_id=parent or None,
                      top_level=not parent, search=search or None)
+
+
+def _days(picked: object) -> str:
+    """The picked day, or first and last day, as text."""
+    chosen = sorted(d for d in (picked if isinstance(picked, (tuple, list)) else [picked])
+                    if isinstance(d, dt.date))
+    return " – ".join(dict.fromkeys(d.isoformat() for d in (chosen[0], chosen[-1])))
 
 
 def _range(picked: object) -> tuple[float | None, float | None]:
@@ -109,26 +125,12 @@ def _table(path: str, flt: RunFilter) -> None:
     of = (f"more than {first + PAGE_SIZE - 1:,}" if flt.search and total > first + PAGE_SIZE - 1
           else f"{total:,}")
     nav[2].caption(f"{kind} {first:,}–{last:,} of {of}")
-    st.dataframe(
-        df, hide_index=True, key=state.RUNS_TABLE, on_select="rerun",
-        selection_mode="single-row",
-        column_order=["run", "status", "health", "agent", "started", "duration_s", "laps",
-                      "model_calls", "tool_calls", "errors", "tokens", "what_if", "open", "id"],
-        column_config={
-            "run": st.column_config.TextColumn(
-                "run", help="subagent runs, forks and replays are nested (↳)"),
-            "what_if": st.column_config.TextColumn(
-                "what if", help="a fork's step and edit, or the run a replay replays"),
-            "started": st.column_config.DatetimeColumn("started", format="YYYY-MM-DD HH:mm:ss"),
-            "duration_s": st.column_config.NumberColumn("duration", format="%.2f s"),
-            "tokens": st.column_config.NumberColumn(
-                "tokens", format="localized",
-                help="empty: the run's model calls reported no usage"),
-            "open": st.column_config.LinkColumn("open", display_text="replay ↗"),
-            "id": st.column_config.TextColumn("id", width="small"),
-        },
-    )
-    _open_a_run(list(df["id"]), {r.id: run_label(r) for r in shown})
+    ids = list(df["id"])
+    if st.session_state.get(state.OPEN_PICK) not in ids:
+        st.session_state[state.OPEN_PICK] = ids[0]
+    runs_grid.render_runs_grid(runs_grid.grid_data(df, st.session_state[state.OPEN_PICK]),
+                               on_select=_select)
+    _open_a_run(ids, {r.id: run_label(r) for r in shown})
 
 
 def table_frame(path: str, flt: RunFilter, runs: list[RunSummary],
@@ -156,16 +158,15 @@ def warm(path: str) -> None:
         table_frame(path, FIRST, runs, below)
 
 
+def _select() -> None:
+    """A row was clicked in the table: the picker follows it."""
+    chosen = runs_grid.selected()
+    if chosen:
+        st.session_state[state.OPEN_PICK] = chosen
+
+
 def _open_a_run(ids: list[str], labels: dict[str, str]) -> None:
     """The picker (following the row selected in the table) and the links to open it."""
-    table = st.session_state.get(state.RUNS_TABLE) or {}
-    rows = table.get("selection", {}).get("rows") or []
-    chosen = ids[rows[0]] if rows and rows[0] < len(ids) else None
-    if chosen and chosen != st.session_state.get(state.RUNS_LAST_SELECTED):
-        st.session_state[state.OPEN_PICK] = chosen  # a row was just selected in the table
-    st.session_state[state.RUNS_LAST_SELECTED] = chosen
-    if st.session_state.get(state.OPEN_PICK) not in ids:
-        st.session_state[state.OPEN_PICK] = ids[0]
     cols = st.columns([5, 2], vertical_alignment="bottom")
     pick = cols[0].selectbox("Open a run", ids, format_func=lambda i: labels.get(i, i),
                              key=state.OPEN_PICK)

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from app_kit import MAIN, browser_sends, report_step
+from app_kit import MAIN, browser_sends, report_step, runs_grid
+from app_kit import runs_table as table_of
 from streamlit.testing.v1 import AppTest
 from test_app_pages import graph, open_page, problems, replay_of, run_named
 from test_replayer_data import find_next as next_of  # (replayer.js find)
@@ -36,7 +37,7 @@ def samples(sample_db: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def runs_table(at: AppTest) -> Any:
     assert not problems(at), problems(at)
-    return at.dataframe[0].value
+    return table_of(at)
 
 
 def names(at: AppTest) -> set[str]:
@@ -53,7 +54,7 @@ def test_search_finds_the_runs_whose_messages_hold_the_text(samples: Path) -> No
     at.text_input(key="search").input("unicorn").run()
     assert names(at) == SHOPPING_RUNS
     at.text_input(key="search").input("no message says this").run()
-    assert not problems(at) and not at.dataframe
+    assert not problems(at) and runs_grid(at) is None
     assert [i.value for i in at.info] == ["No runs match."]
     at.text_input(key="search").input("").run()
     assert names(at) == every
@@ -61,19 +62,19 @@ def test_search_finds_the_runs_whose_messages_hold_the_text(samples: Path) -> No
 
 def test_status_and_agent_filters(samples: Path) -> None:
     at = open_page("runs")
-    at.multiselect(key="status_filter").select("error").run()
+    at.pills(key="status_filter").select("error").run()
     df = runs_table(at)
     assert set(df["status"]) == {"error"}
     # the anthropic SDK loop that sends back only one of two parallel results (the
     # API's 400 ends it); none of the runs that answered
     assert any(n.startswith("anthropic: ") for n in df["name"])
     assert not (set(df["name"]) & ({"weather", "deep-research", "support-desk"} | SHOPPING_RUNS))
-    at.multiselect(key="status_filter").select("completed").run()
+    at.pills(key="status_filter").select("completed").run()
     both = runs_table(at)
     assert set(both["status"]) == {"error", "completed"}
     assert {"weather", "deep-research", "support-desk"} | SHOPPING_RUNS <= set(both["name"])
-    at.multiselect(key="status_filter").unselect("completed").run()
-    at.multiselect(key="status_filter").unselect("error").run()
+    at.pills(key="status_filter").unselect("completed").run()
+    at.pills(key="status_filter").unselect("error").run()
     at.text_input(key="agent_filter").input("SHOPPING").run()  # case-insensitive
     assert names(at) == SHOPPING_RUNS
     at.text_input(key="agent_filter").input("deep-res").run()  # the Deep Agents run

@@ -13,9 +13,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 import pytest
-from app_kit import app_test, browser_sends, browser_sends_all, replayer, report_step
+from app_kit import app_test, browser_sends, browser_sends_all, replayer, report_step, runs_table
 from streamlit.testing.v1 import AppTest
 from test_replayer_data import messages_at as views_at  # (the browser's messagesAt)
 
@@ -105,7 +104,7 @@ def test_every_page_renders_every_sample_run(samples: Path, page: str) -> None:
 def test_runs_page_lists_every_run_with_subagents_nested(samples: Path) -> None:
     at = open_page("runs")
     assert not problems(at)
-    df = at.dataframe[0].value
+    df = runs_table(at)
     runs = sample_runs(samples)
     assert set(df["id"]) == {r.id for r in runs}
     child = next(r for r in runs if r.parent_id)
@@ -117,20 +116,32 @@ def test_runs_page_lists_every_run_with_subagents_nested(samples: Path) -> None:
         assert col in df.columns
     # openai-shopping streamed without usage: not reported (empty), not 0 tokens
     tokens = dict(zip(df["name"], df["tokens"], strict=True))
-    assert tokens["openai-shopping"] is pd.NA
+    assert tokens["openai-shopping"] is None
     assert tokens["weather"] == 77 and tokens["ollama-shopping"] == 460
-    # numbers, sorted as numbers (as text, "77" came after "460")
+    # numbers, sorted as numbers (as text, "77" came after "460"): the browser's table
+    # sorts a column of kind "tokens" numerically (tests/browser/test_browser_runs_page.py)
+    assert all(isinstance(v, int) for v in tokens.values() if v is not None)
+    assert runs_grid_kinds(at)["tokens"] == "tokens"
     by_tokens = df.dropna(subset=["tokens"]).sort_values("tokens")
-    assert list(by_tokens["tokens"]) == sorted(v for v in tokens.values() if v is not pd.NA)
+    assert list(by_tokens["tokens"]) == sorted(v for v in tokens.values() if v is not None)
     assert (list(by_tokens["name"]).index("weather")
             < list(by_tokens["name"]).index("ollama-shopping"))
+
+
+def runs_grid_kinds(at: AppTest) -> dict[str, str]:
+    """How the browser's table shows each of its columns."""
+    from app_kit import runs_grid
+
+    data = runs_grid(at)
+    assert data is not None
+    return {c["key"]: c["kind"] for c in data["columns"]}
 
 
 def test_runs_page_search_filters_by_message_text(samples: Path) -> None:
     at = open_page("runs")
     at.text_input(key="search").input("unicorn").run()
     assert not problems(at)
-    names = set(at.dataframe[0].value["name"])
+    names = set(runs_table(at)["name"])
     # the shopping scenario's unknown product, recorded by the scripted demo and
     # through each provider's adapter (written by hand: not TraceDB.runs(search=...))
     assert names == {"shopping", "openai-shopping", "anthropic-shopping", "ollama-shopping"}

@@ -8,7 +8,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from app_kit import app_test
+from app_kit import app_test, runs_table
 from scale_kit import Spec, write_runs
 from streamlit.testing.v1 import AppTest
 
@@ -35,7 +35,7 @@ def roots_newest_first(specs: list[Spec]) -> list[Spec]:
 
 
 def shown(at: AppTest) -> list[str]:
-    return list(at.dataframe[0].value["id"])
+    return list(runs_table(at)["id"])
 
 
 def expected_rows(specs: list[Spec], roots: list[Spec]) -> list[str]:
@@ -63,16 +63,16 @@ def test_pages_of_top_level_runs_with_their_subagent_runs(made, page: AppTest) -
 def test_a_filter_starts_at_its_first_page(made, page: AppTest) -> None:  # type: ignore[no-untyped-def]
     _, specs = made
     page.button(key="runs_next").click().run()
-    page.multiselect(key="status_filter").set_value(["error"]).run()
+    page.pills(key="status_filter").set_value(["error"]).run()
     roots = [s for s in roots_newest_first(specs) if s.status == "error"]
     assert shown(page) == expected_rows(specs, roots)
-    page.multiselect(key="health_filter").set_value(["warning"]).run()
+    page.pills(key="health_filter").set_value(["warning"]).run()
     assert shown(page) == expected_rows(specs, [s for s in roots if s.flaw == "no-answer"])
 
 
 def test_the_health_column_is_stored_once(made, page: AppTest) -> None:  # type: ignore[no-untyped-def]
     path, specs = made
-    df = page.dataframe[0].value
+    df = runs_table(page)
     by_id = {s.id: s for s in specs}
     want = {"recursion": "1 error", "no-answer": "1 warning", None: "ok"}
     for rid, badge in zip(df["id"], df["health"], strict=True):

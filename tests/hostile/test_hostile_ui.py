@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from app_kit import app_test
+from app_kit import app_test, runs_grid
 
 from tracer.cli import main
 
@@ -84,11 +84,12 @@ def test_every_page_asks_for_the_token(monkeypatch: pytest.MonkeyPatch) -> None:
         assert not at.dataframe and not at.get("bidi_component")
         assert at.title[0].value == "looptrace"
     wrong = app_test("runs", token="guess").run()
-    assert [t.label for t in wrong.text_input] == ["Password"] and not wrong.dataframe
+    assert [t.label for t in wrong.text_input] == ["Password"] and runs_grid(wrong) is None
     right = app_test("runs", token="s3cret").run()
-    assert not right.exception and right.dataframe  # the runs table
+    assert not right.exception and runs_grid(right) is not None  # the runs table
     typed = app_test("runs").run()
     typed.text_input(key="lt_access_password").input("nope").run()
-    assert typed.error[0].value == "Wrong password." and not typed.dataframe
+    assert typed.error[0].value == "Wrong password." and runs_grid(typed) is None
     typed.text_input(key="lt_access_password").input("s3cret").run()
-    assert typed.dataframe and "Password" not in [t.label for t in typed.text_input]
+    assert runs_grid(typed) is not None
+    assert "Password" not in [t.label for t in typed.text_input]

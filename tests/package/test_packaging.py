@@ -116,7 +116,9 @@ def test_demo_and_ui_work_installed(installed: tuple[Path, Path],
         "from streamlit.testing.v1 import AppTest\n"
         "at = AppTest.from_file(str(ui.APP), default_timeout=120).run()\n"
         "assert not at.exception, at.exception\n"
-        "print([t.value for t in at.title], list(at.dataframe[0].value['name']))\n"),
+        "import json\n"
+        "rows = json.loads(at.get('bidi_component')[0].proto.json)['rows']\n"
+        "print([t.value for t in at.title], [r['name'] for r in rows])\n"),
         cwd=project, LOOPTRACE_DB=str(db))
     assert out.strip() == "['Runs'] ['weather']"
     # `looptrace ui`, started in the project's folder, serves the app.

@@ -14,7 +14,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from app_kit import app_test
+from app_kit import app_test, runs_table
 from whatif_kit import root_run
 
 from app import state
@@ -134,7 +134,7 @@ def test_runs_page_nests_forks_and_replays_under_their_run(
                        edit=Edit("message", position=0, text="And in Bergen?"))
     at = app_test("runs", timeout=60).run()
     assert not at.exception
-    df = at.dataframe[0].value
+    df = runs_table(at)
     rows = list(df["id"])
     # the original, then its replay and fork (oldest first), the fork's own fork under it
     assert rows == [run_id, replay.run_id, fork.run_id, again.run_id]
