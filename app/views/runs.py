@@ -11,6 +11,7 @@ up; a picker and links to open a run in the replay or the timeline.
 from __future__ import annotations
 
 import datetime as dt
+from urllib.parse import quote
 
 import pandas as pd
 import streamlit as st
@@ -111,7 +112,7 @@ def _table(path: str, flt: RunFilter) -> None:
                 icon=":material/info:")
         return
     df, shown = table_frame(path, flt, runs, below)
-    df["open"] = ["replay?run=" + i for i in df["id"]]
+    df["open"] = ["replay?run=" + quote(i, safe="") for i in df["id"]]
     first = page_no * PAGE_SIZE + 1
     nav = st.columns([2, 2, 6], vertical_alignment="center")
     nav[0].button("Previous", key="runs_prev", icon=":material/chevron_left:",
