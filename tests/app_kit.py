@@ -31,9 +31,32 @@ def _app(page: str) -> None:
     main(default=page)
 
 
-def app_test(page: str = "runs", *, timeout: float = 30, **query: str) -> AppTest:
-    """AppTest of the app at ``/page?query`` (not run yet)."""
+class PaintingAppTest(AppTest):
+    """AppTest that plays the browser's "painted": a session's first replay page is drawn
+    lean (the replayer only, ``app/replay_view.py``) and a real browser says at once when
+    it has painted the run; after each run that drew a lean page, this sends it (as
+    ``browser_sends``), so the page is drawn whole, as live. ``paint = False``: not sent
+    (a test of the lean page itself)."""
+
+    paint = True
+
+    def _run(self, widget_state: Any = None, timeout: float | None = None) -> AppTest:
+        at = super()._run(widget_state, timeout)
+        if self.paint:
+            for c in self.get("bidi_component"):
+                data = json.loads(c.proto.json)
+                if c.proto.id.endswith("-" + REPLAYER_KEY) and data.get("paint"):
+                    return browser_sends(self, "painted", f"{data['key']}|0")
+        return at
+
+
+def app_test(page: str = "runs", *, timeout: float = 30, paint: bool = True,
+             **query: str) -> AppTest:
+    """AppTest of the app at ``/page?query`` (not run yet); ``paint=False``: the
+    browser's "painted" is not played (``PaintingAppTest``)."""
     at = AppTest.from_function(_app, args=(page,), default_timeout=timeout)
+    at.__class__ = PaintingAppTest
+    at.paint = paint  # type: ignore[attr-defined]
     for k, v in query.items():
         at.query_params[k] = v
     return at
