@@ -24,6 +24,10 @@ sends names the version of the run it holds, and while it holds the current
 one the app sends ``run: null``. A new mount given ``null`` (the page was left
 and opened again) asks for the run ("need") and gets it on the next rerun.
 
+On a lean page (a session's first replay, ``app/replay_view.py``) the component is
+given ``paint``: once the run it loads has been painted it sends "painted", and the
+app draws the rest of the page.
+
 ``replayer_data(...)`` is a pure function (AppTest reads it from the
 component's JSON); only ``render_replayer`` touches Streamlit.
 """
