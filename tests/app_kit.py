@@ -42,6 +42,11 @@ class PaintingAppTest(AppTest):
 
     def _run(self, widget_state: Any = None, timeout: float | None = None) -> AppTest:
         at = super()._run(widget_state, timeout)
+        sent: dict[str, Any] = self.__dict__.setdefault("sent_runs", {})
+        for c in self.get("bidi_component"):
+            data = json.loads(c.proto.json)
+            if data.get("run") is not None:  # (what the browser then holds, by version)
+                sent[data["key"]] = data["run"]
         if self.paint:
             for c in self.get("bidi_component"):
                 data = json.loads(c.proto.json)
@@ -68,10 +73,16 @@ REPLAYER_KEY = "lt_replayer"  # the replay page's replayer (app/state.py: REPLAY
 
 def replayer(at: AppTest, key: str = REPLAYER_KEY) -> dict[str, Any]:
     """The data the replayer component ``key`` was given on the last run (see
-    ``app/replayer_component.py``: ``replayer_data``)."""
+    ``app/replayer_component.py``: ``replayer_data``). Where the app sent no run
+    because the browser holds that version (``run: null``), the run it holds, as the
+    browser plays it, with ``held`` True (``PaintingAppTest`` keeps what was sent)."""
     for c in at.get("bidi_component"):
         if c.proto.id.endswith("-" + key):
-            return json.loads(c.proto.json)
+            data: dict[str, Any] = json.loads(c.proto.json)
+            kept = at.__dict__.get("sent_runs", {})
+            if data.get("run") is None and data.get("key") in kept:
+                data["run"], data["held"] = kept[data["key"]], True
+            return data
     raise AssertionError(f"no replayer {key!r} on the page")
 
 
