@@ -8,6 +8,12 @@ replayer and what needs Python at the step the browser settled on: the
 floor plan, the step inspector and the wire formats. The
 fragment reruns the whole app only when what is drawn outside it changed:
 another run, or the run's status.
+
+The replayer first: a session's first replay page is drawn lean, the run's header
+and the replayer only, so that the browser's first work is the run (Streamlit's
+run picker, toggles, JSON viewers and tables cost a fresh browser its scripts and
+hundreds of milliseconds of rendering: issue 29). Once the replayer has painted
+the run it says so ("painted") and the page is drawn whole, the run not sent again.
 """
 
 from __future__ import annotations
@@ -91,11 +97,13 @@ def show_replay(*, presenter: bool = False) -> None:
     state.init()
     state.adopt_query_params()
     view = load(path)
+    lean = not presenter and not st.session_state.get(state.PAINTED)
+    st.session_state[state.LEAN] = lean
     if not presenter:
         warm_up()  # (the wire formats pane, a toggle away)
     st.html(STYLE)
     if not presenter:
-        render_run_header(path, view)
+        render_run_header(path, view, picker=not lean)
     else:  # (its sidebar is hidden: the picker and the way back are on the page)
         pick, back = st.columns([5, 1], vertical_alignment="bottom")
         with pick:
@@ -104,9 +112,10 @@ def show_replay(*, presenter: bool = False) -> None:
             st.page_link(navigation.page("replay"), label="Replay",
                          icon=":material/play_circle:", query_params={"run": view.replay.run.id})
     st.session_state[state.PAGE_STATUS] = view.replay.run.summary.status
-    st.session_state[state.HELD] = None  # (a full run: the replayer may be a new one)
+    if not st.session_state.pop(state.KEEP_HELD, False):
+        st.session_state[state.HELD] = None  # (a full run: the replayer may be a new one)
     st.fragment(_body)(path, presenter)
-    if not presenter:
+    if not lean and not presenter:
         render_findings(view)
 
 
@@ -192,6 +201,16 @@ def _on_need() -> None:
     st.session_state[state.HELD] = None
 
 
+def _on_painted(view: RunView) -> None:
+    """The browser painted the run it was given (on a lean page): it holds that version;
+    the page is drawn whole (``_draw``)."""
+    held, _, _ = (event("painted") or "").rpartition("|")
+    st.session_state[state.PAINTED] = True
+    if held.split(":", 1)[0] == view.replay.run.id == st.session_state.get(state.RUN):
+        st.session_state[state.HELD] = held
+        st.session_state[state.KEEP_HELD] = True  # (by the full run that follows)
+
+
 def _on_speed() -> None:
     value = event("speed")
     try:
@@ -218,7 +237,8 @@ def _replayer(view: RunView, i: int, *, presenter: bool) -> None:
         None if held else view.json(window), i, key=key, goto=int(st.session_state.get(state.GOTO) or 0),
         live_ms=state.LIVE_MS if _running(view) else 0, presenter=presenter,
         markers=_markers(view), highlight=tuple(st.session_state.get(state.HIGHLIGHT) or ()),
-        speed=float(st.session_state.get(state.SPEED) or 1.0), subagents=not presenter)
+        speed=float(st.session_state.get(state.SPEED) or 1.0), subagents=not presenter,
+        paint=bool(st.session_state.get(state.LEAN)))
     if not held:
         # Each send of a run differs from the last (a count): Streamlit sends a large
         # message it has sent before as a reference to the browser's copy, which the
@@ -228,7 +248,7 @@ def _replayer(view: RunView, i: int, *, presenter: bool) -> None:
         st.session_state[state.SENT] = data["sent"] = sent
     render_replayer(data, on_step=lambda: _on_step(view), on_speed=_on_speed,
                     on_open=lambda: _on_open(view), on_need=_on_need,
-                    on_window=lambda: _on_window(view))
+                    on_window=lambda: _on_window(view), on_painted=lambda: _on_painted(view))
 
 
 def _body(path: str, presenter: bool) -> None:
@@ -245,6 +265,8 @@ def _draw(path: str, presenter: bool) -> None:
     except LooptraceError as exc:
         st.error(md_escape(str(exc)), icon=":material/error:")
         return
+    if st.session_state.get(state.LEAN) and st.session_state.get(state.PAINTED):
+        st.rerun(scope="app")  # the lean page, drawn whole now that the replayer has painted
     i = _advance(view)
     if view.replay.run.summary.status != st.session_state.get(state.PAGE_STATUS) or (
             not presenter and view.replay.run.id != st.session_state.get(state.HEADER_RUN)):
@@ -258,6 +280,8 @@ def _draw(path: str, presenter: bool) -> None:
             st.caption("Keyboard: → next · ← back · space play / pause · Home / End")
         return
     _replayer(view, i, presenter=False)  # (its "Open subagent" opens a call's subagent run)
+    if st.session_state.get(state.LEAN):
+        return  # (the rest once the replayer has painted)
     render_floor_plan_section(view, i)
     render_inspector(view, i)
     _wire(path, view, i)

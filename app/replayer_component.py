@@ -24,6 +24,10 @@ sends names the version of the run it holds, and while it holds the current
 one the app sends ``run: null``. A new mount given ``null`` (the page was left
 and opened again) asks for the run ("need") and gets it on the next rerun.
 
+On a lean page (a session's first replay, ``app/replay_view.py``) the component is
+given ``paint``: once the run it loads has been painted it sends "painted", and the
+app draws the rest of the page.
+
 ``replayer_data(...)`` is a pure function (AppTest reads it from the
 component's JSON); only ``render_replayer`` touches Streamlit.
 """
@@ -98,6 +102,11 @@ export default function (component) {
     P.key = data.key;
     P.goto = data.goto;
     LAST = { key: data.key, goto: data.goto, run, step: null, playing: false, at: 0 };
+    if (data.paint) {
+      // The app drew only the replayer: once this frame is painted, it draws the rest.
+      const held = data.key;
+      requestAnimationFrame(() => setTimeout(() => P.send("painted", held + "|" + Date.now()), 0));
+    }
   } else if (data.goto !== P.goto) {
     P.goto = data.goto;
     if (LAST && LAST.key === P.key) LAST.goto = data.goto;
@@ -157,12 +166,13 @@ def replayer_data(run_json: dict[str, Any] | None, step: int, *, key: str, goto:
                   live_ms: int = 0, keyboard: bool = True, presenter: bool = False,
                   parts: dict[str, bool] | None = None, markers: list[dict[str, Any]] | None = None,
                   highlight: tuple[str, ...] = (), speed: float = 1.0,
-                  subagents: bool = False) -> dict[str, Any]:
+                  subagents: bool = False, paint: bool = False) -> dict[str, Any]:
     """What the component is given: the run (``replay_json``, or None when the browser
     holds this version already) and ``key`` naming its version (a new key loads it
     again), the step the app wants (followed once per new ``goto``), and the page's
-    settings."""
-    return {"key": key, "run": run_json, "step": int(step), "goto": int(goto),
+    settings. ``paint``: the page is drawn lean (the replayer only): the browser says
+    when the run it loads has been painted ("painted"), and the app draws the rest."""
+    return {"key": key, "run": run_json, "step": int(step), "goto": int(goto), "paint": paint,
             "live_ms": max(0, int(live_ms)), "keyboard": keyboard, "presenter": presenter,
             "parts": parts or {}, "markers": markers or [], "highlight": list(highlight),
             "speed": speed if speed in state.SPEEDS else 1.0, "step_ms": STEP_MS,
@@ -175,10 +185,12 @@ def render_replayer(data: dict[str, Any], *, key: str = state.REPLAYER,
                     on_open: Callable[[], None] | None = None,
                     on_reload: Callable[[], None] | None = None,
                     on_need: Callable[[], None] | None = None,
-                    on_window: Callable[[], None] | None = None) -> Any:
+                    on_window: Callable[[], None] | None = None,
+                    on_painted: Callable[[], None] | None = None) -> Any:
     """Mount (or update) the replayer; each callback runs when the browser sends that event."""
     noop: Callable[[], None] = lambda: None
     return _get()(key=key, data=data, on_step_change=on_step or noop,
+                  on_painted_change=on_painted or noop,
                   on_speed_change=on_speed or noop, on_open_change=on_open or noop,
                   on_reload_change=on_reload or noop, on_need_change=on_need or noop,
                   on_window_change=on_window or noop)

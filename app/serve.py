@@ -82,6 +82,18 @@ def warm_inspect() -> None:
     inspect.stack()
 
 
+def skip_use_warning() -> None:
+    """Tell Streamlit its "use streamlit run" warning was considered: it is (this is
+    ``streamlit run``). The first element of the first page otherwise decides it with
+    ``env_util.is_repl`` (``inspect.stack()``, whose frames of scripts that are no
+    module make ``inspect.getmodule`` scan every loaded module): 50 ms of the first
+    visit's script run on a quiet machine, 0.4 s at a load of 7 (issue 29)."""
+    from streamlit import delta_generator
+
+    if hasattr(delta_generator, "_use_warning_has_been_displayed"):
+        delta_generator._use_warning_has_been_displayed = True
+
+
 def freeze() -> None:
     """Collect, then move every object alive now (modules, the warmed caches) out of the
     garbage collector's sight (``gc.freeze``). Streamlit collects after every script run
@@ -107,6 +119,7 @@ def warm(pkg: str) -> float:
         importlib.import_module(f"{pkg}.views.runs").warm(path)
         importlib.import_module(f"{pkg}.replay_view").warm(path)
         warm_inspect()
+        skip_use_warning()
         freeze()
     except Exception as exc:  # noqa: BLE001 - the page says what is wrong, in the browser
         print(f"looptrace ui: not warmed up ({type(exc).__name__}: {exc})", file=sys.stderr)

@@ -37,13 +37,12 @@ def _to_parent(parent_id: str, step: int) -> None:
     state.open_run(parent_id, step)
 
 
-def render_run_header(path: str, view: RunView) -> None:
+def _picker(path: str, view: RunView) -> None:
+    """The sidebar's run picker."""
     run = view.replay.run
-    s = run.summary
-    st.session_state[state.HEADER_RUN] = run.id
     runs = data.recent_runs(path)  # (the newest: not every run of a large file)
     if all(r.id != run.id for r in runs):
-        runs = [s, *runs]
+        runs = [run.summary, *runs]
     ids = [r.id for r in runs]
     labels = {r.id: run_label(r) for r in runs}
     if st.session_state.get(state.RUN_PICK) != run.id:
@@ -51,6 +50,16 @@ def render_run_header(path: str, view: RunView) -> None:
     with st.sidebar:
         st.selectbox("Run", ids, format_func=lambda i: labels.get(i, i), key=state.RUN_PICK,
                      on_change=_pick, placeholder="Pick a run")
+
+
+def render_run_header(path: str, view: RunView, *, picker: bool = True) -> None:
+    """The header; ``picker=False`` leaves the sidebar's run picker out (a lean first
+    page: the picker's scripts would load before the replayer's)."""
+    run = view.replay.run
+    s = run.summary
+    st.session_state[state.HEADER_RUN] = run.id
+    if picker:
+        _picker(path, view)
     head = st.columns([6, 3], vertical_alignment="center")
     with head[0]:
         st.text(f"{s.name or s.agent_name or 'run'}  ·  {s.id}")

@@ -31,9 +31,37 @@ def _app(page: str) -> None:
     main(default=page)
 
 
-def app_test(page: str = "runs", *, timeout: float = 30, **query: str) -> AppTest:
-    """AppTest of the app at ``/page?query`` (not run yet)."""
+class PaintingAppTest(AppTest):
+    """AppTest that plays the browser's "painted": a session's first replay page is drawn
+    lean (the replayer only, ``app/replay_view.py``) and a real browser says at once when
+    it has painted the run; after each run that drew a lean page, this sends it (as
+    ``browser_sends``), so the page is drawn whole, as live. ``paint = False``: not sent
+    (a test of the lean page itself)."""
+
+    paint = True
+
+    def _run(self, widget_state: Any = None, timeout: float | None = None) -> AppTest:
+        at = super()._run(widget_state, timeout)
+        sent: dict[str, Any] = self.__dict__.setdefault("sent_runs", {})
+        for c in self.get("bidi_component"):
+            data = json.loads(c.proto.json)
+            if data.get("run") is not None:  # (what the browser then holds, by version)
+                sent[data["key"]] = data["run"]
+        if self.paint:
+            for c in self.get("bidi_component"):
+                data = json.loads(c.proto.json)
+                if c.proto.id.endswith("-" + REPLAYER_KEY) and data.get("paint"):
+                    return browser_sends(self, "painted", f"{data['key']}|0")
+        return at
+
+
+def app_test(page: str = "runs", *, timeout: float = 30, paint: bool = True,
+             **query: str) -> AppTest:
+    """AppTest of the app at ``/page?query`` (not run yet); ``paint=False``: the
+    browser's "painted" is not played (``PaintingAppTest``)."""
     at = AppTest.from_function(_app, args=(page,), default_timeout=timeout)
+    at.__class__ = PaintingAppTest
+    at.paint = paint  # type: ignore[attr-defined]
     for k, v in query.items():
         at.query_params[k] = v
     return at
@@ -45,10 +73,16 @@ REPLAYER_KEY = "lt_replayer"  # the replay page's replayer (app/state.py: REPLAY
 
 def replayer(at: AppTest, key: str = REPLAYER_KEY) -> dict[str, Any]:
     """The data the replayer component ``key`` was given on the last run (see
-    ``app/replayer_component.py``: ``replayer_data``)."""
+    ``app/replayer_component.py``: ``replayer_data``). Where the app sent no run
+    because the browser holds that version (``run: null``), the run it holds, as the
+    browser plays it, with ``held`` True (``PaintingAppTest`` keeps what was sent)."""
     for c in at.get("bidi_component"):
         if c.proto.id.endswith("-" + key):
-            return json.loads(c.proto.json)
+            data: dict[str, Any] = json.loads(c.proto.json)
+            kept = at.__dict__.get("sent_runs", {})
+            if data.get("run") is None and data.get("key") in kept:
+                data["run"], data["held"] = kept[data["key"]], True
+            return data
     raise AssertionError(f"no replayer {key!r} on the page")
 
 

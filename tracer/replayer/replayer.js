@@ -707,7 +707,17 @@ function createReplayer(host, options) {
 
   // -- the scrubber's tick strip ----------------------------------------------------
   let markers = [];
+  // The tick strip is drawn once a frame however often it is asked for (a load, the
+  // markers and the first resize come together), one tick a pixel column: a 5,000-step
+  // run drew 5,000 overlapping ticks three times before its first paint (issue 29).
+  const TICK_RANK = { error: 4, interrupt: 3, tool: 2, model: 1 };
+  let ticksAsked = false;
   function drawTicks() {
+    if (ticksAsked) return;
+    ticksAsked = true;
+    requestAnimationFrame(() => { ticksAsked = false; paintTicks(); });
+  }
+  function paintTicks() {
     const c = ui.ticks;
     if (!c) return;
     const w = c.clientWidth || 600, hgt = 14, dpr = window.devicePixelRatio || 1;
@@ -722,13 +732,22 @@ function createReplayer(host, options) {
     // The range input's thumb runs from half a thumb in from each end.
     const pad = 8, x = (i) => (N <= 1 ? w / 2 : pad + (i / (N - 1)) * (w - 2 * pad));
     const tw = Math.max(1.5, Math.min(6, ((w - 2 * pad) / Math.max(N, 1)) * 0.8));
-    [...kinds].forEach((letter, i) => {
-      const k = KIND_OF[letter];
-      if (!col[k]) return;
+    // Per pixel column, the step of the weightiest kind there (an error over a tool call
+    // over a model call; the first of equals): what the eye could tell apart.
+    const best = new Map();
+    for (let i = 0; i < kinds.length; i++) {
+      const k = KIND_OF[kinds[i]];
+      const r = TICK_RANK[k];
+      if (!r || !col[k]) continue;
+      const px = Math.round(x(i)), was = best.get(px);
+      if (was === undefined || r > TICK_RANK[KIND_OF[kinds[was]]]) best.set(px, i);
+    }
+    for (const i of best.values()) {
+      const k = KIND_OF[kinds[i]];
       ctx.fillStyle = col[k];
       const tall = k === "error" || k === "interrupt";
       ctx.fillRect(x(i) - tw / 2, tall ? 0 : 3, tw, tall ? 10 : 6);
-    });
+    }
     for (const f of markers) {
       ctx.fillStyle = f.severity === "error" ? col.error : (f.severity === "warning" ? "#f59f00" : "#3b82f6");
       const fx = x(f.step);

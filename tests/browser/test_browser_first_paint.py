@@ -1,0 +1,82 @@
+"""The replay page's first visit in Chromium: the replayer first, then the whole page.
+
+A session's first replay page is drawn lean (the run's header and the replayer:
+``app/replay_view.py``); the replayer says when it has painted the run and the app
+draws the rest (the sidebar's run picker, the toggles, the step inspector, the
+findings). What only a browser shows: the rest does arrive, the run's JSON is sent
+once (not again for the whole page), the replayer is the same element throughout (not
+mounted again: a remount would drop playback), and it steps and reports as before
+(issue 29).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from browser_support import collect_console_errors, streamlit_server, wait_connected
+from playwright.sync_api import expect
+from replayer_driver import Replayer
+
+from tracer.loader import TraceDB
+
+MARK = b"looptrace-replay"  # (the run's JSON: its "format")
+
+
+@pytest.fixture(scope="module")
+def app_url(sample_db: Path) -> Iterator[str]:
+    with streamlit_server(sample_db) as url:
+        yield url
+
+
+def run_id(db: Path, name: str) -> str:
+    with TraceDB(db) as t:
+        return next(r.id for r in t.runs() if r.name == name)
+
+
+def test_the_whole_page_follows_the_replayer_without_the_run_again(
+        browser: Any, app_url: str, sample_db: Path) -> None:
+    """shopping at step 3. Without the "painted" event the page stays lean (the run
+    picker never shows); with the whole page's run not keeping what the browser holds,
+    the run's JSON arrives twice."""
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000}, reduced_motion="reduce")
+    page = ctx.new_page()
+    errors = collect_console_errors(page)
+    runs_sent: list[int] = []
+
+    def on_ws(ws: Any) -> None:
+        def frame(payload: Any) -> None:
+            data = payload if isinstance(payload, bytes) else str(payload).encode()
+            if MARK in data:
+                runs_sent.append(len(data))
+        ws.on("framereceived", frame)
+
+    page.on("websocket", on_ws)
+    try:
+        page.goto(f"{app_url}/replay?run={run_id(sample_db, 'shopping')}&step=3")
+        wait_connected(page, 60_000)
+        r = Replayer(page)
+        r.wait_ready(timeout=60_000)
+        r.wait_step(2)
+        r.root.evaluate("(el) => { el.__first = true; }")
+        # The rest of the page, once the replayer has painted.
+        expect(page.locator('[data-testid="stSidebar"] [data-testid="stSelectbox"]')).to_be_visible(
+            timeout=30_000)
+        expect(page.locator('[data-testid="stMarkdownContainer"]',
+                            has_text="Step inspector · step 3")).to_be_visible(timeout=30_000)
+        expect(page.locator('[data-testid="stCheckbox"]').first).to_be_visible()
+        expect(page.get_by_text("Findings", exact=False).first).to_be_visible()
+        assert r.root.evaluate("(el) => el.__first === true && el.isConnected")  # not remounted
+        assert r.step() == 2
+        assert len(runs_sent) == 1, runs_sent
+        # It steps and reports as ever: the inspector follows the step it settles on.
+        r.press("ArrowRight")
+        r.wait_step(3)
+        expect(page.locator('[data-testid="stMarkdownContainer"]',
+                            has_text="Step inspector · step 4")).to_be_visible(timeout=30_000)
+        assert len(runs_sent) == 1, runs_sent
+    finally:
+        ctx.close()
+    assert errors == []
