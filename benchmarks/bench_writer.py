@@ -1,6 +1,6 @@
 """Benchmark: the writer's cost per row, against SQLite's own.  (Not a pytest test.)
 
-    uv run python benchmarks/bench_writer.py [--runs 300] [--profile] [--split]
+    uv run python benchmarks/bench_writer.py [--runs 300] [--profile] [--split] [--pages]
 
 Records ``--runs`` one-lap runs of a real ``create_agent`` (scripted model) and keeps
 the records the tracer puts on its writer's queue instead of writing them; then, on
@@ -117,13 +117,62 @@ def split(runs: int, tmp: Path) -> None:
           f" {spent['build'] / runs * 1e3:.3f} ms, committing {spent['commit'] / runs * 1e3:.3f} ms")
 
 
+def pages(runs: int, tmp: Path) -> None:
+    """The pages of the write-ahead log each 1-lap run's commit writes, by table: read
+    from the log's frame headers (automatic checkpoints off), each page named by
+    SQLite's ``dbstat``. A page written by several commits counts once per commit."""
+    import collections
+    import sqlite3
+    import struct
+
+    import tracer.store as store
+
+    def no_checkpoints(path: Any, **kw: Any) -> Any:
+        conn = connect(path, **kw)
+        conn.execute("PRAGMA wal_autocheckpoint = 0")
+        return conn
+
+    store.connect = no_checkpoints  # type: ignore[assignment]
+    db = tmp / "pages.db"
+    trace = TraceMiddleware(db=db)
+    agent = create_agent(scripted(1, 1), tools=[get_price], middleware=[trace])
+    for i in range(30):
+        agent.invoke({"messages": [("user", f"warm-up {i}")]})
+        trace.flush()
+    conn = sqlite3.connect(db)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    for i in range(runs):
+        agent.invoke({"messages": [("user", f"question {i}")]})
+        trace.flush()
+    wal = Path(f"{db}-wal").read_bytes()
+    size = struct.unpack(">I", wal[8:12])[0]
+    frames = [struct.unpack(">I", wal[o:o + 4])[0]
+              for o in range(32, len(wal) - 24 - size + 1, 24 + size)]
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    owner = dict(conn.execute("SELECT pageno, name FROM dbstat"))
+    conn.close()
+    trace.close()
+    count = collections.Counter(owner.get(p, "(new, or free)") for p in frames)
+    print(f"{runs} one-lap runs, each flushed: {len(frames) / runs:.1f} pages of the"
+          " write-ahead log a run (sqlite_schema: page 1, the file's header)")
+    for name, n in count.most_common():
+        print(f"  {n / runs:5.2f}  {name}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", type=int, default=300)
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--split", action="store_true",
                     help="split looptrace's CPU per run: agent thread, writer (build, commit)")
+    ap.add_argument("--pages", action="store_true",
+                    help="the pages of the write-ahead log a 1-lap run's commit writes, by table")
     args = ap.parse_args()
+    if args.pages:
+        with tempfile.TemporaryDirectory() as d:
+            pages(min(args.runs, 100), Path(d))
+        return
     if args.split:
         with tempfile.TemporaryDirectory() as d:
             split(args.runs, Path(d))
