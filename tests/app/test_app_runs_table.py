@@ -129,3 +129,28 @@ def test_the_popover_filters_filter_and_are_named(made, page: AppTest) -> None: 
     ids = list(runs_table(page)["id"])
     assert [i for i in ids if i in {s.id for s in roots}] == [s.id for s in roots]
     assert f"More filters: started {day.isoformat()}" in captions(page)
+
+
+def test_a_runs_id_is_one_query_value_in_its_replay_link(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    # an imported run's id is whatever text its file held: it stays the run's, and
+    # cannot add parameters or a fragment to its link
+    import time
+
+    from tracer.schema import connect
+
+    odd = "x y&step=9#frag/..?"
+    path = tmp_path / "odd.db"
+    conn = connect(path)
+    with conn:
+        conn.execute("INSERT INTO runs(id, name, status, started_at) VALUES (?, ?, ?, ?)",
+                     [odd, "odd", "completed", time.time()])
+    conn.close()
+    monkeypatch.setenv("LOOPTRACE_DB", str(path))
+    at = app_test("runs", timeout=60).run()
+    assert not at.exception and not at.error, (at.exception, at.error)
+    data = runs_grid(at)
+    assert data is not None
+    [row] = data["rows"]
+    assert row["id"] == odd
+    assert row["open"] == "replay?run=x%20y%26step%3D9%23frag%2F..%3F"
