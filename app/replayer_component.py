@@ -51,6 +51,23 @@ const REPORT_MS = 150;
 // replayer that Streamlit mounts again (it happens mid-session, rarely) takes up the
 // same run, step and playback at once, without asking the app.
 let LAST = null;
+// A click on another page (the sidebar's pages, a page link) or the browser's back: the
+// replayer sends nothing more until it is drawn again. Streamlit keeps one pending
+// rerun per session and the newest wins, page and all: an event sent just after the
+// click ("painted" as a newcomer clicks "Wire") took the user back to this page.
+let LEFT_AT = 0;
+const LEAVING_MS = 3000;
+if (!window.__ltLeaveWatch) {
+  window.__ltLeaveWatch = true;
+  document.addEventListener("click", (e) => {
+    if (e.button !== 0 || e.ctrlKey || e.metaKey || e.shiftKey || e.altKey) return;  // (a new tab)
+    const link = e.target instanceof Element && e.target.closest(
+      '[data-testid="stSidebarNav"] a, [data-testid="stPageLink"] a');
+    if (link) LEFT_AT = performance.now();
+  }, true);
+  window.addEventListener("popstate", () => { LEFT_AT = performance.now(); });
+}
+const leaving = () => LEFT_AT > 0 && performance.now() - LEFT_AT < LEAVING_MS;
 export default function (component) {
   const { data, parentElement, setTriggerValue } = component;
   let P = parentElement.__lt;
@@ -83,7 +100,8 @@ export default function (component) {
       } : undefined,
     });
   }
-  P.send = setTriggerValue;
+  LEFT_AT = 0;  // (drawn again: this page is the page)
+  P.send = (name, value) => { if (!leaving()) setTriggerValue(name, value); };
   const again = P.key === null && LAST && LAST.key === data.key && LAST.goto === data.goto;
   if (data.run == null && data.key !== P.key && !again) {
     // The app thought this browser held the run (a new mount does not): ask for it.

@@ -11,6 +11,7 @@ mounted again: a remount would drop playback), and it steps and reports as befor
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -77,6 +78,64 @@ def test_the_whole_page_follows_the_replayer_without_the_run_again(
         expect(page.locator('[data-testid="stMarkdownContainer"]',
                             has_text="Step inspector · step 4")).to_be_visible(timeout=30_000)
         assert len(runs_sent) == 1, runs_sent
+    finally:
+        ctx.close()
+    assert errors == []
+
+
+def test_after_a_click_on_another_page_the_replayer_sends_nothing(
+        browser: Any, app_url: str, sample_db: Path) -> None:
+    """Streamlit keeps one pending rerun per session, and the newest wins, page and all:
+    an event the replayer sends just after a click on another page (its "painted" as a
+    newcomer clicks "Wire", a step report) took the user back to the replay (CI,
+    tests/browser/test_browser_truth.py). The server's answer to the click is held back
+    here, so that the replayer is still on the page; a step taken then reports nothing.
+    Without ``leaving()`` in the replayer's send, the step report goes out (the first
+    assertion fails)."""
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000}, reduced_motion="reduce")
+    page = ctx.new_page()
+    errors = collect_console_errors(page)
+    hold: dict[str, Any] = {"on": False, "frames": []}
+    sent_after_click: list[bytes] = []
+
+    def route(ws: Any) -> None:
+        server = ws.connect_to_server()
+        hold["page"] = ws
+
+        def to_server(message: Any) -> None:
+            if hold["on"]:
+                sent_after_click.append(message if isinstance(message, bytes) else message.encode())
+            server.send(message)
+
+        def to_page(message: Any) -> None:
+            if hold["on"]:
+                hold["frames"].append(message)
+            else:
+                ws.send(message)
+
+        ws.on_message(to_server)
+        server.on_message(to_page)
+
+    page.route_web_socket(re.compile(r"/_stcore/stream"), route)
+    try:
+        page.goto(f"{app_url}/replay?run={run_id(sample_db, 'shopping')}&step=3")
+        wait_connected(page, 60_000)
+        r = Replayer(page)
+        r.wait_ready(timeout=60_000)
+        expect(page.locator('[data-testid="stMarkdownContainer"]',
+                            has_text="Step inspector · step 3")).to_be_visible(timeout=30_000)
+        hold["on"] = True
+        page.locator('[data-testid="stSidebarNav"] a').filter(has_text="Wire").first.click()
+        r.click("next")  # (the replayer is still there: the server's answer is held)
+        r.wait_step(3)
+        page.wait_for_timeout(1_000)  # (a step report goes out 150 ms after the step)
+        events = [m for m in sent_after_click if b'"event"' in m]
+        assert events == [], events
+        assert len(sent_after_click) >= 1  # (the click's own rerun)
+        hold["on"] = False
+        for message in hold["frames"]:  # (in order; before any other frame)
+            hold["page"].send(message)
+        expect(page).to_have_url(re.compile(r"/wire"), timeout=30_000)
     finally:
         ctx.close()
     assert errors == []
