@@ -47,6 +47,7 @@ from .data import STEP_MS, drawing, script, style
 ADAPTER = """
 const LAYOUT = __LAYOUT__;
 const REPORT_MS = 150;
+const WAIT_WHOLE_MS = 5000;
 // The run last loaded on this page and where its replayer was when it went away: a
 // replayer that Streamlit mounts again (it happens mid-session, rarely) takes up the
 // same run, step and playback at once, without asking the app.
@@ -101,7 +102,12 @@ export default function (component) {
     });
   }
   LEFT_AT = 0;  // (drawn again: this page is the page)
-  P.send = (name, value) => { if (!leaving()) setTriggerValue(name, value); };
+  P.send = (name, value) => {
+    if (leaving()) return;
+    if (P.waiting && name !== "painted") { P.waiting.set(name, value); return; }
+    setTriggerValue(name, value);
+  };
+  if (P.waiting && !data.paint) flushWaiting();  // (the whole page is here)
   const again = P.key === null && LAST && LAST.key === data.key && LAST.goto === data.goto;
   if (data.run == null && data.key !== P.key && !again) {
     // The app thought this browser held the run (a new mount does not): ask for it.
@@ -122,8 +128,17 @@ export default function (component) {
     LAST = { key: data.key, goto: data.goto, run, step: null, playing: false, at: 0 };
     if (data.paint) {
       // The app drew only the replayer: once this frame is painted, it draws the rest.
+      // Until the rest is here, what the replayer would tell the app waits (the last of
+      // each event): an event then reruns the fragment while the whole page is being
+      // drawn, and Streamlit drops the fragment's part of that page (the replayer taken
+      // off the page and mounted again, mid-playback, on a busy machine).
       const held = data.key;
-      requestAnimationFrame(() => setTimeout(() => P.send("painted", held + "|" + Date.now()), 0));
+      requestAnimationFrame(() => setTimeout(() => {
+        P.send("painted", held + "|" + Date.now());
+        if (!P.waiting) P.waiting = new Map();
+        clearTimeout(P.waitTimer);
+        P.waitTimer = setTimeout(flushWaiting, WAIT_WHOLE_MS);  // (not forever)
+      }, 0));
     }
   } else if (data.goto !== P.goto) {
     P.goto = data.goto;
@@ -138,12 +153,19 @@ export default function (component) {
     P.live = setInterval(() => { if (!P.player.playing()) P.send("reload", String(Date.now())); }, data.live_ms);
   }
   return cleanup;
+  function flushWaiting() {
+    const waiting = P.waiting;
+    P.waiting = null;
+    clearTimeout(P.waitTimer);
+    if (waiting) for (const [name, value] of waiting) P.send(name, value);
+  }
   function cleanup() {
     if (LAST && LAST.key === P.key) {
       Object.assign(LAST, { step: P.player.step(), playing: P.player.playing(), at: performance.now() });
     }
     if (P.live) clearInterval(P.live);
     if (P.timer) clearTimeout(P.timer);
+    clearTimeout(P.waitTimer);
     P.player.destroy();
     parentElement.__lt = null;
   }

@@ -139,3 +139,71 @@ def test_after_a_click_on_another_page_the_replayer_sends_nothing(
     finally:
         ctx.close()
     assert errors == []
+
+
+def test_what_the_replayer_says_before_the_whole_page_waits_for_it(
+        browser: Any, app_url: str, sample_db: Path) -> None:
+    """Between its "painted" and the whole page, an event of the replayer (a speed picked,
+    a step) would rerun the replay's fragment while the whole page is drawn, and
+    Streamlit then drops the fragment's part of that page: on a busy machine the
+    replayer was taken off the page and mounted again mid-playback (CI,
+    tests/browser/test_browser_replay.py). The server's answer to "painted" is held back
+    here: a speed picked meanwhile goes out once the whole page is there, and the
+    replayer is the same element throughout. Without the wait the speed goes out at once
+    (the first assertion fails)."""
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000}, reduced_motion="reduce")
+    page = ctx.new_page()
+    errors = collect_console_errors(page)
+    hold: dict[str, Any] = {"on": False, "frames": [], "after": []}
+
+    def route(ws: Any) -> None:
+        server = ws.connect_to_server()
+        hold["page"] = ws
+
+        def to_server(message: Any) -> None:
+            data = message if isinstance(message, bytes) else message.encode()
+            if hold.get("painted"):
+                hold["after"].append(data)
+            if b'"painted"' in data:
+                hold["on"] = hold["painted"] = True  # (the server's answer to it is held)
+            server.send(message)
+
+        def to_page(message: Any) -> None:
+            if hold["on"]:
+                hold["frames"].append(message)
+            else:
+                ws.send(message)
+
+        ws.on_message(to_server)
+        server.on_message(to_page)
+
+    page.route_web_socket(re.compile(r"/_stcore/stream"), route)
+    try:
+        page.goto(f"{app_url}/replay?run={run_id(sample_db, 'shopping')}")
+        wait_connected(page, 60_000)
+        r = Replayer(page)
+        r.wait_ready(timeout=60_000)
+        for _ in range(300):
+            if hold["on"]:
+                break
+            page.wait_for_timeout(100)
+        assert hold["on"], "the replayer never said it had painted"
+        r.root.evaluate("(el) => { el.__first = true; }")
+        r.speed(4)  # (the browser's own: the app hears of it later)
+        page.wait_for_timeout(1_000)
+        assert [m for m in hold["after"] if b'"event"' in m] == []
+        hold["on"] = False
+        for message in hold["frames"]:  # (in order; before any other frame)
+            hold["page"].send(message)
+        expect(page.locator('[data-testid="stSidebar"] [data-testid="stSelectbox"]')).to_be_visible(
+            timeout=30_000)
+        for _ in range(100):
+            if any(b'"speed"' in m for m in hold["after"]):
+                break
+            page.wait_for_timeout(100)
+        assert any(b'"speed"' in m for m in hold["after"]), "the speed never reached the app"
+        assert r.root.evaluate("(el) => el.__first === true && el.isConnected")  # not remounted
+        expect(r.root).to_have_attribute("data-speed", "4")
+    finally:
+        ctx.close()
+    assert errors == []
