@@ -83,6 +83,50 @@ def test_the_whole_page_follows_the_replayer_without_the_run_again(
     assert errors == []
 
 
+class HeldSocket:
+    """The app's websocket, routed through the test: once holding (``hold()``, or when
+    the page sends a frame containing ``hold_on``), the server's frames wait, and what the
+    page sends from then on is kept in ``sent``; ``release()`` delivers what waited, in
+    order, and lets the rest through."""
+
+    def __init__(self, page: Any, hold_on: bytes | None = None) -> None:
+        self.on = self.started = False
+        self.frames: list[Any] = []
+        self.sent: list[bytes] = []
+        self.hold_on = hold_on
+        self.ws: Any = None
+        page.route_web_socket(re.compile(r"/_stcore/stream"), self._route)
+
+    def hold(self) -> None:
+        self.on = self.started = True
+
+    def release(self) -> None:
+        self.on = False
+        for message in self.frames:  # (in order; before any other frame)
+            self.ws.send(message)
+        self.frames = []
+
+    def _route(self, ws: Any) -> None:
+        server = ws.connect_to_server()
+        self.ws = ws
+
+        def to_server(message: Any) -> None:
+            data = message if isinstance(message, bytes) else message.encode()
+            if self.started:
+                self.sent.append(data)
+            if self.hold_on is not None and self.hold_on in data:
+                self.hold()  # (the server's answer to it is held)
+            server.send(message)
+
+        def to_page(message: Any) -> None:
+            if self.on:
+                self.frames.append(message)
+            else:
+                ws.send(message)
+
+        ws.on_message(to_server)
+        server.on_message(to_page)
+
 def test_after_a_click_on_another_page_the_replayer_sends_nothing(
         browser: Any, app_url: str, sample_db: Path) -> None:
     """Streamlit keeps one pending rerun per session, and the newest wins, page and all:
@@ -95,28 +139,8 @@ def test_after_a_click_on_another_page_the_replayer_sends_nothing(
     ctx = browser.new_context(viewport={"width": 1400, "height": 1000}, reduced_motion="reduce")
     page = ctx.new_page()
     errors = collect_console_errors(page)
-    hold: dict[str, Any] = {"on": False, "frames": []}
-    sent_after_click: list[bytes] = []
+    socket = HeldSocket(page)
 
-    def route(ws: Any) -> None:
-        server = ws.connect_to_server()
-        hold["page"] = ws
-
-        def to_server(message: Any) -> None:
-            if hold["on"]:
-                sent_after_click.append(message if isinstance(message, bytes) else message.encode())
-            server.send(message)
-
-        def to_page(message: Any) -> None:
-            if hold["on"]:
-                hold["frames"].append(message)
-            else:
-                ws.send(message)
-
-        ws.on_message(to_server)
-        server.on_message(to_page)
-
-    page.route_web_socket(re.compile(r"/_stcore/stream"), route)
     try:
         page.goto(f"{app_url}/replay?run={run_id(sample_db, 'shopping')}&step=3")
         wait_connected(page, 60_000)
@@ -124,17 +148,15 @@ def test_after_a_click_on_another_page_the_replayer_sends_nothing(
         r.wait_ready(timeout=60_000)
         expect(page.locator('[data-testid="stMarkdownContainer"]',
                             has_text="Step inspector · step 3")).to_be_visible(timeout=30_000)
-        hold["on"] = True
+        socket.hold()
         page.locator('[data-testid="stSidebarNav"] a').filter(has_text="Wire").first.click()
         r.click("next")  # (the replayer is still there: the server's answer is held)
         r.wait_step(3)
         page.wait_for_timeout(1_000)  # (a step report goes out 150 ms after the step)
-        events = [m for m in sent_after_click if b'"event"' in m]
+        events = [m for m in socket.sent if b'"event"' in m]
         assert events == [], events
-        assert len(sent_after_click) >= 1  # (the click's own rerun)
-        hold["on"] = False
-        for message in hold["frames"]:  # (in order; before any other frame)
-            hold["page"].send(message)
+        assert len(socket.sent) >= 1  # (the click's own rerun)
+        socket.release()
         expect(page).to_have_url(re.compile(r"/wire"), timeout=30_000)
     finally:
         ctx.close()
@@ -154,54 +176,30 @@ def test_what_the_replayer_says_before_the_whole_page_waits_for_it(
     ctx = browser.new_context(viewport={"width": 1400, "height": 1000}, reduced_motion="reduce")
     page = ctx.new_page()
     errors = collect_console_errors(page)
-    hold: dict[str, Any] = {"on": False, "frames": [], "after": []}
+    socket = HeldSocket(page, hold_on=b'"painted"')
 
-    def route(ws: Any) -> None:
-        server = ws.connect_to_server()
-        hold["page"] = ws
-
-        def to_server(message: Any) -> None:
-            data = message if isinstance(message, bytes) else message.encode()
-            if hold.get("painted"):
-                hold["after"].append(data)
-            if b'"painted"' in data:
-                hold["on"] = hold["painted"] = True  # (the server's answer to it is held)
-            server.send(message)
-
-        def to_page(message: Any) -> None:
-            if hold["on"]:
-                hold["frames"].append(message)
-            else:
-                ws.send(message)
-
-        ws.on_message(to_server)
-        server.on_message(to_page)
-
-    page.route_web_socket(re.compile(r"/_stcore/stream"), route)
     try:
         page.goto(f"{app_url}/replay?run={run_id(sample_db, 'shopping')}")
         wait_connected(page, 60_000)
         r = Replayer(page)
         r.wait_ready(timeout=60_000)
         for _ in range(300):
-            if hold["on"]:
+            if socket.on:
                 break
             page.wait_for_timeout(100)
-        assert hold["on"], "the replayer never said it had painted"
+        assert socket.on, "the replayer never said it had painted"
         r.root.evaluate("(el) => { el.__first = true; }")
         r.speed(4)  # (the browser's own: the app hears of it later)
         page.wait_for_timeout(1_000)
-        assert [m for m in hold["after"] if b'"event"' in m] == []
-        hold["on"] = False
-        for message in hold["frames"]:  # (in order; before any other frame)
-            hold["page"].send(message)
+        assert [m for m in socket.sent if b'"event"' in m] == []  # (after "painted")
+        socket.release()
         expect(page.locator('[data-testid="stSidebar"] [data-testid="stSelectbox"]')).to_be_visible(
             timeout=30_000)
         for _ in range(100):
-            if any(b'"speed"' in m for m in hold["after"]):
+            if any(b'"speed"' in m for m in socket.sent):
                 break
             page.wait_for_timeout(100)
-        assert any(b'"speed"' in m for m in hold["after"]), "the speed never reached the app"
+        assert any(b'"speed"' in m for m in socket.sent), "the speed never reached the app"
         assert r.root.evaluate("(el) => el.__first === true && el.isConnected")  # not remounted
         expect(r.root).to_have_attribute("data-speed", "4")
     finally:
