@@ -209,13 +209,6 @@ def _on_painted(view: RunView) -> None:
     if held.split(":", 1)[0] == view.replay.run.id == st.session_state.get(state.RUN):
         st.session_state[state.HELD] = held
         st.session_state[state.KEEP_HELD] = True  # (by the full run that follows)
-    if st.session_state.get(state.LEAN):
-        # The whole page, asked for here, before the fragment draws anything: the
-        # fragment's run would first send its container anew, and a container sent by a
-        # run that then stops for a rerun reaches the browser when the machine is
-        # busy, which takes the replayer off the page and mounts it again (playback
-        # restarts in a new element: tests/browser/test_browser_replay.py).
-        st.rerun(scope="app")
 
 
 def _on_speed() -> None:
