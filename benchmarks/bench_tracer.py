@@ -1,6 +1,6 @@
 """Benchmark: what does tracing cost a real ``create_agent`` loop?  (Not a pytest test.)
 
-    uv run python benchmarks/bench_tracer.py [--runs N] [--quick] [--back-to-back | --peers]
+    uv run python benchmarks/bench_tracer.py [--runs N] [--quick] [--back-to-back | --group | --peers]
 
 Scenarios: 1 lap (2 model calls + 1 tool call) and 10 laps x 3 parallel tool calls, both a
 real ``create_agent`` driven by a scripted model. Variants are interleaved run by run, in a
@@ -23,7 +23,10 @@ redacting, SQLite): the total cost of tracing to a machine that is busy anyway. 
 Interleaved, each run is flushed (one commit per run, the writer's worst case); back to
 back, a block of runs is flushed once at its end and its CPU time shared by its runs
 (the writer's group commit, as when an evaluation suite runs). A peer's flush (its
-exporter's) counts the same way.
+exporter's) counts the same way. ``--group``: interleaved, but no flush after a run: the
+writers commit on their own timer (as when an agent runs with the tracer on); each run's
+CPU leaves out what the writer threads did meanwhile (their own CPU clocks), and each
+writer's CPU over the whole measurement is shared by its variant's runs.
 On a 2-core machine the 1-lap ratios move by a few hundredths from one invocation to the
 next (one lap is about 3 ms): run it twice before reading a difference that small.
 """
@@ -131,7 +134,8 @@ class Variant:
         self.cpu: list[float] = []
         self.looptrace = isinstance(trace, _TraceBase)
 
-    def run_once(self, question: str, flush: bool = True) -> None:
+    def run_once(self, question: str, flush: bool = True,
+                 others: Any = None) -> None:
         if self.setup:
             self.setup()
         config = self.config() if callable(self.config) else None
@@ -141,6 +145,7 @@ class Variant:
         live = None if self.looptrace else set(_WATCHED)
         if live:
             _WATCHED.clear()
+        x0 = others() if others else 0.0
         c0 = time.process_time()
         w0 = time.perf_counter()
         try:
@@ -152,6 +157,8 @@ class Variant:
         if self.trace is not None and flush:
             self.trace.flush()  # the writer's work is part of the cost
         c1 = time.process_time()
+        if others:  # (the writers' work in this window is shared by their own runs)
+            c1 -= others() - x0
         if self.teardown:
             self.teardown()
         if self.check:
@@ -389,6 +396,8 @@ def bench(laps: int, width: int, runs: int, warmup: int, tmp: Path,
                 per_run = (time.process_time() - c0) * 1000 / (len(v.cpu) - n)
                 v.cpu[n:] = [per_run] * (len(v.cpu) - n)
         return variants
+    if GROUP[0]:
+        return _grouped(variants, runs, shuffle)
     for i in range(runs):
         order = list(variants)
         shuffle(order)
@@ -397,7 +406,39 @@ def bench(laps: int, width: int, runs: int, warmup: int, tmp: Path,
     return variants
 
 
+def _grouped(variants: list[Variant], runs: int, shuffle: Any) -> list[Variant]:
+    """Interleaved without a flush after each run: each looptrace writer commits on its
+    own timer, every run that ended within its linger together (as when an agent runs
+    with the tracer on). A run's CPU is the process's over its ``invoke`` less what the
+    writer threads did meanwhile (on their own CPU clocks: they may be writing another
+    variant's runs); each writer's CPU over the whole measurement, until its last
+    commit, is then shared by its own variant's runs."""
+    clocks: dict[int, int] = {}
+    for n, v in enumerate(variants):
+        thread = v.trace.recorder.writer._thread if v.looptrace else None
+        if thread is not None and thread.ident is not None:
+            v.trace.flush()
+            clocks[n] = time.pthread_getcpuclockid(thread.ident)
+
+    def writers() -> float:
+        return sum(time.clock_gettime(c) for c in clocks.values())
+
+    start = {n: time.clock_gettime(c) for n, c in clocks.items()}
+    for i in range(runs):
+        order = list(variants)
+        shuffle(order)
+        for v in order:
+            v.run_once(f"question {i}", flush=False, others=writers)
+    for n, c in clocks.items():
+        v = variants[n]
+        v.trace.flush()
+        share = (time.clock_gettime(c) - start[n]) * 1000 / len(v.cpu)
+        v.cpu[:] = [x + share for x in v.cpu]
+    return variants
+
+
 BACK_TO_BACK = [False]
+GROUP = [False]  # interleaved, the writers committing on their own (``--group``)
 
 
 def table(title: str, variants: list[Variant]) -> str:
@@ -456,12 +497,18 @@ def main() -> None:
                     help="looptrace, lean and the peers (LangSmith, Langfuse, OpenInference,"
                          " each exporting to a local sink or in memory) beside the floor:"
                          " 1 lap and 10x3, interleaved and back to back, in one run")
+    ap.add_argument("--group", action="store_true",
+                    help="interleaved without a flush after each run: the writers commit"
+                         " on their own timer, their thread's CPU shared by their runs")
     ap.add_argument("--scenario", choices=("1x1", "10x3"), default=None,
                     help="only this scenario (1 lap x 1 tool call, or 10 laps x 3)")
     ap.add_argument("--layers", action="store_true",
                     help="only the cost of trace.around (a probe in each of 4 wrap layers)")
     args = ap.parse_args()
     BACK_TO_BACK[0] = args.back_to_back
+    GROUP[0] = args.group and not args.back_to_back
+    if args.group and (args.peers or args.layers or args.back_to_back):
+        ap.error("--group is for the default interleaved variants only")
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         if args.peers:
@@ -477,7 +524,9 @@ def main() -> None:
             return
         for laps, width, runs in _scenarios(args, ((1, 1, 300), (10, 3, 40))):
             n = args.runs or (5 if args.quick else runs)
-            how = "back to back" if args.back_to_back else "interleaved"
+            how = ("back to back" if args.back_to_back else
+                   "interleaved, the writers committing on their own" if args.group else
+                   "interleaved")
             title = (f"\n== {laps} lap{'s' if laps > 1 else ''} x {width} tool call"
                      f"{'s' if width > 1 else ''}: {n} runs per variant, {how} ==")
             print(table(title, bench(laps, width, n, 2 if args.quick else 5, tmp)), flush=True)
