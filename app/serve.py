@@ -43,6 +43,12 @@ QUIET = ("streamlit.runtime.caching.cache_data_api",
          "streamlit.runtime.caching.cache_resource_api")
 
 
+def _errors_only(record: logging.LogRecord) -> bool:
+    # (a filter, not a level: Streamlit sets its loggers' level when it first makes them,
+    # which the preload's imports do)
+    return record.levelno >= logging.ERROR
+
+
 def package() -> str:
     """The dotted name of the app's package (the folders above this file with an
     ``__init__.py``, as ``main.package_of``)."""
@@ -109,9 +115,8 @@ def freeze() -> None:
 def warm(pkg: str) -> float:
     """Preload, then fill the caches of the first pages; the seconds it took."""
     t = time.perf_counter()
-    kept = {name: logging.getLogger(name).level for name in QUIET}
     for name in QUIET:
-        logging.getLogger(name).setLevel(logging.ERROR)
+        logging.getLogger(name).addFilter(_errors_only)
     try:
         preload(pkg)
         data = importlib.import_module(f"{pkg}.data")
@@ -124,8 +129,8 @@ def warm(pkg: str) -> float:
     except Exception as exc:  # noqa: BLE001 - the page says what is wrong, in the browser
         print(f"looptrace ui: not warmed up ({type(exc).__name__}: {exc})", file=sys.stderr)
     finally:
-        for name, level in kept.items():
-            logging.getLogger(name).setLevel(level)
+        for name in QUIET:
+            logging.getLogger(name).removeFilter(_errors_only)
     return time.perf_counter() - t
 
 
