@@ -198,7 +198,7 @@ def _pretty(text: Any) -> str:
 def render_turn(view: TurnView, *, key: str, height: int | None = 520) -> None:
     """The whole side by side for one model call (used by the pane and the Wire page)."""
     sources = ", ".join(f"{TITLES[p]} {b.source}" for p, b in view.bodies.items())
-    st.caption(f"Model call {turn_label(view)}: {plural(len(view.call.messages), 'message')}"
+    st.caption(f"Model {turn_label(view)}: {plural(len(view.call.messages), 'message')}"
                f"{' + system prompt' if view.call.system else ''}. {sources}. "
                "Captured = recorded on the wire; rendered = built offline by the "
                "adapter's own request builder from the recorded messages.")
