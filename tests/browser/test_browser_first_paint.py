@@ -127,6 +127,7 @@ class HeldSocket:
         ws.on_message(to_server)
         server.on_message(to_page)
 
+
 def test_after_a_click_on_another_page_the_replayer_sends_nothing(
         browser: Any, app_url: str, sample_db: Path) -> None:
     """Streamlit keeps one pending rerun per session, and the newest wins, page and all:
