@@ -505,6 +505,8 @@ def main() -> None:
     ap.add_argument("--layers", action="store_true",
                     help="only the cost of trace.around (a probe in each of 4 wrap layers)")
     args = ap.parse_args()
+    if args.runs < 0:
+        ap.error("--runs must be 0 (the default) or more")
     BACK_TO_BACK[0] = args.back_to_back
     GROUP[0] = args.group and not args.back_to_back
     if args.group and (args.peers or args.layers or args.back_to_back):
