@@ -1,6 +1,6 @@
 """What the Compare page draws: one run's side at an aligned step, and a difference.
 
-The alignment itself is ``tracer.diff``'s (pure, tested directly). Trace text goes
+The alignment itself is ``tracer.read.diff``'s (pure, tested directly). Trace text goes
 through ``st.text`` / ``st.code`` only (a diff is ``st.code(language="diff")``),
 never markdown.
 """
@@ -12,7 +12,7 @@ from typing import Any
 
 import streamlit as st
 
-from . import data, navigation, state
+from . import data, loads, navigation, state
 from .data import (
     Divergence,
     Replay,
@@ -34,7 +34,7 @@ STYLE = ("<style>.st-key-cmp_gbox_A, .st-key-cmp_gbox_B "
 
 @st.cache_resource(show_spinner=False, max_entries=8)
 def _diff(path: str, a: str, b: str, stamp: Any) -> RunDiff:
-    return diff_replays(data.load_replay(path, a), data.load_replay(path, b))
+    return diff_replays(loads.load_replay(path, a), loads.load_replay(path, b))
 
 
 def run_diff(path: str, a: str, b: str) -> RunDiff:
@@ -44,7 +44,7 @@ def run_diff(path: str, a: str, b: str) -> RunDiff:
 
 @st.cache_resource(show_spinner=False, max_entries=8)
 def _json(path: str, run_id: str, stamp: Any) -> dict[str, Any]:
-    return replay_json(data.load_replay(path, run_id), payloads=False)
+    return replay_json(loads.load_replay(path, run_id), payloads=False)
 
 
 GRAPH_ONLY = {"controls": False, "caption": False, "messages": False}

@@ -3,8 +3,8 @@ side's names.
 
 This is the one module of ``app/`` that imports ``tracer``
 (``tests/app/test_app_seam.py`` holds it): the other modules take what they need
-from here, ``from .data import Replay`` or ``data.load_view(...)``. Runs reach
-the panes through ``tracer.loader.TraceDB`` and ``tracer.replay.build_replay``.
+from here, ``from .data import Replay`` or ``data.runs_page(...)``. Runs reach
+the panes through ``tracer.read.loader.TraceDB`` and ``tracer.read.steps.build_replay``.
 Loads are cached per (database path, run id, database stamp): the stamp changes
 whenever the file (or its WAL) is written, so a run still being recorded is
 reloaded and a finished one never is.
@@ -26,31 +26,40 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import streamlit as st
 
+from tracer.checks.saved import health_badge, stored_health
 from tracer.errors import LooptraceError, NotALooptraceDatabase, RunNotFound
-from tracer.exchange import build_sample_db, sample_files
-from tracer.findings_store import health_badge, stored_health
-from tracer.fork_links import Fork, forks_among
-from tracer.fork_links import forks_of as _forks_of
-from tracer.loader import Run, RunSummary, TraceDB
-from tracer.replay import Replay, build_replay
-from tracer.run_list import HEALTH_CLASSES, RunFilter
+from tracer.interop.exchange import build_sample_db, sample_files
+from tracer.read.fork_links import Fork, forks_among
+from tracer.read.fork_links import forks_of as _forks_of
+from tracer.read.loader import Run, RunSummary, TraceDB
+from tracer.read.run_list import HEALTH_CLASSES, RunFilter
+from tracer.read.steps import Replay, build_replay
 
 from .safe import md_escape
 
 if TYPE_CHECKING:  # (imported on first use: ``EXPORTS``; listed here for the type checker)
-    from tracer.captions import captions
-    from tracer.check import Finding, check_replay, check_run
-    from tracer.diff import Divergence, RunDiff, diff_replays, message_text
-    from tracer.floorplan import ACTIVE, NOW, STATE_LABEL, UNSEEN, Cell, Row, floor_plan, run_stack
-    from tracer.fork_links import AGENT_ENV, fork_argv, origin_of
-    from tracer.graph_layout import drawing, shape
-    from tracer.loader import content_text
-    from tracer.palette import KIND_COLOURS, colour_map
-    from tracer.records import MODEL_HOOKS, TOOL_HOOKS
-    from tracer.replay import plural
+    from tracer.checks.run import Finding, check_replay, check_run
+    from tracer.read.captions import captions
+    from tracer.read.diff import Divergence, RunDiff, diff_replays, message_text
+    from tracer.read.floorplan import (
+        ACTIVE,
+        NOW,
+        STATE_LABEL,
+        UNSEEN,
+        Cell,
+        Row,
+        floor_plan,
+        run_stack,
+    )
+    from tracer.read.fork_links import AGENT_ENV, fork_argv, origin_of
+    from tracer.read.graph_layout import drawing, shape
+    from tracer.read.loader import content_text
+    from tracer.read.palette import KIND_COLOURS, colour_map
+    from tracer.read.state_at import key_label
+    from tracer.read.steps import plural
+    from tracer.read.tool_life import signature_note, tool_life
     from tracer.replayer import KIND_LETTER, STEP_MS, kinds, replay_json, script, style
-    from tracer.state_read import key_label
-    from tracer.tool_life import signature_note, tool_life
+    from tracer.vocab.records import MODEL_HOOKS, TOOL_HOOKS
     from tracer.wire.annotate import annotated_text, earlier_turns
     from tracer.wire.providers import PROVIDERS
     from tracer.wire.render import call_at, model_call_events
@@ -67,7 +76,6 @@ if TYPE_CHECKING:  # (imported on first use: ``EXPORTS``; listed here for the ty
         turn_view,
     )
 
-    from .run_view import RunView
 
 # The read side's names the panes use, then this module's own loads.
 __all__ = [
@@ -101,10 +109,12 @@ __all__ = [
     "RunFilter",
     "RunNotFound",
     "RunSummary",
+    "TraceDB",
     "TurnView",
     "annotated_text",
     "aspect_rows",
     "body_diff",
+    "build_replay",
     "call_at",
     "captions",
     "check_replay",
@@ -125,10 +135,7 @@ __all__ = [
     "health_badge",
     "key_label",
     "kinds",
-    "load_replay",
-    "load_run",
     "load_runs",
-    "load_view",
     "message_text",
     "model_call_events",
     "newest_top_level",
@@ -155,22 +162,22 @@ __all__ = [
 ]
 
 EXPORTS: dict[str, str] = {
-    "captions": "tracer.captions",
-    **dict.fromkeys(("Finding", "check_replay", "check_run"), "tracer.check"),
-    **dict.fromkeys(("Divergence", "RunDiff", "diff_replays", "message_text"), "tracer.diff"),
+    "captions": "tracer.read.captions",
+    **dict.fromkeys(("Finding", "check_replay", "check_run"), "tracer.checks.run"),
+    **dict.fromkeys(("Divergence", "RunDiff", "diff_replays", "message_text"), "tracer.read.diff"),
     **dict.fromkeys(("ACTIVE", "NOW", "STATE_LABEL", "UNSEEN", "Cell", "Row", "floor_plan",
                      "run_stack"),
-                    "tracer.floorplan"),
-    **dict.fromkeys(("AGENT_ENV", "fork_argv", "origin_of"), "tracer.fork_links"),
-    **dict.fromkeys(("drawing", "shape"), "tracer.graph_layout"),
-    "content_text": "tracer.loader",
-    **dict.fromkeys(("KIND_COLOURS", "colour_map"), "tracer.palette"),
-    **dict.fromkeys(("MODEL_HOOKS", "TOOL_HOOKS"), "tracer.records"),
-    "plural": "tracer.replay",
+                    "tracer.read.floorplan"),
+    **dict.fromkeys(("AGENT_ENV", "fork_argv", "origin_of"), "tracer.read.fork_links"),
+    **dict.fromkeys(("drawing", "shape"), "tracer.read.graph_layout"),
+    "content_text": "tracer.read.loader",
+    **dict.fromkeys(("KIND_COLOURS", "colour_map"), "tracer.read.palette"),
+    **dict.fromkeys(("MODEL_HOOKS", "TOOL_HOOKS"), "tracer.vocab.records"),
+    "plural": "tracer.read.steps",
     **dict.fromkeys(("KIND_LETTER", "STEP_MS", "kinds", "replay_json", "script", "style"),
                     "tracer.replayer"),
-    "key_label": "tracer.state_read",
-    **dict.fromkeys(("signature_note", "tool_life"), "tracer.tool_life"),
+    "key_label": "tracer.read.state_at",
+    **dict.fromkeys(("signature_note", "tool_life"), "tracer.read.tool_life"),
     **dict.fromkeys(("annotated_text", "earlier_turns"), "tracer.wire.annotate"),
     "PROVIDERS": "tracer.wire.providers",
     **dict.fromkeys(("call_at", "model_call_events"), "tracer.wire.render"),
@@ -249,29 +256,6 @@ def load_runs(path: str, stamp: Any, search: str | None = None) -> list[RunSumma
         return db.runs(search=search or None)
 
 
-@st.cache_resource(show_spinner=False, max_entries=16)
-def _load_view(path: str, run_id: str, stamp: Any) -> RunView:
-    from .run_view import build_run_view  # (it reads the tracer's names from here)
-
-    with TraceDB(path) as db:
-        run = db.run(db.resolve(run_id))
-    return build_run_view(build_replay(run))
-
-
-def load_view(path: str, run_id: str) -> RunView:
-    """The prepared replay of ``run_id`` (or a unique prefix of it); cached, and
-    reloaded when the database changes. Raises ``RunNotFound`` for an unknown id."""
-    return _load_view(path, run_id, db_stamp(path))
-
-
-def load_replay(path: str, run_id: str) -> Replay:
-    return load_view(path, run_id).replay
-
-
-def load_run(path: str, run_id: str) -> Run:
-    return load_replay(path, run_id).run
-
-
 def runs(path: str, search: str | None = None) -> list[RunSummary]:
     """Every run (or every run with ``search`` in its messages): for small files and
     tests; the pages list ``runs_page`` or ``recent_runs``."""
@@ -326,7 +310,7 @@ def wire_rows(path: str, run_id: str) -> list[dict[str, Any]]:
 
 
 def forks_of(path: str, run_id: str) -> list[Fork]:
-    """The forks and replays of ``run_id`` (``tracer.fork_links.forks_of``), read now."""
+    """The forks and replays of ``run_id`` (``tracer.read.fork_links.forks_of``), read now."""
     with TraceDB(path) as db:
         return _forks_of(db, run_id)
 
@@ -350,7 +334,7 @@ def _load_forks(path: str, stamp: Any, run_ids: tuple[str, ...],
 
 
 def forks_below(path: str, runs: list[RunSummary]) -> tuple[list[RunSummary], dict[str, Fork]]:
-    """The forks and replays of ``runs`` (``tracer.fork_links``), by run id, and those of
+    """The forks and replays of ``runs`` (``tracer.read.fork_links``), by run id, and those of
     them not among ``runs``: what the Runs page nests under the run they fork."""
     starts = [r.started_at for r in runs if r.started_at is not None]
     return _load_forks(path, db_stamp(path), tuple(r.id for r in runs),
@@ -368,7 +352,7 @@ def _health(path: str, stamp: Any, run_ids: tuple[str, ...]) -> dict[str, str]:
         out = stored_health(db, run_ids)
         rest = [r for r in run_ids if r not in out]
         if rest:  # found now (and kept, for the runs that have ended)
-            from tracer.check import findings_for
+            from tracer.checks.run import findings_for
 
             for rid, found in findings_for(db, rest).items():
                 out[rid] = health_badge(found)  # (the one health function)
@@ -377,7 +361,7 @@ def _health(path: str, stamp: Any, run_ids: tuple[str, ...]) -> dict[str, str]:
 
 def health(path: str, run_ids: list[str]) -> dict[str, str]:
     """The health badge of each of ``run_ids``: kept by an earlier check, or found now
-    (``tracer.findings_store``); "check failed" for a run the checks cannot read."""
+    (``tracer.checks.saved``); "check failed" for a run the checks cannot read."""
     try:
         return _health(path, db_stamp(path), tuple(run_ids))
     except Exception:  # noqa: BLE001 - a broken checker must not break the runs list

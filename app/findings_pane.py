@@ -1,9 +1,9 @@
-"""The replay's findings panel: what ``tracer.check`` found in the run.
+"""The replay's findings panel: what ``tracer.checks.run`` found in the run.
 
 Each finding (severity, rule, provider, the plain message as text, never
 markdown) with a button that pauses the replay, moves it to the finding's step
 and highlights the messages involved. The badge in its title is the Runs
-page's health badge (``tracer.findings_store.health_badge``).
+page's health badge (``tracer.checks.saved.health_badge``).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The floor plan pane: the six hooks against the run's middleware stack, live.
 
-One row per hook (``tracer.floorplan.floor_plan``), each with the middleware on it
+One row per hook (``tracer.read.floorplan.floor_plan``), each with the middleware on it
 in execution order; each cell says whether it fires at this step, fired before,
 fires later, never fires or is not recorded, what it is for and what it did.
 Middleware names and what they did come from the trace: they are drawn with

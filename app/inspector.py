@@ -75,7 +75,7 @@ def render_layers(view: RunView, index: int) -> None:
 
 def render_tool_life(view: RunView, index: int) -> None:
     """At a tool step: the tool's JSON schema as the model saw it, beside the Python
-    behind it, and the path the call took (``tracer.tool_life``)."""
+    behind it, and the path the call took (``tracer.read.tool_life``)."""
     life = tool_life(view.replay, index)
     if life is None:
         return

@@ -23,7 +23,7 @@ from typing import Any
 
 import streamlit as st
 
-from . import data, navigation, state
+from . import data, loads, navigation, state
 from .data import LooptraceError, RunNotFound
 from .findings_pane import render_findings
 from .floorplan_pane import render_floor_plan_section
@@ -62,7 +62,7 @@ def warm(path: str, *, wait_s: float = 120.0) -> None:
     newest = data.newest_top_level(path)
     if newest is None:
         return
-    view = data.load_view(path, newest.id)
+    view = loads.load_view(path, newest.id)
     view.json(window_at(len(view.replay), 0))
     deadline = time.monotonic() + wait_s
     while view.findings_pending and time.monotonic() < deadline:
@@ -77,7 +77,7 @@ def load(path: str) -> RunView:
                 "or run `looptrace demo`.", icon=":material/info:")
         st.stop()
     try:
-        view = data.load_view(path, run_id)
+        view = loads.load_view(path, run_id)
     except RunNotFound as exc:
         st.error(f"{md_escape(str(exc))}. Pick a run on the Runs page.", icon=":material/error:")
         st.page_link(navigation.page("runs"), label="Runs", icon=":material/list:")
@@ -261,7 +261,7 @@ def _body(path: str, presenter: bool) -> None:
 
 def _draw(path: str, presenter: bool) -> None:
     try:
-        view = data.load_view(path, str(st.session_state.get(state.RUN)))
+        view = loads.load_view(path, str(st.session_state.get(state.RUN)))
     except LooptraceError as exc:
         st.error(md_escape(str(exc)), icon=":material/error:")
         return

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from . import data, state
+from . import data, loads, state
 from .data import LooptraceError
 from .subagents import run_label
 
@@ -29,7 +29,7 @@ def run_picker(path: str, current: str, *, title: str = "Run") -> None:
     runs = data.recent_runs(path)
     if all(r.id != current for r in runs):
         try:
-            runs = [data.load_run(path, current).summary, *runs]
+            runs = [loads.load_run(path, current).summary, *runs]
         except LooptraceError:  # (an unknown run: the page says so itself)
             pass
     labels = {r.id: run_label(r) for r in runs}

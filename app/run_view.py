@@ -1,7 +1,7 @@
 """What the replay page draws from, computed once per loaded run (no Streamlit here).
 
 ``build_run_view(replay)`` holds the run's replay, the kind of every step, its
-findings (``tracer.check``, on a thread for a large run) and, built on first
+findings (``tracer.checks.run``, on a thread for a large run) and, built on first
 use, its JSON form for the browser's replayer (``tracer.replayer.replay_json``).
 """
 
@@ -50,7 +50,7 @@ class RunView:
         self.findings_pending = False
 
     def check(self, *, background: bool | None = None) -> None:
-        """Run ``tracer.check`` on the run (on a thread for a large run)."""
+        """Run ``tracer.checks.run`` on the run (on a thread for a large run)."""
         if background is None:
             background = len(self.replay.steps) > SYNC_CHECK_STEPS
         if not background:

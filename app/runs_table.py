@@ -1,5 +1,5 @@
 """The runs table: one row per run, subagent runs nested under their parent, and
-forks and replays (``tracer.fork_links``) under the run they fork or replay.
+forks and replays (``tracer.read.fork_links``) under the run they fork or replay.
 
 ``runs_frame`` is a pure function (pandas), tested directly. Its numbers are numbers
 (the table sorts them as such): ``tokens`` is empty (``<NA>``) for a run whose model

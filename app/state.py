@@ -18,7 +18,7 @@ it only through ``move_to`` (a counter the browser follows once per change).
 The replay's run and step are mirrored into the URL (``?run=...&step=...``) so a
 link opens that exact moment. ``step`` in the URL is the number the page shows
 (1-based: "Step 10 / 34" is ``step=10``); the state keeps the 0-based index of
-``tracer.replay.Replay.steps``. ``step=0`` (and anything below 1, or not a
+``tracer.read.steps.Replay.steps``. ``step=0`` (and anything below 1, or not a
 number) opens the first step, a number past the end the last step.
 """
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from . import data, state
+from . import data, loads, state
 from .data import LooptraceError, RunSummary
 from .run_view import RunView
 from .safe import md_escape
@@ -68,7 +68,7 @@ def render_run_header(path: str, view: RunView, *, picker: bool = True) -> None:
         st.badge(status, color=STATUS_COLOUR.get(status, "gray"))  # type: ignore[arg-type]
     if s.parent_id:
         try:
-            back = data.load_view(path, s.parent_id).step_of_tool_call(
+            back = loads.load_view(path, s.parent_id).step_of_tool_call(
                 s.parent_tool_call_id) or 0
         except LooptraceError:  # the parent is not in this database
             back = 0

@@ -84,7 +84,7 @@ def timeline_figure(replay: Replay) -> go.Figure:
             lanes.append(lane)
     lanes += sorted({r["lane"] for r in rows} - set(lanes),
                     key=lambda ln: min(r["start"] for r in rows if r["lane"] == ln))
-    # A tool call's bar has the call's own colour, as in the replay (tracer.palette).
+    # A tool call's bar has the call's own colour, as in the replay (tracer.read.palette).
     calls = colour_map([*replay.run.messages, *replay.run.revisions])
     fig = go.Figure()
     for kind in ("model", "tool", "error", "interrupt", "hook"):

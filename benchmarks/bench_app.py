@@ -9,7 +9,7 @@ model: ``laps`` laps of ``width`` parallel tool calls (500 x 3 gives about
 - what loading the run costs in Python: the database load, ``build_replay``,
   the run view (``app.run_view.build_run_view``), ``replay_json`` (the run as
   the browser's replayer plays it) with the size of its JSON, and
-  ``tracer.check``;
+  ``tracer.checks.run``;
 - OPEN: the replay page's first script run in AppTest with cold caches (the
   interpreter warmed by an earlier run, whose background import of the wire
   formats' adapters is waited for): load, replay, JSON, first render, with
@@ -73,7 +73,7 @@ def record(db: Path, laps: int, width: int) -> str:
     agent.invoke({"messages": [("user", "Look up every key.")]},
                  config={"recursion_limit": 10 * laps + 100})
     trace.flush()
-    from tracer.loader import TraceDB
+    from tracer.read.loader import TraceDB
 
     with TraceDB(db) as t:
         return t.runs()[0].id
@@ -92,7 +92,7 @@ def main() -> int:
         t = time.perf_counter()
         record(db, args.laps, args.width)
         print(f"recorded {args.laps} laps x {args.width} calls in {time.perf_counter() - t:.1f} s")
-    from tracer.loader import TraceDB
+    from tracer.read.loader import TraceDB
 
     with TraceDB(db) as tdb:
         s = tdb.runs()[0]
@@ -105,7 +105,7 @@ def main() -> int:
 
     from app import state
     from app.run_view import SYNC_CHECK_STEPS, build_run_view
-    from tracer.replay import build_replay
+    from tracer.read.steps import build_replay
     from tracer.replayer import replay_json
 
     t = time.perf_counter()
@@ -131,7 +131,7 @@ def main() -> int:
     print(f"{len(rp)} steps, {len(run.messages)} messages; load {t_load * 1000:.0f} ms, replay "
           f"{t_replay * 1000:.0f} ms, run view {t_view * 1000:.0f} ms, replay_json "
           f"{t_json * 1000:.0f} ms ({size / 1e6:.2f} MB of JSON, json.dumps {t_dump * 1000:.0f} ms); "
-          f"tracer.check {t_check * 1000:.0f} ms ({len(findings.findings)} findings; runs on a "
+          f"tracer.checks.run {t_check * 1000:.0f} ms ({len(findings.findings)} findings; runs on a "
           f"background thread for runs over {SYNC_CHECK_STEPS} steps)")
 
     os.environ["LOOPTRACE_DB"] = str(db)
@@ -150,9 +150,9 @@ def main() -> int:
     print(f"OPEN replay (cold caches, server side): {t_open * 1000:.0f} ms, of which the replay "
           f"fragment {at.session_state[state.RENDER_MS]:.0f} ms (target for the page in the "
           f"browser < 2000 ms); the component's data: {sent / 1e6:.2f} MB of JSON")
-    from app import data
+    from app import loads
 
-    view = data.load_view(str(db), run_id)
+    view = loads.load_view(str(db), run_id)
     while view.findings_pending:  # let the background check finish before timing steps
         time.sleep(0.2)
 

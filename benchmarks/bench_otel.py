@@ -33,11 +33,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # the
 
 from otel_kit import JSON, PROTOBUF, json_body, post, proto_body
 
-from tracer.exchange import import_rows, read_trace, sample_files
-from tracer.loader import TraceDB
+from tracer.interop.exchange import import_rows, read_trace, sample_files
 from tracer.otel.collect import CollectServer
 from tracer.otel.export import export_otlp
 from tracer.otel.runspans import run_spans
+from tracer.read.loader import TraceDB
 
 
 def replicated_db(path: Path, copies: int) -> list[str]:

@@ -7,7 +7,7 @@ and pauses, in the app and in the HTML export (run on demand, not by pytest).
 Records a ``laps`` x ``width`` run with a real agent (``benchmarks/bench_app.py``'s
 ``record``: 500 x 3 is about 5,000 steps and 2,000 messages, about 15 s) or
 plays the first run of ``--db`` (recorded there first if the file does not
-exist); exports it (``tracer.html_export.export_html``), serves the db with the
+exist); exports it (``tracer.interop.html_export.export_html``), serves the db with the
 app (``tests/browser_support.streamlit_server``) and opens both in Debian's
 Chromium: the same replayer (``tracer/replayer/replayer.js``), in the app a
 Streamlit component in a shadow root at ``/replay?run=ID&step=1``, in the export
@@ -644,9 +644,9 @@ def main() -> int:
         print(f"recorded {args.laps} laps x {args.width} calls in {time.perf_counter() - t:.1f} s")
     import json
 
-    from tracer.html_export import export_html
-    from tracer.loader import TraceDB
-    from tracer.replay import build_replay
+    from tracer.interop.html_export import export_html
+    from tracer.read.loader import TraceDB
+    from tracer.read.steps import build_replay
     from tracer.replayer import replay_json
 
     with TraceDB(db) as tdb:
@@ -706,7 +706,7 @@ def main() -> int:
                 for k, label in enumerate(visits):
                     if k == 2:
                         # The server's background work of the first visit is over (it imports
-                        # the wire formats' adapters; tracer.check): the db's new mtime makes
+                        # the wire formats' adapters; tracer.checks.run): the db's new mtime makes
                         # the app load the run again, in a warm interpreter.
                         time.sleep(15.0)
                         os.utime(served)
@@ -716,7 +716,7 @@ def main() -> int:
                     print(f"app: {label}: shown at {o['shown']:.0f} ms", flush=True)
                     if k < len(visits) - 1:
                         page.close()
-                time.sleep(3.0)  # the background tracer.check of the reloaded run
+                time.sleep(3.0)  # the background tracer.checks.run of the reloaded run
                 b = Bench("app", page, n, rnd, wire)
                 measure(b, r, args)
                 r["steps_bytes"] = wire.bytes.get("steps", 0)

@@ -4,7 +4,7 @@
 
 For each size, a file of that many one-lap runs (plus a subagent run for every
 10th) is built by writing copies of a real recorded ``create_agent`` run through
-``tracer.store.Writer``, the tracer's own writer (``tests/scale_kit.py``: the
+``tracer.db.writer.Writer``, the tracer's own writer (``tests/scale_kit.py``: the
 records are serialised, redacted and committed as when recording; every 7th run
 fails, every 11th has no final answer, some are interrupted or still running).
 Files are kept in ``--dir`` and reused when they are there. Then, per size:
@@ -62,11 +62,11 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from scale_kit import records, specs, template, write_runs
 
-from tracer.loader import TraceDB
-from tracer.prune import file_bytes
-from tracer.replay import build_replay
-from tracer.run_list import RunFilter
-from tracer.store import Writer
+from tracer.db.prune import file_bytes
+from tracer.db.writer import Writer
+from tracer.read.loader import TraceDB
+from tracer.read.run_list import RunFilter
+from tracer.read.steps import build_replay
 
 
 def ms(seconds: float) -> str:

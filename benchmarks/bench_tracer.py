@@ -56,8 +56,8 @@ from langchain_core.tools import tool
 
 from tracer import TraceMiddleware
 from tracer.demo.models import ScriptedChatModel, call, turn_script
-from tracer.middleware import _TraceBase
-from tracer.watch import _LIVE as _WATCHED
+from tracer.record.middleware import _TraceBase
+from tracer.record.watch import _LIVE as _WATCHED
 
 
 @tool
@@ -139,7 +139,7 @@ class Variant:
         if self.setup:
             self.setup()
         config = self.config() if callable(self.config) else None
-        # looptrace's invocation watcher (``tracer.watch``) is in every callback manager
+        # looptrace's invocation watcher (``tracer.record.watch``) is in every callback manager
         # while a TraceMiddleware is alive: a cost of looptrace, not of the floor or a
         # peer, so it is switched off around their runs.
         live = None if self.looptrace else set(_WATCHED)
@@ -460,7 +460,7 @@ def storage_10x3(tmp: Path) -> tuple[int, int]:
     """Bytes of row data of one 10x3 run, and how much it grows a VACUUMed file."""
     import sqlite3
 
-    from tracer.schema import connect
+    from tracer.db.schema import connect
 
     def vacuumed(path: Path) -> int:
         conn = sqlite3.connect(path)

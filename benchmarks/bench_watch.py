@@ -1,4 +1,4 @@
-"""Benchmark: what the invocation watcher (``tracer.watch``) adds.  (Not a pytest test.)
+"""Benchmark: what the invocation watcher (``tracer.record.watch``) adds.  (Not a pytest test.)
 
     uv run python benchmarks/bench_watch.py [--runs N]
 
@@ -26,10 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # the
 from bench_tracer import get_price, scripted
 from langchain.agents import create_agent
 
-from tracer import (
-    TraceMiddleware,
-    watch,
-)
+from tracer import TraceMiddleware
+from tracer.record import watch
 
 _ON = watch._Switch.get
 

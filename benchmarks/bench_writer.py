@@ -38,9 +38,9 @@ from bench_tracer import DoNothing, get_price, scripted
 from langchain.agents import create_agent
 
 from tracer import TraceMiddleware
-from tracer.schema import connect
-from tracer.store import _EVENT_SQL, _MESSAGE_SQL, Writer, _Rows
-from tracer.watch import _LIVE as _WATCHED
+from tracer.db.schema import connect
+from tracer.db.writer import _EVENT_SQL, _MESSAGE_SQL, Writer, _Rows
+from tracer.record.watch import _LIVE as _WATCHED
 
 
 def records(runs: int, db: Path) -> tuple[Writer, list[list[Any]]]:
@@ -125,7 +125,7 @@ def pages(runs: int, tmp: Path) -> None:
     import sqlite3
     import struct
 
-    import tracer.store as store
+    import tracer.db.writer as store
 
     def no_checkpoints(path: Any, **kw: Any) -> Any:
         conn = connect(path, **kw)

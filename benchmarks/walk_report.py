@@ -101,8 +101,8 @@ def record(db: str) -> str:
 
 
 def read(db: str, run_id: str) -> dict:  # type: ignore[type-arg]
-    from tracer.loader import TraceDB
-    from tracer.replay import build_replay
+    from tracer.read.loader import TraceDB
+    from tracer.read.steps import build_replay
     from tracer.replayer import replay_json
 
     with TraceDB(db) as t:

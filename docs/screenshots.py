@@ -2,7 +2,7 @@
 
     uv run --frozen python docs/screenshots.py [--out docs/img]
 
-Builds the sample database (``tracer.exchange.build_sample_db``), starts the app on
+Builds the sample database (``tracer.interop.exchange.build_sample_db``), starts the app on
 127.0.0.1 (``tests/browser_support.streamlit_server``, as the browser tests do) and
 opens each page in Debian's headless Chromium through Playwright (never a downloaded
 browser). Writes one PNG per picture the README's tour shows.
@@ -19,12 +19,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))  # browser_support, replayer_driver
 
-from browser_support import CHROMIUM_ARGS, chromium_path, streamlit_server  # noqa: E402
-from playwright.sync_api import Page, sync_playwright  # noqa: E402
-from replayer_driver import Replayer  # noqa: E402
+from browser_support import CHROMIUM_ARGS, chromium_path, streamlit_server
+from playwright.sync_api import Page, sync_playwright
+from replayer_driver import Replayer
 
-from tracer.exchange import build_sample_db  # noqa: E402
-from tracer.loader import TraceDB  # noqa: E402
+from tracer.interop.exchange import build_sample_db
+from tracer.read.loader import TraceDB
 
 WIDTH, HEIGHT = 1400, 900
 

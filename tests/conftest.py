@@ -35,7 +35,7 @@ def db_path(tmp_path: Path) -> Path:
 @pytest.fixture(scope="session")
 def sample_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A database built from every bundled sample trace."""
-    from tracer.exchange import build_sample_db
+    from tracer.interop.exchange import build_sample_db
 
     return build_sample_db(tmp_path_factory.mktemp("samples") / "samples.db")
 

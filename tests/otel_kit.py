@@ -18,10 +18,10 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from tracer.exchange import export_lines
-from tracer.loader import TraceDB
+from tracer.interop.exchange import export_lines
 from tracer.otel.export import readable
 from tracer.otel.spans import Span
+from tracer.read.loader import TraceDB
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"

@@ -8,7 +8,7 @@ tests of the export and of the app drive and read it through this one class:
     r = Replayer(page)                 # or Replayer(page, ".st-key-presenter")
     r.wait_ready()
     r.press("ArrowRight"); r.click("next"); r.speed(4); r.seek(10)
-    r.assert_at(replay, 9)             # what the page shows == tracer.replay at step 9
+    r.assert_at(replay, 9)             # what the page shows == tracer.read.steps at step 9
 
 Playwright's CSS selectors reach into the component's shadow root; the state is
 read with ``locator.evaluate`` on the replayer's root element, whose
@@ -26,10 +26,10 @@ from typing import Any
 
 from playwright.sync_api import Locator, Page, expect
 
-from tracer.captions import captions
-from tracer.graph_layout import drawing, jump_steps, step_edges
-from tracer.palette import colour_map
-from tracer.replay import Replay
+from tracer.read.captions import captions
+from tracer.read.graph_layout import drawing, jump_steps, step_edges
+from tracer.read.palette import colour_map
+from tracer.read.steps import Replay
 from tracer.replayer import is_error
 
 ROOT = '[data-testid="lt-replayer"]'
@@ -144,18 +144,18 @@ class Expected:
     visited: list[str]
     error: bool
     interrupt: bool
-    colours: dict[str, str]  # tool_call_id -> colour (tracer.palette)
+    colours: dict[str, str]  # tool_call_id -> colour (tracer.read.palette)
     tool_call_ids: list[str | None]  # per shown message: the call a ToolMessage answers
     jump: bool = False  # an event says this step's move was a jump (drawn as one)
 
 
 def run_colours(replay: Replay) -> dict[str, str]:
-    """One colour per tool call of the run, as ``tracer.palette`` gives it."""
+    """One colour per tool call of the run, as ``tracer.read.palette`` gives it."""
     return colour_map([*replay.run.messages, *replay.run.revisions])
 
 
 def expected(replay: Replay, i: int) -> Expected:
-    """What the page should show at step ``i``, from Python's ``tracer.replay``."""
+    """What the page should show at step ``i``, from Python's ``tracer.read.steps``."""
     st = replay.steps[i]
     shown = replay.messages_at(i)
     keys = [m.key for m in shown]
@@ -303,12 +303,12 @@ class Replayer:
         }""")
         return out["seen"], out["frames"]
 
-    # -- comparing with tracer.replay ------------------------------------------------------
+    # -- comparing with tracer.read.steps ------------------------------------------------------
     def assert_at(self, replay: Replay, i: int, *, extra_highlight: bool = False) -> dict[str, Any]:
-        """The replayer shows step ``i`` of ``replay`` exactly as ``tracer.replay`` has it:
+        """The replayer shows step ``i`` of ``replay`` exactly as ``tracer.read.steps`` has it:
         the node, the counter, the caption, the messages (positions in order), the
         highlighted messages (at least the step's new ones), the pending calls, the
-        taken edges, the chips, and one colour per tool call (``tracer.palette``).
+        taken edges, the chips, and one colour per tool call (``tracer.read.palette``).
         Returns the state read."""
         want = expected(replay, i)
         self.wait_run(replay.run.id)
@@ -404,7 +404,7 @@ def steps_shown(seen: list[int]) -> list[int]:
 
 def assert_frames_agree(replay: Replay, frames: list[dict[str, Any]]) -> None:
     """In every recorded animation frame the graph and the message list show the same
-    step, as ``tracer.replay`` has it."""
+    step, as ``tracer.read.steps`` has it."""
     for f in frames:
         i = f["step"]
         assert f["connected"], "the replayer was taken off the page while playing"

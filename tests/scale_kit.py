@@ -2,7 +2,7 @@
 
 ``write_runs(path, n)`` takes the one-lap ``weather`` run that looptrace recorded
 into ``tests/fixtures/schema2.db`` (a real ``create_agent`` run: 14 events, 4
-messages) and writes ``n`` copies of it through ``tracer.store.Writer``, the
+messages) and writes ``n`` copies of it through ``tracer.db.writer.Writer``, the
 tracer's own writer (its records serialised, redacted and committed as when
 recording), each with its own id, start time, name, status, question and, for
 some, a subagent run or a flaw the checks find:
@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tracer.loader import Run, TraceDB
-from tracer.records import EventRecord, MessageRecord, RunRecord
-from tracer.store import Writer
+from tracer.db.writer import Writer
+from tracer.read.loader import Run, TraceDB
+from tracer.vocab.records import EventRecord, MessageRecord, RunRecord
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "schema2.db"
 T0 = 1_700_000_000.0  # the first copy's start; the others one minute apart
@@ -77,7 +77,7 @@ def _langchain(run: Run) -> list[Any]:
 
 
 def run_id(started_at: float, key: str) -> str:
-    """An id as the recorder makes them (``tracer.recorder.new_run_id``: the start
+    """An id as the recorder makes them (``tracer.record.recorder.new_run_id``: the start
     second, then random digits; here from ``key``, so the same every time)."""
     return f"{int(started_at):08x}" + uuid.uuid5(uuid.NAMESPACE_URL, key).hex[8:]
 

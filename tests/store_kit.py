@@ -1,7 +1,7 @@
 """A Deep Agents agent whose files live in the LangGraph store (``StoreBackend`` on an
 ``InMemoryStore``), driven by a scripted model: a file written, edited, a scratch file
 written (hostile text) and deleted by a tool, a note put by a middleware's own hook.
-Used by ``tests/tracer/test_store_writes.py`` and the State view's browser tests."""
+Used by ``tests/record/test_basestore_writes.py`` and the State view's browser tests."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ from blockbuster import blockbuster_ctx
 from truth_kit import _RECORDER, SCENARIOS, Recorder, arun_truth, run_truth
 
 from tracer import TraceMiddleware
-from tracer.loader import TraceDB
+from tracer.read.loader import TraceDB
 
 
 def root_run(db: Path | str) -> str:
@@ -41,7 +41,7 @@ def rows_of(db: Path | str, run_id: str) -> list[tuple[Any, ...]]:
 
 class TruthAgent:
     """A truth-kit scenario recorded with the tracer at ``position`` (callbacks in the
-    config, as tests/tracer/test_truth.py records), and its factory for the replay: the
+    config, as tests/record/test_truth.py records), and its factory for the replay: the
     scenario built again with the given middleware in the tracer's place, its scripted
     models counting their calls in ``calls``."""
 

@@ -47,10 +47,8 @@ from typing import TYPE_CHECKING
 from ._lazy import lazy_getattr
 
 if TYPE_CHECKING:
-    from .callbacks import TraceCallbackHandler
-    from .captions import step_captions
-    from .check import Finding, Thresholds, check_db, check_run
-    from .diff import Divergence, RunDiff, diff_runs, diff_tree
+    from .checks.run import Finding, Thresholds, check_db, check_run
+    from .db.schema import SCHEMA_VERSION
     from .errors import (
         DatabaseUnavailable,
         LooptraceError,
@@ -63,18 +61,20 @@ if TYPE_CHECKING:
         RunNotFound,
         TraceFileError,
     )
-    from .exchange import export_run, import_many, import_trace
-    from .hooks import HOOK_NAMES, HOOKS
-    from .html_export import export_html
-    from .loader import Event, Message, Run, RunSummary, TraceDB
-    from .middleware import LeanTraceMiddleware, TraceMiddleware
+    from .interop.exchange import export_run, import_many, import_trace
+    from .interop.html_export import export_html
     from .otel.export import export_otlp
     from .otel.imports import ImportResult, import_otlp_file
-    from .redact import Redactor
-    from .replay import Replay, Step, build_replay
-    from .run_list import RunFilter
-    from .schema import SCHEMA_VERSION
-    from .whatif import Edit, ReplayResult, areplay_run, replay_run
+    from .read.captions import step_captions
+    from .read.diff import Divergence, RunDiff, diff_runs, diff_tree
+    from .read.loader import Event, Message, Run, RunSummary, TraceDB
+    from .read.run_list import RunFilter
+    from .read.steps import Replay, Step, build_replay
+    from .record.callbacks import TraceCallbackHandler
+    from .record.middleware import LeanTraceMiddleware, TraceMiddleware
+    from .vocab.hooks import HOOK_NAMES, HOOKS
+    from .vocab.redact import Redactor
+    from .whatif.rerun import Edit, ReplayResult, areplay_run, replay_run
 
 __all__ = [  # (the groups: see the docstring above)
     "HOOKS",
@@ -127,38 +127,38 @@ __all__ = [  # (the groups: see the docstring above)
 
 # public name -> the module (of this package) that defines it
 _EXPORTS: dict[str, str] = {
-    "HOOKS": "hooks",
-    "HOOK_NAMES": "hooks",
-    "LeanTraceMiddleware": "middleware",
-    "Redactor": "redact",
-    "TraceCallbackHandler": "callbacks",
-    "TraceMiddleware": "middleware",
-    "Event": "loader",
-    "Message": "loader",
-    "Run": "loader",
-    "RunFilter": "run_list",
-    "RunSummary": "loader",
-    "TraceDB": "loader",
-    "Replay": "replay",
-    "Step": "replay",
-    "build_replay": "replay",
-    "step_captions": "captions",
-    "Finding": "check",
-    "Thresholds": "check",
-    "check_db": "check",
-    "check_run": "check",
-    "Divergence": "diff",
-    "RunDiff": "diff",
-    "diff_runs": "diff",
-    "diff_tree": "diff",
-    "SCHEMA_VERSION": "schema",
+    "HOOKS": "vocab.hooks",
+    "HOOK_NAMES": "vocab.hooks",
+    "LeanTraceMiddleware": "record.middleware",
+    "Redactor": "vocab.redact",
+    "TraceCallbackHandler": "record.callbacks",
+    "TraceMiddleware": "record.middleware",
+    "Event": "read.loader",
+    "Message": "read.loader",
+    "Run": "read.loader",
+    "RunFilter": "read.run_list",
+    "RunSummary": "read.loader",
+    "TraceDB": "read.loader",
+    "Replay": "read.steps",
+    "Step": "read.steps",
+    "build_replay": "read.steps",
+    "step_captions": "read.captions",
+    "Finding": "checks.run",
+    "Thresholds": "checks.run",
+    "check_db": "checks.run",
+    "check_run": "checks.run",
+    "Divergence": "read.diff",
+    "RunDiff": "read.diff",
+    "diff_runs": "read.diff",
+    "diff_tree": "read.diff",
+    "SCHEMA_VERSION": "db.schema",
     "ImportResult": "otel.imports",
-    "export_html": "html_export",
+    "export_html": "interop.html_export",
     "export_otlp": "otel.export",
-    "export_run": "exchange",
-    "import_many": "exchange",
+    "export_run": "interop.exchange",
+    "import_many": "interop.exchange",
     "import_otlp_file": "otel.imports",
-    "import_trace": "exchange",
+    "import_trace": "interop.exchange",
     "DatabaseUnavailable": "errors",
     "LooptraceError": "errors",
     "NewerSchemaError": "errors",
@@ -169,10 +169,10 @@ _EXPORTS: dict[str, str] = {
     "TraceFileError": "errors",
     "ReplayError": "errors",
     "ReplayDiverged": "errors",
-    "Edit": "whatif",
-    "ReplayResult": "whatif",
-    "areplay_run": "whatif",
-    "replay_run": "whatif",
+    "Edit": "whatif.rerun",
+    "ReplayResult": "whatif.rerun",
+    "areplay_run": "whatif.rerun",
+    "replay_run": "whatif.rerun",
 }
 
 

@@ -4,7 +4,7 @@ Every error looptrace reports to a user is a ``LooptraceError``; the CLI (``trac
 turns each into one line (``looptrace CMD: message``), the app into one ``st.error``.
 Errors a caller may also catch as ``ValueError`` (a bad option, a malformed stream)
 subclass it too. SQLite's own errors never reach a user raw: ``storage_errors`` (around
-a write) and ``open_error`` (opening a file, ``tracer.schema.connect``) translate them.
+a write) and ``open_error`` (opening a file, ``tracer.db.schema.connect``) translate them.
 
 The tree::
 

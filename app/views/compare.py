@@ -4,7 +4,7 @@ Pick two runs (nothing is compared until two are picked; defaults from
 ``?a=...&b=...``, else the newest two runs of one agent; and ``&row=N`` for the aligned
 row the page shows as "row N / M", so a link opens that moment); what differs
 (set-up, then behaviour, from its first divergence); one slider and its
-buttons walk the alignment ``tracer.diff`` computed (lap by lap, hook by hook)
+buttons walk the alignment ``tracer.read.diff`` computed (lap by lap, hook by hook)
 and both panes show their run at the aligned step; the differences at that
 step, then every difference.
 """

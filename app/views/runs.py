@@ -122,7 +122,7 @@ def _table(path: str, flt: RunFilter) -> None:
     kind = ("top-level runs (their subagent runs, forks and replays nested)" if flt.top_level
             else "runs")
     last = first + len(runs) - 1
-    # (a search counts no further than the next page: tracer.search, data.runs_page)
+    # (a search counts no further than the next page: tracer.db.search, data.runs_page)
     of = (f"more than {first + PAGE_SIZE - 1:,}" if flt.search and total > first + PAGE_SIZE - 1
           else f"{total:,}")
     nav[2].caption(f"{kind} {first:,}–{last:,} of {of}")

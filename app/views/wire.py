@@ -15,7 +15,7 @@ from typing import cast
 
 import streamlit as st
 
-from .. import data, navigation, state
+from .. import data, loads, navigation, state
 from ..data import (
     PROVIDERS,
     LooptraceError,
@@ -64,7 +64,7 @@ def wire_page() -> None:
         st.stop()
     adopt(run_id)  # (the other pages open on the run picked here)
     try:
-        replay = data.load_replay(path, run_id)
+        replay = loads.load_replay(path, run_id)
     except LooptraceError as exc:
         data.show_error(exc)
     calls = model_call_events(replay.run)

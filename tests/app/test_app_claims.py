@@ -169,7 +169,7 @@ LETTER = {"model": "m", "tool": "t", "error": "e", "interrupt": "i", "hook": "h"
 def test_tick_strip_kinds_and_colours(samples: Path) -> None:
     """One mark per step: m model, t tool, e error, i interrupt (hooks and the run's
     start and end are not marked); the strip's colours are the palette's."""
-    from tracer.palette import KIND_COLOURS
+    from tracer.read.palette import KIND_COLOURS
     from tracer.replayer import style
 
     def kinds(at: AppTest) -> str:

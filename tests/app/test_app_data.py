@@ -19,12 +19,12 @@ from test_replayer_data import messages_at as views_at  # (the browser's message
 from app.run_view import build_run_view
 from app.runs_table import runs_frame
 from app.timeline import spans, timeline_figure, tokens_per_lap
-from tracer.graph_layout import EDGES, NODES, drawing, passthrough_hooks, route
-from tracer.loader import TraceDB
-from tracer.palette import colour_map
-from tracer.replay import GRAPH_NODES, build_replay
+from tracer.db.schema import SCHEMA_VERSION, connect
+from tracer.read.graph_layout import EDGES, NODES, drawing, passthrough_hooks, route
+from tracer.read.loader import TraceDB
+from tracer.read.palette import colour_map
+from tracer.read.steps import GRAPH_NODES, build_replay
 from tracer.replayer import replay_json
-from tracer.schema import SCHEMA_VERSION, connect
 
 PAGES = ("runs", "replay", "timeline", "presenter")
 
@@ -428,7 +428,7 @@ def test_a_run_with_no_events_renders_on_every_page(
 
 
 def test_hooks_no_middleware_used_are_pass_through_points(sample_db: Path) -> None:
-    from tracer.hooks import HOOK_NAMES
+    from tracer.vocab.hooks import HOOK_NAMES
 
     with TraceDB(sample_db) as db:
         replays = {r.name: build_replay(db.run(r.id)) for r in db.runs()}

@@ -17,7 +17,7 @@ import pytest
 from app_kit import app_test, browser_sends, replayer, report_step
 from streamlit.testing.v1 import AppTest
 
-from tracer.loader import TraceDB
+from tracer.read.loader import TraceDB
 
 pytestmark = pytest.mark.usefixtures("clean_streamlit_caches")
 

@@ -18,9 +18,9 @@ from app_kit import app_test, browser_sends, browser_sends_all, replayer, report
 from streamlit.testing.v1 import AppTest
 from test_replayer_data import messages_at as views_at  # (the browser's messagesAt)
 
-from tracer.captions import captions
-from tracer.loader import RunSummary, TraceDB
-from tracer.replay import Replay, build_replay
+from tracer.read.captions import captions
+from tracer.read.loader import RunSummary, TraceDB
+from tracer.read.steps import Replay, build_replay
 from tracer.replayer import STEP_MS, replay_json
 
 PAGES = ("runs", "replay", "timeline", "presenter")
@@ -358,7 +358,7 @@ def test_a_late_step_report_does_not_land_on_the_subagent(samples: Path) -> None
 
 
 def test_findings_jump_to_their_step(samples: Path) -> None:
-    from tracer.check import check_run
+    from tracer.checks.run import check_run
 
     run = run_named(samples, "stuck-search")
     with TraceDB(samples) as t:

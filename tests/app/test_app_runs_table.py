@@ -137,7 +137,7 @@ def test_a_runs_id_is_one_query_value_in_its_replay_link(tmp_path: Path,
     # cannot add parameters or a fragment to its link
     import time
 
-    from tracer.schema import connect
+    from tracer.db.schema import connect
 
     odd = "x y&step=9#frag/..?"
     path = tmp_path / "odd.db"

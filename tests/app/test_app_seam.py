@@ -50,17 +50,17 @@ def test_only_app_data_imports_the_tracer() -> None:
 def test_the_check_sees_each_way_of_importing(tmp_path: Path) -> None:
     bad = tmp_path / "bad.py"
     bad.write_text("import tracer\n"
-                   "import tracer.loader as L\n"
-                   "from tracer.replay import Replay\n"
+                   "import tracer.read.loader as L\n"
+                   "from tracer.read.steps import Replay\n"
                    "from . import data\n"
                    "from .data import Replay as R\n"
                    "import tracery\n"
                    "def f():\n"
                    "    from tracer import check\n"
                    "    importlib.import_module('tracer.wire.view')\n"
-                   "    __import__('tracer.diff')\n", encoding="utf-8")
+                   "    __import__('tracer.read.diff')\n", encoding="utf-8")
     assert [h.split(": ", 1)[1] for h in tracer_imports(bad)] == [
-        "tracer", "tracer.loader", "tracer.replay", "tracer", "tracer.wire.view", "tracer.diff"]
+        "tracer", "tracer.read.loader", "tracer.read.steps", "tracer", "tracer.wire.view", "tracer.read.diff"]
 
 
 def _type_checking_imports() -> dict[str, str]:

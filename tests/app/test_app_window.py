@@ -14,8 +14,8 @@ import pytest
 from app_kit import app_test, browser_sends, replayer, report_step
 
 import app.replayer_component as rc
-from tracer.loader import TraceDB
-from tracer.replay import build_replay
+from tracer.read.loader import TraceDB
+from tracer.read.steps import build_replay
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
 """The replay's findings panel (app/findings_pane.py), driven by AppTest, and the one
-health badge the app shows (``tracer.findings_store.health_badge``)."""
+health badge the app shows (``tracer.checks.saved.health_badge``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
-from tracer.findings_store import health_badge
+from tracer.checks.saved import health_badge
 
 
 def test_health_badge() -> None:
@@ -23,9 +23,9 @@ def _panel_app(db: str) -> None:
     from app import state
     from app.findings_pane import render_findings
     from app.run_view import build_run_view
-    from tracer.check import Finding
-    from tracer.loader import TraceDB
-    from tracer.replay import build_replay
+    from tracer.checks.run import Finding
+    from tracer.read.loader import TraceDB
+    from tracer.read.steps import build_replay
 
     with TraceDB(db) as t:
         run = t.run(next(r.id for r in t.runs() if r.name == "weather"))

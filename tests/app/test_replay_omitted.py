@@ -14,8 +14,8 @@ from test_replayer_data import messages_at as views_at  # (the browser's message
 
 from tracer import TraceCallbackHandler
 from tracer.demo.models import ScriptedChatModel, call, turn_script
-from tracer.loader import TraceDB
-from tracer.replay import build_replay
+from tracer.read.loader import TraceDB
+from tracer.read.steps import build_replay
 
 
 @tool

@@ -5,7 +5,7 @@ On every bundled sample trace: the message list the browser builds from the
 per-step edits (``mv``, applied as ``replayer.js``'s ``messagesAt`` applies
 them, written again in Python here) is exactly ``Replay.messages_at``; each
 step's edges are ``graph_layout.step_edges``; every tool call has the colour
-``tracer.palette`` gives it; ``x`` marks exactly the error steps. Then the data
+``tracer.read.palette`` gives it; ``x`` marks exactly the error steps. Then the data
 stays data (valid JSON, no markup in the page), a run without steps, and the
 script itself: trace text reaches the page through ``textContent`` only.
 """
@@ -20,12 +20,12 @@ from typing import Any
 
 import pytest
 
-from tracer.captions import captions
-from tracer.graph_layout import drawing, step_edges
-from tracer.html_export import render_html, script_json
-from tracer.loader import Message, Run, TraceDB
-from tracer.palette import colour_map
-from tracer.replay import GRAPH_NODES, Replay, build_replay
+from tracer.interop.html_export import render_html, script_json
+from tracer.read.captions import captions
+from tracer.read.graph_layout import drawing, step_edges
+from tracer.read.loader import Message, Run, TraceDB
+from tracer.read.palette import colour_map
+from tracer.read.steps import GRAPH_NODES, Replay, build_replay
 from tracer.replayer import STEP_MS, is_error, replay_json, script, view_edit
 
 ROOT = Path(__file__).resolve().parents[2]

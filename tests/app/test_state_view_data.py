@@ -9,8 +9,8 @@ import pytest
 from truth_kit import run_truth
 
 from tracer import TraceMiddleware
-from tracer.loader import TraceDB
-from tracer.replay import Replay, build_replay
+from tracer.read.loader import TraceDB
+from tracer.read.steps import Replay, build_replay
 from tracer.replayer import replay_json
 
 

@@ -21,7 +21,7 @@ from browser_support import collect_console_errors, streamlit_server, wait_conne
 from playwright.sync_api import expect
 from replayer_driver import Replayer
 
-from tracer.loader import TraceDB
+from tracer.read.loader import TraceDB
 
 MARK = b"looptrace-replay"  # (the run's JSON: its "format")
 

@@ -1,4 +1,4 @@
-"""The self-contained HTML replay (``tracer.html_export``) in a real browser.
+"""The self-contained HTML replay (``tracer.interop.html_export``) in a real browser.
 
 Every sample trace is exported, opened from disk (file://) in Debian's Chromium
 with every request other than the file itself recorded and aborted (there must
@@ -7,9 +7,9 @@ The page plays the run with the one replayer (``tracer/replayer``), the one the
 app's replay page mounts too, and is driven and read by the same helpers as the
 app's browser tests (``tests/replayer_driver.py``): at each step the active node,
 the counter, the message list, the highlighted and pending messages, the taken
-edges, the tool-call chips and their colours are compared with ``tracer.replay``
+edges, the tool-call chips and their colours are compared with ``tracer.read.steps``
 for the same step index. Hooks: the replayer's (top of replayer.js) and the
-page's header (docstring of tracer/html_export.py).
+page's header (docstring of tracer/interop/html_export.py).
 """
 
 from __future__ import annotations
@@ -30,10 +30,10 @@ from replayer_driver import (
     steps_shown,
 )
 
-from tracer import html_export  # (a dev dependency and a module: never skipped)
-from tracer.exchange import read_trace, sample_files
-from tracer.loader import TraceDB
-from tracer.replay import Replay, build_replay
+from tracer.interop import html_export  # (a dev dependency and a module: never skipped)
+from tracer.interop.exchange import read_trace, sample_files
+from tracer.read.loader import TraceDB
+from tracer.read.steps import Replay, build_replay
 
 expect.set_options(timeout=10_000)
 
@@ -296,7 +296,7 @@ def test_hostile_sample_shows_text_and_loads_nothing(exported: dict[str, Any],
 
 def test_one_colour_per_tool_call(exported: dict[str, Any], offline: Any) -> None:
     """Two tool calls in flight: each chip, each call in the AI message and the
-    ToolMessage answering it share one colour, the palette's (tracer.palette), and
+    ToolMessage answering it share one colour, the palette's (tracer.read.palette), and
     the two calls' colours differ."""
     html, rp, _ = exported["shopping"]
     both = next(st.index for st in rp.steps if len(st.active_tools) == 2)

@@ -5,7 +5,7 @@ export holds the whole run in one file, offline). ``test_browser_window.py`` run
 every way of leaving a window with a window shrunk to 60 steps; here the real default
 is used on a real ``create_agent`` run of about 2,400 steps: open, scrub to the end,
 step back, the first step, play and pause, each stop showing exactly what
-``tracer.replay`` has at that step (``tests/replayer_driver.py``), message list
+``tracer.read.steps`` has at that step (``tests/replayer_driver.py``), message list
 included."""
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from browser_support import collect_console_errors, streamlit_server, wait_conne
 from replayer_driver import Replayer, steps_shown
 
 from app import replayer_component as rc
-from tracer.html_export import export_html
-from tracer.loader import TraceDB
-from tracer.replay import Replay, build_replay
+from tracer.interop.html_export import export_html
+from tracer.read.loader import TraceDB
+from tracer.read.steps import Replay, build_replay
 
 LAPS = 400  # (about 6 steps a lap: 2,400 steps)
 

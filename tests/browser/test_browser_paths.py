@@ -5,8 +5,6 @@ trailing slash, and ``/`` the Runs page. Debian's Chromium driven by Playwright.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from browser_support import ui_server, wait_connected
 from playwright.sync_api import expect

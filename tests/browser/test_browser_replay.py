@@ -9,7 +9,7 @@ test fails on such a request and on console errors (failed font fetches aside).
 The replay page mounts the one replayer (``tracer/replayer``, the HTML export's
 too) as a ``st.components.v2`` component; these tests drive and read it with the
 same helpers as the export's (``tests/replayer_driver.py``), and compare what it
-shows with ``tracer.replay`` for the same step. The browser steps and plays by
+shows with ``tracer.read.steps`` for the same step. The browser steps and plays by
 itself and reports the step it settles on; the server then writes the URL
 (``?run=&step=``, 1-based) and draws the step inspector for that step.
 """
@@ -44,10 +44,10 @@ from replayer_driver import (
     steps_shown,
 )
 
-from tracer import html_export
-from tracer.exchange import read_trace, sample_files
-from tracer.loader import TraceDB
-from tracer.replay import Replay, build_replay
+from tracer.interop import html_export
+from tracer.interop.exchange import read_trace, sample_files
+from tracer.read.loader import TraceDB
+from tracer.read.steps import Replay, build_replay
 
 expect.set_options(timeout=10_000)
 
@@ -63,7 +63,7 @@ def record_new_run(db: Path, model: Any, tools: list[Any], system_prompt: str, q
     may hold other runs already; return the id of the one top-level run it added."""
     from langchain.agents import create_agent
 
-    from tracer.middleware import TraceMiddleware
+    from tracer.record.middleware import TraceMiddleware
 
     with TraceDB(db) as tdb:
         before = {r.id for r in tdb.runs()}
@@ -183,7 +183,7 @@ def app_url(served: tuple[str, Path, str, str]) -> str:
 
 @pytest.fixture(scope="module")
 def replays(app_db: tuple[Path, str, str]) -> dict[str, Replay]:
-    """Every run of the app's database, as ``tracer.replay`` sees it: by run id, and
+    """Every run of the app's database, as ``tracer.read.steps`` sees it: by run id, and
     each sample trace's root run by the sample's file name (``"shopping"``)."""
     out: dict[str, Replay] = {}
     with TraceDB(app_db[0]) as db:
@@ -283,7 +283,7 @@ def playback(browser: Any, app_url: str, replays: dict[str, Replay]) -> dict[str
 
 def test_play_advances_graph_and_messages_together(playback: dict[str, Any]) -> None:
     """Press play: the active node and the message list advance together, in every
-    frame the step tracer.replay gives, with no step skipped."""
+    frame the step tracer.read.steps gives, with no step skipped."""
     rp, frames, seen, target = (playback[k] for k in ("replay", "frames", "seen", "target"))
     assert playback["stopped"] >= target
     shown = steps_shown(seen)
@@ -579,7 +579,7 @@ def test_one_colour_per_call_same_in_app_and_export(session: Session, browser: A
                                                     replays: dict[str, Replay],
                                                     app_db: tuple[Path, str, str],
                                                     tmp_path: Path) -> None:
-    """Each tool call has one colour, the palette's (``tracer.palette.colour_map``):
+    """Each tool call has one colour, the palette's (``tracer.read.palette.colour_map``):
     its chip on the graph, its call in the AI message and the ToolMessage answering it;
     and the app shows the same colours as the run's HTML export."""
     rp = replays[app_db[2]]
@@ -631,7 +631,7 @@ def test_a_run_being_recorded_follows_and_ends(session: Session,
     from langchain_core.tools import tool
 
     from tracer.demo.models import ScriptedChatModel, call, turn_script
-    from tracer.middleware import TraceMiddleware
+    from tracer.record.middleware import TraceMiddleware
 
     db = app_db[0]
     gates = {"Oslo": threading.Event(), "Rome": threading.Event()}

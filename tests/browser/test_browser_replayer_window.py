@@ -14,9 +14,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tracer.graph_layout import drawing
-from tracer.loader import TraceDB
-from tracer.replay import build_replay
+from tracer.read.graph_layout import drawing
+from tracer.read.loader import TraceDB
+from tracer.read.steps import build_replay
 from tracer.replayer import replay_json, script, style
 
 PAGE = """<!doctype html><html><head><meta charset="utf-8"><style>{css}</style></head>

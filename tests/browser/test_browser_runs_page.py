@@ -17,7 +17,7 @@ from scale_kit import Spec, write_runs
 from tracer_kit import get_weather, make_agent, two_lap_model
 
 from tracer import TraceMiddleware
-from tracer.loader import TraceDB
+from tracer.read.loader import TraceDB
 
 TABLE = '[data-testid="lt-runs-table"]'
 ROWS = TABLE + " tbody tr"

@@ -21,9 +21,10 @@ from playwright.sync_api import Page, expect
 from replayer_driver import Replayer
 from store_kit import store_agent, store_seeded
 
-from tracer import TraceMiddleware, html_export
-from tracer.loader import TraceDB
-from tracer.replay import Replay, build_replay
+from tracer import TraceMiddleware
+from tracer.interop import html_export
+from tracer.read.loader import TraceDB
+from tracer.read.steps import Replay, build_replay
 
 expect.set_options(timeout=10_000)
 

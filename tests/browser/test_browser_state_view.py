@@ -16,9 +16,10 @@ from playwright.sync_api import expect
 from replayer_driver import Replayer
 from truth_kit import run_truth
 
-from tracer import TraceMiddleware, html_export
-from tracer.loader import TraceDB
-from tracer.replay import Replay, build_replay
+from tracer import TraceMiddleware
+from tracer.interop import html_export
+from tracer.read.loader import TraceDB
+from tracer.read.steps import Replay, build_replay
 
 expect.set_options(timeout=10_000)
 

@@ -20,7 +20,7 @@ from browser_support import collect_console_errors, streamlit_server, wait_conne
 from playwright.sync_api import Page, expect
 from replayer_driver import Replayer
 
-from tracer.loader import TraceDB
+from tracer.read.loader import TraceDB
 
 expect.set_options(timeout=15_000)
 LOOP_NODES = ["END", "START", "model", "tools"]
@@ -94,7 +94,7 @@ def test_the_hand_rolled_loop_draws_no_hook_node_and_no_arc(
 
 def test_the_html_export_draws_the_hand_rolled_loop_the_same(
         served: tuple[str, Path, dict[str, str]], page: Page, tmp_path: Path) -> None:
-    from tracer.html_export import export_html
+    from tracer.interop.html_export import export_html
 
     _, db, ids = served
     out = export_html(db, ids["weather_loop"], tmp_path / "loop.html")

@@ -22,10 +22,10 @@ from playwright.sync_api import expect
 from replayer_driver import Replayer
 from whatif_kit import root_run
 
-from tracer.fork_links import forks_of
-from tracer.loader import TraceDB
-from tracer.records import TOOL_HOOKS
-from tracer.replay import Replay, build_replay
+from tracer.read.fork_links import forks_of
+from tracer.read.loader import TraceDB
+from tracer.read.steps import Replay, build_replay
+from tracer.vocab.records import TOOL_HOOKS
 
 AGENT_MODULE = '''
 import os

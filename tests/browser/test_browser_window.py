@@ -5,7 +5,7 @@ windows of 60 steps) on a real ``create_agent`` run of about 330 steps, so every
 way of leaving a window is exercised on a small run: the End and Home keys, steps
 across a window's edge, a deep link into the middle, and playback running over
 an edge (the replayer asks for the next window ahead of it). At each stop the
-page must show exactly what ``tracer.replay`` has at that step (the same driver
+page must show exactly what ``tracer.read.steps`` has at that step (the same driver
 as every other replay test: ``tests/replayer_driver.py``).
 """
 
@@ -21,8 +21,8 @@ from browser_support import collect_console_errors, guard_network, streamlit_ser
 from playwright.sync_api import expect
 from replayer_driver import Replayer, steps_shown
 
-from tracer.loader import TraceDB
-from tracer.replay import Replay, build_replay
+from tracer.read.loader import TraceDB
+from tracer.read.steps import Replay, build_replay
 
 WINDOW = 60
 

@@ -14,8 +14,8 @@ from browser_support import collect_console_errors, guard_network, streamlit_ser
 from playwright.sync_api import expect
 
 from tracer.demo.providers import record_provider_demos
-from tracer.loader import TraceDB
-from tracer.replay import build_replay
+from tracer.read.loader import TraceDB
+from tracer.read.steps import build_replay
 from tracer.wire.render import model_call_events
 
 

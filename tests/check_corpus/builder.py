@@ -2,7 +2,7 @@
 
 A case lists the steps of a run; the builder writes them as a looptrace trace
 file (the JSONL of ``looptrace export``), imports it with
-``tracer.exchange.import_trace`` and the test checks the imported run. This is
+``tracer.interop.exchange.import_trace`` and the test checks the imported run. This is
 how histories no real agent produces (a result before its call, a duplicate
 result ...) get into a database.
 
@@ -49,10 +49,10 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
-from tracer.exchange import import_trace
-from tracer.loader import Run, TraceDB
-from tracer.serialize import message_dict, search_text
-from tracer.state_record import value_hash
+from tracer.db.serialize import message_dict, search_text
+from tracer.db.state_rows import value_hash
+from tracer.interop.exchange import import_trace
+from tracer.read.loader import Run, TraceDB
 
 CORPUS = Path(__file__).resolve().parent
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tracer.cli import main
-from tracer.loader import TraceDB
+from tracer.read.loader import TraceDB
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from check_corpus.builder import build, build_run, cases, load_case
 
-from tracer.check import RULES, check_run
 from tracer.checks.base import PROVIDERS
+from tracer.checks.run import RULES, check_run
 
 CASES = cases()
 
@@ -89,7 +89,7 @@ def test_one_ollama_warning_per_run_says_how_many_turns(tmp_path: Path) -> None:
 
 
 def test_thresholds_are_configurable(tmp_path: Path) -> None:
-    from tracer.check import Thresholds
+    from tracer.checks.run import Thresholds
 
     run = build_run(load_case(Path(CASES[0]).parent / "repeated-tool-call.json"), tmp_path)
     assert [f.rule for f in check_run(run)] == ["repeated-tool-call"]

@@ -16,9 +16,9 @@ from langchain_core.tools import tool
 from langgraph.errors import GraphRecursionError
 
 from tracer import TraceCallbackHandler, TraceMiddleware
-from tracer.check import check_run
+from tracer.checks.run import check_run
 from tracer.demo.models import ScriptedChatModel, call, turn_script
-from tracer.loader import Run, TraceDB
+from tracer.read.loader import Run, TraceDB
 
 
 @tool
@@ -158,7 +158,7 @@ def test_recursion_limit_ends_the_run(db_path: Path) -> None:
 def test_real_adapter_requests_on_the_wire_are_clean(db_path: Path) -> None:
     """The real ChatOpenAI / ChatAnthropic / ChatOllama requests, captured by the
     wire emulator, break no rule; only the warnings the messages give remain."""
-    from tracer.check import check_db
+    from tracer.checks.run import check_db
     from tracer.demo.providers import record_provider_demos
 
     ids = record_provider_demos(db_path)

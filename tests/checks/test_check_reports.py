@@ -86,7 +86,7 @@ def test_junit_has_one_case_per_finding_and_errors_fail(sample_db: Path, tmp_pat
 
 
 def test_a_clean_run_is_one_passing_case(sample_db: Path, tmp_path: Path) -> None:
-    from tracer.loader import TraceDB
+    from tracer.read.loader import TraceDB
 
     with TraceDB(sample_db) as tdb:
         rid = next(r.id for r in tdb.runs() if r.name == "weather")

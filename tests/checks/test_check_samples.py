@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from tracer.check import check_db, check_run
-from tracer.loader import TraceDB
+from tracer.checks.run import check_db, check_run
+from tracer.read.loader import TraceDB
 
 
 @pytest.fixture(scope="module")

@@ -16,9 +16,9 @@ from tracer_kit import get_weather
 from truth_kit import run_truth
 
 from tracer import TraceMiddleware
-from tracer.check import check_run
+from tracer.checks.run import check_run
 from tracer.demo.models import ScriptedChatModel, call
-from tracer.loader import Run, TraceDB
+from tracer.read.loader import Run, TraceDB
 
 
 def _root(db: Path) -> Run:

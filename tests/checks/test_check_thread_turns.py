@@ -17,9 +17,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from tracer_kit import make_agent
 
 from tracer import TraceMiddleware
-from tracer.check import check_run
+from tracer.checks.run import check_run
 from tracer.demo.models import ScriptedChatModel, call
-from tracer.loader import TraceDB
+from tracer.read.loader import TraceDB
 
 LOOP_RULES = {"repeated-tool-call", "repeated-tool-error", "runaway-loop"}
 

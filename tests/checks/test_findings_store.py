@@ -13,13 +13,15 @@ from pathlib import Path
 import pytest
 from scale_kit import T0, Spec, records, template, write_runs
 
-from tracer import checks, findings_store, run_list
-from tracer.check import PROVIDERS, check_db, check_run
+from tracer import checks
+from tracer.checks import saved as findings_store
 from tracer.checks.base import Call, ModelInput, Turn
 from tracer.checks.protocol import ProtocolScan, check_model_call
-from tracer.loader import Event, Message, Run, RunSummary, TraceDB
-from tracer.records import EventRecord
-from tracer.store import Writer
+from tracer.checks.run import PROVIDERS, check_db, check_run
+from tracer.db.writer import Writer
+from tracer.read import run_list
+from tracer.read.loader import Event, Message, Run, RunSummary, TraceDB
+from tracer.vocab.records import EventRecord
 
 SUBSETS = [PROVIDERS, ("openai",), ("anthropic",), ("ollama",), ("openai", "ollama")]
 
@@ -246,7 +248,7 @@ def test_kept_findings_are_written_by_the_files_one_writer(
         return conn
 
     monkeypatch.setattr(sqlite3, "connect", spying)
-    from tracer.store import close_all
+    from tracer.db.writer import close_all
 
     close_all()  # (a writer opened before the spy would not be seen)
     check_db(path)

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from tracer.check import check_run
+from tracer.checks.run import check_run
 from tracer.cli import main
 from tracer.demo.scenarios import SCENARIOS
-from tracer.exchange import SAMPLES_DIR, import_trace
-from tracer.loader import TraceDB
-from tracer.replay import build_replay
+from tracer.interop.exchange import SAMPLES_DIR, import_trace
+from tracer.read.loader import TraceDB
+from tracer.read.steps import build_replay
 
 # sample -> the error-level rule that names its footgun
 FOOTGUNS = {

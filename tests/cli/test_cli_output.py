@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from tracer.cli import main
-from tracer.exchange import import_rows
-from tracer.schema import SCHEMA_VERSION
+from tracer.db.schema import SCHEMA_VERSION
+from tracer.interop.exchange import import_rows
 
 # Two runs written by hand: a parent run and a subagent run that failed.
 ALPHA = {"id": "r-alpha-0001", "name": "weather", "agent_name": "weather-bot",
@@ -131,7 +131,7 @@ def test_runs_search_matches_message_text(db: Path, capsys, text: str, ids: list
 
 
 def test_runs_on_an_empty_or_missing_database(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
-    from tracer.schema import connect
+    from tracer.db.schema import connect
 
     connect(tmp_path / "empty.db").close()
     assert run_cli(capsys, "runs", "--db", str(tmp_path / "empty.db")) == (0, "no runs\n", "")
@@ -472,7 +472,7 @@ def test_when_is_a_date_a_time_or_an_age() -> None:
     import datetime as dt
 
     from tracer.errors import LooptraceError
-    from tracer.run_list import parse_when
+    from tracer.read.run_list import parse_when
 
     assert parse_when("2d", now=1_000_000.0) == 1_000_000.0 - 2 * 86_400
     assert parse_when("90m", now=10_000.0) == 10_000.0 - 5_400
@@ -489,9 +489,9 @@ def test_resolve_is_exact(tmp_path: Path) -> None:
     characters; case counts."""
     import sqlite3
 
+    from tracer.db.schema import connect
     from tracer.errors import RunNotFound
-    from tracer.loader import TraceDB
-    from tracer.schema import connect
+    from tracer.read.loader import TraceDB
 
     db = tmp_path / "r.db"
     connect(db).close()

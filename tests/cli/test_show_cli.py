@@ -15,8 +15,8 @@ from tracer_kit import make_agent
 from tracer import TraceMiddleware
 from tracer.cli import main
 from tracer.demo.models import ScriptedChatModel, call, turn_script
-from tracer.loader import TraceDB
-from tracer.terminal import safe_text
+from tracer.read.loader import TraceDB
+from tracer.vocab.terminal import safe_text
 
 
 def show(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:

@@ -20,7 +20,7 @@ import pytest
 from whatif_kit import root_run, rows_of
 
 from tracer.cli import main
-from tracer.loader import TraceDB
+from tracer.read.loader import TraceDB
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 

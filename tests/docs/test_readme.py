@@ -22,11 +22,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from docs_kit import all_docs, code_blocks
 
 from tracer.cli import COMMANDS, main
-from tracer.hooks import HOOKS
+from tracer.vocab.hooks import HOOKS
 
 ROOT = Path(__file__).resolve().parents[2]
 README = all_docs()  # README.md and every docs/*.md

@@ -16,9 +16,9 @@ from pathlib import Path
 
 from docs_kit import all_docs
 
-from tracer.exchange import read_trace, sample_files
-from tracer.loader import TraceDB
-from tracer.schema import SCHEMA_VERSION
+from tracer.db.schema import SCHEMA_VERSION
+from tracer.interop.exchange import read_trace, sample_files
+from tracer.read.loader import TraceDB
 
 ROOT = Path(__file__).resolve().parents[2]
 README = all_docs()  # README.md and every docs/*.md

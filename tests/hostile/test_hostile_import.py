@@ -15,8 +15,8 @@ import pytest
 from hostile_kit import damage, fill, tmpfs
 
 from tracer.cli import main
-from tracer.exchange import import_rows, read_trace, sample_files
-from tracer.schema import SCHEMA_VERSION
+from tracer.db.schema import SCHEMA_VERSION
+from tracer.interop.exchange import import_rows, read_trace, sample_files
 
 HEADER = {"format": "looptrace-trace", "version": 1, "schema_version": SCHEMA_VERSION,
           "root": "mine", "runs": 1}

@@ -27,13 +27,13 @@ from pathlib import Path
 import pytest
 from otel_kit import JSON, PROTOBUF, lines, post, proto_body, response, wait_for
 
-from tracer.exchange import import_rows, read_trace, sample_files
-from tracer.loader import TraceDB
+from tracer.interop.exchange import import_rows, read_trace, sample_files
 from tracer.otel.collect import CollectServer, TraceBuffer
 from tracer.otel.export import export_otlp
 from tracer.otel.genai import SpanImporter
 from tracer.otel.runspans import run_spans
 from tracer.otel.spans import Span
+from tracer.read.loader import TraceDB
 
 WEATHER = next(p for p in sample_files() if p.stem == "weather")
 ROOT = str(read_trace(WEATHER)[0]["root"])

@@ -207,7 +207,7 @@ def test_a_stream_is_stored_reassembled_and_its_chunks_bounded(
         upstream: tuple[str, list[Any]], tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Was: every chunk stored (a 200 MB stream: 800 MB of chunks, 4 GB of RSS)."""
-    import tracer.wire.spool as spool
+    from tracer.wire import spool
 
     monkeypatch.setattr(spool, "MAX_CHUNKS", 50)
     url, _ = upstream
@@ -232,9 +232,8 @@ def test_a_truncated_upstream_answer_reaches_the_client_truncated(
         upstream: tuple[str, list[Any]], tmp_path: Path, path: str) -> None:
     """Was: the proxy ended its chunked answer properly: a complete-looking 200."""
     url, _ = upstream
-    with _proxy(url, tmp_path / "p.db") as proxy:
-        with pytest.raises(http.client.IncompleteRead):
-            _post(proxy.url, path, b"{}")
+    with _proxy(url, tmp_path / "p.db") as proxy, pytest.raises(http.client.IncompleteRead):
+        _post(proxy.url, path, b"{}")
     (row,) = wait_rows(tmp_path / "p.db", 1)
     assert row["error"] and "upstream response broken" in row["error"]
 

@@ -14,7 +14,7 @@ import pytest
 from hostile_kit import damage, fill, tmpfs
 
 from tracer.cli import main
-from tracer.exchange import import_rows, read_trace, sample_files
+from tracer.interop.exchange import import_rows, read_trace, sample_files
 
 
 def run_row(rid: str, status: str = "completed", started: float = 1.0, **kw: object) -> dict:

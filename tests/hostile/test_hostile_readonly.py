@@ -2,7 +2,7 @@
 (trace file and HTML), ``ui`` and the app's pages read a WAL-mode database on a tmpfs
 remounted read-only (root's writes fail there too, with EROFS: file permissions would
 not stop root). SQLite cannot make the ``-shm`` file such a file needs, so the file is
-opened ``?mode=ro&immutable=1`` there (``tracer.schema.readonly_uri``). On the main
+opened ``?mode=ro&immutable=1`` there (``tracer.db.schema.readonly_uri``). On the main
 branch before issue 21 each of these failed with "unable to open database file"."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from app_kit import app_test, runs_grid
 from hostile_kit import read_only, tmpfs
 
 from tracer.cli import main
-from tracer.exchange import build_sample_db, read_trace, sample_files
+from tracer.interop.exchange import build_sample_db, read_trace, sample_files
 
 WEATHER = next(p for p in sample_files() if p.stem == "weather")
 

@@ -23,7 +23,7 @@ from tracer_kit import get_weather, make_agent
 
 from tracer import TraceMiddleware
 from tracer.demo.models import ScriptedChatModel, call, turn_script
-from tracer.exchange import export_run, import_trace
+from tracer.interop.exchange import export_run, import_trace
 
 HOSTILE = ["\u2028", "\u2029", "\x85", "\x1c", "\x1d", "\x1e", "\x0b", "\x0c", "\r", "\r\n",
            "\n", "\x00", "\x1b]0;title\x07", "\x1b[2J", "\u202e", "\ufeff", "\U0001f680", '"',

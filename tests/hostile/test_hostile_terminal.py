@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tracer.cli import main
-from tracer.exchange import import_rows
+from tracer.interop.exchange import import_rows
 
 HOSTILE = "evil\x1b]0;pwned\x07\x1b[2Jname\x9b31m\u202egnp.exe"
 ESCAPED = "evil\\x1b]0;pwned\\x07\\x1b[2Jname\\x9b31m\\u202egnp.exe"
@@ -65,7 +65,7 @@ def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 
 def test_safe_text_escapes_controls_and_keeps_text() -> None:
-    from tracer.terminal import safe_text
+    from tracer.vocab.terminal import safe_text
 
     assert safe_text(HOSTILE) == ESCAPED
     assert safe_text("Ærø 北京 🚀 tab\there") == "Ærø 北京 🚀 tab\there"
@@ -112,7 +112,7 @@ def test_import_export_prune_print_escapes(db: Path, tmp_path: Path, capsys) -> 
 
 
 def test_the_proxy_prints_request_paths_escaped(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
-    from tracer.cli.wire import _print_exchange
+    from tracer.cli.proxy import _print_exchange
     from tracer.wire.capture import Exchange
 
     ex = Exchange(provider="openai", method="POST", url=f"/v1/chat{HOSTILE}",

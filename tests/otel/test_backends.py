@@ -27,12 +27,12 @@ from backend_kit import (
     read_back,
 )
 
-from tracer.diff import diff_tree
-from tracer.exchange import build_sample_db
-from tracer.loader import Run, TraceDB, content_text
+from tracer.interop.exchange import build_sample_db
 from tracer.otel.export import export_otlp
 from tracer.otel.imports import import_spans
 from tracer.otel.spans import Span
+from tracer.read.diff import diff_tree
+from tracer.read.loader import Run, TraceDB, content_text
 
 pytestmark = [pytest.mark.backends, pytest.mark.timeout(1200)]  # two servers' first start
 

@@ -29,13 +29,13 @@ from otel_kit import (
 )
 
 from tracer.errors import OtlpExportError
-from tracer.exchange import build_sample_db, import_rows, read_trace, sample_files
-from tracer.loader import TraceDB
+from tracer.interop.exchange import build_sample_db, import_rows, read_trace, sample_files
 from tracer.otel.collect import CollectServer
 from tracer.otel.export import export_otlp, send_spans
 from tracer.otel.rows import A_BATCH, ROW_EVENT
 from tracer.otel.runspans import run_spans
 from tracer.otel.spans import Span
+from tracer.read.loader import TraceDB
 
 WEATHER = next(p for p in sample_files() if p.stem == "weather")
 DEEP = next(p for p in sample_files() if p.stem == "deep-agent")

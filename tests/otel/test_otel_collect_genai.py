@@ -24,9 +24,9 @@ from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
 from otel_kit import JSON, PROTOBUF, post, proto_body, wait_for
 
-from tracer.diff import diff_runs
-from tracer.loader import Run, TraceDB, content_text
 from tracer.otel.collect import CollectServer
+from tracer.read.diff import diff_runs
+from tracer.read.loader import Run, TraceDB, content_text
 from tracer.wire import WireServer
 from tracer.wire.loops import get_weather, openai_loop
 from tracer.wire.scenarios import WEATHER_PROMPT, WEATHER_SYSTEM
@@ -325,8 +325,8 @@ def test_an_observed_tool_run_says_its_status_as_the_tracer_does(tmp_path: Path)
     the tracer's ``on_tool_end`` does: a diff against a tracer run sees no difference."""
     from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-    from tracer.ingest import RunBuilder
-    from tracer.recorder import Recorder
+    from tracer.record.ingest import RunBuilder
+    from tracer.record.recorder import Recorder
 
     db = tmp_path / "t.db"
     rec = Recorder(db)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from otel_kit import lines, wait_for
 
-from tracer.exchange import import_trace, read_trace, sample_files
+from tracer.interop.exchange import import_trace, read_trace, sample_files
 from tracer.otel.collect import CollectServer
 from tracer.otel.follow import follow, ledger_path
 

@@ -20,9 +20,7 @@ from typing import Any
 
 import pytest
 
-from tracer.check import check_run
-from tracer.diff import diff_runs
-from tracer.loader import Run, TraceDB, content_text
+from tracer.checks.run import check_run
 from tracer.otel.genai import (
     SpanImporter,
     attach_logs,
@@ -32,8 +30,10 @@ from tracer.otel.genai import (
     runs_from_spans,
 )
 from tracer.otel.spans import Span, SpanEvent
-from tracer.records import TOOL_HOOKS
-from tracer.replay import build_replay
+from tracer.read.diff import diff_runs
+from tracer.read.loader import Run, TraceDB, content_text
+from tracer.read.steps import build_replay
+from tracer.vocab.records import TOOL_HOOKS
 from tracer.wire import WireServer
 from tracer.wire.loops import get_weather, openai_loop
 from tracer.wire.scenarios import WEATHER_PROMPT, WEATHER_SYSTEM

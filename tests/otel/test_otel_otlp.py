@@ -11,11 +11,11 @@ from otel_kit import foreign_spans, json_body, lines, proto_body
 
 from tracer.cli import main
 from tracer.errors import OtelUnavailable, OtlpFormatError, TraceFileError
-from tracer.exchange import build_sample_db, read_trace, sample_files
-from tracer.loader import TraceDB
+from tracer.interop.exchange import build_sample_db, read_trace, sample_files
 from tracer.otel.export import readable
 from tracer.otel.otlp import parse_request, read_otlp_file, to_otlp_json
 from tracer.otel.runspans import run_spans
+from tracer.read.loader import TraceDB
 
 WEATHER = next(p for p in sample_files() if p.stem == "weather")
 DEEP = next(p for p in sample_files() if p.stem == "deep-agent")

@@ -16,14 +16,14 @@ from pathlib import Path
 import pytest
 
 from tracer.cli import main
-from tracer.diff import diff_tree
-from tracer.exchange import build_sample_db, export_lines, read_trace, sample_files
-from tracer.loader import TraceDB
+from tracer.interop.exchange import build_sample_db, export_lines, read_trace, sample_files
 from tracer.otel.collect import CollectServer
 from tracer.otel.export import export_otlp
 from tracer.otel.rows import A_FORMAT, A_ROWS, ROW_EVENT
 from tracer.otel.runspans import run_spans
 from tracer.otel.spans import Span
+from tracer.read.diff import diff_tree
+from tracer.read.loader import TraceDB
 
 SAMPLES = sample_files()
 

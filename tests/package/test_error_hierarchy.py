@@ -23,7 +23,7 @@ from tracer.cli import main
 
 # (signals caught inside the package, never reported: the proxy forwards what an emulator
 # script raises ForwardUpstream for)
-INTERNAL = {"tracer.httpbody.BodyError", "tracer.mcp_server._Err", "tracer.player.RecordedError",
+INTERNAL = {"tracer.vocab.httpbody.BodyError", "tracer.mcp.server._Err", "tracer.whatif.player.RecordedError",
             "tracer.wire.proxy.ForwardUpstream"}
 # (importing these runs something: the sitecustomize arms a hook, __main__ runs the CLI)
 SKIP = ("tracer._autotrace", "tracer.__main__", "tracer.cli.__main__")
@@ -59,9 +59,9 @@ def test_the_errors_callers_catch_as_value_error_are_both(name: str) -> None:
 
 
 def test_the_names_stay_importable_where_they_were() -> None:
+    from tracer.interop.show import StepOutOfRange
     from tracer.otel.syncwrite import StoreFailed
-    from tracer.show import StepOutOfRange
-    from tracer.testing import CassetteMiss
+    from tracer.testing.fixture import CassetteMiss
     from tracer.wire.providers import MalformedStream
     from tracer.wire.render import RenderError
 

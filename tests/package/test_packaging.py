@@ -29,7 +29,7 @@ from browser_support import (
     wait_healthy,
 )
 
-from tracer.loader import TraceDB
+from tracer.read.loader import TraceDB
 
 ROOT = Path(__file__).resolve().parents[2]
 USER_APP = "the user's own app package"
@@ -85,7 +85,7 @@ def test_the_wheel_installs_tracer_only(installed: tuple[Path, Path], tmp_path: 
         "import importlib.metadata as m, app, tracer\n"
         "print(app.WHO)\n"
         "print(sorted({f.parts[0] for f in m.files('looptrace')}))\n"
-        "from tracer.exchange import SAMPLES_DIR, sample_files\n"
+        "from tracer.interop.exchange import SAMPLES_DIR, sample_files\n"
         "print(SAMPLES_DIR.relative_to(__import__('pathlib').Path(tracer.__file__).parent))\n"
         "print(len(sample_files()))\n"
         "import tracer.cli.ui as ui\n"

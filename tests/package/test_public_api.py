@@ -44,7 +44,7 @@ def test_each_name_imports_from_tracer_and_is_documented(name: str) -> None:
 
 
 def test_no_public_name_is_shadowed_by_a_submodule() -> None:
-    """``tracer.prune`` (the module) would hide a ``prune`` function once imported."""
+    """``tracer.db.prune`` (the module) would hide a ``prune`` function once imported."""
     submodules = {m.name for m in pkgutil.iter_modules(tracer.__path__)}
     assert not submodules & set(EXPECTED)
 

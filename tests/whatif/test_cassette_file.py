@@ -1,4 +1,4 @@
-"""Record mode's writer (tracer/cassette_file.py): runs added to a cassette file by
+"""Record mode's writer (tracer/whatif/cassette_file.py): runs added to a cassette file by
 several processes at once (xdist workers sharing one cassette) are all kept, and the
 file stays one valid trace file."""
 
@@ -8,12 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tracer.exchange import build_sample_db, read_trace
-from tracer.loader import TraceDB
+from tracer.interop.exchange import build_sample_db, read_trace
+from tracer.read.loader import TraceDB
 
 # Each process adds its runs one at a time (its own interpreter: not multiprocessing,
 # whose spawn re-runs ``__main__``, which an earlier AppTest in the session replaced).
-ADD = ("import sys; from pathlib import Path; from tracer.cassette_file import append_runs\n"
+ADD = ("import sys; from pathlib import Path; from tracer.whatif.cassette_file import append_runs\n"
        "for rid in sys.argv[3:]:\n    append_runs(Path(sys.argv[1]), Path(sys.argv[2]), [rid])")
 
 

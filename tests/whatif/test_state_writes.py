@@ -1,4 +1,4 @@
-"""``tracer.state_writes``: the update that a key's channel turns into the recorded value.
+"""``tracer.whatif.tool_writes``: the update that a key's channel turns into the recorded value.
 
 Real LangGraph channels: Deep Agents' ``files`` (a merging reducer), a list that grows
 (``operator.add``), a plain value (``LastValue``); the update is checked by applying it
@@ -13,7 +13,7 @@ from typing import Any
 from deepagents.middleware.filesystem import _file_data_reducer
 from langgraph.channels import BinaryOperatorAggregate, LastValue
 
-from tracer.state_writes import MISSING, StateWrite, faithful, update_for
+from tracer.whatif.tool_writes import MISSING, StateWrite, faithful, update_for
 
 
 def _applied(channel: Any, before: Any, update: Any) -> Any:

@@ -1,6 +1,6 @@
 """What if in the app: a run's replays and forks, and "Fork here" on the Replay page.
 
-``tracer.fork_links`` finds a run's replays and forks from their metadata and builds
+``tracer.read.fork_links`` finds a run's replays and forks from their metadata and builds
 the ``looptrace replay`` command; the Replay page lists them with links to Compare at
 the fork's row, shows the command for an edit at the current step, and, when the app
 was started with ``--agent``, runs the fork and links it.
@@ -19,9 +19,9 @@ from whatif_kit import root_run
 
 from app import state
 from app.wire_pane import import_adapters
-from tracer.fork_links import fork_argv, forks_of, origin_of
-from tracer.loader import TraceDB
-from tracer.whatif import Edit, replay_run
+from tracer.read.fork_links import fork_argv, forks_of, origin_of
+from tracer.read.loader import TraceDB
+from tracer.whatif.rerun import Edit, replay_run
 
 pytestmark = pytest.mark.usefixtures("clean_streamlit_caches")
 

@@ -19,11 +19,11 @@ from whatif_kit import root_run, rows_of
 
 from tracer.demo.models import ScriptedChatModel, echo_model
 from tracer.demo.scenarios import AGENTS
-from tracer.diff import diff_tree, format_text
-from tracer.loader import TraceDB
-from tracer.records import MODEL_HOOKS, TOOL_HOOKS
-from tracer.replay import build_replay
-from tracer.whatif import Edit, replay_run
+from tracer.read.diff import diff_tree, format_text
+from tracer.read.loader import TraceDB
+from tracer.read.steps import build_replay
+from tracer.vocab.records import MODEL_HOOKS, TOOL_HOOKS
+from tracer.whatif.rerun import Edit, replay_run
 
 
 @pytest.fixture

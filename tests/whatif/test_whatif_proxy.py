@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from tracer.demo.record import root_ids
-from tracer.diff import diff_tree, format_text
-from tracer.loader import TraceDB
+from tracer.demo.roots import root_ids
+from tracer.read.diff import diff_tree, format_text
+from tracer.read.loader import TraceDB
+from tracer.wire.cassette_script import CassetteScript
 from tracer.wire.loops import LOOPS
 from tracer.wire.proxy import WireServer
-from tracer.wire.replay import CassetteScript
 from tracer.wire.scenarios import WEATHER_PROMPT, WEATHER_SYSTEM
 
 CASES = [(sdk, stream) for sdk in sorted(LOOPS) for stream in (False, True)]

@@ -1,7 +1,7 @@
 """The cassette's proof: a run replayed from its record, with no edit, is its record.
 
 Every demo agent (``tracer.demo.scenarios.AGENTS``) and every agent of
-``tests/tracer/test_truth.py`` (sync and async under blockbuster; the tracer first and with
+``tests/record/test_truth.py`` (sync and async under blockbuster; the tracer first and with
 ``around``) is recorded, then replayed through its factory by ``replay_run``: no
 scripted model is called (their ``_generate`` is counted), and ``looptrace diff``'s
 engine finds no difference between the run and its replay, subagent runs included.
@@ -23,9 +23,9 @@ from whatif_kit import TruthAgent, root_run, rows_of
 
 from tracer.demo.models import ScriptedChatModel
 from tracer.demo.scenarios import AGENTS
-from tracer.diff import diff_tree, format_text
-from tracer.loader import TraceDB
-from tracer.whatif import areplay_run, replay_run
+from tracer.read.diff import diff_tree, format_text
+from tracer.read.loader import TraceDB
+from tracer.whatif.rerun import areplay_run, replay_run
 
 
 @pytest.fixture
@@ -143,7 +143,7 @@ def test_the_record_holds_a_tools_own_result_under_a_layer_that_rewrote_it(
     notice; the cassette serves the tool's own result (which the layer was given)."""
     from langchain_core.messages import messages_from_dict
 
-    from tracer.cassette import Cassette
+    from tracer.whatif.cassette import Cassette
 
     agent = TruthAgent(tmp_path, "hitl_edit", "around", "sync")
     with TraceDB(agent.db) as t:

@@ -14,14 +14,14 @@ from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
 
 from tracer import TraceMiddleware
-from tracer.captions import captions
-from tracer.check import check_run
+from tracer.checks.run import check_run
 from tracer.cli import main
 from tracer.demo.providers import chat_model, scenario_tools
-from tracer.diff import diff_runs
-from tracer.html_export import export_html
-from tracer.loader import TraceDB
-from tracer.replay import build_replay
+from tracer.interop.html_export import export_html
+from tracer.read.captions import captions
+from tracer.read.diff import diff_runs
+from tracer.read.loader import TraceDB
+from tracer.read.steps import build_replay
 from tracer.wire import WireServer
 from tracer.wire.capture import WireRecorder
 from tracer.wire.loops import LOOPS, get_weather

@@ -9,8 +9,8 @@ from app_kit import app_test
 from streamlit.testing.v1 import AppTest
 
 from tracer.demo.providers import record_provider_demos
-from tracer.loader import TraceDB
-from tracer.replay import build_replay
+from tracer.read.loader import TraceDB
+from tracer.read.steps import build_replay
 from tracer.wire.render import model_call_events
 
 pytestmark = pytest.mark.usefixtures("clean_streamlit_caches")
@@ -104,8 +104,8 @@ def _pane_script() -> None:
     import os
 
     from app.wire_pane import render_wire_pane
-    from tracer.loader import TraceDB
-    from tracer.replay import build_replay
+    from tracer.read.loader import TraceDB
+    from tracer.read.steps import build_replay
 
     db = os.environ["LOOPTRACE_DB"]
     with TraceDB(db) as t:

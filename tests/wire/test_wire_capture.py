@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from tracer.loader import TraceDB
-from tracer.recorder import Recorder
+from tracer.read.loader import TraceDB
+from tracer.record.recorder import Recorder
 from tracer.wire.capture import Exchange, WireRecorder, link_wire
 
 

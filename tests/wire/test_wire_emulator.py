@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from tracer.demo.providers import run_scenario
-from tracer.loader import TraceDB
+from tracer.read.loader import TraceDB
 from tracer.wire import WireServer
 from tracer.wire.render import model_call_events
 

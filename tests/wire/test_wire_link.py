@@ -15,7 +15,7 @@ from langchain_core.messages import HumanMessage
 
 from tracer import TraceMiddleware
 from tracer.demo.providers import SCENARIO_INPUT, chat_model, scenario_tools
-from tracer.loader import TraceDB
+from tracer.read.loader import TraceDB
 from tracer.wire import WireServer
 from tracer.wire.scenarios import auto
 

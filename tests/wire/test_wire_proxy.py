@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from tracer.demo.providers import chat_model, run_scenario
-from tracer.loader import TraceDB
-from tracer.redact import Redactor
+from tracer.read.loader import TraceDB
+from tracer.vocab.redact import Redactor
 from tracer.wire import WireRecorder, WireServer
 from tracer.wire.capture import Exchange, redact_headers
 from tracer.wire.render import model_call_events

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from tracer.demo.providers import record_provider_demos
-from tracer.loader import TraceDB
-from tracer.replay import build_replay
+from tracer.read.loader import TraceDB
+from tracer.read.steps import build_replay
 from tracer.wire.annotate import annotated_text, resolve
 from tracer.wire.render import model_call, model_call_events, render_request
 from tracer.wire.view import CAPTURED, RECORDED, RENDERED, turn_at_step, turn_view

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tracer.loader import TraceDB
+from tracer.read.loader import TraceDB
 from tracer.wire import WireServer
 from tracer.wire.capture import Exchange, WireRecorder
 from tracer.wire.loops import openai_loop

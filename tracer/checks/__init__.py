@@ -1,6 +1,6 @@
 """Checks over recorded runs: provider protocol rules and loop findings.
 
-``tracer.check`` is the public entry (``check_run``, ``check_db``,
+``tracer.checks.run`` is the public entry (``check_run``, ``check_db``,
 ``Finding``, ``Thresholds``; ``looptrace check`` is ``tracer.cli.check``);
 the modules here hold the rules: ``base`` (records, and ``ModelInput``: the
 conversation each model call received), ``protocol`` (what OpenAI, Anthropic
@@ -10,7 +10,7 @@ files, structured output, custom keys) and ``wire`` (the captured request bodies
 """
 
 # The version of the rules (bump it with any change to what the checks find): it lives in
-# ``tracer.rules_version``, where the run list reads it without importing the rules.
-from ..rules_version import RULES_VERSION
+# ``tracer.vocab.rules_version``, where the run list reads it without importing the rules.
+from tracer.vocab.rules_version import RULES_VERSION
 
 __all__ = ["RULES_VERSION"]

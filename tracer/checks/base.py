@@ -14,11 +14,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import InvalidOption
-from ..loader import Message, Run
-from ..provider_names import PROVIDERS
-from ..records import MODEL_HOOKS
-from ..replay import Replay, build_replay
+from tracer.errors import InvalidOption
+from tracer.read.loader import Message, Run
+from tracer.read.steps import Replay, build_replay
+from tracer.vocab.provider_names import PROVIDERS
+from tracer.vocab.records import MODEL_HOOKS
 
 __all__ = ["PROVIDERS", "SEVERITIES", "Call", "Finding", "ModelInput", "Thresholds", "Turn",
            "exit_seqs", "health", "is_empty_content", "model_inputs", "own_messages",
@@ -31,7 +31,7 @@ SEVERITIES: tuple[str, ...] = ("error", "warning", "info")
 class Finding:
     """One problem found in a run, with where to look.
 
-    ``rule`` is a stable id (see ``tracer.check.RULES``); ``provider`` names the
+    ``rule`` is a stable id (see ``tracer.checks.run.RULES``); ``provider`` names the
     provider whose rule it is, or is None when it applies to all; ``seq`` is the
     event to jump to (for a protocol rule, the model call that would be
     rejected); ``message_keys`` are ``Message.key`` of the messages involved.

@@ -13,8 +13,9 @@ limit, a budget, a kill). A hand-rolled loop needs a bound; ``create_agent`` has
 
 from __future__ import annotations
 
-from ..loader import Run
-from ..records import MODEL_HOOKS, TOOL_HOOKS
+from tracer.read.loader import Run
+from tracer.vocab.records import MODEL_HOOKS, TOOL_HOOKS
+
 from .base import Finding, Thresholds, own_messages
 from .loops import repeated_calls
 

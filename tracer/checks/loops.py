@@ -22,9 +22,10 @@ import re
 from difflib import SequenceMatcher
 from typing import Any
 
-from ..loader import Message, Run
-from ..records import MODEL_HOOKS, TOOL_HOOKS
-from ..replay import Replay, build_replay
+from tracer.read.loader import Message, Run
+from tracer.read.steps import Replay, build_replay
+from tracer.vocab.records import MODEL_HOOKS, TOOL_HOOKS
+
 from .base import Finding, ModelInput, Thresholds, own_messages
 
 _RECURSION = re.compile(r"GraphRecursionError|Recursion limit of \d+ reached", re.IGNORECASE)

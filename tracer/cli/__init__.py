@@ -10,23 +10,23 @@ LangChain. Errors are one clear line and a non-zero exit, never a traceback.
 command    module                      API
 =========  ==========================  ==================================
 runs       ``tracer.cli.runs``         ``TraceDB.runs`` (``RunFilter``)
-check      ``tracer.cli.check``        ``tracer.check.check_db``
-diff       ``tracer.cli.diff``         ``tracer.diff.diff_tree``
-replay     ``tracer.cli.replay``       ``tracer.whatif.replay_run``
-export     ``tracer.cli.exchange``     ``tracer.exchange.export_run``,
-                                       ``tracer.html_export.export_html``,
+check      ``tracer.cli.check``        ``tracer.checks.run.check_db``
+diff       ``tracer.cli.diff``         ``tracer.read.diff.diff_tree``
+replay     ``tracer.cli.replay``       ``tracer.whatif.rerun.replay_run``
+export     ``tracer.cli.exchange``     ``tracer.interop.exchange.export_run``,
+                                       ``tracer.interop.html_export.export_html``,
                                        ``tracer.otel.export_otlp``
-import     ``tracer.cli.exchange``     ``tracer.exchange.import_many``,
+import     ``tracer.cli.exchange``     ``tracer.interop.exchange.import_many``,
                                        ``tracer.otel.import_otlp_file``
-prune      ``tracer.cli.prune``        ``tracer.prune.prune``
+prune      ``tracer.cli.prune``        ``tracer.db.prune.prune``
 demo       ``tracer.cli.demo``         ``tracer.demo.record.record_all``
 ui         ``tracer.cli.ui``           the Streamlit app
-proxy      ``tracer.cli.wire``         ``tracer.wire.WireServer``
-traffic    ``tracer.cli.wire``         ``tracer.wire.traffic.build_runs``
+proxy      ``tracer.cli.proxy``         ``tracer.wire.WireServer``
+traffic    ``tracer.cli.proxy``         ``tracer.wire.traffic.build_runs``
 collect    ``tracer.cli.collect``      ``tracer.otel.CollectServer``
-run        ``tracer.cli.run``          ``tracer.autotrace`` (in the child)
-show       ``tracer.cli.show``         ``tracer.show``
-mcp        ``tracer.cli.mcp``          ``tracer.mcp_server``
+run        ``tracer.cli.run``          ``tracer.record.autotrace`` (in the child)
+show       ``tracer.cli.show``         ``tracer.interop.show``
+mcp        ``tracer.cli.mcp``          ``tracer.mcp.server``
 =========  ==========================  ==================================
 """
 
@@ -39,8 +39,8 @@ import threading
 from collections.abc import Sequence
 from typing import Protocol
 
-from ..errors import LooptraceError
-from ..terminal import safe_text
+from tracer.errors import LooptraceError
+from tracer.vocab.terminal import safe_text
 
 __all__ = ["COMMANDS", "DEFAULT_DB", "build_parser", "main", "serve", "stop_on_sigterm"]
 
@@ -57,8 +57,8 @@ COMMANDS: dict[str, str] = {
     "check": "check",
     "diff": "diff",
     "replay": "replay",
-    "proxy": "wire",
-    "traffic": "wire",
+    "proxy": "proxy",
+    "traffic": "proxy",
     "collect": "collect",
     "run": "run",
     "show": "show",

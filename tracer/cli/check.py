@@ -1,4 +1,4 @@
-"""``looptrace check``: check recorded runs (``tracer.check.check_db``).
+"""``looptrace check``: check recorded runs (``tracer.checks.run.check_db``).
 
 Exits 1 when any finding is an error, so it can gate a CI job over recorded runs.
 """
@@ -9,10 +9,11 @@ import argparse
 import json
 import sys
 
-from ..check import PROVIDERS, RULES, check_db, format_text
-from ..check_reports import write_junit, write_sarif
-from ..errors import LooptraceError
-from ..terminal import safe_text
+from tracer.checks.reports import write_junit, write_sarif
+from tracer.checks.run import PROVIDERS, RULES, check_db, format_text
+from tracer.errors import LooptraceError
+from tracer.vocab.terminal import safe_text
+
 from . import DEFAULT_DB
 
 

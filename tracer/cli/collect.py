@@ -11,8 +11,9 @@ import argparse
 import sys
 from typing import Any
 
-from ..errors import UsageError
-from ..terminal import safe_text
+from tracer.errors import UsageError
+from tracer.vocab.terminal import safe_text
+
 from . import DEFAULT_DB, serve
 
 
@@ -45,7 +46,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..otel.collect import CollectServer
+    from tracer.otel.collect import CollectServer
 
     if not 0 <= args.port < 65536:
         msg = f"--port {args.port} is not a port number"

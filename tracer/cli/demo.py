@@ -7,10 +7,11 @@ import argparse
 import time
 from pathlib import Path
 
-from ..demo import record
-from ..demo.scenarios import SCENARIOS
-from ..exchange import export_run
-from ..terminal import safe_text
+from tracer.demo import record
+from tracer.demo.scenarios import SCENARIOS
+from tracer.interop.exchange import export_run
+from tracer.vocab.terminal import safe_text
+
 from . import DEFAULT_DB
 
 

@@ -1,4 +1,4 @@
-"""``looptrace diff``: compare two runs and show the first divergence (``tracer.diff``)."""
+"""``looptrace diff``: compare two runs and show the first divergence (``tracer.read.diff``)."""
 
 from __future__ import annotations
 
@@ -6,10 +6,11 @@ import argparse
 import json
 import sys
 
-from ..diff import diff_tree, format_text
-from ..errors import LooptraceError
-from ..loader import TraceDB
-from ..terminal import safe_text
+from tracer.errors import LooptraceError
+from tracer.read.diff import diff_tree, format_text
+from tracer.read.loader import TraceDB
+from tracer.vocab.terminal import safe_text
+
 from . import DEFAULT_DB
 
 HELP = """Compare two runs lap by lap and hook by hook and print the first divergence

@@ -1,5 +1,5 @@
-"""``looptrace export`` and ``looptrace import``: runs to and from files (``tracer.exchange``),
-a self-contained HTML replay (``tracer.html_export``) and OpenTelemetry (``tracer.otel``).
+"""``looptrace export`` and ``looptrace import``: runs to and from files (``tracer.interop.exchange``),
+a self-contained HTML replay (``tracer.interop.html_export``) and OpenTelemetry (``tracer.otel``).
 
 The OpenTelemetry packages are imported only when ``--otlp`` (or an OTLP JSON file)
 asks for them.
@@ -12,9 +12,10 @@ import sys
 import threading
 from typing import Any
 
-from ..errors import UsageError, storage_errors
-from ..exchange import export_run, import_rows, read_trace
-from ..terminal import safe_text
+from tracer.errors import UsageError, storage_errors
+from tracer.interop.exchange import export_run, import_rows, read_trace
+from tracer.vocab.terminal import safe_text
+
 from . import DEFAULT_DB, stop_on_sigterm
 
 
@@ -65,7 +66,7 @@ def export(args: argparse.Namespace) -> int:
         msg = "give a RUN to export"
         raise UsageError(msg)
     if args.html:
-        from ..html_export import export_html
+        from tracer.interop.html_export import export_html
 
         print(safe_text(export_html(args.db, args.run, args.html)))
         return 0
@@ -74,7 +75,7 @@ def export(args: argparse.Namespace) -> int:
 
 
 def import_files(args: argparse.Namespace) -> int:
-    from ..otel.otlp import is_otlp_json
+    from tracer.otel.otlp import is_otlp_json
 
     ids: list[str] = []
     on_conflict = "rename" if args.rename else "replace" if args.replace else "refuse"
@@ -89,7 +90,7 @@ def import_files(args: argparse.Namespace) -> int:
                                     f"imported as {new}"), file=sys.stderr)
             ids.extend(got)
             continue
-        from ..otel.imports import import_otlp_file
+        from tracer.otel.imports import import_otlp_file
 
         result = import_otlp_file(path, args.db)
         ids.extend(result.run_ids)
@@ -117,7 +118,7 @@ def _export_otlp(args: argparse.Namespace) -> int:
     if not args.run:
         msg = "give a RUN to export (or --follow to send runs as they finish)"
         raise UsageError(msg)
-    from ..otel.export import export_otlp, traces_url
+    from tracer.otel.export import export_otlp, traces_url
 
     n = export_otlp(args.db, args.run, args.otlp, headers=headers, timeout=args.timeout,
                     service=args.service)
@@ -137,8 +138,8 @@ def _headers(items: list[str]) -> dict[str, str]:
 
 
 def _follow(args: argparse.Namespace, headers: dict[str, str]) -> int:
-    from ..otel.export import traces_url
-    from ..otel.follow import follow, ledger_path
+    from tracer.otel.export import traces_url
+    from tracer.otel.follow import follow, ledger_path
 
     url = traces_url(args.otlp)
     print(f"looptrace export: sending each run of {args.db} to {url} as it finishes "

@@ -1,4 +1,4 @@
-"""``looptrace mcp [--db F] [--http] [--port N]``: the MCP server (``tracer.mcp_server``)
+"""``looptrace mcp [--db F] [--http] [--port N]``: the MCP server (``tracer.mcp.server``)
 for coding agents; stdio by default, streamable HTTP on 127.0.0.1 with ``--http``."""
 
 from __future__ import annotations
@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..errors import UsageError
+from tracer.errors import UsageError
+
 from . import DEFAULT_DB
 
 
@@ -34,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..mcp_server import build_server
+    from tracer.mcp.server import build_server
 
     if not 0 < args.port < 65536:
         msg = f"--port {args.port} is not a port number"

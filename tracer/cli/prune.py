@@ -1,11 +1,12 @@
-"""``looptrace prune``: delete old runs and shrink the file (``tracer.prune.prune``)."""
+"""``looptrace prune``: delete old runs and shrink the file (``tracer.db.prune.prune``)."""
 
 from __future__ import annotations
 
 import argparse
 
-from ..prune import parse_age, prune
-from ..terminal import safe_text
+from tracer.db.prune import parse_age, prune
+from tracer.vocab.terminal import safe_text
+
 from . import DEFAULT_DB
 
 

@@ -1,4 +1,4 @@
-"""``looptrace replay``: replay a run from its record, or fork it (``tracer.whatif``)."""
+"""``looptrace replay``: replay a run from its record, or fork it (``tracer.whatif.rerun``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import json
 import re
 from typing import Any
 
-from ..errors import UsageError
+from tracer.errors import UsageError
+
 from . import DEFAULT_DB
 
 HELP = """Run your agent again on a recorded run's input, answering every model call, tool
@@ -89,7 +90,7 @@ def _pair(text: str, flag: str) -> tuple[int, str]:
 
 
 def _object(spec: str) -> Any:
-    from ..whatif import load_factory
+    from tracer.whatif.rerun import load_factory
 
     obj = load_factory(spec)
     return obj() if callable(obj) and not hasattr(obj, "invoke") else obj
@@ -97,7 +98,7 @@ def _object(spec: str) -> Any:
 
 def edit_of(args: argparse.Namespace) -> Any:
     """The ``Edit`` the options name (None: a plain replay)."""
-    from ..whatif import Edit
+    from tracer.whatif.rerun import Edit
 
     if args.message is not None:
         pos, text = _pair(args.message, "--message")
@@ -159,14 +160,14 @@ def offline_model(spec: str | None) -> Any:
     if spec is None:
         return None
     if spec == "echo":
-        from ..demo.models import echo_model
+        from tracer.demo.models import echo_model
 
         return echo_model()
     return _object(spec)
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..whatif import replay_run
+    from tracer.whatif.rerun import replay_run
 
     edit = edit_of(args)
     if args.at is not None and edit is None:

@@ -1,5 +1,5 @@
 """``looptrace run [--db F] [--wire] -- COMMAND ...``: run a command with tracing on,
-no code change (``tracer.autotrace`` through LangChain's configure hook).
+no code change (``tracer.record.autotrace`` through LangChain's configure hook).
 
 The child gets ``LOOPTRACE_DB`` and, first on ``PYTHONPATH``, a folder whose
 ``sitecustomize`` installs the hook before the user's code (and then loads any
@@ -22,10 +22,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
+from tracer.errors import UsageError
+
 from . import DEFAULT_DB
 
-BOOT_DIR = Path(__file__).resolve().parent.parent / "_autotrace"
+BOOT_DIR = Path(__file__).resolve().parent.parent / "record" / "_autotrace"
 
 # provider -> (the variable its SDK reads, the path the SDK puts after it)
 ENDPOINT_VARS: dict[str, tuple[str, str]] = {
@@ -100,14 +101,14 @@ def run(args: argparse.Namespace) -> int:
 
 def _check_db(db: str) -> None:
     """Fail here, in one line, on a file that is not ours (the child would only warn)."""
-    from ..schema import connect
+    from tracer.db.schema import connect
 
     conn = connect(db)
     conn.close()
 
 
 def _start_proxies(db: str, env: dict[str, str]) -> list[Any]:
-    from ..wire.proxy import WireServer
+    from tracer.wire.proxy import WireServer
 
     out = []
     try:

@@ -10,10 +10,11 @@ import json
 import sys
 from collections.abc import Sequence
 
-from ..loader import RunSummary, TraceDB
-from ..run_list import HEALTH_CLASSES, RunFilter, parse_when
-from ..schema import RUN_STATUSES
-from ..terminal import safe_text
+from tracer.db.schema import RUN_STATUSES
+from tracer.read.loader import RunSummary, TraceDB
+from tracer.read.run_list import HEALTH_CLASSES, RunFilter, parse_when
+from tracer.vocab.terminal import safe_text
+
 from . import DEFAULT_DB
 
 DEFAULT_LIMIT = 100

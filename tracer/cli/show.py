@@ -1,4 +1,4 @@
-"""``looptrace show RUN [--step N] [--json]``: a run as text (``tracer.show``).
+"""``looptrace show RUN [--step N] [--json]``: a run as text (``tracer.interop.show``).
 
 Without ``--step``: the run's summary and its findings, each at its step. With it:
 that step's hook and caption and the messages as the model received them there
@@ -11,8 +11,9 @@ import argparse
 import json
 import sys
 
-from ..loader import TraceDB
-from ..show import DEFAULT_CUT, overview, render_overview, render_step, step_view
+from tracer.interop.show import DEFAULT_CUT, overview, render_overview, render_step, step_view
+from tracer.read.loader import TraceDB
+
 from . import DEFAULT_DB
 
 

@@ -11,9 +11,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ..errors import UsageError
-from ..loader import TraceDB
-from ..terminal import safe_text
+from tracer.errors import UsageError
+from tracer.read.loader import TraceDB
+from tracer.vocab.terminal import safe_text
 
 ENV = "LOOPTRACE_TOKEN"  # (app/access.py reads it)
 LINK_ENV = "LOOPTRACE_UI_LINK"  # (app/serve.py prints it when the server listens)
@@ -74,7 +74,7 @@ def access(args: argparse.Namespace) -> str | None:
 def run(args: argparse.Namespace) -> int:
     env = dict(os.environ)
     if getattr(args, "agent", None):
-        env["LOOPTRACE_AGENT"] = args.agent  # (tracer.fork_links.AGENT_ENV)
+        env["LOOPTRACE_AGENT"] = args.agent  # (tracer.read.fork_links.AGENT_ENV)
     env.pop(ENV, None)
     env.pop(LINK_ENV, None)
     token = access(args)

@@ -26,7 +26,8 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.runnables import chain
 from langchain_core.tools import tool
 
-from ..callbacks import TraceCallbackHandler
+from tracer.record.callbacks import TraceCallbackHandler
+
 from .models import ScriptedChatModel, call
 
 

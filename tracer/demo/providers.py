@@ -15,11 +15,12 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
-from ..middleware import TraceMiddleware
-from ..wire.providers import DEFAULT_MODELS, PROVIDERS
-from ..wire.proxy import WireServer
-from ..wire.scenarios import SHOPPING_PROMPT, SHOPPING_SYSTEM, WEATHER_PROMPT, WEATHER_SYSTEM
-from .record import root_ids
+from tracer.record.middleware import TraceMiddleware
+from tracer.wire.providers import DEFAULT_MODELS, PROVIDERS
+from tracer.wire.proxy import WireServer
+from tracer.wire.scenarios import SHOPPING_PROMPT, SHOPPING_SYSTEM, WEATHER_PROMPT, WEATHER_SYSTEM
+
+from .roots import root_ids
 
 
 def chat_model(provider: str, url: str, model: str | None = None) -> Any:
@@ -48,7 +49,7 @@ def chat_model(provider: str, url: str, model: str | None = None) -> Any:
 
 
 def scenario_tools(scenario: str) -> list[Any]:
-    from .scenarios import apply_discount, get_price, get_weather
+    from .tools import apply_discount, get_price, get_weather
 
     return {"weather": [get_weather], "shopping": [get_price, apply_discount]}[scenario]
 
@@ -97,7 +98,7 @@ def record_provider_demos(db_path: str | os.PathLike[str],
 def sdk_loop(db: str, sdk: str = "openai", *, stream: bool = True, drop: bool = False) -> None:
     """The seed's hand-rolled loop on a provider's own SDK (no LangChain, no tracer),
     through the proxy: looptrace sees it only as traffic, and makes a run of it."""
-    from ..wire.loops import LOOPS
+    from tracer.wire.loops import LOOPS
 
     with WireServer(mode="emulate", script="weather", db=db) as srv:
         try:

@@ -7,10 +7,7 @@ emulator, the provider demos of ``tracer.demo.providers``; offline, in seconds.
 
 from __future__ import annotations
 
-import sqlite3
-from pathlib import Path
-
-from ..schema import connect
+from .roots import root_ids, run_name
 
 
 def record_all(db: str, only: list[str] | None = None,
@@ -30,25 +27,5 @@ def record_all(db: str, only: list[str] | None = None,
         from .providers import record_provider_demos
 
         for run_id in record_provider_demos(db):
-            out.setdefault(f"provider-{_run_name(db, run_id)}", []).append(run_id)
+            out.setdefault(f"provider-{run_name(db, run_id)}", []).append(run_id)
     return out
-
-
-def root_ids(db: str | Path) -> set[str]:
-    """The ids of the runs in ``db`` that are no subagent run."""
-    conn = connect(db)
-    try:
-        return {r[0] for r in conn.execute("SELECT id FROM runs WHERE parent_id IS NULL")}
-    except sqlite3.DatabaseError:
-        return set()
-    finally:
-        conn.close()
-
-
-def _run_name(db: str, run_id: str) -> str:
-    conn = connect(db)
-    try:
-        row = conn.execute("SELECT name FROM runs WHERE id = ?", [run_id]).fetchone()
-    finally:
-        conn.close()
-    return str(row[0]) if row and row[0] else run_id[:8]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .._lazy import lazy_getattr
+from tracer._lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from .collect import CollectServer, TraceBuffer

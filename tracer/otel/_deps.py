@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-from ..errors import OtelUnavailable
+from tracer.errors import OtelUnavailable
 
 HINT = "install looptrace[otel] (pip install 'looptrace[otel]')"
 

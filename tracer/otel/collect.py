@@ -25,7 +25,7 @@ adds to what is stored, so a piece resent after its trace was imported whole
 never cuts the run down.
 
 Hostile or careless clients (``tests/hostile/test_hostile_otlp.py``): bodies are read with
-a hard limit whatever their framing (``tracer.httpbody``: 413 past ``max_body``
+a hard limit whatever their framing (``tracer.vocab.httpbody``: 413 past ``max_body``
 once inflated, 400 for bad framing or JSON nested too deeply); a connection
 silent for ``timeout`` seconds is closed; at most ``max_spans`` spans and
 ``max_traces`` traces wait, past which the oldest trace is imported as it is
@@ -68,9 +68,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self, cast
 
-from ..errors import LooptraceError, OtlpFormatError
-from ..httpbody import BodyError, decompress, read_body
-from ..schema import connect
+from tracer.db.schema import connect
+from tracer.errors import LooptraceError, OtlpFormatError
+from tracer.vocab.httpbody import BodyError, decompress, read_body
+
 from ._deps import require
 from .imports import ImportResult, import_spans
 from .otlp import JSON, body_format, decode_logs, decode_request
@@ -299,7 +300,8 @@ class TraceBuffer:
     def _foreign(self) -> SpanImporter:
         """The importer of foreign traces, made when first needed. (Under ``_write``.)"""
         if self._importer is None:
-            from ..recorder import Recorder
+            from tracer.record.recorder import Recorder
+
             from .genai import SpanImporter
             from .syncwrite import SyncWriter
 

@@ -25,8 +25,9 @@ from pathlib import Path
 from typing import Any, Self
 from urllib.parse import urlsplit
 
-from ..errors import OtlpExportError
-from ..loader import TraceDB
+from tracer.errors import OtlpExportError
+from tracer.read.loader import TraceDB
+
 from ._deps import require
 from .runspans import run_spans
 from .spans import Span

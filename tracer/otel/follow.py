@@ -17,8 +17,9 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from ..errors import LooptraceError, OtlpExportError
-from ..loader import RunSummary, TraceDB
+from tracer.errors import LooptraceError, OtlpExportError
+from tracer.read.loader import RunSummary, TraceDB
+
 from .export import DEFAULT_TIMEOUT, send_spans, traces_url
 from .runspans import run_spans
 

@@ -52,8 +52,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..recorder import Recorder
-from ..schema import connect
+from tracer.db.schema import connect
+from tracer.record.recorder import Recorder
+
 from .genai_group import (
     CHAT,
     CREATE,

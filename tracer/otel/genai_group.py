@@ -8,7 +8,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..ingest import RunBuilder, Signature, extends, same, signature
+from tracer.record.ingest import RunBuilder, Signature, extends, same, signature
+
 from .genai_read import (
     CHAT_OPS,
     Chat,

@@ -30,12 +30,13 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from ..content import OTEL, content_text
+from tracer.vocab.content import OTEL, content_text
+
 from .spans import Span, SpanEvent
 
 
 def _text(content: Any) -> str:
-    """A span's message content as text (``tracer.content.OTEL``)."""
+    """A span's message content as text (``tracer.vocab.content.OTEL``)."""
     return content_text(content, OTEL)
 
 CHAT_OPS = frozenset({"chat", "text_completion", "generate_content", "completion"})

@@ -8,9 +8,10 @@ from typing import Any
 
 from langchain_core.messages import HumanMessage, ToolMessage
 
-from ..ingest import RunBuilder
-from ..recorder import Recorder
-from ..records import RunRecord
+from tracer.record.ingest import RunBuilder
+from tracer.record.recorder import Recorder
+from tracer.vocab.records import RunRecord
+
 from .genai_group import AGENT, CHAIN, CREATE, LOST, TOOL, Plan, SpanNode, read_tool_node
 from .genai_read import (
     Chat,

@@ -2,7 +2,7 @@
 
 A trace written by ``looptrace export --otlp`` carries every stored row of its
 runs (``rows.py``): those rows are written back through the same function as
-``looptrace import`` (``tracer.exchange.import_rows``), so the database ends
+``looptrace import`` (``tracer.interop.exchange.import_rows``), so the database ends
 up holding exactly what was exported. Importing the same trace again leaves
 its runs as they are; a trace naming a stored run with other content is refused.
 
@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..exchange import import_rows
-from ..schema import SCHEMA_VERSION
+from tracer.db.schema import SCHEMA_VERSION
+from tracer.interop.exchange import import_rows
+
 from .otlp import read_otlp_file
 from .rows import A_SCHEMA, gather, is_looptrace
 from .spans import Span
@@ -146,7 +147,7 @@ def stored_elsewhere(rows: list[tuple[str, dict[str, Any]]], run_ids: set[str],
                      owned: Callable[[str, str], bool] | None) -> tuple[list[str], set[str]]:
     """Of ``run_ids``, those already stored and not made from this trace: (the ones
     stored with other content, the ones stored with exactly these rows)."""
-    from ..loader import TraceDB
+    from tracer.read.loader import TraceDB
 
     if not Path(db_path).exists():
         return [], set()

@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import OtlpFormatError
+from tracer.errors import OtlpFormatError
+
 from ._deps import require
 from .spans import Span, SpanEvent
 

@@ -28,7 +28,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..exchange import FORMAT, FORMAT_VERSION, row_problem
+from tracer.interop.exchange import FORMAT, FORMAT_VERSION, row_problem
+
 from .spans import Span, SpanEvent
 
 FORMAT_TAG = f"{FORMAT}/{FORMAT_VERSION}"  # "looptrace-trace/1"

@@ -15,7 +15,7 @@ span. Times are the recorded ones. Messages use the current GenAI message
 schema (role + parts: ``text``, ``tool_call``, ``tool_call_response``).
 
 The view is built from exactly the rows ``looptrace export`` writes
-(``tracer.exchange.export_lines``), and those rows ride along (``rows.py``), so
+(``tracer.interop.exchange.export_lines``), and those rows ride along (``rows.py``), so
 the receiving side can rebuild the run bit for bit. Each span also carries its
 run's ``runs`` row (a few hundred bytes), so a trace cut in the middle (its
 root span lost) still imports as a run with what arrived.
@@ -32,10 +32,11 @@ import json
 import re
 from typing import Any
 
-from ..exchange import export_lines
-from ..loader import TraceDB, content_text
-from ..records import MODEL_HOOKS, TOOL_HOOKS
-from ..schema import SCHEMA_VERSION
+from tracer.db.schema import SCHEMA_VERSION
+from tracer.interop.exchange import export_lines
+from tracer.read.loader import TraceDB, content_text
+from tracer.vocab.records import MODEL_HOOKS, TOOL_HOOKS
+
 from . import display
 from .rows import A_FORMAT, A_ROWS, A_RUN, A_SCHEMA, FORMAT_TAG, row_event
 from .spans import Span, SpanEvent
@@ -124,7 +125,7 @@ class _RunRows:
         self.events: list[dict[str, Any]] = []
         self.messages: list[dict[str, Any]] = []
         self.wire: list[dict[str, Any]] = []
-        self.state: list[dict[str, Any]] = []  # (carried as they are: tracer.state_record)
+        self.state: list[dict[str, Any]] = []  # (carried as they are: tracer.record.state_keys)
         self.state_values: list[dict[str, Any]] = []
 
     def add(self, table: str, row: dict[str, Any]) -> None:

@@ -16,8 +16,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from ..errors import StoreFailed
-from ..store import Writer, _Rows
+from tracer.db.writer import Writer, _Rows
+from tracer.errors import StoreFailed
 
 
 class SyncWriter(Writer):

@@ -5,7 +5,7 @@ calls in flight, kind, caption, the hook's event) and the conversation each
 step shows, as Python's ``Replay.messages_at`` has it: every message once in a
 table, and per step an edit of the step before's list (``view_edit``), so the
 browser never replays anything itself. Tool call colours come from
-``tracer.palette`` (one colour per call, wherever the run is shown).
+``tracer.read.palette`` (one colour per call, wherever the run is shown).
 
 Short keys keep a 5,000-step run small. Per step: ``n`` node, ``e`` edge, ``r``
 the edges drawn (``graph_layout.route``), ``v`` visited nodes as a bit mask
@@ -25,8 +25,8 @@ from __future__ import annotations
 import operator
 from typing import Any
 
-from ..captions import captions
-from ..graph_layout import (
+from tracer.read.captions import captions
+from tracer.read.graph_layout import (
     BACK_EDGE,
     BACK_TO_POINT,
     EDGES,
@@ -42,9 +42,10 @@ from ..graph_layout import (
     shape,
     unknown_hooks,
 )
-from ..loader import Message, content_text
-from ..palette import colour_map
-from ..replay import GRAPH_NODES, Replay, Step
+from tracer.read.loader import Message, content_text
+from tracer.read.palette import colour_map
+from tracer.read.steps import GRAPH_NODES, Replay, Step
+
 from .state_view import state_json
 
 FORMAT = "looptrace-replay"
@@ -237,7 +238,7 @@ def replay_json(rp: Replay, *, payloads: bool = True,
         "messages": table.rows,
         "view0": view0,
         "system": rp.system_prompt(),
-        "colours": colour_map(messages),  # tool_call_id -> colour (tracer.palette)
+        "colours": colour_map(messages),  # tool_call_id -> colour (tracer.read.palette)
         "names": _tool_names(rp),  # tool_call_id -> tool name
         # each hook's middleware in execution order: {hook: {"text", "title"}}
         "mw": middleware_labels(rp),

@@ -9,7 +9,7 @@
    createReplayer(host, options) builds the replayer inside ``host`` and
    returns {load, go, play, pause, toggle, setSpeed, setMarkers, setHighlight,
    step, steps, playing, run, destroy}. Options:
-     layout     the drawing (tracer.graph_layout.drawing())
+     layout     the drawing (tracer.read.graph_layout.drawing())
      parts      which parts to show: {controls, caption, messages, inspector}
      keyboard   listen for the replay's keys on the document
      speed      the starting speed (1 = one step every stepMs)

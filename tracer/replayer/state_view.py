@@ -13,7 +13,7 @@ output, custom keys), which keys changed at that step, and who changed them:
   changed at it as ``[key, value index]``), so a window of a large run starts from
   what it needs, not from the run's first step.
 
-The writes the run made to the LangGraph store (``tracer.store_writes``) come as the
+The writes the run made to the LangGraph store (``tracer.record.basestore``) come as the
 keys ``@store:[namespace, key]`` (the replayer draws them as a "store" branch); the
 other ``@`` keys (``runtime.context``) are not sent.
 
@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..replay import Replay
-from ..state_read import STORE_PREFIX
+from tracer.read.state_at import STORE_PREFIX
+from tracer.read.steps import Replay
 
 
 def _hidden(key: str) -> bool:

@@ -82,8 +82,9 @@ def main(n: int = 50) -> None:
     print(f"record_provider_demos (6 agent runs, 21 model calls): first {cold:.2f} s "
           f"(adapter imports included), again {warm:.2f} s")
 
-    from ..loader import TraceDB
-    from ..replay import build_replay
+    from tracer.read.loader import TraceDB
+    from tracer.read.steps import build_replay
+
     from .render import model_call, model_call_events, render_request
     from .view import turn_view
 

@@ -33,10 +33,10 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from ..records import MODEL_HOOKS, WireRecord
-from ..redact import MASK, REQUEST_SECRET_KEYS, Redactor
-from ..schema import connect
-from ..store import get_writer
+from tracer.db.schema import connect
+from tracer.db.writer import get_writer
+from tracer.vocab.records import MODEL_HOOKS, WireRecord
+from tracer.vocab.redact import MASK, REQUEST_SECRET_KEYS, Redactor
 
 log = logging.getLogger("looptrace")
 RETRY_WINDOW_S = 10.0
@@ -293,7 +293,7 @@ def wire_signature(row: dict[str, Any]) -> Signature | None:
 
 def call_signature(messages: list[Any]) -> Signature:
     """The same of what a recorded model call received (``Replay.messages_at``)."""
-    from ..loader import content_text
+    from tracer.read.loader import content_text
 
     humans = [content_text(m.content).strip() for m in messages if m.type == "human"]
     humans = [h for h in humans if h]
@@ -325,8 +325,8 @@ class _Calls:
         self._replays: dict[str, Any] = {}
 
     def signature(self, run_id: str, seq: int) -> Signature | None:
-        from ..loader import TraceDB
-        from ..replay import build_replay
+        from tracer.read.loader import TraceDB
+        from tracer.read.steps import build_replay
 
         rp = self._replays.get(run_id)
         if rp is None:

@@ -18,7 +18,7 @@ response that cannot be parsed is recorded with ``error`` set. The server
 listens on 127.0.0.1 only.
 
 Bounded, and faithful. A request body is read with a hard limit (``max_request``,
-413 past it, however it is framed: ``tracer.httpbody``) and forwarded byte for byte
+413 past it, however it is framed: ``tracer.vocab.httpbody``) and forwarded byte for byte
 (only the record's copy is decoded). A response is relayed as it arrives and
 held for the record in a ``Spool`` (memory up to a few MB, then a temporary
 file): a stream is stored reassembled, its raw chunks only in part. An upstream
@@ -46,8 +46,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 from urllib.parse import urlsplit
 
-from ..errors import InvalidOption
-from ..httpbody import BodyError, decompress, read_body
+from tracer.errors import InvalidOption
+from tracer.vocab.httpbody import BodyError, decompress, read_body
+
 from .capture import Exchange, WireRecorder
 from .providers import (
     FORMATS,

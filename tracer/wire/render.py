@@ -20,10 +20,11 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, SystemMessage
 
-from ..errors import RenderError
-from ..loader import Event, Run
-from ..records import MODEL_HOOKS
-from ..replay import Replay
+from tracer.errors import RenderError
+from tracer.read.loader import Event, Run
+from tracer.read.steps import Replay
+from tracer.vocab.records import MODEL_HOOKS
+
 from .providers import DEFAULT_MODELS, PROVIDERS
 
 _OFFLINE_URL = "http://127.0.0.1:9"  # discard port: never contacted

@@ -24,7 +24,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import InvalidOption
+from tracer.errors import InvalidOption
+
 from .providers import Msg, Reply, Request, ToolCall
 
 Script = Callable[[Request], Reply]

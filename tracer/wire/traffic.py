@@ -32,10 +32,11 @@ from typing import Any, cast
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from ..ingest import RunBuilder
-from ..recorder import Recorder
-from ..redact import Redactor
-from ..schema import connect
+from tracer.db.schema import connect
+from tracer.record.ingest import RunBuilder
+from tracer.record.recorder import Recorder
+from tracer.vocab.redact import Redactor
+
 from .providers import MalformedStream, Msg, format_for_path, get_format, loads_args, text_of
 
 log = logging.getLogger("looptrace")

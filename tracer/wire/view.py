@@ -13,10 +13,11 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from ..errors import RenderError
-from ..loader import Event, Run
-from ..records import MODEL_HOOKS
-from ..replay import Replay
+from tracer.errors import RenderError
+from tracer.read.loader import Event, Run
+from tracer.read.steps import Replay
+from tracer.vocab.records import MODEL_HOOKS
+
 from .annotate import ASPECTS, Annotation, annotate_request, annotate_response
 from .providers import PROVIDERS, Reply, ToolCall, get_format
 from .render import (

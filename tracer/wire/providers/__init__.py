@@ -11,8 +11,9 @@ response body. Pure functions over dicts and strings: no I/O.
 
 from __future__ import annotations
 
-from ...errors import InvalidOption, MalformedStream
-from ...provider_names import PROVIDERS
+from tracer.errors import InvalidOption, MalformedStream
+from tracer.vocab.provider_names import PROVIDERS
+
 from .anthropic import AnthropicFormat
 from .base import (
     DEFAULT_MODELS,

@@ -9,8 +9,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...content import WIRE, content_text
-from ...errors import MalformedStream
+from tracer.errors import MalformedStream
+from tracer.vocab.content import WIRE, content_text
 
 # The model named in a request rendered, or a demo run, for a provider when none was recorded.
 DEFAULT_MODELS: dict[str, str] = {
@@ -84,7 +84,7 @@ def pieces(text: str, n: int = 3) -> list[str]:
 def text_of(content: Any) -> str:
     """The text of a message's content in any provider's shape: a string, or a list of
     parts (``text``, ``input_text``, ``output_text``) whose texts are joined
-    (``tracer.content.WIRE``).
+    (``tracer.vocab.content.WIRE``).
 
     Args:
         content: the content as the wire carried it.

@@ -7,7 +7,8 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from ...errors import MalformedStream
+from tracer.errors import MalformedStream
+
 from . import base as common
 from .base import Msg, Reply, Request, ToolCall, WireFormat
 

@@ -6,7 +6,8 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from ...errors import MalformedStream
+from tracer.errors import MalformedStream
+
 from . import base as common
 from .base import Msg, Reply, Request, ToolCall, WireFormat
 

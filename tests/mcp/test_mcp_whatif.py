@@ -1,0 +1,235 @@
+"""The what-if tools of ``looptrace mcp`` (``replay_run``, ``fork_run``) through the MCP
+SDK's own client over stdio: a replay with no edit is a new run identical to its record,
+a fork with an edit leaves the record at the fork step, and bad input (a factory that
+cannot be imported, a step out of range, an edit naming a message the step does not
+have) is an error result naming the problem, with nothing written; an agent that leaves
+its record before the fork is an error naming the run that recorded it up to there."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+import sys
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from test_mcp_server import Client, env
+from test_whatif_cli import AGENT_MODULE, CHANGED_MODULE
+from whatif_kit import root_run, rows_of
+
+
+def dump(db: Path) -> list[str]:
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return list(conn.iterdump())
+    finally:
+        conn.close()
+
+
+@pytest.fixture
+def recorded(tmp_path: Path) -> tuple[Path, str, str]:
+    """A recorded weather run (the demo agent of ``tracer.demo.scenarios.AGENTS``), and
+    the name of a module in ``tmp_path`` whose ``make_agent`` builds its agent."""
+    db = tmp_path / "trace.db"
+    name = f"agent_{uuid.uuid4().hex[:8]}"
+    (tmp_path / f"{name}.py").write_text(AGENT_MODULE)
+    from tracer.demo.scenarios import AGENTS
+
+    AGENTS["weather"](str(db)).record()
+    return db, root_run(db), name
+
+
+@asynccontextmanager
+async def server(db: Path, *extra: str) -> AsyncIterator[Client]:
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "tracer", "mcp", "--db", str(db), *extra],
+        env={**env(), "LOOPTRACE_TEST_DB": str(db)}, cwd=str(db.parent))
+    async with stdio_client(params) as (r, w), ClientSession(r, w) as s:
+        await s.initialize()
+        yield Client(s)
+
+
+def meta(db: Path, run_id: str) -> dict[str, Any]:
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        (text,) = conn.execute("SELECT metadata FROM runs WHERE id = ?", [run_id]).fetchone()
+    finally:
+        conn.close()
+    return dict(json.loads(text or "{}"))
+
+
+def test_a_replay_is_a_new_run_identical_to_its_record(
+        recorded: tuple[Path, str, str]) -> None:
+    db, run_id, module = recorded
+    before = rows_of(db, run_id)
+
+    async def body() -> dict[str, Any]:
+        async with server(db, "--agent", f"{module}:make_agent") as c:
+            listed = {t.name: t for t in (await c.session.list_tools()).tools}
+            assert listed["replay_run"].annotations.read_only_hint is False
+            assert listed["get_step"].annotations.read_only_hint is True
+            out = await c.call("replay_run", run=run_id[:12])
+            diff = await c.call("diff_runs", **out["next"]["diff_runs"])
+            assert diff["identical"] is True
+            return out
+
+    out = asyncio.run(body())
+    assert out["of"] == run_id and out["run_id"] != run_id
+    assert out["identical_to_original"] is True and out["first_divergence"] is None
+    assert out["served_from_record"]["model_calls"] == 2
+    assert out["served_from_record"]["tokens"] == 77
+    assert out["served_from_record"]["tool_calls"] == 1
+    assert out["live"]["model_calls"] == 0 and out["live"]["from"] is None
+    assert meta(db, out["run_id"])["replay_of"] == run_id
+    assert rows_of(db, run_id) == before
+
+
+def test_a_fork_leaves_the_record_at_the_fork_step(recorded: tuple[Path, str, str]) -> None:
+    db, run_id, module = recorded
+    before = rows_of(db, run_id)
+
+    async def body() -> dict[str, Any]:
+        async with server(db) as c:  # (no --agent: the call names it)
+            return await c.call("fork_run", run=run_id, step=10, edit_kind="message",
+                                position=0, text="And in Bergen?",
+                                agent=f"{module}:make_agent")
+
+    out = asyncio.run(body())
+    assert out["at"] == 10 and out["edit"] == {"kind": "message", "position": 0,
+                                               "text": "And in Bergen?"}
+    assert out["served_from_record"]["model_calls"] == 1
+    assert out["served_from_record"]["tokens"] == 30
+    assert out["live"]["from"]["call"] == 2 and out["live"]["from"]["step"] == 10
+    assert out["identical_to_original"] is False
+    div = out["first_divergence"]
+    assert (div["kind"], div["lap"], div["step_in_original"], div["step_in_new_run"]) == (
+        "message", 2, 10, 10)
+    assert out["next"]["get_step"] == {"run": out["run_id"], "step": 10}
+    forked = meta(db, out["run_id"])["forked_from"]
+    assert forked["run"] == run_id and forked["step"] == 10
+    assert rows_of(db, run_id) == before
+
+
+def test_bad_input_is_an_error_naming_it_with_nothing_written(
+        recorded: tuple[Path, str, str]) -> None:
+    db, run_id, module = recorded
+    before = dump(db)
+    agent = f"{module}:make_agent"
+
+    async def body() -> list[str]:
+        async with server(db) as c:
+            return [
+                await c.error("replay_run", run=run_id),
+                await c.error("replay_run", run=run_id, agent="no_such_module_here:make"),
+                await c.error("replay_run", run=run_id, agent=f"{module}:no_such_factory"),
+                await c.error("replay_run", run="nosuchrun", agent=agent),
+                await c.error("fork_run", run=run_id, step=99, edit_kind="system",
+                              text="x", agent=agent),
+                await c.error("fork_run", run=run_id, step=4, edit_kind="message",
+                              position=3, text="hi", agent=agent),
+                await c.error("fork_run", run=run_id, step=4, edit_kind="message",
+                              text="hi", agent=agent),
+                await c.error("fork_run", run=run_id, step=4, edit_kind="rewrite",
+                              text="hi", agent=agent),
+            ]
+
+    errors = asyncio.run(body())
+    expected = [
+        "no agent: pass agent='module:factory'",
+        "cannot import the agent factory 'no_such_module_here:make': ModuleNotFoundError",
+        f"{module} has no 'no_such_factory'",
+        "nosuchrun",
+        f"step 99 is out of range: run {run_id[:12]} has steps 1 to 14",
+        "the model call at step 4 was sent 1 messages (positions 0 to 0): there is no message 3",
+        "edit_kind message needs position, text (position is missing)",
+        "edit_kind 'rewrite' is not one of message, drop",
+    ]
+    for err, want in zip(errors, expected, strict=True):
+        assert want in err, (want, err)
+        assert "\n" not in err, err
+    assert dump(db) == before
+
+
+def test_an_agent_that_leaves_its_record_before_the_fork_is_an_error(
+        recorded: tuple[Path, str, str]) -> None:
+    db, run_id, _ = recorded
+    name = f"changed_{uuid.uuid4().hex[:8]}"
+    (db.parent / f"{name}.py").write_text(CHANGED_MODULE)
+    before = rows_of(db, run_id)
+
+    async def body() -> tuple[str, dict[str, Any]]:
+        async with server(db, "--agent", f"{name}:make_agent") as c:
+            err = await c.error("replay_run", run=run_id)
+            out = await c.call("replay_run", run=run_id, continue_live=True)
+            return err, out
+
+    err, out = asyncio.run(body())
+    assert "the replay diverged from the record at model call 1" in err
+    assert "+[system] You are terse." in err
+    partial = err.rsplit("recorded as run ", 1)[1].split(";")[0]
+    assert meta(db, partial)["replay_of"] == run_id and partial != out["run_id"]
+    assert out["live"]["from"]["call"] == 1 and out["served_from_record"]["model_calls"] == 0
+    assert out["identical_to_original"] is False
+    assert rows_of(db, run_id) == before
+
+
+def test_a_replay_does_not_hold_up_the_other_tools(recorded: tuple[Path, str, str]) -> None:
+    """The replay runs in a child process the server awaits: a read tool called while it
+    runs is answered before it ends."""
+    db, run_id, module = recorded
+    done: list[str] = []
+
+    async def body() -> None:
+        async with server(db, "--agent", f"{module}:make_agent") as c:
+            async def replay() -> None:
+                await c.call("replay_run", run=run_id)
+                done.append("replay_run")
+
+            async def read() -> None:
+                await asyncio.sleep(0.2)  # (the replay has started)
+                await c.call("run_summary", run=run_id)
+                done.append("run_summary")
+
+            await asyncio.gather(replay(), read())
+
+    asyncio.run(body())
+    assert done == ["run_summary", "replay_run"]
+
+
+@pytest.mark.parametrize(("fields", "edit"), [
+    ({"edit_kind": "message", "position": 2, "text": "-1 degrees?"},
+     {"kind": "message", "position": 2, "text": "-1 degrees?"}),
+    ({"edit_kind": "drop", "position": 1}, {"kind": "drop", "position": 1}),
+    ({"edit_kind": "insert", "position": 0, "text": "be brief", "role": "system"},
+     {"kind": "insert", "position": 0, "text": "be brief", "role": "system"}),
+    ({"edit_kind": "system", "text": "--terse"}, {"kind": "system", "text": "--terse"}),
+    ({"edit_kind": "tool_result", "text": "Sunny."}, {"kind": "tool_result", "text": "Sunny."}),
+    ({"edit_kind": "tool_args", "args": {"city": "Bergen"}},
+     {"kind": "tool_args", "args": {"city": "Bergen"}}),
+    ({"edit_kind": "drop_middleware", "middleware": "TraceMiddleware"},
+     {"kind": "drop_middleware", "middleware": "TraceMiddleware"}),
+    ({"edit_kind": "move_middleware", "middleware": "a=b", "index": 1},
+     {"kind": "move_middleware", "middleware": "a=b", "index": 1}),
+])
+def test_each_edit_kind_reaches_looptrace_replay_as_the_same_edit(
+        fields: dict[str, Any], edit: dict[str, Any]) -> None:
+    """fork_run's fields, as ``looptrace replay`` options, parse back to that edit."""
+    from tracer.cli import build_parser
+    from tracer.cli.replay import edit_of
+    from tracer.mcp.whatif_tools import EDIT_KINDS, edit_flags
+
+    assert set(EDIT_KINDS) >= {edit["kind"]}
+    kw: dict[str, Any] = {"position": None, "text": None, "role": "human", "model": None,
+                          "args": None, "middleware": None, "index": None}
+    kw.update({k: v for k, v in fields.items() if k != "edit_kind"})
+    flags = edit_flags(fields["edit_kind"], **kw)
+    args = build_parser("replay").parse_args(
+        ["replay", "RUN", "--agent", "m:f", "--at", "3", *flags])
+    assert edit_of(args).to_json() == edit

@@ -1,0 +1,556 @@
+"""The SQLite schema, declared once, with a version number.
+
+Tables:
+
+``runs``      one row per run (a parent run and its nested subagent runs).
+``events``    every hook firing, ordered by a gapless per-run ``seq``.
+``messages``  every message at the event where it first appeared, and again at
+              each event that replaced it by another version (``version`` 1;
+              first appearances have 0 or NULL).
+``wire``      provider HTTP exchanges (requests/responses) linked to model calls.
+``meta``      ``schema_version`` and ``app``.
+``state``     every state key other than ``messages`` (todos, files, structured_response,
+              a middleware's own keys ...), as versions: a row when the tracer saw the
+              key take another value (``hash`` NULL: the key left the state), with who
+              changed it (``by``: a graph node or hook) and the tool call whose
+              ``Command(update=...)`` did (schema 4; ``tracer.record.state_keys``).
+``state_values``  the values, content-addressed per run (``hash``: of the stored JSON),
+              so that a value met again (a file read back five times) is stored once.
+
+Derived from those, so that reading costs what is shown, not the size of the file
+(schema 3; kept in step by the write side and by triggers, rebuilt by the migration):
+
+``run_stats``     a run's counts (laps, model calls, tool calls, errors, events), kept
+                  when it ends (``tracer.db.summaries``); ``gen`` counts the refreshes.
+``run_checks``    the health of a run as ``tracer.checks.run`` found it, for a rules version
+                  and a ``gen`` of its counts; ``findings`` the findings themselves
+                  (``tracer.checks.saved``).
+``messages_fts``  a full-text index (FTS5, trigram) of ``messages.text``; ``search_runs``
+                  gives each run a block of its rowids; ``search_pending`` holds the
+                  text of messages written since the index was last brought up to date,
+                  with their run (``tracer.db.search``).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import quote
+
+from tracer.errors import (
+    DatabaseUnavailable,
+    NewerSchemaError,
+    NotALooptraceDatabase,
+    open_error,
+)
+
+if TYPE_CHECKING:
+    import sqlite_utils
+
+SCHEMA_VERSION = 5
+# Schema history (every older file is migrated in place when opened for writing;
+# read-only, it is read as it is):
+#   1  first release
+#   2  messages.version: a row may be a later version of a message (same key);
+#      messages.key: the key the writer gave it (the read side uses the same)
+#   3  run_stats, run_checks, findings, search_runs, search_pending, messages_fts
+#      (derived: see above);
+#      indexes for the paged runs list; new files vacuum incrementally
+#   4  state, state_values: every state key, as versions (tracer.record.state_keys)
+#   5  search_pending(id, run_id, text): a message waiting for the search index names
+#      its run, and gets its rowid in the index when the index takes it (the trigger on
+#      messages is one insert: three fewer statements and pages per message written)
+APP_ID = "looptrace"
+
+RUN_STATUSES = ("running", "completed", "error", "interrupted")
+
+RUNS_COLUMNS = {
+    "id": str,
+    "parent_id": str,
+    "parent_tool_call_id": str,
+    "name": str,
+    "thread_id": str,
+    "agent_name": str,
+    "status": str,
+    "started_at": float,
+    "ended_at": float,
+    "error": str,
+    "model": str,
+    "provider": str,
+    "input_tokens": int,
+    "output_tokens": int,
+    "total_tokens": int,
+    "source": str,  # "middleware", "callbacks", "import"
+    "pid": int,
+    "metadata": str,  # JSON
+}
+
+EVENTS_COLUMNS = {
+    "run_id": str,
+    "seq": int,
+    "ts": float,
+    "hook": str,
+    "phase": str,
+    "duration_ms": float,
+    "middleware": str,
+    "lap": int,
+    "tool_call_id": str,
+    "task": str,
+    "payload": str,  # JSON
+}
+
+MESSAGES_COLUMNS = {
+    "run_id": str,
+    "position": int,  # index in the conversation (system prompt excluded)
+    "seq": int,  # the event at which it first appeared
+    "msg_id": str,
+    "type": str,  # human / ai / tool / system
+    "tool_call_id": str,
+    "text": str,  # plain text, for search
+    "data": str,  # JSON: {"type": ..., "data": ...} as messages_to_dict writes it
+    "version": int,  # 0/NULL: the message as it first appeared; 1: a later version
+    "key": str,  # the message's key as the writer knew it (tracer.vocab.records.message_key)
+}
+
+WIRE_COLUMNS = {
+    "id": int,
+    "run_id": str,
+    "seq": int,  # the model-call event it belongs to (may be NULL)
+    "ts": float,
+    "provider": str,
+    "method": str,
+    "url": str,
+    "request_headers": str,
+    "request_body": str,
+    "status": int,
+    "response_headers": str,
+    "response_body": str,
+    "chunks": str,  # JSON list of raw streamed chunks
+    "error": str,
+    "duration_ms": float,
+}
+
+
+STATE_COLUMNS: dict[str, type] = {
+    "run_id": str,
+    "seq": int,  # the event at which the tracer saw the key take this value
+    "key": str,  # the state key
+    "hash": str,  # its value in state_values; NULL: the key left the state
+    "by": str,  # the graph node or hook that changed it, when known
+    "tool_call_id": str,  # the tool call whose Command(update=...) changed it
+}
+
+STATE_VALUES_COLUMNS: dict[str, type] = {
+    "run_id": str,
+    "hash": str,  # tracer.db.state_rows.value_hash of ``data``
+    "data": str,  # JSON (redacted; type and repr for what JSON cannot carry)
+}
+
+
+# -- derived tables (schema 3) ----------------------------------------------------
+RUN_STATS_COLUMNS = {
+    "run_id": str,
+    "laps": int,
+    "model_calls": int,
+    "tool_calls": int,  # tool calls entered, and tool results seen from outside
+    "errors": int,  # events in phase "error"
+    "events": int,
+    "gen": int,  # 1, then one more at each refresh (stored findings name the gen they saw)
+}
+
+RUN_CHECKS_COLUMNS = {
+    "run_id": str,
+    "rules": int,  # tracer.checks.RULES_VERSION they were found with
+    "gen": int,  # run_stats.gen of the run they were found on
+    "errors": int,
+    "warnings": int,
+    "infos": int,
+}
+
+FINDINGS_COLUMNS = {
+    "run_id": str,
+    "n": int,  # order within the run
+    "rule": str,
+    "severity": str,
+    "provider": str,
+    "message": str,
+    "seq": int,
+    "message_keys": str,  # JSON list
+}
+
+SEARCH_RUNS_COLUMNS = {
+    "n": int,  # the run's block of messages_fts rowids: n << 32 and up
+    "run_id": str,
+    "messages": int,  # messages indexed so far (the next rowid in the block)
+}
+
+SEARCH_PENDING_COLUMNS = {
+    "id": int,  # the order it was written in
+    "run_id": str,
+    "text": str,
+}
+
+# Indexes: (table, columns). The runs list pages by start time, top-level runs or a
+# run's subagent runs (``parent_id``), newest first, with the id to break ties.
+INDEXES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("runs", ("parent_id", "started_at", "id")),
+    ("runs", ("started_at", "id")),
+    ("runs", ("thread_id", "status")),
+    ("wire", ("run_id", "seq")),
+    ("search_runs", ("run_id",)),
+)
+# (schema 2 had runs(parent_id): the first index above serves what it did)
+DROPPED_INDEXES = ("idx_runs_parent_id",)
+
+FTS_SQL = ("CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5("
+           "text, tokenize = 'trigram', detail = 'none')")
+
+# A block of 2**32 rowids per run: a run's rows are found (and deleted) by range.
+FTS_BLOCK = 1 << 32
+FTS_LAST = FTS_BLOCK - 1  # the last rowid offset of a block
+
+TRIGGERS_SQL = tuple(sql.format(FTS_BLOCK=FTS_BLOCK, FTS_LAST=FTS_LAST) for sql in (
+    # Every message's text is searchable from the transaction that writes it: it waits
+    # in search_pending, with its run, until the index takes a batch of them and gives
+    # them their rowids (tracer.db.search.catch_up: one segment of the index per batch,
+    # rather than one per commit). (No statement here may meet a conflict: the
+    # writer's INSERT OR REPLACE would make it a REPLACE.)
+    """CREATE TRIGGER IF NOT EXISTS messages_fts_insert AFTER INSERT ON messages BEGIN
+  INSERT INTO search_pending(run_id, text) VALUES (NEW.run_id, NEW.text);
+END""",
+    # a deleted run takes what was derived from it along
+    """CREATE TRIGGER IF NOT EXISTS runs_derived_delete AFTER DELETE ON runs BEGIN
+  DELETE FROM messages_fts WHERE rowid BETWEEN
+    (SELECT n * {FTS_BLOCK} FROM search_runs WHERE run_id = OLD.id)
+    AND (SELECT n * {FTS_BLOCK} + {FTS_LAST} FROM search_runs WHERE run_id = OLD.id);
+  DELETE FROM search_pending WHERE run_id = OLD.id;
+  DELETE FROM search_runs WHERE run_id = OLD.id;
+  DELETE FROM run_stats WHERE run_id = OLD.id;
+  DELETE FROM run_checks WHERE run_id = OLD.id;
+  DELETE FROM findings WHERE run_id = OLD.id;
+END""",
+))
+
+DERIVED_TABLES = ("run_stats", "run_checks", "findings", "search_runs", "search_pending",
+                  "messages_fts")
+
+
+def schema_sql() -> list[str]:
+    """The statements that create the schema, declared once through sqlite-utils.
+
+    (``messages`` has no rowid, so sqlite-utils' ``enable_fts``, which indexes a
+    table by its rowids, cannot index it: ``messages_fts`` and its triggers are
+    declared here, with rowids of their own.)"""
+    import sqlite_utils  # (only to create a file: the read side starts without it)
+
+    db = sqlite_utils.Database(memory=True)
+    out = [
+        _if_missing(db.create_table_sql("meta", {"key": str, "value": str}, pk="key")),
+        _if_missing(db.create_table_sql("runs", RUNS_COLUMNS, pk="id", not_null={"status"})),
+        # Clustered on their primary key (WITHOUT ROWID): the key is stored once, not twice.
+        _if_missing(db.create_table_sql("events", EVENTS_COLUMNS, pk=("run_id", "seq")))
+        + " WITHOUT ROWID",
+        _if_missing(db.create_table_sql("messages", MESSAGES_COLUMNS,
+                                        pk=("run_id", "position", "seq"))) + " WITHOUT ROWID",
+        _if_missing(db.create_table_sql("wire", WIRE_COLUMNS, pk="id")),
+        *state_sql(db),
+        *derived_sql(db),
+    ]
+    return out
+
+
+def state_sql(db: sqlite_utils.Database) -> list[str]:
+    """The state tables (what schema 4 adds), and the trigger that deletes a run's
+    state with the run."""
+    return [
+        _if_missing(db.create_table_sql("state", STATE_COLUMNS, pk=("run_id", "seq", "key")))
+        + " WITHOUT ROWID",
+        _if_missing(db.create_table_sql("state_values", STATE_VALUES_COLUMNS,
+                                        pk=("run_id", "hash"))) + " WITHOUT ROWID",
+        """CREATE TRIGGER IF NOT EXISTS runs_state_delete AFTER DELETE ON runs BEGIN
+  DELETE FROM state WHERE run_id = OLD.id;
+  DELETE FROM state_values WHERE run_id = OLD.id;
+END""",
+    ]
+
+
+def derived_sql(db: sqlite_utils.Database) -> list[str]:
+    """The derived tables, their indexes and triggers (what schema 3 adds)."""
+    out = [
+        _if_missing(db.create_table_sql("run_stats", RUN_STATS_COLUMNS, pk="run_id"))
+        + " WITHOUT ROWID",
+        _if_missing(db.create_table_sql("run_checks", RUN_CHECKS_COLUMNS, pk="run_id"))
+        + " WITHOUT ROWID",
+        _if_missing(db.create_table_sql("findings", FINDINGS_COLUMNS, pk=("run_id", "n")))
+        + " WITHOUT ROWID",
+        _if_missing(db.create_table_sql("search_runs", SEARCH_RUNS_COLUMNS, pk="n",
+                                        not_null={"run_id", "messages"})),
+        _if_missing(db.create_table_sql("search_pending", SEARCH_PENDING_COLUMNS, pk="id")),
+        FTS_SQL,
+    ]
+    for name in DROPPED_INDEXES:
+        out.append(f"DROP INDEX IF EXISTS {name}")
+    for table, cols in INDEXES:
+        unique = "UNIQUE " if table == "search_runs" else ""
+        out.append(f"CREATE {unique}INDEX IF NOT EXISTS idx_{table}_{'_'.join(cols)}"
+                   f" ON {table}({', '.join(cols)})")
+    out.extend(TRIGGERS_SQL)
+    return out
+
+
+def _if_missing(sql: str) -> str:
+    return sql.strip().rstrip(";").replace("CREATE TABLE ", "CREATE TABLE IF NOT EXISTS ", 1)
+
+
+def create_schema(conn: sqlite3.Connection, path: str | Path = "") -> None:
+    """Create every table and index and stamp the version, in one transaction: two
+    processes (or threads) creating the same new file never see half a schema."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if not check_schema(conn, path):  # (another connection may have just made it)
+            for sql in schema_sql():
+                conn.execute(sql)
+            conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('app', ?),"
+                         " ('schema_version', ?)", [APP_ID, str(SCHEMA_VERSION)])
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def _add_message_versions(conn: sqlite3.Connection) -> None:
+    cols = {r[1] for r in conn.execute("PRAGMA table_info(messages)")}
+    if "version" not in cols:
+        conn.execute("ALTER TABLE messages ADD COLUMN version INTEGER")
+    if "key" not in cols:
+        conn.execute("ALTER TABLE messages ADD COLUMN key TEXT")
+
+
+def _add_derived(conn: sqlite3.Connection) -> None:
+    """Schema 3: the derived tables, filled from what the file holds: every run's
+    message text indexed for search, every ended run's counts kept. (Findings are
+    not: they are found when first asked for.)"""
+    import sqlite_utils
+
+    for sql in derived_sql(sqlite_utils.Database(memory=True)):
+        conn.execute(sql)
+    from .summaries import refresh_all
+
+    index_all(conn)
+    refresh_all(conn)
+
+
+def index_all(conn: sqlite3.Connection) -> None:
+    """Index the text of every message already stored (the schema 3 migration): each
+    run gets its block of rowids, its messages numbered within it."""
+    conn.execute("INSERT OR IGNORE INTO search_runs(run_id, messages)"
+                 " SELECT DISTINCT run_id, 0 FROM messages")
+    conn.execute(
+        "INSERT INTO messages_fts(rowid, text)"
+        f" SELECT s.n * {FTS_BLOCK} + m.k, m.text FROM (SELECT run_id, text,"
+        " ROW_NUMBER() OVER (PARTITION BY run_id ORDER BY position, seq) AS k FROM messages) m"
+        " JOIN search_runs s ON s.run_id = m.run_id")
+    conn.execute("UPDATE search_runs SET messages ="
+                 " (SELECT COUNT(*) FROM messages m WHERE m.run_id = search_runs.run_id)")
+
+
+def _add_state(conn: sqlite3.Connection) -> None:
+    """Schema 4: the state tables (empty: older runs recorded messages only)."""
+    import sqlite_utils
+
+    for sql in state_sql(sqlite_utils.Database(memory=True)):
+        conn.execute(sql)
+
+
+def _pending_by_run(conn: sqlite3.Connection) -> None:
+    """Schema 5: ``search_pending`` names each message's run (and the index gives it
+    its rowid when it takes it). What waits there in the schema 4 form (a rowid
+    already given) goes into the index first, as schema 4 would have put it; then the
+    table and the triggers that wrote it are made anew."""
+    import sqlite_utils
+
+    cols = {r[1] for r in conn.execute("PRAGMA table_info(search_pending)")}
+    if "fts" not in cols:  # (made at schema 5 already: a schema 2 file's migration)
+        return
+    conn.execute("INSERT INTO messages_fts(rowid, text)"
+                 " SELECT fts, text FROM search_pending ORDER BY fts")
+    conn.execute("DROP TABLE search_pending")
+    conn.execute("DROP TRIGGER IF EXISTS messages_fts_insert")
+    conn.execute("DROP TRIGGER IF EXISTS runs_derived_delete")
+    for sql in derived_sql(sqlite_utils.Database(memory=True)):
+        conn.execute(sql)
+
+
+# version -> the step that takes a file from that version to the next
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
+    1: _add_message_versions,
+    2: _add_derived,
+    3: _add_state,
+    4: _pending_by_run,
+}
+
+
+def migrate(conn: sqlite3.Connection, version: int) -> None:
+    """Bring a file written with schema ``version`` up to ``SCHEMA_VERSION``, in place,
+    in one transaction (the DDL included): nothing recorded is lost, and a failure
+    leaves the file as it was."""
+    if version >= SCHEMA_VERSION:
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        # (read again under the lock: another process may have just migrated it)
+        row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        version = max(int(row[0]) if row else version, 1)
+        for v in range(version, SCHEMA_VERSION):
+            MIGRATIONS[v](conn)
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'",
+                     [str(SCHEMA_VERSION)])
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def check_schema(conn: sqlite3.Connection, path: str | Path) -> int:
+    """Return the schema version of ``conn``'s looptrace database (0 if empty).
+
+    Raise a one-line error for a file that is not SQLite, is someone else's
+    database, or was written by a newer looptrace.
+    """
+    try:
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    except sqlite3.OperationalError:
+        raise  # locked, unreadable ...: not a verdict on the file
+    except sqlite3.DatabaseError as exc:
+        msg = f"{path} is not a SQLite database ({exc})"
+        raise NotALooptraceDatabase(msg) from None
+    if not tables:
+        return 0
+    if "meta" not in tables:
+        msg = f"{path} is a SQLite database but not a looptrace one (no meta table)"
+        raise NotALooptraceDatabase(msg)
+    try:
+        meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+    except sqlite3.DatabaseError as exc:
+        msg = f"{path} has an unreadable meta table ({exc})"
+        raise NotALooptraceDatabase(msg) from None
+    if meta.get("app") != APP_ID:
+        msg = f"{path} is a SQLite database but not a looptrace one"
+        raise NotALooptraceDatabase(msg)
+    try:
+        version = int(meta.get("schema_version", ""))
+    except ValueError:
+        msg = f"{path} has no valid looptrace schema version"
+        raise NotALooptraceDatabase(msg) from None
+    if version > SCHEMA_VERSION:
+        msg = (
+            f"{path} was written by a newer looptrace (schema {version}; this one reads "
+            f"up to {SCHEMA_VERSION}): upgrade looptrace to open it"
+        )
+        raise NewerSchemaError(msg)
+    return max(version, 1)
+
+
+def writable_dir(path: str) -> bool:
+    """Whether the folder of ``path`` takes new files (not on a read-only filesystem,
+    and writable by this user): SQLite makes a WAL file's ``-shm`` there to read it."""
+    folder = Path(path).resolve().parent
+    try:
+        if os.statvfs(folder).f_flag & os.ST_RDONLY:
+            return False
+    except OSError:
+        return False
+    return os.access(folder, os.W_OK)
+
+
+def readonly_uri(path: str) -> str:
+    """The URI that opens ``path`` for reading only: ``mode=ro``; on a read-only
+    filesystem or folder also ``immutable=1`` (SQLite then makes no ``-shm`` file and
+    takes no lock: nobody can be writing there). A write-ahead log left beside such a
+    file (``-wal`` not empty) would be ignored: that is an error, not stale runs."""
+    uri = f"file:{quote(os.path.abspath(path))}?mode=ro"
+    if writable_dir(path):
+        return uri
+    wal = Path(f"{path}-wal")
+    if wal.exists() and wal.stat().st_size > 0 and not Path(f"{path}-shm").exists():
+        msg = (f"{path} is on a read-only filesystem with a write-ahead log ({wal.name}) "
+               "SQLite cannot read there: copy the file with its -wal to a writable folder")
+        raise DatabaseUnavailable(msg)
+    return uri + "&immutable=1"
+
+
+def _use_wal(conn: sqlite3.Connection, busy_timeout: float) -> None:
+    """Switch ``conn``'s file to WAL, waiting up to ``busy_timeout`` seconds for it.
+
+    SQLite answers ``PRAGMA journal_mode = WAL`` with "database is locked" at once,
+    without calling the busy handler, while another connection holds a lock on the
+    file (several writers creating one new file meet it): ask again, briefly apart,
+    until the mode is WAL (another connection may have switched it meanwhile).
+    """
+    deadline = time.monotonic() + busy_timeout
+    pause = 0.005
+    while True:
+        try:
+            if conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
+                return
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.1)
+
+
+def connect(path: str | Path, *, create: bool = True, readonly: bool = False,
+            busy_timeout: float = 30.0) -> sqlite3.Connection:
+    """Open ``path`` as a looptrace database (WAL), validating what is there.
+
+    A file that is not a looptrace database raises ``NotALooptraceDatabase`` (or
+    ``NewerSchemaError``); one that cannot be used right now (locked, read-only,
+    unopenable) raises ``DatabaseUnavailable``.
+    """
+    path_s = str(path)
+    if readonly and not Path(path_s).exists():
+        msg = f"{path_s}: no such database"
+        raise NotALooptraceDatabase(msg)
+    try:
+        if readonly:
+            conn = sqlite3.connect(readonly_uri(path_s), uri=True, check_same_thread=False,
+                                   timeout=10)
+        else:
+            if path_s != ":memory:":
+                Path(path_s).parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(path_s, check_same_thread=False, timeout=30)
+    except (OSError, sqlite3.Error) as exc:
+        msg = f"{path_s} cannot be opened ({exc})"
+        raise DatabaseUnavailable(msg) from None
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
+        has_schema = check_schema(conn, path_s)
+        if not readonly:
+            if not has_schema and create:
+                # A file that can shrink when runs are pruned (``tracer.db.prune``): set
+                # before the first table and before WAL, or it does not hold.
+                conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
+            if path_s != ":memory:":
+                _use_wal(conn, busy_timeout)
+            conn.execute("PRAGMA synchronous = NORMAL")
+            if has_schema:
+                migrate(conn, has_schema)
+            elif create:
+                create_schema(conn, path_s)
+        elif not has_schema:
+            msg = f"{path_s} is empty: no looptrace runs recorded yet"
+            raise NotALooptraceDatabase(msg)
+    except sqlite3.DatabaseError as exc:  # (OperationalError included: open_error says which)
+        conn.close()
+        raise open_error(path_s, exc) from None
+    except Exception:
+        conn.close()
+        raise
+    return conn

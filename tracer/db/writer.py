@@ -1,0 +1,632 @@
+"""The write side: one background writer per database file per process.
+
+Hooks put small tuples on a queue (no I/O, no JSON on the hot path). A single
+writer thread drains the queue on its own timer (every ``LINGER_S`` while
+records come), serialises and redacts, and group-commits each batch with
+``executemany`` in one transaction: a commit covers everything that queued since
+the last one, however many runs ended meanwhile. A record is committed at most
+``LINGER_S`` (plus the time of the commit itself) after it was put, so a SIGKILL
+loses at most the runs that ended within that bound before it, and never part of
+a run that was committed; ``flush()`` commits and waits, and ``close()`` and
+interpreter exit flush too. A failure of the writer never
+reaches the agent: it warns once and keeps what it can.
+
+The writer's connection is the only one that writes the file in this process: what a
+reader wants kept (``tracer.checks.saved``: a run's findings) is sent to it as a
+``WriteTask`` (``Writer.submit``), run on its thread after the records put before it
+are committed (datasette's ``execute_write_fn``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import functools
+import logging
+import os
+import queue
+import sqlite3
+import threading
+import time
+import warnings
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from tracer.errors import DatabaseUnavailable, LooptraceError
+from tracer.vocab.records import (
+    Deferred,
+    EventRecord,
+    MessageRecord,
+    RunRecord,
+    StaleRunsRecord,
+    WireRecord,
+)
+from tracer.vocab.redact import DEFAULT_REDACTOR, Redactor
+
+from . import search
+from .schema import connect
+from .serialize import dumps, message_json, message_key, search_text, tool_call_id_of
+from .state_rows import STATE_SQL, VALUES_SQL, StateRecord, state_rows
+from .summaries import refresh
+
+log = logging.getLogger("looptrace")
+
+LINGER_S = 0.05  # the bound on how long a record waits for its commit
+IDLE_TICKS = 20  # empty ticks (about a second) before the writer sleeps until woken
+MAX_RETRIES = 5
+
+_EVENT_SQL = (
+    "INSERT OR REPLACE INTO events(run_id, seq, ts, hook, phase, duration_ms, middleware, lap,"
+    " tool_call_id, task, payload) VALUES (?,?,?,?,?,?,?,?,?,?,?)"
+)
+_MESSAGE_SQL = (
+    "INSERT OR REPLACE INTO messages(run_id, position, seq, msg_id, type, tool_call_id, text, data,"
+    " version, key) VALUES (?,?,?,?,?,?,?,?,?,?)"
+)
+
+@functools.lru_cache(maxsize=256)
+def _run_sql(fields: tuple[str, ...]) -> str:
+    """The upsert of a run's ``fields`` (the parameters: its id, the fields' values,
+    then ``'running'`` if ``status`` is not among them)."""
+    cols = ["id", *fields]
+    if "status" not in fields:
+        # SQLite checks NOT NULL before the conflict: an update of an existing run
+        # must still carry a status for the INSERT half.
+        cols.append("status")
+    sets = ", ".join(f"{c}=excluded.{c}" for c in fields) or "id=id"
+    return (f"INSERT INTO runs({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
+            f" ON CONFLICT(id) DO UPDATE SET {sets}")
+
+
+@dataclass(frozen=True, slots=True)
+class WriteTask:
+    """A write a reader asks of the file's one writer (``Writer.submit``).
+
+    ``fn(conn)`` runs on the writer thread, in a transaction of its own, once the
+    records put before it are committed. It is best effort: an exception it raises is
+    logged at debug level and counted in ``Writer.failed_tasks``, never warned about
+    (what it writes can be found again: kept findings are a cache).
+    """
+
+    fn: Callable[[sqlite3.Connection], Any]
+
+
+class _Rows:
+    """Rows ready to commit: built once from the records, kept as they are while a
+    commit fails, and added to by later batches (run updates merge in order)."""
+
+    __slots__ = ("events", "messages", "runs", "stale", "state", "tasks", "values", "wires")
+
+    def __init__(self) -> None:
+        self.events: list[tuple[Any, ...]] = []
+        self.messages: list[tuple[Any, ...]] = []
+        self.state: list[tuple[Any, ...]] = []  # (tracer.record.state_keys)
+        self.values: list[tuple[Any, ...]] = []
+        self.runs: dict[str, dict[str, Any]] = {}
+        self.wires: list[dict[str, Any]] = []
+        self.stale: list[StaleRunsRecord] = []
+        self.tasks: list[WriteTask] = []
+
+    def add(self, other: _Rows) -> None:
+        self.events += other.events
+        self.messages += other.messages
+        self.state += other.state
+        self.values += other.values
+        for run_id, fields in other.runs.items():
+            self.runs.setdefault(run_id, {}).update(fields)
+        self.wires += other.wires
+        self.stale += other.stale
+        self.tasks += other.tasks
+
+    def __len__(self) -> int:
+        return (len(self.events) + len(self.messages) + len(self.runs) + len(self.wires)
+                + len(self.stale) + len(self.tasks) + len(self.state) + len(self.values))
+
+    def run_ids(self) -> set[str]:
+        """Every run these rows touch."""
+        ids: set[Any] = set(self.runs)
+        ids.update(e[0] for e in self.events)
+        ids.update(m[0] for m in self.messages)
+        ids.update(w.get("run_id") for w in self.wires)
+        return ids
+
+
+_FLUSH = object()
+_STOP = object()
+
+
+class Writer:
+    """Batches records for one database file and writes them on one thread."""
+
+    def __init__(self, path: str, *, redactor: Redactor = DEFAULT_REDACTOR,
+                 linger: float = LINGER_S) -> None:
+        self.path = path
+        self.redactor = redactor
+        self.linger = linger
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._start_lock = threading.Lock()
+        self._wake = threading.Event()
+        self._warned: set[str] = set()
+        self._conn: sqlite3.Connection | None = None
+        self._closed = False
+        self._sink: tuple[int, list[Any]] | None = None  # (thread, records) of a deferred op
+        self._attempts = 0  # failed commits in a row
+        self._unindexed = 0  # messages written and not yet in the search index
+        self.dropped = 0
+        self.failed_tasks = 0  # write tasks that raised (``submit``)
+        # Open once up front so a foreign or newer-schema file fails loudly at
+        # construction time (in the user's code), not silently later. A file that
+        # is merely unavailable (locked, read-only) only warns: writes retry later.
+        # On an event loop (an agent built inside ``async def``, ``langgraph dev``)
+        # no file is touched here: the writer thread opens it, and a file it cannot
+        # use is reported there, once (see ``_commit``).
+        if on_event_loop():
+            return
+        try:
+            self._conn = connect(path, busy_timeout=2.0)
+            self._conn.execute("PRAGMA busy_timeout = 30000")
+        except DatabaseUnavailable as exc:
+            self._warn("open", f"looptrace cannot open {path} now ({exc}); will retry")
+
+    # -- hot path -----------------------------------------------------------
+    def put(self, item: tuple[Any, ...]) -> None:
+        sink = self._sink
+        if sink is not None and sink[0] == threading.get_ident():
+            sink[1].append(item)  # made by a deferred operation: handled in its place
+            return
+        if self._thread is None or self._closed:
+            if _exiting:
+                # At interpreter exit (e.g. a run's finaliser after close_all) no
+                # thread can start: write this record here and now.
+                self._write_now(item)
+                return
+            if self._thread is not None and self._thread.ident == threading.get_ident():
+                # The writer itself while it closes (a run's finaliser run by the
+                # garbage collector on this thread): it writes this before it stops.
+                self._queue.put(item)
+                return
+            self._start()  # first record, or recording again after close()
+        self._queue.put(item)
+
+    def defer(self, fn: Any, *args: Any) -> None:
+        """Run ``fn(*args)`` on the writer thread, in order with the records put
+        around it; what it puts is written in its place. Bookkeeping that needs no
+        answer on the agent's thread goes here: it then costs the agent one put."""
+        self.put(Deferred(fn, args))
+
+    def submit(self, fn: Callable[[sqlite3.Connection], Any]) -> None:
+        """Have ``fn(conn)`` run on the writer thread with its connection, in a
+        transaction of its own, after what was put before it is committed (then
+        ``flush()`` waits for it). The way a reader writes the file: one writer.
+
+        Args:
+            fn: writes through the connection it is given; best effort (``WriteTask``).
+        """
+        self.put(WriteTask(fn))  # type: ignore[arg-type]
+
+    def _write_now(self, item: tuple[Any, ...]) -> None:
+        """At exit: build and commit one record here, one try."""
+        rows = _Rows()
+        self._build([item], rows)
+        try:
+            if rows and not self._commit(rows):
+                self.dropped += len(rows)
+        except Exception:  # noqa: BLE001 - never raise at exit
+            self.dropped += len(rows)
+
+    def flush(self, wait: bool = True, timeout: float = 30.0) -> None:
+        """Commit what was put so far: now, and with ``wait`` block until it is done.
+        (Without ``wait``, as at the end of a run, nothing: what was put is committed
+        at the writer's next tick, at most ``LINGER_S`` later.)"""
+        if not wait:
+            # (a run's end: it is committed at the writer's next tick, within
+            # ``LINGER_S``, with whatever else has queued: one commit for every run
+            # that ended meanwhile, not one per run)
+            return
+        if self._thread is None or not self._thread.is_alive():
+            return
+        done = threading.Event()
+        self._queue.put((_FLUSH, done))
+        self._wake.set()
+        done.wait(timeout)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._thread is not None and self._thread.is_alive():
+            done = threading.Event()
+            self._queue.put((_STOP, done))
+            self._wake.set()
+            done.wait(30.0)
+        if self._conn is not None:
+            with contextlib.suppress(Exception):  # (searched all the same: tracer.db.search)
+                if self._unindexed:
+                    with self._conn:
+                        search.catch_up(self._conn)
+                    self._unindexed = 0
+            with contextlib.suppress(Exception):
+                self._conn.close()
+            self._conn = None
+
+    # -- writer thread ------------------------------------------------------
+    def _start(self) -> None:
+        with self._start_lock:
+            old = self._thread
+            if old is not None and self._closed and old.is_alive():
+                old.join(30.0)  # one writer per file: let the closing one finish first
+            if self._thread is None or self._closed:
+                self._closed = False
+                t = threading.Thread(target=self._loop, name="looptrace-writer", daemon=True)
+                self._thread = t
+                t.start()
+
+    def _loop(self) -> None:
+        """Tick every ``linger`` while records come; sleep in ``get`` once idle.
+
+        While the agent is recording, a put never wakes this thread: it commits on
+        its own timer (or when a run ends), so the agent's thread is not made to
+        hand over the GIL in the middle of a run. After ``IDLE_TICKS`` empty ticks it blocks on the
+        queue, and the next record (or a flush) wakes it.
+        """
+        pending = _Rows()  # built, not yet committed (a failed commit is retried as is)
+        idle = IDLE_TICKS  # start asleep
+        while True:
+            batch: list[Any] = []
+            if idle >= IDLE_TICKS:
+                item = self._queue.get()
+                batch.append(item)
+                if not self._is_control(item):
+                    self._wake.wait(self.linger)  # linger so one commit carries many
+            else:
+                self._wake.wait(self.linger)
+            self._wake.clear()
+            while True:
+                try:
+                    batch.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            idle = 0 if batch else idle + 1
+            waiters: list[threading.Event] = []
+            stop = False
+            records: list[Any] = []
+            for it in batch:
+                if it is _FLUSH:
+                    continue
+                if isinstance(it, tuple) and it and it[0] is _FLUSH:
+                    waiters.append(it[1])
+                elif isinstance(it, tuple) and it and it[0] is _STOP:
+                    waiters.append(it[1])
+                    stop = True
+                else:
+                    records.append(it)
+            if records:
+                self._build(records, pending)
+            if pending:
+                try:
+                    if self._commit(pending):
+                        pending = _Rows()
+                    else:
+                        idle = 0  # a failed commit is retried at the next tick
+                except Exception as exc:  # noqa: BLE001 - this thread must never die
+                    self.dropped += len(pending)
+                    pending = _Rows()
+                    self._warn("writer", f"looptrace writer failed: {exc!r}")
+            if stop:  # what was put while this batch was written (by this thread)
+                late = [it for it in self._drain() if not self._is_control(it)]
+                if late:
+                    self._build(late, pending)
+                    try:
+                        if self._commit(pending):
+                            pending = _Rows()
+                    except Exception as exc:  # noqa: BLE001
+                        self._warn("writer", f"looptrace writer failed: {exc!r}")
+            if stop and pending:  # the last try failed too: say what is lost
+                self.dropped += len(pending)
+                self._warn("write-drop", f"looptrace dropped {len(pending)} records it could "
+                           f"not write to {self.path} before closing")
+            for w in waiters:
+                w.set()
+            if stop:
+                return
+
+    def _drain(self) -> list[Any]:
+        out = []
+        while True:
+            try:
+                out.append(self._queue.get_nowait())
+            except queue.Empty:
+                return out
+
+    @staticmethod
+    def _is_control(item: Any) -> bool:
+        return item is _FLUSH or (isinstance(item, tuple) and bool(item) and
+                                  (item[0] is _FLUSH or item[0] is _STOP))
+
+    def _build(self, items: list[Any], into: _Rows) -> None:
+        """Add the rows of ``items`` to ``into`` (never raises: a batch that cannot be
+        built is dropped with a warning)."""
+        try:
+            into.add(self._rows(items))
+        except Exception as exc:  # noqa: BLE001 - must never happen, but never crash
+            self.dropped += len(items)
+            self._warn("serialize", f"looptrace could not serialise a batch: {exc!r}")
+
+    def _commit(self, rows: _Rows) -> bool:
+        """Commit ``rows`` in one transaction. False: try again later; after
+        ``MAX_RETRIES`` failures in a row they are dropped (and True is returned)."""
+        try:
+            conn = self._conn or connect(self.path)
+            self._conn = conn
+            with conn:
+                # (one statement per set of columns, its text made once: SQLite's
+                # prepared statement is reused for every run that sets the same ones)
+                by_cols: dict[tuple[str, ...], list[list[Any]]] = {}
+                for run_id, fields in rows.runs.items():
+                    values = [run_id, *fields.values()]
+                    if "status" not in fields:
+                        values.append("running")
+                    by_cols.setdefault(tuple(fields), []).append(values)
+                for names, params in by_cols.items():
+                    conn.executemany(_run_sql(names), params)
+                if rows.events:
+                    conn.executemany(_EVENT_SQL, rows.events)
+                if rows.messages:
+                    conn.executemany(_MESSAGE_SQL, rows.messages)
+                if rows.values:
+                    conn.executemany(VALUES_SQL, rows.values)
+                if rows.state:
+                    conn.executemany(STATE_SQL, rows.state)
+                closed = _close_stale(conn, rows.stale) if rows.stale else set()
+                for w in rows.wires:
+                    cols = list(w)
+                    conn.execute(
+                        f"INSERT INTO wire({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+                        list(w.values()),
+                    )
+                # The counts of a run that has ended, kept with the rows that end it (and
+                # again if rows of it come later).
+                refresh(conn, rows.run_ids() | closed)
+                # The search index takes the messages' text a batch at a time.
+                unindexed = self._unindexed + len(rows.messages)
+                if unindexed >= search.BATCH:
+                    search.catch_up(conn)
+                    unindexed = 0
+            self._unindexed = unindexed
+            self._attempts = 0
+            self._run_tasks(conn, rows.tasks)
+            return True
+        except LooptraceError as exc:  # a foreign or newer file: retrying cannot help
+            self.dropped += len(rows)
+            self._warn("write-drop", f"looptrace cannot record into {self.path}: {exc}")
+            return True
+        except Exception as exc:  # noqa: BLE001 - locked, disk full, closed ...
+            attempts = self._attempts + 1
+            self._attempts = attempts
+            if attempts >= MAX_RETRIES:
+                self._attempts = 0
+                self.dropped += len(rows)
+                self._warn("write-drop", f"looptrace dropped {len(rows)} records after "
+                           f"{attempts} failed writes to {self.path}: {exc}")
+                return True
+            self._warn("write", f"looptrace could not write to {self.path} ({exc}); retrying")
+            time.sleep(min(0.2 * attempts, 1.0))
+            return False
+
+    def _run_tasks(self, conn: sqlite3.Connection, tasks: list[WriteTask]) -> None:
+        """Each task in a transaction of its own, once the rows are committed."""
+        for task in tasks:
+            try:
+                with conn:
+                    task.fn(conn)
+            except Exception as exc:  # noqa: BLE001 - best effort (see WriteTask)
+                self.failed_tasks += 1
+                log.debug("looptrace write task failed on %s: %r", self.path, exc)
+
+    def _rows(self, items: list[Any]) -> _Rows:
+        """Serialise and redact ``items`` into rows, running deferred operations in
+        their place (each record is built once: a failed commit retries the rows)."""
+        red = self.redactor
+        rows = _Rows()
+        events, messages, runs, wires = rows.events, rows.messages, rows.runs, rows.wires
+        work = deque(items)
+        while work:
+            it = work.popleft()
+            kind = type(it)
+            if kind is Deferred:
+                work.extendleft(reversed(self._run_deferred(it)))
+            elif kind is EventRecord:
+                payload = it.payload
+                if payload is None:  # (most events: the record is the row)
+                    events.append(it)
+                    continue
+                text = red(dumps(payload))
+                if text == "null":  # a lazy payload that found nothing to say
+                    events.append((*it[:10], None))
+                    continue
+                if "looptrace_truncated" in text or '{"__repr__":' in text:
+                    self._lossy(text, f"an event payload of {it.hook}")
+                events.append((*it[:10], text))
+            elif kind is MessageRecord:
+                msg = it.message
+                try:
+                    raw = message_json(msg)
+                    data = red(raw)
+                    text = search_text(msg)
+                    # (the search text is made of the message's own strings: when its
+                    # JSON held no secret, neither does it)
+                    if data is not raw or red._extra is not None:
+                        text = red(text)
+                    if "looptrace_truncated" in data or "looptrace_fallback" in data:
+                        self._lossy(data, f"a {getattr(msg, 'type', '')} message")
+                except Exception as exc:  # noqa: BLE001
+                    data = dumps({"type": getattr(msg, "type", "unknown"),
+                                  "data": {"content": f"<unserialisable message: {exc!r}>"}})
+                    text = ""
+                messages.append((it.run_id, it.position, it.seq, getattr(msg, "id", None),
+                                 getattr(msg, "type", None), tool_call_id_of(msg), text, data,
+                                 it.version, message_key(msg)))
+            elif kind is RunRecord:
+                fields = it.fields() if callable(it.fields) else it.fields
+                if "metadata" in fields and not isinstance(fields["metadata"], str):
+                    fields = {**fields, "metadata": red(dumps(fields["metadata"]))}
+                if isinstance(fields.get("error"), str):
+                    fields = {**fields, "error": red(fields["error"])}
+                known = runs.get(it.run_id)
+                if known is None:  # (a copy: the record's own dict stays as it was put)
+                    runs[it.run_id] = dict(fields)
+                else:
+                    known.update(fields)
+            elif kind is StaleRunsRecord:
+                rows.stale.append(it)
+            elif kind is WriteTask:
+                rows.tasks.append(it)
+            elif kind is StateRecord:
+                row, values = state_rows(it, red)
+                if row is not None:
+                    rows.state.append(row)
+                for _run, _hash, data in values:
+                    if "looptrace_truncated" in data or '"__repr__":' in data:
+                        self._lossy(data, f"the state key {it.key}")
+                rows.values += values
+            elif kind is WireRecord:
+                w = dict(it.row)
+                for k in ("request_headers", "response_headers", "request_body",
+                          "response_body", "chunks"):
+                    if w.get(k) is not None:
+                        v = w[k] if isinstance(w[k], str) else dumps(w[k], limit=4_000_000)
+                        w[k] = red(v)
+                wires.append(w)
+            else:
+                self._warn("record", f"looptrace got a record it does not know: {kind!r}")
+        return rows
+
+    def _run_deferred(self, op: Deferred) -> list[Any]:
+        """Run a deferred operation; return the records it put."""
+        made: list[Any] = []
+        self._sink = (threading.get_ident(), made)
+        try:
+            op.fn(*op.args)
+        except Exception as exc:  # noqa: BLE001 - keep what it made, say what failed
+            self._warn("deferred", f"looptrace failed recording: {exc!r}")
+        finally:
+            self._sink = None
+        return made
+
+    def _lossy(self, text: str, what: str) -> None:
+        """Warn (once per kind) that a record was cut or stored through its repr."""
+        if "looptrace_truncated" in text:
+            self._warn("truncated", f"looptrace truncated {what} that was too large to store"
+                       " whole (a marker in the record says how much was cut)")
+        else:
+            self._warn("fallback", f"looptrace stored part of {what} through its repr:"
+                       " it is not JSON-serialisable")
+
+    def _warn(self, key: str, text: str) -> None:
+        """Warn once per kind of failure (later ones only go to the debug log).
+
+        Never raises: it is called from the hooks' own error handlers, where an
+        exception would reach the agent (``-W error``, a logging handler that
+        fails, blockbuster refusing a write to stderr on the event loop)."""
+        with contextlib.suppress(Exception):
+            if key in self._warned:
+                log.debug(text)
+                return
+            self._warned.add(key)
+            log.warning(text)
+        # (e.g. ``-W error``: never let a warning break anything)
+        with contextlib.suppress(Exception):
+            warnings.warn(text, RuntimeWarning, stacklevel=2)
+
+
+def _close_stale(conn: sqlite3.Connection, items: list[StaleRunsRecord]) -> set[str]:
+    """Close the runs each record names (``StaleRunsRecord``); their ids."""
+    closed: set[str] = set()
+    for it in items:
+        found = conn.execute(
+            "SELECT id, pid FROM runs WHERE thread_id = ? AND parent_id IS NULL"
+            " AND status = 'running' AND id != ? AND source IN ('middleware', 'callbacks')"
+            " AND (pid IS NULL OR pid != ? OR started_at < ?)",
+            [it.thread_id, it.run_id, it.pid, it.since]).fetchall()
+        for run_id, pid in found:
+            text = it.error.format(pid=pid if pid is not None else "unknown")
+            ids = [run_id]
+            while ids:  # the run, and its subagents' runs left running with it
+                conn.executemany("UPDATE runs SET status = 'error', error = ?, ended_at = ?"
+                                 " WHERE id = ? AND status = 'running'",
+                                 [(text, it.ended_at, i) for i in ids])
+                closed.update(ids)
+                marks = ",".join("?" * len(ids))
+                ids = [r[0] for r in conn.execute(
+                    f"SELECT id FROM runs WHERE parent_id IN ({marks}) AND status = 'running'",
+                    ids)]
+    return closed
+
+
+_writers: dict[tuple[str, int], Writer] = {}
+_writers_lock = threading.Lock()
+
+
+def on_event_loop() -> bool:
+    """True on a thread that runs an asyncio event loop: no blocking call here."""
+    return asyncio._get_running_loop() is not None
+
+
+# (imported on an event loop, e.g. by the handler ``looptrace run`` creates at the first
+# run a server configures, the working directory is not read there: it blocks)
+_CWD = [os.environ.get("PWD") or "/" if on_event_loop() else os.getcwd()]
+
+
+def resolve_path(path: str | os.PathLike[str]) -> str:
+    """``os.path.abspath`` without a system call on an event loop (where
+    ``os.getcwd`` would block, and blockbuster refuses it): there the working
+    directory last seen off the loop is used."""
+    p = os.fspath(path)
+    if p == ":memory:" or os.path.isabs(p):
+        return os.path.normpath(p) if p != ":memory:" else p
+    if not on_event_loop():
+        _CWD[0] = os.getcwd()
+    return os.path.normpath(os.path.join(_CWD[0], p))
+
+
+def get_writer(path: str | os.PathLike[str], redactor: Redactor = DEFAULT_REDACTOR) -> Writer:
+    """The process-wide writer for ``path`` (one per file per redactor)."""
+    key = (resolve_path(path), id(redactor))
+    with _writers_lock:
+        w = _writers.get(key)
+        if w is None or w._closed:
+            w = Writer(key[0], redactor=redactor)
+            _writers[key] = w
+        return w
+
+
+_exiting = False
+
+
+def close_all() -> None:
+    with _writers_lock:
+        writers = list(_writers.values())
+        _writers.clear()
+    for w in writers:
+        w.close()
+
+
+def _at_exit() -> None:
+    global _exiting
+    _exiting = True
+    close_all()
+
+
+def _after_fork() -> None:
+    # Threads and connections do not survive fork: start afresh in the child.
+    global _writers_lock
+    _writers.clear()
+    _writers_lock = threading.Lock()
+
+
+atexit.register(_at_exit)
+os.register_at_fork(after_in_child=_after_fork)

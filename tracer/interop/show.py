@@ -1,0 +1,264 @@
+"""A run as text a person or a coding agent reads: ``looptrace show`` and the MCP server.
+
+``overview(db, run)`` is a run's summary with its findings, each at its step;
+``step_view(db, run, n)`` one step: the hook, the caption, and the messages as the
+model received them there (at a model call) or the conversation as it stood, long
+contents cut with a note of how to get the rest (``message_text`` pages through one
+message). Both return plain JSON-able dicts; ``render_overview`` and ``render_step``
+print them. Steps are counted from 1, as the replay shows them ("Step N / M") and
+``looptrace diff`` counts them. Built on ``TraceDB``, ``build_replay`` and
+``check_run``; nothing here writes to the database.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import Any
+
+from tracer.errors import StepOutOfRange
+from tracer.read.captions import captions
+from tracer.read.loader import Message, Run, RunSummary, TraceDB
+from tracer.read.steps import Replay, build_replay
+from tracer.vocab.content import content_text
+from tracer.vocab.terminal import safe_text
+
+__all__ = [
+    "DEFAULT_CUT",
+    "StepOutOfRange",
+    "message_text",
+    "open_replay",
+    "overview",
+    "render_overview",
+    "render_step",
+    "step_of_seq",
+    "step_view",
+]
+
+DEFAULT_CUT = 2000  # characters of a message's content shown before it is cut
+
+
+def open_replay(db: TraceDB, run_ref: str) -> tuple[Run, Replay]:
+    """The run (an id or a unique prefix) and its replay."""
+    run = db.run(db.resolve(run_ref))
+    return run, build_replay(run)
+
+
+def step_of_seq(replay: Replay, seq: int | None) -> int | None:
+    """The step (counted from 1) of the event ``seq``."""
+    if seq is None:
+        return None
+    for s in replay.steps:
+        if s.event.seq == seq:
+            return s.index + 1
+    return None
+
+
+def _summary(s: RunSummary) -> dict[str, Any]:
+    d = asdict(s)
+    d["duration_s"] = s.duration_s
+    return d
+
+
+def findings_of(db: TraceDB, run: Run) -> list[Any]:
+    """The run's findings (``check_run``), read back where ``looptrace check`` kept them;
+    none are kept from here (read-only)."""
+    from tracer.checks.run import findings_for
+
+    return findings_for(db, [run.id], keep=False)[run.id]
+
+
+def overview(db: TraceDB, run_ref: str) -> dict[str, Any]:
+    """A run's summary, its subagent runs, and its findings with their steps."""
+    run, replay = open_replay(db, run_ref)
+    found = findings_of(db, run)
+    findings = []
+    for f in found:
+        d = f.to_dict()
+        d["step"] = step_of_seq(replay, f.seq)
+        findings.append(d)
+    from tracer.checks.run import health
+
+    return {
+        "run": _summary(run.summary),
+        "steps": len(replay.steps),
+        "metadata": run.metadata,
+        "subagent_runs": [{"id": c.id, "name": c.name, "status": c.status,
+                           "parent_tool_call_id": c.parent_tool_call_id}
+                          for c in run.children],
+        "health": health(found),
+        "findings": findings,
+    }
+
+
+def _cut(text: str, limit: int, more: str) -> tuple[str, dict[str, Any] | None]:
+    if limit <= 0 or len(text) <= limit:
+        return text, None
+    return text[:limit], {"shown": limit, "total": len(text), "rest": more}
+
+
+def _message(m: Message, i: int, limit: int, rest_hint: str,
+             replay: Replay) -> dict[str, Any]:
+    text, cut = _cut(content_text(m.content), limit, rest_hint.format(index=i))
+    d: dict[str, Any] = {"index": i, "type": m.type, "key": m.key, "content": text}
+    if cut:
+        d["cut"] = cut
+    if m.name:
+        d["name"] = m.name
+    if m.tool_call_id:
+        d["tool_call_id"] = m.tool_call_id
+    if m.status:
+        d["status"] = m.status
+    calls = []
+    for c in m.tool_calls:
+        args = json.dumps(c.get("args"), ensure_ascii=False, default=str)
+        a, acut = _cut(args, limit, rest_hint.format(index=i))
+        calls.append({"id": c.get("id"), "name": c.get("name"), "args": a,
+                      **({"args_cut": acut} if acut else {})})
+    if calls:
+        d["tool_calls"] = calls
+    note = replay.version_note(m)
+    if note:
+        d["version"] = note
+    return d
+
+
+def step_view(db: TraceDB, run_ref: str, step: int, *, cut: int = DEFAULT_CUT,
+              offset: int = 0, limit: int | None = None,
+              rest_hint: str = "") -> dict[str, Any]:
+    """Step ``step`` (from 1) of a run: the event (hook, phase, middleware, lap, tool
+    call), its caption, the tool calls still without a result, and the messages there
+    (``offset``/``limit`` page through them; contents longer than ``cut`` are cut)."""
+    run, replay = open_replay(db, run_ref)
+    total = len(replay.steps)
+    if not 1 <= step <= total:
+        msg = (f"run {run.id[:12]} has steps 1 to {total}, not {step}" if total
+               else f"run {run.id[:12]} has no steps")
+        raise StepOutOfRange(msg)
+    s = replay.steps[step - 1]
+    ev = s.event
+    msgs = replay.messages_at(s.index)
+    model_call = ev.hook in ("wrap_model_call", "model") and ev.phase in ("enter", "sent")
+    hint = rest_hint or f"looptrace show {run.id[:12]} --step {step} --full"
+    shown = msgs[offset: None if limit is None else offset + max(0, limit)]
+    return {
+        "run_id": run.id,
+        "step": step,
+        "steps": total,
+        "hook": ev.hook,
+        "phase": ev.phase,
+        "middleware": ev.middleware,
+        "lap": ev.lap,
+        "tool_call_id": ev.tool_call_id,
+        "node": s.node,
+        "kind": s.kind,
+        "caption": captions(replay)[s.index],
+        "messages_are": ("what the model received at this call" if model_call
+                         else "the conversation as it stood at this step"),
+        "pending_tool_calls": sorted(replay.pending_calls(s.index)),
+        "messages_total": len(msgs),
+        "messages_offset": offset,
+        "messages": [_message(m, offset + i, cut, hint, replay)
+                     for i, m in enumerate(shown)],
+    }
+
+
+def message_text(db: TraceDB, run_ref: str, step: int, index: int, *, offset: int = 0,
+                 limit: int = 8000) -> dict[str, Any]:
+    """The content of message ``index`` at step ``step``, ``limit`` characters from
+    ``offset`` (and its tool calls' arguments in full when they fit)."""
+    run, replay = open_replay(db, run_ref)
+    total = len(replay.steps)
+    if not 1 <= step <= total:
+        msg = f"run {run.id[:12]} has steps 1 to {total}, not {step}"
+        raise StepOutOfRange(msg)
+    msgs = replay.messages_at(step - 1)
+    if not 0 <= index < len(msgs):
+        msg = f"step {step} of run {run.id[:12]} has messages 0 to {len(msgs) - 1}, not {index}"
+        raise StepOutOfRange(msg)
+    m = msgs[index]
+    text = content_text(m.content)
+    if m.tool_calls:
+        text += "\n[tool_calls] " + json.dumps(m.tool_calls, ensure_ascii=False, default=str)
+    part = text[offset: offset + limit]
+    end = offset + len(part)
+    return {"run_id": run.id, "step": step, "index": index, "type": m.type,
+            "total_chars": len(text), "offset": offset, "text": part,
+            "next_offset": end if end < len(text) else None}
+
+
+# -- text ----------------------------------------------------------------------------------
+def _when(ts: float | None) -> str:
+    if ts is None:
+        return "-"
+    import time
+
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
+
+
+def render_overview(d: dict[str, Any]) -> str:
+    r = d["run"]
+    dur = f"{r['duration_s']:.2f} s" if r.get("duration_s") is not None else "-"
+    lines = [
+        f"run {r['id']}  {r.get('name') or ''}",
+        f"  status {r['status']}   started {_when(r.get('started_at'))}   took {dur}",
+        (f"  {r['laps']} laps, {r['model_calls']} model calls, {r['tool_calls']} tool calls, "
+        f"{r['errors']} errors, {r.get('total_tokens') or 0} tokens, {d['steps']} steps"),
+    ]
+    if r.get("model") or r.get("provider"):
+        lines.append(f"  model {r.get('model') or '-'} ({r.get('provider') or '-'})"
+                     f"   source {r.get('source') or '-'}")
+    if r.get("parent_id"):
+        lines.append(f"  subagent run of {r['parent_id'][:12]} "
+                     f"(tool call {r.get('parent_tool_call_id')})")
+    if r.get("error"):
+        lines.append(f"  error: {r['error']}")
+    meta = d.get("metadata")
+    if isinstance(meta, dict) and isinstance(meta.get("looptrace"), dict):
+        lt = meta["looptrace"]
+        lines.append(f"  recorded through {lt.get('through')}; not seen: {lt.get('not_seen')}")
+    for c in d["subagent_runs"]:
+        lines.append(f"  subagent run {c['id'][:12]} {c.get('name') or ''} ({c['status']}),"
+                     f" from tool call {c.get('parent_tool_call_id')}")
+    lines.append(f"health: {d['health']}")
+    for f in d["findings"]:
+        where = f"step {f['step']}" if f.get("step") else "the run"
+        lines.append(f"  {f['severity'].upper():7} {f['rule']} [{f['provider'] or 'all'}] "
+                     f"at {where}")
+        lines.append(f"          {f['message']}")
+        if f.get("message_keys"):
+            lines.append(f"          messages: {', '.join(f['message_keys'])}")
+    if d["findings"]:
+        lines.append(f"(looptrace show {r['id'][:12]} --step N: the messages at a step)")
+    return safe_text("\n".join(lines), keep_newlines=True) + "\n"
+
+
+def render_step(d: dict[str, Any]) -> str:
+    who = f" {d['middleware']}" if d.get("middleware") else ""
+    lines = [f"step {d['step']} / {d['steps']} of run {d['run_id'][:12]}: "
+             f"{d['hook']} {d['phase']}{who}   lap {d.get('lap') or 0}"
+             + (f"   tool call {d['tool_call_id']}" if d.get("tool_call_id") else ""),
+             f"  {d['caption']}"]
+    if d["pending_tool_calls"]:
+        lines.append(f"  tool calls without a result yet: {', '.join(d['pending_tool_calls'])}")
+    lines.append(f"messages ({d['messages_total']}, {d['messages_are']}):")
+    for m in d["messages"]:
+        head = f"[{m['index']}] {m['type']}"
+        if m.get("tool_call_id"):
+            head += f" (tool_call_id {m['tool_call_id']}{', ' + m['status'] if m.get('status') else ''})"
+        if m.get("version"):
+            head += f"  <{m['version']}>"
+        lines.append(head)
+        if m["content"]:
+            lines.extend("    " + ln for ln in m["content"].splitlines() or [""])
+        if m.get("cut"):
+            c = m["cut"]
+            lines.append(f"    ... cut at {c['shown']} of {c['total']} characters "
+                         f"(all of it: {c['rest']})")
+        for c in m.get("tool_calls", ()):
+            lines.append(f"    -> {c['name']}({c['args']})  id {c['id']}")
+            if c.get("args_cut"):
+                lines.append(f"       ... arguments cut at {c['args_cut']['shown']} of "
+                             f"{c['args_cut']['total']} characters (all of it: "
+                             f"{c['args_cut']['rest']})")
+    return safe_text("\n".join(lines), keep_newlines=True) + "\n"

@@ -1,0 +1,2 @@
+"""``looptrace mcp``: the Model Context Protocol server over a database, and its
+what-if tools."""

@@ -1,0 +1,399 @@
+"""``looptrace mcp``: a Model Context Protocol server over a looptrace database, so a
+coding agent (Claude Code, Cursor ...) can ask "did my last run loop, where, and which
+tool call was left without a result?" of the SQLite file itself.
+
+Built with the official ``mcp`` SDK (``MCPServer``); stdio by default, streamable HTTP
+on 127.0.0.1 with ``--http``. Every tool reads the file read-only (``TraceDB``) through
+the same API as the command line (``TraceDB.runs`` and ``RunFilter``, ``tracer.interop.show``,
+``check``'s findings, ``diff_tree``, ``TraceDB.wire``); ``export_html`` writes an HTML
+file, never the database, and says so. The what-if tools (``tracer.mcp.whatif_tools``:
+``replay_run``, ``fork_run``) are the only ones that write a run to the database, through
+a ``looptrace replay`` child process; the server itself only ever reads it.
+Answers are sized for a model's context: lists are paged (``offset``/``limit`` in,
+``next_offset`` out), long contents cut (with the call that gives the rest), and each
+answer carries the ids the next call takes. A bad run id, a step out of range, a file
+that is not a looptrace database or is locked: an error result naming the problem.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from tracer.db.schema import RUN_STATUSES
+from tracer.errors import LooptraceError
+from tracer.read.loader import RunSummary, TraceDB
+from tracer.read.run_list import HEALTH_CLASSES, RunFilter, parse_when
+
+__all__ = ["INSTRUCTIONS", "TOOLS", "build_server"]
+
+INSTRUCTIONS = """\
+looptrace records LLM agent loops (LangChain create_agent, LangGraph, Deep Agents, SDK loops
+seen through its proxy) to a SQLite file. A run is one invocation of an agent: laps of
+"call the model, run the tool calls it asked for, append one ToolMessage per call matched by
+tool_call_id, go round again". Every step of a run is an event: a hook firing
+(before_agent, before_model, wrap_model_call, after_model, wrap_tool_call, after_agent), a
+model or tool call entering or exiting, a change to the conversation. Steps are counted
+from 1. Start with list_runs (or search_runs), then run_summary for a run's findings (a
+dangling tool call: a call with no result before the next model call; an orphan result;
+a runaway loop; repeated calls ...), each with the step to open with get_step and
+get_messages."""
+
+T = TypeVar("T")
+PAGE = 20  # default page size
+CUT = 1500  # default characters of one message content
+
+
+class _Err(Exception):
+    """Turned into an MCP error result with this text."""
+
+
+def _tool_errors(fn: Callable[..., T]) -> Callable[..., T]:
+    """A domain error (no such run, step out of range, not our file, locked ...) becomes
+    the tool's error result, with its one-line message."""
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> T:
+        from mcp.server.mcpserver.exceptions import ToolError
+
+        try:
+            return fn(*args, **kwargs)
+        except (LooptraceError, ValueError, OSError) as exc:
+            raise ToolError(str(exc) or type(exc).__name__) from None
+    return wrapper
+
+
+def _compact(s: RunSummary) -> dict[str, Any]:
+    return {"id": s.id, "name": s.name, "status": s.status, "started_at": s.started_at,
+            "duration_s": round(s.duration_s, 3) if s.duration_s is not None else None,
+            "laps": s.laps, "model_calls": s.model_calls, "tool_calls": s.tool_calls,
+            "errors": s.errors, "total_tokens": s.total_tokens, "model": s.model,
+            "parent_id": s.parent_id, "source": s.source,
+            **({"error": s.error[:300]} if s.error else {})}
+
+
+def _page(items: list[Any], offset: int, limit: int) -> tuple[list[Any], int | None]:
+    offset, limit = max(0, offset), max(1, min(limit, 200))
+    part = items[offset: offset + limit]
+    nxt = offset + limit
+    return part, (nxt if nxt < len(items) else None)
+
+
+class Tools:
+    """The server's tools as plain functions over one database path (each call opens
+    the file read-only, so a database being written meanwhile is read as it is now)."""
+
+    def __init__(self, db: str | os.PathLike[str], export_dir: str | None = None) -> None:
+        self.db = os.fspath(db)
+        self.export_dir = export_dir
+
+    def _open(self) -> TraceDB:
+        _not_locked(self.db)
+        return TraceDB(self.db)
+
+    # -- runs ---------------------------------------------------------------------------
+    def list_runs(self, status: list[str] | None = None, name: str | None = None,
+                  since: str | None = None, until: str | None = None,
+                  health: list[str] | None = None, parent: str | None = None,
+                  top_level: bool = False, search: str | None = None,
+                  offset: int = 0, limit: int = PAGE) -> dict[str, Any]:
+        for s in status or ():
+            if s not in RUN_STATUSES:
+                raise _bad(f"unknown status {s!r} (one of {', '.join(RUN_STATUSES)})")
+        for h in health or ():
+            if h not in HEALTH_CLASSES:
+                raise _bad(f"unknown health {h!r} (one of {', '.join(HEALTH_CLASSES)})")
+        offset, limit = max(0, offset), max(1, min(limit, 200))
+        with self._open() as db:
+            f = RunFilter(status=tuple(status or ()), name=name or None,
+                          health=tuple(health or ()),
+                          since=parse_when(since) if since else None,
+                          until=parse_when(until) if until else None,
+                          parent_id=db.resolve(parent) if parent else None,
+                          top_level=top_level, search=search or None)
+            runs = db.runs(f, limit=limit, offset=offset)
+            total = db.count_runs(f)
+        nxt = offset + limit
+        return {"total": total, "offset": offset, "runs": [_compact(r) for r in runs],
+                "next_offset": nxt if nxt < total else None}
+
+    def run_summary(self, run: str, findings_offset: int = 0,
+                    findings_limit: int = PAGE) -> dict[str, Any]:
+        from tracer.interop.show import overview
+
+        with self._open() as db:
+            d = overview(db, run)
+        part, nxt = _page(d["findings"], findings_offset, findings_limit)
+        for f in part:
+            f["message"] = f["message"][:600]
+        d["findings_total"] = len(d["findings"])
+        d["findings"] = part
+        d["findings_next_offset"] = nxt
+        d["run"] = _compact_dict(d["run"])
+        return d
+
+    def list_steps(self, run: str, hook: str | None = None, tool_call_id: str | None = None,
+                   offset: int = 0, limit: int = 50) -> dict[str, Any]:
+        from tracer.interop.show import open_replay
+        from tracer.read.captions import captions
+
+        with self._open() as db:
+            r, replay = open_replay(db, run)
+        said = captions(replay)
+        rows = [{"step": s.index + 1, "hook": s.event.hook, "phase": s.event.phase,
+                 "middleware": s.event.middleware, "lap": s.event.lap,
+                 "tool_call_id": s.event.tool_call_id, "caption": said[s.index][:200]}
+                for s in replay.steps
+                if (hook is None or s.event.hook == hook)
+                and (tool_call_id is None or s.event.tool_call_id == tool_call_id)]
+        part, nxt = _page(rows, offset, limit)
+        return {"run_id": r.id, "steps_total": len(replay.steps), "matching": len(rows),
+                "steps": part, "next_offset": nxt}
+
+    def get_step(self, run: str, step: int) -> dict[str, Any]:
+        from tracer.interop.show import step_view
+
+        with self._open() as db:
+            d = step_view(db, run, step, limit=0)
+        d.pop("messages")
+        d.pop("messages_offset")
+        return d
+
+    def get_messages(self, run: str, step: int, offset: int = 0, limit: int = PAGE,
+                     cut: int = CUT) -> dict[str, Any]:
+        from tracer.interop.show import step_view
+
+        offset, limit = max(0, offset), max(1, min(limit, 200))
+        with self._open() as db:
+            d = step_view(db, run, step, cut=max(200, cut), offset=offset, limit=limit,
+                          rest_hint=(f"get_message_text(run={run!r}, step={step}, "
+                                     "index={index})"))
+        nxt = offset + limit
+        return {"run_id": d["run_id"], "step": step, "messages_are": d["messages_are"],
+                "pending_tool_calls": d["pending_tool_calls"],
+                "messages_total": d["messages_total"], "offset": offset,
+                "messages": d["messages"],
+                "next_offset": nxt if nxt < d["messages_total"] else None}
+
+    def get_message_text(self, run: str, step: int, index: int, offset: int = 0,
+                         limit: int = 8000) -> dict[str, Any]:
+        from tracer.interop.show import message_text
+
+        with self._open() as db:
+            return message_text(db, run, step, index, offset=max(0, offset),
+                                limit=max(100, min(limit, 50_000)))
+
+    def get_wire(self, run: str, step: int, cut: int = 4000) -> dict[str, Any]:
+        from tracer.interop.show import open_replay
+
+        with self._open() as db:
+            r, replay = open_replay(db, run)
+            total = len(replay.steps)
+            if not 1 <= step <= total:
+                raise _bad(f"run {r.id[:12]} has steps 1 to {total}, not {step}")
+            rows = db.wire(r.id)
+        # the model call this step belongs to: its enter event at or before the step
+        seq = replay.steps[step - 1].event.seq
+        calls = [s.event.seq for s in replay.steps if s.event.hook in (
+            "wrap_model_call", "model") and s.event.phase == "enter" and s.event.seq <= seq]
+        call_seq = calls[-1] if calls else None
+        mine = [w for w in rows if call_seq is not None and w.get("seq") == call_seq]
+        out = []
+        for w in mine:
+            d = {k: w.get(k) for k in ("id", "provider", "method", "url", "status", "error",
+                                       "duration_ms", "seq")}
+            for k in ("request_body", "response_body"):
+                text = w.get(k) or ""
+                d[k] = text[:cut]
+                if len(text) > cut:
+                    d[k + "_cut"] = {"shown": cut, "total": len(text),
+                                     "rest": f"get_wire(run={run!r}, step={step}, cut={len(text)})"}
+            out.append(d)
+        return {"run_id": r.id, "step": step, "model_call_step": (
+            next(s.index + 1 for s in replay.steps if s.event.seq == call_seq)
+            if call_seq is not None else None),
+            "exchanges": out, "exchanges_in_run": len(rows),
+            "note": None if out else (
+                "no provider HTTP exchange was captured for this model call (record with "
+                "`looptrace run --wire` or `looptrace proxy`)")}
+
+    def diff_runs(self, run_a: str, run_b: str, offset: int = 0,
+                  limit: int = 6000) -> dict[str, Any]:
+        from tracer.read.diff import diff_tree, format_text
+
+        with self._open() as db:
+            d = diff_tree(db, db.resolve(run_a), db, db.resolve(run_b))
+        text = format_text(d)
+        part = text[max(0, offset): max(0, offset) + max(500, limit)]
+        end = max(0, offset) + len(part)
+        return {"identical": d.identical, "text": part, "total_chars": len(text),
+                "next_offset": end if end < len(text) else None}
+
+    def export_html(self, run: str, path: str | None = None) -> dict[str, Any]:
+        from tracer.interop.html_export import export_html
+
+        with self._open() as db:
+            rid = db.resolve(run)
+        out = Path(path) if path else Path(
+            self.export_dir or tempfile.gettempdir()) / f"looptrace-{rid[:12]}.html"
+        written = export_html(self.db, rid, out)
+        return {"run_id": rid, "path": str(written.resolve()),
+                "bytes": written.stat().st_size}
+
+
+def _not_locked(path: str) -> None:
+    """Fail at once, naming the problem, on a file another process holds locked (the
+    reader would otherwise wait for it for half a minute)."""
+    import sqlite3
+
+    from tracer.errors import DatabaseUnavailable
+
+    if not os.path.isfile(path):
+        return  # (TraceDB says what is wrong with it)
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=1.0)
+    except sqlite3.Error:
+        return
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.OperationalError as exc:
+        if "locked" in str(exc) or "busy" in str(exc):
+            msg = f"{path} is locked by another process ({exc}); try again when it is released"
+            raise DatabaseUnavailable(msg) from None
+    except sqlite3.DatabaseError:
+        pass
+    finally:
+        conn.close()
+
+
+def _compact_dict(d: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in d.items() if v is not None}
+
+
+def _bad(text: str) -> LooptraceError:
+    return LooptraceError(text)
+
+
+# name -> description, in the domain's words (what each is for, what it returns)
+TOOLS: dict[str, str] = {
+    "list_runs": (
+        "List recorded agent runs, newest first, with the filters of `looptrace runs`: "
+        "status (running, completed, error, interrupted), name (substring of the run or "
+        "agent name), since/until (a date, a time or an age such as 7d or 12h), health "
+        "(a stored `looptrace check`: error, warning, info, ok, unchecked), parent (the "
+        "subagent runs of a run), top_level, search (text in the messages). Paged: "
+        "offset/limit in, next_offset out. Each run: id (pass it, or a unique prefix, to "
+        "the other tools), laps, model and tool calls, errors, tokens."),
+    "search_runs": (
+        "Find runs whose messages (user text, model replies, tool results, tool call "
+        "arguments) contain a text; paged like list_runs."),
+    "run_summary": (
+        "One run: status, laps, model and tool calls, tokens, its subagent runs (Deep "
+        "Agents' task calls), how it was recorded and what that could not see, and its "
+        "findings, each with the step to open: protocol problems a provider rejects with "
+        "a 400 (a dangling tool call: an AIMessage's tool call with no ToolMessage of the "
+        "same tool_call_id before the next model call; an orphan result; results out of "
+        "place) and loop problems (a runaway loop, the same tool call repeated, repeated "
+        "tool errors, a swallowed tool error, no final answer, a token jump)."),
+    "list_steps": (
+        "The steps of a run, one line each (step number from 1, hook, phase, middleware, "
+        "lap, tool_call_id, caption); filter by hook (before_agent, before_model, "
+        "wrap_model_call, after_model, wrap_tool_call, after_agent, model, tool, history "
+        "...) or by tool_call_id to follow one tool call from the reply that asked for it "
+        "to its result. Paged."),
+    "get_step": (
+        "One step of a run: the hook and phase (enter/exit of a model or tool call, a "
+        "node hook firing, a change to the conversation), the middleware, the lap, the "
+        "tool_call_id, the caption saying what happened, and the tool calls still "
+        "dangling (asked for, no result yet) at that point."),
+    "get_messages": (
+        "The messages at a step: at a model call, exactly what the model received (after "
+        "every middleware rewrote the request); elsewhere the conversation as it stood. "
+        "Each with its type, tool_calls (id, name, arguments) or tool_call_id pairing a "
+        "ToolMessage to its call, and the version when a middleware replaced it. Long "
+        "contents are cut, with the get_message_text call that gives the rest. Paged."),
+    "get_message_text": (
+        "The whole content of one message at a step (index as get_messages gives it), "
+        "paged by characters: offset/limit in, next_offset out."),
+    "get_wire": (
+        "The provider HTTP exchange (request and response bodies, status, URL) of the "
+        "model call a step belongs to, when it was captured (looptrace run --wire, "
+        "looptrace proxy): what OpenAI, Anthropic or Ollama really got and answered."),
+    "diff_runs": (
+        "Compare two runs lap by lap and hook by hook: the first divergence (another "
+        "tool, other arguments, another answer or result, an extra lap), every difference "
+        "per lap and a diff of the messages. Paged by characters."),
+    "export_html": (
+        "Write a run (with its subagent runs) as one self-contained HTML replay file and "
+        "return its path (default: the temporary directory). Writes that file only; the "
+        "database is never written."),
+}
+# (the what-if tools, replay_run and fork_run, are in tracer.mcp.whatif_tools: the only tools
+# that write to the database, through a ``looptrace replay`` child process)
+
+
+def build_server(db: str | os.PathLike[str], *, export_dir: str | None = None,
+                 agent: str | None = None) -> Any:
+    """The ``MCPServer`` with every tool over ``db`` (``agent``: the default
+    ``module:factory`` of the what-if tools)."""
+    from mcp.server.mcpserver import MCPServer
+
+    from .whatif_tools import WHATIF_TOOLS, WhatIf
+
+    tools = Tools(db, export_dir)
+    server = MCPServer("looptrace", instructions=INSTRUCTIONS, log_level="WARNING")
+
+    def search_runs(text: str, offset: int = 0, limit: int = PAGE) -> dict[str, Any]:
+        return tools.list_runs(search=text, offset=offset, limit=limit)
+
+    impl: dict[str, Callable[..., Any]] = {
+        "list_runs": tools.list_runs, "search_runs": search_runs,
+        "run_summary": tools.run_summary, "list_steps": tools.list_steps,
+        "get_step": tools.get_step, "get_messages": tools.get_messages,
+        "get_message_text": tools.get_message_text, "get_wire": tools.get_wire,
+        "diff_runs": tools.diff_runs, "export_html": tools.export_html,
+    }
+    from mcp.types import ToolAnnotations
+
+    for name, description in TOOLS.items():
+        read_only = name != "export_html"
+        server.tool(name=name, description=description, annotations=ToolAnnotations(
+            read_only_hint=read_only, destructive_hint=False, open_world_hint=False),
+            structured_output=False)(_as_text(_tool_errors(impl[name])))
+    whatif = WhatIf(os.fspath(db), agent)
+    aimpl: dict[str, Callable[..., Any]] = {"replay_run": whatif.replay_run,
+                                           "fork_run": whatif.fork_run}
+    for name, description in WHATIF_TOOLS.items():
+        server.tool(name=name, description=description, annotations=ToolAnnotations(
+            read_only_hint=False, destructive_hint=False, idempotent_hint=False,
+            open_world_hint=True), structured_output=False)(_async_tool(aimpl[name]))
+    return server
+
+
+def _async_tool(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``_tool_errors`` and ``_as_text`` for a coroutine tool."""
+    @functools.wraps(fn)
+    async def wrapper(*args: Any, **kwargs: Any) -> str:
+        from mcp.server.mcpserver.exceptions import ToolError
+
+        try:
+            out = await fn(*args, **kwargs)
+        except (LooptraceError, ValueError, OSError) as exc:
+            raise ToolError(str(exc) or type(exc).__name__) from None
+        return json.dumps(out, ensure_ascii=False, default=str, separators=(",", ":"))
+    wrapper.__annotations__ = {**fn.__annotations__, "return": str}
+    return wrapper
+
+
+def _as_text(fn: Callable[..., Any]) -> Callable[..., str]:
+    """The answer as compact JSON text (what a model reads)."""
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> str:
+        return json.dumps(fn(*args, **kwargs), ensure_ascii=False, default=str,
+                          separators=(",", ":"))
+    wrapper.__annotations__ = {**fn.__annotations__, "return": str}
+    return wrapper

@@ -1,0 +1,512 @@
+"""Captions: each replay step in words, read from the record.
+
+A view of the step model (``tracer.read.steps``), built only for what shows it: the
+replayer JSON (the app and the HTML export), ``looptrace show``, the MCP server, the
+compare page and the inspector's tool-call life. ``captions(replay)`` gives one caption
+per step, built once per replay (``Replay.view``); the checks never build them.
+
+Every statement is read from the record: what the hook is for (``tracer.vocab.hooks``), what
+another middleware's hook does (``tracer.vocab.known_middleware``) and what it did at this
+firing (``tracer.read.floorplan.describe``), how a tool call that raised ended, and, for a
+step that left the standard edges, whether an event says a jump happened
+(``tracer.read.graph_layout.jump_steps``).
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+from typing import Any
+
+from tracer.vocab.hooks import HOOK_BY_NAME
+from tracer.vocab.known_middleware import GENERIC, find
+from tracer.vocab.records import MODEL_HOOKS, TOOL_HOOKS
+from tracer.vocab.words import plural
+
+from .floorplan import describe
+from .graph_layout import is_jump, jump_steps, passable_points, route
+from .loader import Event, Run
+from .steps import Replay, run_shape
+
+__all__ = ["ERROR_PATHS", "PROPAGATED", "PROPAGATES", "RunFacts", "caption", "captions",
+           "step_captions", "tracer_names"]
+
+# How a tool call that came back as an error ToolMessage got there (the middleware
+# records ``error_path``), and what becomes of an exception no layer turned into one.
+ERROR_PATHS: dict[str, str] = {
+    "validation": "its arguments failed the tool's schema, so it never ran: create_agent's "
+                  "ToolNode returned the validation error as an error ToolMessage (its "
+                  "default handler converts argument errors only), and the model gets it on "
+                  "the next lap to correct its arguments",
+    "handle_tool_error": "the tool raised a ToolException and sets handle_tool_error=True, so "
+                         "LangChain turned it into this error ToolMessage and fed it back to "
+                         "the model; without that flag the exception would have propagated "
+                         "and failed the run",
+    "handle_validation_error": "its arguments failed the tool's schema and the tool sets "
+                               "handle_validation_error, so the tool itself answered with an "
+                               "error ToolMessage",
+    "unknown_tool": "the model asked for a tool the agent does not have, so ToolNode answered "
+                    "with an error ToolMessage listing the tools it does have",
+    "returned": "an error ToolMessage made by the tool itself or by a wrap_tool_call layer "
+                "inside TraceMiddleware (e.g. ToolErrorMiddleware, or ToolRetryMiddleware when "
+                "its retries ran out)",
+}
+
+PROPAGATES = ("By default create_agent's ToolNode turns only argument-validation errors into "
+              "messages, so the exception propagates up through every wrap_tool_call layer: "
+              "unless a middleware outside TraceMiddleware turns it into a ToolMessage, the "
+              "run fails")
+# Said where the record shows it happened (the run failed with the tool's exception).
+PROPAGATED = ("By default create_agent's ToolNode turns only argument-validation errors into "
+              "messages: this exception propagated up through every wrap_tool_call layer, "
+              "nothing turned it into a ToolMessage, and the run failed with it")
+
+
+@dataclass(frozen=True, slots=True)
+class RunFacts:
+    """What the captions may say about the run as a whole, read from the record once."""
+
+    shape: str  # "agent" or "loop" (``run_shape``)
+    handler: bool  # the callback handler recorded the run (runs.source = "callbacks")
+    tracer: bool  # TraceMiddleware recorded model or tool calls in it
+    status: str  # the run's status (completed, error, interrupted, running)
+    decides: str  # where the "tool calls?" edge starts: "after_model", or "the model node"
+
+    @classmethod
+    def of(cls, run: Run, used_hooks: frozenset[str], tracers: frozenset[str]) -> RunFacts:
+        tm = any(e.middleware in tracers and e.phase in ("enter", "exit")
+                 and (e.hook in MODEL_HOOKS or e.hook in TOOL_HOOKS) for e in run.events)
+        after_model = any(e.hook == "after_model" for e in run.events)
+        return cls(run_shape(run, used_hooks), run.summary.source == "callbacks", tm,
+                   str(run.summary.status), "after_model" if after_model else "the model node")
+
+
+def captions(replay: Replay) -> tuple[str, ...]:
+    """One caption per step of ``replay``, built once per replay.
+
+    Args:
+        replay: the step model of a run (``tracer.read.steps.build_replay``).
+
+    Returns:
+        ``captions(replay)[i]`` says what step ``i`` is for and what happened there.
+    """
+    return replay.view(_build)
+
+
+# (the public name: ``from tracer import step_captions``; ``tracer.read.captions`` is the module)
+step_captions = captions
+
+
+def _build(replay: Replay) -> tuple[str, ...]:
+    run = replay.run
+    tracers = tracer_names(run)
+    facts = RunFacts.of(run, replay.used_hooks, tracers)
+    offers = _tool_offers(run)
+    said: list[str] = []
+    last_ai_calls = 0
+    for st in replay.steps:
+        ev = st.event
+        if ev.hook in MODEL_HOOKS and ev.phase == "exit":
+            last_ai_calls = int((ev.payload or {}).get("tool_calls") or 0)
+        said.append(caption(ev, run, last_ai_calls, tracers=tracers, facts=facts,
+                            offers=offers))
+    _caption_moves(replay, facts, said)
+    return tuple(said)
+
+
+def _caption_moves(replay: Replay, facts: RunFacts, said: list[str]) -> None:
+    """Captions that need the whole run: a step that left the standard edges (a jump
+    only where an event says a jump happened, ``graph_layout.jump_steps``; otherwise
+    the move as the record shows it), and the first step when the conversation is
+    not recorded yet."""
+    steps = replay.steps
+    if steps and steps[0].event.hook == "run" and steps[0].event.phase == "start":
+        said[0] = _start_caption(replay, facts, said[0])
+    if replay.run.observed:  # no hook to name, and the loop's own moves are no jumps
+        return
+    passable = passable_points(replay)
+    jumped = jump_steps(replay)
+    for i, st in enumerate(steps):
+        if not st.edge:
+            continue
+        edges = route(*st.edge, passable, facts.shape)
+        if len(edges) != 1 or not is_jump(edges[0], facts.shape):
+            continue
+        a, b = st.edge
+        if i in jumped:
+            moved = f"{jumped[i]} jumped from {a} straight to {b}."
+        elif facts.shape == "loop" and a == "tools" and b == "END":
+            moved = ("The loop ended right after its tools ran, without calling the model "
+                    "again: the loop's own code stopped it (a bound or a break), not the "
+                    "model's answer.")
+        elif facts.shape == "loop":
+            moved = f"The loop went from {a} to {b}."
+        else:
+            moved = (f"The run went from {a} straight to {b}; no recorded event says why "
+                    + ("(no hook recorded a jump_to)." if facts.handler else
+                       "(attach the callback handler to see the other middleware's hooks)."))
+        said[i] = f"{moved} {said[i]}".strip()
+
+
+def _start_caption(replay: Replay, facts: RunFacts, said: str) -> str:
+    """The first step: what starts, and where its input shows when it is not recorded
+    yet (looptrace reads the conversation at the first hook or model call)."""
+    if replay.run.observed:
+        start = said
+    elif facts.shape == "loop":
+        start = ("The run starts: the loop's code is called (no graph and no middleware "
+                 "hooks: the callback handler records its model and tool calls).")
+    else:
+        start = "The run starts: the agent's graph is invoked."
+    if replay.messages_at(0):
+        return start
+    later = next((st for st in replay.steps if replay.state_at(st.event.seq)), None)
+    if later is None:
+        return f"{start} No message of it was recorded."
+    where = "the first model call" if later.kind == "model" else f"{later.event.hook}"
+    return (f"{start} Its input is not recorded yet: the messages show from step "
+            f"{later.index + 1} ({where}), where looptrace first "
+            f"{'sees' if replay.run.observed else 'reads'} the conversation.")
+
+
+_SEEN_BY = {"wire": "its HTTP traffic, recorded by looptrace proxy",
+            "otel": "its OpenTelemetry spans"}
+
+
+def _observed_caption(ev: Event, p: dict[str, Any], run: Run) -> str | None:
+    """Captions for a run seen from outside (``tracer/record/ingest.py``): say what the
+    observer saw and what it cannot know, never a hook it did not see."""
+    seen = _SEEN_BY.get(run.observed or "", f"what {run.observed} recorded")
+    if ev.hook == "run" and ev.phase == "start":
+        if p.get("continued"):
+            return ("The conversation goes on: the next request extends the finished one "
+                    "(a follow-up), so it is the same run.")
+        return (f"A loop seen from outside, through {seen}: model calls and the tool "
+                "results sent back are known; hooks and middleware are not, so the graph "
+                "is the loop alone.")
+    if ev.hook == "run" and ev.phase == "end":
+        return ("The model answered without asking for a tool and no later call extends "
+                "this conversation: the loop is done. No field of the API says \"done\": "
+                "the loop decides by the absence of tool calls, not by the stop reason.")
+    if ev.hook in MODEL_HOOKS and ev.phase == "enter":
+        n = p.get("messages", "?")
+        sys_note = " and a system prompt" if p.get("system") or p.get("system_same") else ""
+        said = (f"The model is called with {n} message{'' if n == 1 else 's'}{sys_note} "
+                f"(lap {ev.lap}).")
+        if ev.lap > 1:
+            said = (f"The model is called with the whole history again, {plural(n, 'message')}"
+                    f"{sys_note} (lap {ev.lap}): the API keeps no state between calls.")
+        if p.get("previous_response_id"):
+            said = (f"The model is called with {n} new items and previous_response_id "
+                    f"{p['previous_response_id']} (lap {ev.lap}): the server holds the "
+                    "earlier turns, so they are not on the wire.")
+        if p.get("changed"):
+            said += f" Changed since the previous call: {', '.join(p['changed'])}."
+        return said
+    if ev.hook in MODEL_HOOKS and ev.phase == "exit":
+        k = int(p.get("tool_calls") or 0)
+        stop = f" (stop reason: {p['stop_reason']})" if p.get("stop_reason") else ""
+        if k:
+            names = _names(run, ev)
+            return (f"The model answered asking for {k} tool call{'s' if k > 1 else ''}"
+                    f"{': ' + names if names else ''}{stop}. The loop runs "
+                    f"{'them' if k > 1 else 'it'} and sends one result per call back, each "
+                    "with the call's id.")
+        return (f"The model answered in plain text{stop}: no tool calls, so the loop "
+                "stops here.")
+    if ev.hook in TOOL_HOOKS and p.get("observed"):
+        return (f"The result for tool call {ev.tool_call_id} was sent back with the next "
+                "request. The wire shows when it was sent, not when or how long the tool "
+                "ran.")
+    return None
+
+
+def _names(run: Run, ev: Event) -> str:
+    calls: list[str] = []
+    for m in run.messages_by_seq.get(ev.seq, ()):
+        calls.extend(c.get("name", "?") for c in m.tool_calls)
+    return ", ".join(calls)
+
+
+def _layer_caption(ev: Event, p: dict[str, Any]) -> str:
+    """A step of the onion (``TraceMiddleware.around``): what one layer did."""
+    layer = ev.middleware or "a layer"
+    call = "model call" if ev.hook in MODEL_HOOKS else f"tool call {ev.tool_call_id}"
+    what = p.get("what")
+    changed = ", ".join(str(c) for c in p.get("changed") or ()) or "nothing"
+    if what == "request":
+        detail = ""
+        if "model" in p:
+            detail += f" Model: {p['model']}."
+        if "tool_names" in p:
+            detail += f" Tools offered: {', '.join(map(str, p['tool_names']))}."
+        if "args" in p:
+            detail += " New arguments."
+        return (f"{layer} changed the {call} on its way in ({changed}); the layers inside "
+                f"it and the {'model' if ev.hook in MODEL_HOOKS else 'tool'} get this "
+                f"version.{detail}")
+    if what == "attempt":
+        on = f" with {p['model']}" if p.get("model") else ""
+        return (f"{layer} called the rest of the onion again: attempt {p.get('attempt')}"
+                f"{on} (a retry or a fallback).")
+    if what == "error":
+        return (f"{p.get('error', 'An exception')} came up out of the layers inside "
+                f"{layer}, into {layer}: it may retry, fall back or turn it into a "
+                "result; if it does not, the call fails.")
+    if what == "short-circuit":
+        inside = "model" if ev.hook in MODEL_HOOKS else "tool"
+        return (f"{layer} answered the {call} itself, without calling the layers inside it "
+                f"or the {inside} (a cache, a guard, a canned reply).")
+    if what == "response" and "recovered" in (p.get("changed") or ()):
+        return (f"{layer} turned the exception ({p.get('recovered', '?')}) into a result "
+                "instead of failing the call: the layers outside it get a normal answer"
+                f"{' with status ' + str(p['status']) if p.get('status') else ''}.")
+    if what == "response":
+        return (f"{layer} changed the {call}'s result on its way out ({changed}): the "
+                "layers outside it, and the state, get this version.")
+    return f"{layer}: a step of the {call}."
+
+
+_NODE_WHO = {
+    "tools": "The tools node (a wrap_tool_call layer outside TraceMiddleware, e.g. Deep "
+             "Agents' eviction of a large result to a file, or the tool's own Command)",
+    "model": "The model node (a wrap_model_call layer outside TraceMiddleware, e.g. Deep "
+             "Agents' summarisation offloading old results)",
+}
+
+
+def _history_caption(p: dict[str, Any], facts: RunFacts) -> str:
+    by = p.get("by")
+    who = _NODE_WHO.get(str(by), str(by)) if by else (
+        "A hook or wrap layer that looptrace does not wrap")
+    parts = []
+    if p.get("replaced"):
+        n = len(p["replaced"])
+        parts.append(f"replaced {n} message{'s' if n > 1 else ''} by a new version "
+                     "(same id, other content)")
+    if p.get("removed"):
+        n = len(p["removed"])
+        parts.append(f"removed {n} message{'s' if n > 1 else ''}")
+    if isinstance(p.get("keys"), list) and not p.get("removed"):
+        parts.append("rewrote the order of the history")
+    if not parts:
+        parts.append("rewrote the history (summarised or trimmed)")
+    tail = "" if p.get("by") or facts.handler else " (attach the callback handler to name it)"
+    return f"{who} {' and '.join(parts)}: the conversation from here on is the new one{tail}."
+
+
+def tracer_names(run: Run) -> frozenset[str]:
+    """The names looptrace's own middleware recorded under in ``run`` (it alone records
+    the model and tool calls' enter and exit)."""
+    return frozenset({"TraceMiddleware", "LeanTraceMiddleware"} | {
+        e.middleware for e in run.events if e.middleware and e.phase in ("enter", "exit")
+        and (e.hook in MODEL_HOOKS or e.hook in TOOL_HOOKS)})
+
+
+def _known_sentence(ev: Event, tracers: frozenset[str]) -> str | None:
+    """What another middleware's hook does (``tracer.vocab.known_middleware``) and what it did
+    at this firing; None for looptrace's own hooks and for events of no middleware."""
+    if not ev.middleware or ev.middleware in tracers or ev.hook not in HOOK_BY_NAME:
+        return None
+    k = find(ev.middleware, ev.hook)
+    role = (k.roles.get(ev.hook) if k else None) or GENERIC[ev.hook]
+    who = (f"{k.source}{chr(39) if k.source.endswith('s') else chr(39) + 's'} "
+           f"{ev.middleware}" if k else ev.middleware)
+    said = f"{ev.hook} of {who}: it {role}."
+    if ev.phase not in ("interrupt", "error", "layer"):
+        said += f" Here it {describe(ev)}."
+    if k is not None and k.note:
+        said += f" ({k.note})"
+    return said
+
+
+def _tool_error_caption(ev: Event, p: dict[str, Any], what: str, run: Run,
+                        facts: RunFacts) -> str:
+    """A tool call that raised: what became of the exception, as the record shows it."""
+    err = str(p.get("error", ""))
+    if "matching ToolMessage in Command.update" in err:
+        what += (" The tool returned a Command whose update has no ToolMessage answering this "
+                 "call: every tool call must be answered (same tool_call_id), so ToolNode "
+                 "raised.")
+    if p.get("handle_tool_error") is False:
+        what += (" The tool sets no handle_tool_error (which would catch a ToolException "
+                 "only).")
+    later = [e for e in run.events if e.seq > ev.seq]
+    went_on = any(e.hook in MODEL_HOOKS or e.hook in TOOL_HOOKS for e in later)
+    answer = next((m for m in run.messages if m.tool_call_id == ev.tool_call_id
+                   and m.seq >= ev.seq), None) if ev.tool_call_id else None
+    if facts.shape == "loop":
+        if not went_on and facts.status == "error":
+            return f"{what} The exception left the loop: the run failed."
+        if answer is None:
+            sent = "No result for this call was sent back"
+        elif not answer.text.strip():
+            sent = ("The result sent back for this call is empty, so the model is told "
+                    "nothing of the error")
+        else:
+            sent = "A result for this call was sent back (the tool message)"
+        return (f"{what} The loop's code caught the exception and went on"
+                f"{' (the run ' + facts.status + ')' if facts.status != 'running' else ''}. "
+                f"{sent}.")
+    if facts.status == "error" and not went_on:
+        return f"{what} {PROPAGATED}."
+    if facts.status == "running" and not went_on:
+        return f"{what} {PROPAGATES}."
+    if answer is not None:
+        return (f"{what} A layer outside TraceMiddleware turned the exception into a "
+                "ToolMessage for this call, so the run went on.")
+    return f"{what} The run went on without a result for this call recorded."
+
+
+def caption(ev: Event, run: Run, tool_calls: int = 0, *,
+            tracers: frozenset[str] = frozenset({"TraceMiddleware"}),
+            facts: RunFacts | None = None,
+            offers: tuple[list[int], list[Any]] | None = None) -> str:
+    """One or two sentences: what this hook is for and what happened here, each
+    statement read from the record (``facts``: the run as a whole)."""
+    p = ev.payload if isinstance(ev.payload, dict) else {}
+    if facts is None:
+        used = frozenset(e.hook for e in run.events if e.hook in HOOK_BY_NAME and e.middleware)
+        facts = RunFacts.of(run, used, tracers)
+    loop = facts.shape == "loop"
+    if run.observed:
+        said = _observed_caption(ev, p, run)
+        if said is not None:
+            return said
+    hook = HOOK_BY_NAME.get(ev.hook)
+    purpose = f"{ev.hook} {hook.purpose}" if hook else ""
+    dur = f" in {ev.duration_ms:.1f} ms" if ev.duration_ms is not None else ""
+    who = f" ({ev.middleware})" if ev.middleware else ""
+    known = _known_sentence(ev, tracers)
+    if ev.phase == "error" and ev.hook == "run":
+        if loop:
+            return (f"The run failed: {p.get('error', 'an exception')} came out of the loop "
+                    "to its caller.")
+        return (f"The run failed: {p.get('error', 'an exception')} came out of the graph to "
+                "the caller of invoke(); nothing after it ran (no after_agent).")
+    if ev.phase == "error":
+        what = f"{ev.hook}{who} raised {p.get('error', 'an error')}{dur}."
+        if ev.hook == "node" and p.get("node"):
+            what = f"The {p['node']} node raised {p.get('error', 'an error')}{dur}."
+        if ev.hook == "model":
+            what = f"The model call failed{dur}: {p.get('error', 'an error')}."
+        if ev.hook in TOOL_HOOKS:
+            name = f" {p['name']}" if p.get("name") else ""
+            if ev.hook == "tool":
+                what = f"The tool{name} raised {p.get('error', 'an error')}{dur}."
+            return _tool_error_caption(ev, p, what, run, facts)
+        return f"{what} {known}" if known else what
+    if ev.phase == "interrupt" or ev.hook == "interrupt":
+        said = ("The run paused for a human: an interrupt() stopped the graph and the "
+                "checkpointer saved its state. Resuming continues this same run.")
+        return f"{said} {known}" if known else said
+    if ev.hook == "resume":
+        return ("The thread resumed with a human decision; the loop continues where it "
+                "paused (no before_agent fires on resume).")
+    if ev.hook == "history":
+        return _history_caption(p, facts)
+    if ev.phase == "layer":
+        return f"{_layer_caption(ev, p)} {known}" if known else _layer_caption(ev, p)
+    if ev.hook in MODEL_HOOKS and ev.phase == "sent":
+        n = p.get("messages", "?")
+        changed = len(p.get("inline_messages") or [])
+        what = (f"; {changed} of them in another form than at TraceMiddleware's layer"
+                if changed else "")
+        sys_note = " and another system prompt" if "system" in p else ""
+        return (f"What the model received: {plural(n, 'message')}{what}{sys_note}. The "
+                "wrap_model_call layers inside TraceMiddleware (later in the middleware "
+                "list) rewrote the request after TraceMiddleware saw it.")
+    if ev.hook == "run":
+        return {"start": "The run starts.",
+                "end": ("The run ends: the loop's code returned." if loop else
+                        "The run ends: the graph returned its final state."),
+                "error": f"The run failed: {p.get('error', '')}"}.get(ev.phase, "")
+    if ev.hook == "node":
+        return f"Graph node {p.get('node', '?')} ran{dur}."
+    if ev.hook in MODEL_HOOKS:
+        if ev.phase == "enter":
+            n = p.get("messages", "?")
+            return (f"{purpose} The model is called with {plural(n, 'message')}"
+                    f"{' and the system prompt' if p.get('system') or p.get('system_same') else ''}"
+                    f" (lap {ev.lap}).").strip()
+        n = int(p.get("tool_calls") or 0)
+        usage = p.get("usage") or {}
+        tok = f", {usage.get('total_tokens')} tokens" if usage.get("total_tokens") else ""
+        if n:
+            names = _names(run, ev)
+            asked = (f"The model answered{dur}{tok} asking for {plural(n, 'tool call')}"
+                     f"{': ' + names if names else ''}.")
+            if loop:
+                return (f"{asked} The loop runs {'them' if n > 1 else 'it'} and sends one "
+                        "result per call back, each with the call's id.")
+            return (f"{asked} The conditional edge after {facts.decides} will route to tools"
+                    f"{', which run them in parallel' if n > 1 else ''}.")
+        if loop:
+            return (f"The model answered in plain text{dur}{tok}: no tool calls, so the loop "
+                    "stops here.")
+        return (f"The model answered in plain text{dur}{tok}: no tool calls, so the loop "
+                f"ends after {facts.decides}.")
+    if ev.hook in TOOL_HOOKS:
+        name = p.get("name", "")
+        if ev.phase == "enter":
+            unknown = "" if p.get("known_tool", True) else " (not a tool the agent has!)"
+            return (f"{purpose} Tool call {name}{unknown} starts with id {ev.tool_call_id}."
+                    f"{_hidden_note(offers or _tool_offers(run), ev, str(name))}").strip()
+        status = p.get("status")
+        if status == "error":
+            path = ERROR_PATHS.get(str(p.get("error_path")))
+            said = f"The tool call {ev.tool_call_id} came back as an error ToolMessage{dur}"
+            if path:
+                return f"{said}: {path}."
+            return f"{said}; the error is fed back to the model on the next lap."
+        if p.get("command"):
+            answered = any(m.tool_call_id == ev.tool_call_id for m in run.messages)
+            return (f"The tool returned a Command{dur} that updates the state (a subagent's "
+                    "result arrives this way)"
+                    + ("; its update carries the ToolMessage that answers this call (same "
+                       "tool_call_id), as ToolNode requires: every tool call must be answered."
+                       if answered else "."))
+        if loop:
+            answered = any(m.tool_call_id == ev.tool_call_id for m in run.messages)
+            return (f"The tool call {ev.tool_call_id} returned{dur}; "
+                    + ("the loop sends its result back in a ToolMessage with the call's id."
+                       if answered else "no ToolMessage with this call's id was sent back: "
+                       "the model cannot match a result to this call."))
+        return (f"The tool call {ev.tool_call_id} returned{dur}; its ToolMessage answers the "
+                "call with the same tool_call_id.")
+    if known:
+        purpose, who = known, ""
+    if ev.hook == "after_model":
+        nxt = "tools" if tool_calls else "after_agent"
+        return f"{purpose}{who} Next, the conditional edge goes to {nxt}."
+    if ev.hook == "before_model":
+        return f"{purpose}{who} Lap {ev.lap} begins."
+    return f"{purpose}{who}".strip()
+
+
+def _tool_offers(run: Run) -> tuple[list[int], list[Any]]:
+    """The seqs of the model calls that offered tools, and the signatures they gave
+    (found once per run: a caption per tool call looks them up)."""
+    seqs, offers = [], []
+    for e in run.events:
+        if e.hook in MODEL_HOOKS and e.phase == "enter" and isinstance(e.payload, dict) and (
+                isinstance(e.payload.get("tools"), list)):
+            seqs.append(e.seq)
+            offers.append(e.payload.get("signatures"))
+    return seqs, offers
+
+
+def _hidden_note(found: tuple[list[int], list[Any]], ev: Event, name: str) -> str:
+    """At a tool call's start: the parameters LangChain injects, which the schema the
+    model saw leaves out (``tracer.vocab.tool_signatures``)."""
+    seqs, offers = found
+    k = bisect.bisect_right(seqs, ev.seq)  # (the tools offered last before this call)
+    sigs = offers[k - 1] if k else None
+    sig = sigs.get(name) if isinstance(sigs, dict) else None
+    hidden = sig.get("hidden") if isinstance(sig, dict) else None
+    if not hidden:
+        return ""
+    names = ", ".join(map(str, hidden))
+    return (f" Its Python signature also takes {names}, which LangChain injects (a "
+            f"ToolRuntime gives the call id, the state and the config): the schema the model "
+            f"saw leaves {'them' if len(hidden) > 1 else 'it'} out.")

@@ -1,0 +1,140 @@
+"""Forks and replays of a run, as the read side sees them (no LangChain).
+
+A replay or fork (``tracer.whatif.rerun``) is a run whose ``runs.metadata`` holds
+``replay_of`` (the run it replays) and, for a fork, ``forked_from`` (run, step, edit).
+``forks_of`` lists them for a run; ``fork_argv`` is the exact ``looptrace replay``
+command that forks a run at a step with an edit (what the app shows, or runs when
+``looptrace ui --agent`` named the agent).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from .loader import TraceDB
+
+# the environment variable ``looptrace ui --agent`` sets for the app
+AGENT_ENV = "LOOPTRACE_AGENT"
+
+
+@dataclass(frozen=True)
+class Fork:
+    """A replay (``step`` None) or fork of a run."""
+
+    run_id: str
+    of: str
+    step: int | None
+    edit: dict[str, Any] | None
+    started_at: float | None
+
+    @property
+    def label(self) -> str:
+        if self.step is None:
+            return f"replay {self.run_id[:12]}"
+        what = (self.edit or {}).get("kind", "edit")
+        return f"fork {self.run_id[:12]} at step {self.step} ({what})"
+
+    @property
+    def what(self) -> str:
+        """What the Runs page says of it: the step and the edit, shortened."""
+        if self.step is None:
+            return f"replay of {self.of[:12]}"
+        edit = self.edit or {}
+        kind = str(edit.get("kind", "edit")).replace("_", " ")
+        if edit.get("position") is not None:
+            kind += f" {edit['position']}"
+        text = edit.get("text")
+        if text is None and edit.get("model") is not None:
+            text = edit["model"]
+        said = "" if text is None else " → " + " ".join(str(text).split())[:60]
+        return f"fork of {self.of[:12]} at step {self.step}: {kind}{said}"
+
+
+def _meta(text: Any) -> dict[str, Any]:
+    try:
+        meta = json.loads(text) if isinstance(text, str) else None
+    except ValueError:
+        return {}
+    return meta if isinstance(meta, dict) else {}
+
+
+def _fork(rid: Any, meta: dict[str, Any], started: Any) -> Fork | None:
+    of = meta.get("replay_of")
+    if not isinstance(of, str):
+        return None
+    fork = meta.get("forked_from")
+    if isinstance(fork, dict):
+        step = int(fork["step"]) if fork.get("step") else None
+        edit = fork.get("edit") if isinstance(fork.get("edit"), dict) else None
+        return Fork(str(rid), of, step, edit, started)
+    return Fork(str(rid), of, None, None, started)
+
+
+def forks_among(db: TraceDB, run_ids: list[str],
+                since: float | None = None) -> dict[str, Fork]:
+    """The replays and forks of any of ``run_ids`` (started at or after ``since``: a
+    fork starts after the run it forks), by their run id: what the Runs page nests."""
+    wanted = set(run_ids)
+    if not wanted:
+        return {}
+    sql = ("SELECT id, metadata, started_at FROM runs WHERE parent_id IS NULL"
+           " AND metadata LIKE '%replay_of%'")
+    params: list[Any] = []
+    if since is not None:
+        sql += " AND started_at >= ?"
+        params.append(since)
+    out = {}
+    for rid, text, started in db.query(sql, params):
+        f = _fork(rid, _meta(text), started)
+        if f is not None and f.of in wanted and f.run_id != f.of:
+            out[f.run_id] = f
+    return out
+
+
+def forks_of(db: TraceDB, run_id: str) -> list[Fork]:
+    """The replays and forks of ``run_id``, oldest first."""
+    rows = db.query("SELECT id, metadata, started_at FROM runs WHERE parent_id IS NULL AND "
+                    "metadata LIKE ? ORDER BY started_at, id", [f"%{run_id}%"])
+    out = []
+    for rid, text, started in rows:
+        meta = _meta(text)
+        if meta.get("replay_of") != run_id:
+            continue
+        fork = meta.get("forked_from")
+        if isinstance(fork, dict):
+            step = int(fork["step"]) if fork.get("step") else None
+            out.append(Fork(str(rid), run_id, step, fork.get("edit"), started))
+        else:
+            out.append(Fork(str(rid), run_id, None, None, started))
+    return out
+
+
+def origin_of(metadata: Any) -> tuple[str, int | None] | None:
+    """(the run it replays, the fork step or None) for a replay's or fork's metadata."""
+    meta = metadata if isinstance(metadata, dict) else _meta(metadata)
+    of = meta.get("replay_of")
+    if not isinstance(of, str):
+        return None
+    fork = meta.get("forked_from")
+    step = fork.get("step") if isinstance(fork, dict) else None
+    return of, int(step) if isinstance(step, int) else None
+
+
+def fork_argv(run_id: str, step: int, edit: dict[str, Any], *, agent: str, db: str) -> list[str]:
+    """``looptrace replay`` arguments that fork ``run_id`` at ``step`` with ``edit``
+    (``{"kind": "message", "position": 2, "text": ...}``, ``{"kind": "tool_result",
+    "text": ...}``, ``{"kind": "system", "text": ...}``)."""
+    argv = ["looptrace", "replay", run_id, "--agent", agent, "--db", db, "--at", str(step)]
+    kind = edit.get("kind")
+    if kind == "message":
+        argv += ["--message", f"{int(edit['position'])}={edit['text']}"]
+    elif kind == "tool_result":
+        argv += ["--tool-result", str(edit["text"])]
+    elif kind == "system":
+        argv += ["--system", str(edit["text"])]
+    else:
+        msg = f"the app forks with a message, a tool result or a system prompt, not {kind!r}"
+        raise ValueError(msg)
+    return argv

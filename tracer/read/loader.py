@@ -1,0 +1,372 @@
+"""The read side: load runs, events and messages from a looptrace database.
+
+Pure Python, no Streamlit: the app, the CLI, ``check`` and the exporters all
+read through ``TraceDB``. Every problem with the file is a one-line
+``LooptraceError``.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Self
+
+from tracer.db import search
+from tracer.db.schema import connect
+from tracer.db.summaries import COUNT_FIELDS, live_counts
+from tracer.errors import NotALooptraceDatabase, RunNotFound
+from tracer.vocab.content import content_text as content_text  # noqa: PLC0414 - re-exported for its readers
+from tracer.vocab.records import EventRecord
+
+from . import run_list
+from .run_list import RunFilter
+from .state_at import StateLog, load_state
+
+_RUN_FIELDS = (
+    "id", "parent_id", "parent_tool_call_id", "name", "thread_id", "agent_name", "status",
+    "started_at", "ended_at", "error", "model", "provider", "input_tokens", "output_tokens",
+    "total_tokens", "source",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RunSummary:
+    """One row of the runs list: a run's name, status, times, model and token totals,
+    and its counts (laps, model calls, tool calls, errors, events)."""
+
+    id: str
+    parent_id: str | None
+    parent_tool_call_id: str | None
+    name: str | None
+    thread_id: str | None
+    agent_name: str | None
+    status: str
+    started_at: float | None
+    ended_at: float | None
+    error: str | None
+    model: str | None
+    provider: str | None
+    input_tokens: int | None
+    output_tokens: int | None
+    total_tokens: int | None
+    source: str | None
+    laps: int = 0
+    model_calls: int = 0
+    tool_calls: int = 0
+    errors: int = 0
+    events: int = 0
+
+    @property
+    def duration_s(self) -> float | None:
+        if self.started_at is None or self.ended_at is None:
+            return None
+        return max(0.0, self.ended_at - self.started_at)
+
+    @property
+    def tokens_text(self) -> str:
+        """The run's tokens as the runs lists say them (the app's and ``looptrace
+        runs``): "not reported" where its model calls reported no usage (a model call
+        that reports usage uses at least one token), "0" for a run without any."""
+        if not self.total_tokens:
+            return "not reported" if self.model_calls else "0"
+        return f"{self.total_tokens:,}"
+
+
+# An event as read back is the record the writer was given (its payload parsed):
+# one definition for both sides.
+Event = EventRecord
+
+
+def _loads(text: str | None) -> Any:
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError):
+        return {"__unparsed__": text}
+
+
+@dataclass(frozen=True)
+class Message:
+    """One message of a run's conversation as recorded: its place (``position``), the
+    event that added it (``seq``) and the LangChain message as a dict (``data``)."""
+
+    position: int
+    seq: int
+    msg_id: str | None
+    type: str
+    tool_call_id: str | None
+    text: str
+    data: dict[str, Any]  # {"type": ..., "data": {...}}
+    stored_key: str | None = None  # the writer's key (schema 2); None in older files
+
+    @property
+    def key(self) -> str:
+        """The writer's key (``tracer.vocab.records.message_key``); for a file written
+        before keys were stored, the same rule with the position standing in for
+        the object of a message without id."""
+        if self.stored_key:
+            return self.stored_key
+        if self.tool_call_id:
+            return "t:" + self.tool_call_id
+        return self.msg_id or f"p:{self.position}"
+
+    @property
+    def body(self) -> dict[str, Any]:
+        d = self.data.get("data")
+        return d if isinstance(d, dict) else {}
+
+    @property
+    def content(self) -> Any:
+        return self.body.get("content")
+
+    @property
+    def tool_calls(self) -> list[dict[str, Any]]:
+        return list(self.body.get("tool_calls") or [])
+
+    @property
+    def invalid_tool_calls(self) -> list[dict[str, Any]]:
+        return list(self.body.get("invalid_tool_calls") or [])
+
+    @property
+    def status(self) -> str | None:
+        return self.body.get("status")
+
+    @property
+    def name(self) -> str | None:
+        return self.body.get("name")
+
+    def to_langchain(self) -> Any:
+        """The LangChain message, rebuilt losslessly from its stored dict."""
+        from langchain_core.messages import messages_from_dict
+
+        return messages_from_dict([self.data])[0]
+
+
+
+
+@dataclass
+class Run:
+    """One recorded run, read whole: its summary, every event and message, the
+    summaries of its subagent runs (``children``) and later message revisions."""
+
+    summary: RunSummary
+    events: list[Event]
+    messages: list[Message]  # each message as first recorded, ordered by (position, seq)
+    children: list[RunSummary] = field(default_factory=list)
+    metadata: Any = None
+    # later versions of those messages (same key, other content: a middleware
+    # redacted, cleared or evicted it), ordered by seq
+    revisions: list[Message] = field(default_factory=list)
+    # the other state keys, as versions (``tracer.read.state_at``)
+    state: StateLog = field(default_factory=StateLog)
+
+    @property
+    def id(self) -> str:
+        return self.summary.id
+
+    @property
+    def observed(self) -> str | None:
+        """What saw this run from outside ("wire": a proxy's traffic; "otel": spans),
+        or None for a run the tracer recorded from inside (``tracer/record/ingest.py``)."""
+        meta = self.metadata if isinstance(self.metadata, dict) else {}
+        return str(meta["observed"]) if meta.get("observed") else None
+
+    @cached_property
+    def message_by_key(self) -> dict[str, Message]:
+        return {m.key: m for m in self.messages}
+
+    @cached_property
+    def messages_by_seq(self) -> dict[int, list[Message]]:
+        """The messages (as first recorded) that each event added."""
+        out: dict[int, list[Message]] = {}
+        for m in self.messages:
+            out.setdefault(m.seq, []).append(m)
+        return out
+
+
+class TraceDB:
+    """A looptrace database opened for reading (thread-safe)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = str(path)
+        p = Path(self.path)
+        if not p.exists():
+            msg = f"{self.path}: no such database"
+            raise NotALooptraceDatabase(msg)
+        if p.is_dir():
+            msg = f"{self.path} is a directory, not a looptrace database"
+            raise NotALooptraceDatabase(msg)
+        if p.stat().st_size == 0:
+            msg = f"{self.path} is empty: no looptrace runs recorded yet"
+            raise NotALooptraceDatabase(msg)
+        self._conn = connect(self.path, readonly=True)
+        self._lock = threading.Lock()
+        # (a file of an older schema opened read-only is read as it is: schema 1 has
+        # no message versions, schema 2 no derived tables)
+        self._has_versions = any(r[1] == "version" for r in self._query(
+            "PRAGMA table_info(messages)"))
+        self.schema_version = int(self._query(
+            "SELECT value FROM meta WHERE key = 'schema_version'")[0][0])
+        self.derived = self.schema_version >= 3
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def query(self, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
+        """Rows of ``sql`` (for the read-side modules: ``tracer.checks.saved`` ...)."""
+        return self._query(sql, params)
+
+    def _query(self, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            try:
+                return self._conn.execute(sql, params).fetchall()
+            except sqlite3.DatabaseError as exc:
+                msg = f"{self.path}: cannot read ({exc})"
+                raise NotALooptraceDatabase(msg) from None
+
+    # -- runs ---------------------------------------------------------------
+    def runs(self, filter: RunFilter | None = None, *, search: str | None = None,
+             ids: list[str] | None = None, parent_id: str | None = None,
+             limit: int | None = None, offset: int = 0) -> list[RunSummary]:
+        """Runs with their counts, newest first: all of them, or those ``filter``
+        selects (``search``, ``ids`` and ``parent_id`` are its fields, kept as
+        keywords), ``limit`` of them from ``offset`` on (``tracer.read.run_list``)."""
+        f = filter or RunFilter()
+        if search is not None or ids is not None or parent_id is not None:
+            f = replace(f, search=search if search is not None else f.search,
+                        ids=ids if ids is not None else f.ids,
+                        parent_id=parent_id if parent_id is not None else f.parent_id)
+        join, params = run_list.joins(self.derived)
+        cond, more = run_list.where(f, self.derived, common=self._common(f),
+                                        schema=self.schema_version)
+        page = ""
+        if limit is not None or offset:
+            page = " LIMIT ? OFFSET ?"
+            more = [*more, -1 if limit is None else max(0, int(limit)), max(0, int(offset))]
+        rows = self._query(
+            f"SELECT {', '.join('r.' + c for c in _RUN_FIELDS)},"
+            f" {', '.join('s.' + c for c in COUNT_FIELDS)} FROM runs r{join}{cond}"
+            f"{run_list.ORDER}{page}", [*params, *more])
+        # A run still running has no kept counts yet (nor has any run of a file
+        # without them): count those from their events, and only those.
+        live = {row[0] for row in rows if row[6] == "running" or row[16] is None}
+        counted = live_counts(self._query, sorted(live)) if live else {}
+        out = []
+        for row in rows:
+            counts = counted.get(row[0], (0, 0, 0, 0, 0)) if row[0] in live else row[16:21]
+            # (mypy cannot tell that row[:16] fills exactly the fields before ``laps``)
+            out.append(RunSummary(*row[:16], laps=counts[0] or 0,  # type: ignore[misc]
+                                  model_calls=counts[1] or 0,
+                                  tool_calls=counts[2] or 0, errors=counts[3] or 0,
+                                  events=counts[4] or 0))
+        return out
+
+    def count_runs(self, filter: RunFilter | None = None, *, at_most: int | None = None) -> int:
+        """How many runs ``filter`` selects (all runs without one); counting no further
+        than ``at_most`` (a search of a common text counts the runs it holds one by one:
+        ``at_most`` says when to stop)."""
+        f = filter or RunFilter()
+        join, params = run_list.joins(self.derived) if f.health else ("", [])
+        cond, more = run_list.where(f, self.derived, common=self._common(f),
+                                        schema=self.schema_version)
+        if at_most is None:
+            return int(self._query(f"SELECT COUNT(*) FROM runs r{join}{cond}",
+                                   [*params, *more])[0][0])
+        return int(self._query(f"SELECT COUNT(*) FROM (SELECT 1 FROM runs r{join}{cond}"
+                               " LIMIT ?)", [*params, *more, max(0, int(at_most))])[0][0])
+
+    def _common(self, f: RunFilter) -> bool:
+        """Whether ``f`` searches a common text (``tracer.db.search.is_common``)."""
+        return bool(f.search) and search.is_common(self._query, f.search or "",
+                                                   indexed=self.derived)
+
+    def subagent_runs(self, run_ids: list[str]) -> list[RunSummary]:
+        """Every run below ``run_ids`` (their subagent runs, theirs, and so on)."""
+        if not run_ids:
+            return []
+        marks = ",".join("?" * len(run_ids))
+        below = [str(r[0]) for r in self._query(
+            "WITH RECURSIVE tree(id) AS (SELECT id FROM runs WHERE parent_id IN"
+            f" ({marks}) UNION SELECT r.id FROM runs r JOIN tree ON r.parent_id = tree.id)"
+            " SELECT id FROM tree", run_ids)]
+        return self.runs(ids=below) if below else []
+
+    def summary(self, run_id: str) -> RunSummary:
+        found = self.runs(ids=[run_id])
+        if not found:
+            msg = f"no run {run_id!r} in {self.path}"
+            raise RunNotFound(msg)
+        return found[0]
+
+    def resolve(self, prefix: str) -> str:
+        """A full run id from an id or a unique prefix of one (compared exactly: case
+        counts, and ``%`` / ``_`` are plain characters). A full id wins over the
+        longer ids it is a prefix of."""
+        if self._query("SELECT 1 FROM runs WHERE id = ?", [prefix]):
+            return prefix
+        # (a range on the primary key: no LIKE, whose wildcards and case folding lie)
+        rows = self._query("SELECT id FROM runs WHERE id >= ? AND id < ? LIMIT 2",
+                           [prefix, prefix + "\U0010ffff"]) if prefix else []
+        if len(rows) == 1:
+            return str(rows[0][0])
+        if not rows:
+            msg = f"no run {prefix!r} in {self.path}"
+            raise RunNotFound(msg)
+        msg = f"run id prefix {prefix!r} is ambiguous in {self.path}"
+        raise RunNotFound(msg)
+
+    def run(self, run_id: str) -> Run:
+        summary = self.summary(run_id)
+        events = [
+            # (mypy cannot tell that row[:10] fills exactly the fields before ``payload``)
+            Event(*row[:10], payload=_loads(row[10]))  # type: ignore[misc]
+            for row in self._query(
+                "SELECT run_id, seq, ts, hook, phase, duration_ms, middleware, lap, tool_call_id,"
+                " task, payload FROM events WHERE run_id = ? ORDER BY seq", [run_id])
+        ]
+        extra = "version, key" if self._has_versions else "0, NULL"
+        messages: list[Message] = []
+        revisions: list[Message] = []
+        for pos, seq, mid, typ, tcid, text, data, later, key in self._query(
+                f"SELECT position, seq, msg_id, type, tool_call_id, text, data, {extra}"
+                " FROM messages WHERE run_id = ? ORDER BY position, seq", [run_id]):
+            m = Message(pos, seq, mid, typ or "unknown", tcid, text or "",
+                        _loads(data) or {"type": typ, "data": {}}, key)
+            (revisions if later else messages).append(m)
+        revisions.sort(key=lambda m: m.seq)
+        children = self.runs(parent_id=run_id)  # (not every run of the file: see runs())
+        children.sort(key=lambda s: s.started_at or 0)
+        meta = self._query("SELECT metadata FROM runs WHERE id = ?", [run_id])
+        return Run(summary, events, messages, children, _loads(meta[0][0]) if meta else None,
+                   revisions, load_state(self._query, run_id))
+
+    def wire(self, run_id: str) -> list[dict[str, Any]]:
+        """Provider HTTP exchanges recorded for ``run_id``, oldest first."""
+        cols = [r[1] for r in self._query("PRAGMA table_info(wire)")]
+        rows = self._query("SELECT * FROM wire WHERE run_id = ? ORDER BY id", [run_id])
+        return [dict(zip(cols, r)) for r in rows]
+
+    def raw_rows(self, table: str, run_id: str) -> list[dict[str, Any]]:
+        """Every stored column of ``table`` for one run, for export."""
+        if table not in ("runs", "events", "messages", "wire", "state", "state_values"):
+            msg = f"unknown table {table}"
+            raise ValueError(msg)
+        key = "id" if table == "runs" else "run_id"
+        cols = [r[1] for r in self._query(f"PRAGMA table_info({table})")]
+        order = {"runs": "id", "events": "seq", "messages": "position, seq", "wire": "id",
+                 "state": "seq, key", "state_values": "hash"}[table]
+        if not self._query("SELECT 1 FROM sqlite_master WHERE name = ?", [table]):
+            return []  # (a file older than the table, opened read-only)
+        rows = self._query(f"SELECT * FROM {table} WHERE {key} = ? ORDER BY {order}", [run_id])
+        return [dict(zip(cols, r)) for r in rows]

@@ -1,0 +1,81 @@
+"""The configure hook, armed without importing LangChain: what ``looptrace run``'s
+``sitecustomize`` loads in every Python child process.
+
+Importing LangChain (and the tracer's callback handler) at start-up would cost every
+child process seconds, also those that never use LangChain. Instead, ``arm()`` waits
+for ``langchain_core.tracers.context`` to be imported by the program itself, then adds
+one entry to its configure hooks (appending to the list imports nothing). The handler
+(``tracer.record.autotrace``, into ``$LOOPTRACE_DB``) is created at the first run LangChain
+configures, when LangChain is loaded whole.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.util
+import sys
+from typing import Any
+
+__all__ = ["TARGET", "arm"]
+
+TARGET = "langchain_core.tracers.context"
+
+
+class _HandlerVar:
+    """Stands for the context variable of a configure hook: its value is the process's
+    ``AutoTraceHandler`` (created at the first call), or None when tracing is off."""
+
+    def get(self) -> Any:
+        from .autotrace import install_from_env
+
+        return install_from_env()
+
+
+class _IsTraceHandler(type):
+    def __instancecheck__(cls, obj: Any) -> bool:
+        from .callbacks import TraceCallbackHandler
+
+        return isinstance(obj, TraceCallbackHandler)
+
+
+class TraceHandlerClass(metaclass=_IsTraceHandler):
+    """For the hook's "a handler of this class is there already" test: any
+    ``TraceCallbackHandler`` (an attached ``TraceMiddleware``'s, or this process's)."""
+
+
+def _register(module: Any) -> None:
+    hooks = getattr(module, "_configure_hooks", None)
+    if isinstance(hooks, list) and not any(isinstance(h[0], _HandlerVar) for h in hooks):
+        hooks.append((_HandlerVar(), True, TraceHandlerClass, None))
+
+
+class _Finder(importlib.abc.MetaPathFinder):
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        if name != TARGET:
+            return None
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        loader = getattr(spec, "loader", None)
+        if loader is None or not hasattr(loader, "exec_module"):
+            return spec
+        run = loader.exec_module
+
+        def exec_module(module: Any) -> None:
+            run(module)
+            try:
+                _register(module)
+            except Exception as exc:  # noqa: BLE001 - never break the import
+                print(f"looptrace: not tracing: {exc!r}", file=sys.stderr)
+
+        loader.exec_module = exec_module
+        return spec
+
+
+def arm() -> None:
+    """Register the hook now if LangChain is loaded, else when it is."""
+    mod = sys.modules.get(TARGET)
+    if mod is not None:
+        _register(mod)
+    elif not any(isinstance(f, _Finder) for f in sys.meta_path):
+        sys.meta_path.insert(0, _Finder())

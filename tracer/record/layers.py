@@ -1,0 +1,328 @@
+"""The onion, one layer at a time (opt-in): what each wrap layer changed.
+
+``trace.around(A, B, C)`` returns the middleware list ``[trace, A, probe, B,
+probe, C, probe]``, with a probe just inside every middleware that wraps model
+or tool calls. A probe has only the wrap hooks (no graph node: the agent's graph
+is the same), changes nothing, and records, for the layer just outside it:
+
+- ``request``: what the layer changed in the request on the way in (messages,
+  system prompt, tools, model, settings; a tool call's arguments);
+- ``attempt``: the layer called the rest of the onion again (a retry, a
+  fallback to another model), with the model or arguments of that attempt;
+- ``error``: an exception came out of the rest of the onion into the layer
+  (which may retry, fall back, or turn it into a result);
+- ``response``: what the layer changed in the response on the way out (the
+  model's reply, a tool's result; also what the layer was given,
+  ``inner_messages``).
+
+Each is an event ``(wrap_model_call | wrap_tool_call, "layer")`` named after
+the layer (``middleware``), with ``payload["what"]`` saying which. How the
+layers pass what they saw to each other: a context variable holds, for the
+call in progress, the request as the layer above last passed it down and the
+response a probe below last passed up (so each probe compares with its
+neighbour, not with the tracer). Parallel tool calls run in their own
+contexts, so their layers do not mix. Without ``around`` nothing of this runs.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Protocol
+
+from langchain.agents.middleware import AgentMiddleware
+from langchain_core.messages import BaseMessage, ToolMessage
+from langgraph.errors import GraphInterrupt
+
+from tracer.vocab.records import tool_name
+
+from .recorder import same_message
+
+if TYPE_CHECKING:
+    from .recorder import Recorder, RunState
+
+
+class Traced(Protocol):
+    """What a probe needs of the tracer it reports to (``TraceMiddleware``): its recorder."""
+
+    recorder: Recorder
+
+LAYER = "layer"
+
+
+class Frame:
+    """One call in progress at one depth of the onion."""
+
+    __slots__ = ("below", "entered", "parent", "raised", "request", "returned", "run")
+
+    def __init__(self, run: RunState, request: Any, below: str | None,
+                 parent: Frame | None = None) -> None:
+        self.run = run
+        self.parent = parent  # the frame above (the layer that called this one)
+        self.request = request  # as passed down to the layer below ...
+        self.below = below  # ... (its name; None: the model or the tool itself)
+        self.entered = 0  # how often that layer called on (its probe was entered)
+        self.returned: Any = None  # what its probe passed back up to it
+        self.raised: BaseException | None = None  # what came up into it, raised
+
+
+FRAME: contextvars.ContextVar[Frame | None] = contextvars.ContextVar(
+    "looptrace_layer", default=None)
+
+
+def _overrides(mw: Any, *hooks: str) -> bool:
+    cls = type(mw)
+    return any(getattr(cls, h, None) is not getattr(AgentMiddleware, h, None) for h in hooks)
+
+
+def wraps_calls(mw: Any) -> bool:
+    """Whether ``mw`` overrides a wrap hook of ``AgentMiddleware``."""
+    return _overrides(mw, "wrap_model_call", "awrap_model_call", "wrap_tool_call",
+                      "awrap_tool_call")
+
+
+class LayerProbe(AgentMiddleware):
+    """Just inside ``layer``: records what ``layer`` did to the calls passing through."""
+
+    def __init__(self, trace: Traced, layer: Any) -> None:
+        super().__init__()
+        self.trace = trace
+        self.layer = str(getattr(layer, "name", type(layer).__name__))
+        # the next layer inside this one that wraps each kind of call (set by ``around``)
+        self.below: dict[str, str | None] = {"wrap_model_call": None, "wrap_tool_call": None}
+        self._name = f"looptrace.probe[{self.layer}]"
+        # (a layer that wraps only tool calls passes model calls through, and the
+        # other way round: its probe does too, so nothing is put on it)
+        self._models = _overrides(layer, "wrap_model_call", "awrap_model_call")
+        self._tools = _overrides(layer, "wrap_tool_call", "awrap_tool_call")
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    # -- model calls ----------------------------------------------------------
+    def _enter(self, request: Any, hook: str, tool_call_id: str | None) -> Frame | None:
+        try:
+            above = FRAME.get()
+            if above is None:
+                return None
+            run = above.run
+            above.entered += 1
+            rec = self.trace.recorder
+            if above.entered > 1:
+                rec.event(run, hook, LAYER, middleware=self.layer, tool_call_id=tool_call_id,
+                          payload={"what": "attempt", "attempt": above.entered,
+                                   **_attempt(request, hook)})
+            changed = (_model_changes(rec, run, above.request, request)
+                       if hook == "wrap_model_call" else _tool_changes(above.request, request))
+            if changed:
+                rec.event(run, hook, LAYER, middleware=self.layer, tool_call_id=tool_call_id,
+                          payload={"what": "request", **changed})
+            if hook == "wrap_model_call":  # the last view the model's own call is compared to
+                run.req_objs = list(request.messages)
+                run.req_system = request.system_prompt
+            return Frame(run, request, self.below[hook], above)
+        except Exception as exc:  # noqa: BLE001 - the tracer must never break the agent
+            self.trace.recorder.writer._warn("layer", f"looptrace failed in a probe: {exc!r}")
+            return None
+
+    def _exit(self, frame: Frame | None, hook: str, tool_call_id: str | None,
+              response: Any) -> None:
+        if frame is None:
+            return
+        try:
+            settle(self.trace.recorder, frame, hook, tool_call_id, response)
+            above = frame.parent
+            if above is not None:
+                above.returned = response
+                above.raised = None  # (an earlier attempt's exception was retried away)
+        except Exception as exc:  # noqa: BLE001
+            self.trace.recorder.writer._warn("layer", f"looptrace failed in a probe: {exc!r}")
+
+    def _raised(self, frame: Frame | None, hook: str, tool_call_id: str | None,
+                exc: BaseException) -> None:
+        if frame is None or isinstance(exc, GraphInterrupt):
+            return
+        try:
+            # (frame.parent: inside the except clause the context still holds this
+            # probe's own frame; it is reset only in the finally that follows)
+            above = frame.parent
+            if above is not None:
+                above.raised = exc
+            self.trace.recorder.event(
+                frame.run, hook, LAYER, middleware=self.layer, tool_call_id=tool_call_id,
+                payload={"what": "error", "error": f"{type(exc).__name__}: {exc}",
+                         "type": type(exc).__name__})
+        except Exception as inner:  # noqa: BLE001
+            self.trace.recorder.writer._warn("layer", f"looptrace failed in a probe: {inner!r}")
+
+    def _call(self, request: Any, handler: Callable[[Any], Any], hook: str) -> Any:
+        tcid = request.tool_call.get("id") if hook == "wrap_tool_call" else None
+        frame = self._enter(request, hook, tcid)
+        token = FRAME.set(frame) if frame is not None else None
+        try:
+            response = handler(request)
+        except BaseException as exc:
+            self._raised(frame, hook, tcid, exc)
+            raise
+        finally:
+            if token is not None:
+                FRAME.reset(token)
+        self._exit(frame, hook, tcid, response)
+        return response
+
+    async def _acall(self, request: Any, handler: Callable[[Any], Awaitable[Any]],
+                     hook: str) -> Any:
+        tcid = request.tool_call.get("id") if hook == "wrap_tool_call" else None
+        frame = self._enter(request, hook, tcid)
+        token = FRAME.set(frame) if frame is not None else None
+        try:
+            response = await handler(request)
+        except BaseException as exc:
+            self._raised(frame, hook, tcid, exc)
+            raise
+        finally:
+            if token is not None:
+                FRAME.reset(token)
+        self._exit(frame, hook, tcid, response)
+        return response
+
+    def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        if not self._models:
+            return handler(request)
+        return self._call(request, handler, "wrap_model_call")
+
+    async def awrap_model_call(self, request: Any,
+                               handler: Callable[[Any], Awaitable[Any]]) -> Any:
+        if not self._models:
+            return await handler(request)
+        return await self._acall(request, handler, "wrap_model_call")
+
+    def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        if not self._tools:
+            return handler(request)
+        return self._call(request, handler, "wrap_tool_call")
+
+    async def awrap_tool_call(self, request: Any,
+                              handler: Callable[[Any], Awaitable[Any]]) -> Any:
+        if not self._tools:
+            return await handler(request)
+        return await self._acall(request, handler, "wrap_tool_call")
+
+
+def settle(rec: Any, frame: Frame, hook: str, tool_call_id: str | None, response: Any) -> None:
+    """On the way out: record what the layer just inside ``frame``'s owner
+    (``frame.below``) did to the response: changed what its inside passed up, turned
+    an exception from its inside into a result, or answered without calling its
+    inside at all (a short-circuit: a cache, a guard, a canned reply)."""
+    layer = frame.below
+    if layer is None:
+        return
+    inner = frame.returned
+    payload: dict[str, Any] | None = None
+    if frame.entered == 0:
+        payload = {"what": "short-circuit", "type": type(response).__name__}
+    elif inner is None and frame.raised is not None:
+        exc = frame.raised
+        payload = {"what": "response", "changed": ["recovered"],
+                   "recovered": f"{type(exc).__name__}: {exc}"}
+        payload.update(_response_changes(None, response, recovered=True))
+    elif inner is not None and response is not inner:
+        changed = _response_changes(inner, response)
+        if changed:
+            payload = {"what": "response", **changed}
+            if "inline_messages" in changed:
+                # what the layer was given (at the innermost such layer: the tool's own
+                # result, the model's own reply), so a replay can serve that and let the
+                # layer rewrite it again (tracer/whatif/cassette.py)
+                payload["inner_messages"] = _messages_of(inner)
+    if payload is not None:
+        rec.event(frame.run, hook, LAYER, middleware=layer, tool_call_id=tool_call_id,
+                  payload=payload)
+
+
+# -- what changed ----------------------------------------------------------------
+
+
+def model_name(model: Any) -> str:
+    for attr in ("model_name", "model"):
+        v = getattr(model, attr, None)
+        if isinstance(v, str) and v:
+            return v
+    return type(model).__name__
+
+
+def _attempt(request: Any, hook: str) -> dict[str, Any]:
+    if hook == "wrap_model_call":
+        return {"model": model_name(request.model)}
+    return {"args": request.tool_call.get("args")}
+
+
+def _model_changes(rec: Any, run: RunState, before: Any, after: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    a, b = before.messages, after.messages
+    if not (a is b or (len(a) == len(b) and all(
+            x is y or same_message(x, y) for x, y in zip(a, b)))):
+        out["changed"] = ["messages"]
+        out["messages"] = len(b)
+        out.update(rec.request_view(run, b))
+    if before.system_prompt != after.system_prompt:
+        out.setdefault("changed", []).append("system")
+        out["system"] = after.system_prompt
+    if [id(t) for t in before.tools or ()] != [id(t) for t in after.tools or ()]:
+        out.setdefault("changed", []).append("tools")
+        out["tool_names"] = [tool_name(t) for t in after.tools or ()]
+    if before.model is not after.model:
+        out.setdefault("changed", []).append("model")
+        out["model"] = model_name(after.model)
+    for field in ("tool_choice", "model_settings", "response_format"):
+        x, y = getattr(before, field, None), getattr(after, field, None)
+        if x is not y and x != y:
+            out.setdefault("changed", []).append(field)
+            out[field] = y
+    return out
+
+
+def _tool_changes(before: Any, after: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if before.tool_call != after.tool_call:
+        out["changed"] = ["tool_call"]
+        out["args"] = after.tool_call.get("args")
+        out["name"] = after.tool_call.get("name")
+    if before.tool is not after.tool:
+        out.setdefault("changed", []).append("tool")
+    return out
+
+
+def _messages_of(response: Any) -> list[BaseMessage]:
+    result = getattr(response, "result", None)
+    if isinstance(result, list):
+        return [m for m in result if isinstance(m, BaseMessage)]
+    if isinstance(response, BaseMessage):
+        return [response]
+    update = getattr(response, "update", None)  # a Command
+    if isinstance(update, dict):
+        return [m for m in update.get("messages", ()) if isinstance(m, BaseMessage)]
+    return []
+
+
+def _response_changes(inner: Any, outer: Any, *, recovered: bool = False) -> dict[str, Any]:
+    a, b = _messages_of(inner), _messages_of(outer)
+    out: dict[str, Any] = {}
+    if recovered:  # the result the layer made in place of the exception
+        out["inline_messages"] = b
+        if b and isinstance(b[0], ToolMessage):
+            out["status"] = b[0].status
+        return out
+    if type(inner) is not type(outer):
+        out["changed"] = ["type"]
+        out["type"] = type(outer).__name__
+    if not (len(a) == len(b) and all(x is y or same_message(x, y) for x, y in zip(a, b))):
+        out.setdefault("changed", []).append("messages")
+        out["inline_messages"] = b
+        if b and isinstance(b[0], ToolMessage):
+            out["status"] = b[0].status
+    if getattr(inner, "structured_response", None) is not getattr(
+            outer, "structured_response", None):
+        out.setdefault("changed", []).append("structured_response")
+    return out

@@ -1,0 +1,194 @@
+"""The payload of each kind of event: one typed definition for the writer and the reader.
+
+An event's ``payload`` column is JSON. Each kind of event, named by its
+``(hook, phase)``, has its payload declared here as a ``TypedDict`` (LangChain's
+way for its own request overrides): the side that records an event builds the
+dict through its type, and the side that reads it back names the same type, so
+a key written in one module and read in another is spelled once. A TypedDict is
+a plain ``dict`` at run time, so the stored JSON is byte for byte what it was,
+and files written before these types existed read the same.
+
+Kinds and the hooks that write them:
+
+- ``ModelEnterPayload``: ``("wrap_model_call" | "model", "enter")``, and
+  ``"sent"`` (what the model finally received).
+- ``ModelExitPayload``: ``("wrap_model_call" | "model", "exit")``.
+- ``ToolEnterPayload`` / ``ToolExitPayload``: ``("wrap_tool_call" | "tool", ...)``.
+- ``ErrorPayload``: any hook's ``"error"`` phase, and ``("run", "error")``.
+- ``InterruptPayload``: ``("interrupt", "fire")`` and a wrap hook's ``"interrupt"``.
+- ``ResumePayload``: ``("resume", "fire")``.
+- ``HistoryPayload``: ``("history", "fire")``, a change to the conversation.
+- ``RunStartPayload``: ``("run", "start")``.
+- ``LayerPayload``: a wrap hook's ``"layer"`` phase (``TraceMiddleware.around``).
+
+This module is at the bottom: it imports nothing of the project, and nothing of
+LangChain (the read side imports it).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Required, TypedDict
+
+ErrorPath = Literal["unknown_tool", "validation", "handle_tool_error",
+                    "handle_validation_error", "returned"]
+"""Which path made a tool call's result an error ``ToolMessage`` (``tool_life.ERROR_PATHS``
+says each in words)."""
+
+
+class Signature(TypedDict):
+    """A tool's Python signature as text, and the parameters its schema leaves out."""
+
+    signature: str | None
+    hidden: list[str]
+
+
+class ModelEnterPayload(TypedDict, total=False):
+    """A model call's request, without repeating the history or what the run last wrote.
+
+    ``messages``: how many messages the request held. ``message_keys`` (with
+    ``inline_messages`` / ``inline_keys``): what it held when a layer rewrote the
+    conversation. ``system`` / ``system_same`` and ``tools`` / ``tool_names``: each
+    written when it changed, else named. ``signatures``: with ``tools``, by tool name.
+    """
+
+    messages: int
+    message_keys: list[str]
+    inline_messages: list[Any]  # messages on the write side, their JSON when read back
+    inline_keys: list[str]
+    omitted_keys: list[str]
+    system: Any  # a string, or a provider's content blocks
+    system_same: bool
+    tools: list[Any]  # the tool schemas as the model saw them (OpenAI's format)
+    tool_names: list[str]
+    signatures: dict[str, Signature]
+    model: str | None
+    tool_choice: Any  # whatever the request carried: a name, "auto", a provider dict
+    model_settings: dict[str, Any]
+    # seen from outside (``tracer.record.ingest``): the provider, what changed since the
+    # previous call, and the Responses API's link to it
+    provider: str
+    changed: list[str]
+    previous_response_id: str
+
+
+class ModelExitPayload(TypedDict, total=False):
+    """What a model call answered: its usage, stop reason and number of tool calls."""
+
+    usage: dict[str, Any]
+    stop_reason: str
+    tool_calls: int
+
+
+class ToolEnterPayload(TypedDict, total=False):
+    """A tool call as the model asked for it."""
+
+    name: Required[str | None]
+    args: Any  # the model's arguments, as it wrote them
+    known_tool: bool
+
+
+class ToolExitPayload(TypedDict, total=False):
+    """How a tool call returned: a ``ToolMessage`` (``status``, and ``error_path`` when
+    it is an error message), a ``Command`` (``command``, ``goto``, ``update_keys``), or
+    another value (``result_type``)."""
+
+    name: str
+    status: str
+    error_path: ErrorPath
+    command: bool
+    goto: list[str] | str | None
+    update_keys: list[str]
+    output: Any
+    result_type: str
+
+
+class ErrorPayload(TypedDict, total=False):
+    """An exception that went through a hook (or ended the run): its text and type;
+    ``node``: the graph node it surfaced at; for a tool call, whether anything would
+    have turned it into a message (``known_tool``, ``handle_tool_error``)."""
+
+    error: Required[str]
+    type: str
+    node: str
+    known_tool: bool
+    handle_tool_error: bool
+
+
+class InterruptItem(TypedDict):
+    """One ``interrupt()``: the value it carried and its id."""
+
+    value: Any  # what the graph passed to interrupt()
+    id: str | None
+
+
+class InterruptPayload(TypedDict):
+    """A pause: the interrupts that made it."""
+
+    interrupts: list[InterruptItem]
+
+
+class ResumePayload(TypedDict):
+    """A paused thread resumed, with the values given to it."""
+
+    resume: list[Any]
+
+
+class HistoryPayload(TypedDict, total=False):
+    """A change to the conversation that is not an append: ``previous`` messages before,
+    changed ``by`` a node; the new order (``keys``), what went (``removed``) and what
+    was replaced in place (``replaced``)."""
+
+    previous: Required[int]
+    by: Required[str | None]
+    keys: list[str]
+    removed: list[str]
+    replaced: list[str]
+
+
+class RunStartPayload(TypedDict, total=False):
+    """A run's start: its name, the agent's middleware stack, or ``continued``."""
+
+    name: str | None
+    stack: Any
+    continued: bool
+
+
+class LayerPayload(TypedDict, total=False):
+    """What one wrap layer did (``tracer.record.layers``): ``what`` is ``"attempt"``,
+    ``"request"``, ``"response"``, ``"error"`` or ``"short-circuit"``; the other keys
+    say what changed."""
+
+    what: Required[str]
+    attempt: int
+    changed: list[str]
+    recovered: str
+    error: str
+    type: str
+
+
+def tool_names(payload: dict[str, Any]) -> list[str] | None:
+    """The tool names a model call's ``enter`` payload offers.
+
+    Args:
+        payload: a ``ModelEnterPayload`` as read back (``tool_names``, or the schemas in
+            ``tools``: OpenAI's function format or flat).
+
+    Returns:
+        The names in order, or None when the payload does not say (unchanged tools).
+    """
+    if "tool_names" in payload:
+        return [str(n) for n in payload["tool_names"] or []]
+    tools = payload.get("tools")
+    if isinstance(tools, list):
+        names = []
+        for t in tools:
+            if isinstance(t, dict):
+                fn: Any = t.get("function") if isinstance(t.get("function"), dict) else t
+                names.append(str(fn.get("name", "?")))
+        return names
+    return None
+
+
+__all__ = ["ErrorPath", "ErrorPayload", "HistoryPayload", "InterruptItem", "InterruptPayload",
+           "LayerPayload", "ModelEnterPayload", "ModelExitPayload", "ResumePayload",
+           "RunStartPayload", "Signature", "ToolEnterPayload", "ToolExitPayload", "tool_names"]

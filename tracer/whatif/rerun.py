@@ -1,0 +1,484 @@
+"""What if: replay a recorded run from its record, or fork it at a step with an edit.
+
+``replay_run(run_id, agent=factory, db=path)`` runs the user's agent again on the
+run's recorded input, with ``ReplayMiddleware`` outermost (``tracer.whatif.player``): every
+model call whose request matches the record is answered from it, every tool call
+with its recorded result, every pause with the recorded human decision. The agent's
+own tracer records the replay as a new run whose ``runs.metadata`` names the run it
+replays (``replay_of``) and, for a fork, ``forked_from`` (run, step, edit).
+
+With ``at=STEP`` and an ``Edit``, the steps before STEP come from the record; at the
+first call at or after STEP the edit is made, and from the first request that no
+longer matches the record, calls go to the agent's own model and tools (or, with
+``offline=``, to that chat model instead of the agent's).
+
+The factory: a function whose ``middleware`` parameter defaults to the agent's
+middleware list (the tracer in it as usual). looptrace calls it with that list, the
+replay layer first (and, for a middleware edit, one removed or moved)::
+
+    trace = TraceMiddleware(db="looptrace.db")
+
+    def make_agent(middleware=(trace,)):
+        return create_agent(model, tools, middleware=list(middleware))
+
+Bad input (a factory that cannot be imported, a run without recorded input, a step
+out of range, an edit naming a message the step does not have, a record of an older
+schema) raises ``ReplayError`` before the agent runs: nothing is written. The record
+is read only: the original run is never changed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import json
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tracer.errors import ReplayDiverged, ReplayError
+from tracer.read.loader import TraceDB
+
+from .cassette import Cassette, ModelCall, ToolCall
+from .player import ReplayMiddleware, Session, Stats, persist
+from .tool_writes import channels_of
+
+__all__ = ["EDIT_KINDS", "Edit", "ReplayDiverged", "ReplayError", "ReplayResult", "areplay_run",
+           "load_factory", "replay_run"]
+
+# edit kind -> what it changes
+EDIT_KINDS: dict[str, str] = {
+    "message": "replace the content of the message at a position of the model's request",
+    "drop": "drop the message at a position of the model's request",
+    "insert": "insert a message before a position of the model's request",
+    "system": "change the system prompt (from the fork on)",
+    "model": "swap the model (from the fork on)",
+    "tool_result": "replace the result of the tool call at the fork",
+    "tool_args": "change the arguments of the tool call at the fork (it runs live)",
+    "drop_middleware": "remove a middleware from the agent's list",
+    "move_middleware": "move a middleware to another place in the agent's list",
+}
+_MODEL_EDITS = frozenset({"message", "drop", "insert", "system", "model"})
+_TOOL_EDITS = frozenset({"tool_result", "tool_args"})
+_STACK_EDITS = frozenset({"drop_middleware", "move_middleware"})
+
+
+@dataclass(frozen=True)
+class Edit:
+    """One edit of a fork (``kind`` one of ``EDIT_KINDS``)."""
+
+    kind: str
+    position: int | None = None  # message edits: the message's position in the request
+    text: str | None = None  # message, insert, system, tool_result
+    role: str = "human"  # insert: human, ai or system
+    args: dict[str, Any] | None = None  # tool_args
+    model: Any = None  # model: a chat model
+    middleware: str | None = None  # middleware edits: its name
+    index: int | None = None  # move_middleware: its new place in the list
+
+    def __post_init__(self) -> None:
+        if self.kind not in EDIT_KINDS:
+            msg = f"unknown edit {self.kind!r} (one of: {', '.join(EDIT_KINDS)})"
+            raise ReplayError(msg)
+        need = {"message": ("position", "text"), "drop": ("position",),
+                "insert": ("position", "text"), "system": ("text",), "model": ("model",),
+                "tool_result": ("text",), "tool_args": ("args",),
+                "drop_middleware": ("middleware",), "move_middleware": ("middleware", "index")}
+        for name in need[self.kind]:
+            if getattr(self, name) is None:
+                msg = f"the {self.kind} edit needs {name}"
+                raise ReplayError(msg)
+        if self.kind == "insert" and self.role not in ("human", "ai", "system"):
+            msg = f"insert: role must be human, ai or system, not {self.role!r}"
+            raise ReplayError(msg)
+
+    @property
+    def on_model(self) -> bool:
+        return self.kind in _MODEL_EDITS
+
+    @property
+    def on_tool(self) -> bool:
+        return self.kind in _TOOL_EDITS
+
+    @property
+    def everywhere(self) -> bool:
+        """A change to the agent itself: the run may leave the record anywhere."""
+        return self.kind in _STACK_EDITS
+
+    def describe(self) -> str:
+        what = {"message": f"message {self.position} replaced", "drop": f"message "
+                f"{self.position} dropped", "insert": f"a {self.role} message inserted at "
+                f"{self.position}", "system": "system prompt changed",
+                "model": f"model swapped for {_model_label(self.model)}",
+                "tool_result": "tool result replaced", "tool_args": "tool arguments changed",
+                "drop_middleware": f"middleware {self.middleware} removed",
+                "move_middleware": f"middleware {self.middleware} moved to {self.index}"}
+        return what[self.kind]
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind}
+        for name in ("position", "text", "args", "middleware", "index"):
+            if getattr(self, name) is not None:
+                out[name] = getattr(self, name)
+        if self.kind == "insert":
+            out["role"] = self.role
+        if self.model is not None:
+            out["model"] = _model_label(self.model)
+        return out
+
+    # -- applied by the replay layer ---------------------------------------------
+    def apply_to_model(self, request: Any, session: Session) -> tuple[Any, Any]:
+        """The request with the edit made, and the state update that keeps it."""
+        if self.kind == "system":
+            from langchain_core.messages import SystemMessage
+
+            session.system_override = self.text
+            return request.override(system_message=SystemMessage(str(self.text))), None
+        if self.kind == "model":
+            session.model_override = self.model
+            return request.override(model=self.model), None
+        from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+
+        old = list(request.messages)
+        new = list(old)
+        p = int(self.position or 0)
+        if self.kind == "message":
+            new[p] = old[p].model_copy(update={"content": self.text})
+        elif self.kind == "drop":
+            del new[p]
+        else:
+            cls = {"human": HumanMessage, "ai": AIMessage, "system": SystemMessage}[self.role]
+            new.insert(p, cls(str(self.text), id=f"looptrace-insert-{uuid.uuid4().hex[:12]}"))
+        return request.override(messages=new), persist(old, new)
+
+    def apply_to_stack(self, stack: list[Any]) -> list[Any]:
+        if self.kind not in _STACK_EDITS:
+            return stack
+        names = [str(getattr(m, "name", type(m).__name__)) for m in stack]
+        if self.middleware not in names:
+            msg = (f"the agent has no middleware {self.middleware!r} (its list: "
+                   f"{', '.join(names) or 'empty'})")
+            raise ReplayError(msg)
+        i = names.index(str(self.middleware))
+        out = list(stack)
+        mw = out.pop(i)
+        if self.kind == "move_middleware":
+            if not 0 <= int(self.index or 0) <= len(out):
+                msg = f"move_middleware: index {self.index} is outside 0..{len(out)}"
+                raise ReplayError(msg)
+            out.insert(int(self.index or 0), mw)
+        return out
+
+
+def _model_label(model: Any) -> str:
+    if model is None:
+        return "?"
+    if isinstance(model, str):
+        return model
+    return str(getattr(model, "model_name", None) or getattr(model, "model", None)
+               or type(model).__name__)
+
+
+@dataclass
+class ReplayResult:
+    """What a replay did: the run it recorded, what it served from the record and
+    where its live part began (``stats``), and the agent's own exception if it
+    ended with one (as its record may have)."""
+
+    run_id: str
+    of: str
+    at: int | None
+    edit: Edit | None
+    stats: Stats
+    error: str | None = None
+    seconds: float = 0.0
+    record_calls: int = 0  # the model calls the record holds (the run and its subagents)
+    record_tokens: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        s = self.stats
+        return {"run": self.run_id, "of": self.of, "at": self.at,
+                "edit": self.edit.to_json() if self.edit else None, "error": self.error,
+                "served": {"model_calls": s.model_calls, "tokens": s.tokens,
+                           "seconds": round(s.seconds, 3), "tool_calls": s.tool_calls},
+                "subagent_calls": s.subagent_calls,
+                "live": {"model_calls": s.live_model_calls, "tool_calls": s.live_tool_calls,
+                         "from": s.live_from, "unrecorded_model_calls": s.unrecorded_model_calls},
+                "record": {"model_calls": self.record_calls, "tokens": self.record_tokens},
+                "seconds": round(self.seconds, 3)}
+
+    def summary(self) -> str:
+        s = self.stats
+        what = "forked" if self.edit is not None else "replayed"
+        lines = [f"{what} {self.of} as {self.run_id}"
+                 + (f" at step {self.at} ({self.edit.describe()})" if self.edit else "")]
+        lines.append(f"  from the record: {s.model_calls} of {self.record_calls} model calls "
+                     f"({s.tokens} tokens, {s.seconds:.2f} s as recorded), "
+                     f"{s.tool_calls} tool calls")
+        if s.live_from is not None:
+            where = f"model call {s.live_from['call']}"
+            if s.live_from.get("step") is not None:
+                where += f" (step {s.live_from['step'] + 1} of the record)"
+            lines.append(f"  live from {where}: {s.live_from['why']}; "
+                         f"{s.live_model_calls} model calls, {s.live_tool_calls} tool calls live")
+        else:
+            lines.append(f"  live: {s.live_model_calls} model calls, {s.live_tool_calls} "
+                         "tool calls (a tool the agent lacks, a result the record holds "
+                         "only as a repr)")
+        if s.subagent_calls:
+            lines.append(f"  {s.subagent_calls} subagent calls ran, their model and tool "
+                         "calls served from their own records")
+        if s.unrecorded_model_calls:
+            lines.append(f"  {s.unrecorded_model_calls} model calls the record does not hold "
+                         "(made inside a node hook, such as a summariser's) ran")
+        if self.error:
+            lines.append(f"  the agent ended with {self.error}")
+        lines.extend("  " + n for n in self.notes)
+        return "\n".join(lines)
+
+
+# -- the factory -------------------------------------------------------------------
+
+
+def load_factory(spec: str) -> Any:
+    """``module:attr`` (a module on ``sys.path`` or the current folder) -> the factory."""
+    module, _, attr = spec.partition(":")
+    if not module or not attr:
+        msg = f"--agent {spec!r}: expected module:factory (e.g. my_agent:make_agent)"
+        raise ReplayError(msg)
+    cwd = str(Path.cwd())
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)
+    try:
+        mod = importlib.import_module(module)
+    except Exception as exc:  # noqa: BLE001 - whatever the user's module raises
+        msg = f"cannot import the agent factory {spec!r}: {type(exc).__name__}: {exc}"
+        raise ReplayError(msg) from None
+    try:
+        return getattr(mod, attr)
+    except AttributeError:
+        msg = f"cannot import the agent factory {spec!r}: {module} has no {attr!r}"
+        raise ReplayError(msg) from None
+
+
+def default_stack(factory: Any) -> list[Any]:
+    """The factory's own middleware list (the default of its ``middleware`` parameter)."""
+    if not callable(factory):
+        msg = f"the agent factory {factory!r} is not callable"
+        raise ReplayError(msg)
+    try:
+        params = inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        params = {}  # type: ignore[assignment]
+    p = params.get("middleware")
+    if p is None or not isinstance(p.default, (list, tuple)):
+        name = getattr(factory, "__name__", repr(factory))
+        msg = (f"the agent factory {name} must take middleware= with the agent's middleware "
+               "list as its default (looptrace puts its replay layer first in it)")
+        raise ReplayError(msg)
+    return list(p.default)
+
+
+# -- checking a fork before anything runs -----------------------------------------
+
+
+def _check(cassette: Cassette, at: int | None, edit: Edit | None) -> None:
+    n = len(cassette.replay.steps)
+    if edit is not None and at is None:
+        at = 1
+    if at is not None and not 1 <= at <= n:
+        msg = f"step {at} is out of range: run {cassette.root.id[:12]} has steps 1 to {n}"
+        raise ReplayError(msg)
+    if edit is None or at is None or edit.everywhere:
+        return
+    root = cassette.root.id
+    if edit.on_model:
+        call: ModelCall | None = next((c for c in cassette.model_calls.get(root, [])
+                                       if max(c.step, c.end) >= at - 1 and c.hook != "model"),
+                                      None)
+        if call is None:
+            msg = f"no model call at or after step {at} to make the edit at"
+            raise ReplayError(msg)
+        count = len(call.request.messages)
+        if edit.position is not None:
+            top = count if edit.kind == "insert" else count - 1
+            if not 0 <= edit.position <= top:
+                msg = (f"the model call at step {call.step + 1} was sent {count} messages "
+                       f"(positions 0 to {count - 1}): there is no message {edit.position}")
+                raise ReplayError(msg)
+    else:
+        tcall: ToolCall | None = next((c for c in cassette.tool_calls.get(root, [])
+                                       if max(c.step, c.end) >= at - 1), None)
+        if tcall is None:
+            msg = f"no tool call at or after step {at} to make the edit at"
+            raise ReplayError(msg)
+
+
+# -- running ---------------------------------------------------------------------
+
+
+def _prepare(run_id: str, agent: Any, db: str, at: int | None, edit: Edit | None,
+             offline: Any, continue_live: bool,
+             token: str | None = None) -> tuple[Session, Any, dict[str, Any], str]:
+    # (the record is read and checked before the user's module is imported: a module
+    # that makes its tracer on import must not touch a file that cannot be replayed)
+    with TraceDB(db) as tdb:
+        cassette = Cassette.load(tdb, run_id)
+    if not cassette.input:
+        msg = f"run {cassette.root.id[:12]} has no recorded input to replay it from"
+        raise ReplayError(msg)
+    if edit is not None and at is None:
+        at = 1
+    _check(cassette, at, edit)
+    if isinstance(agent, str):
+        agent = load_factory(agent)
+    stack = default_stack(agent)
+    if edit is not None:
+        stack = edit.apply_to_stack(stack)
+    session = Session(cassette, edit=edit, fork_step=None if at is None else at - 1,
+                      offline=offline, continue_live=continue_live)
+    token = token or uuid.uuid4().hex
+    meta: dict[str, Any] = {"replay_of": cassette.root.id, "replay_token": token}
+    if edit is not None:
+        meta["forked_from"] = {"run": cassette.root.id, "step": at, "edit": edit.to_json()}
+    config: dict[str, Any] = {"metadata": meta}
+    if cassette.thread_id:
+        config["configurable"] = {"thread_id": f"looptrace-replay-{token[:16]}"}
+    try:
+        built = agent(middleware=[ReplayMiddleware(session), *stack])
+    except ReplayError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the user's factory
+        msg = f"the agent factory failed: {type(exc).__name__}: {exc}"
+        raise ReplayError(msg) from None
+    session.channels = channels_of(built)
+    return session, built, config, token
+
+
+def _inputs(session: Session) -> Any:
+    from langchain_core.messages import messages_from_dict
+
+    return {"messages": messages_from_dict(session.cassette.input)}
+
+
+def _resume(value: Any) -> Any:
+    from langgraph.types import Command
+
+    return Command(resume=value)
+
+
+def _paused(result: Any) -> bool:
+    return isinstance(result, dict) and bool(result.get("__interrupt__"))
+
+
+def _finish(session: Session, db: str, token: str, of: str, at: int | None,
+            edit: Edit | None, error: str | None, t0: float) -> ReplayResult:
+    from tracer.db import writer as store
+
+    for w in list(store._writers.values()):
+        w.flush()
+    with TraceDB(db) as tdb:
+        rows = tdb.query("SELECT id FROM runs WHERE parent_id IS NULL AND metadata LIKE ?",
+                         [f"%{token}%"])
+    if not rows:
+        msg = (f"the agent recorded no run into {db}: its TraceMiddleware must write to the "
+               "file the run was read from")
+        raise ReplayError(msg)
+    c = session.cassette
+    calls = [m for ms in (*c.model_calls.values(), *c.hook_calls.values()) for m in ms]
+    return ReplayResult(str(rows[0][0]), of, at, edit, session.stats, error,
+                        time.perf_counter() - t0, len(calls), sum(m.tokens for m in calls))
+
+
+def replay_run(run_id: str, *, agent: Any, db: str | Path = "looptrace.db",
+               at: int | None = None, edit: Edit | None = None, offline: Any = None,
+               continue_live: bool = False, token: str | None = None) -> ReplayResult:
+    """Replay run ``run_id`` of ``db`` through ``agent`` (a factory, or ``module:attr``),
+    or fork it at step ``at`` (counted from 1, as the replay shows it) with ``edit``.
+    ``token`` (default: a new one) is kept as the new run's ``replay_token`` metadata:
+    a caller that runs this in another process finds the run by it while it records.
+
+    Raises ``ReplayError`` for bad input (nothing written) and ``ReplayDiverged`` when
+    the agent asks for something the record does not hold before the fork (unless
+    ``continue_live``; the replay run is then recorded up to there, ended by it).
+    """
+    db = str(db)
+    session, built, config, token = _prepare(run_id, agent, db, at, edit, offline,
+                                             continue_live, token)
+    from .player import install, serve, stop, uninstall
+
+    t0 = time.perf_counter()
+    error: str | None = None
+    install()
+    ctx = serve(session)
+    try:
+        result = built.invoke(_inputs(session), config=config)
+        for value in session.cassette.resumes:
+            if not _paused(result):
+                break
+            result = built.invoke(_resume(value), config=config)
+    except ReplayDiverged:
+        _finish_quietly()
+        raise
+    except Exception as exc:  # noqa: BLE001 - the agent's own failure, as recorded
+        error = f"{type(exc).__name__}: {exc}"
+    finally:
+        stop(ctx)
+        uninstall()
+    at_ = at if edit is None or at is not None else 1
+    return _finish(session, db, token, session.cassette.root.id, at_, edit, error, t0)
+
+
+async def areplay_run(run_id: str, *, agent: Any, db: str | Path = "looptrace.db",
+                      at: int | None = None, edit: Edit | None = None, offline: Any = None,
+                      continue_live: bool = False) -> ReplayResult:
+    """``replay_run`` through the agent's async API (``ainvoke``); the file is read in a
+    worker thread, so nothing blocks the event loop."""
+    db = str(db)
+    session, built, config, token = await asyncio.to_thread(
+        _prepare, run_id, agent, db, at, edit, offline, continue_live)
+    from .player import install, serve, stop, uninstall
+
+    t0 = time.perf_counter()
+    error: str | None = None
+    install()
+    ctx = serve(session)
+    try:
+        result = await built.ainvoke(_inputs(session), config=config)
+        for value in session.cassette.resumes:
+            if not _paused(result):
+                break
+            result = await built.ainvoke(_resume(value), config=config)
+    except ReplayDiverged:
+        await asyncio.to_thread(_finish_quietly)
+        raise
+    except Exception as exc:  # noqa: BLE001
+        error = f"{type(exc).__name__}: {exc}"
+    finally:
+        stop(ctx)
+        uninstall()
+    at_ = at if edit is None or at is not None else 1
+    return await asyncio.to_thread(_finish, session, db, token, session.cassette.root.id,
+                                   at_, edit, error, t0)
+
+
+def _finish_quietly() -> None:
+    from tracer.db import writer as store
+
+    for w in list(store._writers.values()):
+        w.flush()
+
+
+def edit_from_json(text: str) -> Edit:
+    """An ``Edit`` from its JSON form (``Edit.to_json``), as the app passes it on."""
+    try:
+        d = json.loads(text)
+    except ValueError as exc:
+        msg = f"not a JSON edit: {exc}"
+        raise ReplayError(msg) from None
+    return Edit(**d)
