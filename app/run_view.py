@@ -7,7 +7,6 @@ use, its JSON form for the browser's replayer (``tracer.replayer.replay_json``).
 
 from __future__ import annotations
 
-import bisect
 import threading
 import time
 from dataclasses import dataclass, field
@@ -65,12 +64,8 @@ class RunView:
         threading.Thread(target=later, name="looptrace-check", daemon=True).start()
 
     def step_of_seq(self, seq: int | None) -> int | None:
-        """The first step at or after event ``seq``."""
-        if seq is None or not self.replay.steps:
-            return None
-        seqs = [s.event.seq for s in self.replay.steps]
-        i = bisect.bisect_left(seqs, seq)
-        return min(i, len(seqs) - 1)
+        """The index of the step of event ``seq`` (``Replay.index_of_seq``)."""
+        return self.replay.index_of_seq(seq)
 
     def find(self, index: int, kind: str) -> int | None:
         """The next step of ``kind`` after ``index`` ('error' includes error tool results)."""

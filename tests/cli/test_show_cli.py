@@ -121,3 +121,20 @@ def test_bad_input_is_one_line(sample_db: Path, capsys: pytest.CaptureFixture[st
     code, out, err = show(capsys, *args, "--db", str(sample_db))
     assert (code, out) == (1, "")
     assert err.startswith("looptrace show: ") and error in err and err.count("\n") == 1
+
+
+def test_show_replays_a_run_once_when_its_findings_were_never_kept(
+        sample_db: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``show`` replays the run it opened once: its findings are found on that replay
+    (``check_replay``), not by ``check_run``, which loads and replays the run again."""
+    import tracer.checks.run as checks_run
+
+    def again(*_a: object, **_k: object) -> None:
+        raise AssertionError("check_run: the run replayed a second time")
+
+    monkeypatch.setattr(checks_run, "check_run", again)
+    rid = run_id(sample_db, "footgun-wrong-id")
+    code, out, err = show(capsys, rid[:12], "--db", str(sample_db))
+    assert (code, err) == (0, "")
+    assert "  ERROR   dangling-tool-call [openai] at step 8" in out.splitlines()

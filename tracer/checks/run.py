@@ -20,7 +20,7 @@ the first model call that carries it. Loop findings look at the whole run.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -179,7 +179,8 @@ def check_db(db: str | Path | TraceDB, run_ids: Sequence[str] = (), *,
 
 def findings_for(db: TraceDB, run_ids: Sequence[str], *,
                  providers: Sequence[str] = PROVIDERS, keep: bool = True,
-                 on_run: Any = None) -> dict[str, list[Finding]]:
+                 on_run: Any = None,
+                 replays: Mapping[str, Replay] | None = None) -> dict[str, list[Finding]]:
     """Findings of each of ``run_ids`` for ``providers``: kept ones where valid
     (``tracer.checks.saved``); the others found now, and kept, with ``keep``, for
     runs that have ended (through the file's one writer).
@@ -192,6 +193,8 @@ def findings_for(db: TraceDB, run_ids: Sequence[str], *,
             can write to).
         on_run: called as ``on_run(run_id, findings)`` as each run's findings are
             known, in the order of ``run_ids``.
+        replays: runs already replayed, by id: checked as they are (``check_replay``)
+            instead of being loaded and replayed again.
 
     Returns:
         The findings of each run, by run id.
@@ -207,7 +210,9 @@ def findings_for(db: TraceDB, run_ids: Sequence[str], *,
         for rid in part:
             found = have.get(rid)
             if found is None:
-                found = check_run(db.run(rid), wire=db.wire(rid))
+                done = replays.get(rid) if replays else None
+                found = (check_replay(done, wire=db.wire(rid)) if done is not None
+                         else check_run(db.run(rid), wire=db.wire(rid)))
                 if rid in gens:
                     new.append((rid, gens[rid], found))
             out[rid] = findings_store.only(found, provs) if provs != PROVIDERS else found

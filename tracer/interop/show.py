@@ -45,13 +45,10 @@ def open_replay(db: TraceDB, run_ref: str) -> tuple[Run, Replay]:
 
 
 def step_of_seq(replay: Replay, seq: int | None) -> int | None:
-    """The step (counted from 1) of the event ``seq``."""
-    if seq is None:
-        return None
-    for s in replay.steps:
-        if s.event.seq == seq:
-            return s.index + 1
-    return None
+    """The step (counted from 1) of the event ``seq`` (``Replay.index_of_seq``, the
+    app's rule too)."""
+    i = replay.index_of_seq(seq)
+    return None if i is None else i + 1
 
 
 def _summary(s: RunSummary) -> dict[str, Any]:
@@ -60,18 +57,20 @@ def _summary(s: RunSummary) -> dict[str, Any]:
     return d
 
 
-def findings_of(db: TraceDB, run: Run) -> list[Any]:
+def findings_of(db: TraceDB, run: Run, replay: Replay | None = None) -> list[Any]:
     """The run's findings (``check_run``), read back where ``looptrace check`` kept them;
-    none are kept from here (read-only)."""
+    none are kept from here (read-only). ``replay``: the run's, already built (the run
+    is then not replayed again to be checked)."""
     from tracer.checks.run import findings_for
 
-    return findings_for(db, [run.id], keep=False)[run.id]
+    replays = {run.id: replay} if replay is not None else None
+    return findings_for(db, [run.id], keep=False, replays=replays)[run.id]
 
 
 def overview(db: TraceDB, run_ref: str) -> dict[str, Any]:
     """A run's summary, its subagent runs, and its findings with their steps."""
     run, replay = open_replay(db, run_ref)
-    found = findings_of(db, run)
+    found = findings_of(db, run, replay)
     findings = []
     for f in found:
         d = f.to_dict()

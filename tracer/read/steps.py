@@ -88,6 +88,15 @@ class Replay:
             made = self._views[build] = build(self)
             return made
 
+    def index_of_seq(self, seq: int | None) -> int | None:
+        """The index of the step of event ``seq``: the first step at or after it (the
+        last step for a later seq); None for no seq or no steps. A person reads the
+        step as ``index + 1``; ``seq`` stays the database's."""
+        if seq is None or not self.steps:
+            return None
+        i = bisect.bisect_left([s.event.seq for s in self.steps], seq)
+        return min(i, len(self.steps) - 1)
+
     def clamp(self, index: Any) -> int:
         """A valid step index from anything (a query string, None, out of range)."""
         try:
