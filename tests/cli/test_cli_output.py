@@ -184,7 +184,8 @@ def test_an_ambiguous_prefix_is_one_line_and_writes_nothing(
     assert err == f"looptrace export: run id prefix 'r-' is ambiguous in {db}\n"
     assert not list(tmp_path.glob("*.jsonl")) and not (tmp_path / "x.html").exists()
     code, _, err = run_cli(capsys, "export", "zzz", "--db", str(db))
-    assert code == 1 and err == f"looptrace export: no run 'zzz' in {db}\n"
+    assert code == 1 and err == (f"looptrace export: no run 'zzz' in {db} "
+                                 "(not an id, a prefix of one or a run's name)\n")
 
 
 def test_diff_with_an_ambiguous_prefix_is_trouble(db: Path, capsys) -> None:  # type: ignore[no-untyped-def]

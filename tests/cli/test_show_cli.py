@@ -138,3 +138,18 @@ def test_show_replays_a_run_once_when_its_findings_were_never_kept(
     code, out, err = show(capsys, rid[:12], "--db", str(sample_db))
     assert (code, err) == (0, "")
     assert "  ERROR   dangling-tool-call [openai] at step 8" in out.splitlines()
+
+
+def test_the_summary_says_what_the_run_was_asked_and_answered(
+        sample_db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 39, item 17 (and the plurals of item 10: "1 tool call")."""
+    code, out, _ = show(capsys, "weather", "--db", str(sample_db))
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[2] == "  2 laps, 2 model calls, 1 tool call, 0 errors, 77 tokens, 14 steps"
+    assert lines[3] == "  asked: What's the weather in Oslo?"
+    assert lines[4] == ("  answered: It's snowing lightly in Oslo: -3°C with a 4 m/s northerly "
+                        "wind. Wear boots!")
+    code, out, _ = show(capsys, "footgun-no-bound", "--db", str(sample_db), "--json")
+    d = json.loads(out)
+    assert d["answered"] is None and d["asked"]  # (it failed on the rate limit: no answer)

@@ -22,6 +22,7 @@ from tracer.read.loader import Message, Run, RunSummary, TraceDB
 from tracer.read.steps import Replay, build_replay
 from tracer.vocab.content import content_text
 from tracer.vocab.terminal import safe_text
+from tracer.vocab.words import plural
 
 __all__ = [
     "DEFAULT_CUT",
@@ -87,7 +88,29 @@ def overview(db: TraceDB, run_ref: str) -> dict[str, Any]:
                           for c in run.children],
         "health": health(found),
         "findings": findings,
+        **asked_and_answered(run),
     }
+
+
+ASKED_CUT = 200  # characters of the question and of the answer in the summary
+
+
+def asked_and_answered(run: Run) -> dict[str, str | None]:
+    """What the run was asked (its first human message) and what it answered (its last
+    AI message with no tool call), each cut to ``ASKED_CUT`` characters; None where the
+    run has none."""
+    msgs = run.messages
+    asked = next((m for m in msgs if m.type == "human"), None)
+    last_ai = next((m for m in reversed(msgs) if m.type == "ai"), None)
+    answered = last_ai if last_ai is not None and not last_ai.tool_calls else None
+
+    def cut(m: Message | None) -> str | None:
+        if m is None:
+            return None
+        text = " ".join(m.text.split())
+        return text if len(text) <= ASKED_CUT else text[: ASKED_CUT - 1] + "…"
+
+    return {"asked": cut(asked), "answered": cut(answered)}
 
 
 def _cut(text: str, limit: int, more: str) -> tuple[str, dict[str, Any] | None]:
@@ -201,9 +224,15 @@ def render_overview(d: dict[str, Any]) -> str:
     lines = [
         f"run {r['id']}  {r.get('name') or ''}",
         f"  status {r['status']}   started {_when(r.get('started_at'))}   took {dur}",
-        (f"  {r['laps']} laps, {r['model_calls']} model calls, {r['tool_calls']} tool calls, "
-        f"{r['errors']} errors, {r.get('total_tokens') or 0} tokens, {d['steps']} steps"),
+        (f"  {plural(r['laps'], 'lap')}, {plural(r['model_calls'], 'model call')}, "
+         f"{plural(r['tool_calls'], 'tool call')}, {plural(r['errors'], 'error')}, "
+         f"{plural(r.get('total_tokens') or 0, 'token')}, {plural(d['steps'], 'step')}"),
     ]
+    if d.get("asked") is not None:
+        lines.append(f"  asked: {d['asked']}")
+    if "answered" in d:
+        lines.append(f"  answered: {d['answered']}" if d["answered"] is not None
+                     else "  answered: (no final answer: the run did not end in plain text)")
     if r.get("model") or r.get("provider"):
         lines.append(f"  model {r.get('model') or '-'} ({r.get('provider') or '-'})"
                      f"   source {r.get('source') or '-'}")

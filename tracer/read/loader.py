@@ -310,20 +310,53 @@ class TraceDB:
         return found[0]
 
     def resolve(self, prefix: str) -> str:
-        """A full run id from an id or a unique prefix of one (compared exactly: case
-        counts, and ``%`` / ``_`` are plain characters). A full id wins over the
-        longer ids it is a prefix of."""
+        """A full run id from what a person types: an id, a run's name (unique in the
+        file, or ``name@N``: the Nth newest run of that name, 1 the newest), or a
+        unique prefix of an id (compared exactly: case counts, and ``%`` / ``_`` are
+        plain characters). A full id wins over a name, a name over the longer ids it
+        is a prefix of."""
         if self._query("SELECT 1 FROM runs WHERE id = ?", [prefix]):
             return prefix
+        named = self._named(prefix)
+        if named is not None:
+            return named
         # (a range on the primary key: no LIKE, whose wildcards and case folding lie)
         rows = self._query("SELECT id FROM runs WHERE id >= ? AND id < ? LIMIT 2",
                            [prefix, prefix + "\U0010ffff"]) if prefix else []
         if len(rows) == 1:
             return str(rows[0][0])
         if not rows:
-            msg = f"no run {prefix!r} in {self.path}"
+            msg = f"no run {prefix!r} in {self.path} (not an id, a prefix of one or a run's name)"
             raise RunNotFound(msg)
         msg = f"run id prefix {prefix!r} is ambiguous in {self.path}"
+        raise RunNotFound(msg)
+
+    def _named(self, ref: str) -> str | None:
+        """The id of the run named ``ref`` (or ``name@N``), None when no run has that
+        name; ``RunNotFound`` when several have it, or there is no Nth."""
+        newest_first = "SELECT id FROM runs WHERE name = ? ORDER BY started_at DESC, id"
+        rows = self._query(newest_first + " LIMIT 2", [ref]) if ref else []
+        if len(rows) == 1:
+            return str(rows[0][0])
+        if len(rows) > 1:
+            (n,) = self._query("SELECT count(*) FROM runs WHERE name = ?", [ref])[0]
+            msg = (f"{n} runs are named {ref!r} in {self.path}: give {ref}@1 (the newest) to "
+                   f"{ref}@{n}, or an id")
+            raise RunNotFound(msg)
+        name, at, nth = ref.rpartition("@")
+        if not (at and name and nth.isdecimal() and nth.isascii()):
+            return None
+        k = int(nth)
+        if not 1 <= k <= 1_000_000_000:
+            msg = f"{ref!r}: N in name@N counts from 1 (the newest run of that name)"
+            raise RunNotFound(msg)
+        rows = self._query(newest_first + " LIMIT 1 OFFSET ?", [name, k - 1])
+        if rows:
+            return str(rows[0][0])
+        (n,) = self._query("SELECT count(*) FROM runs WHERE name = ?", [name])[0]
+        if not n:
+            return None
+        msg = f"{ref!r}: {n} run(s) are named {name!r} in {self.path}, not {k}"
         raise RunNotFound(msg)
 
     def run(self, run_id: str) -> Run:
