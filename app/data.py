@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -28,7 +27,7 @@ import streamlit as st
 
 from tracer.checks.saved import health_badge, stored_health
 from tracer.errors import LooptraceError, NotALooptraceDatabase, RunNotFound
-from tracer.interop.exchange import build_sample_db, sample_files
+from tracer.interop.exchange import build_sample_db, sample_db_path, sample_files
 from tracer.read.fork_links import Fork, forks_among
 from tracer.read.fork_links import forks_of as _forks_of
 from tracer.read.loader import Run, RunSummary, TraceDB
@@ -205,13 +204,6 @@ def preload() -> None:
 
 
 ENV_VAR = "LOOPTRACE_DB"
-
-
-def sample_db_path() -> Path:
-    """The database built from the bundled ``sample_traces/`` (rebuilt when they change)."""
-    cache = Path(tempfile.gettempdir()) / f"looptrace-{os.getuid()}"
-    cache.mkdir(parents=True, exist_ok=True)
-    return cache / "samples.db"
 
 
 @st.cache_resource(show_spinner=False)

@@ -37,14 +37,27 @@ import importlib
 import sys
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Protocol
 
 from tracer.errors import LooptraceError
 from tracer.vocab.terminal import safe_text
 
-__all__ = ["COMMANDS", "DEFAULT_DB", "build_parser", "main", "serve", "stop_on_sigterm"]
+__all__ = ["COMMANDS", "DEFAULT_DB", "SAMPLES", "build_parser", "main", "read_db", "serve", "stop_on_sigterm"]
 
 DEFAULT_DB = "looptrace.db"
+SAMPLES = "samples"  # what ``--db`` takes for the bundled sample traces
+
+
+def read_db(arg: str) -> str:
+    """The ``--db`` of a command that reads (its argparse ``type``): ``samples`` (when no
+    file of that name is in the folder) is the database of the bundled sample traces,
+    the app's, built or brought up to date first; anything else is the path given."""
+    if arg != SAMPLES or Path(arg).exists():
+        return arg
+    from tracer.interop.exchange import build_sample_db, sample_db_path
+
+    return str(build_sample_db(sample_db_path()))
 
 # command -> the module of this package that registers it (imported only when needed)
 COMMANDS: dict[str, str] = {
@@ -92,7 +105,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except LooptraceError as exc:
-        print(f"looptrace {args.command}: {safe_text(exc)}", file=sys.stderr)
+        hint = (" (the bundled sample traces: --db samples)"
+                if str(exc).endswith("no such database") else "")
+        print(f"looptrace {args.command}: {safe_text(exc)}{hint}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

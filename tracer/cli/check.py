@@ -14,7 +14,7 @@ from tracer.checks.run import PROVIDERS, RULES, check_db, format_text
 from tracer.errors import LooptraceError
 from tracer.vocab.terminal import safe_text
 
-from . import DEFAULT_DB
+from . import DEFAULT_DB, read_db
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -24,7 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                     "provider rules (OpenAI, Anthropic, Ollama), repeated calls and runaway "
                     "loops. Exits 1 when any error-level finding exists.")
     p.add_argument("runs", nargs="*", metavar="RUN", help="run ids or prefixes (default: all)")
-    p.add_argument("--db", default=DEFAULT_DB)
+    p.add_argument("--db", default=DEFAULT_DB, type=read_db)
     p.add_argument("--provider", action="append", choices=PROVIDERS,
                    help="check only this provider's rules (repeatable; default: all three); "
                         "findings that concern every provider are always shown")

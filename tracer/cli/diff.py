@@ -11,7 +11,7 @@ from tracer.read.diff import diff_tree, format_text
 from tracer.read.loader import TraceDB
 from tracer.vocab.terminal import safe_text
 
-from . import DEFAULT_DB
+from . import DEFAULT_DB, read_db
 
 HELP = """Compare two runs lap by lap and hook by hook and print the first divergence
 (different tool, arguments, answer, tool result, extra lap, hook sequence, status),
@@ -32,7 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                        description=HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("run_a", metavar="RUN_A", help="run id (or a unique prefix)")
     p.add_argument("run_b", metavar="RUN_B", help="run id (or a unique prefix)")
-    p.add_argument("--db", default=DEFAULT_DB, help="database holding RUN_A (and RUN_B)")
+    p.add_argument("--db", default=DEFAULT_DB, type=read_db, help="database holding RUN_A (and RUN_B)")
     p.add_argument("--db-b", help="database holding RUN_B (default: --db)")
     p.add_argument("--json", action="store_true", help="print the diff as JSON")
     p.set_defaults(func=run)

@@ -16,13 +16,13 @@ from tracer.errors import UsageError, storage_errors
 from tracer.interop.exchange import export_run, import_rows, read_trace
 from tracer.vocab.terminal import safe_text
 
-from . import DEFAULT_DB, stop_on_sigterm
+from . import DEFAULT_DB, read_db, stop_on_sigterm
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("export", help="export a run (and its subagent runs)")
     p.add_argument("run", nargs="?", help="run id (or a unique prefix)")
-    p.add_argument("--db", default=DEFAULT_DB)
+    p.add_argument("--db", default=DEFAULT_DB, type=read_db)
     p.add_argument("-o", "--out", help="output .jsonl file (default: <run>.jsonl)")
     p.add_argument("--html", metavar="OUT.html", help="write a self-contained HTML replay")
     g = p.add_argument_group("OpenTelemetry (instead of -o / --html)")

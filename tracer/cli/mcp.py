@@ -8,7 +8,7 @@ import sys
 
 from tracer.errors import UsageError
 
-from . import DEFAULT_DB
+from . import DEFAULT_DB, read_db
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -22,7 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
             "that write: a new run, through `looptrace replay`). The server reads the "
             "database read-only. Speaks stdio (what an MCP client "
             "starts) unless --http, then streamable HTTP on 127.0.0.1 at /mcp."))
-    p.add_argument("--db", default=DEFAULT_DB, help=f"trace database (default {DEFAULT_DB})")
+    p.add_argument("--db", default=DEFAULT_DB, type=read_db, help=f"trace database (default {DEFAULT_DB})")
     p.add_argument("--http", action="store_true",
                    help="serve streamable HTTP on 127.0.0.1 (http://127.0.0.1:PORT/mcp)")
     p.add_argument("--port", type=int, default=8765, help="port for --http (default 8765)")

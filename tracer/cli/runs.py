@@ -15,14 +15,14 @@ from tracer.read.loader import RunSummary, TraceDB
 from tracer.read.run_list import HEALTH_CLASSES, RunFilter, parse_when
 from tracer.vocab.terminal import safe_text
 
-from . import DEFAULT_DB
+from . import DEFAULT_DB, read_db
 
 DEFAULT_LIMIT = 100
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("runs", help="list recorded runs (newest first, 100 at a time)")
-    p.add_argument("--db", default=DEFAULT_DB)
+    p.add_argument("--db", default=DEFAULT_DB, type=read_db)
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.add_argument("--search", help="only runs whose messages contain this text")
     p.add_argument("--status", action="append", choices=RUN_STATUSES,

@@ -14,7 +14,7 @@ import sys
 from tracer.interop.show import DEFAULT_CUT, overview, render_overview, render_step, step_view
 from tracer.read.loader import TraceDB
 
-from . import DEFAULT_DB
+from . import DEFAULT_DB, read_db
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -25,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
             "hook and caption of step N (counted from 1, as the replay shows them) and the "
             "messages as the model received them there (or the conversation as it stood)."))
     p.add_argument("run", metavar="RUN", help="run id (or a unique prefix)")
-    p.add_argument("--db", default=DEFAULT_DB)
+    p.add_argument("--db", default=DEFAULT_DB, type=read_db)
     p.add_argument("--step", type=int, metavar="N", help="show step N (from 1)")
     p.add_argument("--full", action="store_true",
                    help=f"do not cut long contents (default: cut at {DEFAULT_CUT} characters)")

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 import sqlite3
+import tempfile
 import uuid
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -332,6 +334,17 @@ SAMPLES_DIR = (_PACKAGE / "_samples" if (_PACKAGE / "_samples").is_dir()
 
 def sample_files() -> list[Path]:
     return sorted(SAMPLES_DIR.glob("*.jsonl"))
+
+
+SAMPLES = "samples"  # what ``--db`` takes for the bundled sample traces
+
+
+def sample_db_path() -> Path:
+    """Where the database of the bundled ``sample_traces/`` is kept (the app's and the
+    command line's, rebuilt when they change): this user's folder in the temp dir."""
+    cache = Path(tempfile.gettempdir()) / f"looptrace-{os.getuid()}"
+    cache.mkdir(parents=True, exist_ok=True)
+    return cache / "samples.db"
 
 
 def build_sample_db(db_path: str | Path) -> Path:
