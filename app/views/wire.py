@@ -81,7 +81,8 @@ def wire_page() -> None:
     seqs = [c.seq for c in calls]
     index = seqs.index(at.seq) if at is not None else 0
     seq = st.selectbox("Model call", seqs, index=index, key=f"wire_call_{run_id}",
-                       format_func=lambda s: turn_label(calls[seqs.index(s)], seqs.index(s)))
+                       format_func=lambda s: turn_label(calls[seqs.index(s)], seqs.index(s),
+                                                        step_of.get(s, 0) + 1))
     step = state.url_step(step_of.get(seq, 0))
     if qp.get("run") != run_id or qp.get("step") != step:
         qp["run"] = run_id

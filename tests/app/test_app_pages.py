@@ -427,7 +427,8 @@ def test_wire_pane_follows_the_replay_when_switched_on(samples: Path) -> None:
     # drawn: one column per provider, each body rendered by that adapter (the
     # scripted weather run was recorded without a provider: nothing captured)
     assert len(pane_heads()) == 3
-    assert "Model call 1 · lap 1 · seq" in " ".join(c.value for c in at.caption)
+    # (one numbering: the step the replay shows, not the database's seq)
+    assert f"Model call 1 · lap 1 · step {model_step + 1}:" in " ".join(c.value for c in at.caption)
     report_step(at, model_step + 1)
     assert not problems(at)
     assert at.toggle(key="show_wire").value is True

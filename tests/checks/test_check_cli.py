@@ -48,7 +48,7 @@ def test_json_and_provider_filter(sample_db: Path, capsys) -> None:  # type: ign
     data = json.loads(capsys.readouterr().out)
     assert isinstance(data, list) and data
     assert set(data[0]) == {"rule", "severity", "provider", "message", "run_id", "seq",
-                            "message_keys"}
+                            "step", "message_keys"}
     assert {d["provider"] for d in data} <= {"openai", None}
     assert {"loop-bound-hit", "repeated-tool-call", "unknown-tool"} <= {d["rule"] for d in data}
 
@@ -75,3 +75,15 @@ def test_uv_run_looptrace_check(sample_db: Path) -> None:
     assert proc.returncode == 1, proc.stderr
     rules = {d["rule"] for d in json.loads(proc.stdout)}
     assert {"loop-bound-hit", "repeated-tool-call"} <= rules
+
+
+def test_check_says_the_step_show_and_the_app_say(sample_db: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """Issue 39, item 8: one numbering. ``check`` said "at seq 10" where ``show``, the
+    app and MCP said "step 11" for the same finding."""
+    rid = _id(sample_db, "footgun-wrong-id")
+    assert main(["check", "--db", str(sample_db), rid]) == 1
+    out = capsys.readouterr().out
+    assert "  ERROR   dangling-tool-call [openai] at step 8" in out.splitlines()
+    assert " at seq " not in out
+    assert main(["show", rid, "--db", str(sample_db)]) == 0
+    assert "  ERROR   dangling-tool-call [openai] at step 8" in capsys.readouterr().out

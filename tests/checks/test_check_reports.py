@@ -19,6 +19,18 @@ def _findings(db: Path, capsys) -> list[dict]:  # type: ignore[no-untyped-def]
     return json.loads(capsys.readouterr().out)
 
 
+def _step(db: Path, run_id: str, seq: int | None) -> int | None:
+    """A finding's step as a person counts it, computed apart from the code: the rank,
+    from 1, of its event among the run's events (one step per event)."""
+    if seq is None:
+        return None
+    import sqlite3
+
+    (n,) = sqlite3.connect(db).execute(
+        "SELECT count(*) FROM events WHERE run_id = ? AND seq <= ?", [run_id, seq]).fetchone()
+    return int(n)
+
+
 def test_sarif_is_valid_and_has_one_result_per_finding(sample_db: Path, tmp_path: Path,
                                                        capsys) -> None:  # type: ignore[no-untyped-def]
     want = _findings(sample_db, capsys)
@@ -37,9 +49,14 @@ def test_sarif_is_valid_and_has_one_result_per_finding(sample_db: Path, tmp_path
     first = results[0]
     loc = first["locations"][0]
     assert loc["physicalLocation"]["artifactLocation"]["uri"] == sample_db.as_posix()
-    seq = first["properties"]["seq"]
+    seq, rid = first["properties"]["seq"], first["properties"]["run_id"]
+    step = _step(sample_db, rid, seq)
+    assert first["properties"]["step"] == step and step != seq  # (issue 39: one numbering)
     assert loc["logicalLocations"][0]["fullyQualifiedName"] == (
-        f"run/{first['properties']['run_id']}" + (f"/seq/{seq}" if seq is not None else ""))
+        f"run/{rid}" + (f"/step/{step}" if step is not None else ""))
+    assert loc["logicalLocations"][0]["name"] == f"step {step}"
+    assert all(r["properties"]["step"] == _step(sample_db, r["properties"]["run_id"],
+                                                r["properties"]["seq"]) for r in results)
     rules = log["runs"][0]["tool"]["driver"]["rules"]
     assert all(rules[r["ruleIndex"]]["id"] == r["ruleId"] for r in results)
 
@@ -81,7 +98,9 @@ def test_junit_has_one_case_per_finding_and_errors_fail(sample_db: Path, tmp_pat
     assert {f.get("type") for f in fails} == {f["rule"] for f in want if f["severity"] == "error"}
     # each finding's text names its run and step
     f0 = want[0]
-    where = f"seq {f0['seq']}" if f0["seq"] is not None else "the run"
+    step = _step(sample_db, f0["run_id"], f0["seq"])
+    assert f0["step"] == step
+    where = f"step {step}" if step is not None else "the run"
     assert any(f"run {f0['run_id']} at {where}" in "".join(c.itertext()) for c in cases)
 
 

@@ -132,7 +132,7 @@ def test_wire_pane_follows_the_replay_step(demo_db: Path,
         at = AppTest.from_function(_pane_script, default_timeout=60).run()
         assert not at.exception, at.exception
         text = _texts(at)
-        assert f"call {n + 1} · lap" in text
+        assert f"call {n + 1} · lap {call.lap} · step {step + 1}:" in text  # (one numbering)
         assert "Ollama captured" in text and "Anthropic rendered" in text
         results = sum(c.value.count('"role": "tool"') for c in at.code if '"options"' in c.value)
         assert results == sum(1 for m in replay.messages_at(step) if m.type == "tool")

@@ -1,7 +1,7 @@
 """``looptrace check`` findings as CI reports: JUnit XML and SARIF 2.1.0.
 
-One entry per finding, pointing at its run and step (``seq``: the event to open in
-the app, ``looptrace show RUN --at SEQ``). JUnit: a test case per finding (an error is
+One entry per finding, pointing at its run and step (counted from 1, as the app and
+``looptrace show RUN --step N`` count them; the database's ``seq`` is kept as a property). JUnit: a test case per finding (an error is
 a ``<failure>``; a warning or an info passes, its text in ``<system-out>``) and one
 passing case for each run without findings. SARIF: a result per finding (error ->
 ``error``, warning -> ``warning``, info -> ``note``), located in the trace database
@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .base import Finding
+from .run import StepNumbers, where
 
 __all__ = ["junit_xml", "sarif_log"]
 
@@ -24,11 +25,8 @@ _SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
 
-def _where(f: Finding) -> str:
-    return f"seq {f.seq}" if f.seq is not None else "the run"
-
-
-def junit_xml(results: Mapping[str, Sequence[Finding]], *, db: str) -> str:
+def junit_xml(results: Mapping[str, Sequence[Finding]], *, db: str,
+              steps: StepNumbers | None = None) -> str:
     suites = ET.Element("testsuites", name="looptrace check")
     total = failures = 0
     for rid, findings in results.items():
@@ -39,9 +37,9 @@ def junit_xml(results: Mapping[str, Sequence[Finding]], *, db: str) -> str:
             cases += 1
             case = ET.SubElement(
                 suite, "testcase", classname=f"looptrace.run.{rid[:12]}",
-                name=f"{f.rule} [{f.provider or 'all'}] at {_where(f)}",
+                name=f"{f.rule} [{f.provider or 'all'}] at {where(f, steps)}",
                 file=db)
-            text = f"run {rid} at {_where(f)}: {f.message}"
+            text = f"run {rid} at {where(f, steps)}: {f.message}"
             if f.message_keys:
                 text += f"\nmessages: {', '.join(f.message_keys)}"
             if f.severity == "error":
@@ -69,24 +67,26 @@ def junit_xml(results: Mapping[str, Sequence[Finding]], *, db: str) -> str:
 
 
 def sarif_log(results: Mapping[str, Sequence[Finding]], *, db: str,
-              rules: Mapping[str, str]) -> dict[str, Any]:
+              rules: Mapping[str, str], steps: StepNumbers | None = None) -> dict[str, Any]:
     used = sorted({f.rule for fs in results.values() for f in fs})
     index = {r: i for i, r in enumerate(used)}
     out: list[dict[str, Any]] = []
     for rid, findings in results.items():
         for f in findings:
-            step = f"run/{rid}/seq/{f.seq}" if f.seq is not None else f"run/{rid}"
+            n = steps.get((rid, f.seq)) if steps is not None and f.seq is not None else None
+            step = (f"run/{rid}/step/{n}" if n is not None else
+                    f"run/{rid}/seq/{f.seq}" if f.seq is not None else f"run/{rid}")
             out.append({
                 "ruleId": f.rule,
                 "ruleIndex": index[f.rule],
                 "level": _SARIF_LEVEL.get(f.severity, "note"),
-                "message": {"text": f"{f.message} (run {rid}, {_where(f)})"},
+                "message": {"text": f"{f.message} (run {rid}, {where(f, steps)})"},
                 "locations": [{
                     "physicalLocation": {"artifactLocation": {"uri": Path(db).as_posix()}},
-                    "logicalLocations": [{"name": _where(f), "fullyQualifiedName": step,
+                    "logicalLocations": [{"name": where(f, steps), "fullyQualifiedName": step,
                                           "kind": "member"}],
                 }],
-                "properties": {"run_id": rid, "seq": f.seq, "provider": f.provider,
+                "properties": {"run_id": rid, "step": n, "seq": f.seq, "provider": f.provider,
                                "message_keys": list(f.message_keys)},
             })
     return {
@@ -105,11 +105,12 @@ def sarif_log(results: Mapping[str, Sequence[Finding]], *, db: str,
 
 
 def write_sarif(path: str | Path, results: Mapping[str, Sequence[Finding]], *, db: str,
-                rules: Mapping[str, str]) -> None:
-    Path(path).write_text(json.dumps(sarif_log(results, db=db, rules=rules), indent=2,
+                rules: Mapping[str, str], steps: StepNumbers | None = None) -> None:
+    Path(path).write_text(json.dumps(sarif_log(results, db=db, rules=rules, steps=steps),
+                                     indent=2,
                                      ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def write_junit(path: str | Path, results: Mapping[str, Sequence[Finding]], *,
-                db: str) -> None:
-    Path(path).write_text(junit_xml(results, db=db) + "\n", encoding="utf-8")
+                db: str, steps: StepNumbers | None = None) -> None:
+    Path(path).write_text(junit_xml(results, db=db, steps=steps) + "\n", encoding="utf-8")

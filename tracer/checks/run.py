@@ -39,7 +39,7 @@ from .protocol import ProtocolScan, collapse_ollama_order
 from .whole_state import state_findings
 
 __all__ = ["PROVIDERS", "RULES", "Finding", "Thresholds", "check_db", "check_replay",
-           "check_run", "findings_for", "format_text", "health"]
+           "check_run", "findings_for", "format_text", "health", "step_numbers", "where"]
 
 
 # Every rule id, with the provider(s) it can name and what it means.
@@ -223,9 +223,40 @@ def findings_for(db: TraceDB, run_ids: Sequence[str], *,
     return out
 
 
-def format_text(results: dict[str, list[Finding]]) -> str:
+StepNumbers = Mapping[tuple[str, int], int]  # (run id, seq) -> step, counted from 1
+
+
+def step_numbers(db: str | Path | TraceDB,
+                 results: Mapping[str, Sequence[Finding]]) -> dict[tuple[str, int], int]:
+    """The step (counted from 1) of every finding of ``results`` that has one: what a
+    person reads, and opens with ``looptrace show RUN --step N`` (``seq`` is the
+    database's)."""
+    own = not isinstance(db, TraceDB)
+    tdb = TraceDB(db) if not isinstance(db, TraceDB) else db
+    try:
+        out: dict[tuple[str, int], int] = {}
+        for rid, found in results.items():
+            seqs = [f.seq for f in found if f.seq is not None]
+            for seq, step in tdb.step_numbers(rid, seqs).items():
+                out[(rid, seq)] = step
+        return out
+    finally:
+        if own:
+            tdb.close()
+
+
+def where(f: Finding, steps: StepNumbers | None) -> str:
+    """Where a finding is, as a person reads it: ``step N``, or ``the run``."""
+    if f.seq is None:
+        return "the run"
+    step = steps.get((f.run_id, f.seq)) if steps is not None else None
+    return f"step {step}" if step is not None else f"seq {f.seq}"
+
+
+def format_text(results: dict[str, list[Finding]], steps: StepNumbers | None = None) -> str:
     """``check_db``'s findings as ``looptrace check`` prints them: per run its health and
-    each finding, then the totals (lines ending in a newline; "no runs" for none)."""
+    each finding at its step (``step_numbers``), then the totals (lines ending in a
+    newline; "no runs" for none)."""
     if not results:
         return "no runs\n"
     lines = []
@@ -234,8 +265,8 @@ def format_text(results: dict[str, list[Finding]]) -> str:
         lines.append(f"run {rid[:12]}: {health(findings)}")
         for f in findings:
             total[f.severity] = total.get(f.severity, 0) + 1
-            where = f"seq {f.seq}" if f.seq is not None else "run"
-            lines.append(f"  {f.severity.upper():7} {f.rule} [{f.provider or 'all'}] at {where}")
+            lines.append(f"  {f.severity.upper():7} {f.rule} [{f.provider or 'all'}] "
+                         f"at {where(f, steps)}")
             lines.append(f"          {f.message}")
             if f.message_keys:
                 lines.append(f"          messages: {', '.join(f.message_keys)}")

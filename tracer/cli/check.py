@@ -10,7 +10,7 @@ import json
 import sys
 
 from tracer.checks.reports import write_junit, write_sarif
-from tracer.checks.run import PROVIDERS, RULES, check_db, format_text
+from tracer.checks.run import PROVIDERS, RULES, check_db, format_text, step_numbers
 from tracer.errors import LooptraceError
 from tracer.vocab.terminal import safe_text
 
@@ -42,16 +42,19 @@ def run(args: argparse.Namespace) -> int:
     providers = tuple(args.provider or PROVIDERS)
     results = check_db(args.db, args.runs, providers=providers)  # (InvalidOption: one line)
     findings = [f for fs in results.values() for f in fs]
+    steps = step_numbers(args.db, results)  # (where a person reads a finding: its step)
     try:
         if args.junit:
-            write_junit(args.junit, results, db=args.db)
+            write_junit(args.junit, results, db=args.db, steps=steps)
         if args.sarif:
-            write_sarif(args.sarif, results, db=args.db, rules=RULES)
+            write_sarif(args.sarif, results, db=args.db, rules=RULES, steps=steps)
     except OSError as exc:
         msg = f"cannot write the report: {exc}"
         raise LooptraceError(msg) from None
     if args.json:
-        print(json.dumps([f.to_dict() for f in findings], indent=2, ensure_ascii=False))
+        print(json.dumps([{**f.to_dict(), "step": steps.get((f.run_id, f.seq))
+                           if f.seq is not None else None} for f in findings],
+                         indent=2, ensure_ascii=False))
     else:
-        sys.stdout.write(safe_text(format_text(results), keep_newlines=True))
+        sys.stdout.write(safe_text(format_text(results, steps), keep_newlines=True))
     return 1 if any(f.severity == "error" for f in findings) else 0

@@ -7,9 +7,11 @@ read through ``TraceDB``. Every problem with the file is a one-line
 
 from __future__ import annotations
 
+import bisect
 import json
 import sqlite3
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
@@ -301,6 +303,19 @@ class TraceDB:
             f" ({marks}) UNION SELECT r.id FROM runs r JOIN tree ON r.parent_id = tree.id)"
             " SELECT id FROM tree", run_ids)]
         return self.runs(ids=below) if below else []
+
+    def step_numbers(self, run_id: str, seqs: Iterable[int]) -> dict[int, int]:
+        """The step (counted from 1, as a person reads it) of each event ``seq`` of a
+        run: one step per recorded event, the first at or after ``seq``
+        (``Replay.index_of_seq``'s rule), without loading the run."""
+        want = sorted(set(seqs))
+        if not want:
+            return {}
+        have = [int(r[0]) for r in self._query(
+            "SELECT seq FROM events WHERE run_id = ? ORDER BY seq", [run_id])]
+        if not have:
+            return {}
+        return {q: min(bisect.bisect_left(have, q), len(have) - 1) + 1 for q in want}
 
     def summary(self, run_id: str) -> RunSummary:
         found = self.runs(ids=[run_id])

@@ -64,6 +64,7 @@ class TurnView:
     call: ModelCall
     enter: Event
     bodies: dict[str, ProviderBody]
+    step: int | None = None  # the step of ``enter``, counted from 1 (what a person reads)
 
     def aspects(self) -> list[tuple[str, str, dict[str, list[Annotation]]]]:
         """Every aspect with each provider's annotations for it (request, then response)."""
@@ -149,7 +150,8 @@ def turn_view(replay: Replay, enter: Event, wire_rows: list[dict[str, Any]]) -> 
         b.response_notes = annotate_response(p, b.response)
         bodies[p] = b
     bodies[LANGCHAIN] = _langchain_body(run, enter, call)
-    return TurnView(call, enter, bodies)
+    at = replay.index_of_seq(enter.seq)
+    return TurnView(call, enter, bodies, None if at is None else at + 1)
 
 
 def _lc(m: Any) -> dict[str, Any]:
@@ -203,11 +205,15 @@ def turns(run: Run) -> list[Event]:
     return model_call_events(run)
 
 
-def turn_label(view_or_enter: Any, index: int | None = None) -> str:
-    """A short label for a model call: "call 2 · lap 2 · seq 11"."""
+def turn_label(view_or_enter: Any, index: int | None = None, step: int | None = None) -> str:
+    """A short label for a model call: "call 2 · lap 2 · step 12" (the step counted from
+    1, as the replay counts it; ``step`` for an enter event, a ``TurnView`` knows its
+    own)."""
     enter = view_or_enter.enter if isinstance(view_or_enter, TurnView) else view_or_enter
     i = view_or_enter.call.index if isinstance(view_or_enter, TurnView) else (index or 0)
-    return f"call {i + 1} · lap {enter.lap} · seq {enter.seq}"
+    if isinstance(view_or_enter, TurnView):
+        step = view_or_enter.step
+    return f"call {i + 1} · lap {enter.lap}" + (f" · step {step}" if step is not None else "")
 
 
 def aspect_rows(view: TurnView) -> list[dict[str, str]]:
