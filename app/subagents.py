@@ -10,7 +10,8 @@ from .data import LooptraceError, RunSummary
 from .run_view import RunView
 from .safe import md_escape
 
-STATUS_COLOUR = {"completed": "green", "running": "blue", "error": "red", "interrupted": "orange"}
+STATUS_COLOUR = {"completed": "green", "running": "blue", "error": "red", "interrupted": "orange",
+                 "handoff": "violet", "stopped": "gray"}
 
 
 def run_label(r: RunSummary) -> str:

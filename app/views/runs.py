@@ -26,7 +26,7 @@ PAGE_SIZE = 100
 # doing that from the fragment's own timer races with it (on the Replay page that
 # blanked the page: "Bad delta path index").
 REFRESH_S = 2.0
-STATUSES = ["completed", "running", "error", "interrupted"]
+STATUSES = ["completed", "running", "error", "interrupted", "handoff", "stopped"]
 FIRST = RunFilter(top_level=True)  # what the page shows before any filter is set
 
 

@@ -238,7 +238,7 @@ def endings(run: Run, replay: Replay | None = None) -> list[Finding]:
             "raise recursion_limit if the task really needs more steps.",
             run.id, rec_seq if rec_seq is not None else last_seq, ()))
         return out
-    if s.status in ("running", "interrupted"):
+    if s.status in ("running", "interrupted", "handoff", "stopped"):  # (no answer is due)
         return out
     final = _final_messages(run, replay)
     if not final:

@@ -66,7 +66,9 @@ SCHEMA_VERSION = 5
 #      messages is one insert: three fewer statements and pages per message written)
 APP_ID = "looptrace"
 
-RUN_STATUSES = ("running", "completed", "error", "interrupted")
+# ``handoff``: the run handed the conversation to its parent graph (a ``Command`` to
+# ``Command.PARENT``); ``stopped``: its caller stopped reading its stream. Neither failed.
+RUN_STATUSES = ("running", "completed", "error", "interrupted", "handoff", "stopped")
 
 RUNS_COLUMNS = {
     "id": str,

@@ -141,6 +141,9 @@ def _caption_moves(replay: Replay, facts: RunFacts, said: list[str]) -> None:
                     "model's answer.")
         elif facts.shape == "loop":
             moved = f"The loop went from {a} to {b}."
+        elif (st.event.hook == "run" and isinstance(st.event.payload, dict)
+              and (st.event.payload.get("stopped") or st.event.payload.get("handoff"))):
+            continue  # (the step's own caption says why: a stopped stream, a handoff)
         else:
             moved = (f"The run went from {a} straight to {b}; no recorded event says why "
                     + ("(no hook recorded a jump_to)." if facts.handler else
@@ -416,6 +419,13 @@ def caption(ev: Event, run: Run, tool_calls: int = 0, *,
         return (f"What the model received: {plural(n, 'message')}{what}{sys_note}. The "
                 "wrap_model_call layers inside TraceMiddleware (later in the middleware "
                 "list) rewrote the request after TraceMiddleware saw it.")
+    if ev.hook == "run" and ev.phase == "end" and p.get("handoff"):
+        to = ", ".join(str(g) for g in p["handoff"].get("goto") or []) or "another node"
+        return (f"The run hands off to {to} in the parent graph (a Command to "
+                "Command.PARENT): it ends here without failing, and the parent graph goes on.")
+    if ev.hook == "run" and ev.phase == "end" and p.get("stopped"):
+        return ("The run stops: its caller stopped reading its stream before the end. Not a "
+                "failure: nothing ran after this.")
     if ev.hook == "run":
         return {"start": "The run starts.",
                 "end": ("The run ends: the loop's code returned." if loop else

@@ -226,7 +226,7 @@ class TraceCallbackHandler(BaseCallbackHandler):
                               payload={"interrupts": _interrupt_values(error.args[0]
                                                                        if error.args else [])})
                     rec.end_run(root, "interrupted")
-                else:
+                elif not rec.end_not_failed(root, error):  # (a handoff, a stopped stream)
                     text = f"{type(error).__name__}: {error}"
                     rec.event(root, "run", "error", payload={"error": text})
                     rec.end_run(root, "error", text)

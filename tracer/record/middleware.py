@@ -663,6 +663,8 @@ def end_invocation(rec: Recorder, run: RunState, error: BaseException | None,
     """
     if isinstance(error, GraphInterrupt):  # (a subgraph's pause comes up as an exception)
         pause, error = error, None
+    if error is not None and rec.end_not_failed(run, error):  # a handoff, a stopped stream
+        return
     if error is None:
         if pause is None and not run.paused:
             rec.end_run(run, "completed")

@@ -18,11 +18,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
+from langgraph.errors import ParentCommand
 
 from tracer.db.schema import connect
 from tracer.db.serialize import message_key, tool_calls_of
 from tracer.db.writer import Writer, get_writer
-from tracer.vocab.payloads import ModelEnterPayload, ModelExitPayload
+from tracer.vocab.payloads import ModelEnterPayload, ModelExitPayload, RunEndPayload
 from tracer.vocab.records import (
     EventRecord,
     MessageRecord,
@@ -397,6 +398,30 @@ class Recorder:
         self.writer.put(RunRecord(run.id, fields))
         self.update_totals(run)
         self.writer.flush(wait=False)
+
+    def end_not_failed(self, run: RunState, error: BaseException) -> bool:
+        """End ``run`` as what ``error`` really says, when it is no failure: a handoff to
+        the parent graph (``ParentCommand``: LangGraph's multi-agent ``Command(goto=...,
+        graph=Command.PARENT)``), or a caller who stopped reading the run's stream
+        (``GeneratorExit``). Returns whether it was one of those (and the run ended)."""
+        payload: RunEndPayload
+        if isinstance(error, ParentCommand):
+            cmd = error.args[0] if error.args else None
+            goto = getattr(cmd, "goto", None)
+            names = [goto] if isinstance(goto, str) else [
+                str(getattr(g, "node", g)) for g in (goto if isinstance(goto, (list, tuple))
+                                                     else [goto] if goto else [])]
+            payload, status = {"handoff": {"goto": names, "graph": "parent"}}, "handoff"
+        elif isinstance(error, GeneratorExit):
+            payload = {"stopped": "the caller stopped reading the run's stream"}
+            status = "stopped"
+        else:
+            return False
+        if not run.end_seen:
+            run.end_seen = True
+            self.event(run, "run", "end", payload=payload)
+        self.end_run(run, status)
+        return True
 
     def end_unfinished(self, why: str) -> None:
         """End every run this recorder has not seen end, with what is known: the error

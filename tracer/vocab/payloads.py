@@ -18,7 +18,7 @@ Kinds and the hooks that write them:
 - ``InterruptPayload``: ``("interrupt", "fire")`` and a wrap hook's ``"interrupt"``.
 - ``ResumePayload``: ``("resume", "fire")``.
 - ``HistoryPayload``: ``("history", "fire")``, a change to the conversation.
-- ``RunStartPayload``: ``("run", "start")``.
+- ``RunStartPayload``: ``("run", "start")``; ``RunEndPayload``: ``("run", "end")``.
 - ``LayerPayload``: a wrap hook's ``"layer"`` phase (``TraceMiddleware.around``).
 
 This module is at the bottom: it imports nothing of the project, and nothing of
@@ -153,6 +153,16 @@ class RunStartPayload(TypedDict, total=False):
     continued: bool
 
 
+class RunEndPayload(TypedDict, total=False):
+    """``("run", "end")``: how a run ended that is not a failure and gave no answer of
+    its own. ``handoff``: a ``Command(goto=..., graph=Command.PARENT)`` handed the
+    conversation to the parent graph's ``goto`` nodes (LangGraph's multi-agent handoff);
+    ``stopped``: the caller stopped reading the run's stream (why, in words)."""
+
+    handoff: dict[str, Any]  # {"goto": [node names], "graph": "parent"}
+    stopped: str
+
+
 class LayerPayload(TypedDict, total=False):
     """What one wrap layer did (``tracer.record.layers``): ``what`` is ``"attempt"``,
     ``"request"``, ``"response"``, ``"error"`` or ``"short-circuit"``; the other keys
@@ -191,4 +201,4 @@ def tool_names(payload: dict[str, Any]) -> list[str] | None:
 
 __all__ = ["ErrorPath", "ErrorPayload", "HistoryPayload", "InterruptItem", "InterruptPayload",
            "LayerPayload", "ModelEnterPayload", "ModelExitPayload", "ResumePayload",
-           "RunStartPayload", "Signature", "ToolEnterPayload", "ToolExitPayload", "tool_names"]
+           "RunEndPayload", "RunStartPayload", "Signature", "ToolEnterPayload", "ToolExitPayload", "tool_names"]
