@@ -16,6 +16,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from tracer.schema import refuse_database, written_whole
+
 from .checks.base import Finding
 
 __all__ = ["junit_xml", "sarif_log"]
@@ -106,10 +108,18 @@ def sarif_log(results: Mapping[str, Sequence[Finding]], *, db: str,
 
 def write_sarif(path: str | Path, results: Mapping[str, Sequence[Finding]], *, db: str,
                 rules: Mapping[str, str]) -> None:
-    Path(path).write_text(json.dumps(sarif_log(results, db=db, rules=rules), indent=2,
-                                     ensure_ascii=False) + "\n", encoding="utf-8")
+    """Write the SARIF log to ``path`` (never the database ``db``; replaced once whole)."""
+    refuse_database(path, db)
+    text = json.dumps(sarif_log(results, db=db, rules=rules), indent=2, ensure_ascii=False)
+    with written_whole(path) as f:
+        f.write(text + "\n")
 
 
 def write_junit(path: str | Path, results: Mapping[str, Sequence[Finding]], *,
                 db: str) -> None:
-    Path(path).write_text(junit_xml(results, db=db) + "\n", encoding="utf-8")
+    """Write the JUnit XML report to ``path`` (never the database ``db``; replaced once
+    whole)."""
+    refuse_database(path, db)
+    text = junit_xml(results, db=db)
+    with written_whole(path) as f:
+        f.write(text + "\n")

@@ -238,11 +238,26 @@ class Tools:
 
         with self._open() as db:
             rid = db.resolve(run)
-        out = Path(path) if path else Path(
-            self.export_dir or tempfile.gettempdir()) / f"looptrace-{rid[:12]}.html"
-        written = export_html(self.db, rid, out)
+        out = self._export_path(path or f"looptrace-{rid[:12]}.html")
+        written = export_html(self.db, rid, out)  # (refuses the database and its -wal/-shm)
         return {"run_id": rid, "path": str(written.resolve()),
                 "bytes": written.stat().st_size}
+
+
+    def _export_path(self, path: str) -> Path:
+        """Where ``export_html`` may write ``path``: an ``.html`` file in the export
+        directory (a relative path is taken there), links resolved; anything else is
+        refused."""
+        base = Path(self.export_dir or tempfile.gettempdir()).resolve()
+        out = (base / path).resolve()
+        if not out.is_relative_to(base) or out == base:
+            msg = (f"export_html writes in the export directory {base} only (looptrace mcp "
+                   f"--export-dir), not {path!r}")
+            raise _bad(msg)
+        if Path(path).suffix.lower() not in (".html", ".htm"):
+            msg = f"export_html writes .html files only, not {path!r}"
+            raise _bad(msg)
+        return out
 
 
 def _not_locked(path: str) -> None:
@@ -329,8 +344,10 @@ TOOLS: dict[str, str] = {
         "per lap and a diff of the messages. Paged by characters."),
     "export_html": (
         "Write a run (with its subagent runs) as one self-contained HTML replay file and "
-        "return its path (default: the temporary directory). Writes that file only; the "
-        "database is never written."),
+        "return its path. path: an .html file in the server's export directory (`looptrace "
+        "mcp --export-dir`, default the temporary directory; a relative path is taken "
+        "there; default looptrace-<run>.html); a path outside it, or the database, is "
+        "refused. Writes that file only; the database is never written."),
 }
 # (the what-if tools, replay_run and fork_run, are in tracer.mcp_whatif: the only tools
 # that write to the database, through a ``looptrace replay`` child process)
