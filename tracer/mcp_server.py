@@ -217,6 +217,9 @@ class Tools:
         size = 0
         for m in d["messages"]:
             n = len(m["content"]) + sum(len(c["args"]) for c in m.get("tool_calls", ()))
+            if not shown and n > MESSAGES_CHARS and m.get("tool_calls"):
+                n = _cut_calls(m, MESSAGES_CHARS - len(m["content"]),
+                               f"get_message_text(run={run!r}, step={step}, index={m['index']})")
             if shown and size + n > MESSAGES_CHARS:
                 clamped["limit"] = {"asked": clamped.get("limit", {}).get("asked", limit),
                                     "used": len(shown),
@@ -328,6 +331,23 @@ class Tools:
         return out
 
 
+def _cut_calls(m: dict[str, Any], room: int, rest: str) -> int:
+    """The tool calls of message ``m`` (alone on its page, yet over it) that fit in
+    ``room`` characters of arguments (one at least), and a note of how many there are
+    and where they all are; the characters left shown."""
+    calls: list[dict[str, Any]] = []
+    for c in m["tool_calls"]:
+        room -= len(c["args"])
+        if calls and room < 0:
+            break
+        calls.append(c)
+    if len(calls) < len(m["tool_calls"]):
+        m["tool_calls_cut"] = {"shown": len(calls), "total": len(m["tool_calls"]),
+                               "rest": rest}
+        m["tool_calls"] = calls
+    return len(m["content"]) + sum(len(c["args"]) for c in calls)
+
+
 def _not_locked(path: str) -> None:
     """Fail at once, naming the problem, on a file another process holds locked (the
     reader would otherwise wait for it for half a minute)."""
@@ -401,7 +421,8 @@ TOOLS: dict[str, str] = {
         "ToolMessage to its call, and the version when a middleware replaced it. Long "
         "contents are cut at `cut` characters (200 to 20000), with the get_message_text "
         "call that gives the rest. Paged: limit 1 to 200 messages, and a page stops at "
-        "100000 characters of contents and arguments (next_offset continues)."),
+        "100000 characters of contents and arguments (next_offset continues; a message "
+        "over it alone shows the tool calls that fit, tool_calls_cut says how many)."),
     "get_message_text": (
         "The whole content of one message at a step (index as get_messages gives it), "
         "paged by characters: offset/limit (100 to 50000) in, next_offset out."),

@@ -163,6 +163,27 @@ def test_get_messages_has_a_ceiling(large: Path) -> None:
     assert [len(m["content"]) for m in low["messages"]] == [200]
 
 
+def test_one_message_of_many_tool_calls_is_cut_to_the_page(tmp_path: Path) -> None:
+    """Was: a reply asking for 600 tool calls of 1,000 characters of arguments each
+    answered all 600 KB of them, alone on its page."""
+    db = tmp_path / "calls.db"
+    run = rows("many", [], "{}")
+    asked = [{"name": "look", "args": {"q": f"{i:04d}" + "x" * 1000}, "id": f"c{i}",
+              "type": "tool_call"} for i in range(600)]
+    run.append(("messages", {
+        "run_id": "many", "position": 0, "seq": 0, "msg_id": "many-ai", "type": "ai",
+        "text": "", "key": "many-ai", "data": json.dumps(
+            {"type": "ai", "data": {"content": "", "tool_calls": asked, "id": "many-ai"}})}))
+    import_rows(run, db)
+    got = answer(db, "get_messages", run="many", step=2, cut=20_000)
+    (m,) = got["messages"]
+    # (each call's arguments: {"q": "0000xxx..."}, 1,013 characters; 98 fit in 100,000)
+    assert [c["id"] for c in m["tool_calls"]] == [f"c{i}" for i in range(98)]
+    assert m["tool_calls_cut"] == {"shown": 98, "total": 600,
+                                   "rest": "get_message_text(run='many', step=2, index=0)"}
+    assert len(m["tool_calls"][0]["args"]) == 1013
+
+
 def test_diff_runs_and_message_text_have_a_ceiling(large: Path) -> None:
     """Was: ``diff_runs(limit=10**9)`` answered the whole diff (megabytes)."""
     got = answer(large, "diff_runs", run_a="big-a", run_b="big-b", limit=10**9)
