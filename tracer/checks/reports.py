@@ -16,6 +16,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from tracer.db.schema import refuse_database, written_whole
+
 from .base import Finding
 from .run import StepNumbers, where
 
@@ -106,11 +108,19 @@ def sarif_log(results: Mapping[str, Sequence[Finding]], *, db: str,
 
 def write_sarif(path: str | Path, results: Mapping[str, Sequence[Finding]], *, db: str,
                 rules: Mapping[str, str], steps: StepNumbers | None = None) -> None:
-    Path(path).write_text(json.dumps(sarif_log(results, db=db, rules=rules, steps=steps),
-                                     indent=2,
-                                     ensure_ascii=False) + "\n", encoding="utf-8")
+    """Write the SARIF log to ``path`` (never the database ``db``; replaced once whole)."""
+    refuse_database(path, db)
+    text = json.dumps(sarif_log(results, db=db, rules=rules, steps=steps), indent=2,
+                      ensure_ascii=False)
+    with written_whole(path) as f:
+        f.write(text + "\n")
 
 
 def write_junit(path: str | Path, results: Mapping[str, Sequence[Finding]], *,
                 db: str, steps: StepNumbers | None = None) -> None:
-    Path(path).write_text(junit_xml(results, db=db, steps=steps) + "\n", encoding="utf-8")
+    """Write the JUnit XML report to ``path`` (never the database ``db``; replaced once
+    whole)."""
+    refuse_database(path, db)
+    text = junit_xml(results, db=db, steps=steps)
+    with written_whole(path) as f:
+        f.write(text + "\n")

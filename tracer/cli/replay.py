@@ -8,6 +8,7 @@ import re
 from typing import Any
 
 from tracer.errors import UsageError
+from tracer.vocab.terminal import safe_text
 
 from . import DEFAULT_DB
 
@@ -179,6 +180,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(res.to_dict(), indent=2, ensure_ascii=False))
     else:
-        print(res.summary())
-        print(f"compare: looptrace diff {res.of[:12]} {res.run_id[:12]} --db {args.db}")
+        # (the agent's error and the reason the live part began are the agent's text)
+        print(safe_text(res.summary(), keep_newlines=True))
+        print(safe_text(f"compare: looptrace diff {res.of[:12]} {res.run_id[:12]} "
+                        f"--db {args.db}"))
     return 0

@@ -33,16 +33,19 @@ Derived from those, so that reading costs what is shown, not the size of the fil
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 from urllib.parse import quote
 
 from tracer.errors import (
     DatabaseUnavailable,
+    InvalidOption,
     NewerSchemaError,
     NotALooptraceDatabase,
     open_error,
@@ -467,6 +470,60 @@ def writable_dir(path: str) -> bool:
     except OSError:
         return False
     return os.access(folder, os.W_OK)
+
+
+# -- files written beside a database ----------------------------------------------------
+
+DB_COMPANIONS = ("", "-wal", "-shm", "-journal")  # the file, and what SQLite keeps beside it
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # (one of them does not exist)
+        return False
+
+
+def refuse_database(out: str | os.PathLike[str], db_path: str | os.PathLike[str]) -> None:
+    """Raise ``InvalidOption`` when writing ``out`` would write over the trace database
+    ``db_path`` or one of the files SQLite keeps beside it (``-wal``, ``-shm``,
+    ``-journal``): the same path once links are resolved, or the same file (a hard
+    link)."""
+    target = Path(out)
+    db = Path(db_path)
+    for base in dict.fromkeys((db, db.resolve())):
+        for suffix in DB_COMPANIONS:
+            own = Path(f"{base}{suffix}")
+            if target.resolve() == own.resolve() or _same_file(target, own):
+                msg = (f"{out} is the trace database {db_path}"
+                       f"{f' ({suffix} file)' if suffix else ''}: refusing to write over it "
+                       "(choose another output file)")
+                raise InvalidOption(msg)
+
+
+@contextlib.contextmanager
+def written_whole(out: str | os.PathLike[str]) -> Iterator[TextIO]:
+    """A text file to write ``out`` through: a temporary file in the same folder, renamed
+    over ``out`` only once it is complete, so that a write that fails (a full disk, an
+    error half-way) leaves any earlier ``out`` as it was and no half-written file. A
+    link is written through (its target replaced), an existing file's mode is kept."""
+    import secrets
+
+    target = Path(out)
+    if target.is_symlink():
+        target = target.resolve()
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    try:
+        with tmp.open("x", encoding="utf-8") as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        if target.exists():
+            shutil.copymode(target, tmp)
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def readonly_uri(path: str) -> str:

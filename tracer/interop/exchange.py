@@ -28,6 +28,8 @@ from tracer.db.schema import (
     STATE_VALUES_COLUMNS,
     WIRE_COLUMNS,
     connect,
+    refuse_database,
+    written_whole,
 )
 from tracer.db.search import BATCH as SEARCH_BATCH
 from tracer.db.search import catch_up
@@ -84,12 +86,15 @@ def export_lines(db: TraceDB, run_id: str) -> Iterator[str]:
 
 def export_run(db_path: str | Path, run_id: str, out: str | Path) -> Path:
     """Write run ``run_id`` (an id or unique prefix) and its subagent runs to the trace
-    file ``out`` (JSON Lines); return its path."""
+    file ``out`` (JSON Lines); return its path. ``out`` is never the database itself
+    (``InvalidOption``), and is replaced only once written whole (a failed export leaves
+    an earlier file as it was)."""
+    refuse_database(out, db_path)
     with TraceDB(db_path) as db:
         rid = db.resolve(run_id)
         out = Path(out)
         out.parent.mkdir(parents=True, exist_ok=True)
-        with out.open("w", encoding="utf-8") as f:
+        with written_whole(out) as f:
             for line in export_lines(db, rid):
                 f.write(line + "\n")
     return out

@@ -31,6 +31,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from tracer.db.schema import refuse_database, written_whole
 from tracer.read.graph_layout import drawing
 from tracer.read.loader import TraceDB
 from tracer.read.steps import Replay, build_replay
@@ -71,7 +72,11 @@ def render_html(rp: Replay, subagents: Sequence[Replay] = ()) -> str:
 
 
 def export_html(db_path: str | Path, run_id: str, out_path: str | Path) -> Path:
-    """Write the run ``run_id`` (an id or unique prefix) as one self-contained HTML file."""
+    """Write the run ``run_id`` (an id or unique prefix) as one self-contained HTML file.
+
+    ``out_path`` is never the database itself (``InvalidOption``), and is replaced only
+    once written whole (a failed export leaves an earlier file as it was)."""
+    refuse_database(out_path, db_path)
     with TraceDB(db_path) as db:
         rid = db.resolve(run_id)
         tree = run_tree(db, rid)  # the run, then its subagent runs (nested ones too)
@@ -79,7 +84,9 @@ def export_html(db_path: str | Path, run_id: str, out_path: str | Path) -> Path:
     out = Path(out_path)
     out.parent.mkdir(parents=True, exist_ok=True)
     replays = [build_replay(r) for r in runs]
-    out.write_text(render_html(replays[0], replays[1:]), encoding="utf-8")
+    page = render_html(replays[0], replays[1:])
+    with written_whole(out) as f:
+        f.write(page)
     return out
 
 

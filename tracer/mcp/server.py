@@ -42,11 +42,24 @@ model or tool call entering or exiting, a change to the conversation. Steps are 
 from 1. Start with list_runs (or search_runs), then run_summary for a run's findings (a
 dangling tool call: a call with no result before the next model call; an orphan result;
 a runaway loop; repeated calls ...), each with the step to open with get_step and
-get_messages."""
+get_messages. A number outside its tool's bounds (an offset, a limit, a cut) is brought
+within them, and the answer says so under "clamped"."""
 
 T = TypeVar("T")
 PAGE = 20  # default page size
 CUT = 1500  # default characters of one message content
+# The bounds of the arguments (a value outside is brought inside them, and the answer
+# says so: "clamped": {"cut": {"asked": -5, "used": 200}}), so that no answer outgrows a
+# model's context: a list page, one message's content (get_messages' cut), the contents
+# and tool call arguments of one page of messages, a body of get_wire, a part of
+# get_message_text or diff_runs, an offset.
+PAGE_MAX = 200
+CUT_MIN, CUT_MAX = 200, 20_000
+MESSAGES_CHARS = 100_000
+WIRE_CUT_MAX = 50_000
+TEXT_MIN, TEXT_MAX = 100, 50_000
+DIFF_MIN, DIFF_MAX = 500, 50_000
+OFFSET_MAX = 1_000_000_000
 
 
 class _Err(Exception):
@@ -76,8 +89,24 @@ def _compact(s: RunSummary) -> dict[str, Any]:
             **({"error": s.error[:300]} if s.error else {})}
 
 
-def _page(items: list[Any], offset: int, limit: int) -> tuple[list[Any], int | None]:
-    offset, limit = max(0, offset), max(1, min(limit, 200))
+def _bounded(clamped: dict[str, Any], name: str, value: int, lo: int, hi: int) -> int:
+    """``value`` brought within ``lo``..``hi``; noted in ``clamped`` when it was not."""
+    used = min(max(value, lo), hi)
+    if used != value:
+        clamped[name] = {"asked": value, "used": used}
+    return used
+
+
+def _with_clamped(answer: dict[str, Any], clamped: dict[str, Any]) -> dict[str, Any]:
+    if clamped:
+        answer["clamped"] = clamped
+    return answer
+
+
+def _page(items: list[Any], offset: int, limit: int, clamped: dict[str, Any],
+          names: tuple[str, str] = ("offset", "limit")) -> tuple[list[Any], int | None]:
+    offset = _bounded(clamped, names[0], offset, 0, OFFSET_MAX)
+    limit = _bounded(clamped, names[1], limit, 1, PAGE_MAX)
     part = items[offset: offset + limit]
     nxt = offset + limit
     return part, (nxt if nxt < len(items) else None)
@@ -107,7 +136,9 @@ class Tools:
         for h in health or ():
             if h not in HEALTH_CLASSES:
                 raise _bad(f"unknown health {h!r} (one of {', '.join(HEALTH_CLASSES)})")
-        offset, limit = max(0, offset), max(1, min(limit, 200))
+        clamped: dict[str, Any] = {}
+        offset = _bounded(clamped, "offset", offset, 0, OFFSET_MAX)
+        limit = _bounded(clamped, "limit", limit, 1, PAGE_MAX)
         with self._open() as db:
             f = RunFilter(status=tuple(status or ()), name=name or None,
                           health=tuple(health or ()),
@@ -118,8 +149,9 @@ class Tools:
             runs = db.runs(f, limit=limit, offset=offset)
             total = db.count_runs(f)
         nxt = offset + limit
-        return {"total": total, "offset": offset, "runs": [_compact(r) for r in runs],
-                "next_offset": nxt if nxt < total else None}
+        return _with_clamped({"total": total, "offset": offset,
+                              "runs": [_compact(r) for r in runs],
+                              "next_offset": nxt if nxt < total else None}, clamped)
 
     def run_summary(self, run: str, findings_offset: int = 0,
                     findings_limit: int = PAGE) -> dict[str, Any]:
@@ -127,14 +159,16 @@ class Tools:
 
         with self._open() as db:
             d = overview(db, run)
-        part, nxt = _page(d["findings"], findings_offset, findings_limit)
+        clamped: dict[str, Any] = {}
+        part, nxt = _page(d["findings"], findings_offset, findings_limit, clamped,
+                          ("findings_offset", "findings_limit"))
         for f in part:
             f["message"] = f["message"][:600]
         d["findings_total"] = len(d["findings"])
         d["findings"] = part
         d["findings_next_offset"] = nxt
         d["run"] = _compact_dict(d["run"])
-        return d
+        return _with_clamped(d, clamped)
 
     def list_steps(self, run: str, hook: str | None = None, tool_call_id: str | None = None,
                    offset: int = 0, limit: int = 50) -> dict[str, Any]:
@@ -150,9 +184,11 @@ class Tools:
                 for s in replay.steps
                 if (hook is None or s.event.hook == hook)
                 and (tool_call_id is None or s.event.tool_call_id == tool_call_id)]
-        part, nxt = _page(rows, offset, limit)
-        return {"run_id": r.id, "steps_total": len(replay.steps), "matching": len(rows),
-                "steps": part, "next_offset": nxt}
+        clamped: dict[str, Any] = {}
+        part, nxt = _page(rows, offset, limit, clamped)
+        return _with_clamped({"run_id": r.id, "steps_total": len(replay.steps),
+                              "matching": len(rows), "steps": part, "next_offset": nxt},
+                             clamped)
 
     def get_step(self, run: str, step: int) -> dict[str, Any]:
         from tracer.interop.show import step_view
@@ -167,29 +203,56 @@ class Tools:
                      cut: int = CUT) -> dict[str, Any]:
         from tracer.interop.show import step_view
 
-        offset, limit = max(0, offset), max(1, min(limit, 200))
+        clamped: dict[str, Any] = {}
+        offset = _bounded(clamped, "offset", offset, 0, OFFSET_MAX)
+        limit = _bounded(clamped, "limit", limit, 1, PAGE_MAX)
+        cut = _bounded(clamped, "cut", cut, CUT_MIN, CUT_MAX)
         with self._open() as db:
-            d = step_view(db, run, step, cut=max(200, cut), offset=offset, limit=limit,
+            d = step_view(db, run, step, cut=cut, offset=offset, limit=limit,
                           rest_hint=(f"get_message_text(run={run!r}, step={step}, "
                                      "index={index})"))
-        nxt = offset + limit
-        return {"run_id": d["run_id"], "step": step, "messages_are": d["messages_are"],
-                "pending_tool_calls": d["pending_tool_calls"],
-                "messages_total": d["messages_total"], "offset": offset,
-                "messages": d["messages"],
-                "next_offset": nxt if nxt < d["messages_total"] else None}
+        # a page holds MESSAGES_CHARS characters of contents and arguments at most (and
+        # always one message): the next page begins where this one stopped
+        shown: list[dict[str, Any]] = []
+        size = 0
+        for m in d["messages"]:
+            n = len(m["content"]) + sum(len(c["args"]) for c in m.get("tool_calls", ()))
+            if not shown and n > MESSAGES_CHARS and m.get("tool_calls"):
+                n = _cut_calls(m, MESSAGES_CHARS - len(m["content"]),
+                               f"get_message_text(run={run!r}, step={step}, index={m['index']})")
+            if shown and size + n > MESSAGES_CHARS:
+                clamped["limit"] = {"asked": clamped.get("limit", {}).get("asked", limit),
+                                    "used": len(shown),
+                                    "why": f"a page holds {MESSAGES_CHARS} characters of "
+                                           "contents and tool call arguments at most"}
+                break
+            shown.append(m)
+            size += n
+        nxt = offset + len(shown)
+        return _with_clamped({
+            "run_id": d["run_id"], "step": step, "messages_are": d["messages_are"],
+            "pending_tool_calls": d["pending_tool_calls"],
+            "messages_total": d["messages_total"], "offset": offset, "messages": shown,
+            "next_offset": nxt if nxt < d["messages_total"] else None}, clamped)
 
     def get_message_text(self, run: str, step: int, index: int, offset: int = 0,
                          limit: int = 8000) -> dict[str, Any]:
         from tracer.interop.show import message_text
 
+        clamped: dict[str, Any] = {}
+        offset = _bounded(clamped, "offset", offset, 0, OFFSET_MAX)
+        limit = _bounded(clamped, "limit", limit, TEXT_MIN, TEXT_MAX)
         with self._open() as db:
-            return message_text(db, run, step, index, offset=max(0, offset),
-                                limit=max(100, min(limit, 50_000)))
+            return _with_clamped(message_text(db, run, step, index, offset=offset,
+                                              limit=limit), clamped)
 
-    def get_wire(self, run: str, step: int, cut: int = 4000) -> dict[str, Any]:
+    def get_wire(self, run: str, step: int, cut: int = 4000,
+                 offset: int = 0) -> dict[str, Any]:
         from tracer.interop.show import open_replay
 
+        clamped: dict[str, Any] = {}
+        cut = _bounded(clamped, "cut", cut, CUT_MIN, WIRE_CUT_MAX)
+        offset = _bounded(clamped, "offset", offset, 0, OFFSET_MAX)
         with self._open() as db:
             r, replay = open_replay(db, run)
             total = len(replay.steps)
@@ -208,18 +271,22 @@ class Tools:
                                        "duration_ms", "seq")}
             for k in ("request_body", "response_body"):
                 text = w.get(k) or ""
-                d[k] = text[:cut]
-                if len(text) > cut:
-                    d[k + "_cut"] = {"shown": cut, "total": len(text),
-                                     "rest": f"get_wire(run={run!r}, step={step}, cut={len(text)})"}
+                part = text[offset: offset + cut]
+                d[k] = part
+                if offset > 0 or len(text) > offset + cut:
+                    end = offset + len(part)
+                    d[k + "_cut"] = {
+                        "offset": offset, "shown": len(part), "total": len(text),
+                        "rest": (f"get_wire(run={run!r}, step={step}, offset={end}, "
+                                 f"cut={cut})" if end < len(text) else None)}
             out.append(d)
-        return {"run_id": r.id, "step": step, "model_call_step": (
+        return _with_clamped({"run_id": r.id, "step": step, "model_call_step": (
             next(s.index + 1 for s in replay.steps if s.event.seq == call_seq)
             if call_seq is not None else None),
             "exchanges": out, "exchanges_in_run": len(rows),
             "note": None if out else (
                 "no provider HTTP exchange was captured for this model call (record with "
-                "`looptrace run --wire` or `looptrace proxy`)")}
+                "`looptrace run --wire` or `looptrace proxy`)")}, clamped)
 
     def diff_runs(self, run_a: str, run_b: str, offset: int = 0,
                   limit: int = 6000) -> dict[str, Any]:
@@ -227,22 +294,58 @@ class Tools:
 
         with self._open() as db:
             d = diff_tree(db, db.resolve(run_a), db, db.resolve(run_b))
+        clamped: dict[str, Any] = {}
+        offset = _bounded(clamped, "offset", offset, 0, OFFSET_MAX)
+        limit = _bounded(clamped, "limit", limit, DIFF_MIN, DIFF_MAX)
         text = format_text(d)
-        part = text[max(0, offset): max(0, offset) + max(500, limit)]
-        end = max(0, offset) + len(part)
-        return {"identical": d.identical, "text": part, "total_chars": len(text),
-                "next_offset": end if end < len(text) else None}
+        part = text[offset: offset + limit]
+        end = offset + len(part)
+        return _with_clamped({"identical": d.identical, "text": part,
+                              "total_chars": len(text),
+                              "next_offset": end if end < len(text) else None}, clamped)
 
     def export_html(self, run: str, path: str | None = None) -> dict[str, Any]:
         from tracer.interop.html_export import export_html
 
         with self._open() as db:
             rid = db.resolve(run)
-        out = Path(path) if path else Path(
-            self.export_dir or tempfile.gettempdir()) / f"looptrace-{rid[:12]}.html"
-        written = export_html(self.db, rid, out)
+        out = self._export_path(path or f"looptrace-{rid[:12]}.html")
+        written = export_html(self.db, rid, out)  # (refuses the database and its -wal/-shm)
         return {"run_id": rid, "path": str(written.resolve()),
                 "bytes": written.stat().st_size}
+
+
+    def _export_path(self, path: str) -> Path:
+        """Where ``export_html`` may write ``path``: an ``.html`` file in the export
+        directory (a relative path is taken there), links resolved; anything else is
+        refused."""
+        base = Path(self.export_dir or tempfile.gettempdir()).resolve()
+        out = (base / path).resolve()
+        if not out.is_relative_to(base) or out == base:
+            msg = (f"export_html writes in the export directory {base} only (looptrace mcp "
+                   f"--export-dir), not {path!r}")
+            raise _bad(msg)
+        if Path(path).suffix.lower() not in (".html", ".htm"):
+            msg = f"export_html writes .html files only, not {path!r}"
+            raise _bad(msg)
+        return out
+
+
+def _cut_calls(m: dict[str, Any], room: int, rest: str) -> int:
+    """The tool calls of message ``m`` (alone on its page, yet over it) that fit in
+    ``room`` characters of arguments (one at least), and a note of how many there are
+    and where they all are; the characters left shown."""
+    calls: list[dict[str, Any]] = []
+    for c in m["tool_calls"]:
+        room -= len(c["args"])
+        if calls and room < 0:
+            break
+        calls.append(c)
+    if len(calls) < len(m["tool_calls"]):
+        m["tool_calls_cut"] = {"shown": len(calls), "total": len(m["tool_calls"]),
+                               "rest": rest}
+        m["tool_calls"] = calls
+    return len(m["content"]) + sum(len(c["args"]) for c in calls)
 
 
 def _not_locked(path: str) -> None:
@@ -290,7 +393,8 @@ TOOLS: dict[str, str] = {
         "the other tools), laps, model and tool calls, errors, tokens."),
     "search_runs": (
         "Find runs whose messages (user text, model replies, tool results, tool call "
-        "arguments) contain a text; paged like list_runs."),
+        "arguments) contain a text (ASCII letters in either case; a text holding a NUL "
+        "character is refused); paged like list_runs."),
     "run_summary": (
         "One run: status, laps, model and tool calls, tokens, its subagent runs (Deep "
         "Agents' task calls), how it was recorded and what that could not see, and its "
@@ -315,22 +419,30 @@ TOOLS: dict[str, str] = {
         "every middleware rewrote the request); elsewhere the conversation as it stood. "
         "Each with its type, tool_calls (id, name, arguments) or tool_call_id pairing a "
         "ToolMessage to its call, and the version when a middleware replaced it. Long "
-        "contents are cut, with the get_message_text call that gives the rest. Paged."),
+        "contents are cut at `cut` characters (200 to 20000), with the get_message_text "
+        "call that gives the rest. Paged: limit 1 to 200 messages, and a page stops at "
+        "100000 characters of contents and arguments (next_offset continues; a message "
+        "over it alone shows the tool calls that fit, tool_calls_cut says how many)."),
     "get_message_text": (
         "The whole content of one message at a step (index as get_messages gives it), "
-        "paged by characters: offset/limit in, next_offset out."),
+        "paged by characters: offset/limit (100 to 50000) in, next_offset out."),
     "get_wire": (
         "The provider HTTP exchange (request and response bodies, status, URL) of the "
         "model call a step belongs to, when it was captured (looptrace run --wire, "
-        "looptrace proxy): what OpenAI, Anthropic or Ollama really got and answered."),
+        "looptrace proxy): what OpenAI, Anthropic or Ollama really got and answered. "
+        "Each body from `offset`, `cut` characters (200 to 50000) of it, with the call "
+        "that gives the rest."),
     "diff_runs": (
         "Compare two runs lap by lap and hook by hook: the first divergence (another "
         "tool, other arguments, another answer or result, an extra lap), every difference "
-        "per lap and a diff of the messages. Paged by characters."),
+        "per lap and a diff of the messages. Paged by characters: offset/limit (500 to "
+        "50000) in, next_offset out."),
     "export_html": (
         "Write a run (with its subagent runs) as one self-contained HTML replay file and "
-        "return its path (default: the temporary directory). Writes that file only; the "
-        "database is never written."),
+        "return its path. path: an .html file in the server's export directory (`looptrace "
+        "mcp --export-dir`, default the temporary directory; a relative path is taken "
+        "there; default looptrace-<run>.html); a path outside it, or the database, is "
+        "refused. Writes that file only; the database is never written."),
 }
 # (the what-if tools, replay_run and fork_run, are in tracer.mcp.whatif_tools: the only tools
 # that write to the database, through a ``looptrace replay`` child process)

@@ -55,7 +55,7 @@ class RunFilter:
     ``parent_id``: the subagent runs of that run. ``top_level``: runs that are no
     subagent run. ``search``: text in one of the run's messages (with
     ``top_level``, in one of its own or its subagent runs' messages). ``ids``:
-    these runs.
+    these runs. A ``name`` or ``search`` text holding a NUL is ``InvalidOption``.
     """
 
     status: Sequence[str] = ()
@@ -73,6 +73,11 @@ class RunFilter:
         if bad:
             msg = f"unknown health {bad[0]!r} (choose from {', '.join(HEALTH_CLASSES)})"
             raise InvalidOption(msg)
+        # (SQLite's LIKE ends a pattern at a NUL: "\x00" would match every run)
+        for field, text in (("name", self.name), ("search", self.search)):
+            if text and "\x00" in text:
+                msg = f"a {field} text cannot hold a NUL character (U+0000)"
+                raise InvalidOption(msg)
 
 
 def parse_when(text: str, now: float | None = None) -> float:

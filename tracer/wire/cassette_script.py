@@ -26,6 +26,7 @@ import threading
 from typing import Any
 
 from tracer.read.loader import Message, TraceDB, content_text
+from tracer.vocab.terminal import safe_text
 from tracer.whatif.cassette import Cassette, ModelCall
 
 from .providers import Msg, Reply, Request, ToolCall
@@ -99,8 +100,9 @@ class CassetteScript:
                                                   "now", lineterm=""))
             self.misses.append(diff)
         by = "forwarded to the upstream" if self.forward else "answered by the fallback script"
-        print(f"looptrace proxy --replay: a request the record does not hold; {by}\n{diff}",
-              file=self.log, flush=True)
+        # (the client's text, in the diff, never drives the terminal)
+        print(safe_text(f"looptrace proxy --replay: a request the record does not hold; "
+                        f"{by}\n{diff}", keep_newlines=True), file=self.log, flush=True)
         if self.forward:
             raise ForwardUpstream(diff)
         return self.fallback(req)
