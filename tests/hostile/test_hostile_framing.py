@@ -219,3 +219,13 @@ def test_read_body_takes_a_length_only_when_every_value_agrees(fields: list[str]
     else:
         assert expect is not None, (fields, chunked, body)
         assert body == stream[:expect]
+
+
+@pytest.mark.parametrize(("coding", "status"), [("gzip, chunked", 501), ("identity", 400),
+                                                ("chunked, gzip", 400)])
+def test_a_transfer_encoding_other_than_chunked_is_refused(coding: str, status: int) -> None:
+    """Was: read as no body at all (the request's bytes then read as the next request)."""
+    rfile = io.BytesIO(b"5\r\nhello\r\n0\r\n\r\n")
+    with pytest.raises(BodyError) as err:
+        read_body(rfile, _headers([("Transfer-Encoding", coding)]), limit=1000)
+    assert err.value.status == status
