@@ -35,6 +35,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from tracer.errors import NotALooptraceDatabase
+
 from . import search
 from .errors import DatabaseUnavailable, LooptraceError
 from .records import (
@@ -159,6 +161,7 @@ class Writer:
         self.dropped = 0
         self.failed_tasks = 0  # write tasks that raised (``submit``)
         self._reaped = False  # the runs of dead processes closed (``close_dead``)
+        self._refused: LooptraceError | None = None  # a damaged or foreign file
         # Open once up front so a foreign or newer-schema file fails loudly at
         # construction time (in the user's code), not silently later. A file that
         # is merely unavailable (locked, read-only) only warns: writes retry later.
@@ -168,7 +171,7 @@ class Writer:
         if on_event_loop():
             return
         try:
-            self._conn = connect(path, busy_timeout=2.0)
+            self._conn = self._connect(busy_timeout=2.0)
             self._conn.execute("PRAGMA busy_timeout = 30000")
         except DatabaseUnavailable as exc:
             self._warn("open", f"looptrace cannot open {path} now ({exc}); will retry")
@@ -361,7 +364,7 @@ class Writer:
         """Commit ``rows`` in one transaction. False: try again later; after
         ``MAX_RETRIES`` failures in a row they are dropped (and True is returned)."""
         try:
-            conn = self._conn or connect(self.path)
+            conn = self._conn or self._connect()
             self._conn = conn
             with conn:
                 # (one statement per set of columns, its text made once: SQLite's
@@ -420,6 +423,18 @@ class Writer:
             self._warn("write", f"looptrace could not write to {self.path} ({exc}); retrying")
             time.sleep(min(0.2 * attempts, 1.0))
             return False
+
+    def _connect(self, busy_timeout: float = 30.0) -> sqlite3.Connection:
+        """A connection to the file, its pages checked first (``verify_pages``); a file
+        refused once (damaged, or not ours) is refused again without a look."""
+        if self._refused is not None:
+            raise self._refused
+        try:
+            return connect(self.path, busy_timeout=busy_timeout, verify=True,
+                           done="looptrace records nothing into it")
+        except NotALooptraceDatabase as exc:
+            self._refused = exc
+            raise
 
     def _run_tasks(self, conn: sqlite3.Connection, tasks: list[WriteTask]) -> None:
         """Each task in a transaction of its own, once the rows are committed."""
