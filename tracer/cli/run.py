@@ -103,7 +103,7 @@ def _check_db(db: str) -> None:
     """Fail here, in one line, on a file that is not ours (the child would only warn)."""
     from tracer.db.schema import connect
 
-    conn = connect(db)
+    conn = connect(db, verify=True)
     conn.close()
 
 

@@ -201,7 +201,7 @@ def prune(path: str | Path, *, older_than: float | None = None, keep: int | None
         msg = f"{path}: no such database"
         raise LooptraceError(msg)
     before = file_bytes(path)
-    conn = connect(path, create=False)
+    conn = connect(path, create=False, verify=not dry_run, done="nothing was deleted")
     try:
         conn.isolation_level = None  # (transactions spelled out below)
         conn.execute("PRAGMA temp_store = MEMORY")  # (its temporary tables: no file)

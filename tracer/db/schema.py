@@ -460,6 +460,26 @@ def check_schema(conn: sqlite3.Connection, path: str | Path) -> int:
     return max(version, 1)
 
 
+def verify_pages(conn: sqlite3.Connection, path: str | Path,
+                 done: str = "nothing was written") -> None:
+    """Raise ``NotALooptraceDatabase`` if ``conn``'s file fails ``PRAGMA quick_check``
+    (a damaged page: reads of the rest go on, but a write could spread the damage),
+    saying how to recover what still reads."""
+    try:
+        first = str(conn.execute("PRAGMA quick_check(1)").fetchone()[0])
+    except sqlite3.OperationalError:
+        raise  # locked ...: not a verdict on the file
+    except sqlite3.DatabaseError as exc:
+        first = str(exc)
+    if first == "ok":
+        return
+    what = " ".join(first.split())[:200]
+    msg = (f"{path} is damaged (quick_check: {what}); {done}: recover what still reads "
+           f"with `sqlite3 {path} .recover | sqlite3 recovered.db` (or looptrace export "
+           "the runs that read) and use the copy")
+    raise NotALooptraceDatabase(msg)
+
+
 def writable_dir(path: str) -> bool:
     """Whether the folder of ``path`` takes new files (not on a read-only filesystem,
     and writable by this user): SQLite makes a WAL file's ``-shm`` there to read it."""
@@ -566,12 +586,16 @@ def _use_wal(conn: sqlite3.Connection, busy_timeout: float) -> None:
 
 
 def connect(path: str | Path, *, create: bool = True, readonly: bool = False,
-            busy_timeout: float = 30.0) -> sqlite3.Connection:
+            busy_timeout: float = 30.0, verify: bool = False,
+            done: str = "nothing was written") -> sqlite3.Connection:
     """Open ``path`` as a looptrace database (WAL), validating what is there.
 
     A file that is not a looptrace database raises ``NotALooptraceDatabase`` (or
     ``NewerSchemaError``); one that cannot be used right now (locked, read-only,
-    unopenable) raises ``DatabaseUnavailable``.
+    unopenable) raises ``DatabaseUnavailable``. With ``verify`` (the write commands,
+    and the writer: once per process) an existing file whose pages fail SQLite's
+    ``quick_check`` is refused before anything is written to it (``verify_pages``;
+    ``done`` says so).
     """
     path_s = str(path)
     if readonly and not Path(path_s).exists():
@@ -591,6 +615,8 @@ def connect(path: str | Path, *, create: bool = True, readonly: bool = False,
     try:
         conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
         has_schema = check_schema(conn, path_s)
+        if verify and has_schema and not readonly:
+            verify_pages(conn, path_s, done)
         if not readonly:
             if not has_schema and create:
                 # A file that can shrink when runs are pruned (``tracer.db.prune``): set

@@ -35,7 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from tracer.errors import DatabaseUnavailable, LooptraceError
+from tracer.errors import DatabaseUnavailable, LooptraceError, NotALooptraceDatabase
 from tracer.vocab.records import (
     Deferred,
     EventRecord,
@@ -158,6 +158,8 @@ class Writer:
         self._unindexed = 0  # messages written and not yet in the search index
         self.dropped = 0
         self.failed_tasks = 0  # write tasks that raised (``submit``)
+        self._reaped = False  # the runs of dead processes closed (``close_dead``)
+        self._refused: LooptraceError | None = None  # a damaged or foreign file
         # Open once up front so a foreign or newer-schema file fails loudly at
         # construction time (in the user's code), not silently later. A file that
         # is merely unavailable (locked, read-only) only warns: writes retry later.
@@ -167,7 +169,7 @@ class Writer:
         if on_event_loop():
             return
         try:
-            self._conn = connect(path, busy_timeout=2.0)
+            self._conn = self._connect(busy_timeout=2.0)
             self._conn.execute("PRAGMA busy_timeout = 30000")
         except DatabaseUnavailable as exc:
             self._warn("open", f"looptrace cannot open {path} now ({exc}); will retry")
@@ -360,7 +362,7 @@ class Writer:
         """Commit ``rows`` in one transaction. False: try again later; after
         ``MAX_RETRIES`` failures in a row they are dropped (and True is returned)."""
         try:
-            conn = self._conn or connect(self.path)
+            conn = self._conn or self._connect()
             self._conn = conn
             with conn:
                 # (one statement per set of columns, its text made once: SQLite's
@@ -382,6 +384,8 @@ class Writer:
                 if rows.state:
                     conn.executemany(STATE_SQL, rows.state)
                 closed = _close_stale(conn, rows.stale) if rows.stale else set()
+                if not self._reaped:  # (the first commit of this writer: the file opened)
+                    closed |= close_dead(conn)
                 for w in rows.wires:
                     cols = list(w)
                     conn.execute(
@@ -398,6 +402,7 @@ class Writer:
                     unindexed = 0
             self._unindexed = unindexed
             self._attempts = 0
+            self._reaped = True
             self._run_tasks(conn, rows.tasks)
             return True
         except LooptraceError as exc:  # a foreign or newer file: retrying cannot help
@@ -416,6 +421,18 @@ class Writer:
             self._warn("write", f"looptrace could not write to {self.path} ({exc}); retrying")
             time.sleep(min(0.2 * attempts, 1.0))
             return False
+
+    def _connect(self, busy_timeout: float = 30.0) -> sqlite3.Connection:
+        """A connection to the file, its pages checked first (``verify_pages``); a file
+        refused once (damaged, or not ours) is refused again without a look."""
+        if self._refused is not None:
+            raise self._refused
+        try:
+            return connect(self.path, busy_timeout=busy_timeout, verify=True,
+                           done="looptrace records nothing into it")
+        except NotALooptraceDatabase as exc:
+            self._refused = exc
+            raise
 
     def _run_tasks(self, conn: sqlite3.Connection, tasks: list[WriteTask]) -> None:
         """Each task in a transaction of its own, once the rows are committed."""
@@ -565,6 +582,66 @@ def _close_stale(conn: sqlite3.Connection, items: list[StaleRunsRecord]) -> set[
                     f"SELECT id FROM runs WHERE parent_id IN ({marks}) AND status = 'running'",
                     ids)]
     return closed
+
+
+DEAD = ("looptrace: this run has no end in the record: the process that recorded it"
+        " (process {pid}) exited or was killed while it was still running")
+PID_SLACK_S = 2.0  # a process start time read from /proc is this precise (whole seconds)
+
+
+def close_dead(conn: sqlite3.Connection, now: float | None = None) -> set[str]:
+    """Close the runs left ``running`` by a process that is gone (SIGKILL, ``os._exit``,
+    a crash: no exit handler ran); their ids. A run is the dead process's when its pid
+    names no process on this host, a zombie, or a process that started after the run
+    did (the pid was reused, as a restarted container's often is). Runs without a pid
+    are left alone. (The file does not say which host recorded a run: a run recorded
+    on another host or in another pid namespace sharing the file is closed too, and its
+    real end, when its process records it, replaces what was said here.)"""
+    found = conn.execute("SELECT id, pid, started_at FROM runs WHERE status = 'running'"
+                         " AND pid IS NOT NULL").fetchall()
+    dead = [(rid, pid) for rid, pid, started in found
+            if isinstance(pid, int) and _gone(pid, started)]
+    if not dead:
+        return set()
+    ended = time.time() if now is None else now
+    conn.executemany("UPDATE runs SET status = 'error', error = ?, ended_at = ?"
+                     " WHERE id = ? AND status = 'running'",
+                     [(DEAD.format(pid=pid), ended, rid) for rid, pid in dead])
+    return {rid for rid, _ in dead}
+
+
+def _gone(pid: int, started_at: Any) -> bool:
+    """Whether the process ``pid``, which recorded a run started at ``started_at``, is
+    gone from this host."""
+    if pid <= 0:
+        return False  # (not a process's id: nothing to say)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except (OSError, OverflowError):  # (PermissionError: another user's, alive)
+        pass
+    stat = _proc_stat(pid)
+    if stat is None:  # (no /proc: alive is all that is known)
+        return False
+    state, start = stat
+    return state in ("Z", "X") or (isinstance(started_at, (int, float))
+                                   and start > started_at + PID_SLACK_S)
+
+
+def _proc_stat(pid: int) -> tuple[str, float] | None:
+    """The state and start time (seconds since the epoch) of process ``pid``, from
+    /proc; None where there is no /proc."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        with open("/proc/stat", "rb") as f:
+            boot = next(int(ln.split()[1]) for ln in f if ln.startswith(b"btime "))
+        return fields[0].decode(), boot + int(fields[19]) / os.sysconf("SC_CLK_TCK")
+    except FileNotFoundError:
+        return ("X", 0.0) if os.path.isdir("/proc/self") else None  # (it died since)
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
 
 
 _writers: dict[tuple[str, int], Writer] = {}

@@ -211,7 +211,7 @@ def import_rows(rows: list[tuple[str, dict[str, Any]]], db_path: str | Path, *,
     if on_conflict not in CONFLICTS:
         msg = f"on_conflict={on_conflict!r}: one of {', '.join(CONFLICTS)}"
         raise InvalidOption(msg)
-    conn = connect(db_path)
+    conn = connect(db_path, verify=True)
     try:
         with conn:
             if on_conflict != "replace" and not keep_stored:

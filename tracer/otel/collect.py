@@ -465,7 +465,8 @@ class CollectServer:
                  max_spans: int = MAX_SPANS,
                  on_import: Callable[[str, ImportResult], None] | None = None) -> None:
         require("opentelemetry.proto.collector.trace.v1.trace_service_pb2")
-        connect(db).close()  # create it now, and fail now for a file that is not ours
+        # create it now, and fail now for a file that is not ours or is damaged
+        connect(db, verify=True).close()
         self.buffer = TraceBuffer(db, quiet=quiet, orphan_timeout=orphan_timeout,
                                   max_traces=max_traces, max_spans=max_spans,
                                   on_import=on_import)

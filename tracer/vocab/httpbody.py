@@ -6,8 +6,11 @@ through ``Content-Length`` or ``Transfer-Encoding: chunked`` a piece at a time, 
 that no single declared size (a chunk of 800 MB, a ``Content-Length`` of 10 GB) is
 ever allocated before it is checked: past ``limit`` bytes it stops with a 413. A
 chunk size that is not hex, a missing chunk terminator or a ``Content-Length``
-that is not a number is a 400. ``deadline`` bounds the whole transfer (a client
-sending one byte every few seconds holds a thread no longer than that).
+that is not a number is a 400; so are both framings in one request and two
+different ``Content-Length`` values (RFC 9112 6.3: the body's end is unknown; the
+servers close the connection after any refusal). ``deadline`` bounds the whole
+transfer (a client sending one byte every few seconds holds a thread no longer than
+that).
 
 ``decompress`` inflates a gzip / deflate body into at most ``limit`` bytes (a
 compression bomb stops there, with a 413).
@@ -40,18 +43,34 @@ def read_body(rfile: Any, headers: Any, *, limit: int,
     ``BodyError`` (400 malformed framing, 413 over the limit, 408 past ``deadline``
     seconds from now)."""
     until = None if deadline is None else time.monotonic() + deadline
-    if headers.get("Transfer-Encoding", "").strip().lower() == "chunked":
+    codings = _values(headers, "Transfer-Encoding")
+    lengths = _values(headers, "Content-Length")
+    if codings:
+        # RFC 9112 6.1, 6.3: both framings at once is how requests are smuggled
+        if lengths or headers.get("Content-Length") is not None:
+            raise BodyError(400, "request has both Content-Length and Transfer-Encoding")
+        if codings != ["chunked"]:
+            raise BodyError(400 if codings[-1] != "chunked" else 501,
+                            f"unsupported Transfer-Encoding {', '.join(codings)!r} "
+                            "(chunked only)")
         return _chunked(rfile, limit, until)
-    raw = headers.get("Content-Length")
-    try:
-        n = int(raw) if raw not in (None, "") else 0
-    except ValueError:
-        raise BodyError(400, f"invalid Content-Length {raw!r}") from None
-    if n < 0:
-        raise BodyError(400, f"invalid Content-Length {raw!r}")
+    for raw in lengths:
+        if not (raw.isascii() and raw.isdigit()):
+            raise BodyError(400, f"invalid Content-Length {raw!r}")
+    if len({int(raw) for raw in lengths}) > 1:  # RFC 9110 8.6: "5, 7" is unrecoverable
+        raise BodyError(400, f"conflicting Content-Length values {', '.join(lengths)!r}")
+    n = int(lengths[0]) if lengths else 0
     if n > limit:
         raise BodyError(413, f"request body of {n} bytes is over the limit of {limit} bytes")
     return _exactly(rfile, n, until)
+
+
+def _values(headers: Any, name: str) -> list[str]:
+    """Every comma-separated value of every ``name`` header, stripped, empty ones
+    left out (lowercased: only ``Transfer-Encoding``'s codings and digits are read)."""
+    fields = headers.get_all(name) if hasattr(headers, "get_all") else [headers.get(name)]
+    return [v.strip().lower() for f in fields or () if f is not None
+            for v in str(f).split(",") if v.strip()]
 
 
 def _exactly(rfile: BinaryIO, n: int, until: float | None) -> bytes:
