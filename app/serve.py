@@ -21,6 +21,10 @@ Streamlit prints its own URL once it listens, after all this. The link that
 ``looptrace ui --token`` / ``--password`` makes (``$LOOPTRACE_UI_LINK``: Streamlit
 knows no token) is printed at the same moment, by a hook on the server's start.
 
+Before the server starts, ``app.access.install`` puts its guard in front of it: only a
+Host (and a WebSocket's Origin) that names this machine or ``--host``, the metrics and
+Streamlit's "clear cache" only with the password.
+
 Streamlit runs this file as a script (not as a module of its package), so it
 imports the app by the package's name, as ``main.py`` does: ``app`` in a
 checkout, ``tracer._app`` when installed.
@@ -153,6 +157,9 @@ def main(argv: list[str] | None = None) -> int:
     if os.environ.get("LOOPTRACE_NO_WARM") != "1":
         took = warm(package())
         print(f"looptrace ui: warmed up in {took:.1f} s", file=sys.stderr, flush=True)
+    # (the Host / Origin check on every route, the metrics and clear_cache behind the
+    # password: app/access.py)
+    importlib.import_module(f"{package()}.access").install()
     link = os.environ.pop(LINK_ENV, "")
     if link:
         announce_when_listening(link)
