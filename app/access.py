@@ -18,8 +18,8 @@ the address out for twice as long as the one before (2 s, 4 s ... up to ``LOCK_M
 a password given while locked out is not even compared. Each wrong one is logged on
 the server's stderr (the address, never the password).
 
-Beside the pages, ``install`` (called by ``app/serve.py``, the server ``looptrace ui``
-starts) puts ``Guard`` in front of every request Streamlit's server answers: a Host
+Beside the pages, ``app/serve.py`` (the server ``looptrace ui`` starts) puts ``Guard``
+in front of every request Streamlit's server answers: a Host
 header that is not this machine (``localhost``, a loopback address) or the ``--host``
 given is refused on every route (421 Misdirected Request; 403 for the WebSocket),
 and so is a WebSocket whose Origin is not: a page of another site that a browser was
@@ -36,6 +36,7 @@ import ipaddress
 import logging
 import math
 import os
+import secrets
 import socket
 import sys
 import threading
@@ -53,7 +54,6 @@ ENV = "LOOPTRACE_TOKEN"
 FREE_GUESSES = 3  # wrong passwords in a row that cost no wait
 LOCK_MAX = 900.0  # the longest lockout, in seconds
 FORGET = 3600.0  # seconds without a wrong password after which the count starts again
-LAST_FAILED = "lt_access_failed"  # digests of the values this session gave wrong (a plain key)
 
 LOG = logging.getLogger("looptrace.access")
 if not LOG.handlers:
@@ -129,10 +129,10 @@ def attempt(given: str, token: str, keys: tuple[str, ...], where: str,
 
 
 def _session_keys() -> tuple[str, ...]:
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
-
-    ctx = get_script_run_ctx()
-    session = ctx.session_id if ctx is not None else "?"
+    """This browser session's keys in the limiter: its own, and its client address's."""
+    if state.ACCESS_SESSION not in st.session_state:
+        st.session_state[state.ACCESS_SESSION] = secrets.token_hex(8)
+    session = state.get(state.ACCESS_SESSION)
     return (f"session {session}", f"address {st.context.ip_address or 'loopback'}")
 
 
@@ -141,12 +141,12 @@ def _check(given: str, token: str, source: str, keys: tuple[str, ...]) -> str:
     again (the URL's ``?token=`` on every rerun, a field left as typed) is not counted
     again: it is still wrong."""
     digest = hashlib.sha256(given.encode()).hexdigest()
-    failed: dict[str, str] = state.get(LAST_FAILED) or {}
+    failed: dict[str, str] = state.get(state.ACCESS_FAILED) or {}
     if failed.get(source) == digest and LIMITER.wait(*keys) <= 0:
         return "wrong"
     outcome = attempt(given, token, keys, source)
     if outcome == "wrong":
-        st.session_state[LAST_FAILED] = {**failed, source: digest}
+        st.session_state[state.ACCESS_FAILED] = {**failed, source: digest}
     return outcome
 
 
@@ -308,29 +308,10 @@ class Guard:
         await send({"type": "websocket.close", "code": 1008})
 
 
-def install() -> None:
-    """Put ``Guard`` in front of the server Streamlit is about to make, and let only a
-    session that gave the password clear the caches (Streamlit's ``clear_cache``
-    message empties them for every user). Called by ``app/serve.py`` before it starts
-    the server."""
-    from streamlit import config
-    from streamlit.runtime.app_session import AppSession
-    from streamlit.web.server.starlette import starlette_server
-
-    make = starlette_server.create_starlette_app  # type: ignore[attr-defined]
-
-    def guarded(runtime: Any) -> Any:
-        return Guard(make(runtime), bound=str(config.get_option("server.address") or ""),
-                     token=os.environ.get(ENV, ""))
-
-    starlette_server.create_starlette_app = guarded  # type: ignore[attr-defined]
-    clear = AppSession._handle_clear_cache_request
-
-    def clear_if_let_in(self: AppSession) -> None:
-        given = state.ACCESS_OK in self._session_state and self._session_state[state.ACCESS_OK]
-        if os.environ.get(ENV) and not given:
-            LOG.warning("refused clear_cache from session %s: no password given", self.id)
-            return
-        clear(self)
-
-    AppSession._handle_clear_cache_request = clear_if_let_in  # type: ignore[method-assign]
+def let_in(session_state: Any) -> bool:
+    """Whether a session (its Streamlit ``SessionState``) may do what needs the
+    password: it gave it, or there is none."""
+    if not os.environ.get(ENV):
+        return True
+    # (Streamlit's SessionState has ``in`` and ``[]`` but no ``get``)
+    return bool(state.ACCESS_OK in session_state and session_state[state.ACCESS_OK])  # noqa: RUF019
