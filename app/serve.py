@@ -21,6 +21,10 @@ Streamlit prints its own URL once it listens, after all this. The link that
 ``looptrace ui --token`` / ``--password`` makes (``$LOOPTRACE_UI_LINK``: Streamlit
 knows no token) is printed at the same moment, by a hook on the server's start.
 
+Before the server starts, ``guard`` puts ``app.access.Guard`` in front of it: only a
+Host (and a WebSocket's Origin) that names this machine or ``--host``, the metrics and
+Streamlit's "clear cache" only with the password.
+
 Streamlit runs this file as a script (not as a module of its package), so it
 imports the app by the package's name, as ``main.py`` does: ``app`` in a
 checkout, ``tracer._app`` when installed.
@@ -34,6 +38,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 MAIN = Path(__file__).resolve().parent / "main.py"
 PAGES = ("runs", "replay", "timeline", "presenter", "wire", "compare")
@@ -149,10 +154,40 @@ def announce_when_listening(text: str) -> None:
     bootstrap._on_server_start = on_start
 
 
+def guard(pkg: str) -> None:
+    """Put the app's ``access.Guard`` in front of the server Streamlit is about to make
+    (the Host, a WebSocket's Origin, the metrics: every route), and let only a session
+    that gave the password clear the caches (Streamlit's ``clear_cache`` message empties
+    them for every user)."""
+    from streamlit import config
+    from streamlit.runtime.app_session import AppSession
+    from streamlit.web.server.starlette import starlette_server
+
+    access = importlib.import_module(f"{pkg}.access")
+    make = starlette_server.create_starlette_app  # type: ignore[attr-defined]
+
+    def guarded(runtime: Any) -> Any:
+        return access.Guard(make(runtime), bound=str(config.get_option("server.address") or ""),
+                            token=os.environ.get(access.ENV, ""))
+
+    starlette_server.create_starlette_app = guarded  # type: ignore[attr-defined]
+    clear = AppSession._handle_clear_cache_request
+
+    def clear_if_let_in(self: AppSession) -> None:
+        if not access.let_in(self._session_state):
+            access.LOG.warning("refused clear_cache from session %s: no password given",
+                               self.id)
+            return
+        clear(self)
+
+    AppSession._handle_clear_cache_request = clear_if_let_in  # type: ignore[method-assign]
+
+
 def main(argv: list[str] | None = None) -> int:
     if os.environ.get("LOOPTRACE_NO_WARM") != "1":
         took = warm(package())
         print(f"looptrace ui: warmed up in {took:.1f} s", file=sys.stderr, flush=True)
+    guard(package())  # (before the server is made)
     link = os.environ.pop(LINK_ENV, "")
     if link:
         announce_when_listening(link)

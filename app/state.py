@@ -81,6 +81,8 @@ FORK_ERROR = "lt_fork_error"  # why the last fork started here failed, shown onc
 # -- access (``looptrace ui --password``: app/access.py) ---------------------------------
 ACCESS_OK = "lt_access_ok"  # this browser session gave the password (a plain key)
 ACCESS_PASSWORD = "lt_access_password"  # the password field
+ACCESS_FAILED = "lt_access_failed"  # digests of the values this session gave wrong (a plain key)
+ACCESS_SESSION = "lt_access_session"  # this session's name in the guess limiter (a plain key)
 
 SPEEDS = (0.5, 1.0, 2.0, 4.0)
 LIVE_MS = 2000  # milliseconds between reloads of a run still being recorded

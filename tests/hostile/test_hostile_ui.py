@@ -37,7 +37,8 @@ def test_a_lan_address_without_password_is_refused_before_listening() -> None:
         proc.communicate(timeout=30)
         pytest.fail("looptrace ui --host 0.0.0.0 started serving without a password")
     assert proc.returncode == 1 and out == ""
-    assert err.startswith("looptrace ui: refusing to listen on 0.0.0.0 without --password "
+    assert err.startswith("looptrace ui: refusing to listen on 0.0.0.0 without a password "
+                          "(--password-file, $LOOPTRACE_PASSWORD, --ask-password, --password) "
                           "or --token: traces hold whole conversations")
     assert err.count("\n") == 1
 
@@ -93,3 +94,66 @@ def test_every_page_asks_for_the_token(monkeypatch: pytest.MonkeyPatch) -> None:
     typed.text_input(key="lt_access_password").input("s3cret").run()
     assert runs_grid(typed) is not None
     assert "Password" not in [t.label for t in typed.text_input]
+
+
+# -- issue 36, round two: where the password comes from (the server side is in
+# test_hostile_ui_server.py) --------------------------------------------------------------
+
+def test_the_password_from_a_file_the_environment_or_the_terminal(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:  # type: ignore[no-untyped-def]
+    """Before: only ``--password SECRET``, which every local user reads in the process list."""
+    import getpass
+
+    from tracer.cli import ui
+
+    seen: list[tuple[list[str], dict[str, str]]] = []
+    monkeypatch.setattr(ui, "serve", lambda cmd, env: seen.append((cmd, env)) or 0)
+    monkeypatch.delenv("LOOPTRACE_PASSWORD", raising=False)
+    secret = tmp_path / "pw"
+    secret.write_text("from the file\nsecond line\n")
+    secret.chmod(0o600)
+    assert main(["ui", "--host", "0.0.0.0", "--password-file", str(secret)]) == 0
+    assert seen[-1][1]["LOOPTRACE_TOKEN"] == "from the file"
+    assert all("from the file" not in a for a in seen[-1][0])
+    assert capsys.readouterr().err.count("warning: ") == 1  # (the traces one only)
+    secret.chmod(0o644)
+    assert main(["ui", "--password-file", str(secret)]) == 0
+    assert f"warning: {secret} can be read by other users (chmod 600 {secret})" in (
+        capsys.readouterr().err)
+    secret.chmod(0o600)
+    for text in ("", "\n", "  \nsecond\n"):
+        secret.write_text(text)
+        assert main(["ui", "--host", "0.0.0.0", "--password-file", str(secret)]) == 1
+        assert capsys.readouterr().err == ("looptrace ui: --password-file: give a non-empty "
+                                           "password\n")
+    assert main(["ui", "--password-file", str(tmp_path / "missing")]) == 1
+    assert capsys.readouterr().err.startswith(
+        f"looptrace ui: --password-file: cannot read {tmp_path / 'missing'} (")
+
+    monkeypatch.setenv("LOOPTRACE_PASSWORD", "from the env")
+    assert main(["ui", "--host", "0.0.0.0"]) == 0
+    assert seen[-1][1]["LOOPTRACE_TOKEN"] == "from the env"
+    assert "LOOPTRACE_PASSWORD" not in seen[-1][1]
+    assert main(["ui", "--password", "given"]) == 0  # (the flag wins over the environment)
+    assert seen[-1][1]["LOOPTRACE_TOKEN"] == "given"
+    assert ("warning: --password is visible to every user of this machine in the process list "
+            "(ps, /proc/PID/cmdline)") in capsys.readouterr().err
+    monkeypatch.setenv("LOOPTRACE_PASSWORD", "")
+    assert main(["ui"]) == 1
+    assert capsys.readouterr().err == ("looptrace ui: $LOOPTRACE_PASSWORD: give a non-empty "
+                                       "password\n")
+    monkeypatch.delenv("LOOPTRACE_PASSWORD")
+
+    monkeypatch.setattr(getpass, "getpass", lambda prompt: "typed")
+    assert main(["ui", "--host", "0.0.0.0", "--ask-password"]) == 0
+    assert seen[-1][1]["LOOPTRACE_TOKEN"] == "typed"
+
+    def no_terminal(prompt: str) -> str:
+        raise EOFError
+
+    monkeypatch.setattr(getpass, "getpass", no_terminal)
+    assert main(["ui", "--ask-password"]) == 1
+    assert capsys.readouterr().err.endswith("--ask-password: no terminal to ask on "
+                                            "(use --password-file)\n")
+    with pytest.raises(SystemExit):  # (one of them)
+        main(["ui", "--password-file", str(secret), "--password", "x"])

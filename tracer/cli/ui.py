@@ -15,7 +15,9 @@ from tracer.errors import UsageError
 from tracer.read.loader import TraceDB
 from tracer.vocab.terminal import safe_text
 
-ENV = "LOOPTRACE_TOKEN"  # (app/access.py reads it)
+ENV = "LOOPTRACE_TOKEN"  # (app/access.py reads it: the password reaches the server there,
+# in its environment, which only its user can read, never in its command line)
+PASSWORD_ENV = "LOOPTRACE_PASSWORD"  # a password chosen without the command line
 LINK_ENV = "LOOPTRACE_UI_LINK"  # (app/serve.py prints it when the server listens)
 
 # The replay app's entry script: package data in an installed looptrace (the wheel holds
@@ -31,12 +33,19 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--port", type=int, default=8501)
     p.add_argument("--host", default="127.0.0.1",
                    help="address to listen on (default 127.0.0.1: this machine only); any "
-                        "other needs --password or --token")
+                        "other needs a password or --token")
     g = p.add_mutually_exclusive_group()
-    g.add_argument("--password", metavar="SECRET",
-                   help="every browser session must give it (the page asks, or ?token=)")
+    g.add_argument("--password-file", metavar="PATH",
+                   help="every browser session must give the password in this file (its "
+                        "first line; the page asks, or ?token=); or set $LOOPTRACE_PASSWORD")
+    g.add_argument("--ask-password", action="store_true",
+                   help="ask for the password on the terminal")
     g.add_argument("--token", action="store_true",
                    help="make a random password and print the link that carries it")
+    g.add_argument("--password", metavar="SECRET",
+                   help="the password itself: every local user can read it in the process "
+                        "list (ps); prefer --password-file, $LOOPTRACE_PASSWORD or "
+                        "--ask-password")
     p.add_argument("--agent", metavar="MODULE:FACTORY",
                    help="the agent of the runs, so that \"Fork here\" runs forks "
                         "(see looptrace replay)")
@@ -57,17 +66,54 @@ def is_loopback(host: str) -> bool:
         return False  # (a name: it may resolve to anything)
 
 
+def password(args: argparse.Namespace) -> tuple[str | None, str]:
+    """The password chosen, and where it came from: ``--password``, ``--password-file``
+    (its first line), ``--ask-password`` (the terminal), else ``$LOOPTRACE_PASSWORD``;
+    None if none was. Never from a command line the child process shows."""
+    if getattr(args, "password_file", None):
+        try:
+            text = Path(args.password_file).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            msg = f"--password-file: cannot read {args.password_file} ({exc})"
+            raise UsageError(msg) from exc
+        if Path(args.password_file).stat().st_mode & 0o077:
+            print(safe_text(f"warning: {args.password_file} can be read by other users "
+                            f"(chmod 600 {args.password_file})"), file=sys.stderr, flush=True)
+        lines = text.splitlines()
+        return (lines[0] if lines else ""), "--password-file"
+    if getattr(args, "ask_password", False):
+        import getpass
+
+        try:
+            return getpass.getpass("looptrace ui password: "), "--ask-password"
+        except EOFError as exc:
+            msg = "--ask-password: no terminal to ask on (use --password-file)"
+            raise UsageError(msg) from exc
+    if args.password is not None:
+        return args.password, "--password"
+    if PASSWORD_ENV in os.environ:
+        return os.environ[PASSWORD_ENV], f"${PASSWORD_ENV}"
+    return None, ""
+
+
 def access(args: argparse.Namespace) -> str | None:
     """The token every session must give, or None (loopback, no password); refuse a
     non-loopback address without one."""
-    token = secrets.token_urlsafe(24) if args.token else args.password
-    if token is not None and not token:
-        msg = "--password: give a non-empty password"
+    if args.token:
+        return secrets.token_urlsafe(24)
+    token, source = password(args)
+    if token is not None and not token.strip():
+        msg = f"{source}: give a non-empty password"
         raise UsageError(msg)
     if token is None and not is_loopback(args.host):
-        msg = (f"refusing to listen on {args.host} without --password or --token: {WARNING}, "
+        msg = (f"refusing to listen on {args.host} without a password (--password-file, "
+               f"${PASSWORD_ENV}, --ask-password, --password) or --token: {WARNING}, "
                "and Streamlit asks for no password of its own")
         raise UsageError(msg)
+    if source == "--password":
+        print("warning: --password is visible to every user of this machine in the process "
+              f"list (ps, /proc/PID/cmdline): prefer --password-file, ${PASSWORD_ENV} or "
+              "--ask-password", file=sys.stderr, flush=True)
     return token
 
 
@@ -77,6 +123,7 @@ def run(args: argparse.Namespace) -> int:
         env["LOOPTRACE_AGENT"] = args.agent  # (tracer.read.fork_links.AGENT_ENV)
     env.pop(ENV, None)
     env.pop(LINK_ENV, None)
+    env.pop(PASSWORD_ENV, None)
     token = access(args)
     if token is not None:
         env[ENV] = token
