@@ -30,7 +30,7 @@ from tracer.replayer import STEP_MS, is_error, replay_json, script, view_edit
 
 ROOT = Path(__file__).resolve().parents[2]
 REPLAYER_JS = ROOT / "tracer" / "replayer" / "replayer.js"
-TEMPLATE = ROOT / "tracer" / "templates" / "replay.html"
+TEMPLATE = ROOT / "tracer" / "interop" / "templates" / "replay.html"
 
 
 @pytest.fixture(scope="module")
