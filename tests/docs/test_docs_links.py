@@ -53,8 +53,9 @@ def test_the_readme_links_the_docs_and_shows_the_app() -> None:
     readme = links(ROOT / "README.md")
     assert sum(t.startswith("docs/img/") for t in readme) >= 4
     assert {"docs/guide/tracing.md", "docs/reference/cli.md", "docs/reference/schema.md",
-            "docs/dev/performance.md", "docs/guide/workshop.md",
-            "docs/guide/wire.md"} <= set(readme)
+            "docs/dev/performance.md", "docs/guide/workshop.md", "docs/guide/wire.md",
+            "docs/glossary.md", "docs/dev/README.md"} <= set(readme)
+    assert "glossary.md" in " ".join(links(ROOT / "docs" / "dev" / "README.md"))
 
 
 def test_a_broken_link_is_found(tmp_path: Path) -> None:
