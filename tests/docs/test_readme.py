@@ -80,7 +80,7 @@ PY = {
     "deep": "Deep Agents",
     "hand-rolled": "A hand-rolled loop or a plain LangGraph graph",
     "read": "Python API (read side)",
-    "whatif": "What if: replay a run, fork it at a step",
+    "whatif": "What if: rerun a run, fork it at a step",
     "test": "Test your agent",
 }
 
