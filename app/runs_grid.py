@@ -3,7 +3,7 @@
 ``st.dataframe`` made a first visit load its data grid: about 35 scripts (1.5 MB,
 Arrow and the canvas grid) fetched after the page's first script run, then a canvas
 drawn; on 110,000 runs that was most of the Runs page's first visit after
-``looptrace ui`` printed its URL (issue 29, docs/performance.md). This table is a
+``looptrace ui`` printed its URL (issue 29, docs/dev/performance.md). This table is a
 ``<table>`` drawn by ``runs_grid.js`` from the page's rows (JSON): the same
 columns, rows and formats, sortable by a click on a column's header (numbers as
 numbers, empty cells last; a third click gives the page's own order back), a row

@@ -1,7 +1,7 @@
-"""Write docs/cli.md, the command-line reference, from the real argparse parsers.
+"""Write docs/reference/cli.md, the command-line reference, from the real argparse parsers.
 
-    uv run --frozen python docs/gen_cli.py          # rewrite docs/cli.md
-    uv run --frozen python docs/gen_cli.py --check  # exit 1 if docs/cli.md is stale
+    uv run --frozen python docs/gen_cli.py          # rewrite docs/reference/cli.md
+    uv run --frozen python docs/gen_cli.py --check  # exit 1 if docs/reference/cli.md is stale
 
 ``tests/docs/test_cli_reference.py`` fails when the file is not what this prints.
 """
@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-OUT = ROOT / "docs" / "cli.md"
+OUT = ROOT / "docs" / "reference" / "cli.md"
 WIDTH = "100"  # the usage lines are wrapped at this width, whatever the terminal
 
 HEAD = """# CLI reference
@@ -25,7 +25,7 @@ HEAD = """# CLI reference
      tests/docs/test_cli_reference.py fails when it is stale -->
 
 Every command and every option, as each command's `--help` prints them. What the
-commands are for, with examples: [commands](commands.md). Errors are one line on
+commands are for, with examples: [commands](../guide/commands.md). Errors are one line on
 stderr and a non-zero exit; `RUN` may be a unique prefix of a run id.
 """
 
@@ -78,7 +78,7 @@ def option_rows(parser: argparse.ArgumentParser) -> list[str]:
 
 
 def render() -> str:
-    """The whole of docs/cli.md."""
+    """The whole of docs/reference/cli.md."""
     from tracer.cli import build_parser
 
     with columns(WIDTH):
@@ -99,8 +99,8 @@ def render() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description="Write docs/cli.md from the parsers.")
-    ap.add_argument("--check", action="store_true", help="exit 1 if docs/cli.md is stale")
+    ap = argparse.ArgumentParser(description="Write docs/reference/cli.md from the parsers.")
+    ap.add_argument("--check", action="store_true", help="exit 1 if docs/reference/cli.md is stale")
     args = ap.parse_args(argv)
     text = render()
     if args.check:

@@ -1,6 +1,7 @@
-"""The documentation as the docs tests read it: README.md and every docs/*.md.
+"""The documentation as the docs tests read it: README.md and every page under docs/
+(docs/*.md and the folders: guide/, reference/, dev/).
 
-A page added to docs/ is picked up with no change here: its code blocks are run by
+A page added anywhere under docs/ is picked up with no change here: its code blocks are run by
 ``tests/docs/test_readme.py`` by their language tag, its facts and links checked.
 """
 
@@ -14,8 +15,8 @@ FENCE = re.compile(r"(^```[\w-]*\n.*?^```$)", re.MULTILINE | re.DOTALL)
 
 
 def doc_files() -> list[Path]:
-    """README.md, then docs/*.md in name order."""
-    return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    """README.md, then every docs/**/*.md in path order."""
+    return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 
 
 def doc_text(path: Path) -> str:

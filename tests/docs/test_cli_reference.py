@@ -1,5 +1,5 @@
-"""docs/cli.md is the reference the parsers give: written by docs/gen_cli.py, and this
-test fails when a command or an option changes without the file being written again."""
+"""docs/reference/cli.md is the reference the parsers give: written by docs/gen_cli.py,
+and this test fails when a command or an option changes without the file being written again."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ from docs_kit import ROOT
 from tracer.cli import COMMANDS, build_parser
 
 GEN = runpy.run_path(str(ROOT / "docs" / "gen_cli.py"))
-CLI_MD = ROOT / "docs" / "cli.md"
+CLI_MD = ROOT / "docs" / "reference" / "cli.md"
 
 
 def test_cli_md_is_what_the_parsers_give() -> None:
     assert CLI_MD.read_text(encoding="utf-8") == GEN["render"](), (
-        "docs/cli.md is stale: run `uv run --frozen python docs/gen_cli.py`")
+        "docs/reference/cli.md is stale: run `uv run --frozen python docs/gen_cli.py`")
 
 
 def test_every_command_and_option_is_in_the_reference() -> None:

@@ -1,4 +1,4 @@
-"""The claims of the README and of every docs/*.md page are tested: the hooks table,
+"""The claims of the README and of every page under docs/ are tested: the hooks table,
 every code block by its language tag (python: each run as written, in a fresh
 directory; bash and yaml: every command and flag they name; json and yaml: parsed;
 text: shown, not run), every command and flag the pages name, and the claims
@@ -28,7 +28,7 @@ from tracer.cli import COMMANDS, main
 from tracer.vocab.hooks import HOOKS
 
 ROOT = Path(__file__).resolve().parents[2]
-README = all_docs()  # README.md and every docs/*.md
+README = all_docs()  # README.md and every page under docs/
 # The language tags a block may have, each with the test that runs it
 TAGS = {"python", "bash", "yaml", "json", "text"}
 
@@ -80,7 +80,7 @@ PY = {
     "deep": "Deep Agents",
     "hand-rolled": "A hand-rolled loop or a plain LangGraph graph",
     "read": "Python API (read side)",
-    "whatif": "What if: replay a run, fork it at a step",
+    "whatif": "What if: rerun a run, fork it at a step",
     "test": "Test your agent",
 }
 

@@ -1,7 +1,7 @@
 """The docs' names, numbers and counts come from the code and the samples.
 
-The pages are README.md and every docs/*.md. Every run the demo list and the workshop
-guide name is a run of the bundled samples (under the name the app lists it by), every
+The pages are README.md and every page under docs/. Every run the demo list and the
+workshop guide name is a run of the bundled samples (under the name the app lists it by), every
 sample file they name exists and holds the run named with it; the schema version the
 schema page states is the code's; the counts of the OpenTelemetry benchmark quoted are
 what the samples give; ``looptrace ui`` starts the server script the app page says it
@@ -21,7 +21,7 @@ from tracer.interop.exchange import read_trace, sample_files
 from tracer.read.loader import TraceDB
 
 ROOT = Path(__file__).resolve().parents[2]
-README = all_docs()  # README.md and every docs/*.md
+README = all_docs()  # README.md and every page under docs/
 # Names in backticks that are code, not runs (the guide speaks of both).
 CODE = {"tool_call_id", "handle_tool_error", "before_*", "after_*", "task", "tool", "user",
         "openai", "anthropic", "ollama", "&floorplan=1"}

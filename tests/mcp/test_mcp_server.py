@@ -321,7 +321,7 @@ def test_the_readmes_client_configuration_starts_the_server(samples: Path) -> No
     """The snippet of "Use it from a coding agent", as an MCP client reads it."""
     import re
 
-    section = (ROOT / "docs" / "mcp.md").read_text(encoding="utf-8")
+    section = (ROOT / "docs" / "guide" / "mcp.md").read_text(encoding="utf-8")
     assert section.startswith("# Use it from a coding agent\n")
     (block,) = re.findall(r"^```json\n(.*?)^```$", section, re.MULTILINE | re.DOTALL)
     server = json.loads(block)["mcpServers"]["looptrace"]

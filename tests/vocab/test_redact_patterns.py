@@ -114,11 +114,11 @@ def test_keys_that_only_look_like_secret_keys_are_kept(near: str) -> None:
 
 
 def test_every_readme_shape_is_in_this_file() -> None:
-    """The tracing guide's list of providers (docs/tracing.md, "Safety") is the list
+    """The tracing guide's list of providers (docs/guide/tracing.md, "Safety") is the list
     tested here."""
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[2] / "docs" / "tracing.md").read_text(
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "guide" / "tracing.md").read_text(
         encoding="utf-8")
     listed = readme.split("**Secrets are redacted**", 1)[1].split("Add patterns", 1)[0]
     for provider in ("OpenAI", "Anthropic", "Google", "Groq", "Slack", "GitHub", "fine-grained",

@@ -18,7 +18,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
             "An MCP server over a looptrace database, for a coding agent (Claude Code, "
             "Cursor ...): list and search runs, a run's summary and findings, a step, the "
             "messages at a step, the wire exchange of a model call, the diff of two runs, an "
-            "HTML export; replay a run or fork it at a step with an edit (the only tools "
+            "HTML export; rerun a run or fork it at a step with an edit (the only tools "
             "that write: a new run, through `looptrace replay`). The server reads the "
             "database read-only. Speaks stdio (what an MCP client "
             "starts) unless --http, then streamable HTTP on 127.0.0.1 at /mcp."))

@@ -1,4 +1,4 @@
-"""``looptrace replay``: replay a run from its record, or fork it (``tracer.whatif.rerun``)."""
+"""``looptrace replay``: rerun a run from its record, or fork it (``tracer.whatif.rerun``)."""
 
 from __future__ import annotations
 
@@ -12,26 +12,26 @@ from tracer.vocab.terminal import safe_text
 
 from . import DEFAULT_DB
 
-HELP = """Run your agent again on a recorded run's input, answering every model call, tool
-call and human decision from the record (a paused run replays unattended). With no
-edit the replay reproduces the record (`looptrace diff RUN REPLAY` finds nothing).
+HELP = """A rerun: run your agent again on a recorded run's input, answering every model call,
+tool call and human decision from the record (a paused run reruns unattended). With no
+edit the rerun reproduces the record (`looptrace diff RUN RERUN` finds nothing).
 
 With --at STEP and one edit it forks: the steps before STEP come from the record at
 no cost; the edit is made at the first call at or after STEP; from the first request
 that no longer matches the record, calls go to the agent's own model and tools (or,
-with --offline, to a scripted model). The replay is recorded by the agent's own
-tracer, as a new run whose metadata names the run it replays (replay_of) and, for a
+with --offline, to a scripted model). The rerun is recorded by the agent's own
+tracer, as a new run whose metadata names the run it reruns (replay_of) and, for a
 fork, forked_from (run, step, edit).
 
 --agent module:factory names a function whose `middleware` parameter defaults to the
 agent's middleware list (its TraceMiddleware writing to --db); looptrace calls it with
-that list, its replay layer first:
+that list, its rerun layer first:
 
     trace = TraceMiddleware(db="looptrace.db")
     def make_agent(middleware=(trace,)):
         return create_agent(model, tools, middleware=list(middleware))
 
-A replay whose agent asks for something the record does not hold before the fork
+A rerun whose agent asks for something the record does not hold before the fork
 stops there and prints the request's diff to the nearest recorded one (exit 1),
 unless --continue-live. Bad input (an agent that cannot be imported, a run without
 recorded input, a step out of range, an edit naming a message the step does not
@@ -39,7 +39,7 @@ have, a record of an older schema) is one line and exit 1, with nothing written.
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = sub.add_parser("replay", help="replay a run from its record, or fork it with an edit",
+    p = sub.add_parser("replay", help="rerun a run from its record, or fork it with an edit",
                        description=HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("run", metavar="RUN", help="run id (or a unique prefix)")
     p.add_argument("--agent", required=True, metavar="MODULE:FACTORY",
