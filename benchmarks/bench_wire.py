@@ -1,4 +1,4 @@
-"""Measure the wire tools: ``uv run python -m tracer.wire.bench [N]``.
+"""Measure the wire tools: ``uv run --frozen python benchmarks/bench_wire.py [N]``.
 
 Prints: the emulator's round trip per provider (JSON and streamed, recorded
 into a trace database), the recording proxy's added latency, one agent run per
@@ -17,7 +17,7 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
-from .providers import PROVIDERS
+from tracer.wire.providers import PROVIDERS
 
 BODIES: dict[str, tuple[str, dict[str, object]]] = {
     "openai": ("/v1/chat/completions", {"model": "gpt-4o-mini", "messages": [
@@ -49,7 +49,7 @@ def _time(fn: Callable[[], object], n: int) -> tuple[float, float]:
 
 
 def main(n: int = 50) -> None:
-    from .proxy import WireServer
+    from tracer.wire.proxy import WireServer
 
     tmp = Path(tempfile.mkdtemp(prefix="looptrace-wire-bench-"))
     print(f"requests per figure: {n}")
@@ -71,7 +71,7 @@ def main(n: int = 50) -> None:
               f"through the recording proxy: median {via[0]:.2f} ms "
               f"(+{via[0] - direct[0]:.2f} ms)")
 
-    from .demo import record_provider_demos
+    from tracer.demo.providers import record_provider_demos
 
     t0 = time.perf_counter()
     record_provider_demos(tmp / "cold.db")
@@ -85,8 +85,8 @@ def main(n: int = 50) -> None:
     from tracer.read.loader import TraceDB
     from tracer.read.steps import build_replay
 
-    from .render import model_call, model_call_events, render_request
-    from .view import turn_view
+    from tracer.wire.render import model_call, model_call_events, render_request
+    from tracer.wire.view import turn_view
 
     per: dict[str, list[float]] = {p: [] for p in PROVIDERS}
     views: list[float] = []
