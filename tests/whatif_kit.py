@@ -78,3 +78,36 @@ class TruthAgent:
             return self.factory(middleware)
 
         return factory
+
+
+# A module a rerun loads its agent from (``--agent MODULE:make_agent``): the weather demo.
+AGENT_MODULE = '''
+import os
+from tracer.demo.scenarios import weather_agent
+
+demo = weather_agent(os.environ["LOOPTRACE_TEST_DB"])
+make_agent = demo.factory
+'''
+
+# The same agent, changed since the run was recorded: another system prompt.
+CHANGED_MODULE = '''
+import os
+from collections.abc import Sequence
+from typing import Any
+from langchain.agents import create_agent
+from langchain_core.messages import AIMessage
+from tracer import TraceMiddleware
+from tracer.demo.models import ScriptedChatModel, call, turn_script
+from tracer.demo.scenarios import get_weather
+
+trace = TraceMiddleware(db=os.environ["LOOPTRACE_TEST_DB"])
+model = ScriptedChatModel(model_name="scripted-weather", script=turn_script([
+    AIMessage("", tool_calls=[call("get_weather", {"city": "Oslo"}, "call_weather_1")]),
+    AIMessage("Snow."),
+]))
+
+
+def make_agent(middleware: Sequence[Any] = (trace,)) -> Any:
+    return trace.attach(create_agent(model, tools=[get_weather], middleware=list(middleware),
+                                     name="weather", system_prompt="You are terse."))
+'''

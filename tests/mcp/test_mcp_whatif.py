@@ -21,7 +21,7 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from test_mcp_server import Client, env
-from test_whatif_cli import AGENT_MODULE, CHANGED_MODULE
+from whatif_kit import AGENT_MODULE, CHANGED_MODULE
 from whatif_kit import root_run, rows_of
 
 

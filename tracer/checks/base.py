@@ -77,6 +77,13 @@ def health(found: Iterable[Finding] | Mapping[str, int]) -> str:
     return "ok"
 
 
+def health_class(found: Iterable[Finding]) -> str:
+    """The class of a run's health the runs list filters by: its worst severity
+    (``error``, ``warning``, ``info``), or ``ok``."""
+    worst = {f.severity for f in found}
+    return next((sev for sev in SEVERITIES if sev in worst), "ok")
+
+
 @dataclass(frozen=True)
 class Thresholds:
     """When a pattern across a run becomes a loop finding.

@@ -22,6 +22,7 @@ import json
 import os
 import tempfile
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -29,6 +30,7 @@ from tracer.db.schema import RUN_STATUSES
 from tracer.errors import LooptraceError
 from tracer.read.loader import RunSummary, TraceDB
 from tracer.read.run_list import HEALTH_CLASSES, RunFilter, parse_when
+from tracer.vocab.hooks import HOOK_BY_NAME
 
 __all__ = ["INSTRUCTIONS", "TOOLS", "build_server"]
 
@@ -146,12 +148,17 @@ class Tools:
                           until=parse_when(until) if until else None,
                           parent_id=db.resolve(parent) if parent else None,
                           top_level=top_level, search=search or None)
-            runs = db.runs(f, limit=limit, offset=offset)
-            total = db.count_runs(f)
+            wanted = [h for h in f.health if h != "unchecked"]
+            if not wanted:
+                runs = db.runs(f, limit=limit, offset=offset)
+                total = db.count_runs(f)
+                more: dict[str, Any] = {}
+            else:
+                runs, total, more = _with_health_computed(db, f, wanted, offset, limit)
         nxt = offset + limit
         return _with_clamped({"total": total, "offset": offset,
                               "runs": [_compact(r) for r in runs],
-                              "next_offset": nxt if nxt < total else None}, clamped)
+                              "next_offset": nxt if nxt < total else None, **more}, clamped)
 
     def run_summary(self, run: str, findings_offset: int = 0,
                     findings_limit: int = PAGE) -> dict[str, Any]:
@@ -180,15 +187,25 @@ class Tools:
         said = captions(replay)
         rows = [{"step": s.index + 1, "hook": s.event.hook, "phase": s.event.phase,
                  "middleware": s.event.middleware, "lap": s.event.lap,
-                 "tool_call_id": s.event.tool_call_id, "caption": said[s.index][:200]}
+                 "tool_call_id": s.event.tool_call_id, "caption": said[s.index]}
                 for s in replay.steps
                 if (hook is None or s.event.hook == hook)
                 and (tool_call_id is None or s.event.tool_call_id == tool_call_id)]
         clamped: dict[str, Any] = {}
         part, nxt = _page(rows, offset, limit, clamped)
+        # What each hook does is said once per hook in ``hooks``, not in every caption
+        # (it was most of the answer's bytes); a caption keeps what this step did.
+        hooks: dict[str, str] = {}
+        for row in part:
+            h = HOOK_BY_NAME.get(row["hook"])
+            generic = f"{row['hook']} {h.purpose}" if h is not None else None
+            if generic and row["caption"].startswith(generic):
+                hooks[row["hook"]] = generic
+                row["caption"] = row["caption"][len(generic):].strip() or "(see hooks)"
+            row["caption"] = row["caption"][:200]
         return _with_clamped({"run_id": r.id, "steps_total": len(replay.steps),
-                              "matching": len(rows), "steps": part, "next_offset": nxt},
-                             clamped)
+                              "matching": len(rows), "hooks": hooks, "steps": part,
+                              "next_offset": nxt}, clamped)
 
     def get_step(self, run: str, step: int) -> dict[str, Any]:
         from tracer.interop.show import step_view
@@ -232,6 +249,7 @@ class Tools:
         return _with_clamped({
             "run_id": d["run_id"], "step": step, "messages_are": d["messages_are"],
             "pending_tool_calls": d["pending_tool_calls"],
+            **({"request": d["request"]} if "request" in d else {}),
             "messages_total": d["messages_total"], "offset": offset, "messages": shown,
             "next_offset": nxt if nxt < d["messages_total"] else None}, clamped)
 
@@ -331,6 +349,36 @@ class Tools:
         return out
 
 
+HEALTH_COMPUTED_MAX = 200  # runs never checked whose health ``list_runs`` finds itself
+
+
+def _with_health_computed(db: TraceDB, f: RunFilter, wanted: list[str], offset: int,
+                          limit: int) -> tuple[list[RunSummary], int, dict[str, Any]]:
+    """``list_runs`` with a health filter: the runs whose stored findings match, and the
+    runs never checked (``looptrace check`` stores findings) whose findings, found now
+    and not kept (the file is read-only here), match: the newest
+    ``HEALTH_COMPUTED_MAX`` of them, the answer saying so when there were more."""
+    from tracer.checks.base import health_class
+    from tracer.checks.run import findings_for
+
+    unchecked = replace(f, health=("unchecked",))
+    n_unchecked = db.count_runs(unchecked)
+    todo = [r for r in db.runs(unchecked, limit=HEALTH_COMPUTED_MAX) if r.status != "running"]
+    found = findings_for(db, [r.id for r in todo], keep=False) if todo else {}
+    computed = [r for r in todo if health_class(found.get(r.id, [])) in wanted]
+    stored_total = db.count_runs(f)
+    stored = db.runs(f, limit=offset + limit)
+    merged = sorted([*stored, *computed], key=lambda r: (r.started_at or 0, r.id),
+                    reverse=True)
+    more: dict[str, Any] = {"health_found_now": len(todo)}
+    if n_unchecked > HEALTH_COMPUTED_MAX:
+        more["health_bounded"] = (
+            f"{n_unchecked} runs were never checked; the newest {HEALTH_COMPUTED_MAX} were "
+            "checked now for this answer, the others are left out: `looptrace check` "
+            "stores every run's findings")
+    return merged[offset: offset + limit], stored_total + len(computed), more
+
+
 def _cut_calls(m: dict[str, Any], room: int, rest: str) -> int:
     """The tool calls of message ``m`` (alone on its page, yet over it) that fit in
     ``room`` characters of arguments (one at least), and a note of how many there are
@@ -385,9 +433,11 @@ def _bad(text: str) -> LooptraceError:
 TOOLS: dict[str, str] = {
     "list_runs": (
         "List recorded agent runs, newest first, with the filters of `looptrace runs`: "
-        "status (running, completed, error, interrupted), name (substring of the run or "
-        "agent name), since/until (a date, a time or an age such as 7d or 12h), health "
-        "(a stored `looptrace check`: error, warning, info, ok, unchecked), parent (the "
+        "status (running, completed, error, interrupted, handoff, stopped), name (substring "
+        "of the run or agent name), since/until (a date, a time or an age such as 7d or "
+        "12h), health (error, warning, info, ok, unchecked: a stored `looptrace check`, and "
+        "for runs never checked their findings found now, the newest 200 of them; "
+        "health_bounded says when more were left out), parent (the "
         "subagent runs of a run), top_level, search (text in the messages). Paged: "
         "offset/limit in, next_offset out. Each run: id (pass it, or a unique prefix, to "
         "the other tools), laps, model and tool calls, errors, tokens."),
@@ -405,7 +455,8 @@ TOOLS: dict[str, str] = {
         "tool errors, a swallowed tool error, no final answer, a token jump)."),
     "list_steps": (
         "The steps of a run, one line each (step number from 1, hook, phase, middleware, "
-        "lap, tool_call_id, caption); filter by hook (before_agent, before_model, "
+        "lap, tool_call_id, caption: what this step did), and `hooks`: what each hook on "
+        "the page does, once; filter by hook (before_agent, before_model, "
         "wrap_model_call, after_model, wrap_tool_call, after_agent, model, tool, history "
         "...) or by tool_call_id to follow one tool call from the reply that asked for it "
         "to its result. Paged."),
@@ -416,7 +467,9 @@ TOOLS: dict[str, str] = {
         "dangling (asked for, no result yet) at that point."),
     "get_messages": (
         "The messages at a step: at a model call, exactly what the model received (after "
-        "every middleware rewrote the request); elsewhere the conversation as it stood. "
+        "every middleware rewrote the request), with `request`: its system prompt, tools "
+        "(the schemas), model, tool_choice and settings; elsewhere the conversation as it "
+        "stood. "
         "Each with its type, tool_calls (id, name, arguments) or tool_call_id pairing a "
         "ToolMessage to its call, and the version when a middleware replaced it. Long "
         "contents are cut at `cut` characters (200 to 20000), with the get_message_text "

@@ -22,6 +22,7 @@ from langchain_core.messages import BaseMessage, SystemMessage
 
 from tracer.errors import RenderError
 from tracer.read.loader import Event, Run
+from tracer.read.requests import model_request
 from tracer.read.steps import Replay
 from tracer.vocab.records import MODEL_HOOKS
 
@@ -93,23 +94,10 @@ def _to_openai_tool(t: Any) -> dict[str, Any]:
 def model_call(replay: Replay, enter: Event) -> ModelCall:
     """Rebuild the LangChain side of the model call that ``enter`` opened."""
     run = replay.run
-    system: str | None = None
-    tools: list[Any] = []
-    tool_names: list[str] | None = None
-    for ev in run.events:
-        if ev.seq > enter.seq:
-            break
-        p = ev.payload if isinstance(ev.payload, dict) else {}
-        if ev.hook in MODEL_HOOKS and ev.phase == "enter":
-            if isinstance(p.get("system"), str):
-                system = p["system"]
-            elif ev.seq == enter.seq and not p.get("system_same") and "system" not in p:
-                system = None if ev.hook == "model" else system
-            if isinstance(p.get("tools"), list):
-                tools = p["tools"]
-                tool_names = None
-            if ev.seq == enter.seq and isinstance(p.get("tool_names"), list):
-                tool_names = p["tool_names"]
+    req = model_request(run, enter.seq)  # (the system prompt and tools, carried forward)
+    system = req.system if req is not None else None
+    tools: list[Any] = req.tools if req is not None else []
+    tool_names = req.tool_names if req is not None else None
     otools = [_to_openai_tool(t) for t in tools]
     if tool_names is not None:
         otools = [t for t in otools if t["function"].get("name") in tool_names]
