@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import re
 import sqlite3
 import uuid
@@ -22,6 +23,7 @@ from .loader import TraceDB
 from .schema import (
     EVENTS_COLUMNS,
     MESSAGES_COLUMNS,
+    RUN_STATUSES,
     RUNS_COLUMNS,
     SCHEMA_VERSION,
     STATE_COLUMNS,
@@ -109,13 +111,18 @@ def read_trace(path: str | Path) -> tuple[dict[str, Any], list[tuple[str, dict[s
         raise TraceFileError(msg)
     try:
         header = json.loads(lines[0][1])
-    except ValueError as exc:
-        msg = f"{p}:{lines[0][0]}: not a looptrace trace file ({exc})"
+    except (ValueError, RecursionError) as exc:
+        msg = f"{p}:{lines[0][0]}: not a looptrace trace file ({_json_error(exc)})"
         raise TraceFileError(msg) from None
     if not isinstance(header, dict) or header.get("format") != FORMAT:
         msg = f"{p}:{lines[0][0]}: not a looptrace trace file (no '{FORMAT}' header)"
         raise TraceFileError(msg)
-    if int(header.get("schema_version", 0)) > SCHEMA_VERSION:
+    version = header.get("schema_version", 0)
+    if not _is_int(version) or not 0 <= version < 2**63:
+        msg = (f"{p}:{lines[0][0]}: schema_version {_short_repr(version)} is not a schema "
+               "number; nothing imported")
+        raise TraceFileError(msg)
+    if version > SCHEMA_VERSION:
         msg = (f"{p}: written by a newer looptrace (schema {header.get('schema_version')}); "
                "upgrade looptrace to import it")
         raise TraceFileError(msg)
@@ -124,12 +131,12 @@ def read_trace(path: str | Path) -> tuple[dict[str, Any], list[tuple[str, dict[s
     for n, line in lines[1:]:
         try:
             rec = json.loads(line)
-        except ValueError as exc:
-            msg = f"{p}:{n}: malformed JSON ({exc})"
+        except (ValueError, RecursionError) as exc:
+            msg = f"{p}:{n}: malformed JSON ({_json_error(exc)}); nothing imported"
             raise TraceFileError(msg) from None
         problem = row_problem(rec)
         if problem:
-            msg = f"{p}:{n}: {problem}"
+            msg = f"{p}:{n}: {problem}; nothing imported"
             raise TraceFileError(msg)
         rows.append((rec["table"], rec["row"]))
         numbers.append(n)
@@ -170,7 +177,78 @@ def row_problem(rec: Any) -> str | None:
     unknown = set(rec["row"]) - set(TABLES[rec["table"]])
     if unknown:
         return f"unknown columns for {rec['table']}: {', '.join(sorted(unknown))}"
+    table, row = rec["table"], rec["row"]
+    for col in (*REQUIRED.get(table, ()), *row):
+        problem = value_problem(table, col, row.get(col))
+        if problem:
+            return problem
     return None
+
+
+# -- the values a row may hold: the schema's types (tracer.schema), in SQLite's ranges ------
+
+INT64 = (-(2**63), 2**63 - 1)  # what an SQLite INTEGER holds
+# Columns that may not be NULL (a primary key's, and a run's status).
+REQUIRED: dict[str, tuple[str, ...]] = {
+    "runs": ("id", "status"), "events": ("run_id", "seq"),
+    "messages": ("run_id", "position", "seq"),
+    "state": ("run_id", "seq", "key"), "state_values": ("run_id", "hash"),
+}
+# Integer columns that count or index from 0 (every other integer: any INT64).
+NON_NEGATIVE = frozenset({"seq", "position", "lap", "version", "input_tokens", "output_tokens",
+                          "total_tokens", "pid"})
+# Times (seconds since 1970): what a date can show, up to the year 9999.
+TIMES = frozenset({"started_at", "ended_at", "ts"})
+LAST_TIME = 253402300799.0
+
+
+def value_problem(table: str, col: str, value: Any) -> str | None:
+    """What is wrong with ``value`` in column ``col`` of ``table`` (None: nothing): the
+    type the schema declares (NULL allowed but where ``REQUIRED``), a text SQLite can
+    store (UTF-8: no lone surrogate), an integer in SQLite's 64 bits (and not below 0
+    where it counts), a finite number (a time in the range of dates)."""
+    kind = TABLES[table][col]
+    where = f"{table}.{col}"
+    if value is None:
+        return f"{where} is missing (null)" if col in REQUIRED.get(table, ()) else None
+    if kind is str:
+        if not isinstance(value, str):
+            return f"{where} {_short_repr(value)}: expected a string"
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return f"{where} {_short_repr(value)}: not valid Unicode (a lone surrogate)"
+        if table == "runs" and col == "status" and value not in RUN_STATUSES:
+            return f"{where} {_short_repr(value)}: expected one of {', '.join(RUN_STATUSES)}"
+        return None
+    if kind is int:
+        low = 0 if col in NON_NEGATIVE else INT64[0]
+        if not _is_int(value) or not low <= value <= INT64[1]:
+            return f"{where} {_short_repr(value)}: expected an integer from {low} to 2**63-1"
+        return None
+    # a float column: any finite number; a time from 0 to the year 9999
+    # (an integer is sent to SQLite as one: in its 64 bits too)
+    if isinstance(value, bool) or not isinstance(value, int | float) or (
+            not math.isfinite(value) if isinstance(value, float)
+            else not INT64[0] <= value <= INT64[1]):
+        return f"{where} {_short_repr(value)}: expected a finite number"
+    if col in TIMES and not 0 <= value <= LAST_TIME:
+        return f"{where} {_short_repr(value)}: expected a time (seconds from 0 to {LAST_TIME:.0f})"
+    return None
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _short_repr(value: Any, n: int = 40) -> str:
+    text = repr(value) if not isinstance(value, int) or abs(value) < 10**30 else (
+        f"an integer of {len(str(abs(value)))} digits")
+    return text if len(text) <= n else text[: n - 3] + "..."
+
+
+def _json_error(exc: BaseException) -> str:
+    return "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
 
 
 def import_trace(path: str | Path, db_path: str | Path, *, replace: bool = True,
