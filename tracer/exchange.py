@@ -49,10 +49,14 @@ def run_tree(db: TraceDB, run_id: str) -> list[str]:
     Each level is asked for by parent (indexed): exporting one run costs the same
     in a database of ten runs or of ten thousand (``runs()`` reads them all)."""
     out = [run_id]
+    seen = {run_id}
     i = 0
     while i < len(out):
         kids = sorted(db.runs(parent_id=out[i]), key=lambda r: r.started_at or 0)
-        out.extend(k.id for k in kids)
+        for k in kids:
+            if k.id not in seen:  # (parents in a cycle, written by other means than
+                seen.add(k.id)  # ``import``, which refuses them: each run once)
+                out.append(k.id)
         i += 1
     return out
 
@@ -143,11 +147,48 @@ def read_trace(path: str | Path) -> tuple[dict[str, Any], list[tuple[str, dict[s
     if not any(t == "runs" for t, _ in rows):
         msg = f"{p}: the trace file holds no run"
         raise TraceFileError(msg)
-    stray = foreign_row(rows)
+    stray = foreign_row(rows) or parent_cycle(rows)
     if stray is not None:
         msg = f"{p}:{numbers[stray[0]]}: {stray[1]}; nothing imported"
         raise TraceFileError(msg)
     return header, rows
+
+
+def parent_cycle(rows: list[tuple[str, dict[str, Any]]]) -> tuple[int, str] | None:
+    """The first runs row (its index, and what is wrong) whose ``parent_id`` leads back
+    to itself through the rows' runs (a run its own parent, A under B under A ...):
+    every reader that walks a run's subagent runs would walk forever."""
+    index = {r["id"]: i for i, (t, r) in enumerate(rows) if t == "runs"}
+    parents = {rid: rows[i][1].get("parent_id") for rid, i in index.items()}
+    cycle = _first_cycle(list(index), parents.get)
+    if cycle is None:
+        return None
+    return index[cycle[0]], f"run {cycle[0]!r} is its own ancestor ({_chain(cycle)})"
+
+
+def _first_cycle(ids: Iterable[str], parent: Any) -> list[str] | None:
+    """The first cycle of parents met from ``ids`` (``parent(id)``: the parent's id or
+    None), as the ids on it from where it closes; None when there is none. Each run is
+    walked once."""
+    done: set[str] = set()
+    for start in ids:
+        path: list[str] = []
+        on_path: set[str] = set()
+        x: str | None = start
+        while x is not None and x not in done:
+            if x in on_path:
+                return path[path.index(x):]
+            on_path.add(x)
+            path.append(x)
+            x = parent(x)
+        done.update(path)
+    return None
+
+
+def _chain(cycle: list[str]) -> str:
+    ids = [*cycle, cycle[0]]
+    shown = ids if len(ids) <= 6 else [*ids[:3], "...", *ids[-2:]]
+    return " -> ".join(f"{i!r}" if i != "..." else i for i in shown)
 
 
 def foreign_row(rows: list[tuple[str, dict[str, Any]]]) -> tuple[int, str] | None:
@@ -314,12 +355,28 @@ def import_rows(rows: list[tuple[str, dict[str, Any]]], db_path: str | Path, *,
                     f"{verb} INTO {table}({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
                     [row[c] for c in cols],
                 )
+            _refuse_cycles(conn, ids)
             # the counts of every run written here that has ended (tracer.summaries)
             refresh(conn, {r["id"] if t == "runs" else r.get("run_id") for t, r in rows})
             catch_up(conn, at_least=SEARCH_BATCH)  # (the search index: tracer.search)
     finally:
         conn.close()
     return ids
+
+
+def _refuse_cycles(conn: sqlite3.Connection, ids: list[str]) -> None:
+    """Raise ``TraceFileError`` (the caller's transaction is rolled back) if a run of
+    ``ids`` is now its own ancestor, with the runs already stored."""
+
+    def parent(rid: str) -> str | None:
+        row = conn.execute("SELECT parent_id FROM runs WHERE id = ?", [rid]).fetchone()
+        return row[0] if row else None
+
+    cycle = _first_cycle(ids, parent)
+    if cycle is not None:
+        msg = (f"run {cycle[0]!r} would be its own ancestor ({_chain(cycle)}, with the runs "
+               "already stored); nothing imported")
+        raise TraceFileError(msg)
 
 
 def import_many(paths: Iterable[str | Path], db_path: str | Path, *,
