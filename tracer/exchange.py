@@ -123,8 +123,7 @@ def read_trace(path: str | Path) -> tuple[dict[str, Any], list[tuple[str, dict[s
         raise TraceFileError(msg)
     version = header.get("schema_version", 0)
     if not _is_int(version) or not 0 <= version < 2**63:
-        msg = (f"{p}:{lines[0][0]}: schema_version {_short_repr(version)} is not a schema "
-               "number; nothing imported")
+        msg = f"{p}:{lines[0][0]}: schema_version {_short_repr(version)} is not a schema number"
         raise TraceFileError(msg)
     if version > SCHEMA_VERSION:
         msg = (f"{p}: written by a newer looptrace (schema {header.get('schema_version')}); "
@@ -136,11 +135,11 @@ def read_trace(path: str | Path) -> tuple[dict[str, Any], list[tuple[str, dict[s
         try:
             rec = json.loads(line)
         except (ValueError, RecursionError) as exc:
-            msg = f"{p}:{n}: malformed JSON ({_json_error(exc)}); nothing imported"
+            msg = f"{p}:{n}: malformed JSON ({_json_error(exc)})"
             raise TraceFileError(msg) from None
         problem = row_problem(rec)
         if problem:
-            msg = f"{p}:{n}: {problem}; nothing imported"
+            msg = f"{p}:{n}: {problem}"
             raise TraceFileError(msg)
         rows.append((rec["table"], rec["row"]))
         numbers.append(n)

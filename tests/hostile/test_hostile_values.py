@@ -100,7 +100,7 @@ def refused(capsys: pytest.CaptureFixture[str], path: Path, db: Path, line: int,
             says: str) -> None:
     code, out, err = cli(capsys, "import", "--db", str(db), str(path))
     assert (code, out) == (1, ""), err
-    assert err == f"looptrace import: {path}:{line}: {says}; nothing imported\n"
+    assert err == f"looptrace import: {path}:{line}: {says}\n"
     assert stored_runs(db) == []
 
 
@@ -241,7 +241,7 @@ def test_any_wrong_value_refuses_the_file_with_its_line(tmp_path: Path, capsys, 
     code, out, err = cli(capsys, "import", "--db", str(db), str(path))
     assert (code, out) == (1, ""), (bad, err)
     assert err.startswith(f"looptrace import: {path}:{line}: {table}.{col} "), (bad, err)
-    assert err.endswith("; nothing imported\n") and err.count("\n") == 1, err
+    assert err.count("\n") == 1, err
     assert stored_runs(db) == []
 
 
