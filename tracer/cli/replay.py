@@ -7,6 +7,8 @@ import json
 import re
 from typing import Any
 
+from tracer.cli import INT64_MAX, int_range
+
 from ..errors import UsageError
 from . import DEFAULT_DB
 
@@ -43,12 +45,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--agent", required=True, metavar="MODULE:FACTORY",
                    help="the agent's factory (see above)")
     p.add_argument("--db", default=DEFAULT_DB, help="database holding RUN")
-    p.add_argument("--at", type=int, metavar="STEP",
+    p.add_argument("--at", type=int_range(-INT64_MAX - 1), metavar="STEP",
                    help="fork at this step (counted from 1, as the replay shows it)")
     e = p.add_argument_group("the edit (one)").add_mutually_exclusive_group()
     e.add_argument("--message", metavar="POS=TEXT",
                    help="replace the content of message POS of the model's request")
-    e.add_argument("--drop", type=int, metavar="POS", help="drop message POS")
+    e.add_argument("--drop", type=int_range(-INT64_MAX - 1), metavar="POS", help="drop message POS")
     e.add_argument("--insert", metavar="POS=TEXT", help="insert a message before POS")
     e.add_argument("--system", metavar="TEXT", help="change the system prompt")
     e.add_argument("--model", metavar="SPEC",
