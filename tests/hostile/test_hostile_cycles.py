@@ -7,6 +7,7 @@ subagent runs stops at a run already met (a database can be written by other mea
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 from pathlib import Path
@@ -160,3 +161,30 @@ def test_the_runs_table_shows_every_run_once(cyclic_db: Path) -> None:
     # (were left out: each run of the cycle sat under another one, none at the top)
     # b started last (the newest first): a under it, once; s at the top
     assert [(r.id, depth) for r, depth in nested(runs)] == [("b", 0), ("a", 1), ("s", 0)]
+
+
+# -- MCP and the app, over the same database -------------------------------------------------
+def test_mcp_export_html_and_diff_runs_finish(cyclic_db: Path, tmp_path: Path) -> None:
+    from tracer.mcp_server import build_server
+
+    server = build_server(cyclic_db, export_dir=str(tmp_path))
+    got = str(asyncio.run(server.call_tool("export_html", {"run": "a"})))
+    assert (tmp_path / "looptrace-a.html").exists() and "looptrace-a.html" in got
+    got = str(asyncio.run(server.call_tool("diff_runs", {"run_a": "a", "run_b": "b"})))
+    assert "subagent #1 run b: identical (b / a)" in got
+
+
+@pytest.mark.usefixtures("clean_streamlit_caches")
+@pytest.mark.parametrize("rid", ["a", "b", "s"])
+def test_the_app_offers_no_run_above_as_a_subagent(cyclic_db: Path, monkeypatch,  # type: ignore[no-untyped-def]
+                                                   rid: str) -> None:
+    """a's subagent b is also its parent (and s its own): the header offers the way back
+    to the parent, and no "open subagent" into a run above (was: a button into it)."""
+    from app_kit import app_test
+
+    monkeypatch.setenv("LOOPTRACE_DB", str(cyclic_db))
+    at = app_test("replay", run=rid).run()
+    assert not at.exception and not at.error
+    keys = {b.key for b in at.button}
+    assert "to_parent" in keys
+    assert not any(k and k.startswith("open_child_") for k in keys), keys
