@@ -38,8 +38,12 @@ def nested(runs: Sequence[RunSummary],
         if up and up in ids:
             kids.setdefault(up, []).append(r)
     out: list[tuple[RunSummary, int]] = []
+    seen: set[str] = set()
 
     def add(r: RunSummary, depth: int) -> None:
+        if r.id in seen:  # (parents in a cycle: each run once)
+            return
+        seen.add(r.id)
         out.append((r, depth))
         for k in sorted(kids.get(r.id, ()), key=lambda x: x.started_at or 0):
             add(k, depth + 1)
@@ -48,6 +52,8 @@ def nested(runs: Sequence[RunSummary],
         up = _above(r, forks)
         if not (up and up in ids):
             add(r, 0)
+    for r in runs:  # runs whose parents form a cycle: under none of them, but shown
+        add(r, 0)
     return out
 
 

@@ -75,11 +75,14 @@ def render_run_header(path: str, view: RunView, *, picker: bool = True) -> None:
             back = 0
         st.button("Back to the parent run", key="to_parent", icon=":material/arrow_upward:",
                   on_click=_to_parent, args=(s.parent_id, back))
-    if run.children:
+    # (a run above this one is not offered as its subagent: parents in a cycle)
+    above = {s.parent_id, *(rid for rid, _ in st.session_state.get(state.STACK) or [])}
+    children = [c for c in run.children if c.id not in above]
+    if children:
         with st.container(horizontal=True, horizontal_alignment="left", vertical_alignment="center",
                           key="children"):
-            st.caption(f"Subagent runs ({len(run.children)}):")
-            for k, child in enumerate(run.children[:8]):
+            st.caption(f"Subagent runs ({len(children)}):")
+            for k, child in enumerate(children[:8]):
                 name = (child.name or child.agent_name or "subagent")[:40]
                 # a button label is markdown: the (untrusted) name is escaped
                 st.button(f"{md_escape(name)} · {child.status if child.status in STATUS_COLOUR else '?'}",

@@ -41,7 +41,6 @@ def db(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize("argv,said", [
-    (["--keep", "-1"], "--keep -1: the number of runs to keep, 0 or more"),
     (["--older-than", "garbage"], "not an age: 'garbage'"),
     (["--older-than=-3d"], "not an age: '-3d'"),
     (["--older-than", "3"], "not an age: '3'"),
@@ -54,6 +53,17 @@ def test_bad_arguments_are_one_error_and_delete_nothing(db: Path, argv: list[str
     out, err = capsys.readouterr()
     assert out == "" and err.startswith("looptrace prune: ") and said in err, err
     assert err.count("\n") == 1
+    assert ids(db) == before
+
+
+def test_a_negative_keep_is_refused_by_the_parser(db: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """(issue 36: every integer option is range-checked by the parser, exit 2)"""
+    before = ids(db)
+    with pytest.raises(SystemExit) as info:
+        main(["prune", "--db", str(db), "--keep", "-1"])
+    assert info.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "looptrace prune: error: argument --keep: -1 is out of range (0 to 2**63-1)")
     assert ids(db) == before
 
 

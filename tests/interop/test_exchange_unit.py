@@ -257,7 +257,9 @@ def test_read_trace_returns_the_header_and_rows(trace: Path) -> None:
 
 
 @pytest.mark.parametrize(("record", "problem"), [
-    ({"table": "runs", "row": {"id": "x"}}, None),
+    ({"table": "runs", "row": {"id": "x", "status": "error"}}, None),
+    # (was None: the insert then failed, a NOT NULL constraint in a traceback: issue 36)
+    ({"table": "runs", "row": {"id": "x"}}, "runs.status is missing (null)"),
     ({"table": "wire", "row": {}}, None),
     ({"table": "runs"}, "expected {'table': runs|events|messages|wire|state|state_values, 'row': {...}}"),
     ({"row": {}}, "expected {'table': runs|events|messages|wire|state|state_values, 'row': {...}}"),

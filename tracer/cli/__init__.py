@@ -36,14 +36,15 @@ import argparse
 import importlib
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol
 
 from tracer.errors import LooptraceError
 from tracer.vocab.terminal import safe_text
 
-__all__ = ["COMMANDS", "DEFAULT_DB", "SAMPLES", "build_parser", "main", "read_db", "serve", "stop_on_sigterm"]
+__all__ = ["COMMANDS", "DEFAULT_DB", "SAMPLES", "build_parser", "int_range", "main", "read_db", "serve",
+           "stop_on_sigterm"]
 
 DEFAULT_DB = "looptrace.db"
 SAMPLES = "samples"  # what ``--db`` takes for the bundled sample traces
@@ -116,6 +117,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:
         print(f"looptrace {args.command}: {safe_text(exc)}", file=sys.stderr)
         return 1
+
+
+INT64_MAX = 2**63 - 1  # the largest integer SQLite stores (and binds)
+PORT_MAX = 65535
+
+
+def int_range(low: int, high: int = INT64_MAX) -> Callable[[str], int]:
+    """An argparse ``type=`` for an integer option from ``low`` to ``high``: anything
+    else is refused by the parser at once (one line, exit 2), never a traceback later
+    (a number too large for SQLite, a port past 65535 ...). Not an integer at all, it
+    is argparse's own "invalid int value"."""
+
+    def integer(text: str) -> int:
+        value = int(text)  # (ValueError: argparse says "invalid int value: ...")
+        if not low <= value <= high:
+            shown = str(value) if len(str(value)) <= 24 else f"an integer of {len(str(value))} digits"
+            top = "2**63-1" if high == INT64_MAX else str(high)
+            msg = f"{shown} is out of range ({low} to {top})"
+            raise argparse.ArgumentTypeError(msg)
+        return value
+
+    integer.__name__ = "int"  # (argparse names the type by it)
+    return integer
 
 
 class Server(Protocol):

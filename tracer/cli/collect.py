@@ -11,6 +11,7 @@ import argparse
 import sys
 from typing import Any
 
+from tracer.cli import PORT_MAX, int_range
 from tracer.errors import UsageError
 from tracer.vocab.terminal import safe_text
 
@@ -26,7 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
             "exactly as recorded, other GenAI traces are converted, other spans are skipped "
             "and counted. Point an exporter at http://HOST:PORT (OTEL_EXPORTER_OTLP_ENDPOINT)."))
     p.add_argument("--db", default=DEFAULT_DB, help=f"database to write (default {DEFAULT_DB})")
-    p.add_argument("--port", type=int, default=4318, help="port (default 4318, OTLP/HTTP's)")
+    p.add_argument("--port", type=int_range(0, PORT_MAX), default=4318, help="port (default 4318, OTLP/HTTP's)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--quiet", type=float, default=2.0, metavar="SECONDS",
                    help="import a trace once its root span is in and no span came for this long")
@@ -37,10 +38,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS",
                    help="close a connection silent this long, or whose request body takes "
                         "longer (default 30)")
-    p.add_argument("--max-spans", type=int, default=50_000, metavar="N",
+    p.add_argument("--max-spans", type=int_range(1), default=50_000, metavar="N",
                    help="spans buffered while their traces complete (default 50000): past "
                         "it, and past --max-traces, the oldest trace is imported as it is")
-    p.add_argument("--max-traces", type=int, default=10_000, metavar="N",
+    p.add_argument("--max-traces", type=int_range(1), default=10_000, metavar="N",
                    help="traces buffered while they complete (default 10000)")
     p.set_defaults(func=run)
 

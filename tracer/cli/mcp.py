@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from tracer.cli import PORT_MAX, int_range
 from tracer.errors import UsageError
 
 from . import DEFAULT_DB, read_db
@@ -25,7 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--db", default=DEFAULT_DB, type=read_db, help=f"trace database (default {DEFAULT_DB})")
     p.add_argument("--http", action="store_true",
                    help="serve streamable HTTP on 127.0.0.1 (http://127.0.0.1:PORT/mcp)")
-    p.add_argument("--port", type=int, default=8765, help="port for --http (default 8765)")
+    p.add_argument("--port", type=int_range(0, PORT_MAX), default=8765, help="port for --http (default 8765)")
     p.add_argument("--export-dir", metavar="DIR",
                    help="where export_html writes (default: the temporary directory)")
     p.add_argument("--agent", metavar="MODULE:FACTORY",

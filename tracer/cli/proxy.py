@@ -9,6 +9,7 @@ import os
 import sys
 import threading
 
+from tracer.cli import PORT_MAX, int_range
 from tracer.errors import UsageError
 from tracer.vocab.terminal import safe_text
 from tracer.wire.providers import PROVIDERS, formats_of
@@ -36,7 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                         "match it; others are forwarded to --upstream when given, else "
                         "answered by --emulate (default echo)")
     p.add_argument("--db", default=DEFAULT_DB, help=f"trace database (default {DEFAULT_DB})")
-    p.add_argument("--port", type=int, default=0, help="port (default: a free one)")
+    p.add_argument("--port", type=int_range(0, PORT_MAX), default=0, help="port (default: a free one)")
     p.add_argument("--max-request", type=float, default=32, metavar="MB",
                    help="largest request body forwarded (default 32 MB): 413 past it")
     p.add_argument("--upstream-timeout", type=float, default=300.0, metavar="SECONDS",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from tracer.cli import int_range
 from tracer.db.prune import parse_age, prune
 from tracer.vocab.terminal import safe_text
 
@@ -21,7 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--db", default=DEFAULT_DB)
     p.add_argument("--older-than", metavar="AGE",
                    help="delete runs started more than AGE ago (30d, 12h, 90m, 2w, 45s)")
-    p.add_argument("--keep", type=int, metavar="N", help="keep only the newest N top-level runs")
+    p.add_argument("--keep", type=int_range(0), metavar="N", help="keep only the newest N top-level runs")
     p.add_argument("--include-running", action="store_true",
                    help="delete runs still recording too (status running, or a subagent run "
                         "of them): their end would then be lost (default: they stay)")

@@ -7,6 +7,7 @@ import json
 import re
 from typing import Any
 
+from tracer.cli import INT64_MAX, int_range
 from tracer.errors import UsageError
 from tracer.vocab.terminal import safe_text
 
@@ -45,12 +46,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--agent", required=True, metavar="MODULE:FACTORY",
                    help="the agent's factory (see above)")
     p.add_argument("--db", default=DEFAULT_DB, help="database holding RUN")
-    p.add_argument("--at", type=int, metavar="STEP",
+    p.add_argument("--at", type=int_range(-INT64_MAX - 1), metavar="STEP",
                    help="fork at this step (counted from 1, as the replay shows it)")
     e = p.add_argument_group("the edit (one)").add_mutually_exclusive_group()
     e.add_argument("--message", metavar="POS=TEXT",
                    help="replace the content of message POS of the model's request")
-    e.add_argument("--drop", type=int, metavar="POS", help="drop message POS")
+    e.add_argument("--drop", type=int_range(-INT64_MAX - 1), metavar="POS", help="drop message POS")
     e.add_argument("--insert", metavar="POS=TEXT", help="insert a message before POS")
     e.add_argument("--system", metavar="TEXT", help="change the system prompt")
     e.add_argument("--model", metavar="SPEC",
@@ -91,10 +92,20 @@ def _pair(text: str, flag: str) -> tuple[int, str]:
 
 
 def _object(spec: str) -> Any:
+    """``module:attr``: the object, or what calling it makes (a class or a factory)."""
+    import inspect
+
     from tracer.whatif.rerun import load_factory
 
     obj = load_factory(spec)
-    return obj() if callable(obj) and not hasattr(obj, "invoke") else obj
+    if inspect.isclass(obj) or (callable(obj) and not hasattr(obj, "invoke")):
+        try:
+            return obj()
+        except Exception as exc:  # noqa: BLE001 - whatever the user's factory raises
+            first = (str(exc).strip().splitlines() or [""])[0]  # (pydantic's: many lines)
+            msg = f"{spec!r}: calling it failed: {type(exc).__name__}: {first}"
+            raise UsageError(msg) from None
+    return obj
 
 
 def edit_of(args: argparse.Namespace) -> Any:
@@ -147,14 +158,27 @@ def _model(spec: str) -> Any:
     except (ImportError, ValueError):
         found = False
     if ":" in spec and found:
-        return _object(spec)
-    try:
-        from langchain.chat_models import init_chat_model
+        try:
+            model = _object(spec)
+        except UsageError as exc:
+            msg = f"--model {exc}"
+            raise UsageError(msg) from None
+    else:
+        try:
+            from langchain.chat_models import init_chat_model
 
-        return init_chat_model(spec)
-    except Exception as exc:  # noqa: BLE001 - a missing provider package, a bad name
-        msg = f"--model {spec!r}: {type(exc).__name__}: {exc}"
-        raise UsageError(msg) from None
+            model = init_chat_model(spec)
+        except Exception as exc:  # noqa: BLE001 - a missing provider package, a bad name
+            msg = f"--model {spec!r}: {type(exc).__name__}: {exc}"
+            raise UsageError(msg) from None
+    from tracer.whatif.rerun import chat_model_problem
+
+    problem = chat_model_problem(model)
+    if problem:  # (checked before anything runs: nothing is written)
+        msg = (f"--model {spec!r}: {problem} (module:attr must name a chat model or a "
+               "function making one; or an init_chat_model name such as openai:gpt-4o-mini)")
+        raise UsageError(msg)
+    return model
 
 
 def offline_model(spec: str | None) -> Any:

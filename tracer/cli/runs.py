@@ -10,6 +10,7 @@ import json
 import sys
 from collections.abc import Sequence
 
+from tracer.cli import int_range
 from tracer.db.schema import RUN_STATUSES
 from tracer.read.loader import RunSummary, TraceDB
 from tracer.read.run_list import HEALTH_CLASSES, RunFilter, parse_when
@@ -36,9 +37,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                    help="only runs whose stored check (looptrace check) says this (repeatable)")
     p.add_argument("--parent", metavar="RUN", help="only the subagent runs of RUN")
     p.add_argument("--top-level", action="store_true", help="only runs that are no subagent run")
-    p.add_argument("--limit", type=int, default=DEFAULT_LIMIT,
+    p.add_argument("--limit", type=int_range(0), default=DEFAULT_LIMIT,
                    help=f"at most this many runs (default {DEFAULT_LIMIT}; 0: all)")
-    p.add_argument("--offset", type=int, default=0, help="skip this many runs first")
+    p.add_argument("--offset", type=int_range(0), default=0, help="skip this many runs first")
     p.set_defaults(func=run)
 
 

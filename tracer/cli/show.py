@@ -11,6 +11,7 @@ import argparse
 import json
 import sys
 
+from tracer.cli import INT64_MAX, int_range
 from tracer.interop.show import DEFAULT_CUT, overview, render_overview, render_step, step_view
 from tracer.read.loader import TraceDB
 
@@ -26,7 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
             "messages as the model received them there (or the conversation as it stood)."))
     p.add_argument("run", metavar="RUN", help="run id (or a unique prefix)")
     p.add_argument("--db", default=DEFAULT_DB, type=read_db)
-    p.add_argument("--step", type=int, metavar="N", help="show step N (from 1)")
+    p.add_argument("--step", type=int_range(-INT64_MAX - 1), metavar="N", help="show step N (from 1)")
     p.add_argument("--full", action="store_true",
                    help=f"do not cut long contents (default: cut at {DEFAULT_CUT} characters)")
     p.add_argument("--json", action="store_true", help="print JSON")

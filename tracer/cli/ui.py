@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tracer.cli import PORT_MAX, int_range
 from tracer.errors import UsageError
 from tracer.read.loader import TraceDB
 from tracer.vocab.terminal import safe_text
@@ -30,7 +31,7 @@ APP = (_PACKAGE / "_app" / "main.py" if (_PACKAGE / "_app").is_dir()
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("ui", help="open the replay app")
     p.add_argument("--db", help="database to open (default: the bundled sample traces)")
-    p.add_argument("--port", type=int, default=8501)
+    p.add_argument("--port", type=int_range(1, PORT_MAX), default=8501)
     p.add_argument("--host", default="127.0.0.1",
                    help="address to listen on (default 127.0.0.1: this machine only); any "
                         "other needs a password or --token")

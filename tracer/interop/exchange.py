@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import re
 import sqlite3
@@ -22,6 +23,7 @@ from typing import Any
 from tracer.db.schema import (
     EVENTS_COLUMNS,
     MESSAGES_COLUMNS,
+    RUN_STATUSES,
     RUNS_COLUMNS,
     SCHEMA_VERSION,
     STATE_COLUMNS,
@@ -51,10 +53,14 @@ def run_tree(db: TraceDB, run_id: str) -> list[str]:
     Each level is asked for by parent (indexed): exporting one run costs the same
     in a database of ten runs or of ten thousand (``runs()`` reads them all)."""
     out = [run_id]
+    seen = {run_id}
     i = 0
     while i < len(out):
         kids = sorted(db.runs(parent_id=out[i]), key=lambda r: r.started_at or 0)
-        out.extend(k.id for k in kids)
+        for k in kids:
+            if k.id not in seen:  # (parents in a cycle, written by other means than
+                seen.add(k.id)  # ``import``, which refuses them: each run once)
+                out.append(k.id)
         i += 1
     return out
 
@@ -116,13 +122,17 @@ def read_trace(path: str | Path) -> tuple[dict[str, Any], list[tuple[str, dict[s
         raise TraceFileError(msg)
     try:
         header = json.loads(lines[0][1])
-    except ValueError as exc:
-        msg = f"{p}:{lines[0][0]}: not a looptrace trace file ({exc})"
+    except (ValueError, RecursionError) as exc:
+        msg = f"{p}:{lines[0][0]}: not a looptrace trace file ({_json_error(exc)})"
         raise TraceFileError(msg) from None
     if not isinstance(header, dict) or header.get("format") != FORMAT:
         msg = f"{p}:{lines[0][0]}: not a looptrace trace file (no '{FORMAT}' header)"
         raise TraceFileError(msg)
-    if int(header.get("schema_version", 0)) > SCHEMA_VERSION:
+    version = header.get("schema_version", 0)
+    if not _is_int(version) or not 0 <= version < 2**63:
+        msg = f"{p}:{lines[0][0]}: schema_version {_short_repr(version)} is not a schema number"
+        raise TraceFileError(msg)
+    if version > SCHEMA_VERSION:
         msg = (f"{p}: written by a newer looptrace (schema {header.get('schema_version')}); "
                "upgrade looptrace to import it")
         raise TraceFileError(msg)
@@ -131,8 +141,8 @@ def read_trace(path: str | Path) -> tuple[dict[str, Any], list[tuple[str, dict[s
     for n, line in lines[1:]:
         try:
             rec = json.loads(line)
-        except ValueError as exc:
-            msg = f"{p}:{n}: malformed JSON ({exc})"
+        except (ValueError, RecursionError) as exc:
+            msg = f"{p}:{n}: malformed JSON ({_json_error(exc)})"
             raise TraceFileError(msg) from None
         problem = row_problem(rec)
         if problem:
@@ -143,11 +153,48 @@ def read_trace(path: str | Path) -> tuple[dict[str, Any], list[tuple[str, dict[s
     if not any(t == "runs" for t, _ in rows):
         msg = f"{p}: the trace file holds no run"
         raise TraceFileError(msg)
-    stray = foreign_row(rows)
+    stray = foreign_row(rows) or parent_cycle(rows)
     if stray is not None:
         msg = f"{p}:{numbers[stray[0]]}: {stray[1]}; nothing imported"
         raise TraceFileError(msg)
     return header, rows
+
+
+def parent_cycle(rows: list[tuple[str, dict[str, Any]]]) -> tuple[int, str] | None:
+    """The first runs row (its index, and what is wrong) whose ``parent_id`` leads back
+    to itself through the rows' runs (a run its own parent, A under B under A ...):
+    every reader that walks a run's subagent runs would walk forever."""
+    index = {r["id"]: i for i, (t, r) in enumerate(rows) if t == "runs"}
+    parents = {rid: rows[i][1].get("parent_id") for rid, i in index.items()}
+    cycle = _first_cycle(list(index), parents.get)
+    if cycle is None:
+        return None
+    return index[cycle[0]], f"run {cycle[0]!r} is its own ancestor ({_chain(cycle)})"
+
+
+def _first_cycle(ids: Iterable[str], parent: Any) -> list[str] | None:
+    """The first cycle of parents met from ``ids`` (``parent(id)``: the parent's id or
+    None), as the ids on it from where it closes; None when there is none. Each run is
+    walked once."""
+    done: set[str] = set()
+    for start in ids:
+        path: list[str] = []
+        on_path: set[str] = set()
+        x: str | None = start
+        while x is not None and x not in done:
+            if x in on_path:
+                return path[path.index(x):]
+            on_path.add(x)
+            path.append(x)
+            x = parent(x)
+        done.update(path)
+    return None
+
+
+def _chain(cycle: list[str]) -> str:
+    ids = [*cycle, cycle[0]]
+    shown = ids if len(ids) <= 6 else [*ids[:3], "...", *ids[-2:]]
+    return " -> ".join(f"{i!r}" if i != "..." else i for i in shown)
 
 
 def foreign_row(rows: list[tuple[str, dict[str, Any]]]) -> tuple[int, str] | None:
@@ -177,7 +224,78 @@ def row_problem(rec: Any) -> str | None:
     unknown = set(rec["row"]) - set(TABLES[rec["table"]])
     if unknown:
         return f"unknown columns for {rec['table']}: {', '.join(sorted(unknown))}"
+    table, row = rec["table"], rec["row"]
+    for col in (*REQUIRED.get(table, ()), *row):
+        problem = value_problem(table, col, row.get(col))
+        if problem:
+            return problem
     return None
+
+
+# -- the values a row may hold: the schema's types (tracer.schema), in SQLite's ranges ------
+
+INT64 = (-(2**63), 2**63 - 1)  # what an SQLite INTEGER holds
+# Columns that may not be NULL (a primary key's, and a run's status).
+REQUIRED: dict[str, tuple[str, ...]] = {
+    "runs": ("id", "status"), "events": ("run_id", "seq"),
+    "messages": ("run_id", "position", "seq"),
+    "state": ("run_id", "seq", "key"), "state_values": ("run_id", "hash"),
+}
+# Integer columns that count or index from 0 (every other integer: any INT64).
+NON_NEGATIVE = frozenset({"seq", "position", "lap", "version", "input_tokens", "output_tokens",
+                          "total_tokens", "pid"})
+# Times (seconds since 1970): what a date can show, up to the year 9999.
+TIMES = frozenset({"started_at", "ended_at", "ts"})
+LAST_TIME = 253402300799.0
+
+
+def value_problem(table: str, col: str, value: Any) -> str | None:
+    """What is wrong with ``value`` in column ``col`` of ``table`` (None: nothing): the
+    type the schema declares (NULL allowed but where ``REQUIRED``), a text SQLite can
+    store (UTF-8: no lone surrogate), an integer in SQLite's 64 bits (and not below 0
+    where it counts), a finite number (a time in the range of dates)."""
+    kind = TABLES[table][col]
+    where = f"{table}.{col}"
+    if value is None:
+        return f"{where} is missing (null)" if col in REQUIRED.get(table, ()) else None
+    if kind is str:
+        if not isinstance(value, str):
+            return f"{where} {_short_repr(value)}: expected a string"
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return f"{where} {_short_repr(value)}: not valid Unicode (a lone surrogate)"
+        if table == "runs" and col == "status" and value not in RUN_STATUSES:
+            return f"{where} {_short_repr(value)}: expected one of {', '.join(RUN_STATUSES)}"
+        return None
+    if kind is int:
+        low = 0 if col in NON_NEGATIVE else INT64[0]
+        if not _is_int(value) or not low <= value <= INT64[1]:
+            return f"{where} {_short_repr(value)}: expected an integer from {low} to 2**63-1"
+        return None
+    # a float column: any finite number; a time from 0 to the year 9999
+    # (an integer is sent to SQLite as one: in its 64 bits too)
+    if isinstance(value, bool) or not isinstance(value, int | float) or (
+            not math.isfinite(value) if isinstance(value, float)
+            else not INT64[0] <= value <= INT64[1]):
+        return f"{where} {_short_repr(value)}: expected a finite number"
+    if col in TIMES and not 0 <= value <= LAST_TIME:
+        return f"{where} {_short_repr(value)}: expected a time (seconds from 0 to {LAST_TIME:.0f})"
+    return None
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _short_repr(value: Any, n: int = 40) -> str:
+    text = repr(value) if not isinstance(value, int) or abs(value) < 10**30 else (
+        f"an integer of {len(str(abs(value)))} digits")
+    return text if len(text) <= n else text[: n - 3] + "..."
+
+
+def _json_error(exc: BaseException) -> str:
+    return "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
 
 
 def import_trace(path: str | Path, db_path: str | Path, *, replace: bool = True,
@@ -243,12 +361,28 @@ def import_rows(rows: list[tuple[str, dict[str, Any]]], db_path: str | Path, *,
                     f"{verb} INTO {table}({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
                     [row[c] for c in cols],
                 )
+            _refuse_cycles(conn, ids)
             # the counts of every run written here that has ended (tracer.db.summaries)
             refresh(conn, {r["id"] if t == "runs" else r.get("run_id") for t, r in rows})
             catch_up(conn, at_least=SEARCH_BATCH)  # (the search index: tracer.db.search)
     finally:
         conn.close()
     return ids
+
+
+def _refuse_cycles(conn: sqlite3.Connection, ids: list[str]) -> None:
+    """Raise ``TraceFileError`` (the caller's transaction is rolled back) if a run of
+    ``ids`` is now its own ancestor, with the runs already stored."""
+
+    def parent(rid: str) -> str | None:
+        row = conn.execute("SELECT parent_id FROM runs WHERE id = ?", [rid]).fetchone()
+        return row[0] if row else None
+
+    cycle = _first_cycle(ids, parent)
+    if cycle is not None:
+        msg = (f"run {cycle[0]!r} would be its own ancestor ({_chain(cycle)}, with the runs "
+               "already stored); nothing imported")
+        raise TraceFileError(msg)
 
 
 def import_many(paths: Iterable[str | Path], db_path: str | Path, *,

@@ -75,11 +75,29 @@ def _tool_errors(fn: Callable[..., T]) -> Callable[..., T]:
     def wrapper(*args: Any, **kwargs: Any) -> T:
         from mcp.server.mcpserver.exceptions import ToolError
 
+        _int_args(kwargs)
         try:
             return fn(*args, **kwargs)
         except (LooptraceError, ValueError, OSError) as exc:
             raise ToolError(str(exc) or type(exc).__name__) from None
     return wrapper
+
+
+INT64 = (-(2**63), 2**63 - 1)  # what SQLite binds
+
+
+def _int_args(kwargs: dict[str, Any]) -> None:
+    """Refuse an integer argument SQLite (or the OS) could not take, by its name: an
+    offset of 2**63 was "Error executing tool" and nothing more."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    for name, value in kwargs.items():
+        if isinstance(value, int) and not isinstance(value, bool) and not (
+                INT64[0] <= value <= INT64[1]):
+            digits = len(str(abs(value)))
+            shown = str(value) if digits <= 24 else f"an integer of {digits} digits"
+            msg = f"{name}={shown}: out of range (an integer from -2**63 to 2**63-1)"
+            raise ToolError(msg)
 
 
 def _compact(s: RunSummary) -> dict[str, Any]:
@@ -545,6 +563,7 @@ def _async_tool(fn: Callable[..., Any]) -> Callable[..., Any]:
     async def wrapper(*args: Any, **kwargs: Any) -> str:
         from mcp.server.mcpserver.exceptions import ToolError
 
+        _int_args(kwargs)
         try:
             out = await fn(*args, **kwargs)
         except (LooptraceError, ValueError, OSError) as exc:

@@ -313,15 +313,16 @@ def read_otlp_file(path: str | Path) -> list[Span]:
         raise OtlpFormatError(msg)
     try:
         objs: list[tuple[str, Any]] = [(f"{p}: ", json.loads(text))]
-    except ValueError:
+    except (ValueError, RecursionError):
         objs = []
         for n, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
                 continue
             try:
                 objs.append((f"{p}:{n}: ", json.loads(line)))
-            except ValueError as exc:
-                msg = f"{p}:{n}: malformed JSON ({exc})"
+            except (ValueError, RecursionError) as exc:
+                why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+                msg = f"{p}:{n}: malformed JSON ({why})"
                 raise OtlpFormatError(msg) from None
     spans: list[Span] = []
     for where, obj in objs:
@@ -329,7 +330,11 @@ def read_otlp_file(path: str | Path) -> list[Span]:
             if not isinstance(item, dict) or not ({"resourceSpans", "resource_spans"} & set(item)):
                 msg = f"{where}not an OTLP trace request (no 'resourceSpans')"
                 raise OtlpFormatError(msg)
-            spans.extend(spans_of(request_from_json(item, where)).spans)
+            try:
+                spans.extend(spans_of(request_from_json(item, where)).spans)
+            except RecursionError:  # (values nested deeper than protobuf reads)
+                msg = f"{where}malformed OTLP JSON (nested too deeply)"
+                raise OtlpFormatError(msg) from None
     return spans
 
 

@@ -118,8 +118,8 @@ def gather(spans: list[Span]) -> Gathered:
             continue
         try:
             row = json.loads("".join(got[k] for k in range(nparts)))
-        except ValueError as exc:
-            out.problems.append(f"row {index}: malformed JSON ({exc})")
+        except (ValueError, RecursionError) as exc:
+            out.problems.append(f"row {index}: malformed JSON ({_why(exc)})")
             continue
         if _add(found, index, table, row, out):
             out.carried += 1
@@ -138,9 +138,9 @@ def _read_batch(a: dict[str, Any], found: dict[int, tuple[str, dict[str, Any]]],
         return False
     try:
         items = json.loads("".join(chunks))
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         out.problems.append(f"span {span_name!r}: a {ROW_EVENT} event with malformed JSON "
-                            f"({exc})")
+                            f"({_why(exc)})")
         return False
     whole = isinstance(items, list)
     for item in items if whole else ():
@@ -153,6 +153,10 @@ def _read_batch(a: dict[str, Any], found: dict[int, tuple[str, dict[str, Any]]],
     if not isinstance(items, list):
         out.problems.append(f"span {span_name!r}: a malformed {ROW_EVENT} event")
     return whole
+
+
+def _why(exc: BaseException) -> str:
+    return "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
 
 
 def _add(found: dict[int, tuple[str, dict[str, Any]]], index: int, table: str, row: Any,

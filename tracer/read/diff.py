@@ -664,15 +664,21 @@ def diff_replays(ra: Replay, rb: Replay) -> RunDiff:
 
 # -- subagents and text -------------------------------------------------------
 
-def diff_tree(db_a: TraceDB, run_a: str, db_b: TraceDB, run_b: str) -> RunDiff:
-    """``diff_runs`` of two runs, plus their subagent runs paired in starting order."""
+def diff_tree(db_a: TraceDB, run_a: str, db_b: TraceDB, run_b: str, *,
+              _above: frozenset[tuple[str, str]] = frozenset()) -> RunDiff:
+    """``diff_runs`` of two runs, plus their subagent runs paired in starting order.
+
+    A subagent run that is also above its own side's run (parents in a cycle, written
+    by other means than ``import``, which refuses them) is not walked again."""
     d = diff_runs(db_a.run(run_a), db_b.run(run_b))
-    kids_a, kids_b = d.a.run.children, d.b.run.children
+    above = _above | {(run_a, run_b)}
+    kids_a = [k for k in d.a.run.children if k.id not in {a for a, _ in above}]
+    kids_b = [k for k in d.b.run.children if k.id not in {b for _, b in above}]
     for i in range(max(len(kids_a), len(kids_b))):
         ka = kids_a[i] if i < len(kids_a) else None
         kb = kids_b[i] if i < len(kids_b) else None
         name = (ka or kb).name or (ka or kb).agent_name or "subagent"  # type: ignore[union-attr]
-        sub = diff_tree(db_a, ka.id, db_b, kb.id) if ka and kb else None
+        sub = diff_tree(db_a, ka.id, db_b, kb.id, _above=above) if ka and kb else None
         d.subagents.append(SubagentDiff(i + 1, name, ka.id if ka else None,
                                         kb.id if kb else None, sub))
     return d

@@ -393,7 +393,8 @@ class TraceDB:
                         _loads(data) or {"type": typ, "data": {}}, key)
             (revisions if later else messages).append(m)
         revisions.sort(key=lambda m: m.seq)
-        children = self.runs(parent_id=run_id)  # (not every run of the file: see runs())
+        children = [c for c in self.runs(parent_id=run_id)  # (not every run: see runs())
+                    if c.id != run_id]  # (a run its own parent: not its own subagent)
         children.sort(key=lambda s: s.started_at or 0)
         meta = self._query("SELECT metadata FROM runs WHERE id = ?", [run_id])
         return Run(summary, events, messages, children, _loads(meta[0][0]) if meta else None,

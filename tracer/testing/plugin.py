@@ -35,6 +35,8 @@ from typing import Any
 
 import pytest
 
+from tracer.errors import LooptraceError
+
 DEFAULT_DB = "looptrace-tests.db"
 _STATE = pytest.StashKey["_Recording"]()
 
@@ -144,15 +146,20 @@ def pytest_configure(config: pytest.Config) -> None:
     state = _Recording(path, Path(html).resolve() if html else path.parent / "looptrace-html",
                        record, session, worker)
     config.stash[_STATE] = state
-    if _xdist_controller(config):
-        state.error = "the xdist controller runs no test"
-        if WORKER not in db:
-            # one file for every worker: made now, so no two workers create it at once
-            from tracer.db.schema import connect
+    try:
+        if _xdist_controller(config):
+            state.error = "the xdist controller runs no test"
+            if WORKER not in db:
+                # one file for every worker: made now, so no two workers create it at once
+                from tracer.db.schema import connect
 
-            connect(path).close()
-        return
-    state.start()
+                connect(path).close()
+            return
+        state.start()
+    except (LooptraceError, OSError) as exc:  # (not SQLite, someone else's, newer ...)
+        # one line, as the command line says it (was: 44 lines of INTERNALERROR)
+        msg = f"looptrace: --looptrace={db}: {exc}"
+        raise pytest.UsageError(msg) from None
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -92,6 +92,11 @@ class Edit:
             if getattr(self, name) is None:
                 msg = f"the {self.kind} edit needs {name}"
                 raise ReplayError(msg)
+        if self.kind == "model":
+            problem = chat_model_problem(self.model)
+            if problem:
+                msg = f"the model edit needs a chat model: {problem}"
+                raise ReplayError(msg)
         if self.kind == "insert" and self.role not in ("human", "ai", "system"):
             msg = f"insert: role must be human, ai or system, not {self.role!r}"
             raise ReplayError(msg)
@@ -172,6 +177,19 @@ class Edit:
                 raise ReplayError(msg)
             out.insert(int(self.index or 0), mw)
         return out
+
+
+def chat_model_problem(model: Any) -> str | None:
+    """Why ``model`` is not a chat model a fork can swap in (None: it is one, a
+    LangChain ``BaseChatModel``): ``os:sep`` named a string, and the fork ran on into an
+    error run, exit 0."""
+    from langchain_core.language_models import BaseChatModel
+
+    if isinstance(model, BaseChatModel):
+        return None
+    shown = repr(model)
+    shown = shown if len(shown) <= 40 else shown[:37] + "..."
+    return f"{type(model).__name__} {shown} is not a BaseChatModel"
 
 
 def _model_label(model: Any) -> str:
