@@ -7,6 +7,8 @@ line, exit 2, at once), and the MCP tools' integer arguments by name."""
 
 from __future__ import annotations
 
+import sqlite3
+
 import argparse
 import asyncio
 import shutil
@@ -31,7 +33,7 @@ INT_OPTIONS = [
 # what each command needs besides the option, to parse
 REQUIRED = {"show": ["RUN"], "replay": ["RUN", "--agent", "m:f"],
             "proxy": ["--provider", "openai"]}
-SAMPLE = "6b0f7ee1260943ab"  # (weather.jsonl's run: 14 events, one step each)
+SAMPLE = "weather"  # (weather.jsonl's run, by its name: 14 events, one step each)
 SAMPLE_STEPS = 14
 
 INTS = st.one_of(st.integers(), st.integers(min_value=-(2**70), max_value=2**70),
@@ -145,7 +147,9 @@ def test_show_step_any_integer(db: Path, capsys, value: int) -> None:  # type: i
     elif 1 <= value <= SAMPLE_STEPS:
         assert code == 0
     else:
-        says = f"run {SAMPLE[:12]} has steps 1 to {SAMPLE_STEPS}, not {value}"
+        rid = str(sqlite3.connect(db).execute(
+            "SELECT id FROM runs WHERE name = ?", [SAMPLE]).fetchone()[0])
+        says = f"run {rid[:12]} has steps 1 to {SAMPLE_STEPS}, not {value}"
         assert (code, err) == (1, f"looptrace show: {says}\n")
 
 

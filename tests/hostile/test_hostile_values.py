@@ -142,7 +142,7 @@ def test_a_row_nested_100000_deep_is_refused(tmp_path: Path, capsys) -> None:  #
     ("runs", "started_at", -1.0,
      "runs.started_at -1.0: expected a time (seconds from 0 to 253402300799)"),
     ("runs", "status", "done",
-     "runs.status 'done': expected one of running, completed, error, interrupted"),
+     "runs.status 'done': expected one of running, completed, error, interrupted, handoff, stopped"),
     ("runs", "status", None, "runs.status is missing (null)"),
     ("messages", "position", True,
      "messages.position True: expected an integer from 0 to 2**63-1"),
