@@ -107,6 +107,12 @@ def test_fixture_run(answered):
     assert tags == ["test_a.py::test_one", "test_a.py::test_two", "test_a.py::test_two",
                     "test_a.py::test_fixture_run"]
     assert all(r[2]["looptrace"]["recorded_by"] == "pytest --looptrace" for r in runs)
+    # each run is named after its test, not after its graph ("LangGraph": issue 39, item 20)
+    con = sqlite3.connect(inner.path / "trace.db")
+    names = [n for (n,) in con.execute(
+        "SELECT name FROM runs WHERE parent_id IS NULL ORDER BY started_at")]
+    con.close()
+    assert names == ["test_one", "test_two", "test_two", "test_fixture_run"]
 
 
 def test_off_unless_asked_and_a_suite_without_langchain_runs(inner: pytest.Pytester) -> None:

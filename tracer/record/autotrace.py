@@ -54,6 +54,9 @@ _failed: list[str] = []
 # Functions called as each run starts; what they return is added to its metadata (the
 # pytest plugin tags each run with the test that made it).
 RUN_TAGS: list[Any] = []
+# Functions giving the name of a top-level run started now, or None (the pytest plugin
+# names each run after the test that made it, not after its graph: "LangGraph").
+RUN_NAMERS: list[Any] = []
 
 
 class _AutoRecorder(Recorder):
@@ -73,6 +76,13 @@ class _AutoRecorder(Recorder):
         meta = {**(metadata or {}), **tags, "looptrace": {
             "recorded_by": self.how, "through": "callbacks (LangChain's configure hook)",
             "not_seen": NOT_SEEN}}
+        if kwargs.get("parent") is None:
+            for namer in RUN_NAMERS:
+                with contextlib.suppress(Exception):  # (a name never stops a recording)
+                    named = namer()
+                    if named:
+                        kwargs["name"] = named
+                        break
         run = super().start_run(metadata=meta, **kwargs)
         self.meta[run.id] = meta
         return run

@@ -69,7 +69,13 @@ class _Recording:
         self.db.parent.mkdir(parents=True, exist_ok=True)
         self.handler = autotrace.install(self.db, how="pytest --looptrace")
         autotrace.RUN_TAGS.append(self._tag)
+        autotrace.RUN_NAMERS.append(self._name)
         return self.handler
+
+    def _name(self) -> str | None:
+        """A top-level run is named after the test that made it: its id without the
+        file (``test_weather[openai]``, ``TestShop::test_total``)."""
+        return self.nodeid.split("::", 1)[-1] if self.nodeid else None
 
     def _tag(self) -> dict[str, Any] | None:
         if not self.nodeid:
