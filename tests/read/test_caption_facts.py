@@ -112,6 +112,13 @@ FACTS: list[tuple[str, Check]] = [
      lambda rp, i, m: rp.steps[i - 1].kind == "tool" and rp.steps[i].node == "END"),
     (r"The run ends: the (graph|loop's code) returned",
      lambda rp, i, m: _status(rp) in ("completed", "interrupted")),
+    # said once a lap, at its first before_model (issue 39: it was said at each firing)
+    (r"Lap (\d+) begins", lambda rp, i, m: rp.steps[i].event.hook == "before_model"
+     and rp.steps[i].event.lap == int(m.group(1)) and not any(
+         s.event.hook == "before_model" and s.event.lap == int(m.group(1))
+         for s in rp.steps[:i])),
+    (r"The run hands off to", lambda rp, i, m: _status(rp) == "handoff"),
+    (r"The run stops: its caller stopped", lambda rp, i, m: _status(rp) == "stopped"),
 ]
 # Plurals: a count of one with a plural noun, or of several with a singular one.
 WRONG_PLURAL = re.compile(
@@ -153,7 +160,7 @@ def test_every_caption_of_every_sample_is_true(sample_db: Path) -> None:
     for pattern in (r"[Tt]he run fail(s|ed)\b", r"called with (\d+) messages?\b",
                     r"asking for (\d+) tool calls?\b", r"\bjumped\b", r"TraceMiddleware",
                     r"[Tt]he loop's code caught the exception and went on",
-                    r"The loop ended right after its tools ran"):
+                    r"The loop ended right after its tools ran", r"Lap (\d+) begins"):
         assert seen.get(pattern), f"no caption of the samples says {pattern!r}"
 
 

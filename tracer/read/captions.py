@@ -71,14 +71,20 @@ class RunFacts:
     tracer: bool  # TraceMiddleware recorded model or tool calls in it
     status: str  # the run's status (completed, error, interrupted, running)
     decides: str  # where the "tool calls?" edge starts: "after_model", or "the model node"
+    lap_opens: frozenset[int] = frozenset()  # the seq of each lap's first before_model
 
     @classmethod
     def of(cls, run: Run, used_hooks: frozenset[str], tracers: frozenset[str]) -> RunFacts:
         tm = any(e.middleware in tracers and e.phase in ("enter", "exit")
                  and (e.hook in MODEL_HOOKS or e.hook in TOOL_HOOKS) for e in run.events)
         after_model = any(e.hook == "after_model" for e in run.events)
+        firsts: dict[int, int] = {}
+        for e in run.events:
+            if e.hook == "before_model":
+                firsts.setdefault(e.lap, e.seq)
         return cls(run_shape(run, used_hooks), run.summary.source == "callbacks", tm,
-                   str(run.summary.status), "after_model" if after_model else "the model node")
+                   str(run.summary.status), "after_model" if after_model else "the model node",
+                   frozenset(firsts.values()))
 
 
 def captions(replay: Replay) -> tuple[str, ...]:
@@ -489,7 +495,7 @@ def caption(ev: Event, run: Run, tool_calls: int = 0, *,
     if ev.hook == "after_model":
         nxt = "tools" if tool_calls else "after_agent"
         return f"{purpose}{who} Next, the conditional edge goes to {nxt}."
-    if ev.hook == "before_model":
+    if ev.hook == "before_model" and ev.seq in facts.lap_opens:  # (its first, not each)
         return f"{purpose}{who} Lap {ev.lap} begins."
     return f"{purpose}{who}".strip()
 
