@@ -139,7 +139,8 @@ def test_runs_on_an_empty_or_missing_database(tmp_path: Path, capsys) -> None:  
         0, "[]\n", "")
     code, out, err = run_cli(capsys, "runs", "--db", str(tmp_path / "missing.db"))
     assert (code, out) == (1, "")
-    assert err == f"looptrace runs: {tmp_path / 'missing.db'}: no such database\n"
+    assert err == (f"looptrace runs: {tmp_path / 'missing.db'}: no such database "
+                   "(the bundled sample traces: --db samples)\n")
 
 
 # -- export -------------------------------------------------------------------------------
@@ -374,7 +375,7 @@ def test_import_of_several_files(db: Path, tmp_path: Path, capsys) -> None:  # t
     capsys.readouterr()
     into = tmp_path / "into.db"
     code, out, err = run_cli(capsys, "import", str(a), str(b), "--db", str(into))
-    assert (code, out, err) == (0, f"imported 3 runs into {into}\n", "")
+    assert (code, out, err) == (0, f"imported 2 runs into {into}\n", "")  # (each once)
     conn = sqlite3.connect(into)
     assert sorted(conn.execute("SELECT id FROM runs")) == [("r-alpha-0001",), ("r-beta-0002",)]
     conn.close()
@@ -390,7 +391,7 @@ def test_export_and_import_default_to_looptrace_db_here(db: Path, tmp_path: Path
     assert run_cli(capsys, "export", "r-beta", "-o", "b.jsonl")[:2] == (0, "b.jsonl\n")
     (here / "looptrace.db").unlink()
     code, out, _ = run_cli(capsys, "import", "b.jsonl")
-    assert (code, out) == (0, "imported 1 runs into looptrace.db\n")
+    assert (code, out) == (0, "imported 1 run into looptrace.db\n")
     assert (here / "looptrace.db").exists()
 
 
@@ -548,3 +549,14 @@ def test_ui_stops_its_server_when_terminated(tmp_path: Path) -> None:
             pytest.fail("the server outlived looptrace ui")
     finally:
         proc.kill()
+
+
+def test_importing_a_file_again_says_nothing_changed(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """Issue 39, item 10: the second import of the same file said "imported 1 runs"
+    although it changed nothing."""
+    sample = Path(__file__).resolve().parents[2] / "sample_traces" / "weather.jsonl"
+    into = tmp_path / "twice.db"
+    assert run_cli(capsys, "import", str(sample), "--db", str(into)) == (
+        0, f"imported 1 run into {into}\n", "")
+    assert run_cli(capsys, "import", str(sample), "--db", str(into)) == (
+        0, f"imported 0 runs into {into} (1 already stored with the same content)\n", "")

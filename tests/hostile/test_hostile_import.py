@@ -114,7 +114,7 @@ def test_rename_imports_it_under_a_new_id(victim_db: Path, tmp_path: Path,
     before = dump(victim_db)
     code, out, err = cli(capsys, "import", "--rename", "--db", str(victim_db),
                          str(other_victim(tmp_path)))
-    assert (code, out) == (0, f"imported 1 runs into {victim_db}\n")
+    assert (code, out) == (0, f"imported 1 run into {victim_db}\n")
     new_id = err.rsplit(" ", 1)[1].strip()
     assert err.startswith(f"{tmp_path / 'same-id.jsonl'}: run victim is stored with other "
                           "content: imported as ")

@@ -13,8 +13,9 @@ import threading
 from typing import Any
 
 from tracer.errors import UsageError, storage_errors
-from tracer.interop.exchange import export_run, import_rows, read_trace
+from tracer.interop.exchange import export_run, import_rows, read_trace, stored_alike
 from tracer.vocab.terminal import safe_text
+from tracer.vocab.words import plural
 
 from . import DEFAULT_DB, read_db, stop_on_sigterm
 
@@ -78,10 +79,12 @@ def import_files(args: argparse.Namespace) -> int:
     from tracer.otel.otlp import is_otlp_json
 
     ids: list[str] = []
+    alike: set[str] = set()  # runs the files hold that were stored as they are already
     on_conflict = "rename" if args.rename else "replace" if args.replace else "refuse"
     for path in args.files:
         if not is_otlp_json(path):
             _header, rows = read_trace(path)
+            alike |= stored_alike(args.db, rows) - set(ids)  # (not by an earlier file)
             with storage_errors(args.db):
                 got = import_rows(rows, args.db, on_conflict=on_conflict)
             for old, new in zip((r["id"] for t, r in rows if t == "runs"), got):
@@ -99,7 +102,11 @@ def import_files(args: argparse.Namespace) -> int:
                   file=sys.stderr)
         for w in result.warnings:
             print(safe_text(f"{path}: warning: {w}"), file=sys.stderr)
-    print(safe_text(f"imported {len(ids)} runs into {args.db}"))
+    every = list(dict.fromkeys(ids))
+    fresh = [rid for rid in every if rid not in alike]
+    same = (f" ({len(every) - len(fresh)} already stored with the same content)"
+            if len(fresh) < len(every) else "")
+    print(safe_text(f"imported {plural(len(fresh), 'run')} into {args.db}{same}"))
     return 0
 
 

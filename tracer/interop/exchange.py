@@ -409,6 +409,22 @@ def _canon(row: dict[str, Any], cols: Iterable[str]) -> str:
                        for v in (row.get(c) for c in cols)])
 
 
+def stored_alike(db_path: str | Path, rows: list[tuple[str, dict[str, Any]]]) -> set[str]:
+    """The run ids of ``rows`` already stored in ``db_path`` with the same content (an
+    import of them changes nothing); empty when there is no such file yet."""
+    if not Path(db_path).exists():
+        return set()
+    conn = sqlite3.connect(f"file:{Path(db_path).as_posix()}?mode=ro", uri=True)
+    try:
+        return {rid for rid in _run_ids(rows)
+                if conn.execute("SELECT 1 FROM runs WHERE id = ?", [rid]).fetchone()
+                and not stored_differs(conn, rid, rows)}
+    except sqlite3.DatabaseError:
+        return set()
+    finally:
+        conn.close()
+
+
 def stored_differs(conn: sqlite3.Connection, run_id: str,
                    rows: list[tuple[str, dict[str, Any]]]) -> bool:
     """Whether ``run_id`` is stored with other rows than those of ``rows`` (False when
