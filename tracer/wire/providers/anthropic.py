@@ -98,7 +98,9 @@ class AnthropicFormat(WireFormat):
         out.append(ev("message_delta", {
             "delta": {"stop_reason": "tool_use" if reply.tool_calls else "end_turn",
                       "stop_sequence": None},
-            "usage": {"output_tokens": reply.output_tokens}}))
+            # (cumulative, as the API sends it: langchain-anthropic reads the usage here)
+            "usage": {"input_tokens": reply.input_tokens,
+                      "output_tokens": reply.output_tokens}}))
         out.append(ev("message_stop", {}))
         return out
 
