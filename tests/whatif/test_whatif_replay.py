@@ -322,3 +322,34 @@ def test_a_deep_agent_with_its_files_in_the_store_replays_to_its_record(tmp_path
 
     assert held(stores[-1]) == held(stores[0])
     assert [i.key for i in stores[-1].search(FS)] and stores[-1].get(FS, "/scratch.md") is None
+
+
+def test_a_factory_without_a_tracer_gets_one_writing_to_the_database(
+        tmp_path: Path, scripted_calls: list[str]) -> None:
+    """Issue 39, item 16: ``replay --agent mod:factory`` failed ("the agent recorded no
+    run into ...") when the factory's middleware list held no TraceMiddleware."""
+    db = tmp_path / "demo.db"
+    demo = AGENTS["weather"](str(db))
+    demo.record()
+    run_id = root_run(db)
+
+    from langchain.agents import create_agent
+    from langchain_core.messages import AIMessage
+
+    from tracer.demo.models import call, turn_script
+    from tracer.demo.tools import get_weather
+
+    model = ScriptedChatModel(model_name="scripted-weather", script=turn_script([
+        AIMessage("", tool_calls=[call("get_weather", {"city": "Oslo"}, "call_weather_1")]),
+        AIMessage("Snow.")]))
+
+    def bare(middleware: Any = ()) -> Any:  # (the weather agent, no tracer, no attach)
+        return create_agent(model, tools=[get_weather], middleware=list(middleware),
+                            name="weather",
+                            system_prompt="You are a helpful weather assistant. Use the tools.")
+
+    res = replay_run(run_id, agent=bare, db=db)
+    assert res.error is None and res.run_id != run_id
+    with TraceDB(db) as t:
+        assert t.run(res.run_id).metadata["replay_of"] == run_id
+        assert len(t.run(res.run_id).events) > 5  # (hook by hook, as TraceMiddleware records)

@@ -367,6 +367,10 @@ def _prepare(run_id: str, agent: Any, db: str, at: int | None, edit: Edit | None
     config: dict[str, Any] = {"metadata": meta}
     if cassette.thread_id:
         config["configurable"] = {"thread_id": f"looptrace-replay-{token[:16]}"}
+    if not _has_tracer(stack):  # (a factory without TraceMiddleware: one writing to db)
+        from tracer.record.middleware import TraceMiddleware
+
+        stack = [TraceMiddleware(db=db), *stack]
     try:
         built = agent(middleware=[ReplayMiddleware(session), *stack])
     except ReplayError:
@@ -376,6 +380,14 @@ def _prepare(run_id: str, agent: Any, db: str, at: int | None, edit: Edit | None
         raise ReplayError(msg) from None
     session.channels = channels_of(built)
     return session, built, config, token
+
+
+def _has_tracer(stack: list[Any]) -> bool:
+    """Whether a middleware of ``stack`` is a tracer (``TraceMiddleware``, lean or not,
+    named or not). One writing to another file is the user's choice: ``replay_run``
+    then says that no run was recorded into the database."""
+    return any(hasattr(m, "callback_handler") and getattr(m, "recorder", None) is not None
+               for m in stack)
 
 
 def _inputs(session: Session) -> Any:
