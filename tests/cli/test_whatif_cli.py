@@ -153,3 +153,15 @@ def test_an_agent_that_diverges_before_the_fork_stops_there(
     finally:
         sys.modules.pop(name, None)
     assert rows_of(db, run_id) == before
+
+
+def test_a_replay_served_whole_says_nothing_ran_live(recorded: tuple[Path, str, str],
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 39, item 10: "live: 0 model calls, 0 tool calls (a tool the agent lacks, a
+    result the record holds only as a repr)" explained nothing when nothing ran live."""
+    db, run_id, module = recorded
+    assert main(["replay", run_id, "--agent", f"{module}:make_agent", "--db", str(db)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].startswith("  from the record: 2 of 2 model calls (77 tokens, ")
+    assert lines[1].endswith(" as recorded), 1 tool call")
+    assert lines[2] == "  nothing ran live: every model and tool call came from the record"

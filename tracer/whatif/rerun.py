@@ -42,6 +42,7 @@ from typing import Any
 
 from tracer.errors import ReplayDiverged, ReplayError
 from tracer.read.loader import TraceDB
+from tracer.vocab.words import plural
 
 from .cassette import Cassette, ModelCall, ToolCall
 from .player import ReplayMiddleware, Session, Stats, persist
@@ -235,19 +236,21 @@ class ReplayResult:
         what = "forked" if self.edit is not None else "replayed"
         lines = [f"{what} {self.of} as {self.run_id}"
                  + (f" at step {self.at} ({self.edit.describe()})" if self.edit else "")]
-        lines.append(f"  from the record: {s.model_calls} of {self.record_calls} model calls "
-                     f"({s.tokens} tokens, {s.seconds:.2f} s as recorded), "
-                     f"{s.tool_calls} tool calls")
+        lines.append(f"  from the record: {s.model_calls} of {plural(self.record_calls, 'model call')} "
+                     f"({plural(s.tokens, 'token')}, {s.seconds:.2f} s as recorded), "
+                     f"{plural(s.tool_calls, 'tool call')}")
+        live = (f"{plural(s.live_model_calls, 'model call')}, "
+                f"{plural(s.live_tool_calls, 'tool call')} live")
         if s.live_from is not None:
             where = f"model call {s.live_from['call']}"
             if s.live_from.get("step") is not None:
                 where += f" (step {s.live_from['step'] + 1} of the record)"
-            lines.append(f"  live from {where}: {s.live_from['why']}; "
-                         f"{s.live_model_calls} model calls, {s.live_tool_calls} tool calls live")
+            lines.append(f"  live from {where}: {s.live_from['why']}; {live}")
+        elif s.live_model_calls or s.live_tool_calls:  # (said only when something ran live)
+            lines.append(f"  {live} (a tool the agent lacks, a result the record holds only "
+                         "as a repr)")
         else:
-            lines.append(f"  live: {s.live_model_calls} model calls, {s.live_tool_calls} "
-                         "tool calls (a tool the agent lacks, a result the record holds "
-                         "only as a repr)")
+            lines.append("  nothing ran live: every model and tool call came from the record")
         if s.subagent_calls:
             lines.append(f"  {s.subagent_calls} subagent calls ran, their model and tool "
                          "calls served from their own records")
