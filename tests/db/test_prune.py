@@ -116,6 +116,9 @@ def test_dry_run_and_the_cli(copy, capsys) -> None:  # type: ignore[no-untyped-d
     out = capsys.readouterr().out
     running = {s.id for s in specs if s.status == "running" and not s.parent_id}
     assert out.startswith(f"would delete {len(specs) - len(family(specs, running))} runs (")
+    # (issue 39: it said "0.7 MB -> 0.7 MB", a size the real prune does not leave)
+    assert out.rstrip().endswith(" MB now (a dry run cannot say how much a prune frees)")
+    assert " -> " not in out
     assert run_ids(path) == before
     assert main(["prune", "--db", str(path), "--older-than", "1d"]) == 0
     assert capsys.readouterr().out.startswith(

@@ -75,7 +75,7 @@ def test_a_run_still_recording_stays_unless_asked(db: Path, capsys) -> None:  # 
     assert ids(db) == {"old-running", "parent-done", "child-running"}
     capsys.readouterr()
     assert main(["prune", "--db", str(db), "--keep", "0", "--include-running"]) == 0
-    assert capsys.readouterr().out.startswith("deleted 3 runs (2 top-level, 1 subagent runs)")
+    assert capsys.readouterr().out.startswith("deleted 3 runs (2 top-level, 1 subagent run)")
     assert ids(db) == set()
 
 

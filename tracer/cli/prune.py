@@ -7,6 +7,7 @@ import argparse
 from tracer.cli import int_range
 from tracer.db.prune import parse_age, prune
 from tracer.vocab.terminal import safe_text
+from tracer.vocab.words import plural
 
 from . import DEFAULT_DB
 
@@ -37,9 +38,11 @@ def run(args: argparse.Namespace) -> int:
     result = prune(args.db, older_than=age, keep=args.keep, vacuum=not args.no_vacuum,
                    dry_run=args.dry_run, include_running=args.include_running)
     verb = "would delete" if args.dry_run else "deleted"
-    print(safe_text(f"{verb} {result.runs} runs ({result.top_level} top-level, "
-                    f"{result.runs - result.top_level} subagent runs); {args.db}: "
-                    f"{_mb(result.bytes_before)} -> {_mb(result.bytes_after)}"))
+    size = (f"{_mb(result.bytes_before)} now (a dry run cannot say how much a prune frees)"
+            if args.dry_run else f"{_mb(result.bytes_before)} -> {_mb(result.bytes_after)}")
+    print(safe_text(f"{verb} {plural(result.runs, 'run')} ({result.top_level} top-level, "
+                    f"{plural(result.runs - result.top_level, 'subagent run')}); {args.db}: "
+                    f"{size}"))
     return 0
 
 
