@@ -73,3 +73,25 @@ def copy_db(src: Path, dst: Path) -> Path:
         if Path(f"{src}{suffix}").exists():
             shutil.copyfile(f"{src}{suffix}", f"{dst}{suffix}")
     return dst
+
+
+def trace_file(path: Path, rows: list[tuple[str, dict]], header: dict,
+               raw: dict[int, str] | None = None) -> Path:
+    """A looptrace trace file at ``path``: ``header``, then one line per ``(table, row)``;
+    ``raw`` puts text of its own at a line (counted from 1, the header's included)."""
+    import json
+
+    lines = [json.dumps(header)] + [json.dumps({"table": t, "row": r}) for t, r in rows]
+    for n, text in (raw or {}).items():
+        lines[n - 1] = text
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """``looptrace ARGV`` in this process: its exit code, what it printed, its errors."""
+    from tracer.cli import main
+
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err

@@ -13,13 +13,13 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from hostile_kit import cli, trace_file
 from otel_kit import json_body
 
-from tracer.cli import main
-from tracer.interop.exchange import import_rows, run_tree
-from tracer.read.loader import TraceDB
-from tracer.otel.runspans import spans_from_rows
 from tracer.db.schema import SCHEMA_VERSION
+from tracer.interop.exchange import import_rows, run_tree
+from tracer.otel.runspans import spans_from_rows
+from tracer.read.loader import TraceDB
 
 HEADER = {"format": "looptrace-trace", "version": 1, "schema_version": SCHEMA_VERSION,
           "root": "a", "runs": 2}
@@ -36,15 +36,7 @@ def event(rid: str, seq: int = 0) -> tuple[str, dict]:
 
 
 def write(path: Path, rows: list[tuple[str, dict]]) -> Path:
-    lines = [json.dumps(HEADER)] + [json.dumps({"table": t, "row": r}) for t, r in rows]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
-
-
-def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
+    return trace_file(path, rows, HEADER)
 
 
 def run_ids(db: Path) -> list[str]:

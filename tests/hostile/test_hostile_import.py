@@ -12,9 +12,9 @@ import uuid
 from pathlib import Path
 
 import pytest
-from hostile_kit import damage, fill, tmpfs
+from hostile_kit import cli, damage, fill, tmpfs
+from hostile_kit import trace_file as kit_trace_file
 
-from tracer.cli import main
 from tracer.db.schema import SCHEMA_VERSION
 from tracer.interop.exchange import import_rows, read_trace, sample_files
 
@@ -38,15 +38,7 @@ def message(rid: str, text: str) -> dict:
 
 
 def trace_file(path: Path, rows: list[tuple[str, dict]]) -> Path:
-    lines = [json.dumps(HEADER)] + [json.dumps({"table": t, "row": r}) for t, r in rows]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
-
-
-def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
+    return kit_trace_file(path, rows, HEADER)
 
 
 def dump(db: Path) -> dict[str, list[tuple]]:

@@ -16,14 +16,11 @@ import uuid
 from pathlib import Path
 
 import pytest
+from hostile_kit import cli, trace_file
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from otel_kit import json_body
 
-from tracer.cli import main
-from tracer.interop.exchange import import_rows
-from tracer.read.loader import TraceDB
-from tracer.otel.runspans import run_spans
 from tracer.db.schema import (
     EVENTS_COLUMNS,
     MESSAGES_COLUMNS,
@@ -33,6 +30,9 @@ from tracer.db.schema import (
     STATE_VALUES_COLUMNS,
     WIRE_COLUMNS,
 )
+from tracer.interop.exchange import import_rows
+from tracer.otel.runspans import run_spans
+from tracer.read.loader import TraceDB
 
 HEADER = {"format": "looptrace-trace", "version": 1, "schema_version": SCHEMA_VERSION,
           "root": "r", "runs": 1}
@@ -72,18 +72,7 @@ STATUSES = ["running", "completed", "error", "interrupted"]
 def write(path: Path, rows: list[tuple[str, dict]], header: dict | None = None,
           raw: dict[int, str] | None = None) -> Path:
     """A trace file of ``rows``; ``raw``: lines (by their number) written as given."""
-    lines = [json.dumps(header or HEADER)] + [
-        json.dumps({"table": t, "row": r}) for t, r in rows]
-    for n, text in (raw or {}).items():
-        lines[n - 1] = text
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
-
-
-def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
+    return trace_file(path, rows, header or HEADER, raw)
 
 
 def stored_runs(db: Path) -> list[tuple]:
@@ -162,7 +151,7 @@ def test_a_value_readers_would_crash_on_is_refused(tmp_path: Path, capsys, table
 def test_the_valid_rows_import_and_read(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     db = tmp_path / "x.db"
     code, out, err = cli(capsys, "import", "--db", str(db), str(write(tmp_path / "t.jsonl", ROWS)))
-    assert (code, out, err) == (0, f"imported 1 runs into {db}\n", "")
+    assert (code, out, err) == (0, f"imported 1 run into {db}\n", "")
     code, out, _ = cli(capsys, "show", "r", "--db", str(db))
     assert code == 0 and "a run" in out
 
