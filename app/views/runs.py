@@ -56,7 +56,7 @@ def _filters() -> RunFilter:
                              key="started_filter", help="a day, or a first and a last day")
         parent = st.text_input("Subagent runs of", key="parent_filter",
                                placeholder="a run id: its subagent runs, listed").strip()
-    more = st.columns([1, 1], vertical_alignment="bottom")
+    more = st.columns([3, 2], vertical_alignment="bottom")  # (six statuses, five healths)
     statuses = more[0].pills("Status", STATUSES, selection_mode="multi", key="status_filter")
     healths = more[1].pills("Health", HEALTH_CLASSES, selection_mode="multi",
                             key="health_filter",
