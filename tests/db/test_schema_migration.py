@@ -71,7 +71,7 @@ def test_opening_for_writing_migrates_in_place_and_keeps_everything(tmp_path):
     path = _copy(tmp_path)
     before = _dump(path)
     connect(path).close()
-    assert _version(path) == SCHEMA_VERSION == 5
+    assert _version(path) == SCHEMA_VERSION == 6
     assert _dump(path) == before  # nothing lost, nothing changed
     cols = [r[1] for r in sqlite3.connect(path).execute("PRAGMA table_info(messages)")]
     assert "version" in cols
@@ -171,7 +171,7 @@ def test_a_schema_2_file_is_migrated_in_place_and_nothing_is_lost(tmp_path):
     path = _copy2(tmp_path)
     before = _everything(path)
     connect(path).close()
-    assert _version(path) == SCHEMA_VERSION == 5
+    assert _version(path) == SCHEMA_VERSION == 6
     assert _everything(path) == before
     conn = sqlite3.connect(path)
     stats = {r[0]: r[1:] for r in conn.execute(
@@ -288,7 +288,7 @@ def test_a_schema_3_file_is_migrated_in_place_and_nothing_is_lost(tmp_path):
     shutil.copyfile(FIXTURE3, path)
     before = _everything3(path)
     connect(path).close()
-    assert _version(path) == SCHEMA_VERSION == 5
+    assert _version(path) == SCHEMA_VERSION == 6
     assert {"state", "state_values"} <= _tables(path)
     assert _everything3(path) == before
     # and a run recorded into it now has its state
@@ -381,7 +381,7 @@ def test_a_schema_4_file_is_migrated_in_place_and_nothing_is_lost(tmp_path):
     before = _everything4(path)
     searches = {t: _hits(path, t) for t in ("quarterly summary", "the meeting is at 10", "nowhere")}
     connect(path).close()
-    assert _version(path) == SCHEMA_VERSION == 5
+    assert _version(path) == SCHEMA_VERSION == 6
     assert _everything4(path) == before
     # what waited is in the index now, under each run's block, as schema 4 would have put it
     assert _one(path, "SELECT COUNT(*) FROM search_pending") == [(0,)]
@@ -425,3 +425,56 @@ def test_a_failed_schema_4_migration_leaves_the_file_as_it_was(tmp_path, monkeyp
     assert _version(path) == 4 and _everything4(path) == before
     assert _one(path, "SELECT COUNT(*) FROM search_pending") == [(8,)]
     assert [r[1] for r in _one(path, "PRAGMA table_info(search_pending)")] == ["fts", "text"]
+
+
+# -- schema 5 -> 6: the debugger's channel and the notes ------------------------------
+FIXTURE5 = Path(__file__).parents[1] / "fixtures" / "schema5.db"
+
+
+def _tables(path: Path) -> set[str]:
+    return {r[0] for r in _one(path, "SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+
+def test_the_fixture_is_schema_5_without_the_debugger_tables():
+    assert _version(FIXTURE5) == 5
+    assert not {"debug_breaks", "debug_pauses", "notes"} & _tables(FIXTURE5)
+
+
+def test_a_schema_5_file_is_read_as_it_is_and_migrated_in_place(tmp_path):
+    path = tmp_path / "v5.db"
+    shutil.copyfile(FIXTURE5, path)
+    before_bytes = path.read_bytes()
+    with TraceDB(path) as db:  # read-only: as it is
+        assert sorted(r.name for r in db.runs()) == ["no-usage", "weather"]
+    assert path.read_bytes() == before_bytes
+    before = _everything4(path)
+    connect(path).close()
+    assert _version(path) == SCHEMA_VERSION == 6
+    assert _everything4(path) == before
+    assert {"debug_breaks", "debug_pauses", "notes"} <= _tables(path)
+    # and it records into them: a note on the weather run, gone with the run
+    conn = sqlite3.connect(path)
+    rid = conn.execute("SELECT id FROM runs WHERE name = 'weather'").fetchone()[0]
+    conn.execute("INSERT INTO notes(run_id, seq, text, tags, created_at)"
+                 " VALUES (?, 3, 'here', '[]', 0)", [rid])
+    conn.execute("DELETE FROM runs WHERE id = ?", [rid])
+    assert conn.execute("SELECT COUNT(*) FROM notes").fetchone() == (0,)
+    conn.close()
+
+
+def test_a_failed_schema_5_migration_leaves_the_file_as_it_was(tmp_path, monkeypatch):
+    path = tmp_path / "v5.db"
+    shutil.copyfile(FIXTURE5, path)
+    before = _everything4(path)
+    from tracer.db import schema
+
+    def then_fail(conn):
+        schema._add_debug_notes(conn)
+        raise sqlite3.OperationalError("disk I/O error (simulated)")
+
+    monkeypatch.setitem(schema.MIGRATIONS, 5, then_fail)
+    with pytest.raises(Exception, match="simulated"):
+        schema.connect(path)
+    assert _version(path) == 5
+    assert _everything4(path) == before
+    assert not {"debug_breaks", "debug_pauses", "notes"} & _tables(path)

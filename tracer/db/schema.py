@@ -54,7 +54,7 @@ from tracer.errors import (
 if TYPE_CHECKING:
     import sqlite_utils
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 # Schema history (every older file is migrated in place when opened for writing;
 # read-only, it is read as it is):
 #   1  first release
@@ -67,6 +67,8 @@ SCHEMA_VERSION = 5
 #   5  search_pending(id, run_id, text): a message waiting for the search index names
 #      its run, and gets its rowid in the index when the index takes it (the trigger on
 #      messages is one insert: three fewer statements and pages per message written)
+#   6  debug_breaks, debug_pauses: the debugger's channel (tracer.debug); notes: a
+#      person's notes on a run or one of its steps
 APP_ID = "looptrace"
 
 # ``handoff``: the run handed the conversation to its parent graph (a ``Command`` to
@@ -153,6 +155,49 @@ STATE_VALUES_COLUMNS: dict[str, type] = {
     "run_id": str,
     "hash": str,  # tracer.db.state_rows.value_hash of ``data``
     "data": str,  # JSON (redacted; type and repr for what JSON cannot carry)
+}
+
+
+# -- the debugger's channel and notes (schema 6) -----------------------------------
+# A breakpoint armed from outside the agent's process (the app, the CLI, MCP): the
+# paused process reads them. ``run_id`` / ``thread_id``: only that run, that thread's
+# runs (NULL: every run recorded into this file).
+DEBUG_BREAKS_COLUMNS: dict[str, type] = {
+    "id": int,
+    "spec": str,  # tracer.debug.breakpoints syntax: "model:2", "tool:search", ...
+    "run_id": str,
+    "thread_id": str,
+    "source": str,  # "code", "cli", "app", "mcp"
+    "created_at": float,
+    "cleared_at": float,  # NULL while armed
+}
+
+# One pause of a running agent: what is pending, then what the debugger answered.
+DEBUG_PAUSES_COLUMNS: dict[str, type] = {
+    "id": int,
+    "run_id": str,
+    "seq": int,  # the run's ``paused`` event
+    "hook": str,  # e.g. "wrap_tool_call"
+    "at": str,  # "before" / "after" (the call), "fire" (a node hook)
+    "reason": str,  # the breakpoint that hit, as written
+    "pending": str,  # JSON: the request, the tool call or the reply about to go on
+    "pid": int,
+    "paused_at": float,
+    "command": str,  # NULL while paused; continue / step / lap / run / abort
+    "edit": str,  # JSON: the change to make before going on (tracer.debug.edits)
+    "commanded_at": float,
+    "resumed_at": float,
+    "outcome": str,  # continued / edited / aborted / timeout / rejected
+}
+
+NOTES_COLUMNS: dict[str, type] = {
+    "id": int,
+    "run_id": str,
+    "seq": int,  # the step's event (NULL: a note on the whole run)
+    "text": str,
+    "tags": str,  # JSON list of strings
+    "author": str,
+    "created_at": float,
 }
 
 
@@ -264,8 +309,28 @@ def schema_sql() -> list[str]:
         _if_missing(db.create_table_sql("wire", WIRE_COLUMNS, pk="id")),
         *state_sql(db),
         *derived_sql(db),
+        *debug_notes_sql(db),
     ]
     return out
+
+
+def debug_notes_sql(db: sqlite_utils.Database) -> list[str]:
+    """The debugger's channel and the notes (what schema 6 adds); a deleted run takes
+    its pauses and notes along."""
+    return [
+        _if_missing(db.create_table_sql("debug_breaks", DEBUG_BREAKS_COLUMNS, pk="id",
+                                        not_null={"spec"})),
+        _if_missing(db.create_table_sql("debug_pauses", DEBUG_PAUSES_COLUMNS, pk="id",
+                                        not_null={"run_id"})),
+        _if_missing(db.create_table_sql("notes", NOTES_COLUMNS, pk="id",
+                                        not_null={"run_id", "text"})),
+        "CREATE INDEX IF NOT EXISTS idx_debug_pauses_run_id ON debug_pauses(run_id)",
+        "CREATE INDEX IF NOT EXISTS idx_notes_run_id_seq ON notes(run_id, seq)",
+        """CREATE TRIGGER IF NOT EXISTS runs_notes_delete AFTER DELETE ON runs BEGIN
+  DELETE FROM debug_pauses WHERE run_id = OLD.id;
+  DELETE FROM notes WHERE run_id = OLD.id;
+END""",
+    ]
 
 
 def state_sql(db: sqlite_utils.Database) -> list[str]:
@@ -390,12 +455,21 @@ def _pending_by_run(conn: sqlite3.Connection) -> None:
         conn.execute(sql)
 
 
+def _add_debug_notes(conn: sqlite3.Connection) -> None:
+    """Schema 6: the debugger's channel and the notes (empty)."""
+    import sqlite_utils
+
+    for sql in debug_notes_sql(sqlite_utils.Database(memory=True)):
+        conn.execute(sql)
+
+
 # version -> the step that takes a file from that version to the next
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     1: _add_message_versions,
     2: _add_derived,
     3: _add_state,
     4: _pending_by_run,
+    5: _add_debug_notes,
 }
 
 
