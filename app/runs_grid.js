@@ -7,7 +7,8 @@ const NUMERIC = new Set(["int", "seconds", "tokens"]);
 const INT = new Intl.NumberFormat(undefined, { maximumFractionDigits: 0 });
 
 function show(kind, v) {
-  if (v === null || v === undefined) return "";
+  // (tokens null: no model call of the run reported usage, said as everywhere else)
+  if (v === null || v === undefined) return kind === "tokens" ? "not reported" : "";
   if (kind === "seconds") return Number(v).toFixed(2) + " s";
   if (kind === "int" || kind === "tokens") return INT.format(v);
   return String(v);

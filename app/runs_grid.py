@@ -53,7 +53,7 @@ SHOWN = (
     Column("model_calls", "model_calls", "int"),
     Column("tool_calls", "tool_calls", "int"),
     Column("errors", "errors", "int"),
-    Column("tokens", "tokens", "tokens", "empty: the run's model calls reported no usage"),
+    Column("tokens", "tokens", "tokens", "not reported: no model call of the run reported usage"),
     Column("what_if", "what if", "text", "a fork's step and edit, or the run a replay replays"),
     Column("open", "open", "link"),
     Column("id", "id", "id"),

@@ -91,8 +91,6 @@ def runs_frame(runs: Sequence[RunSummary],
 
 
 def tokens(r: RunSummary) -> int | None:
-    """The run's tokens: None where its model calls reported no usage (a model call
-    that reports usage uses at least one token), 0 for a run without any."""
-    if not r.total_tokens:
-        return None if r.model_calls else 0
-    return int(r.total_tokens)
+    """The run's tokens: None where no model call of the run reported usage (stored
+    NULL: "not reported"), 0 for a run that asked no model."""
+    return None if r.total_tokens is None else int(r.total_tokens)

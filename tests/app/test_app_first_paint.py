@@ -53,7 +53,7 @@ def test_the_first_page_is_the_replayer_then_the_rest_once_painted(samples: Path
     first = replayer(at)
     assert first["paint"] is True and not first.get("held")
     assert first["run"]["run"]["id"] == run_named and first["step"] == 2
-    assert [t.value for t in at.text][:1] == [f"shopping  ·  {rid}"]  # the header is there
+    assert [t.value for t in at.text][:1] == [f"shopping  ·  {rid}  ·  345 tokens"]  # the header
     assert whole(at) == dict.fromkeys(("run picker", "toggles", "inspector", "findings"), False)
 
     browser_sends(at, "painted", f"{first['key']}|1")

@@ -126,7 +126,10 @@ def test_sorts_by_a_column(browser, sample_db: Path) -> None:  # type: ignore[no
         counted = [i for i in up if tokens[i]]
         assert [tokens[i] for i in counted] == sorted(tokens[i] for i in counted)
         assert up.index(by_name["weather"]) < up.index(by_name["ollama-shopping"])
-        assert not tokens[by_name["openai-shopping"]]
+        assert tokens[by_name["openai-shopping"]] is None
+        # said as everywhere else (issue 39, item 6), not an empty cell and not 0
+        expect(page.locator(f'{ROWS}[data-id="{by_name["openai-shopping"]}"]'
+                            ' td[data-key="tokens"]')).to_have_text("not reported")
         assert up[-1] == by_name["openai-shopping"] or not tokens[up[-1]]
         assert up.index(by_name["openai-shopping"]) > up.index(counted[-1])
         header(page, "tokens").locator("button").click()

@@ -448,9 +448,20 @@ def test_a_schema_5_file_is_read_as_it_is_and_migrated_in_place(tmp_path):
         assert sorted(r.name for r in db.runs()) == ["no-usage", "weather"]
     assert path.read_bytes() == before_bytes
     before = _everything4(path)
+    tokens = "SELECT name, input_tokens, output_tokens, total_tokens FROM runs ORDER BY name"
+    assert _one(path, tokens) == [("no-usage", 0, 0, 0), ("weather", 31, 11, 42)]
     connect(path).close()
     assert _version(path) == SCHEMA_VERSION == 6
-    assert _everything4(path) == before
+    # the one change to what was recorded: tokens no model call reported are NULL ("not
+    # reported"), no longer 0; the weather run's tokens are kept
+    assert _one(path, tokens) == [("no-usage", None, None, None), ("weather", 31, 11, 42)]
+    after = _everything4(path)
+    cols = [r[1] for r in _one(path, "PRAGMA table_info(runs)")]
+    unknown = [cols.index(c) for c in ("input_tokens", "output_tokens", "total_tokens")]
+    name = cols.index("name")
+    before["runs"] = [tuple(None if row[name] == "no-usage" and i in unknown else v
+                            for i, v in enumerate(row)) for row in before["runs"]]
+    assert after == before
     assert {"debug_breaks", "debug_pauses", "notes"} <= _tables(path)
     # and it records into them: a note on the weather run, gone with the run
     conn = sqlite3.connect(path)
@@ -470,6 +481,7 @@ def test_a_failed_schema_5_migration_leaves_the_file_as_it_was(tmp_path, monkeyp
 
     def then_fail(conn):
         schema._add_debug_notes(conn)
+        schema._unreported_tokens(conn)
         raise sqlite3.OperationalError("disk I/O error (simulated)")
 
     monkeypatch.setitem(schema.MIGRATIONS, 5, then_fail)

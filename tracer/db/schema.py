@@ -50,6 +50,7 @@ from tracer.errors import (
     NotALooptraceDatabase,
     open_error,
 )
+from tracer.vocab.records import MODEL_HOOKS
 
 if TYPE_CHECKING:
     import sqlite_utils
@@ -68,7 +69,8 @@ SCHEMA_VERSION = 6
 #      its run, and gets its rowid in the index when the index takes it (the trigger on
 #      messages is one insert: three fewer statements and pages per message written)
 #   6  debug_breaks, debug_pauses: the debugger's channel (tracer.debug); notes: a
-#      person's notes on a run or one of its steps
+#      person's notes on a run or one of its steps; runs' tokens NULL where no model
+#      call reported usage ("not reported"; schema 5 stored 0)
 APP_ID = "looptrace"
 
 # ``handoff``: the run handed the conversation to its parent graph (a ``Command`` to
@@ -463,13 +465,34 @@ def _add_debug_notes(conn: sqlite3.Connection) -> None:
         conn.execute(sql)
 
 
+# A run's tokens are unknown (NULL) when it asked a model and no call reported usage.
+UNREPORTED_TOKENS_SQL = (
+    "COALESCE(input_tokens, 0) = 0 AND COALESCE(output_tokens, 0) = 0"
+    " AND COALESCE(total_tokens, 0) = 0 AND EXISTS (SELECT 1 FROM events e"
+    " WHERE e.run_id = runs.id AND e.phase = 'enter' AND e.hook IN"
+    f" ({', '.join(repr(h) for h in sorted(MODEL_HOOKS))}))")
+
+
+def _unreported_tokens(conn: sqlite3.Connection) -> None:
+    """Schema 6: tokens no model call reported are NULL ("not reported"), not 0: a run
+    that asked a model and holds 0 tokens was told no usage (a call that reports usage
+    uses at least one token). A run that asked none keeps its 0."""
+    conn.execute("UPDATE runs SET input_tokens = NULL, output_tokens = NULL,"
+                 f" total_tokens = NULL WHERE {UNREPORTED_TOKENS_SQL}")
+
+
+def _to_schema_6(conn: sqlite3.Connection) -> None:
+    _add_debug_notes(conn)
+    _unreported_tokens(conn)
+
+
 # version -> the step that takes a file from that version to the next
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     1: _add_message_versions,
     2: _add_derived,
     3: _add_state,
     4: _pending_by_run,
-    5: _add_debug_notes,
+    5: _to_schema_6,
 }
 
 

@@ -38,6 +38,7 @@ from tracer.db.search import catch_up
 from tracer.db.summaries import refresh
 from tracer.errors import InvalidOption, RunConflict, TraceFileError, storage_errors
 from tracer.read.loader import TraceDB
+from tracer.vocab.records import MODEL_HOOKS
 
 FORMAT = "looptrace-trace"
 FORMAT_VERSION = 1
@@ -157,7 +158,21 @@ def read_trace(path: str | Path) -> tuple[dict[str, Any], list[tuple[str, dict[s
     if stray is not None:
         msg = f"{p}:{numbers[stray[0]]}: {stray[1]}; nothing imported"
         raise TraceFileError(msg)
+    if version < 6:
+        unreported_tokens(rows)
     return header, rows
+
+
+def unreported_tokens(rows: list[tuple[str, dict[str, Any]]]) -> None:
+    """A file written before schema 6 says 0 for tokens no model call reported: make
+    them None ("not reported") as the schema 6 migration does (``tracer.db.schema``), in
+    place: a run that asked a model and holds 0 tokens."""
+    asked = {r.get("run_id") for t, r in rows if t == "events" and r.get("phase") == "enter"
+             and r.get("hook") in MODEL_HOOKS}
+    for t, r in rows:
+        if t == "runs" and r.get("id") in asked and not any(
+                r.get(c) for c in ("input_tokens", "output_tokens", "total_tokens")):
+            r.update(input_tokens=None, output_tokens=None, total_tokens=None)
 
 
 def parent_cycle(rows: list[tuple[str, dict[str, Any]]]) -> tuple[int, str] | None:

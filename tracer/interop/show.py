@@ -18,7 +18,7 @@ from typing import Any
 
 from tracer.errors import StepOutOfRange
 from tracer.read.captions import captions
-from tracer.read.loader import Message, Run, RunSummary, TraceDB
+from tracer.read.loader import Message, Run, RunSummary, TraceDB, tokens_text
 from tracer.read.requests import model_request
 from tracer.read.steps import Replay, build_replay
 from tracer.vocab.content import content_text
@@ -239,7 +239,7 @@ def render_overview(d: dict[str, Any]) -> str:
         f"  status {r['status']}   started {_when(r.get('started_at'))}   took {dur}",
         (f"  {plural(r['laps'], 'lap')}, {plural(r['model_calls'], 'model call')}, "
          f"{plural(r['tool_calls'], 'tool call')}, {plural(r['errors'], 'error')}, "
-         f"{plural(r.get('total_tokens') or 0, 'token')}, {plural(d['steps'], 'step')}"),
+         f"{tokens_text(r.get('total_tokens'), unit=True)}, {plural(d['steps'], 'step')}"),
     ]
     if d.get("asked") is not None:
         lines.append(f"  asked: {d['asked']}")

@@ -100,6 +100,9 @@ def _int_args(kwargs: dict[str, Any]) -> None:
             raise ToolError(msg)
 
 
+TOKEN_FIELDS = ("input_tokens", "output_tokens", "total_tokens")  # None: not reported
+
+
 def _compact(s: RunSummary) -> dict[str, Any]:
     return {"id": s.id, "name": s.name, "status": s.status, "started_at": s.started_at,
             "duration_s": round(s.duration_s, 3) if s.duration_s is not None else None,
@@ -192,7 +195,9 @@ class Tools:
         d["findings_total"] = len(d["findings"])
         d["findings"] = part
         d["findings_next_offset"] = nxt
-        d["run"] = _compact_dict(d["run"])
+        # (tokens no call reported are said, as null: not left out, not 0)
+        d["run"] = {**_compact_dict(d["run"]),
+                    **{k: d["run"].get(k) for k in TOKEN_FIELDS}}
         return _with_clamped(d, clamped)
 
     def list_steps(self, run: str, hook: str | None = None, tool_call_id: str | None = None,
@@ -458,13 +463,15 @@ TOOLS: dict[str, str] = {
         "health_bounded says when more were left out), parent (the "
         "subagent runs of a run), top_level, search (text in the messages). Paged: "
         "offset/limit in, next_offset out. Each run: id (pass it, or a unique prefix, to "
-        "the other tools), laps, model and tool calls, errors, tokens."),
+        "the other tools), laps, model and tool calls, errors, tokens (total_tokens null: "
+        "the provider reported no usage, not 0)."),
     "search_runs": (
         "Find runs whose messages (user text, model replies, tool results, tool call "
         "arguments) contain a text (ASCII letters in either case; a text holding a NUL "
         "character is refused); paged like list_runs."),
     "run_summary": (
-        "One run: status, laps, model and tool calls, tokens, its subagent runs (Deep "
+        "One run: status, laps, model and tool calls, tokens (null: not reported), its "
+        "subagent runs (Deep "
         "Agents' task calls), how it was recorded and what that could not see, and its "
         "findings, each with the step to open: protocol problems a provider rejects with "
         "a 400 (a dangling tool call: an AIMessage's tool call with no ToolMessage of the "

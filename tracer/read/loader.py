@@ -70,12 +70,27 @@ class RunSummary:
 
     @property
     def tokens_text(self) -> str:
-        """The run's tokens as the runs lists say them (the app's and ``looptrace
-        runs``): "not reported" where its model calls reported no usage (a model call
-        that reports usage uses at least one token), "0" for a run without any."""
-        if not self.total_tokens:
-            return "not reported" if self.model_calls else "0"
-        return f"{self.total_tokens:,}"
+        """The run's tokens as every reader says them (``looptrace runs`` and ``show``,
+        the app, the HTML replay): "not reported" where none of its model calls
+        reported usage (``total_tokens`` None), else the count ("0" for a run that
+        asked no model)."""
+        return tokens_text(self.total_tokens)
+
+    @property
+    def tokens_phrase(self) -> str:
+        """``tokens_text`` with its unit: "1,234 tokens", "tokens not reported"."""
+        return tokens_text(self.total_tokens, unit=True)
+
+
+NOT_REPORTED = "not reported"
+
+
+def tokens_text(total: int | None, *, unit: bool = False) -> str:
+    """A token count as said everywhere: ``NOT_REPORTED`` for None (no model call
+    reported usage), else the number (with "token(s)" after it with ``unit``)."""
+    if total is None:
+        return NOT_REPORTED if not unit else f"tokens {NOT_REPORTED}"
+    return f"{total:,}" if not unit else f"{total:,} token{'' if total == 1 else 's'}"
 
 
 # An event as read back is the record the writer was given (its payload parsed):
@@ -267,6 +282,14 @@ class TraceDB:
         out = []
         for row in rows:
             counts = counted.get(row[0], (0, 0, 0, 0, 0)) if row[0] in live else row[16:21]
+            # Tokens are None ("not reported") when the run asked a model and no call
+            # reported usage; a run that asked none used none.
+            if not counts[1] and row[14] is None:
+                row = (*row[:12], 0, 0, 0, *row[15:])
+            elif self.schema_version < 6 and counts[1] and not any(row[12:15]):
+                # (an older file, read as it is, stored 0 for tokens no call reported:
+                # read as the schema 6 migration makes them)
+                row = (*row[:12], None, None, None, *row[15:])
             # (mypy cannot tell that row[:16] fills exactly the fields before ``laps``)
             out.append(RunSummary(*row[:16], laps=counts[0] or 0,  # type: ignore[misc]
                                   model_calls=counts[1] or 0,

@@ -25,6 +25,7 @@ from tracer.db.serialize import message_key, tool_calls_of
 from tracer.db.writer import Writer, get_writer
 from tracer.vocab.payloads import ModelEnterPayload, ModelExitPayload, RunEndPayload
 from tracer.vocab.records import (
+    MODEL_HOOKS,
     EventRecord,
     MessageRecord,
     RunRecord,
@@ -49,6 +50,7 @@ class RunState:
 
     __slots__ = (
         "answered",
+        "asked",
         "call_pos",
         "conv",
         "deferred",
@@ -102,7 +104,10 @@ class RunState:
         self.ended = False
         self.status = "running"
         self.error: str | None = None
-        self.tokens = [0, 0, 0]
+        # input, output, total tokens of the model calls that reported usage; None until
+        # one does (``asked``: a model call was made; both are written as the run's totals)
+        self.tokens: list[int] | None = None
+        self.asked = False
         self.lock = threading.Lock()
         self.tools_hash: int | None = None
         self.model: str | None = None
@@ -197,8 +202,13 @@ os.register_at_fork(after_in_child=_after_fork)
 
 
 def _totals(run: RunState) -> dict[str, Any]:
+    """The run's token totals and model names, as a ``runs`` row's fields. Tokens no
+    model call reported are unknown, NULL (not 0: "not reported"); a run that asked no
+    model used none."""
     f: dict[str, Any] = {}
-    f["input_tokens"], f["output_tokens"], f["total_tokens"] = run.tokens
+    tokens = run.tokens if run.tokens is not None else (
+        [None, None, None] if run.asked else [0, 0, 0])
+    f["input_tokens"], f["output_tokens"], f["total_tokens"] = tokens
     if run.model:
         f["model"] = run.model
     if run.provider:
@@ -225,6 +235,8 @@ class ResponsePayload:
                 usage = m.usage_metadata
                 if usage:
                     t = self.run.tokens
+                    if t is None:
+                        t = self.run.tokens = [0, 0, 0]
                     t[0] += usage.get("input_tokens", 0) or 0
                     t[1] += usage.get("output_tokens", 0) or 0
                     t[2] += usage.get("total_tokens", 0) or 0
@@ -352,12 +364,21 @@ class Recorder:
                                     "FROM events WHERE run_id = ?", [run_id]).fetchone()
                 msgs = conn.execute("SELECT msg_id, tool_call_id, type FROM messages "
                                     "WHERE run_id = ? ORDER BY position, seq", [run_id]).fetchall()
+                # (the tokens so far: the resumed run's calls add to them)
+                tokens = conn.execute("SELECT input_tokens, output_tokens, total_tokens,"
+                                      " EXISTS (SELECT 1 FROM events WHERE run_id = runs.id AND"
+                                      " phase = 'enter' AND hook IN ('model', 'wrap_model_call'))"
+                                      " FROM runs WHERE id = ?", [run_id]).fetchone()
             finally:
                 conn.close()
         except Exception:  # noqa: BLE001 - resuming is best effort
             return None
         run = RunState(run_id, start_seq=last[0] + 1, thread_id=thread_id, name=name)
         run.lap = last[1]
+        if tokens is not None:
+            if tokens[2] is not None:
+                run.tokens = [int(v or 0) for v in tokens[:3]]
+            run.asked = bool(tokens[3])
         for msg_id, tcid, _type in msgs:
             key = "t:" + tcid if tcid else msg_id
             if key and key not in run.seen:
@@ -450,6 +471,8 @@ class Recorder:
         if seq is None:
             seq = next(run.seq)
         run.last_seq = max(run.last_seq, seq)
+        if phase == "enter" and hook in MODEL_HOOKS:
+            run.asked = True  # (its tokens are unknown until a call reports usage)
         # (tuple.__new__: the record without the NamedTuple's own __new__ frame; this
         # is the hottest record)
         self.writer.put(_new(EventRecord, (run.id, seq, ts or time.time(), hook, phase,
