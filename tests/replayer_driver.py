@@ -171,7 +171,7 @@ def expected(replay: Replay, i: int) -> Expected:
         edges=sorted(step_edges(replay, i)),
         chips=list(st.active_tools)[:MAX_CHIPS],
         visited=sorted(n for n in st.visited if n != st.node),
-        error=is_error(st), interrupt=st.kind == "interrupt",
+        error=is_error(replay, st), interrupt=st.kind == "interrupt",
         colours=run_colours(replay),
         tool_call_ids=[m.tool_call_id if m.type == "tool" else None for m in shown],
         jump=i in jump_steps(replay),
@@ -392,7 +392,7 @@ def jump_target(replay: Replay, i: int, action: str) -> int | None:
     kind = action.removeprefix("next-")
     for j in range(i + 1, len(replay)):
         st = replay.steps[j]
-        if is_error(st) if kind == "error" else (st.kind == kind and not is_error(st)):
+        if is_error(replay, st) if kind == "error" else (st.kind == kind and not is_error(replay, st)):
             return j
     return None
 

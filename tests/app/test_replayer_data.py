@@ -198,7 +198,7 @@ def test_x_marks_exactly_the_error_steps(replays: dict[str, Replay],
     errors = 0
     for rid, rp in replays.items():
         marked = [i for i, s in enumerate(datas[rid]["steps"]) if "x" in s]
-        assert marked == [st.index for st in rp.steps if is_error(st)], rp.run.summary.name
+        assert marked == [st.index for st in rp.steps if is_error(rp, st)], rp.run.summary.name
         assert all(datas[rid]["steps"][i]["x"] == 1 for i in marked)
         errors += len(marked)
     assert errors

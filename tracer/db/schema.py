@@ -70,7 +70,8 @@ SCHEMA_VERSION = 6
 #      messages is one insert: three fewer statements and pages per message written)
 #   6  debug_breaks, debug_pauses: the debugger's channel (tracer.debug); notes: a
 #      person's notes on a run or one of its steps; runs' tokens NULL where no model
-#      call reported usage ("not reported"; schema 5 stored 0)
+#      call reported usage ("not reported"; schema 5 stored 0); run_stats.errors counts
+#      errors, each once (tracer.read.errors), not error events
 APP_ID = "looptrace"
 
 # ``handoff``: the run handed the conversation to its parent graph (a ``Command`` to
@@ -209,7 +210,7 @@ RUN_STATS_COLUMNS = {
     "laps": int,
     "model_calls": int,
     "tool_calls": int,  # tool calls entered, and tool results seen from outside
-    "errors": int,  # events in phase "error"
+    "errors": int,  # errors, each once (tracer.read.errors; schema 5: error events)
     "events": int,
     "gen": int,  # 1, then one more at each refresh (stored findings name the gen they saw)
 }
@@ -482,8 +483,14 @@ def _unreported_tokens(conn: sqlite3.Connection) -> None:
 
 
 def _to_schema_6(conn: sqlite3.Connection) -> None:
+    """Schema 6: the debugger's tables and notes; tokens not reported NULL; the kept
+    errors counted as errors, each once (``tracer.db.summaries.ERRORS``), no longer as
+    error events."""
+    from .summaries import recount_errors
+
     _add_debug_notes(conn)
     _unreported_tokens(conn)
+    recount_errors(conn)
 
 
 # version -> the step that takes a file from that version to the next

@@ -1,5 +1,7 @@
 """A run's counts (laps, model calls, tool calls, errors, events): kept when it ends.
 
+(Errors are counted as ``tracer.read.errors`` defines them: each once, ``ERRORS``.)
+
 The runs list shows these for every run. Counting them from ``events`` on every
 read costs the size of the file; so they are counted once, when a run ends (the
 writer's commit that ends it, ``looptrace import``, the schema 3 migration), into
@@ -31,15 +33,63 @@ def _in(names: Iterable[str]) -> str:
     return ", ".join(f"'{n}'" for n in sorted(names))
 
 
-# laps, model calls, tool calls, errors, events: over ``events e`` of one run.
+def _json(col: str, path: str) -> str:
+    """``json_extract`` that gives NULL for a text that is not JSON (an imported file's)
+    instead of failing the statement."""
+    return f"(CASE WHEN json_valid({col}) THEN json_extract({col}, '{path}') END)"
+
+
+def _seen(x: str) -> str:
+    """Event ``x`` is an exception seen: an ``error``, or a layer that saw one come up."""
+    return (f"({x}.phase = 'error' OR ({x}.phase = 'layer'"
+            f" AND {_json(f'{x}.payload', '$.what')} = 'error'))")
+
+
+_MODEL, _TOOL = _in(MODEL_HOOKS), _in(TOOL_HOOKS)
+_TEXT = _json("x.payload", "$.error")
+
+
+def _came_up(before: str | None, text: str) -> str:
+    """A failure of the run with error ``text`` is an exception of a model or tool call
+    (before seq ``before``) come up to the top: one with that text, or whose text was
+    not recorded."""
+    y = _json("y.payload", "$.error")
+    return (f"EXISTS (SELECT 1 FROM events y WHERE y.run_id = r.id"
+            f"{f' AND y.seq < {before}' if before else ''} AND y.hook IN ({_MODEL}, {_TOOL})"
+            f" AND {_seen('y')} AND ({y} IS NULL OR {y} = {text}))")
+
+# A run's errors, each counted once (``tracer.read.errors`` says what counts, and gives
+# the step of each): the tool calls that failed (a result with status "error", or the
+# tool raised), the exceptions of model calls (the same one seen again by the layer
+# just outside, the event before with the same text, is not counted again), and the
+# run's own failure unless it is one of those come up to the top. Over run ``r``.
+ERRORS = (
+    "((SELECT COUNT(*) FROM ("
+    f" SELECT x.tool_call_id FROM events x WHERE x.run_id = r.id AND x.hook IN ({_TOOL})"
+    f" AND x.tool_call_id IS NOT NULL AND ({_seen('x')} OR (x.phase = 'exit'"
+    f" AND x.payload LIKE '%error%' AND {_json('x.payload', '$.status')} = 'error'))"
+    " UNION SELECT m.tool_call_id FROM messages m WHERE m.run_id = r.id AND m.type = 'tool'"
+    " AND m.tool_call_id IS NOT NULL AND m.data LIKE '%error%'"
+    f" AND {_json('m.data', '$.data.status')} = 'error'))"
+    f" + (SELECT COUNT(*) FROM events x WHERE x.run_id = r.id AND {_seen('x')}"
+    f" AND (x.hook IN ({_MODEL}) OR (x.hook IN ({_TOOL}) AND x.tool_call_id IS NULL))"
+    " AND NOT EXISTS (SELECT 1 FROM events p WHERE p.run_id = r.id AND p.seq = x.seq - 1"
+    f" AND {_seen('p')} AND {_json('p.payload', '$.error')} IS {_TEXT}))"
+    f" + (SELECT COUNT(*) FROM events x WHERE x.run_id = r.id AND x.hook = 'run'"
+    f" AND x.phase = 'error' AND NOT {_came_up('x.seq', _TEXT)})"
+    " + (r.status = 'error' AND NOT EXISTS (SELECT 1 FROM events x WHERE x.run_id = r.id"
+    f" AND x.hook = 'run' AND x.phase = 'error') AND NOT {_came_up(None, 'r.error')}))"
+)
+
+# laps, model calls, tool calls, errors, events: over ``events e`` of run ``r``.
 # A tool call is its ``enter``; a tool call seen from outside (``tracer/record/ingest.py``)
 # has none, and its result's ``exit`` says so: ``{"observed": ...}``.
 COUNTS = (
     "COALESCE(MAX(e.lap), 0),"
-    f" COALESCE(SUM(e.hook IN ({_in(MODEL_HOOKS)}) AND e.phase = 'enter'), 0),"
-    f" COALESCE(SUM(e.hook IN ({_in(TOOL_HOOKS)}) AND (e.phase = 'enter' OR"
+    f" COALESCE(SUM(e.hook IN ({_MODEL}) AND e.phase = 'enter'), 0),"
+    f" COALESCE(SUM(e.hook IN ({_TOOL}) AND (e.phase = 'enter' OR"
     " (e.phase = 'exit' AND e.payload LIKE '{\"observed\"%'))), 0),"
-    " COALESCE(SUM(e.phase = 'error'), 0), COUNT(e.seq)"
+    f" {ERRORS}, COUNT(e.seq)"
 )
 COUNT_FIELDS = ("laps", "model_calls", "tool_calls", "errors", "events")
 
@@ -76,13 +126,22 @@ def refresh_all(conn: sqlite3.Connection) -> None:
         " WHERE r.status != 'running' GROUP BY r.id")
 
 
+def recount_errors(conn: sqlite3.Connection) -> None:
+    """Count every kept run's errors again (``ERRORS``; the schema 6 step: they were
+    error events before). Nothing else is counted again and ``gen`` stays: the rows
+    are the same, so findings kept for them still hold."""
+    conn.execute(f"UPDATE run_stats SET errors = (SELECT {ERRORS} FROM runs r"
+                 " WHERE r.id = run_stats.run_id)"
+                 " WHERE EXISTS (SELECT 1 FROM runs r WHERE r.id = run_stats.run_id)")
+
+
 def live_counts(query: Any, run_ids: Sequence[str]) -> dict[str, tuple[int, ...]]:
     """Counts from ``events`` for ``run_ids`` (runs still running, or a file without
     ``run_stats``). ``query(sql, params)`` returns rows."""
     out: dict[str, tuple[int, ...]] = {}
     for part in chunks(list(run_ids)):
         marks = ",".join("?" * len(part))
-        for row in query(f"SELECT e.run_id, {COUNTS} FROM events e WHERE e.run_id IN ({marks})"
-                         " GROUP BY e.run_id", list(part)):
+        for row in query(f"SELECT r.id, {COUNTS} FROM runs r JOIN events e ON e.run_id = r.id"
+                         f" WHERE r.id IN ({marks}) GROUP BY r.id", list(part)):
             out[row[0]] = tuple(int(v or 0) for v in row[1:])
     return out

@@ -277,7 +277,9 @@ class TraceDB:
             f"{run_list.ORDER}{page}", [*params, *more])
         # A run still running has no kept counts yet (nor has any run of a file
         # without them): count those from their events, and only those.
-        live = {row[0] for row in rows if row[6] == "running" or row[16] is None}
+        # (an older file, read as it is, kept its errors as error events: counted anew)
+        live = {row[0] for row in rows
+                if row[6] == "running" or row[16] is None or self.schema_version < 6}
         counted = live_counts(self._query, sorted(live)) if live else {}
         out = []
         for row in rows:

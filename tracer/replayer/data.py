@@ -10,7 +10,7 @@ browser never replays anything itself. Tool call colours come from
 Short keys keep a 5,000-step run small. Per step: ``n`` node, ``e`` edge, ``r``
 the edges drawn (``graph_layout.route``), ``v`` visited nodes as a bit mask
 over ``drawing()["nodeOrder"]``, ``t`` tool calls in flight, ``k`` kind, ``x``
-1 at an error (an error event, or a tool result with status error), ``nk`` the
+1 where one of the run's errors is first seen (``tracer.read.errors``), ``nk`` the
 keys of the messages to highlight (added or replaced at this step), ``om`` keys
 of messages the model did not receive, ``c`` caption, ``h`` / ``p`` / ``l`` /
 ``s`` / ``mw`` / ``d`` / ``tc`` the event's hook, phase, lap, seq, middleware,
@@ -26,6 +26,7 @@ import operator
 from typing import Any
 
 from tracer.read.captions import captions
+from tracer.read.errors import error_indexes
 from tracer.read.graph_layout import (
     BACK_EDGE,
     BACK_TO_POINT,
@@ -52,12 +53,12 @@ FORMAT = "looptrace-replay"
 VERSION = 2
 
 
-def is_error(step: Step) -> bool:
-    """An error step, or a tool result that came back as an error ToolMessage."""
-    if step.kind == "error":
-        return True
-    p = step.event.payload
-    return step.kind == "tool" and isinstance(p, dict) and p.get("status") == "error"
+def is_error(rp: Replay, step: Step) -> bool:
+    """Whether one of the run's errors is first seen at ``step`` (``tracer.read.errors``:
+    each error once, so "Next error" visits as many steps as the run has errors; an
+    exception seen again further up, at the graph node or as the run's failure, is
+    not another one)."""
+    return step.index in error_indexes(rp)
 
 
 def _message(m: Message) -> dict[str, Any]:
@@ -170,7 +171,7 @@ def _steps(rp: Replay, table: _MessageTable, payloads: bool,
             "p": ev.phase, "l": ev.lap, "s": ev.seq, "mw": ev.middleware,
             "d": ev.duration_ms, "tc": ev.tool_call_id,
         }
-        if is_error(st):
+        if is_error(rp, st):
             row["x"] = 1
         if st.index in jumped:
             row["j"] = 1  # an event says a jump happened: its move is drawn as a jump
@@ -205,9 +206,12 @@ KIND_LETTER = {"model": "m", "tool": "t", "error": "e", "interrupt": "i", "hook"
 
 
 def kinds(rp: Replay) -> str:
-    """One letter per step of the run (``KIND_LETTER``; ``e`` at every ``is_error`` step):
-    the tick strip and the jumps to the next model call, tool call or error."""
-    return "".join("e" if is_error(s) else KIND_LETTER.get(s.kind, "h") for s in rp.steps)
+    """One letter per step of the run (``KIND_LETTER``; ``e`` at every ``is_error`` step,
+    ``h`` at an error step that is no error of its own): the tick strip and the jumps to
+    the next model call, tool call or error."""
+    errors = error_indexes(rp)
+    return "".join("e" if s.index in errors else "h" if s.kind == "error" else
+                   KIND_LETTER.get(s.kind, "h") for s in rp.steps)
 
 
 def replay_json(rp: Replay, *, payloads: bool = True,

@@ -774,7 +774,10 @@ function createReplayer(host, options) {
     pause("load");
     R = data; steps = R.steps || []; msgs = R.messages || [];
     off = R.offset || 0; N = R.total != null ? R.total : steps.length;
-    kinds = R.kinds != null ? R.kinds : steps.map((st) => (st.x ? "e" : LETTER[st.k] || "h")).join("");
+    // (an error step that is no error of its own, the same exception seen again further
+    // up, is no stop of "Next error": "h")
+    kinds = R.kinds != null ? R.kinds : steps.map((st) => (st.x ? "e" : st.k === "error" ? "h"
+      : LETTER[st.k] || "h")).join("");
     viewAt = off - 1; view = []; marks = new Map(); asked = -1;
     root.setAttribute("data-offset", String(off));
     root.setAttribute("data-held", String(steps.length));
