@@ -104,7 +104,7 @@ def test_runs_json_has_every_field(db: Path, capsys) -> None:  # type: ignore[no
         "started_at": 10.0, "ended_at": 12.5, "error": None, "model": "scripted",
         "provider": None, "input_tokens": 50, "output_tokens": 27, "total_tokens": 77,
         "source": "middleware", "laps": 2, "model_calls": 2, "tool_calls": 1, "errors": 0,
-        "events": 8, "duration_s": 2.5}
+        "events": 8, "duration_s": 2.5, "models": []}  # (no reply names a model)
     assert data[0]["duration_s"] is None and data[0]["error"] == "Boom: no stock"
     assert (data[0]["errors"], data[0]["parent_id"]) == (1, "r-alpha-0001")
 

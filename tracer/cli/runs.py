@@ -59,9 +59,11 @@ def run(args: argparse.Namespace) -> int:
                 print(f"(runs {args.offset + 1}-{args.offset + limit} of {total}: --offset "
                       f"{args.offset + limit} for the next ones, --limit 0 for all)",
                       file=sys.stderr)
+        # (the models that answered each run's calls, in order: a fallback's too)
+        models = db.models([r.id for r in runs]) if args.json else {}
     if args.json:
-        rows = [{**{f: getattr(r, f) for f in r.__dataclass_fields__}, "duration_s": r.duration_s}
-                for r in runs]
+        rows = [{**{f: getattr(r, f) for f in r.__dataclass_fields__}, "duration_s": r.duration_s,
+                 "models": models.get(r.id, [])} for r in runs]
         print(json.dumps(rows, indent=2))
         return 0
     print(format_table(runs))

@@ -81,7 +81,7 @@ def overview(db: TraceDB, run_ref: str) -> dict[str, Any]:
     from tracer.checks.run import health
 
     return {
-        "run": _summary(run.summary),
+        "run": {**_summary(run.summary), "models": db.models([run.id])[run.id]},
         "steps": len(replay.steps),
         "metadata": run.metadata,
         "subagent_runs": [{"id": c.id, "name": c.name, "status": c.status,
@@ -246,8 +246,12 @@ def render_overview(d: dict[str, Any]) -> str:
     if "answered" in d:
         lines.append(f"  answered: {d['answered']}" if d["answered"] is not None
                      else "  answered: (no final answer: the run did not end in plain text)")
-    if r.get("model") or r.get("provider"):
-        lines.append(f"  model {r.get('model') or '-'} ({r.get('provider') or '-'})"
+    models = r.get("models") or []
+    if models or r.get("model") or r.get("provider"):
+        # the models that answered (a fallback's), else the model asked
+        said = (f"model{'s' if len(models) > 1 else ''} {', '.join(models)}" if models
+                else f"model {r.get('model') or '-'} (asked; none answered)")
+        lines.append(f"  {said} ({r.get('provider') or '-'})"
                      f"   source {r.get('source') or '-'}")
     if r.get("parent_id"):
         lines.append(f"  subagent run of {r['parent_id'][:12]} "

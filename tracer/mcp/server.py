@@ -103,11 +103,12 @@ def _int_args(kwargs: dict[str, Any]) -> None:
 TOKEN_FIELDS = ("input_tokens", "output_tokens", "total_tokens")  # None: not reported
 
 
-def _compact(s: RunSummary) -> dict[str, Any]:
+def _compact(s: RunSummary, models: list[str] | None = None) -> dict[str, Any]:
     return {"id": s.id, "name": s.name, "status": s.status, "started_at": s.started_at,
             "duration_s": round(s.duration_s, 3) if s.duration_s is not None else None,
             "laps": s.laps, "model_calls": s.model_calls, "tool_calls": s.tool_calls,
             "errors": s.errors, "total_tokens": s.total_tokens, "model": s.model,
+            **({"models": models} if models is not None else {}),
             "parent_id": s.parent_id, "source": s.source,
             **({"error": s.error[:300]} if s.error else {})}
 
@@ -176,9 +177,10 @@ class Tools:
                 more: dict[str, Any] = {}
             else:
                 runs, total, more = _with_health_computed(db, f, wanted, offset, limit)
+            models = db.models([r.id for r in runs])
         nxt = offset + limit
         return _with_clamped({"total": total, "offset": offset,
-                              "runs": [_compact(r) for r in runs],
+                              "runs": [_compact(r, models.get(r.id)) for r in runs],
                               "next_offset": nxt if nxt < total else None, **more}, clamped)
 
     def run_summary(self, run: str, findings_offset: int = 0,
@@ -464,7 +466,8 @@ TOOLS: dict[str, str] = {
         "subagent runs of a run), top_level, search (text in the messages). Paged: "
         "offset/limit in, next_offset out. Each run: id (pass it, or a unique prefix, to "
         "the other tools), laps, model and tool calls, errors, tokens (total_tokens null: "
-        "the provider reported no usage, not 0)."),
+        "the provider reported no usage, not 0), models (those that answered, in order: "
+        "a fallback's too)."),
     "search_runs": (
         "Find runs whose messages (user text, model replies, tool results, tool call "
         "arguments) contain a text (ASCII letters in either case; a text holding a NUL "

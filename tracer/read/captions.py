@@ -237,6 +237,26 @@ def _names(run: Run, ev: Event) -> str:
     return ", ".join(calls)
 
 
+def _answered_by(run: Run, ev: Event, p: dict[str, Any]) -> str:
+    """" The reply came from backup, not primary ..." when a model call's reply names
+    another model than the one the call asked (a fallback); "" otherwise (a dated version
+    of the model asked is the same model)."""
+    by = p.get("model")
+    if not isinstance(by, str) or not by:
+        return ""
+    evs = run.events
+    i = ev.seq if 0 <= ev.seq < len(evs) and evs[ev.seq].seq == ev.seq else next(
+        (k for k, e in enumerate(evs) if e.seq == ev.seq), -1)
+    asked = None
+    for e in reversed(evs[:max(i, 0)]):
+        if e.hook == ev.hook and e.phase == "enter":
+            asked = e.payload.get("model") if isinstance(e.payload, dict) else None
+            break
+    if not isinstance(asked, str) or not asked or by.startswith(asked):
+        return ""
+    return f" The reply came from {by}, not {asked}, the model this call asked."
+
+
 def _layer_caption(ev: Event, p: dict[str, Any]) -> str:
     """A step of the onion (``TraceMiddleware.around``): what one layer did."""
     layer = ev.middleware or "a layer"
@@ -448,10 +468,11 @@ def caption(ev: Event, run: Run, tool_calls: int = 0, *,
         n = int(p.get("tool_calls") or 0)
         usage = p.get("usage") or {}
         tok = f", {usage.get('total_tokens')} tokens" if usage.get("total_tokens") else ""
+        by = _answered_by(run, ev, p)
         if n:
             names = _names(run, ev)
             asked = (f"The model answered{dur}{tok} asking for {plural(n, 'tool call')}"
-                     f"{': ' + names if names else ''}.")
+                     f"{': ' + names if names else ''}.{by}")
             if loop:
                 return (f"{asked} The loop runs {'them' if n > 1 else 'it'} and sends one "
                         "result per call back, each with the call's id.")
@@ -459,9 +480,9 @@ def caption(ev: Event, run: Run, tool_calls: int = 0, *,
                     f"{', which run them in parallel' if n > 1 else ''}.")
         if loop:
             return (f"The model answered in plain text{dur}{tok}: no tool calls, so the loop "
-                    "stops here.")
+                    f"stops here.{by}")
         return (f"The model answered in plain text{dur}{tok}: no tool calls, so the loop "
-                f"ends after {facts.decides}.")
+                f"ends after {facts.decides}.{by}")
     if ev.hook in TOOL_HOOKS:
         name = p.get("name", "")
         if ev.phase == "enter":

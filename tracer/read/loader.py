@@ -19,10 +19,10 @@ from typing import Any, Self
 
 from tracer.db import search
 from tracer.db.schema import connect
-from tracer.db.summaries import COUNT_FIELDS, live_counts
+from tracer.db.summaries import COUNT_FIELDS, chunks, live_counts
 from tracer.errors import NotALooptraceDatabase, RunNotFound
 from tracer.vocab.content import content_text as content_text  # noqa: PLC0414 - re-exported for its readers
-from tracer.vocab.records import EventRecord
+from tracer.vocab.records import MODEL_HOOKS, EventRecord
 
 from . import run_list
 from .run_list import RunFilter
@@ -328,6 +328,31 @@ class TraceDB:
             f" ({marks}) UNION SELECT r.id FROM runs r JOIN tree ON r.parent_id = tree.id)"
             " SELECT id FROM tree", run_ids)]
         return self.runs(ids=below) if below else []
+
+    def models(self, run_ids: Iterable[str]) -> dict[str, list[str]]:
+        """The models that answered each run's model calls, in the order they first did
+        (a fallback's model, not the one first asked): each call's as its ``exit`` event
+        says it, else as its reply's ``response_metadata`` names it (a run recorded
+        before the exit events said it). A run none answered has an empty list."""
+        ids = list(dict.fromkeys(run_ids))
+        out: dict[str, list[str]] = {rid: [] for rid in ids}
+        hooks = ", ".join(f"'{h}'" for h in sorted(MODEL_HOOKS))
+
+        def j(col: str, path: str) -> str:
+            return f"(CASE WHEN json_valid({col}) THEN json_extract({col}, '{path}') END)"
+
+        for part in chunks(ids):
+            marks = ",".join("?" * len(part))
+            for rid, name in self._query(
+                    f"SELECT e.run_id, COALESCE({j('e.payload', '$.model')},"
+                    f" (SELECT COALESCE({j('m.data', '$.data.response_metadata.model_name')},"
+                    f" {j('m.data', '$.data.response_metadata.model')}) FROM messages m"
+                    " WHERE m.run_id = e.run_id AND m.seq = e.seq AND m.type = 'ai' LIMIT 1))"
+                    f" FROM events e WHERE e.run_id IN ({marks}) AND e.hook IN ({hooks})"
+                    " AND e.phase = 'exit' ORDER BY e.run_id, e.seq", list(part)):
+                if isinstance(name, str) and name and name not in out[rid]:
+                    out[rid].append(name)
+        return out
 
     def step_numbers(self, run_id: str, seqs: Iterable[int]) -> dict[int, int]:
         """The step (counted from 1, as a person reads it) of each event ``seq`` of a

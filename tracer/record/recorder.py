@@ -50,6 +50,7 @@ class RunState:
 
     __slots__ = (
         "answered",
+        "answered_by",
         "asked",
         "call_pos",
         "conv",
@@ -108,6 +109,9 @@ class RunState:
         # one does (``asked``: a model call was made; both are written as the run's totals)
         self.tokens: list[int] | None = None
         self.asked = False
+        # the models that answered, as their replies name them, in order (writer side):
+        # the run's model is the first of them (``model``: the first asked, until one does)
+        self.answered_by: list[str] = []
         self.lock = threading.Lock()
         self.tools_hash: int | None = None
         self.model: str | None = None
@@ -209,11 +213,21 @@ def _totals(run: RunState) -> dict[str, Any]:
     tokens = run.tokens if run.tokens is not None else (
         [None, None, None] if run.asked else [0, 0, 0])
     f["input_tokens"], f["output_tokens"], f["total_tokens"] = tokens
-    if run.model:
-        f["model"] = run.model
+    model = run.answered_by[0] if run.answered_by else run.model  # (else: the model asked)
+    if model:
+        f["model"] = model
     if run.provider:
         f["provider"] = run.provider
     return f
+
+
+def answering_model(meta: Any) -> str | None:
+    """The model that answered, as a reply's ``response_metadata`` names it (OpenAI's and
+    Anthropic's ``model_name``, Ollama's ``model``), or None."""
+    if not isinstance(meta, dict):
+        return None
+    name = meta.get("model_name") or meta.get("model")
+    return name if isinstance(name, str) and name else None
 
 
 class ResponsePayload:
@@ -246,6 +260,11 @@ class ResponsePayload:
                     "done_reason")
                 if stop:
                     payload["stop_reason"] = stop
+                by = answering_model(meta)
+                if by is not None:
+                    payload["model"] = by
+                    if by not in self.run.answered_by:
+                        self.run.answered_by.append(by)
                 payload["tool_calls"] = len(m.tool_calls)
         return payload or None
 

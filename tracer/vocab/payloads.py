@@ -72,11 +72,14 @@ class ModelEnterPayload(TypedDict, total=False):
 
 
 class ModelExitPayload(TypedDict, total=False):
-    """What a model call answered: its usage, stop reason and number of tool calls."""
+    """What a model call answered: its usage, stop reason and number of tool calls, and
+    the model that answered, as its reply names it (``response_metadata``: a fallback's
+    model, a dated version of the one asked)."""
 
     usage: dict[str, Any]
     stop_reason: str
     tool_calls: int
+    model: str
 
 
 class ToolEnterPayload(TypedDict, total=False):
