@@ -202,18 +202,17 @@ def render_turn(view: TurnView, *, key: str, height: int | None = 520) -> None:
                f"{' + system prompt' if view.call.system else ''}. {sources}. "
                "Captured = recorded on the wire; rendered = built offline by the "
                "adapter's own request builder from the recorded messages.")
-    bar = st.columns([3, 2, 2, 2], vertical_alignment="center")
-    with bar[0]:
-        part = st.segmented_control("Show", PARTS, default="Request", key=f"wire_part_{key}",
-                                    label_visibility="collapsed") or "Request"
-    with bar[1]:
+    # The parts on a row of their own (in a third of the page, "Headers" was cut off in a
+    # laptop's window), the toggles on the row below, wrapping when the page is narrow.
+    part = st.segmented_control("Show", PARTS, default="Request", key=f"wire_part_{key}",
+                                label_visibility="collapsed") or "Request"
+    with st.container(horizontal=True, vertical_alignment="center", gap="medium",
+                      key=f"wire_toggles_{key}"):
         latest = st.toggle("Fold earlier turns", value=True, key=f"wire_latest_{key}",
                            help="Fold the messages before the last assistant turn")
-    with bar[3]:
-        fold = not st.toggle("Show tool definitions", value=False, key=f"wire_tools_{key}")
-    with bar[2]:
         lc = st.toggle("LangChain column", value=True, key=f"wire_lc_{key}",
                        help="LangChain's normalised messages beside the providers' formats")
+        fold = not st.toggle("Show tool definitions", value=False, key=f"wire_tools_{key}")
     shown = [p for p in COLUMNS if p in view.bodies and (lc or p != LANGCHAIN)]
     cols = st.columns(len(shown), gap="small")
     for col, p in zip(cols, shown):

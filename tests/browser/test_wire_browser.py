@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from browser_support import collect_console_errors, guard_network, streamlit_server, wait_connected
 from playwright.sync_api import expect
 
@@ -19,7 +20,8 @@ from tracer.read.steps import build_replay
 from tracer.wire.render import model_call_events
 
 
-def test_wire_page_in_a_browser(browser, tmp_path: Path, artifacts: Path) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("width", [1500, 1100])  # (a laptop's window: the tabs were cut)
+def test_wire_page_in_a_browser(browser, tmp_path: Path, artifacts: Path, width: int) -> None:  # type: ignore[no-untyped-def]
     db = tmp_path / "wire.db"
     (rid, _) = record_provider_demos(db, providers=("anthropic",))
     with TraceDB(db) as t:
@@ -27,7 +29,7 @@ def test_wire_page_in_a_browser(browser, tmp_path: Path, artifacts: Path) -> Non
     second = model_call_events(run)[1]
     step = next(s.index for s in build_replay(run).steps if s.event.seq == second.seq)
     with streamlit_server(db) as url:
-        context = browser.new_context(viewport={"width": 1500, "height": 1100})
+        context = browser.new_context(viewport={"width": width, "height": 1100})
         blocked = guard_network(context, url)
         page = context.new_page()
         errors = collect_console_errors(page)
@@ -41,11 +43,22 @@ def test_wire_page_in_a_browser(browser, tmp_path: Path, artifacts: Path) -> Non
             "// arguments are a JSON-encoded STRING")
         expect(page.locator(".st-key-wire-ollama-request")).to_contain_text(
             "// one role:\"tool\" message per result, with NO call id")
+        # every part's tab shows its whole label (issue 39, item 21: "Heade…" was cut off)
+        expect(page.locator(".st-key-wire_part_page button")).to_have_count(4)
+        cut = page.eval_on_selector_all(
+            ".st-key-wire_part_page button",
+            "bs => bs.map(b => [b.innerText.trim(), [b, ...b.querySelectorAll('*')].some("
+            "e => e.scrollWidth > e.clientWidth + 1)])")
+        assert [label for label, _ in cut] == ["Request", "Response", "Chunks", "Headers"]
+        assert [label for label, clipped in cut if clipped] == []
+        bar = page.locator(".st-key-wire_part_page").bounding_box()
+        last = page.locator(".st-key-wire_part_page button", has_text="Headers").bounding_box()
+        assert bar and last and last["x"] + last["width"] <= bar["x"] + bar["width"] + 1
         page.locator(".st-key-wire_part_page button", has_text="Response").click()
         expect(page.locator(".st-key-wire-anthropic-response")).to_contain_text(
             "// stop reason top-level: stop_reason")
         expect(page.locator(".st-key-wire-ollama-response")).to_contain_text("done_reason")
-        page.screenshot(path=str(artifacts / "wire-page.png"))
+        page.screenshot(path=str(artifacts / f"wire-page-{width}.png"))
         assert "step=" in page.url and rid in page.url
         context.close()
     assert blocked == []
