@@ -471,9 +471,10 @@ class _TraceBase(AgentMiddleware):
         from tracer.debug import hooks
 
         dbg, run = self._debug, pre[0]
-        request, reply = hooks.before_model_call(dbg, self, run, request)
-        framed = self._frame(pre, request, "wrap_model_call") if self._layered else None
+        framed = None
         try:
+            request, reply = hooks.before_model_call(dbg, self, run, request)
+            framed = self._frame(pre, request, "wrap_model_call") if self._layered else None
             response = (ModelResponse(result=[reply]) if reply is not None
                         else handler(request))
         except Exception as exc:
@@ -501,9 +502,10 @@ class _TraceBase(AgentMiddleware):
         from tracer.debug import hooks
 
         dbg, run = self._debug, pre[0]
-        request, reply = await hooks.abefore_model_call(dbg, self, run, request)
-        framed = self._frame(pre, request, "wrap_model_call") if self._layered else None
+        framed = None
         try:
+            request, reply = await hooks.abefore_model_call(dbg, self, run, request)
+            framed = self._frame(pre, request, "wrap_model_call") if self._layered else None
             response = (ModelResponse(result=[reply]) if reply is not None
                         else await handler(request))
         except Exception as exc:
