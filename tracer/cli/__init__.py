@@ -75,6 +75,7 @@ COMMANDS: dict[str, str] = {
     "traffic": "proxy",
     "collect": "collect",
     "run": "run",
+    "debug": "debug",
     "show": "show",
     "mcp": "mcp",
 }
