@@ -26,6 +26,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from tracer.mcp.server import TOOLS
+from tracer.mcp.debug_tools import DEBUG_TOOLS
 from tracer.mcp.whatif_tools import WHATIF_TOOLS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -136,9 +137,9 @@ def test_every_tool(samples: Path, tmp_path: Path, transport: str) -> None:
 
     async def body(c: Client) -> None:
         listed = await c.session.list_tools()
-        assert sorted(t.name for t in listed.tools) == sorted({**TOOLS, **WHATIF_TOOLS})
+        assert sorted(t.name for t in listed.tools) == sorted({**TOOLS, **WHATIF_TOOLS, **DEBUG_TOOLS})
         for t in listed.tools:
-            assert t.description == {**TOOLS, **WHATIF_TOOLS}[t.name]
+            assert t.description == {**TOOLS, **WHATIF_TOOLS, **DEBUG_TOOLS}[t.name]
         # list_runs, paged: every page follows next_offset, all runs once
         names: list[str] = []
         offset: int | None = 0
