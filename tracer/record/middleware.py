@@ -289,8 +289,22 @@ class _TraceBase(AgentMiddleware):
             # Traced with no code change (``looptrace run``, ``LOOPTRACE_DB``): the run
             # the configure hook's handler started for this invocation, handed over.
             auto = sys.modules.get("tracer.record.autotrace")
-            return auto.adopt(cbs, parent, self) if auto is not None else None
+            run = auto.adopt(cbs, parent, self) if auto is not None else None
+            return run if run is not None else self._outer_handler_run(cbs, parent)
         return self.recorder.lc_runs.get(parent)
+
+    def _outer_handler_run(self, cbs: Any, parent: Any) -> RunState | None:
+        """A subagent's own TraceMiddleware (not attached) inside an attached agent: the
+        run the outer agent's handler started for this invocation, nested under the
+        parent's tool call, when both write to one file under one name (the handler
+        then leaves this middleware's hook firings to it, as with ``attach``)."""
+        from .callbacks import TraceCallbackHandler
+
+        for h in getattr(cbs, "handlers", None) or ():
+            if (isinstance(h, TraceCallbackHandler) and h.recorder.writer is
+                    self.recorder.writer and h._mw_name == self._name):
+                return h.recorder.lc_runs.get(parent)
+        return None
 
     def _invocation_gone(self, key: int) -> None:
         """The invocation ended without ``after_agent``: interrupted, or an error."""
