@@ -305,3 +305,61 @@ def test_bad_input_is_one_line_and_changes_nothing(tmp_path):
                        ("finding:no-such-rule", "no rule"), ("pause", "no kind")]:
         with pytest.raises(InvalidOption, match=said):
             channel.arm(s.db, spec)
+
+
+def test_a_paused_async_run_holds_up_no_other_run_on_the_same_loop(tmp_path):
+    import asyncio
+
+    db = tmp_path / "dbg.db"
+    paused_trace = TraceMiddleware(db=db, debug=Debugger(["tool:get_weather"]))
+    free_trace = TraceMiddleware(db=db)
+    paused = make_agent(model(), [get_weather], [paused_trace])
+    free = make_agent(model(), [get_weather], [free_trace])
+    order: list[str] = []
+
+    async def both() -> None:
+        async def first() -> None:
+            await paused.ainvoke(QUESTION)
+            order.append("paused run done")
+
+        async def second() -> None:
+            await free.ainvoke(QUESTION)
+            order.append("other run done")
+            # only now is the paused run let go
+            p = await asyncio.to_thread(wait_paused, db)
+            await asyncio.to_thread(channel.answer, db, p[0]["run"], "continue")
+
+        with blockbuster_ctx():
+            await asyncio.gather(first(), second())
+
+    asyncio.run(both())
+    assert order == ["other run done", "paused run done"]
+
+
+def test_looptrace_debug_in_the_environment_arms_a_server_that_continues_after_10_minutes():
+    from tracer.debug.session import from_env
+
+    assert from_env({}) is None and from_env({"LOOPTRACE_DEBUG": "0"}) is None
+    dbg = from_env({"LOOPTRACE_DEBUG": "1"})
+    assert dbg is not None and dbg.timeout == 600.0 and dbg.breaks == []
+    dbg = from_env({"LOOPTRACE_DEBUG": "model:2,tool:search", "LOOPTRACE_DEBUG_TIMEOUT": "none"})
+    assert dbg is not None and dbg.timeout is None
+    assert [b.spec for b in dbg.breaks] == ["model:2", "tool:search"]
+    with pytest.raises(InvalidOption, match="no hook"):
+        from_env({"LOOPTRACE_DEBUG": "hook:nope"})
+
+
+def test_a_database_the_debugger_cannot_write_is_one_line(tmp_path):
+    from tracer.errors import LooptraceError
+
+    foreign = tmp_path / "foreign.db"
+    with sqlite3.connect(foreign) as c:
+        c.execute("CREATE TABLE t(x)")
+    folder = tmp_path / "a-folder.db"
+    folder.mkdir()
+    for db, said in ((foreign, "not a looptrace one"), (folder, "cannot be opened")):
+        with pytest.raises(LooptraceError, match=said) as err:
+            channel.arm(db, "model")
+        assert "\n" not in str(err.value)
+    with sqlite3.connect(foreign) as c:  # and nothing was written to it
+        assert [r[0] for r in c.execute("SELECT name FROM sqlite_master")] == ["t"]
