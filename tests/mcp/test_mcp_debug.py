@@ -84,3 +84,18 @@ def test_a_breakpoint_set_over_mcp_pauses_a_listening_agent(tmp_path):
         assert (await client.call("list_paused"))["paused"] == []
 
     run_with("stdio", db, body)
+
+
+def test_the_playground_over_mcp(sample_db):
+    async def body(client) -> None:  # noqa: ANN001
+        first = await client.call("playground", run="openai-weather", step=1)
+        out = await client.call("playground", run="openai-weather", step=first["step"] + 1,
+                                edit_kind="system", text="Be brief.")
+        assert out["model_call"] == 2 and out["request"]["system"] == "Be brief."
+        assert out["recorded_answer"]["text"].startswith("Here is the weather")
+        assert set(out["wire"]) == {"openai", "anthropic", "ollama"}
+        said = await client.error("playground", run="openai-weather", step=1,
+                                  edit_kind="drop", position=9)
+        assert "outside the request's messages" in said
+
+    run_with("stdio", sample_db, body)

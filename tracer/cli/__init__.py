@@ -76,6 +76,7 @@ COMMANDS: dict[str, str] = {
     "collect": "collect",
     "run": "run",
     "debug": "debug",
+    "playground": "playground",
     "show": "show",
     "mcp": "mcp",
 }

@@ -127,7 +127,8 @@ class Prompt:
     def say(self, text: str) -> None:
         from tracer.vocab.terminal import safe_text
 
-        print(safe_text(text), file=self.out, flush=True)
+        for line in text.split("\n"):  # (each line made safe: its newlines are ours)
+            print(safe_text(line), file=self.out, flush=True)
 
     def serve(self, alive: Any) -> None:
         from tracer.debug import channel

@@ -49,6 +49,16 @@ DEBUG_TOOLS: dict[str, str] = {
         "read it within half a second), for one run (and its subagents), one thread, or "
         "every run (neither given). spec: " + "; ".join(
             f"{form}: {what}" for form, what in FORMS.values()) + "."),
+    "playground": (
+        "Re-send a recorded model call, edited, to a chosen model, and see the new answer "
+        "beside the recorded one: the call at or after `step` of `run`, exactly as the "
+        "model received it (every message with its tool calls and results, the system "
+        "prompt, the tool schemas), one edit (edit_kind: message, drop, insert, system, "
+        "tools, settings, with the arguments resume takes), then `model`: an "
+        "init_chat_model name (the server's keys), 'recorded' (the recorded provider and "
+        "model), or 'offline' (an echo model, the default). Answer: the request, the "
+        "recorded answer, the new answer, and the request in each provider's wire format "
+        "(OpenAI, Anthropic, Ollama). Writes nothing."),
     "clear_breakpoints": (
         "WRITES to the database: clear the breakpoints armed from outside (only those of "
         "`run` when given); returns how many."),
@@ -91,6 +101,22 @@ class Debug:
         rid = self._rid(run) if run else None
         bid = channel.arm(self.db, spec, run=rid, thread=thread, source="mcp")
         return {"id": bid, "spec": spec, "run": rid, "thread": thread}
+
+    def playground(self, run: str, step: int, model: str = "offline",
+                   edit_kind: str | None = None, position: int | None = None,
+                   text: str | None = None, role: str = "human",
+                   names: list[str] | None = None,
+                   settings: dict[str, Any] | None = None) -> dict[str, Any]:
+        from tracer.wire.playground import playground
+
+        edit: dict[str, Any] | None = None
+        if edit_kind is not None:
+            edit = {"kind": edit_kind, "role": role}
+            for name, value in (("position", position), ("text", text), ("names", names),
+                                ("settings", settings)):
+                if value is not None:
+                    edit[name] = value
+        return playground(self.db, run, step, edit=edit, model=model).to_dict()
 
     def clear_breakpoints(self, run: str | None = None) -> dict[str, Any]:
         rid = self._rid(run) if run else None

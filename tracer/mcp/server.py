@@ -551,10 +551,10 @@ def build_server(db: str | os.PathLike[str], *, export_dir: str | None = None,
 
     debug = Debug(db)
     for name, description in DEBUG_TOOLS.items():
-        read_only = name in ("list_paused", "get_pending")
+        read_only = name in ("list_paused", "get_pending", "playground")
         server.tool(name=name, description=description, annotations=ToolAnnotations(
             read_only_hint=read_only, destructive_hint=False, idempotent_hint=read_only,
-            open_world_hint=False), structured_output=False)(
+            open_world_hint=name == "playground"), structured_output=False)(
             _as_text(_tool_errors(getattr(debug, name))))
     whatif = WhatIf(os.fspath(db), agent)
     aimpl: dict[str, Callable[..., Any]] = {"replay_run": whatif.replay_run,
