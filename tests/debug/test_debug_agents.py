@@ -363,3 +363,46 @@ def test_a_database_the_debugger_cannot_write_is_one_line(tmp_path):
         assert "\n" not in str(err.value)
     with sqlite3.connect(foreign) as c:  # and nothing was written to it
         assert [r[0] for r in c.execute("SELECT name FROM sqlite_master")] == ["t"]
+
+
+class Shout:
+    """A wrap_model_call layer that rewrites the user's question in capitals."""
+
+    @staticmethod
+    def make() -> Any:
+        from langchain.agents.middleware import AgentMiddleware
+
+        class ShoutMiddleware(AgentMiddleware):
+            def wrap_model_call(self, request, handler):  # noqa: ANN001, ANN201
+                msgs = [m.model_copy(update={"content": str(m.content).upper()})
+                        if m.type == "human" else m for m in request.messages]
+                return handler(request.override(messages=msgs))
+
+        return ShoutMiddleware()
+
+
+def test_a_layer_breakpoint_pauses_inside_that_middleware_with_its_rewrite(tmp_path):
+    db = tmp_path / "dbg.db"
+    seen: list[str] = []
+
+    def script(messages):
+        seen.append(str(messages[0].content))
+        return model().script(messages)
+
+    trace = TraceMiddleware(db=db, debug=Debugger(["layer:ShoutMiddleware"]))
+    agent = make_agent(ScriptedChatModel(script=script), [get_weather],
+                       trace.around(Shout.make()))
+    bg = Background(lambda: agent.invoke(QUESTION))
+    p = wait_paused(db, alive=bg.alive)[0]
+    assert (p["hook"], p["at"], p["reason"]) == ("wrap_model_call", "layer",
+                                                 "layer:ShoutMiddleware")
+    # what the layer passed down: its rewrite
+    assert p["pending"]["messages"][0]["text"] == "WEATHER IN OSLO?"
+    channel.answer(db, p["run"], "continue",
+                   {"kind": "message", "position": 0, "text": "weather in Bergen?"})
+    p = wait_paused(db, alive=bg.alive)[0]  # the second model call
+    channel.answer(db, p["run"], "run")
+    bg.result()
+    trace.flush()
+    assert seen[0] == "weather in Bergen?"  # the model got the debugger's edit
+    assert seen[1] == "WEATHER IN OSLO?"  # the next call: the layer's own rewrite again

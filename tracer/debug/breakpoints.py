@@ -13,6 +13,8 @@ A breakpoint is written as one word, with a value after a colon for most kinds::
     finding:RULE    a finding of the checks (tracer.checks.run.RULES), as soon as the
                     record shows it: repeated-tool-call pauses before the repeated call
     text:WORDS      a model call whose request contains WORDS (any case)
+    layer:NAME      inside the layer of the middleware NAME (``trace.around``): the
+                    model or tool call as NAME passes it down to the rest of the onion
 
 ``parse`` turns the text into a ``Breakpoint``, or raises ``InvalidOption`` with one
 line naming what is wrong; ``Breakpoint.hits(moment)`` says whether a hook firing
@@ -42,6 +44,8 @@ FORMS: dict[str, tuple[str, str]] = {
     "finding": ("finding:RULE", ("a finding of the checks as soon as the record shows it "
                 "(e.g. repeated-tool-call, dangling-tool-call)")),
     "text": ("text:WORDS", "a model call whose request contains WORDS (any case)"),
+    "layer": ("layer:NAME", ("inside the middleware NAME's layer (trace.around): the call as "
+              "NAME passes it down")),
 }
 KINDS = tuple(FORMS)
 
@@ -51,7 +55,7 @@ class Moment:
     """One hook firing, as the breakpoints ask about it.
 
     ``at``: ``before`` / ``after`` the call of a wrap hook, ``fire`` for a node hook,
-    ``error`` when the call raised. ``text`` is asked for only by ``text:`` breakpoints
+    ``error`` when the call raised, ``layer`` inside the layer of middleware ``layer``. ``text`` is asked for only by ``text:`` breakpoints
     (a function: building it costs). ``findings``: the rules whose findings the record
     shows now and did not at the run's previous moment (asked only by ``finding:``).
     """
@@ -61,6 +65,7 @@ class Moment:
     lap: int = 0
     model_call: int = 0  # the run's model calls so far, this one included
     tool: str | None = None
+    layer: str | None = None
     error: bool = False
     text: Any = None  # () -> str
     findings: Any = None  # () -> set[str]
@@ -97,6 +102,8 @@ class Breakpoint:
             return m.error
         if k == "finding":
             return m.findings is not None and self.value in m.findings()
+        if k == "layer":
+            return m.at == "layer" and m.layer == self.value
         return False
 
 

@@ -90,7 +90,7 @@ async def anode(dbg: Debugger, mw: Any, run: Any, hook: str, state: Any) -> None
 
 
 # -- wrap_model_call ----------------------------------------------------------------
-def _model_before(dbg: Debugger, run: Any, request: Any) -> _Visit:
+def _model_before(dbg: Debugger, run: Any, request: Any, layer: str | None = None) -> _Visit:
     def text() -> str:
         return " ".join(str(getattr(m, "content", "")) for m in request.messages).lower()
 
@@ -102,7 +102,8 @@ def _model_before(dbg: Debugger, run: Any, request: Any) -> _Visit:
         after = ({"reply": message_json(reply)} if reply is not None else request_json(new))
         return (new, reply), _changed(before, after, edit), _changed(after, before, edit)
 
-    return (dbg.moment(run, "wrap_model_call", "before", text=text),
+    at = "before" if layer is None else "layer"
+    return (dbg.moment(run, "wrap_model_call", at, text=text, layer=layer),
             lambda: request_json(request), apply, (request, None), None)
 
 
@@ -148,7 +149,7 @@ async def aafter_model_call(dbg: Debugger, mw: Any, run: Any, response: Any) -> 
 
 
 # -- wrap_tool_call -----------------------------------------------------------------
-def _tool_before(dbg: Debugger, run: Any, request: Any) -> _Visit:
+def _tool_before(dbg: Debugger, run: Any, request: Any, layer: str | None = None) -> _Visit:
     call = tool_call_json(request)
 
     def apply(edit: dict[str, Any] | None) -> Any:
@@ -159,7 +160,8 @@ def _tool_before(dbg: Debugger, run: Any, request: Any) -> _Visit:
                  else {"tool_call": tool_call_json(new)})
         return (new, given), {"tool_call": call}, after
 
-    return (dbg.moment(run, "wrap_tool_call", "before", tool=call["name"]),
+    at = "before" if layer is None else "layer"
+    return (dbg.moment(run, "wrap_tool_call", at, tool=call["name"], layer=layer),
             lambda: {"kind": "tool_call", "tool_call": call}, apply, (request, None),
             call["id"])
 
@@ -202,6 +204,22 @@ def after_tool_call(dbg: Debugger, mw: Any, run: Any, request: Any, result: Any)
 async def aafter_tool_call(dbg: Debugger, mw: Any, run: Any, request: Any,
                            result: Any) -> Any:
     return await _ago(dbg, mw, run, _tool_after(dbg, run, request, result))
+
+
+# -- inside one middleware's layer of the onion (trace.around) ----------------------
+def in_layer(dbg: Debugger, mw: Any, run: Any, hook: str, request: Any,
+             layer: str) -> tuple[Any, Any]:
+    """(the call as it goes on down, what to answer with instead of going down)."""
+    v = (_model_before if hook == "wrap_model_call" else _tool_before)(dbg, run, request, layer)
+    out: tuple[Any, Any] = _go(dbg, mw, run, v)
+    return out
+
+
+async def ain_layer(dbg: Debugger, mw: Any, run: Any, hook: str, request: Any,
+                    layer: str) -> tuple[Any, Any]:
+    v = (_model_before if hook == "wrap_model_call" else _tool_before)(dbg, run, request, layer)
+    out: tuple[Any, Any] = await _ago(dbg, mw, run, v)
+    return out
 
 
 # -- a tool or the model raised -------------------------------------------------------
