@@ -103,7 +103,10 @@ def server(tmp_path: Path) -> Iterator[tuple[str, Path, Any]]:
     exe = Path(sys.executable).with_name("langgraph")
     proc = subprocess.Popen(
         [str(exe), "dev", "--host", "127.0.0.1", "--port", str(port), "--no-browser",
-         "--no-reload", "--config", "langgraph.json"],
+         "--no-reload", "--config", "langgraph.json",
+         # (this langgraph-api runs one job at a time unless told: "Starting 1 background
+         # workers"; a run paused in the debugger would hold up the next one)
+         "--n-jobs-per-worker", "4"],
         cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
