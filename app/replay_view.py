@@ -23,7 +23,7 @@ from typing import Any
 
 import streamlit as st
 
-from . import data, loads, navigation, state
+from . import data, debug_pane, loads, navigation, state
 from .data import LooptraceError, RunNotFound
 from .findings_pane import render_findings
 from .floorplan_pane import render_floor_plan_section
@@ -267,6 +267,9 @@ def _draw(path: str, presenter: bool) -> None:
         return
     if st.session_state.get(state.LEAN) and st.session_state.get(state.PAINTED):
         st.rerun(scope="app")  # the lean page, drawn whole now that the replayer has painted
+    pause, below = debug_pane.pauses(path, view) if not presenter else (None, [])
+    if pause is not None:
+        debug_pane.follow(view, pause)  # (a new pause: the replay jumps to its step)
     i = _advance(view)
     if view.replay.run.summary.status != st.session_state.get(state.PAGE_STATUS) or (
             not presenter and view.replay.run.id != st.session_state.get(state.HEADER_RUN)):
@@ -279,6 +282,7 @@ def _draw(path: str, presenter: bool) -> None:
             render_floor_plan_section(view, i)
             st.caption("Keyboard: → next · ← back · space play / pause · Home / End")
         return
+    debug_pane.render(path, view, pause, below)  # (app/debug_pane.py: paused in the debugger)
     _replayer(view, i, presenter=False)  # (its "Open subagent" opens a call's subagent run)
     if st.session_state.get(state.LEAN):
         return  # (the rest once the replayer has painted)

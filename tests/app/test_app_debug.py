@@ -1,0 +1,304 @@
+"""The debugger's panel on the Replay page (``app/debug_pane.py``) in AppTest, driving a
+real agent paused in a background thread (``tests/debug_kit.py``) through the trace
+database, as a person in the app does: the panel shows what is pending, the replay
+jumps to the pause, a control sends the answer and the agent goes on with the edit;
+bad input is one error line and the pause stays open. The Runs page lists the paused
+runs. The browser's side (typing, keys): tests/browser/test_browser_debug.py."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from app_kit import app_test, replayer
+from debug_kit import Background, wait_paused
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.tools import tool
+from streamlit.testing.v1 import AppTest
+from tracer_kit import get_weather, make_agent
+
+from tracer import TraceMiddleware
+from tracer.debug import channel
+from tracer.demo.models import ScriptedChatModel, call, turn_script
+
+pytestmark = pytest.mark.usefixtures("clean_streamlit_caches")
+
+QUESTION = "Weather in Oslo?"
+
+
+def quoting_model() -> ScriptedChatModel:
+    """Lap 1 asks for the weather in Oslo, lap 2 quotes the tool's result."""
+
+    def answer(messages: Sequence[BaseMessage]) -> AIMessage:
+        last = [m for m in messages if isinstance(m, ToolMessage)][-1]
+        return AIMessage(content=f"It says: {last.content}", id="ai-2")
+
+    return ScriptedChatModel(script=turn_script([
+        AIMessage(content="", id="ai-1", tool_calls=[call("get_weather", {"city": "Oslo"}, "c1")]),
+        answer,
+    ]))
+
+
+class Paused:
+    """An agent running in a thread with ``TraceMiddleware(db, debug=breaks)``."""
+
+    def __init__(self, db: Path, breaks: Any, question: str = QUESTION,
+                 tools: list[Any] | None = None) -> None:
+        self.db = db
+        self.trace = TraceMiddleware(db=db, debug=breaks)
+        agent = make_agent(quoting_model(), tools or [get_weather], [self.trace])
+        self.bg = Background(lambda: agent.invoke({"messages": [("user", question)]}))
+
+    def wait(self) -> dict[str, Any]:
+        return wait_paused(self.db, alive=self.bg.alive)[0]
+
+    def finish(self) -> Any:
+        """Answer any pause left with "run" (so the thread ends), then the final state."""
+        end = time.monotonic() + 30
+        while self.bg.alive() and time.monotonic() < end:
+            for p in channel.list_paused(self.db):
+                try:
+                    channel.answer(self.db, p["run"], "run")
+                except channel.NotPaused:
+                    pass
+            time.sleep(0.05)
+        out = self.bg.result()
+        self.trace.close()
+        return out
+
+
+@pytest.fixture
+def agents(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Paused]]:
+    monkeypatch.setenv("LOOPTRACE_DB", str(tmp_path / "debug.db"))
+    made: list[Paused] = []
+    yield made
+    for a in made:  # (a failed test leaves no thread waiting)
+        if a.bg.alive():
+            a.finish()
+
+
+def start(agents: list[Paused], tmp_path: Path, breaks: Any, **kw: Any) -> Paused:
+    a = Paused(tmp_path / "debug.db", breaks, **kw)
+    agents.append(a)
+    return a
+
+
+def replay_page(run: str) -> AppTest:
+    return app_test("replay", run=run).run()
+
+
+def texts(at: AppTest) -> str:
+    return "\n".join(str(t.value) for t in at.text)
+
+
+def panel_shown(at: AppTest) -> bool:
+    return any("Paused in the debugger" in str(m.value) for m in at.markdown)
+
+
+def test_a_paused_tool_call_shows_and_a_typed_result_is_what_the_agent_gets(
+        agents: list[Paused], tmp_path: Path) -> None:
+    a = start(agents, tmp_path, ["tool:get_weather"])
+    p = a.wait()
+    at = replay_page(p["run"])
+    assert not at.exception, at.exception
+    assert panel_shown(at)
+    shown = texts(at)
+    assert "breakpoint: tool:get_weather" in shown
+    assert "A tool call waits to run: get_weather (id c1)" in shown
+    assert any('"city": "Oslo"' in str(c.value) for c in at.code)
+    # the replay stands at the pause (1-based step p["step"] is index p["step"] - 1)
+    assert replayer(at)["step"] == p["step"] - 1
+    assert at.text_area(key="dbg_args").value == '{\n  "city": "Oslo"\n}'
+    at.text_area(key="dbg_text").input("Snowing in Oslo, -5 C")
+    at.button(key="debug_continue").click().run()
+    assert not at.error, [e.value for e in at.error]
+    out = a.bg.result(30)
+    assert out["messages"][-1].content == "It says: Snowing in Oslo, -5 C"
+    a.trace.close()
+
+
+def test_changed_arguments_go_to_the_tool(agents: list[Paused], tmp_path: Path) -> None:
+    a = start(agents, tmp_path, ["tool:get_weather"])
+    p = a.wait()
+    at = replay_page(p["run"])
+    at.text_area(key="dbg_args").input('{"city": "Bergen"}')
+    at.button(key="debug_continue").click().run()
+    out = a.bg.result(30)
+    assert out["messages"][-1].content == "It says: Sunny in Bergen, 21 C"
+    a.trace.close()
+
+
+@pytest.mark.parametrize(("args", "result", "said"), [
+    ('{"city": "Oslo"', "", "the arguments are not valid JSON"),
+    ('["Oslo"]', "", "the tool_args edit needs args: an object"),
+    ('{"city": "Bergen"}', "Rain", "give the result or change the arguments, not both"),
+])
+def test_bad_input_is_one_error_line_and_the_run_stays_paused(
+        agents: list[Paused], tmp_path: Path, args: str, result: str, said: str) -> None:
+    a = start(agents, tmp_path, ["tool:get_weather"])
+    p = a.wait()
+    at = replay_page(p["run"])
+    at.text_area(key="dbg_args").input(args)
+    if result:
+        at.text_area(key="dbg_text").input(result)
+    at.button(key="debug_continue").click().run()
+    shown = [str(e.value).replace("\\", "") for e in at.error]  # (escaped: app/safe.py)
+    assert len(shown) == 1 and said in shown[0] and "\n" not in shown[0]
+    assert panel_shown(at)  # still paused: nothing was sent
+    assert [q["run"] for q in channel.list_paused(a.db)] == [p["run"]]
+    time.sleep(0.2)
+    assert a.bg.alive()
+    # put right, it goes on
+    at.text_area(key="dbg_args").input('{"city": "Oslo"}')
+    at.text_area(key="dbg_text").input("")
+    at.button(key="debug_continue").click().run()
+    assert not at.error
+    assert a.bg.result(30)["messages"][-1].content == "It says: Sunny in Oslo, 21 C"
+    a.trace.close()
+
+
+def test_at_a_model_call_answer_it_yourself(agents: list[Paused], tmp_path: Path) -> None:
+    a = start(agents, tmp_path, ["model:2"])
+    p = a.wait()
+    assert p["pending_kind"] == "model_request"
+    at = replay_page(p["run"])
+    shown = texts(at)
+    assert "A model call waits" in shown and "3 messages" in shown
+    assert "[0] human" in shown and "[2] tool" in shown  # the request's messages, by position
+    at.selectbox(key="dbg_change").select("answer it yourself").run()
+    at.text_area(key="dbg_text").input("Answered by hand.")
+    at.button(key="debug_continue").click().run()
+    out = a.bg.result(30)
+    assert out["messages"][-1].content == "Answered by hand."
+    a.trace.close()
+
+
+def test_at_a_model_call_a_message_edit_and_the_system_prompt(agents: list[Paused],
+                                                               tmp_path: Path) -> None:
+    a = start(agents, tmp_path, ["model:1"])
+    p = a.wait()
+    at = replay_page(p["run"])
+    at.selectbox(key="dbg_change").select("a message's text").run()
+    assert at.text_area(key="dbg_text").value == QUESTION  # (filled with the message's text)
+    at.text_area(key="dbg_text").input("Weather in Tromsø?")
+    at.button(key="debug_step").click().run()  # and pause at the next hook
+    q = a.wait()
+    assert q["step"] > p["step"]
+    at.run()
+    assert panel_shown(at)
+    assert replayer(at)["step"] == q["step"] - 1  # the replay followed the new pause
+    at.button(key="debug_run").click().run()
+    a.bg.result(30)
+    a.trace.close()
+    import sqlite3
+
+    rows = sqlite3.connect(a.db).execute(
+        "SELECT payload FROM events WHERE phase = 'debug' ORDER BY seq").fetchall()
+    assert '"kind":"message"' in rows[0][0] and "Tromsø" in rows[0][0]
+
+
+def test_after_the_model_the_reply_is_edited(agents: list[Paused], tmp_path: Path) -> None:
+    a = start(agents, tmp_path, ["hook:wrap_model_call:after"])
+    p = a.wait()
+    assert p["pending_kind"] == "model_reply"
+    at = replay_page(p["run"])
+    # drop the tool call: the agent ends at once with this text
+    at.text_area(key="dbg_calls").input("[]")
+    at.text_area(key="dbg_text").input("No need to look.")
+    at.button(key="debug_run").click().run()
+    out = a.bg.result(30)
+    assert out["messages"][-1].content == "No need to look."
+    assert not out["messages"][-1].tool_calls
+    a.trace.close()
+
+
+def test_after_a_tool_its_message_is_edited(agents: list[Paused], tmp_path: Path) -> None:
+    a = start(agents, tmp_path, ["hook:wrap_tool_call:after"])
+    p = a.wait()
+    assert p["pending_kind"] == "tool_result"
+    at = replay_page(p["run"])
+    assert at.text_area(key="dbg_text").value == "Sunny in Oslo, 21 C"
+    at.text_area(key="dbg_text").input("Hail in Oslo")
+    at.button(key="debug_continue").click().run()
+    assert a.bg.result(30)["messages"][-1].content == "It says: Hail in Oslo"
+    a.trace.close()
+
+
+def test_abort_ends_the_run_as_an_error(agents: list[Paused], tmp_path: Path) -> None:
+    a = start(agents, tmp_path, ["tool:get_weather"])
+    p = a.wait()
+    at = replay_page(p["run"])
+    at.button(key="debug_abort").click().run()
+    a.bg.thread.join(30)
+    assert a.bg.error is not None and "aborted in the debugger" in str(a.bg.error)
+    a.trace.close()
+
+
+HOSTILE = "![x](http://127.0.0.1:9/leak.png) <img src=x onerror=alert(1)> **bold** $x^2$"
+
+
+def test_hostile_text_is_shown_as_text(agents: list[Paused], tmp_path: Path) -> None:
+    a = start(agents, tmp_path, ["model:1"], question=HOSTILE)
+    p = a.wait()
+    at = replay_page(p["run"])
+    assert panel_shown(at)
+    assert any(HOSTILE in str(c.value) for c in at.code)  # as text, whole
+    markdownish = [str(m.value) for m in [*at.markdown, *at.caption, *at.warning, *at.error]]
+    assert not any("leak.png" in m or "onerror" in m for m in markdownish)
+    channel.answer(a.db, p["run"], "run")
+    a.bg.result(30)
+    a.trace.close()
+
+
+def test_the_runs_page_lists_the_paused_runs(agents: list[Paused], tmp_path: Path) -> None:
+    a = start(agents, tmp_path, ["tool:get_weather"])
+    p = a.wait()
+    at = app_test("runs").run()
+    assert any("1 run paused in the debugger" in str(w.value) for w in at.warning)
+    links = [el for el in at.get("page_link")]
+    assert any(p["run"][:8] in str(el.proto.label) for el in links)
+    a.finish()
+
+
+def test_a_running_run_is_paused_from_the_app(agents: list[Paused], tmp_path: Path) -> None:
+    """"Pause at the next model call" on a run that runs (armed with a debugger, no
+    breakpoint): the agent pauses at its next model call; answering it in the app clears
+    what the app armed, so the run then ends without pausing again."""
+    gate = threading.Event()
+
+    @tool
+    def get_weather(city: str) -> str:  # (a slow twin of the kit's tool)
+        """Weather for a city."""
+        gate.wait(30)
+        return f"Sunny in {city}, 21 C"
+
+    a = start(agents, tmp_path, True, tools=[get_weather])
+    end = time.monotonic() + 30
+    run_id = None
+    while run_id is None and time.monotonic() < end:
+        import sqlite3
+
+        if a.db.exists():
+            with sqlite3.connect(a.db) as c:
+                row = c.execute("SELECT id FROM runs").fetchone()
+            run_id = row[0] if row else None
+        time.sleep(0.05)
+    assert run_id is not None
+    at = replay_page(run_id)
+    assert not panel_shown(at)
+    at.button(key="debug_arm_model").click().run()
+    assert "Armed for this run: model" in "\n".join(str(c.value) for c in at.caption).replace(
+        "\\", "")
+    gate.set()  # the tool returns; the next model call pauses
+    p = a.wait()
+    assert p["run"] == run_id and p["pending_kind"] == "model_request"
+    at.run()
+    assert panel_shown(at)
+    at.button(key="debug_continue").click().run()
+    out = a.bg.result(30)  # no second pause: the app's breakpoint was cleared
+    assert out["messages"][-1].content == "It says: Sunny in Oslo, 21 C"
+    a.trace.close()
