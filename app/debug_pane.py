@@ -200,14 +200,18 @@ def _show_message(m: dict[str, Any]) -> None:
         st.code(_dumps(_calls(m)), language="json", wrap_lines=True)
 
 
+def _n(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
 def _show_request(pend: dict[str, Any]) -> None:
     msgs = list(pend.get("messages") or [])
     tools = ", ".join(str(t) for t in pend.get("tools") or []) or "none"
-    st.text(f"A model call waits: model {pend.get('model')} · {len(msgs)} messages · "
+    st.text(f"A model call waits: model {pend.get('model')} · {_n(len(msgs), 'message')} · "
             f"tools: {tools}")
     if pend.get("settings"):
         st.text("Settings: " + json.dumps(pend["settings"], default=str))
-    with st.expander(f"The request as the model will receive it ({len(msgs)} messages)",
+    with st.expander(f"The request as the model will receive it ({_n(len(msgs), 'message')})",
                      expanded=len(msgs) <= 4):
         if pend.get("system") is not None:
             st.text("System prompt")
@@ -243,7 +247,7 @@ def _show_error(pend: dict[str, Any]) -> None:
 
 
 def _show_state(pend: dict[str, Any]) -> None:
-    st.text(f"The hook {pend.get('hook')} fires ({pend.get('messages_count')} messages; "
+    st.text(f"The hook {pend.get('hook')} fires ({_n(int(pend.get('messages_count') or 0), 'message')}; "
             "the last ones below). Nothing to change here.")
     for m in pend.get("last_messages") or []:
         _show_message(m)
@@ -385,7 +389,8 @@ def _answer(path: str, run_id: str, parent: str | None, command: str, pend: dict
             tag: str) -> None:
     """A control: the edit made of the fields checked first (nothing sent if it is not
     one), what this session armed for the run cleared, then the answer sent."""
-    values = {state.DEBUG_TEXT: st.session_state.get(state.DEBUG_TEXT), state.DEBUG_ARGS: st.session_state.get(state.DEBUG_ARGS),
+    values = {state.DEBUG_TEXT: st.session_state.get(state.DEBUG_TEXT),
+              state.DEBUG_ARGS: st.session_state.get(state.DEBUG_ARGS),
               state.DEBUG_CALLS: st.session_state.get(state.DEBUG_CALLS),
               state.DEBUG_CHANGE: st.session_state.get(state.DEBUG_CHANGE),
               state.DEBUG_POSITION: st.session_state.get(state.DEBUG_POSITION)}

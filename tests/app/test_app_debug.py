@@ -7,40 +7,26 @@ runs. The browser's side (typing, keys): tests/browser/test_browser_debug.py."""
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from app_kit import app_test, replayer
-from debug_kit import Background, wait_paused
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from app_kit import app_test, replayer, report_step
+from debug_kit import Background, quoting_model, wait_paused
 from langchain_core.tools import tool
 from streamlit.testing.v1 import AppTest
 from tracer_kit import get_weather, make_agent
 
 from tracer import TraceMiddleware
 from tracer.debug import channel
-from tracer.demo.models import ScriptedChatModel, call, turn_script
 
 pytestmark = pytest.mark.usefixtures("clean_streamlit_caches")
 
 QUESTION = "Weather in Oslo?"
-
-
-def quoting_model() -> ScriptedChatModel:
-    """Lap 1 asks for the weather in Oslo, lap 2 quotes the tool's result."""
-
-    def answer(messages: Sequence[BaseMessage]) -> AIMessage:
-        last = [m for m in messages if isinstance(m, ToolMessage)][-1]
-        return AIMessage(content=f"It says: {last.content}", id="ai-2")
-
-    return ScriptedChatModel(script=turn_script([
-        AIMessage(content="", id="ai-1", tool_calls=[call("get_weather", {"city": "Oslo"}, "c1")]),
-        answer,
-    ]))
 
 
 class Paused:
@@ -121,6 +107,19 @@ def test_a_paused_tool_call_shows_and_a_typed_result_is_what_the_agent_gets(
     a.trace.close()
 
 
+def test_the_replay_jumps_to_the_pause(agents: list[Paused], tmp_path: Path) -> None:
+    """Opened at another step (a link to step 1), the page moves the replay to the pause
+    once; the person may then step elsewhere and is not pulled back."""
+    a = start(agents, tmp_path, ["tool:get_weather"])
+    p = a.wait()
+    at = app_test("replay", run=p["run"], step="1").run()
+    assert replayer(at)["step"] == p["step"] - 1
+    report_step(at, 0)
+    at.run()
+    assert replayer(at)["step"] == 0
+    a.finish()
+
+
 def test_changed_arguments_go_to_the_tool(agents: list[Paused], tmp_path: Path) -> None:
     a = start(agents, tmp_path, ["tool:get_weather"])
     p = a.wait()
@@ -194,8 +193,6 @@ def test_at_a_model_call_a_message_edit_and_the_system_prompt(agents: list[Pause
     at.button(key="debug_run").click().run()
     a.bg.result(30)
     a.trace.close()
-    import sqlite3
-
     rows = sqlite3.connect(a.db).execute(
         "SELECT payload FROM events WHERE phase = 'debug' ORDER BY seq").fetchall()
     assert '"kind":"message"' in rows[0][0] and "Tromsø" in rows[0][0]
@@ -265,9 +262,10 @@ def test_the_runs_page_lists_the_paused_runs(agents: list[Paused], tmp_path: Pat
 
 
 def test_a_running_run_is_paused_from_the_app(agents: list[Paused], tmp_path: Path) -> None:
-    """"Pause at the next model call" on a run that runs (armed with a debugger, no
-    breakpoint): the agent pauses at its next model call; answering it in the app clears
-    what the app armed, so the run then ends without pausing again."""
+    """"Pause at the next hook" on a run that runs (armed with a debugger, no breakpoint):
+    the agent pauses at its next hook firing; answering it in the app clears what the
+    app armed, so the run then ends without pausing again (armed "step" would pause it
+    at every hook). "Clear" takes back what was armed."""
     gate = threading.Event()
 
     @tool
@@ -280,8 +278,6 @@ def test_a_running_run_is_paused_from_the_app(agents: list[Paused], tmp_path: Pa
     end = time.monotonic() + 30
     run_id = None
     while run_id is None and time.monotonic() < end:
-        import sqlite3
-
         if a.db.exists():
             with sqlite3.connect(a.db) as c:
                 row = c.execute("SELECT id FROM runs").fetchone()
@@ -290,15 +286,24 @@ def test_a_running_run_is_paused_from_the_app(agents: list[Paused], tmp_path: Pa
     assert run_id is not None
     at = replay_page(run_id)
     assert not panel_shown(at)
+
+    def armed() -> str:
+        return "\n".join(str(c.value) for c in at.caption).replace("\\", "")
+
     at.button(key="debug_arm_model").click().run()
-    assert "Armed for this run: model" in "\n".join(str(c.value) for c in at.caption).replace(
-        "\\", "")
-    gate.set()  # the tool returns; the next model call pauses
+    assert "Armed for this run: model" in armed()
+    assert channel.armed_breaks(sqlite3.connect(a.db))[0][1:3] == ("model", run_id)
+    at.button(key="debug_arm_clear").click().run()
+    assert "Armed" not in armed() and not channel.armed_breaks(sqlite3.connect(a.db))
+    at.button(key="debug_arm_step").click().run()
+    assert "Armed for this run: step" in armed()
+    gate.set()  # the tool returns: the next hook firing pauses
     p = a.wait()
-    assert p["run"] == run_id and p["pending_kind"] == "model_request"
+    assert p["run"] == run_id and p["reason"] == "step"
     at.run()
     assert panel_shown(at)
     at.button(key="debug_continue").click().run()
-    out = a.bg.result(30)  # no second pause: the app's breakpoint was cleared
+    out = a.bg.result(15)  # no second pause: the app's breakpoint was cleared
     assert out["messages"][-1].content == "It says: Sunny in Oslo, 21 C"
+    assert not channel.armed_breaks(sqlite3.connect(a.db))
     a.trace.close()
