@@ -307,3 +307,64 @@ def test_a_running_run_is_paused_from_the_app(agents: list[Paused], tmp_path: Pa
     assert out["messages"][-1].content == "It says: Sunny in Oslo, 21 C"
     assert not channel.armed_breaks(sqlite3.connect(a.db))
     a.trace.close()
+
+
+def test_a_pause_in_a_subagent_shows_under_its_parent(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Deep Agents subagent paused at its tool call: the parent's page says where and
+    opens the subagent's run at its pause, where the panel answers it."""
+    import deepagents
+    from langchain_core.messages import AIMessage, SystemMessage
+
+    from tracer.demo.models import ScriptedChatModel, call, last_tool_results
+
+    @tool
+    def lookup_fact(topic: str) -> str:
+        """Look a fact up."""
+        return "Oslo, about 720,000 people"
+
+    def script(messages: Any) -> AIMessage:
+        system = " ".join(str(m.content) for m in messages if isinstance(m, SystemMessage))
+        n_ai = sum(1 for m in messages if isinstance(m, AIMessage))
+        if "RESEARCHER" in system:
+            if n_ai == 0:
+                return AIMessage("", tool_calls=[call("lookup_fact", {"topic": "Norway"}, "c1")])
+            return AIMessage(f"Found: {last_tool_results(messages)[-1].content}")
+        if n_ai == 0:
+            return AIMessage("Delegating.", tool_calls=[call(
+                "task", {"description": "Find the capital of Norway.",
+                         "subagent_type": "researcher"}, "c_task")])
+        return AIMessage(f"Researcher says: {last_tool_results(messages)[-1].content}")
+
+    db = tmp_path / "deep.db"
+    monkeypatch.setenv("LOOPTRACE_DB", str(db))
+    model = ScriptedChatModel(script=script, model_name="scripted-deep")
+    trace = TraceMiddleware(db=db, debug=["tool:lookup_fact"])
+    researcher = {"name": "researcher", "description": "Looks facts up.",
+                  "system_prompt": "You are the RESEARCHER.", "tools": [lookup_fact],
+                  "model": model, "middleware": [trace]}  # (its hooks: where it pauses)
+    agent = trace.attach(deepagents.create_deep_agent(
+        model=model, tools=[], middleware=[trace], subagents=[researcher], name="coordinator",
+        system_prompt="Delegate with task."))
+    bg = Background(lambda: agent.invoke({"messages": [("user", "Capital of Norway?")]}))
+    try:
+        p = wait_paused(db, alive=bg.alive)[0]
+        parent = p["parent_run"]
+        assert parent is not None and p["run"] != parent
+        at = replay_page(parent)
+        assert not panel_shown(at)  # (the parent waits on its task call: not paused itself)
+        said = [str(w.value).replace("\\", "") for w in at.warning]
+        assert any("Paused in subagent researcher" in w and p["run"][:8] in w for w in said), said
+        at.button(key="debug_open_0").click().run()
+        assert replayer(at)["run"]["run"]["id"] == p["run"]
+        assert panel_shown(at) and "breakpoint: tool:lookup_fact" in texts(at)
+        at.text_area(key="dbg_text").input("Bergen, they say")
+        at.button(key="debug_continue").click().run()
+        out = bg.result(30)
+        assert out["messages"][-1].content == "Researcher says: Found: Bergen, they say"
+    finally:
+        if bg.alive():
+            for q in channel.list_paused(db):
+                channel.answer(db, q["run"], "run")
+            bg.result(30)
+        trace.close()
