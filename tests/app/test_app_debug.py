@@ -23,6 +23,7 @@ from tracer_kit import get_weather, make_agent
 
 from tracer import TraceMiddleware
 from tracer.debug import channel
+from tracer.debug.session import REFRESH_S
 
 pytestmark = pytest.mark.usefixtures("clean_streamlit_caches")
 
@@ -297,6 +298,9 @@ def test_a_running_run_is_paused_from_the_app(agents: list[Paused], tmp_path: Pa
     assert "Armed" not in armed() and not channel.armed_breaks(sqlite3.connect(a.db))
     at.button(key="debug_arm_step").click().run()
     assert "Armed for this run: step" in armed()
+    # The agent reads what was armed from outside every half second at most: the page's
+    # clicks may have come sooner than that after its last read (tracer.debug.session).
+    time.sleep(REFRESH_S + 0.1)
     gate.set()  # the tool returns: the next hook firing pauses
     p = a.wait()
     assert p["run"] == run_id and p["reason"] == "step"
