@@ -1,8 +1,9 @@
 """The debugger on the Replay page: a live run paused at a breakpoint, and the ways to
 pause one (``tracer.debug``; the channel is the trace database's ``debug_pauses``).
 
-While the run shown is being recorded, each reload of the replay (every
-``state.LIVE_MS``) asks the channel, read-only, whether it is paused:
+While the run shown is being recorded (or paused: a run paused at an error reads
+``error`` until it goes on), each reload of the replay (every ``state.LIVE_MS``) asks
+the channel, read-only, whether it is paused:
 
 - paused: the replay jumps to the pause's step once, and the panel "Paused in the
   debugger" shows what is pending (a model call's request, a tool call, the model's
@@ -65,9 +66,10 @@ class BadEdit(ValueError):
 
 def pauses(path: str, view: RunView) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
     """The pause of the run ``view`` shows (or None) and the pauses of its subagent runs;
-    asked only while the run is being recorded."""
+    asked only of a run that has not completed (a run paused at an error reads
+    ``error`` until it goes on)."""
     run = view.replay.run
-    if run.summary.status != "running":
+    if run.summary.status == "completed":
         return None, []
     found = data.paused_runs(path)
     own = [p for p in found if p.get("run") == run.id]

@@ -228,14 +228,14 @@ def _on_open(view: RunView) -> None:
         state.open_run(run_id, push=True)
 
 
-def _replayer(view: RunView, i: int, *, presenter: bool) -> None:
+def _replayer(view: RunView, i: int, *, presenter: bool, live: bool = False) -> None:
     """The replayer at step ``i``: the browser's from here on."""
     window = _window(view, i)
     key = _key(view, window)
     held = st.session_state.get(state.HELD) == key
     data = replayer_data(
         None if held else view.json(window), i, key=key, goto=int(st.session_state.get(state.GOTO) or 0),
-        live_ms=state.LIVE_MS if _running(view) else 0, presenter=presenter,
+        live_ms=state.LIVE_MS if live or _running(view) else 0, presenter=presenter,
         markers=_markers(view), highlight=tuple(st.session_state.get(state.HIGHLIGHT) or ()),
         speed=float(st.session_state.get(state.SPEED) or 1.0), subagents=not presenter,
         paint=bool(st.session_state.get(state.LEAN)))
@@ -283,7 +283,7 @@ def _draw(path: str, presenter: bool) -> None:
             st.caption("Keyboard: → next · ← back · space play / pause · Home / End")
         return
     debug_pane.render(path, view, pause, below)  # (app/debug_pane.py: paused in the debugger)
-    _replayer(view, i, presenter=False)  # (its "Open subagent" opens a call's subagent run)
+    _replayer(view, i, presenter=False, live=pause is not None or bool(below))  # (its "Open subagent" opens a call's subagent run)
     if st.session_state.get(state.LEAN):
         return  # (the rest once the replayer has painted)
     render_floor_plan_section(view, i)

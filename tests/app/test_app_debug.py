@@ -372,3 +372,61 @@ def test_a_pause_in_a_subagent_shows_under_its_parent(tmp_path: Path,
                 channel.answer(db, q["run"], "run")
             bg.result(30)
         trace.close()
+
+
+def debug_events(db: Path) -> list[str]:
+    return [r[0] for r in sqlite3.connect(db).execute(
+        "SELECT payload FROM events WHERE phase = 'debug' ORDER BY seq")]
+
+
+@pytest.mark.parametrize(("change", "text", "recorded"), [
+    ("drop a message", None, '"kind":"drop","position":0'),
+    ("the system prompt", "Answer in French.", '"kind":"system","text":"Answer in French."'),
+])
+def test_at_a_model_call_drop_a_message_or_set_the_system_prompt(
+        agents: list[Paused], tmp_path: Path, change: str, text: str | None,
+        recorded: str) -> None:
+    a = start(agents, tmp_path, ["model:1"])
+    p = a.wait()
+    at = replay_page(p["run"])
+    at.selectbox(key="dbg_change").select(change).run()
+    if change == "drop a message":
+        assert at.selectbox(key="dbg_position").value == 0
+    if text is not None:
+        at.text_area(key="dbg_text").input(text)
+    at.button(key="debug_run").click().run()
+    assert not at.error
+    a.bg.result(30)
+    a.trace.close()
+    assert recorded in debug_events(a.db)[0]
+
+
+def test_a_node_hook_pause_shows_the_state_and_goes_on(agents: list[Paused],
+                                                       tmp_path: Path) -> None:
+    a = start(agents, tmp_path, ["hook:before_model"])
+    p = a.wait()
+    assert p["pending_kind"] == "state"
+    at = replay_page(p["run"])
+    assert "The hook before_model fires (1 message" in texts(at)
+    assert not at.text_area  # nothing to change
+    at.button(key="debug_run").click().run()
+    assert a.bg.result(30)["messages"][-1].content == "It says: Sunny in Oslo, 21 C"
+    a.trace.close()
+
+
+def test_at_an_error_a_result_instead(agents: list[Paused], tmp_path: Path) -> None:
+    @tool
+    def get_weather(city: str) -> str:  # (a tool that raises)
+        """Weather for a city."""
+        raise RuntimeError("the weather service is down")
+
+    a = start(agents, tmp_path, ["error"], tools=[get_weather])
+    p = a.wait()
+    assert p["pending_kind"] == "error"
+    at = replay_page(p["run"])
+    assert "The call raised (a tool):" in texts(at)
+    assert any("the weather service is down" in str(c.value) for c in at.code)
+    at.text_area(key="dbg_text").input("Fog in Oslo")
+    at.button(key="debug_continue").click().run()
+    assert a.bg.result(30)["messages"][-1].content == "It says: Fog in Oslo"
+    a.trace.close()
