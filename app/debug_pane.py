@@ -8,7 +8,8 @@ the channel, read-only, whether it is paused:
 - paused: the replay jumps to the pause's step once, and the panel "Paused in the
   debugger" shows what is pending (a model call's request, a tool call, the model's
   reply, a tool's result), fields to change it, and the controls Continue, Step,
-  Next lap, Run to the end and Abort (keys F8, F10, F9, Shift+F8; Abort has none);
+  Next lap, Run to the end and Abort (keys F8, F10, F9, Shift+F8, heard when no text
+  field has focus; Abort has none);
 - a subagent run of it paused: where, and a button to open that run at its pause;
 - not paused: "Pause at the next model call" and "Pause at the next hook", armed for
   this run (and its subagent runs). They pause once: answering the pause here clears

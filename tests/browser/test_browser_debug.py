@@ -2,7 +2,8 @@
 ``TraceMiddleware(debug=["model:1", "tool:get_weather"])`` runs in a thread of the
 test; the open Replay page of its run shows the first pause (at the model call), F8
 continues it; the page follows the run to its next pause (the tool call), where the
-test types a result and clicks Continue: the agent's final answer quotes it."""
+test types a result (what is typed survives the page's reloads every 2 s) and clicks
+Continue: the agent's final answer quotes it."""
 
 from __future__ import annotations
 
@@ -57,7 +58,11 @@ def test_pause_key_type_a_tool_result_and_continue(browser, tmp_path: Path,  # t
 
             result = page.locator(".st-key-dbg_text textarea")
             result.click()
-            result.fill(TYPED)
+            page.keyboard.type(TYPED[:10])
+            page.wait_for_timeout(4500)  # (two of the page's reloads while typing)
+            page.keyboard.type(TYPED[10:])
+            expect(result).to_have_value(TYPED)  # (kept across the reloads)
+            # (the keys are not heard while a text field has focus: click, or leave it)
             page.evaluate("document.activeElement && document.activeElement.blur()")
             page.screenshot(path=str(artifacts / "debug-typed.png"))  # (docs/img/debug.png)
             page.locator(".st-key-debug_continue button:visible").click()
