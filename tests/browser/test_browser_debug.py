@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from browser_support import streamlit_server, wait_connected
+from browser_support import RequestCounter, guard_network, streamlit_server, wait_connected
 from debug_kit import Background, quoting_model, wait_paused
 from playwright.sync_api import expect
 from tracer_kit import get_weather, make_agent
@@ -78,3 +78,45 @@ def test_pause_key_type_a_tool_result_and_continue(browser, tmp_path: Path,  # t
                 channel.answer(db, p["run"], "run")
             bg.result(30)
         trace.close()
+
+
+def test_the_runs_page_leads_to_a_pause_and_its_text_stays_text(browser, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A run paused at its model call, its question hostile (a markdown image and link to
+    a counting server, HTML with a script): the Runs page says a run is paused and links
+    to it; the panel shows the question as those characters; nothing is fetched."""
+    with RequestCounter() as leak:
+        hostile = (f"![x]({leak.url}/leak.png) [click me]({leak.url}/link) "
+                   '<img src=x onerror="window.__pwned=1"> <script>window.__pwned=2</script>')
+        db = tmp_path / "debug.db"
+        trace = TraceMiddleware(db=db, run_name="hostile", debug=["model:1"])
+        agent = make_agent(quoting_model(), [get_weather], [trace])
+        bg = Background(lambda: agent.invoke({"messages": [("user", hostile)]}))
+        try:
+            run = wait_paused(db, alive=bg.alive)[0]["run"]
+            with streamlit_server(db) as url:
+                context = browser.new_context(viewport={"width": 1400, "height": 1000})
+                foreign = guard_network(context, url, let_through=(leak.url,))
+                page = context.new_page()
+                page.goto(url + "/")
+                wait_connected(page, 60_000)
+                banner = page.locator(".st-key-paused_runs")
+                expect(banner).to_contain_text("1 run paused in the debugger", timeout=60_000)
+                banner.get_by_role("link").filter(has_text=run[:8]).click()
+                panel = page.locator(".st-key-debug_pause")
+                expect(panel).to_contain_text("Paused in the debugger", timeout=60_000)
+                expect(panel).to_contain_text(f"![x]({leak.url}/leak.png)")
+                expect(panel).to_contain_text("<script>window.__pwned=2</script>")
+                page.wait_for_load_state("networkidle")
+                assert page.evaluate("typeof window.__pwned") == "undefined"
+                # (the panel's own heading has an in-page anchor, '#...': none other)
+                found = panel.locator('img, script, a[href]:not([href^="#"]), iframe')
+                assert found.count() == 0, found.evaluate_all("els => els.map(e => e.outerHTML)")
+                context.close()
+            assert leak.requests == [], f"the trace made the page fetch: {leak.requests}"
+            assert foreign == [], f"the page requested something outside the app: {foreign}"
+        finally:
+            if bg.alive():
+                for p in channel.list_paused(db):
+                    channel.answer(db, p["run"], "run")
+                bg.result(30)
+            trace.close()
