@@ -87,6 +87,8 @@ def follow(view: RunView, p: dict[str, Any]) -> None:
     (once the replay holds that step: the next reload, if not yet)."""
     tag = _tag(p)
     if st.session_state.get(state.DEBUG_PAUSE) == tag:
+        if not _filled(p.get("pending") or {}):
+            _fill(p.get("pending") or {})  # (Streamlit dropped the fields: another page was shown)
         return
     step = p.get("step")
     if isinstance(step, int) and step > len(view.replay):
@@ -95,6 +97,16 @@ def follow(view: RunView, p: dict[str, Any]) -> None:
     _fill(p.get("pending") or {})
     if isinstance(step, int) and step >= 1:
         state.move_to(step - 1)
+
+
+def _filled(pend: dict[str, Any]) -> bool:
+    """Whether the fields of what is pending still hold their values."""
+    kind = pend.get("kind")
+    if kind == "tool_call":
+        return state.DEBUG_ARGS in st.session_state
+    if kind == "model_request":
+        return state.DEBUG_CHANGE in st.session_state
+    return state.DEBUG_TEXT in st.session_state
 
 
 def _fill(pend: dict[str, Any]) -> None:
@@ -353,8 +365,10 @@ def edit_of(pend: dict[str, Any], values: dict[str, Any]) -> dict[str, Any] | No
     kind = pend.get("kind")
     text = str(values.get(state.DEBUG_TEXT) or "")
     if kind == "tool_call":
-        args = _json(str(values.get(state.DEBUG_ARGS) or ""), "the arguments")
-        changed = args != ((pend.get("tool_call") or {}).get("args") or {})
+        given = (pend.get("tool_call") or {}).get("args") or {}
+        raw = str(values.get(state.DEBUG_ARGS) or "")
+        args = _json(raw, "the arguments") if raw.strip() else given  # (empty: unchanged)
+        changed = args != given
         if text.strip() and changed:
             msg = "give the result or change the arguments, not both"
             raise BadEdit(msg)

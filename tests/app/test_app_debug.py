@@ -121,6 +121,32 @@ def test_the_replay_jumps_to_the_pause(agents: list[Paused], tmp_path: Path) -> 
     a.finish()
 
 
+def test_the_fields_are_filled_again_after_another_page(agents: list[Paused],
+                                                        tmp_path: Path) -> None:
+    """Streamlit drops a widget's value when a page without it is drawn: back on the
+    pause after another run, its fields hold what is pending again (an empty arguments
+    field was a JSON error on Continue)."""
+    other = TraceMiddleware(db=tmp_path / "debug.db", run_name="other")
+    make_agent(quoting_model(), [get_weather], [other]).invoke({"messages": [("user", "hi")]})
+    other.close()
+    a = start(agents, tmp_path, ["tool:get_weather"])
+    p = a.wait()
+    at = replay_page(p["run"])
+    assert at.text_area(key="dbg_args").value
+    ids = list(at.selectbox(key="run_pick").options)
+    assert len(ids) == 2
+    done = next(r for r in channel_runs(a.db) if r != p["run"])
+    at.selectbox(key="run_pick").set_value(done).run()  # (no panel drawn: its fields dropped)
+    assert not panel_shown(at)
+    at.selectbox(key="run_pick").set_value(p["run"]).run()
+    assert panel_shown(at)
+    assert at.text_area(key="dbg_args").value == '{\n  "city": "Oslo"\n}'
+    at.button(key="debug_continue").click().run()
+    assert not at.error, [e.value for e in at.error]
+    assert a.bg.result(30)["messages"][-1].content == "It says: Sunny in Oslo, 21 C"
+    a.trace.close()
+
+
 def test_changed_arguments_go_to_the_tool(agents: list[Paused], tmp_path: Path) -> None:
     a = start(agents, tmp_path, ["tool:get_weather"])
     p = a.wait()
@@ -372,6 +398,10 @@ def test_a_pause_in_a_subagent_shows_under_its_parent(tmp_path: Path,
                 channel.answer(db, q["run"], "run")
             bg.result(30)
         trace.close()
+
+
+def channel_runs(db: Path) -> list[str]:
+    return [r[0] for r in sqlite3.connect(db).execute("SELECT id FROM runs")]
 
 
 def debug_events(db: Path) -> list[str]:
