@@ -111,6 +111,7 @@ __all__ = [
     "TraceDB",
     "TurnView",
     "annotated_text",
+    "armed_for",
     "aspect_rows",
     "body_diff",
     "build_replay",
@@ -122,6 +123,10 @@ __all__ = [
     "content_text",
     "db_path",
     "db_stamp",
+    "debug_answer",
+    "debug_arm",
+    "debug_clear",
+    "debug_validate",
     "diff_replays",
     "drawing",
     "earlier_turns",
@@ -140,6 +145,7 @@ __all__ = [
     "newest_top_level",
     "open_db",
     "origin_of",
+    "paused_runs",
     "plural",
     "preload",
     "recent_runs",
@@ -380,3 +386,67 @@ def open_db() -> str:
     except LooptraceError as exc:
         show_error(exc)
     return path
+
+
+# -- the debugger (tracer.debug.channel): read-only until a control is used -------------
+def paused_runs(path: str) -> list[dict[str, Any]]:
+    """The runs paused in the debugger now (``tracer.debug.channel.list_paused``, with
+    what each waits on), read now; none for a file the channel cannot read."""
+    import sqlite3
+
+    from tracer.debug.channel import list_paused
+
+    try:
+        return list_paused(path, with_pending=True)
+    except (LooptraceError, sqlite3.Error, OSError, ValueError):
+        return []
+
+
+def armed_for(path: str, run_id: str) -> list[str]:
+    """The breakpoints armed from outside for ``run_id`` (its specs), read-only."""
+    import sqlite3
+
+    from tracer.db.schema import connect
+    from tracer.debug.channel import armed_breaks
+
+    try:
+        conn = connect(path, readonly=True)
+    except (LooptraceError, sqlite3.Error, OSError):
+        return []
+    try:
+        return [spec for _bid, spec, rid, _tid in armed_breaks(conn) if rid == run_id]
+    except sqlite3.Error:  # (a file older than schema 6)
+        return []
+    finally:
+        conn.close()
+
+
+def debug_answer(path: str, run_id: str, command: str,
+                 edit: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Answer run ``run_id``'s pause (``tracer.debug.channel.answer``: the edit is
+    validated first; a bad one raises ``InvalidOption`` and nothing is written)."""
+    from tracer.debug.channel import answer
+
+    return answer(path, run_id, command, edit)
+
+
+def debug_arm(path: str, spec: str, run_id: str) -> int:
+    """Arm ``spec`` for ``run_id`` (and its subagent runs) from the app."""
+    from tracer.debug.channel import arm
+
+    return arm(path, spec, run=run_id, source="app")
+
+
+def debug_clear(path: str, run_id: str) -> int:
+    """Clear the breakpoints armed for ``run_id``."""
+    from tracer.debug.channel import clear
+
+    return clear(path, run=run_id)
+
+
+def debug_validate(edit: dict[str, Any], pending: dict[str, Any]) -> dict[str, Any]:
+    """``edit`` checked against what is ``pending`` (``tracer.debug.edits.validate``):
+    ``InvalidOption`` with one line when it is not a valid edit of it."""
+    from tracer.debug.edits import validate
+
+    return validate(edit, pending)

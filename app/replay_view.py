@@ -23,7 +23,7 @@ from typing import Any
 
 import streamlit as st
 
-from . import data, loads, navigation, state
+from . import data, debug_pane, loads, navigation, state
 from .data import LooptraceError, RunNotFound
 from .findings_pane import render_findings
 from .floorplan_pane import render_floor_plan_section
@@ -228,14 +228,14 @@ def _on_open(view: RunView) -> None:
         state.open_run(run_id, push=True)
 
 
-def _replayer(view: RunView, i: int, *, presenter: bool) -> None:
+def _replayer(view: RunView, i: int, *, presenter: bool, live: bool = False) -> None:
     """The replayer at step ``i``: the browser's from here on."""
     window = _window(view, i)
     key = _key(view, window)
     held = st.session_state.get(state.HELD) == key
     data = replayer_data(
         None if held else view.json(window), i, key=key, goto=int(st.session_state.get(state.GOTO) or 0),
-        live_ms=state.LIVE_MS if _running(view) else 0, presenter=presenter,
+        live_ms=state.LIVE_MS if live or _running(view) else 0, presenter=presenter,
         markers=_markers(view), highlight=tuple(st.session_state.get(state.HIGHLIGHT) or ()),
         speed=float(st.session_state.get(state.SPEED) or 1.0), subagents=not presenter,
         paint=bool(st.session_state.get(state.LEAN)))
@@ -267,6 +267,9 @@ def _draw(path: str, presenter: bool) -> None:
         return
     if st.session_state.get(state.LEAN) and st.session_state.get(state.PAINTED):
         st.rerun(scope="app")  # the lean page, drawn whole now that the replayer has painted
+    pause, below = debug_pane.pauses(path, view) if not presenter else (None, [])
+    if pause is not None:
+        debug_pane.follow(view, pause)  # (a new pause: the replay jumps to its step)
     i = _advance(view)
     if view.replay.run.summary.status != st.session_state.get(state.PAGE_STATUS) or (
             not presenter and view.replay.run.id != st.session_state.get(state.HEADER_RUN)):
@@ -279,7 +282,8 @@ def _draw(path: str, presenter: bool) -> None:
             render_floor_plan_section(view, i)
             st.caption("Keyboard: → next · ← back · space play / pause · Home / End")
         return
-    _replayer(view, i, presenter=False)  # (its "Open subagent" opens a call's subagent run)
+    debug_pane.render(path, view, pause, below)  # (app/debug_pane.py: paused in the debugger)
+    _replayer(view, i, presenter=False, live=pause is not None or bool(below))  # (its "Open subagent" opens a call's subagent run)
     if st.session_state.get(state.LEAN):
         return  # (the rest once the replayer has painted)
     render_floor_plan_section(view, i)

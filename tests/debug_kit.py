@@ -6,13 +6,30 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from tracer.debug import channel
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-__all__ = ["Background", "wait_paused"]
+from tracer.debug import channel
+from tracer.demo.models import ScriptedChatModel, call, turn_script
+
+__all__ = ["Background", "quoting_model", "wait_paused"]
+
+
+def quoting_model() -> ScriptedChatModel:
+    """Lap 1 asks for the weather in Oslo (``get_weather``), lap 2 quotes the tool's
+    result: "It says: <the last ToolMessage>" (what a debugger's edit of it gave)."""
+
+    def answer(messages: Sequence[BaseMessage]) -> AIMessage:
+        last = [m for m in messages if isinstance(m, ToolMessage)][-1]
+        return AIMessage(content=f"It says: {last.content}", id="ai-2")
+
+    return ScriptedChatModel(script=turn_script([
+        AIMessage(content="", id="ai-1", tool_calls=[call("get_weather", {"city": "Oslo"}, "c1")]),
+        answer,
+    ]))
 
 
 def wait_paused(db: Path, *, timeout: float = 30.0, n: int = 1,

@@ -106,6 +106,7 @@ def _table(path: str, flt: RunFilter) -> None:
     except LooptraceError as exc:
         st.error(md_escape(str(exc)), icon=":material/error:")
         return
+    _paused(path)
     if not runs:
         filtered = flt != FIRST
         st.info("No runs match." if filtered else "No runs recorded yet.",
@@ -132,6 +133,28 @@ def _table(path: str, flt: RunFilter) -> None:
     runs_grid.render_runs_grid(runs_grid.grid_data(df, st.session_state[state.OPEN_PICK]),
                                on_select=_select)
     _open_a_run(ids, {r.id: run_label(r) for r in shown})
+
+
+def _paused(path: str) -> None:
+    """The runs paused in the debugger now, with a link to each one's pause."""
+    paused = data.paused_runs(path)
+    if not paused:
+        return
+    n = len(paused)
+    with st.container(border=True, key="paused_runs"):
+        st.warning(f"{n} run{'s' if n != 1 else ''} paused in the debugger",
+                   icon=":material/pause_circle:")
+        for p in paused[:10]:
+            name = str(p.get("run_name") or "run")
+            where = f"{name} · {str(p.get('run'))[:8]} · step {p.get('step')} · {p.get('hook')}"
+            if p.get("parent_run"):
+                where += f" (a subagent of {str(p['parent_run'])[:8]})"
+            step = p.get("step")
+            query = {"run": str(p.get("run"))}
+            if isinstance(step, int):
+                query["step"] = str(step)
+            st.page_link(navigation.page("replay"), label=md_escape(where),
+                         icon=":material/play_circle:", query_params=query)
 
 
 def table_frame(path: str, flt: RunFilter, runs: list[RunSummary],

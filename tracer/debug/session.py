@@ -238,6 +238,7 @@ class Debugger:
         rec.event(run, m.hook, "debug", middleware=mw, tool_call_id=tcid, payload=payload)
         with self._lock:
             channel.close_pause(self._c(), ans.pause_id, outcome, ans.command)
+        self._remote_at = 0.0  # (armed or cleared while paused: read at the next moment)
         rd = self.state(run)
         rd.step = ans.command == "step"
         if ans.command == "lap":
