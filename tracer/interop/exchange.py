@@ -24,6 +24,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from tracer.db.notes import TAG
 from tracer.db.schema import (
     EVENTS_COLUMNS,
     MESSAGES_COLUMNS,
@@ -38,7 +39,6 @@ from tracer.db.schema import (
     refuse_database,
     written_whole,
 )
-from tracer.db.notes import TAG
 from tracer.db.search import BATCH as SEARCH_BATCH
 from tracer.db.search import catch_up
 from tracer.db.summaries import refresh
