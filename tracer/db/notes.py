@@ -73,12 +73,12 @@ class Note:
                 "author": self.author, "created_at": self.created_at}
 
 
-def check_text(text: Any) -> str:
+def check_text(given: Any) -> str:
     """The note's text, stripped; ``InvalidOption`` when it is not text, empty or too long."""
-    if not isinstance(text, str):
-        msg = f"a note's text is a string, not {type(text).__name__}"
+    if not isinstance(given, str):
+        msg = f"a note's text is a string, not {type(given).__name__}"
         raise InvalidOption(msg)
-    text = text.strip()
+    text = given.strip()
     if not text:
         msg = "a note needs text (it is empty)"
         raise InvalidOption(msg)
