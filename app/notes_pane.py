@@ -16,7 +16,7 @@ from typing import Any
 
 import streamlit as st
 
-from . import data
+from . import data, state
 from .data import LooptraceError, Note, origin_of
 from .run_view import RunView
 from .safe import md_escape
@@ -66,38 +66,35 @@ def render_notes_box(path: str, view: RunView, index: int) -> None:
             if source:
                 with st.expander("The source run's notes"):
                     _show(source)
-        said = st.session_state.pop(SAID, None)
+        said = st.session_state.pop(state.NOTE_SAID, None)
         if isinstance(said, tuple) and said[0] == "error":
             st.error(md_escape(said[1]), icon=":material/error:")
         elif isinstance(said, tuple):
             st.success(md_escape(said[1]), icon=":material/check:")
         with st.form("note_form", clear_on_submit=True, border=False):
-            st.text_area("Add a note", key="note_text", height=80,
+            st.text_area("Add a note", key=state.NOTE_TEXT, height=80,
                          placeholder="what happens here, what to look at")
             cols = st.columns([3, 2], vertical_alignment="bottom")
-            cols[0].text_input("Tags", key="note_tags",
+            cols[0].text_input("Tags", key=state.NOTE_TAGS,
                                placeholder="bug, good-example, workshop")
-            cols[1].radio("On", [ON_STEP, ON_RUN], key="note_on", horizontal=True)
+            cols[1].radio("On", [ON_STEP, ON_RUN], key=state.NOTE_ON, horizontal=True)
             # (written in the callback, before the page is drawn again: the list above
             # and the tick strip show the new note at once)
             st.form_submit_button("Add note", icon=":material/sticky_note_2:",
                                   on_click=_write, args=(path, run.id, index + 1))
 
 
-SAID = "note_said"  # what the last write said, shown once above the form
-
-
 def _write(path: str, run_id: str, step: int) -> None:
-    text = str(st.session_state.get("note_text") or "")
-    tags = str(st.session_state.get("note_tags") or "")
-    on_step = st.session_state.get("note_on", ON_STEP) == ON_STEP
+    text = str(st.session_state.get(state.NOTE_TEXT) or "")
+    tags = str(st.session_state.get(state.NOTE_TAGS) or "")
+    on_step = st.session_state.get(state.NOTE_ON, ON_STEP) == ON_STEP
     try:
         note = data.write_note(path, run_id, text, step=step if on_step else None,
                                tags=split_tags(tags))
     except LooptraceError as exc:
-        st.session_state[SAID] = ("error", str(exc))
+        st.session_state[state.NOTE_SAID] = ("error", str(exc))
         return
-    st.session_state[SAID] = ("ok", f"Note {note.id} added on {note_line(note)}.")
+    st.session_state[state.NOTE_SAID] = ("ok", f"Note {note.id} added on {note_line(note)}.")
 
 
 def render_presenter_notes(path: str, view: RunView, index: int) -> None:

@@ -78,6 +78,12 @@ PICKER_PAGES = "lt_picker_pages"  # {picker key: the page of runs it shows} (a p
 FORK_TOGGLE = "show_fork"  # the "Fork here (what if)" toggle
 FORK_ERROR = "lt_fork_error"  # why the last fork started here failed, shown once (a plain key)
 
+# -- notes (app/notes_pane.py) ----------------------------------------------------------------
+NOTE_TEXT = "note_text"  # the notes box's text
+NOTE_TAGS = "note_tags"  # its tags
+NOTE_ON = "note_on"  # on this step or on the whole run
+NOTE_SAID = "lt_note_said"  # what the last note written said (ok or error), shown once (a plain key)
+
 # -- access (``looptrace ui --password``: app/access.py) ---------------------------------
 ACCESS_OK = "lt_access_ok"  # this browser session gave the password (a plain key)
 ACCESS_PASSWORD = "lt_access_password"  # the password field
