@@ -115,3 +115,14 @@ def test_a_fork_shows_the_notes_of_its_source_run(two_runs: tuple[Path, str, str
     assert not problems(at)
     assert f"Notes on the source run {a[:12]}: 1" in texts(at)
     assert "step 3:\nwhere it went wrong" in texts(at)
+
+
+def test_the_timeline_has_a_lane_of_notes(two_runs: tuple[Path, str, str]) -> None:
+    db, a, _b = two_runs
+    add_note(db, a, "<b>here</b> it asks", step=3, tags=["workshop"])
+    at = app_test("timeline", run=a).run()
+    assert not problems(at)
+    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    (notes,) = [t for t in spec["data"] if t.get("name") == "note"]
+    assert notes["y"] == ["notes"]
+    assert notes["customdata"] == [[3, "&lt;b&gt;here&lt;/b&gt; it asks [workshop]"]]
