@@ -55,3 +55,30 @@ def test_the_export_lists_the_notes_and_opens_their_steps(browser: Any, tmp_path
         assert asked == []
     finally:
         context.close()
+
+
+def test_the_inspector_box_writes_a_note_in_the_app(browser: Any, tmp_path: Path) -> None:
+    """The app in Chromium: a note typed in the step inspector's box and added is in the
+    file, listed as text on the page at once (a hostile note: no image, no markup)."""
+    from browser_support import streamlit_server, wait_connected
+    from tracer_kit import rows
+
+    db = tmp_path / "t.db"
+    rid = record_weather_run(db)
+    with streamlit_server(db) as url:
+        page = browser.new_page(viewport={"width": 1400, "height": 1200})
+        try:
+            page.goto(f"{url}/replay?run={rid}&step=3")
+            wait_connected(page, 60_000)
+            box = page.locator(".st-key-notes")
+            box.wait_for(timeout=60_000)
+            box.get_by_label("Add a note").fill(HOSTILE)
+            box.get_by_label("Tags").fill("bug workshop")
+            box.locator("button:visible", has_text="Add note").click()
+            expect(box).to_contain_text("added on step 3 [bug, workshop]", timeout=30_000)
+            expect(box).to_contain_text(HOSTILE)
+            assert box.locator("img").count() == 0 and box.locator("strong").count() == 0
+            assert rows(db, "SELECT seq, text, tags FROM notes") == [
+                (2, HOSTILE, '["bug", "workshop"]')]
+        finally:
+            page.close()

@@ -56,9 +56,9 @@ def test_write_list_and_delete(db, capsys) -> None:
 @pytest.mark.parametrize(("args", "said"), [
     (["--step", "14", "x"], "run {rid12} has steps 1 to 13, not 14"),
     (["   "], "a note needs text (it is empty)"),
-    (["x", "--tag", "two words"], "tag 'two words': a tag is one short word (letters, "
+    (["x", "--tag", "two words"], ("tag 'two words': a tag is one short word (letters, "
                                   "digits, - and _; up to 32 characters), e.g. bug, "
-                                  "good-example, workshop"),
+                                  "good-example, workshop")),
     (["--step", "3"], "--step, --tag and --author go with a TEXT to write (none given)"),
     (["--delete", "9"], "run {rid12} has no note 9"),
 ])
@@ -78,7 +78,7 @@ def test_an_unknown_run_writes_nothing(db, capsys) -> None:
 
 
 def test_show_prints_the_notes_at_their_steps(db, capsys) -> None:
-    path, rid = db
+    path, _rid = db
     cli(capsys, "note", "weather", "--db", str(path), "--step", "5",
         "two lines\n\x1b[2Jcleared?", "--tag", "bug")
     code, out, _ = cli(capsys, "show", "weather", "--db", str(path))
@@ -107,7 +107,7 @@ def test_a_fork_shows_how_many_notes_its_source_run_has(tmp_path: Path, capsys) 
     conn.commit()
     conn.close()
     cli(capsys, "note", "source", "--db", str(path), "--step", "4", "why fork here")
-    code, out, _ = cli(capsys, "show", "fork", "--db", str(path))
+    _code, out, _ = cli(capsys, "show", "fork", "--db", str(path))
     assert (f"this run forks run {src[:12]} at step 4; notes on the source run: 1 "
             f"(looptrace note {src[:12]})") in out.splitlines()
 
