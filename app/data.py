@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import streamlit as st
 
 from tracer.checks.saved import health_badge, stored_health
+from tracer.db.notes import Note
+from tracer.db.notes import add_note as _add_note
 from tracer.errors import LooptraceError, NotALooptraceDatabase, RunNotFound
 from tracer.interop.exchange import build_sample_db, sample_db_path, sample_files
 from tracer.read.fork_links import Fork, forks_among
@@ -100,6 +102,7 @@ __all__ = [
     "Fork",
     "LooptraceError",
     "NotALooptraceDatabase",
+    "Note",
     "ProviderBody",
     "Replay",
     "Row",
@@ -143,6 +146,8 @@ __all__ = [
     "message_text",
     "model_call_events",
     "newest_top_level",
+    "note_tags",
+    "notes",
     "open_db",
     "origin_of",
     "paused_runs",
@@ -164,6 +169,7 @@ __all__ = [
     "turn_label",
     "turn_view",
     "wire_rows",
+    "write_note",
 ]
 
 EXPORTS: dict[str, str] = {
@@ -337,6 +343,37 @@ def forks_below(path: str, runs: list[RunSummary]) -> tuple[list[RunSummary], di
     starts = [r.started_at for r in runs if r.started_at is not None]
     return _load_forks(path, db_stamp(path), tuple(r.id for r in runs),
                        min(starts) if starts else None)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _notes(path: str, stamp: Any, run_id: str) -> list[Note]:
+    with TraceDB(path) as db:
+        return db.notes(run_id)
+
+
+def notes(path: str, run_id: str) -> list[Note]:
+    """The notes on ``run_id`` (``TraceDB.notes``: the run's first, then by step), cached
+    until the file changes."""
+    return _notes(path, db_stamp(path), run_id)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _note_tags(path: str, stamp: Any) -> list[tuple[str, int]]:
+    with TraceDB(path) as db:
+        return db.note_tags()
+
+
+def note_tags(path: str) -> list[tuple[str, int]]:
+    """Every tag of a note in the file, with how many runs have it (``TraceDB.note_tags``)."""
+    return _note_tags(path, db_stamp(path))
+
+
+def write_note(path: str, run_id: str, text: str, *, step: int | None,
+               tags: list[str]) -> Note:
+    """Write a note (``tracer.db.notes.add_note``): the one write of the app, through
+    the tracer's own function, the file opened for writing for that row only. A bad
+    input or a file that cannot be written is a ``LooptraceError`` (nothing written)."""
+    return _add_note(path, run_id, text, step=step, tags=tags)
 
 
 def newest_top_level(path: str) -> RunSummary | None:

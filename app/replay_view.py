@@ -29,6 +29,7 @@ from .findings_pane import render_findings
 from .floorplan_pane import render_floor_plan_section
 from .fork_pane import render_fork_pane
 from .inspector import render_inspector
+from .notes_pane import note_markers, render_presenter_notes
 from .replayer_component import event, render_replayer, replayer_data, window_at
 from .run_picker import run_picker
 from .run_view import RunView
@@ -176,10 +177,11 @@ def _on_window(view: RunView) -> None:
         state.shown_step(j)
 
 
-def _markers(view: RunView) -> list[dict[str, Any]]:
-    """The findings as marks on the scrubber's tick strip."""
+def _markers(path: str, view: RunView) -> list[dict[str, Any]]:
+    """The findings and the notes on steps as marks on the scrubber's tick strip."""
     return [{"step": st, "severity": f.severity}
-            for f, st in zip(view.findings, view.finding_steps) if st is not None]
+            for f, st in zip(view.findings, view.finding_steps) if st is not None
+            ] + note_markers(data.notes(path, view.replay.run.id))
 
 
 def _on_step(view: RunView) -> None:
@@ -228,7 +230,7 @@ def _on_open(view: RunView) -> None:
         state.open_run(run_id, push=True)
 
 
-def _replayer(view: RunView, i: int, *, presenter: bool, live: bool = False) -> None:
+def _replayer(path: str, view: RunView, i: int, *, presenter: bool, live: bool = False) -> None:
     """The replayer at step ``i``: the browser's from here on."""
     window = _window(view, i)
     key = _key(view, window)
@@ -236,7 +238,7 @@ def _replayer(view: RunView, i: int, *, presenter: bool, live: bool = False) -> 
     data = replayer_data(
         None if held else view.json(window), i, key=key, goto=int(st.session_state.get(state.GOTO) or 0),
         live_ms=state.LIVE_MS if live or _running(view) else 0, presenter=presenter,
-        markers=_markers(view), highlight=tuple(st.session_state.get(state.HIGHLIGHT) or ()),
+        markers=_markers(path, view), highlight=tuple(st.session_state.get(state.HIGHLIGHT) or ()),
         speed=float(st.session_state.get(state.SPEED) or 1.0), subagents=not presenter,
         paint=bool(st.session_state.get(state.LEAN)))
     if not held:
@@ -278,16 +280,17 @@ def _draw(path: str, presenter: bool) -> None:
     if presenter:
         with st.container(key="presenter"):
             st.text(view.replay.run.summary.name or view.replay.run.id)
-            _replayer(view, i, presenter=True)
+            _replayer(path, view, i, presenter=True)
+            render_presenter_notes(path, view, i)
             render_floor_plan_section(view, i)
             st.caption("Keyboard: → next · ← back · space play / pause · Home / End")
         return
     debug_pane.render(path, view, pause, below)  # (app/debug_pane.py: paused in the debugger)
-    _replayer(view, i, presenter=False, live=pause is not None or bool(below))  # (its "Open subagent" opens a call's subagent run)
+    _replayer(path, view, i, presenter=False, live=pause is not None or bool(below))  # (its "Open subagent" opens a call's subagent run)
     if st.session_state.get(state.LEAN):
         return  # (the rest once the replayer has painted)
     render_floor_plan_section(view, i)
-    render_inspector(view, i)
+    render_inspector(view, i, path)
     _wire(path, view, i)
     render_fork_pane(path, view, i)  # (app/fork_pane.py: what if)
 

@@ -88,6 +88,12 @@ DEBUG_TEXT = "dbg_text"  # the text given: a message, the system prompt, a reply
 DEBUG_ARGS = "dbg_args"  # at a tool call: its arguments as JSON
 DEBUG_CALLS = "dbg_calls"  # a reply's tool calls as JSON
 
+# -- notes (app/notes_pane.py) ----------------------------------------------------------------
+NOTE_TEXT = "note_text"  # the notes box's text
+NOTE_TAGS = "note_tags"  # its tags
+NOTE_ON = "note_on"  # on this step or on the whole run
+NOTE_SAID = "lt_note_said"  # what the last note written said (ok or error), shown once (a plain key)
+
 # -- access (``looptrace ui --password``: app/access.py) ---------------------------------
 ACCESS_OK = "lt_access_ok"  # this browser session gave the password (a plain key)
 ACCESS_PASSWORD = "lt_access_password"  # the password field

@@ -1,7 +1,7 @@
 """Runs: the runs in the database, a page at a time, filtered; open one in the replay.
 
-The database's path; filters (message text, status, agent or name, health, the
-days started, the subagent runs of one run); then the table of runs, subagent
+The database's path; filters (message or note text, status, agent or name, health,
+the tags of the runs' notes, the days started, the subagent runs of one run); then the table of runs, subagent
 runs nested under their parent and forks and replays under the run they fork
 or replay (with the fork's step and edit), with a health badge each (what ``looptrace
 check`` found), refreshed every couple of seconds so runs being recorded show
@@ -27,28 +27,29 @@ PAGE_SIZE = 100
 # blanked the page: "Bad delta path index").
 REFRESH_S = 2.0
 STATUSES = ["completed", "running", "error", "interrupted", "handoff", "stopped"]
-FIRST = RunFilter(top_level=True)  # what the page shows before any filter is set
+FIRST = RunFilter(top_level=True)
+TAGS_SHOWN = 12  # the most used tags offered as a filter  # what the page shows before any filter is set
 
 
 def runs_page() -> None:
     st.title("Runs")
     path = data.open_db()
     st.caption(f"Database: {md_escape(path)}")
-    flt = _filters()
+    flt = _filters(path)
     if st.session_state.get(state.RUNS_FILTER) != flt:  # a new filter starts at its first page
         st.session_state[state.RUNS_FILTER] = flt
         st.session_state[state.RUNS_PAGE] = 0
     _table(path, flt)
 
 
-def _filters() -> RunFilter:
+def _filters(path: str) -> RunFilter:
     """The filters. What a first visit loads is kept light (issue 29): the status and
     health filters are pills (a multiselect loads ten scripts), and the day and parent
     filters wait in a popover, whose widgets (the date picker's scripts) the browser
     loads only when it is opened; a filter set there is named under the row."""
     top = st.columns([4, 3, 2], vertical_alignment="bottom")
-    search = top[0].text_input("Search messages", key="search",
-                               placeholder="text in any message")
+    search = top[0].text_input("Search messages and notes", key="search",
+                               placeholder="text in any message or note")
     agent = top[1].text_input("Agent / name contains", key="agent_filter")
     with top[2].popover("More filters", icon=":material/filter_list:", width="stretch"):
         # (an empty tuple, no day picked yet, works; the stub does not list it)
@@ -56,12 +57,18 @@ def _filters() -> RunFilter:
                              key="started_filter", help="a day, or a first and a last day")
         parent = st.text_input("Subagent runs of", key="parent_filter",
                                placeholder="a run id: its subagent runs, listed").strip()
-    more = st.columns([3, 2], vertical_alignment="bottom")  # (six statuses, five healths)
+    tags = [t for t, _n in data.note_tags(path)][:TAGS_SHOWN]
+    # (six statuses, five healths; the tags of the notes in the file, when there are some)
+    more = st.columns([3, 2, 2] if tags else [3, 2], vertical_alignment="bottom")
     statuses = more[0].pills("Status", STATUSES, selection_mode="multi", key="status_filter")
     healths = more[1].pills("Health", HEALTH_CLASSES, selection_mode="multi",
                             key="health_filter",
                             help="what `looptrace check` found (runs are checked once, "
                                  "when first shown; 'unchecked': not yet)")
+    tagged = more[2].pills("Note tags", tags, selection_mode="multi", key="tag_filter",
+                           format_func=md_escape,
+                           help="runs with a note so tagged (looptrace note, the step "
+                                "inspector, MCP add_note)") if tags else []
     since, until = _range(days)
     hidden = [f"started {_days(days)}" if since is not None else "",
               f"subagent runs of {parent}" if parent else ""]
@@ -69,7 +76,8 @@ def _filters() -> RunFilter:
         st.caption(md_escape("More filters: " + "; ".join(h for h in hidden if h)))
     return RunFilter(status=tuple(statuses), name=agent or None, health=tuple(healths),
                      since=since, until=until, parent_id=parent or None,
-                     top_level=not parent, search=search or None)
+                     top_level=not parent, search=search or None,
+                     tags=tuple(t for t in tagged or () if t in tags))
 
 
 def _days(picked: object) -> str:

@@ -32,7 +32,8 @@ def timeline_page() -> None:
         st.info("This run has no events.", icon=":material/info:")
         st.stop()
     st.subheader("Hooks, model calls and tool calls over time")
-    st.plotly_chart(timeline.timeline_figure(view.replay), key="timeline_chart")
+    st.plotly_chart(timeline.timeline_figure(view.replay, data.notes(path, run.id)),
+                    key="timeline_chart")
     st.subheader("Tokens per lap")
     if timeline.tokens_per_lap(view.replay):
         st.plotly_chart(timeline.tokens_figure(view.replay), key="tokens_chart")

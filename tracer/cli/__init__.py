@@ -27,6 +27,7 @@ collect    ``tracer.cli.collect``      ``tracer.otel.CollectServer``
 run        ``tracer.cli.run``          ``tracer.record.autotrace`` (in the child)
 show       ``tracer.cli.show``         ``tracer.interop.show``
 mcp        ``tracer.cli.mcp``          ``tracer.mcp.server``
+note       ``tracer.cli.note``         ``tracer.db.notes.add_note``, ``TraceDB.notes``
 =========  ==========================  ==================================
 """
 
@@ -79,6 +80,7 @@ COMMANDS: dict[str, str] = {
     "playground": "playground",
     "show": "show",
     "mcp": "mcp",
+    "note": "note",
 }
 
 

@@ -25,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("runs", help="list recorded runs (newest first, 100 at a time)")
     p.add_argument("--db", default=DEFAULT_DB, type=read_db)
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    p.add_argument("--search", help="only runs whose messages contain this text")
+    p.add_argument("--search", help="only runs whose messages or notes contain this text")
     p.add_argument("--status", action="append", choices=RUN_STATUSES,
                    help="only runs with this status (repeatable)")
     p.add_argument("--name", help="only runs whose name or agent name contains this text")
@@ -35,6 +35,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--until", metavar="WHEN", help="only runs started before WHEN")
     p.add_argument("--health", action="append", choices=HEALTH_CLASSES,
                    help="only runs whose stored check (looptrace check) says this (repeatable)")
+    p.add_argument("--tag", action="append", metavar="TAG",
+                   help="only runs with a note tagged TAG (repeatable: any of them)")
     p.add_argument("--parent", metavar="RUN", help="only the subagent runs of RUN")
     p.add_argument("--top-level", action="store_true", help="only runs that are no subagent run")
     p.add_argument("--limit", type=int_range(0), default=DEFAULT_LIMIT,
@@ -50,7 +52,8 @@ def run(args: argparse.Namespace) -> int:
             since=parse_when(args.since) if args.since else None,
             until=parse_when(args.until) if args.until else None,
             parent_id=db.resolve(args.parent) if args.parent else None,
-            top_level=args.top_level, search=args.search or None)
+            top_level=args.top_level, search=args.search or None,
+            tags=tuple(dict.fromkeys(t.strip().lower() for t in args.tag or ())))
         limit = args.limit if args.limit > 0 else None
         runs = db.runs(f, limit=limit, offset=args.offset)
         if limit is not None and len(runs) == limit:

@@ -29,8 +29,10 @@ __all__ = [
     "DEFAULT_CUT",
     "StepOutOfRange",
     "message_text",
+    "notes_of",
     "open_replay",
     "overview",
+    "render_notes",
     "render_overview",
     "render_step",
     "step_of_seq",
@@ -69,8 +71,23 @@ def findings_of(db: TraceDB, run: Run, replay: Replay | None = None) -> list[Any
     return findings_for(db, [run.id], keep=False, replays=replays)[run.id]
 
 
+def notes_of(db: TraceDB, run: Run) -> dict[str, Any]:
+    """The run's notes (each with its step; ``tracer.db.notes``) and, for a fork or a
+    replay, the run it came from with how many notes that run has: a fork copies no
+    notes, it points at them."""
+    from tracer.read.fork_links import origin_of
+
+    out: dict[str, Any] = {"notes": [n.to_dict() for n in db.notes(run.id)]}
+    origin = origin_of(run.metadata)
+    if origin is not None:
+        of, step = origin
+        out["source"] = {"run": of, "step": step, "notes": len(db.notes(of))}
+    return out
+
+
 def overview(db: TraceDB, run_ref: str) -> dict[str, Any]:
-    """A run's summary, its subagent runs, and its findings with their steps."""
+    """A run's summary, its subagent runs, its findings with their steps and its notes
+    (``notes_of``)."""
     run, replay = open_replay(db, run_ref)
     found = findings_of(db, run, replay)
     findings = []
@@ -90,6 +107,7 @@ def overview(db: TraceDB, run_ref: str) -> dict[str, Any]:
         "health": health(found),
         "findings": findings,
         **asked_and_answered(run),
+        **notes_of(db, run),
     }
 
 
@@ -182,6 +200,7 @@ def step_view(db: TraceDB, run_ref: str, step: int, *, cut: int = DEFAULT_CUT,
         # (at a model call: the rest of what the model received, resolved)
         **({"request": req.to_dict()} if model_call and (
             req := model_request(run, _enter_seq(replay, s.index))) is not None else {}),
+        "notes": [n.to_dict() for n in db.notes(run.id) if n.step == step],
         "messages_total": len(msgs),
         "messages_offset": offset,
         "messages": [_message(m, offset + i, cut, hint, replay)
@@ -269,9 +288,32 @@ def render_overview(d: dict[str, Any]) -> str:
         lines.append(f"          {f['message']}")
         if f.get("message_keys"):
             lines.append(f"          messages: {', '.join(f['message_keys'])}")
+    src = d.get("source")
+    if src:
+        what = f"forks run {src['run'][:12]} at step {src['step']}" if src.get("step") else (
+            f"replays run {src['run'][:12]}")
+        lines.append(f"this run {what}; notes on the source run: {src['notes']}"
+                     + (f" (looptrace note {src['run'][:12]})" if src["notes"] else ""))
+    if d.get("notes"):
+        lines.append(f"notes ({len(d['notes'])}):")
+        lines.append(render_notes(d["notes"]).rstrip("\n"))
     if d["findings"]:
         lines.append(f"(looptrace show {r['id'][:12]} --step N: the messages at a step)")
     return safe_text("\n".join(lines), keep_newlines=True) + "\n"
+
+
+def render_notes(notes: list[dict[str, Any]]) -> str:
+    """Notes (``Note.to_dict``) as text, one a paragraph: where (the run, or its step),
+    the tags, who and its number, then the text indented; terminal controls made
+    visible."""
+    lines: list[str] = []
+    for n in notes:
+        where = f"step {n['step']}" if n.get("step") is not None else "the run"
+        tags = f" [{', '.join(n['tags'])}]" if n.get("tags") else ""
+        who = f" by {n['author']}" if n.get("author") else ""
+        lines.append(f"  {where}{tags}{who} (note {n['id']}):")
+        lines.extend("      " + ln for ln in str(n["text"]).splitlines() or [""])
+    return safe_text("\n".join(lines), keep_newlines=True) + "\n" if lines else ""
 
 
 def render_step(d: dict[str, Any]) -> str:
@@ -282,6 +324,9 @@ def render_step(d: dict[str, Any]) -> str:
              f"  {d['caption']}"]
     if d["pending_tool_calls"]:
         lines.append(f"  tool calls without a result yet: {', '.join(d['pending_tool_calls'])}")
+    if d.get("notes"):
+        lines.append(f"notes at this step ({len(d['notes'])}):")
+        lines.append(render_notes(d["notes"]).rstrip("\n"))
     lines.append(f"messages ({d['messages_total']}, {d['messages_are']}):")
     for m in d["messages"]:
         head = f"[{m['index']}] {m['type']}"

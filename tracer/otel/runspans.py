@@ -127,6 +127,7 @@ class _RunRows:
         self.wire: list[dict[str, Any]] = []
         self.state: list[dict[str, Any]] = []  # (carried as they are: tracer.record.state_keys)
         self.state_values: list[dict[str, Any]] = []
+        self.notes: list[dict[str, Any]] = []  # (a person's notes: not sent as spans)
 
     def add(self, table: str, row: dict[str, Any]) -> None:
         if table == "runs":
