@@ -47,10 +47,10 @@ def _expected(db: TraceDB, run_id: str) -> tuple[Decimal | None, int, int]:
             model = e.payload.get("model") or run.summary.model
             provider = e.payload.get("provider") or run.summary.provider or None
             continue
-        if e.phase != "exit":
+        if e.phase not in ("exit", "error"):
             continue
-        calls += 1
-        usage = (e.payload or {}).get("usage")
+        calls += 1  # (a call that failed: its cost is not known)
+        usage = (e.payload or {}).get("usage") if e.phase == "exit" else None
         if not usage:
             continue
         details = usage.get("input_token_details") or {}
@@ -93,6 +93,10 @@ def test_every_demo_run_costs_what_genai_prices_says(demo_db: Path) -> None:
     # a self-hosted model genai-prices has no price for
     assert by_name["ollama-weather"].total.usd is None
     assert by_name["ollama-weather"].calls[0].why == "no price for 'llama3.1' at ollama"
+    # a call that failed (the emulator's HTTP 400): counted, its cost unknown
+    partly = by_name["anthropic: What's the weather in Oslo and in Bergen right n..."]
+    assert partly.total.text() == f"≥ {money(partly.total.priced_usd)} (1 of 2 calls priced)"
+    assert partly.total.usd is None
     # made-up model names: unknown, never $0
     assert by_name["weather"].total.usd is None
     assert by_name["weather"].total.text() == "unknown"

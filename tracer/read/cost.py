@@ -82,7 +82,8 @@ _MILLION = Decimal(1_000_000)
 # -- sums ---------------------------------------------------------------------------------
 
 def money(usd: Decimal | float) -> str:
-    """An amount of dollars as people read it: "$0", "$0.000195", "$0.0123", "$1.23"."""
+    """An amount of dollars as people read it: three significant digits below a dollar
+    ("$0.000195", "$0.0123", "$0.5"), cents from one ("$1.23"), none from 100."""
     x = float(usd)
     if x == 0:
         return "$0"
@@ -91,7 +92,7 @@ def money(usd: Decimal | float) -> str:
     if abs(x) >= 1:
         return f"${x:,.2f}"
     places = min(10, 2 - math.floor(math.log10(abs(x))))
-    return f"${x:.{places}f}"
+    return "$" + f"{x:.{places}f}".rstrip("0").rstrip(".")
 
 
 @dataclass(frozen=True)
@@ -124,6 +125,12 @@ class Cost:
         if not self.priced:
             return "unknown"
         return f"≥ {money(self.priced_usd)} ({self.priced} of {self.calls} calls priced)"
+
+    def short(self) -> str:
+        """``text`` for a table's cell: "≥ $0.0123 (2/3)" when 2 of 3 calls are priced."""
+        if self.complete or not self.priced:
+            return self.text()
+        return f"≥ {money(self.priced_usd)} ({self.priced}/{self.calls})"
 
     def to_dict(self) -> dict[str, Any]:
         return {"usd": self.usd, "priced_usd": float(self.priced_usd), "calls": self.calls,
@@ -423,7 +430,7 @@ def call_costs(run_id: str, events: Iterable[Any], model: str | None, provider: 
     """The model calls of one run priced, from its events in order (objects or rows with
     ``seq``, ``ts``, ``hook``, ``phase``, ``lap``, ``payload``: ``Event`` does) and the
     run's model and provider (for a call whose ``enter`` names none). A call is its
-    ``exit``: one that failed has none, and is not counted."""
+    ``exit``, or its ``error``: a call that failed is counted, its cost unknown."""
     out: list[CallCost] = []
     cur_model, cur_provider = model or None, provider or None
     for e in events:
@@ -436,6 +443,9 @@ def call_costs(run_id: str, events: Iterable[Any], model: str | None, provider: 
         elif e.phase == "exit":
             out.append(price_call(prices, run_id, e.seq, e.lap, p.get("usage"), cur_model,
                                   cur_provider, e.ts))
+        elif e.phase == "error":  # (a provider may have billed it: not known, so not $0)
+            out.append(CallCost(run_id, e.seq, e.lap, cur_model, cur_provider, None, None,
+                                why="the call failed: no usage recorded"))
     return out
 
 
@@ -457,7 +467,7 @@ def _model_events(db: Any, run_ids: Sequence[str]) -> dict[str, list[_Row]]:
         for rid, seq, ts, hook, phase, lap, payload in db.query(
                 "SELECT run_id, seq, ts, hook, phase, lap, payload FROM events WHERE run_id IN"
                 f" ({','.join('?' * len(part))}) AND hook IN ({hooks}) AND phase IN"
-                " ('enter', 'exit') ORDER BY run_id, seq", part):
+                " ('enter', 'exit', 'error') ORDER BY run_id, seq", part):
             try:
                 data = json.loads(payload) if payload else None
             except ValueError:
