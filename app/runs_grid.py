@@ -36,7 +36,7 @@ SELECT = "select"  # the event a click on a row sends (its value: the run's id)
 class Column(NamedTuple):
     key: str  # the frame's column (``app.runs_table.COLUMNS``, or "open")
     label: str
-    kind: str  # how the browser shows it: text, run, int, seconds, tokens, link, id
+    kind: str  # how the browser shows it: text, run, int, seconds, tokens, cost, link, id
     help: str = ""
 
 
@@ -54,6 +54,9 @@ SHOWN = (
     Column("tool_calls", "tool_calls", "int"),
     Column("errors", "errors", "int"),
     Column("tokens", "tokens", "tokens", "empty: the run's model calls reported no usage"),
+    Column("cost", "cost", "cost", "USD, with its subagent runs (genai-prices, or your "
+           "--prices file); unknown: no price known, never $0; ≥ $x (2/3): 2 of 3 model "
+           "calls priced"),
     Column("what_if", "what if", "text", "a fork's step and edit, or the run a replay replays"),
     Column("open", "open", "link"),
     Column("id", "id", "id"),

@@ -44,8 +44,9 @@ from typing import Any
 from tracer.errors import PricesFileError
 from tracer.vocab.records import MODEL_HOOKS
 
-__all__ = ["ENV_VAR", "CallCost", "Cost", "Prices", "RunCost", "call_costs", "money",
-           "price_call", "run_costs"]
+__all__ = ["ENV_VAR", "CallCost", "Cost", "Prices", "RunCost", "call_costs",
+           "cost_difference", "default_prices", "money", "price_call", "prices_stamp",
+           "run_costs"]
 
 ENV_VAR = "LOOPTRACE_PRICES"
 
@@ -522,18 +523,38 @@ def run_costs(db: Any, run_ids: Sequence[str], prices: Prices | None = None
     return out
 
 
+def cost_difference(a: Cost, b: Cost) -> str:
+    """What B cost more (or less) than A, as text: "+$0.0012 (+25%)", "-$0.0003 (-10%)",
+    "the same"; "unknown" unless both are known."""
+    if a.usd is None or b.usd is None:
+        return "unknown"
+    d = b.priced_usd - a.priced_usd
+    if d == 0:
+        return "the same"
+    sign = "+" if d > 0 else "-"
+    pct = f" ({sign}{abs(d) / a.priced_usd * 100:.0f}%)" if a.priced_usd else ""
+    return f"{sign}{money(abs(d))}{pct}"
+
+
+def prices_stamp() -> tuple[Any, ...]:
+    """Changes when ``$LOOPTRACE_PRICES`` names another file or its file changes (a
+    cache key for costs)."""
+    path = os.environ.get(ENV_VAR) or None
+    try:
+        st = os.stat(path) if path else None
+        return (path, st.st_mtime_ns, st.st_size) if st else (path, None, None)
+    except OSError:
+        return (path, None, None)
+
+
 _default: list[Any] = [None, None]  # [(path, mtime, size), Prices]
 
 
 def default_prices() -> Prices:
     """``Prices.load()``: the file ``$LOOPTRACE_PRICES`` names (read again when it
     changes), over genai-prices."""
-    path = os.environ.get(ENV_VAR) or None
-    try:
-        st = os.stat(path) if path else None
-        key = (path, st.st_mtime_ns, st.st_size) if st else (path, None, None)
-    except OSError:
-        key = (path, None, None)
+    key = prices_stamp()
+    path = key[0]
     with _lock:
         if _default[0] == key and _default[1] is not None:
             return _default[1]  # type: ignore[no-any-return]
