@@ -227,3 +227,21 @@ def test_none_counts_are_not_reported_not_zero() -> None:
     assert usd is None and why == "no usage reported"
     usd, _, _, why, _ = p.price({"input_tokens": 1, "output_tokens": 1}, None, None)
     assert usd is None and why == "no model recorded"
+
+
+def test_pricing_asks_no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    """genai-prices' table is the one bundled with the package: pricing opens no socket
+    (its ``UpdatePrices`` fetcher, the only code of it that does, is never started)."""
+    import socket
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("pricing tried the network")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    usd, _, _, why, by = Prices().price({"input_tokens": 1000, "output_tokens": 100},
+                                        "claude-haiku-4-5", "anthropic", 1.8e9)
+    assert (usd, why, by) == (Decimal("0.0015"), None, "genai-prices")  # ($1 + $5 x 0.1) / 1000
+    from genai_prices.data_snapshot import get_snapshot
+
+    assert get_snapshot().from_auto_update is False
