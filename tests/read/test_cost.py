@@ -245,3 +245,21 @@ def test_pricing_asks_no_network(monkeypatch: pytest.MonkeyPatch) -> None:
     from genai_prices.data_snapshot import get_snapshot
 
     assert get_snapshot().from_auto_update is False
+
+
+def test_anthropic_cache_writes_are_priced_by_their_lifetime() -> None:
+    """LangChain's Anthropic usage: cache reads, and cache writes as one count or split in
+    5-minute and 1-hour writes. By hand, claude-haiku-4-5: $1 in, $0.10 a cache read,
+    $1.25 a 5-minute write, $2 a 1-hour write, $5 out, per million tokens."""
+    p = Prices()
+    split = {"input_tokens": 3000, "output_tokens": 100, "input_token_details": {
+        "cache_read": 1000, "cache_creation": 0, "ephemeral_5m_input_tokens": 500,
+        "ephemeral_1h_input_tokens": 200}}
+    usd = p.price(split, "claude-haiku-4-5", "anthropic", 1.8e9)[0]
+    assert usd is not None
+    assert float(usd) == pytest.approx((1300 + 1000 * 0.1 + 500 * 1.25 + 200 * 2 + 100 * 5) / 1e6)
+    one = {"input_tokens": 3000, "output_tokens": 100,
+           "input_token_details": {"cache_read": 1000, "cache_creation": 700}}
+    usd = p.price(one, "claude-haiku-4-5", "anthropic", 1.8e9)[0]
+    assert usd is not None
+    assert float(usd) == pytest.approx((1300 + 1000 * 0.1 + 700 * 1.25 + 100 * 5) / 1e6)
