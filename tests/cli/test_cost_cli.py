@@ -119,3 +119,18 @@ def test_prices_option_prices_a_custom_model(sample_db: Path, tmp_path: Path,
     code, out, err = run_cli(capsys, "runs", "--db", str(sample_db), "--prices", str(f))
     assert code == 1 and out == ""
     assert err == f"looptrace runs: prices file {f}: models.x needs output_per_mtok (USD per million tokens)\n"
+
+
+def test_a_subagent_run_checked_with_its_parent_counts_once(
+        sample_db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "prices.toml"
+    f.write_text('[models."scripted-deep"]\ninput_per_mtok = 1000\noutput_per_mtok = 1000\n')
+    code, out, _ = run_cli(capsys, "runs", "--db", str(sample_db), "--json", "--limit", "0")
+    rows = _by_name(json.loads(out))
+    top, sub = rows["deep-research"], rows["researcher"]
+    code, out, _ = run_cli(capsys, "check", top["id"], sub["id"], "--db", str(sample_db),
+                           "--max-total-cost", "1", "--prices", str(f))
+    assert code == 0
+    tokens = top["total_tokens"] + sub["total_tokens"]  # (91 + 71: $1,000 a million)
+    assert out.splitlines()[-1] == (f"cost ok: 1 run cost ${tokens / 1000:.3f} in all "
+                                    "(at most $1.00 in all)")
