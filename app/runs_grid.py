@@ -46,6 +46,9 @@ SHOWN = (
     Column("run", "run", "run", "subagent runs, forks and replays are nested (↳)"),
     Column("status", "status", "text"),
     Column("health", "health", "text"),
+    Column("cost", "cost", "cost", "USD, with its subagent runs (genai-prices, or your "
+           "--prices file); unknown: no price known, never $0; ≥ $x (2/3): 2 of 3 model "
+           "calls priced"),
     Column("agent", "agent", "text"),
     Column("started", "started", "text"),
     Column("duration_s", "duration", "seconds"),
@@ -54,9 +57,6 @@ SHOWN = (
     Column("tool_calls", "tool_calls", "int"),
     Column("errors", "errors", "int"),
     Column("tokens", "tokens", "tokens", "empty: the run's model calls reported no usage"),
-    Column("cost", "cost", "cost", "USD, with its subagent runs (genai-prices, or your "
-           "--prices file); unknown: no price known, never $0; ≥ $x (2/3): 2 of 3 model "
-           "calls priced"),
     Column("what_if", "what if", "text", "a fork's step and edit, or the run a replay replays"),
     Column("open", "open", "link"),
     Column("id", "id", "id"),
