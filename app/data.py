@@ -30,6 +30,7 @@ from tracer.db.notes import Note
 from tracer.db.notes import add_note as _add_note
 from tracer.errors import LooptraceError, NotALooptraceDatabase, RunNotFound
 from tracer.interop.exchange import build_sample_db, sample_db_path, sample_files
+from tracer.read.cost import Cost, RunCost, cost_difference, money, prices_stamp, run_costs
 from tracer.read.fork_links import Fork, forks_among
 from tracer.read.fork_links import forks_of as _forks_of
 from tracer.read.loader import Run, RunSummary, TraceDB
@@ -97,6 +98,7 @@ __all__ = [
     "TOOL_HOOKS",
     "UNSEEN",
     "Cell",
+    "Cost",
     "Divergence",
     "Finding",
     "Fork",
@@ -107,6 +109,7 @@ __all__ = [
     "Replay",
     "Row",
     "Run",
+    "RunCost",
     "RunDiff",
     "RunFilter",
     "RunNotFound",
@@ -124,6 +127,8 @@ __all__ = [
     "check_run",
     "colour_map",
     "content_text",
+    "cost_difference",
+    "costs",
     "db_path",
     "db_stamp",
     "debug_answer",
@@ -145,6 +150,7 @@ __all__ = [
     "load_runs",
     "message_text",
     "model_call_events",
+    "money",
     "newest_top_level",
     "note_tags",
     "notes",
@@ -401,6 +407,23 @@ def health(path: str, run_ids: list[str]) -> dict[str, str]:
         return _health(path, db_stamp(path), tuple(run_ids))
     except Exception:  # noqa: BLE001 - a broken checker must not break the runs list
         return {r: "check failed" for r in run_ids}
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _costs(path: str, stamp: Any, run_ids: tuple[str, ...],
+           prices: Any) -> dict[str, RunCost]:
+    with TraceDB(path) as db:
+        return run_costs(db, run_ids)
+
+
+def costs(path: str, run_ids: list[str]) -> tuple[dict[str, RunCost], str | None]:
+    """The cost of each of ``run_ids``, with its subagent runs (``tracer.read.cost``),
+    cached until the file or the prices file changes; and what went wrong, if the costs
+    cannot be had (a prices file that does not fit: the runs list shows no cost)."""
+    try:
+        return _costs(path, db_stamp(path), tuple(run_ids), prices_stamp()), None
+    except LooptraceError as exc:
+        return {}, str(exc)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)

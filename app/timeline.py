@@ -1,4 +1,4 @@
-"""Timeline figures (plotly): the run over wall-clock time, and tokens per lap.
+"""Timeline figures (plotly): the run over wall-clock time, tokens and cost per lap.
 
 Lanes: one per hook, one for model calls, one per tool call, in its colour (so parallel
 calls visibly overlap), and one for the notes on steps (``tracer.db.notes``). Pure functions of a ``Replay``; tested directly.
@@ -12,7 +12,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from .data import KIND_COLOURS, MODEL_HOOKS, TOOL_HOOKS, Note, Replay, colour_map
+from .data import KIND_COLOURS, MODEL_HOOKS, TOOL_HOOKS, Note, Replay, RunCost, colour_map
 
 NODE_HOOKS = ("before_agent", "before_model", "after_model", "after_agent")
 
@@ -168,4 +168,23 @@ def tokens_figure(replay: Replay) -> go.Figure:
     fig.update_layout(barmode="stack", height=300, margin={"l": 10, "r": 10, "t": 30, "b": 40},
                       xaxis_title="lap", yaxis_title="tokens",
                       legend={"orientation": "h", "y": 1.1})
+    return fig
+
+
+def cost_per_lap(cost: RunCost) -> list[dict[str, Any]]:
+    """The run's own model calls' cost per lap (``tracer.read.cost``): lap, the dollars
+    priced (``usd``: None where no call of the lap has a price), and the lap's cost as
+    text ("unknown", never $0, where it is not known; "≥ $x (1/2)" in part)."""
+    return [{"lap": lap, "usd": float(c.priced_usd) if c.priced else None, "text": c.short()}
+            for lap, c in sorted(cost.by_lap().items())]
+
+
+def cost_figure(rows: list[dict[str, Any]]) -> go.Figure:
+    fig = go.Figure()
+    fig.add_bar(x=[r["lap"] for r in rows], y=[r["usd"] or 0 for r in rows],
+                text=[r["text"] for r in rows], textposition="outside", name="cost (USD)",
+                marker_color=KIND_COLOURS["model"],
+                hovertemplate="lap %{x}: %{text}<extra></extra>")
+    fig.update_layout(height=300, margin={"l": 10, "r": 10, "t": 30, "b": 40},
+                      xaxis_title="lap", yaxis_title="USD", showlegend=False)
     return fig

@@ -177,7 +177,10 @@ def table_frame(path: str, flt: RunFilter, runs: list[RunSummary],
     else:
         forks = {}
     badges = data.health(path, [r.id for r in shown])
-    return runs_table.runs_frame(shown, lambda r: badges.get(r.id, "–"), forks), shown
+    costs, problem = data.costs(path, [r.id for r in shown])
+    if problem:
+        st.warning(md_escape(f"No costs: {problem}"), icon=":material/warning:")
+    return runs_table.runs_frame(shown, lambda r: badges.get(r.id, "–"), forks, costs), shown
 
 
 def warm(path: str) -> None:

@@ -9,7 +9,7 @@ import sys
 from tracer.cli import PORT_MAX, int_range
 from tracer.errors import UsageError
 
-from . import DEFAULT_DB, read_db
+from . import DEFAULT_DB, add_prices, read_db, use_prices
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -32,10 +32,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--agent", metavar="MODULE:FACTORY",
                    help="the agent of the runs, the default of replay_run and fork_run "
                         "(see looptrace replay)")
+    add_prices(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    use_prices(args)
     from tracer.mcp.server import build_server
 
     if not 0 < args.port < 65536:

@@ -10,8 +10,9 @@ import json
 import sys
 from collections.abc import Sequence
 
-from tracer.cli import int_range
+from tracer.cli import add_prices, int_range, use_prices
 from tracer.db.schema import RUN_STATUSES
+from tracer.read.cost import RunCost, run_costs
 from tracer.read.loader import RunSummary, TraceDB
 from tracer.read.run_list import HEALTH_CLASSES, RunFilter, parse_when
 from tracer.vocab.terminal import safe_text
@@ -42,10 +43,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--limit", type=int_range(0), default=DEFAULT_LIMIT,
                    help=f"at most this many runs (default {DEFAULT_LIMIT}; 0: all)")
     p.add_argument("--offset", type=int_range(0), default=0, help="skip this many runs first")
+    add_prices(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    use_prices(args)
     with TraceDB(args.db) as db:
         f = RunFilter(
             status=tuple(args.status or ()), name=args.name, health=tuple(args.health or ()),
@@ -62,24 +65,34 @@ def run(args: argparse.Namespace) -> int:
                 print(f"(runs {args.offset + 1}-{args.offset + limit} of {total}: --offset "
                       f"{args.offset + limit} for the next ones, --limit 0 for all)",
                       file=sys.stderr)
+        costs = run_costs(db, [r.id for r in runs])
     if args.json:
-        rows = [{**{f: getattr(r, f) for f in r.__dataclass_fields__}, "duration_s": r.duration_s}
+        # cost_usd: the run's model calls and its subagent runs', null unless every one
+        # of them is priced ("cost" says how many are, and the run's own part)
+        rows = [{**{f: getattr(r, f) for f in r.__dataclass_fields__}, "duration_s": r.duration_s,
+                 "cost_usd": costs[r.id].total.usd if r.id in costs else None,
+                 "cost": costs[r.id].to_dict() if r.id in costs else None}
                 for r in runs]
         print(json.dumps(rows, indent=2))
         return 0
-    print(format_table(runs))
+    print(format_table(runs, costs))
     return 0
 
 
-def format_table(runs: Sequence[RunSummary]) -> str:
-    """The runs as a table, one line a run ("no runs" when there are none)."""
+def format_table(runs: Sequence[RunSummary], costs: dict[str, RunCost] | None = None) -> str:
+    """The runs as a table, one line a run ("no runs" when there are none); ``costs``:
+    each run's, with its subagent runs (``tracer.read.cost.run_costs``)."""
     if not runs:
         return "no runs"
-    header = ("id", "name", "status", "laps", "model", "tools", "errors", "tokens", "parent")
+    costs = costs or {}
+    header = ("id", "name", "status", "laps", "model", "tools", "errors", "tokens", "cost",
+              "parent")
     table = [header]
     for r in runs:
+        c = costs.get(r.id)
         table.append((safe_text(r.id[:12]), safe_text(r.name or "")[:28], r.status, str(r.laps), str(r.model_calls),
                       str(r.tool_calls), str(r.errors), r.tokens_text,
+                      c.total.short() if c else "-",
                       safe_text((r.parent_id or "")[:12])))
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip()

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from tracer.db.schema import refuse_database, written_whole
+from tracer.read.cost import run_costs
 from tracer.read.graph_layout import drawing
 from tracer.read.loader import TraceDB
 from tracer.read.steps import Replay, build_replay
@@ -57,10 +58,12 @@ def script_json(data: Any) -> str:
 
 
 def render_html(rp: Replay, subagents: Sequence[Replay] = (),
-                notes: Mapping[str, list[dict[str, Any]]] | None = None) -> str:
+                notes: Mapping[str, list[dict[str, Any]]] | None = None,
+                costs: Mapping[str, str] | None = None) -> str:
     """The whole page for one replay (and its subagent runs' replays), as a string;
     ``notes``: each run's notes (``Note.to_dict``, by run id), listed under the replay
-    and marked on its tick strip."""
+    and marked on its tick strip; ``costs``: each run's cost as text
+    (``tracer.read.cost``), shown in the header."""
     template = resources.files("tracer.interop").joinpath("templates/replay.html").read_text("utf-8")
     title = f"looptrace replay: {rp.run.summary.name or rp.run.id}"
     # Split at the data first and fill the title last, so nothing taken from the
@@ -76,6 +79,8 @@ def render_html(rp: Replay, subagents: Sequence[Replay] = (),
     data["subruns"] = {sub.run.id: replay_data(sub) for sub in subagents}
     for d in (data, *data["subruns"].values()):
         d["notes"] = list((notes or {}).get(d["run"]["id"], ()))
+        if costs and d["run"]["id"] in costs:
+            d["run"]["cost"] = costs[d["run"]["id"]]
     return head + script_json(data) + tail
 
 
@@ -90,10 +95,11 @@ def export_html(db_path: str | Path, run_id: str, out_path: str | Path) -> Path:
         tree = run_tree(db, rid)  # the run, then its subagent runs (nested ones too)
         runs = [db.run(i) for i in tree]
         notes = {i: [n.to_dict() for n in db.notes(i)] for i in tree}
+        costs = {k: "cost " + c.text() for k, c in run_costs(db, tree).items()}
     out = Path(out_path)
     out.parent.mkdir(parents=True, exist_ok=True)
     replays = [build_replay(r) for r in runs]
-    page = render_html(replays[0], replays[1:], notes)
+    page = render_html(replays[0], replays[1:], notes=notes, costs=costs)
     with written_whole(out) as f:
         f.write(page)
     return out

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
+from decimal import Decimal
 from typing import Any
 
 from tracer.errors import StepOutOfRange
@@ -85,9 +86,23 @@ def notes_of(db: TraceDB, run: Run) -> dict[str, Any]:
     return out
 
 
+def cost_of(db: TraceDB, run: Run, replay: Replay) -> dict[str, Any]:
+    """The run's cost (``tracer.read.cost``): with its subagent runs and its own, by
+    model, and each of its own model calls at its step."""
+    from tracer.read.cost import run_costs
+
+    c = run_costs(db, [run.id])[run.id]
+    return {**c.to_dict(), "text": c.text(),
+            "model_calls": [{**k.to_dict(), "step": step_of_seq(replay, k.seq),
+                             "text": k.text(),
+                             "tokens": [(k.usage or {}).get("input_tokens"),
+                                        (k.usage or {}).get("output_tokens")]}
+                            for k in c.calls]}
+
+
 def overview(db: TraceDB, run_ref: str) -> dict[str, Any]:
-    """A run's summary, its subagent runs, its findings with their steps and its notes
-    (``notes_of``)."""
+    """A run's summary, its subagent runs, its cost, its findings with their steps and
+    its notes (``notes_of``)."""
     run, replay = open_replay(db, run_ref)
     found = findings_of(db, run, replay)
     findings = []
@@ -106,6 +121,7 @@ def overview(db: TraceDB, run_ref: str) -> dict[str, Any]:
                           for c in run.children],
         "health": health(found),
         "findings": findings,
+        "cost": cost_of(db, run, replay),
         **asked_and_answered(run),
         **notes_of(db, run),
     }
@@ -268,6 +284,11 @@ def render_overview(d: dict[str, Any]) -> str:
     if r.get("model") or r.get("provider"):
         lines.append(f"  model {r.get('model') or '-'} ({r.get('provider') or '-'})"
                      f"   source {r.get('source') or '-'}")
+    cost = d.get("cost")
+    if cost:
+        lines.append(f"  cost {cost['text']}")
+        if len(cost.get("models") or {}) > 1:
+            lines.extend(f"    {m}: {_cost_text(c)}" for m, c in cost["models"].items())
     if r.get("parent_id"):
         lines.append(f"  subagent run of {r['parent_id'][:12]} "
                      f"(tool call {r.get('parent_tool_call_id')})")
@@ -280,6 +301,13 @@ def render_overview(d: dict[str, Any]) -> str:
     for c in d["subagent_runs"]:
         lines.append(f"  subagent run {c['id'][:12]} {c.get('name') or ''} ({c['status']}),"
                      f" from tool call {c.get('parent_tool_call_id')}")
+    calls = (cost or {}).get("model_calls") or []
+    if calls:
+        lines.append(f"model calls ({len(calls)}):")
+        for k in calls:
+            i, o = k["tokens"]
+            tokens = "usage not reported" if i is None and o is None else f"{i} in, {o} out"
+            lines.append(f"  step {k['step']}  {k['model'] or '-'}  {tokens}  {k['text']}")
     lines.append(f"health: {d['health']}")
     for f in d["findings"]:
         where = f"step {f['step']}" if f.get("step") else "the run"
@@ -314,6 +342,12 @@ def render_notes(notes: list[dict[str, Any]]) -> str:
         lines.append(f"  {where}{tags}{who} (note {n['id']}):")
         lines.extend("      " + ln for ln in str(n["text"]).splitlines() or [""])
     return safe_text("\n".join(lines), keep_newlines=True) + "\n" if lines else ""
+
+
+def _cost_text(c: dict[str, Any]) -> str:
+    from tracer.read.cost import Cost
+
+    return Cost(Decimal(str(c["priced_usd"])), c["calls"], c["priced_calls"]).text()
 
 
 def render_step(d: dict[str, Any]) -> str:

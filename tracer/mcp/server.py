@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 from tracer.db.notes import check_tags
 from tracer.db.schema import RUN_STATUSES
 from tracer.errors import LooptraceError
+from tracer.read.cost import RunCost, run_costs
 from tracer.read.loader import RunSummary, TraceDB
 from tracer.read.run_list import HEALTH_CLASSES, RunFilter, parse_when
 from tracer.vocab.hooks import HOOK_BY_NAME
@@ -104,12 +105,14 @@ def _int_args(kwargs: dict[str, Any]) -> None:
             raise ToolError(msg)
 
 
-def _compact(s: RunSummary) -> dict[str, Any]:
+def _compact(s: RunSummary, cost: RunCost | None = None) -> dict[str, Any]:
     return {"id": s.id, "name": s.name, "status": s.status, "started_at": s.started_at,
             "duration_s": round(s.duration_s, 3) if s.duration_s is not None else None,
             "laps": s.laps, "model_calls": s.model_calls, "tool_calls": s.tool_calls,
             "errors": s.errors, "total_tokens": s.total_tokens, "model": s.model,
             "parent_id": s.parent_id, "source": s.source,
+            # (with the subagent runs; null when not every model call is priced)
+            **({"cost_usd": cost.total.usd, "cost": cost.total.text()} if cost else {}),
             **({"error": s.error[:300]} if s.error else {})}
 
 
@@ -179,9 +182,10 @@ class Tools:
                 more: dict[str, Any] = {}
             else:
                 runs, total, more = _with_health_computed(db, f, wanted, offset, limit)
+            costs = run_costs(db, [r.id for r in runs])
         nxt = offset + limit
         return _with_clamped({"total": total, "offset": offset,
-                              "runs": [_compact(r) for r in runs],
+                              "runs": [_compact(r, costs.get(r.id)) for r in runs],
                               "next_offset": nxt if nxt < total else None, **more}, clamped)
 
     def run_summary(self, run: str, findings_offset: int = 0,
@@ -201,6 +205,11 @@ class Tools:
         d["run"] = _compact_dict(d["run"])
         d["notes_total"] = len(d["notes"])
         d["notes"] = [_cut_note(n) for n in d["notes"][:NOTES_SHOWN]]
+        d["cost_usd"] = d["cost"]["usd"]
+        calls = d["cost"]["model_calls"]
+        if len(calls) > PAGE:  # (each call's cost: the first PAGE of them)
+            d["cost"]["model_calls"] = calls[:PAGE]
+            d["cost"]["model_calls_total"] = len(calls)
         return _with_clamped(d, clamped)
 
     def add_note(self, run: str, text: str, step: int | None = None,
@@ -489,13 +498,15 @@ TOOLS: dict[str, str] = {
         "subagent runs of a run), top_level, search (text in the messages or notes), tags "
         "(runs with a note tagged with any of these). Paged: "
         "offset/limit in, next_offset out. Each run: id (pass it, or a unique prefix, to "
-        "the other tools), laps, model and tool calls, errors, tokens."),
+        "the other tools), laps, model and tool calls, errors, tokens, cost_usd (with its "
+        "subagent runs; null when a model call has no known price, never 0 for unknown)."),
     "search_runs": (
         "Find runs whose messages (user text, model replies, tool results, tool call "
         "arguments) or notes contain a text (ASCII letters in either case; a text holding a "
         "NUL character is refused); paged like list_runs."),
     "run_summary": (
-        "One run: status, laps, model and tool calls, tokens, its subagent runs (Deep "
+        "One run: status, laps, model and tool calls, tokens, its cost (cost_usd, with "
+        "its subagent runs; per model and per model call), its subagent runs (Deep "
         "Agents' task calls), how it was recorded and what that could not see, and its "
         "findings, each with the step to open: protocol problems a provider rejects with "
         "a 400 (a dangling tool call: an AIMessage's tool call with no ToolMessage of the "
