@@ -26,8 +26,11 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import streamlit as st
 
 from tracer.checks.saved import health_badge, stored_health
+from tracer.db.notes import Note
+from tracer.db.notes import add_note as _add_note
 from tracer.errors import LooptraceError, NotALooptraceDatabase, RunNotFound
 from tracer.interop.exchange import build_sample_db, sample_db_path, sample_files
+from tracer.read.cost import Cost, RunCost, cost_difference, money, prices_stamp, run_costs
 from tracer.read.fork_links import Fork, forks_among
 from tracer.read.fork_links import forks_of as _forks_of
 from tracer.read.loader import Run, RunSummary, TraceDB
@@ -95,15 +98,18 @@ __all__ = [
     "TOOL_HOOKS",
     "UNSEEN",
     "Cell",
+    "Cost",
     "Divergence",
     "Finding",
     "Fork",
     "LooptraceError",
     "NotALooptraceDatabase",
+    "Note",
     "ProviderBody",
     "Replay",
     "Row",
     "Run",
+    "RunCost",
     "RunDiff",
     "RunFilter",
     "RunNotFound",
@@ -111,6 +117,7 @@ __all__ = [
     "TraceDB",
     "TurnView",
     "annotated_text",
+    "armed_for",
     "aspect_rows",
     "body_diff",
     "build_replay",
@@ -120,8 +127,14 @@ __all__ = [
     "check_run",
     "colour_map",
     "content_text",
+    "cost_difference",
+    "costs",
     "db_path",
     "db_stamp",
+    "debug_answer",
+    "debug_arm",
+    "debug_clear",
+    "debug_validate",
     "diff_replays",
     "drawing",
     "earlier_turns",
@@ -137,9 +150,13 @@ __all__ = [
     "load_runs",
     "message_text",
     "model_call_events",
+    "money",
     "newest_top_level",
+    "note_tags",
+    "notes",
     "open_db",
     "origin_of",
+    "paused_runs",
     "plural",
     "preload",
     "recent_runs",
@@ -158,6 +175,7 @@ __all__ = [
     "turn_label",
     "turn_view",
     "wire_rows",
+    "write_note",
 ]
 
 EXPORTS: dict[str, str] = {
@@ -333,6 +351,37 @@ def forks_below(path: str, runs: list[RunSummary]) -> tuple[list[RunSummary], di
                        min(starts) if starts else None)
 
 
+@st.cache_data(show_spinner=False, max_entries=64)
+def _notes(path: str, stamp: Any, run_id: str) -> list[Note]:
+    with TraceDB(path) as db:
+        return db.notes(run_id)
+
+
+def notes(path: str, run_id: str) -> list[Note]:
+    """The notes on ``run_id`` (``TraceDB.notes``: the run's first, then by step), cached
+    until the file changes."""
+    return _notes(path, db_stamp(path), run_id)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _note_tags(path: str, stamp: Any) -> list[tuple[str, int]]:
+    with TraceDB(path) as db:
+        return db.note_tags()
+
+
+def note_tags(path: str) -> list[tuple[str, int]]:
+    """Every tag of a note in the file, with how many runs have it (``TraceDB.note_tags``)."""
+    return _note_tags(path, db_stamp(path))
+
+
+def write_note(path: str, run_id: str, text: str, *, step: int | None,
+               tags: list[str]) -> Note:
+    """Write a note (``tracer.db.notes.add_note``): the one write of the app, through
+    the tracer's own function, the file opened for writing for that row only. A bad
+    input or a file that cannot be written is a ``LooptraceError`` (nothing written)."""
+    return _add_note(path, run_id, text, step=step, tags=tags)
+
+
 def newest_top_level(path: str) -> RunSummary | None:
     page = _load_page(path, db_stamp(path), RunFilter(top_level=True), 1, 0)[0]
     return page[0] if page else None
@@ -360,6 +409,23 @@ def health(path: str, run_ids: list[str]) -> dict[str, str]:
         return {r: "check failed" for r in run_ids}
 
 
+@st.cache_data(show_spinner=False, max_entries=64)
+def _costs(path: str, stamp: Any, run_ids: tuple[str, ...],
+           prices: Any) -> dict[str, RunCost]:
+    with TraceDB(path) as db:
+        return run_costs(db, run_ids)
+
+
+def costs(path: str, run_ids: list[str]) -> tuple[dict[str, RunCost], str | None]:
+    """The cost of each of ``run_ids``, with its subagent runs (``tracer.read.cost``),
+    cached until the file or the prices file changes; and what went wrong, if the costs
+    cannot be had (a prices file that does not fit: the runs list shows no cost)."""
+    try:
+        return _costs(path, db_stamp(path), tuple(run_ids), prices_stamp()), None
+    except LooptraceError as exc:
+        return {}, str(exc)
+
+
 @st.cache_data(show_spinner=False, max_entries=16)
 def _validate(path: str, stamp: Any) -> None:
     TraceDB(path).close()
@@ -380,3 +446,67 @@ def open_db() -> str:
     except LooptraceError as exc:
         show_error(exc)
     return path
+
+
+# -- the debugger (tracer.debug.channel): read-only until a control is used -------------
+def paused_runs(path: str) -> list[dict[str, Any]]:
+    """The runs paused in the debugger now (``tracer.debug.channel.list_paused``, with
+    what each waits on), read now; none for a file the channel cannot read."""
+    import sqlite3
+
+    from tracer.debug.channel import list_paused
+
+    try:
+        return list_paused(path, with_pending=True)
+    except (LooptraceError, sqlite3.Error, OSError, ValueError):
+        return []
+
+
+def armed_for(path: str, run_id: str) -> list[str]:
+    """The breakpoints armed from outside for ``run_id`` (its specs), read-only."""
+    import sqlite3
+
+    from tracer.db.schema import connect
+    from tracer.debug.channel import armed_breaks
+
+    try:
+        conn = connect(path, readonly=True)
+    except (LooptraceError, sqlite3.Error, OSError):
+        return []
+    try:
+        return [spec for _bid, spec, rid, _tid in armed_breaks(conn) if rid == run_id]
+    except sqlite3.Error:  # (a file older than schema 6)
+        return []
+    finally:
+        conn.close()
+
+
+def debug_answer(path: str, run_id: str, command: str,
+                 edit: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Answer run ``run_id``'s pause (``tracer.debug.channel.answer``: the edit is
+    validated first; a bad one raises ``InvalidOption`` and nothing is written)."""
+    from tracer.debug.channel import answer
+
+    return answer(path, run_id, command, edit)
+
+
+def debug_arm(path: str, spec: str, run_id: str) -> int:
+    """Arm ``spec`` for ``run_id`` (and its subagent runs) from the app."""
+    from tracer.debug.channel import arm
+
+    return arm(path, spec, run=run_id, source="app")
+
+
+def debug_clear(path: str, run_id: str) -> int:
+    """Clear the breakpoints armed for ``run_id``."""
+    from tracer.debug.channel import clear
+
+    return clear(path, run=run_id)
+
+
+def debug_validate(edit: dict[str, Any], pending: dict[str, Any]) -> dict[str, Any]:
+    """``edit`` checked against what is ``pending`` (``tracer.debug.edits.validate``):
+    ``InvalidOption`` with one line when it is not a valid edit of it."""
+    from tracer.debug.edits import validate
+
+    return validate(edit, pending)

@@ -1,8 +1,8 @@
 """The step inspector: what this hook saw and changed, for the current step.
 
 Event fields, the payload (the request summary the model got, the tool call's
-arguments, the result status, the error), the messages the step added, and the
-caption. Everything from the trace goes through ``st.json`` / ``st.text``.
+arguments, the result status, the error), the messages the step added, the
+caption, and the notes on the step and the run with a box to write one. Everything from the trace goes through ``st.json`` / ``st.text``.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Any
 import streamlit as st
 
 from .data import content_text, signature_note, tool_life
+from .notes_pane import render_notes_box
 from .run_view import RunView
 
 
@@ -105,7 +106,9 @@ def render_tool_life(view: RunView, index: int) -> None:
             st.text(life.outcome)
 
 
-def render_inspector(view: RunView, index: int) -> None:
+def render_inspector(view: RunView, index: int, path: str | None = None) -> None:
+    """The step inspector at step ``index``; with the database's ``path``, its notes box
+    (``app/notes_pane.py``: the notes on this step and the run, and a form to add one)."""
     if not view.replay.steps:
         return
     step = view.replay.steps[index]
@@ -136,3 +139,5 @@ def render_inspector(view: RunView, index: int) -> None:
                     st.json(m.data, expanded=1)
         render_tool_life(view, index)
         render_layers(view, index)
+        if path is not None:
+            render_notes_box(path, view, index)

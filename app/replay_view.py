@@ -23,12 +23,13 @@ from typing import Any
 
 import streamlit as st
 
-from . import data, loads, navigation, state
+from . import data, debug_pane, loads, navigation, state
 from .data import LooptraceError, RunNotFound
 from .findings_pane import render_findings
 from .floorplan_pane import render_floor_plan_section
 from .fork_pane import render_fork_pane
 from .inspector import render_inspector
+from .notes_pane import note_markers, render_presenter_notes
 from .replayer_component import event, render_replayer, replayer_data, window_at
 from .run_picker import run_picker
 from .run_view import RunView
@@ -176,10 +177,11 @@ def _on_window(view: RunView) -> None:
         state.shown_step(j)
 
 
-def _markers(view: RunView) -> list[dict[str, Any]]:
-    """The findings as marks on the scrubber's tick strip."""
+def _markers(path: str, view: RunView) -> list[dict[str, Any]]:
+    """The findings and the notes on steps as marks on the scrubber's tick strip."""
     return [{"step": st, "severity": f.severity}
-            for f, st in zip(view.findings, view.finding_steps) if st is not None]
+            for f, st in zip(view.findings, view.finding_steps) if st is not None
+            ] + note_markers(data.notes(path, view.replay.run.id))
 
 
 def _on_step(view: RunView) -> None:
@@ -228,15 +230,15 @@ def _on_open(view: RunView) -> None:
         state.open_run(run_id, push=True)
 
 
-def _replayer(view: RunView, i: int, *, presenter: bool) -> None:
+def _replayer(path: str, view: RunView, i: int, *, presenter: bool, live: bool = False) -> None:
     """The replayer at step ``i``: the browser's from here on."""
     window = _window(view, i)
     key = _key(view, window)
     held = st.session_state.get(state.HELD) == key
     data = replayer_data(
         None if held else view.json(window), i, key=key, goto=int(st.session_state.get(state.GOTO) or 0),
-        live_ms=state.LIVE_MS if _running(view) else 0, presenter=presenter,
-        markers=_markers(view), highlight=tuple(st.session_state.get(state.HIGHLIGHT) or ()),
+        live_ms=state.LIVE_MS if live or _running(view) else 0, presenter=presenter,
+        markers=_markers(path, view), highlight=tuple(st.session_state.get(state.HIGHLIGHT) or ()),
         speed=float(st.session_state.get(state.SPEED) or 1.0), subagents=not presenter,
         paint=bool(st.session_state.get(state.LEAN)))
     if not held:
@@ -267,6 +269,9 @@ def _draw(path: str, presenter: bool) -> None:
         return
     if st.session_state.get(state.LEAN) and st.session_state.get(state.PAINTED):
         st.rerun(scope="app")  # the lean page, drawn whole now that the replayer has painted
+    pause, below = debug_pane.pauses(path, view) if not presenter else (None, [])
+    if pause is not None:
+        debug_pane.follow(view, pause)  # (a new pause: the replay jumps to its step)
     i = _advance(view)
     if view.replay.run.summary.status != st.session_state.get(state.PAGE_STATUS) or (
             not presenter and view.replay.run.id != st.session_state.get(state.HEADER_RUN)):
@@ -275,15 +280,17 @@ def _draw(path: str, presenter: bool) -> None:
     if presenter:
         with st.container(key="presenter"):
             st.text(view.replay.run.summary.name or view.replay.run.id)
-            _replayer(view, i, presenter=True)
+            _replayer(path, view, i, presenter=True)
+            render_presenter_notes(path, view, i)
             render_floor_plan_section(view, i)
             st.caption("Keyboard: → next · ← back · space play / pause · Home / End")
         return
-    _replayer(view, i, presenter=False)  # (its "Open subagent" opens a call's subagent run)
+    debug_pane.render(path, view, pause, below)  # (app/debug_pane.py: paused in the debugger)
+    _replayer(path, view, i, presenter=False, live=pause is not None or bool(below))  # (its "Open subagent" opens a call's subagent run)
     if st.session_state.get(state.LEAN):
         return  # (the rest once the replayer has painted)
     render_floor_plan_section(view, i)
-    render_inspector(view, i)
+    render_inspector(view, i, path)
     _wire(path, view, i)
     render_fork_pane(path, view, i)  # (app/fork_pane.py: what if)
 

@@ -3,7 +3,9 @@
 // Sorting is the browser's (a click on a header: ascending, descending, the page's own
 // order); a click on a row (or Enter on it) sends its run id ("select"). Every text is
 // set with textContent: names and edits are untrusted.
-const NUMERIC = new Set(["int", "seconds", "tokens"]);
+const NUMERIC = new Set(["int", "seconds", "tokens", "cost"]);
+// A column sorted by another of the row's values: the cost's text by its dollars.
+const SORT_BY = { cost: "cost_usd" };
 const INT = new Intl.NumberFormat(undefined, { maximumFractionDigits: 0 });
 
 function show(kind, v) {
@@ -63,7 +65,8 @@ function drawBody(S) {
     const col = cols.find((c) => c.key === S.sortKey);
     // (stable: equal values keep the page's order; empty cells last either way)
     rows = rows.map((r, i) => [r, i]).sort(([a, i], [b, j]) => {
-      const va = a[col.key], vb = b[col.key];
+      const k = SORT_BY[col.kind] || col.key;
+      const va = a[k], vb = b[k];
       const empty = (v) => v === null || v === undefined || v === "";
       if (empty(va) || empty(vb)) return compare(col.kind, va, vb) || i - j;
       return S.dir * compare(col.kind, va, vb) || i - j;

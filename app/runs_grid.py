@@ -36,7 +36,7 @@ SELECT = "select"  # the event a click on a row sends (its value: the run's id)
 class Column(NamedTuple):
     key: str  # the frame's column (``app.runs_table.COLUMNS``, or "open")
     label: str
-    kind: str  # how the browser shows it: text, run, int, seconds, tokens, link, id
+    kind: str  # how the browser shows it: text, run, int, seconds, tokens, cost, link, id
     help: str = ""
 
 
@@ -46,6 +46,9 @@ SHOWN = (
     Column("run", "run", "run", "subagent runs, forks and replays are nested (↳)"),
     Column("status", "status", "text"),
     Column("health", "health", "text"),
+    Column("cost", "cost", "cost", "USD, with its subagent runs (genai-prices, or your "
+           "--prices file); unknown: no price known, never $0; ≥ $x (2/3): 2 of 3 model "
+           "calls priced"),
     Column("agent", "agent", "text"),
     Column("started", "started", "text"),
     Column("duration_s", "duration", "seconds"),

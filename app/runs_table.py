@@ -3,7 +3,9 @@ forks and replays (``tracer.read.fork_links``) under the run they fork or replay
 
 ``runs_frame`` is a pure function (pandas), tested directly. Its numbers are numbers
 (the table sorts them as such): ``tokens`` is empty (``<NA>``) for a run whose model
-calls reported no usage, 0 for a run without model calls.
+calls reported no usage, 0 for a run without model calls. ``cost`` is the run's cost
+with its subagent runs as text ("unknown", never $0, when no call has a known price;
+"≥ $0.01 (2/3)" when some have), ``cost_usd`` the dollars it sorts by (the priced part).
 """
 
 from __future__ import annotations
@@ -13,10 +15,11 @@ from collections.abc import Callable, Mapping, Sequence
 
 import pandas as pd
 
-from .data import Fork, RunSummary
+from .data import Fork, RunCost, RunSummary
 
 COLUMNS = ["run", "name", "agent", "status", "health", "started", "duration_s", "laps",
-           "model_calls", "tool_calls", "errors", "tokens", "what_if", "depth", "parent", "id"]
+           "model_calls", "tool_calls", "errors", "tokens", "cost", "cost_usd", "what_if",
+           "depth", "parent", "id"]
 
 
 def _above(r: RunSummary, forks: Mapping[str, Fork]) -> str | None:
@@ -59,8 +62,10 @@ def nested(runs: Sequence[RunSummary],
 
 def runs_frame(runs: Sequence[RunSummary],
                health: Callable[[RunSummary], str] | None = None,
-               forks: Mapping[str, Fork] | None = None) -> pd.DataFrame:
+               forks: Mapping[str, Fork] | None = None,
+               costs: Mapping[str, RunCost] | None = None) -> pd.DataFrame:
     forks = forks or {}
+    costs = costs or {}
     rows = []
     for r, depth in nested(runs, forks):
         name = r.name or r.agent_name or "run"
@@ -80,6 +85,9 @@ def runs_frame(runs: Sequence[RunSummary],
             "tool_calls": r.tool_calls,
             "errors": r.errors,
             "tokens": tokens(r),
+            "cost": costs[r.id].total.short() if r.id in costs else "",
+            "cost_usd": (float(costs[r.id].total.priced_usd)
+                         if r.id in costs and costs[r.id].total.priced else None),
             "what_if": fork.what if fork else "",
             "depth": depth,
             "parent": r.parent_id or "",
@@ -87,6 +95,7 @@ def runs_frame(runs: Sequence[RunSummary],
         })
     df = pd.DataFrame(rows, columns=COLUMNS)
     df["tokens"] = df["tokens"].astype("Int64")
+    df["cost_usd"] = df["cost_usd"].astype("Float64")
     return df
 
 

@@ -78,6 +78,22 @@ PICKER_PAGES = "lt_picker_pages"  # {picker key: the page of runs it shows} (a p
 FORK_TOGGLE = "show_fork"  # the "Fork here (what if)" toggle
 FORK_ERROR = "lt_fork_error"  # why the last fork started here failed, shown once (a plain key)
 
+# -- the debugger's panel (app/debug_pane.py) -------------------------------------------------
+DEBUG_PAUSE = "lt_debug_pause"  # the pause the panel's fields were filled for (the replay jumped there)
+DEBUG_ERROR = "lt_debug_error"  # (pause, message): why the last answer was refused (a plain key)
+DEBUG_ARMED = "lt_debug_armed"  # the runs this session armed a "pause at the next ..." for
+DEBUG_CHANGE = "dbg_change"  # at a model call: what to change (a selectbox)
+DEBUG_POSITION = "dbg_position"  # at a model call: which message
+DEBUG_TEXT = "dbg_text"  # the text given: a message, the system prompt, a reply, a tool result
+DEBUG_ARGS = "dbg_args"  # at a tool call: its arguments as JSON
+DEBUG_CALLS = "dbg_calls"  # a reply's tool calls as JSON
+
+# -- notes (app/notes_pane.py) ----------------------------------------------------------------
+NOTE_TEXT = "note_text"  # the notes box's text
+NOTE_TAGS = "note_tags"  # its tags
+NOTE_ON = "note_on"  # on this step or on the whole run
+NOTE_SAID = "lt_note_said"  # what the last note written said (ok or error), shown once (a plain key)
+
 # -- access (``looptrace ui --password``: app/access.py) ---------------------------------
 ACCESS_OK = "lt_access_ok"  # this browser session gave the password (a plain key)
 ACCESS_PASSWORD = "lt_access_password"  # the password field

@@ -53,6 +53,13 @@ def _picker(path: str, view: RunView) -> None:
                      on_change=_pick, placeholder="Pick a run")
 
 
+def cost_line(path: str, run_id: str) -> str:
+    """"  ·  cost $0.0123" (with the subagent runs: ``tracer.read.cost``), or nothing when
+    the costs cannot be had."""
+    c = data.costs(path, [run_id])[0].get(run_id)
+    return f"  ·  cost {c.text()}" if c is not None else ""
+
+
 def render_run_header(path: str, view: RunView, *, picker: bool = True) -> None:
     """The header; ``picker=False`` leaves the sidebar's run picker out (a lean first
     page: the picker's scripts would load before the replayer's)."""
@@ -63,7 +70,10 @@ def render_run_header(path: str, view: RunView, *, picker: bool = True) -> None:
         _picker(path, view)
     head = st.columns([6, 3], vertical_alignment="center")
     with head[0]:
-        st.text(f"{s.name or s.agent_name or 'run'}  ·  {s.id}  ·  {s.tokens_phrase}")
+        # (the cost with the full header: a lean first page does not wait for the
+        # price table, about 1 s to load the first time)
+        cost = cost_line(path, s.id) if picker else ""
+        st.text(f"{s.name or s.agent_name or 'run'}  ·  {s.id}  ·  {s.tokens_phrase}{cost}")
     with head[1]:
         status = s.status if s.status in STATUS_COLOUR else "unknown status"  # badges are markdown
         st.badge(status, color=STATUS_COLOUR.get(status, "gray"))  # type: ignore[arg-type]

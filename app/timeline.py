@@ -1,17 +1,18 @@
-"""Timeline figures (plotly): the run over wall-clock time, and tokens per lap.
+"""Timeline figures (plotly): the run over wall-clock time, tokens and cost per lap.
 
 Lanes: one per hook, one for model calls, one per tool call, in its colour (so parallel
-calls visibly overlap). Pure functions of a ``Replay``; tested directly.
+calls visibly overlap), and one for the notes on steps (``tracer.db.notes``). Pure functions of a ``Replay``; tested directly.
 """
 
 from __future__ import annotations
 
 import html
+from collections.abc import Sequence
 from typing import Any
 
 import plotly.graph_objects as go
 
-from .data import KIND_COLOURS, MODEL_HOOKS, TOOL_HOOKS, Replay, colour_map
+from .data import KIND_COLOURS, MODEL_HOOKS, TOOL_HOOKS, Note, Replay, RunCost, colour_map
 
 NODE_HOOKS = ("before_agent", "before_model", "after_model", "after_agent")
 
@@ -76,9 +77,32 @@ def _tool_lane(names: dict[str, str], tool_call_id: str | None, per_call: bool =
     return html.escape(f"tool {name} · {tool_call_id}" if per_call else f"tool {name}")
 
 
-def timeline_figure(replay: Replay) -> go.Figure:
+NOTE_COLOUR = "#8250df"  # the replayer's dots for notes (tracer/replayer/replayer.js)
+
+
+def note_points(replay: Replay, notes: Sequence[Note]) -> list[dict[str, Any]]:
+    """The notes on steps as points on a "notes" lane: at their step's time, with their
+    text (escaped, and cut: plotly reads a subset of HTML in its labels)."""
+    events = replay.run.events
+    if not events:
+        return []
+    t0 = events[0].ts
+    out = []
+    for n in notes:
+        if n.step is None or not 1 <= n.step <= len(events):
+            continue
+        text = " ".join(n.text.split())
+        text = text if len(text) <= 120 else text[:119] + "…"
+        tags = f" [{', '.join(n.tags)}]" if n.tags else ""
+        out.append({"lane": "notes", "start": (events[n.step - 1].ts - t0) * 1000,
+                    "step": n.step - 1, "label": html.escape(text + tags)})
+    return out
+
+
+def timeline_figure(replay: Replay, notes: Sequence[Note] = ()) -> go.Figure:
     rows = spans(replay)
-    lanes: list[str] = []
+    noted = note_points(replay, notes)
+    lanes: list[str] = ["notes"] if noted else []
     for lane in ("run", *NODE_HOOKS, "model calls"):
         if any(r["lane"] == lane for r in rows):
             lanes.append(lane)
@@ -108,6 +132,12 @@ def timeline_figure(replay: Replay) -> go.Figure:
                 customdata=[[r["step"] + 1, r["lap"], r["label"]] for r in points],
                 hovertemplate="%{y}<br>%{customdata[2]}<br>at %{x:.1f} ms<br>step "
                               "%{customdata[0]}, lap %{customdata[1]}<extra></extra>")
+    if noted:
+        fig.add_scatter(
+            y=[r["lane"] for r in noted], x=[r["start"] for r in noted], mode="markers",
+            name="note", marker={"color": NOTE_COLOUR, "size": 10, "symbol": "circle"},
+            customdata=[[r["step"] + 1, r["label"]] for r in noted],
+            hovertemplate="step %{customdata[0]}: %{customdata[1]}<extra></extra>")
     fig.update_layout(
         barmode="overlay", height=max(260, 60 + 28 * len(lanes)),
         margin={"l": 10, "r": 10, "t": 30, "b": 40}, legend={"orientation": "h", "y": 1.08},
@@ -138,4 +168,23 @@ def tokens_figure(replay: Replay) -> go.Figure:
     fig.update_layout(barmode="stack", height=300, margin={"l": 10, "r": 10, "t": 30, "b": 40},
                       xaxis_title="lap", yaxis_title="tokens",
                       legend={"orientation": "h", "y": 1.1})
+    return fig
+
+
+def cost_per_lap(cost: RunCost) -> list[dict[str, Any]]:
+    """The run's own model calls' cost per lap (``tracer.read.cost``): lap, the dollars
+    priced (``usd``: None where no call of the lap has a price), and the lap's cost as
+    text ("unknown", never $0, where it is not known; "≥ $x (1/2)" in part)."""
+    return [{"lap": lap, "usd": float(c.priced_usd) if c.priced else None, "text": c.short()}
+            for lap, c in sorted(cost.by_lap().items())]
+
+
+def cost_figure(rows: list[dict[str, Any]]) -> go.Figure:
+    fig = go.Figure()
+    fig.add_bar(x=[r["lap"] for r in rows], y=[r["usd"] or 0 for r in rows],
+                text=[r["text"] for r in rows], textposition="outside", name="cost (USD)",
+                marker_color=KIND_COLOURS["model"],
+                hovertemplate="lap %{x}: %{text}<extra></extra>")
+    fig.update_layout(height=300, margin={"l": 10, "r": 10, "t": 30, "b": 40},
+                      xaxis_title="lap", yaxis_title="USD", showlegend=False)
     return fig

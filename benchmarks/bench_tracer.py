@@ -176,12 +176,17 @@ def build_variants(laps: int, width: int, tmp: Path) -> list[Variant]:
     trace = TraceMiddleware(db=tmp / f"bench-{laps}x{width}.db")
     lean = TraceMiddleware(db=tmp / f"bench-lean-{laps}x{width}.db", lean=True,
                            name="LeanTrace")
+    armed = TraceMiddleware(db=tmp / f"bench-debug-{laps}x{width}.db", debug=True,
+                            name="DebugTrace")
     variants = [
         Variant("baseline", agent([])),
         Variant("floor (6 no-op hooks)", agent([DoNothing()])),
         Variant("floor (2 no-op wrap hooks)", agent([WrapOnly()])),
         Variant("looptrace", agent([trace]), trace=trace),
         Variant("looptrace lean", agent([lean]), trace=lean),
+        # the debugger armed with no breakpoint that hits (it still reads the
+        # breakpoints armed from outside every half second): its cost per hook
+        Variant("looptrace debug armed", agent([armed]), trace=armed),
         Variant("RunCollector (in-memory)", agent([]),
                 config=lambda: {"callbacks": [RunCollectorCallbackHandler()]},
                 check=lambda cfg: _nonempty(cfg["callbacks"][0].traced_runs)),

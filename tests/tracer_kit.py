@@ -194,3 +194,15 @@ def no_tracer_warnings(recwarn):  # type: ignore[no-untyped-def]
     yield recwarn
     bad = [str(w.message) for w in recwarn.list if "looptrace" in str(w.message)]
     assert not bad, bad
+
+
+def record_weather_run(db: str | Path, name: str = "weather-notes") -> str:
+    """Record one two-lap weather run (a real agent, a scripted model) into ``db``; its id."""
+    from tracer import TraceMiddleware
+
+    trace = TraceMiddleware(db=db, run_name=name)
+    agent = make_agent(two_lap_model(), [get_weather], [trace])
+    agent.invoke({"messages": [("user", "Weather in Oslo?")]})
+    trace.flush()
+    (rid,) = [r[0] for r in rows(db, "SELECT id FROM runs WHERE name = ?", [name])]
+    return str(rid)

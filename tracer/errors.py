@@ -20,7 +20,8 @@ The tree::
     ├── OtelUnavailable
     ├── OtlpExportError
     ├── UsageError
-    │   └── InvalidOption (also ValueError)
+    │   ├── InvalidOption (also ValueError)
+    │   └── PricesFileError
     ├── StepOutOfRange
     ├── StoreFailed
     ├── ReplayError
@@ -82,6 +83,11 @@ class UsageError(LooptraceError):
 class InvalidOption(UsageError, ValueError):
     """An option has a value looptrace cannot use (an unknown provider, health filter,
     proxy mode or emulator script, a threshold out of range)."""
+
+
+class PricesFileError(UsageError):
+    """The user's prices file (``--prices``, ``$LOOPTRACE_PRICES``) cannot be read or
+    does not fit its format (``tracer.read.cost``)."""
 
 
 class ReplayError(LooptraceError):

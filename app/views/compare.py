@@ -24,7 +24,7 @@ from ..compare_pane import (
     run_label,
     step_at,
 )
-from ..data import LooptraceError, RunDiff, RunFilter, RunSummary
+from ..data import LooptraceError, RunCost, RunDiff, RunFilter, RunSummary, cost_difference
 from ..paged_picker import PAGE_SIZE, paged_run_picker
 
 
@@ -63,6 +63,7 @@ def compare_page() -> None:
     except LooptraceError as exc:
         data.show_error(exc)
     _summary(d)
+    _cost(path, a, b)
     if not d.rows:
         st.info("Neither run has recorded steps.", icon=":material/info:")
         return
@@ -143,6 +144,20 @@ def _summary(d: RunDiff) -> None:
         st.warning("The runs behave differently:", icon=":material/call_split:")
         for x in d.run_level:
             render_divergence(x)
+
+
+def cost_text(a: RunCost | None, b: RunCost | None) -> str:
+    """The two runs' costs (with their subagent runs) and what B cost more than A."""
+    if a is None or b is None:
+        return "Cost: not known (the costs cannot be had)"
+    return (f"Cost: A {a.total.text()}  ·  B {b.total.text()}  ·  B − A: "
+            f"{cost_difference(a.total, b.total)}")
+
+
+def _cost(path: str, a: str, b: str) -> None:
+    """What each run cost and the difference (a fork against the run it forks)."""
+    costs = data.costs(path, [a, b])[0]
+    st.text(cost_text(costs.get(a), costs.get(b)))
 
 
 def _current_row(d: RunDiff) -> int:

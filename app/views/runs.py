@@ -1,7 +1,7 @@
 """Runs: the runs in the database, a page at a time, filtered; open one in the replay.
 
-The database's path; filters (message text, status, agent or name, health, the
-days started, the subagent runs of one run); then the table of runs, subagent
+The database's path; filters (message or note text, status, agent or name, health,
+the tags of the runs' notes, the days started, the subagent runs of one run); then the table of runs, subagent
 runs nested under their parent and forks and replays under the run they fork
 or replay (with the fork's step and edit), with a health badge each (what ``looptrace
 check`` found), refreshed every couple of seconds so runs being recorded show
@@ -27,28 +27,29 @@ PAGE_SIZE = 100
 # blanked the page: "Bad delta path index").
 REFRESH_S = 2.0
 STATUSES = ["completed", "running", "error", "interrupted", "handoff", "stopped"]
-FIRST = RunFilter(top_level=True)  # what the page shows before any filter is set
+FIRST = RunFilter(top_level=True)
+TAGS_SHOWN = 12  # the most used tags offered as a filter  # what the page shows before any filter is set
 
 
 def runs_page() -> None:
     st.title("Runs")
     path = data.open_db()
     st.caption(f"Database: {md_escape(path)}")
-    flt = _filters()
+    flt = _filters(path)
     if st.session_state.get(state.RUNS_FILTER) != flt:  # a new filter starts at its first page
         st.session_state[state.RUNS_FILTER] = flt
         st.session_state[state.RUNS_PAGE] = 0
     _table(path, flt)
 
 
-def _filters() -> RunFilter:
+def _filters(path: str) -> RunFilter:
     """The filters. What a first visit loads is kept light (issue 29): the status and
     health filters are pills (a multiselect loads ten scripts), and the day and parent
     filters wait in a popover, whose widgets (the date picker's scripts) the browser
     loads only when it is opened; a filter set there is named under the row."""
     top = st.columns([4, 3, 2], vertical_alignment="bottom")
-    search = top[0].text_input("Search messages", key="search",
-                               placeholder="text in any message")
+    search = top[0].text_input("Search messages and notes", key="search",
+                               placeholder="text in any message or note")
     agent = top[1].text_input("Agent / name contains", key="agent_filter")
     with top[2].popover("More filters", icon=":material/filter_list:", width="stretch"):
         # (an empty tuple, no day picked yet, works; the stub does not list it)
@@ -56,12 +57,18 @@ def _filters() -> RunFilter:
                              key="started_filter", help="a day, or a first and a last day")
         parent = st.text_input("Subagent runs of", key="parent_filter",
                                placeholder="a run id: its subagent runs, listed").strip()
-    more = st.columns([3, 2], vertical_alignment="bottom")  # (six statuses, five healths)
+    tags = [t for t, _n in data.note_tags(path)][:TAGS_SHOWN]
+    # (six statuses, five healths; the tags of the notes in the file, when there are some)
+    more = st.columns([3, 2, 2] if tags else [3, 2], vertical_alignment="bottom")
     statuses = more[0].pills("Status", STATUSES, selection_mode="multi", key="status_filter")
     healths = more[1].pills("Health", HEALTH_CLASSES, selection_mode="multi",
                             key="health_filter",
                             help="what `looptrace check` found (runs are checked once, "
                                  "when first shown; 'unchecked': not yet)")
+    tagged = more[2].pills("Note tags", tags, selection_mode="multi", key="tag_filter",
+                           format_func=md_escape,
+                           help="runs with a note so tagged (looptrace note, the step "
+                                "inspector, MCP add_note)") if tags else []
     since, until = _range(days)
     hidden = [f"started {_days(days)}" if since is not None else "",
               f"subagent runs of {parent}" if parent else ""]
@@ -69,7 +76,8 @@ def _filters() -> RunFilter:
         st.caption(md_escape("More filters: " + "; ".join(h for h in hidden if h)))
     return RunFilter(status=tuple(statuses), name=agent or None, health=tuple(healths),
                      since=since, until=until, parent_id=parent or None,
-                     top_level=not parent, search=search or None)
+                     top_level=not parent, search=search or None,
+                     tags=tuple(t for t in tagged or () if t in tags))
 
 
 def _days(picked: object) -> str:
@@ -106,6 +114,7 @@ def _table(path: str, flt: RunFilter) -> None:
     except LooptraceError as exc:
         st.error(md_escape(str(exc)), icon=":material/error:")
         return
+    _paused(path)
     if not runs:
         filtered = flt != FIRST
         st.info("No runs match." if filtered else "No runs recorded yet.",
@@ -134,6 +143,28 @@ def _table(path: str, flt: RunFilter) -> None:
     _open_a_run(ids, {r.id: run_label(r) for r in shown})
 
 
+def _paused(path: str) -> None:
+    """The runs paused in the debugger now, with a link to each one's pause."""
+    paused = data.paused_runs(path)
+    if not paused:
+        return
+    n = len(paused)
+    with st.container(border=True, key="paused_runs"):
+        st.warning(f"{n} run{'s' if n != 1 else ''} paused in the debugger",
+                   icon=":material/pause_circle:")
+        for p in paused[:10]:
+            name = str(p.get("run_name") or "run")
+            where = f"{name} · {str(p.get('run'))[:8]} · step {p.get('step')} · {p.get('hook')}"
+            if p.get("parent_run"):
+                where += f" (a subagent of {str(p['parent_run'])[:8]})"
+            step = p.get("step")
+            query = {"run": str(p.get("run"))}
+            if isinstance(step, int):
+                query["step"] = str(step)
+            st.page_link(navigation.page("replay"), label=md_escape(where),
+                         icon=":material/play_circle:", query_params=query)
+
+
 def table_frame(path: str, flt: RunFilter, runs: list[RunSummary],
                 below: list[RunSummary]) -> tuple[pd.DataFrame, list[RunSummary]]:
     """The table of a page of ``runs`` (and the subagent runs ``below`` them): forks and
@@ -146,7 +177,10 @@ def table_frame(path: str, flt: RunFilter, runs: list[RunSummary],
     else:
         forks = {}
     badges = data.health(path, [r.id for r in shown])
-    return runs_table.runs_frame(shown, lambda r: badges.get(r.id, "–"), forks), shown
+    costs, problem = data.costs(path, [r.id for r in shown])
+    if problem:
+        st.warning(md_escape(f"No costs: {problem}"), icon=":material/warning:")
+    return runs_table.runs_frame(shown, lambda r: badges.get(r.id, "–"), forks, costs), shown
 
 
 def warm(path: str) -> None:

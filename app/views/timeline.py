@@ -1,7 +1,8 @@
-"""Timeline: the run over wall-clock time, and tokens per lap.
+"""Timeline: the run over wall-clock time, tokens and cost per lap.
 
-The run (from ``?run=``, as the replay), a link back to the replay, then two
-plotly charts: hooks, model calls and tool calls on lanes, and tokens per lap.
+The run (from ``?run=``, as the replay), a link back to the replay, then three
+plotly charts: hooks, model calls and tool calls on lanes, tokens per lap, and the
+cost of each lap's model calls (``tracer.read.cost``).
 """
 
 from __future__ import annotations
@@ -32,9 +33,19 @@ def timeline_page() -> None:
         st.info("This run has no events.", icon=":material/info:")
         st.stop()
     st.subheader("Hooks, model calls and tool calls over time")
-    st.plotly_chart(timeline.timeline_figure(view.replay), key="timeline_chart")
+    st.plotly_chart(timeline.timeline_figure(view.replay, data.notes(path, run.id)),
+                    key="timeline_chart")
     st.subheader("Tokens per lap")
     if timeline.tokens_per_lap(view.replay):
         st.plotly_chart(timeline.tokens_figure(view.replay), key="tokens_chart")
     else:
         st.caption("No token usage was recorded for this run.")
+    st.subheader("Cost per lap")
+    cost = data.costs(path, [run.id])[0].get(run.id)
+    rows = timeline.cost_per_lap(cost) if cost is not None else []
+    if cost is None or not rows:
+        st.caption("No model call to price in this run.")
+        return
+    st.text(f"The run's own model calls: {cost.own.text()}"
+            + (f"; with its subagent runs: {cost.total.text()}" if cost.subagents else ""))
+    st.plotly_chart(timeline.cost_figure(rows), key="cost_chart")

@@ -128,6 +128,27 @@ def test_runs_page_lists_every_run_with_subagents_nested(samples: Path) -> None:
             < list(by_tokens["name"]).index("ollama-shopping"))
 
 
+def test_runs_page_shows_each_runs_cost(samples: Path) -> None:
+    """Issue 37: a cost column, sortable by its dollars; "unknown" (never $0) where no
+    model call has a known price. By hand: gpt-4o-mini is $0.15 in and $0.60 out per
+    million tokens (openai-weather: 87 in, 44 out), claude-haiku-4-5 $1 and $5
+    (anthropic-shopping: 368 in, 92 out)."""
+    at = open_page("runs")
+    assert not problems(at)
+    df = runs_table(at)
+    cost = dict(zip(df["name"], df["cost"], strict=True))
+    usd = dict(zip(df["name"], df["cost_usd"], strict=True))
+    assert cost["openai-weather"] == "$0.0000394"
+    assert usd["openai-weather"] == pytest.approx((87 * 0.15 + 44 * 0.60) / 1e6)
+    assert usd["anthropic-shopping"] == pytest.approx((368 + 92 * 5) / 1e6)
+    assert cost["weather"] == "unknown" and usd["weather"] is None  # a scripted model
+    assert cost["openai-shopping"] == "unknown"  # no usage reported
+    # the call that failed (HTTP 400) is not priced: the run says so
+    partly = next(n for n in cost if n.startswith("anthropic: "))
+    assert cost[partly].startswith("≥ $0.000162 (1/2)")
+    assert runs_grid_kinds(at)["cost"] == "cost"  # (sorted by cost_usd: runs_grid.js)
+
+
 def runs_grid_kinds(at: AppTest) -> dict[str, str]:
     """How the browser's table shows each of its columns."""
     from app_kit import runs_grid
@@ -472,3 +493,27 @@ def test_versions_and_layers_are_shown(samples: Path) -> None:
     assert not any(str(data["messages"][x].get("vn", "")).startswith("as the model received it")
                    for x in views_at(data)[before])
     assert not any("ContextEditingMiddleware · request" in t.value for t in at.text)
+
+
+def test_the_timeline_and_the_run_header_say_the_cost(samples: Path) -> None:
+    """Issue 37: the Timeline's cost per lap (its text per lap, written out by hand from
+    claude-haiku-4-5's $1 in and $5 out per million tokens) and the replay's header."""
+    from app.timeline import cost_per_lap
+    from tracer.read.cost import run_costs
+
+    run = run_named(samples, "anthropic-shopping")
+    at = open_page("timeline", run=run.id)
+    assert not problems(at)
+    assert "The run's own model calls: $0.000828" in [t.value for t in at.text]
+    assert any(s.value == "Cost per lap" for s in at.subheader)
+    with TraceDB(samples) as db:
+        rows = cost_per_lap(run_costs(db, [run.id])[run.id])
+    # lap by lap: (49 + 30*5), (67 + 13*5), (74 + 13*5), (86 + 13*5), (92 + 23*5)
+    assert [r["text"] for r in rows] == ["$0.000199", "$0.000132", "$0.000139", "$0.000151",
+                                         "$0.000207"]
+    at = open_page("replay", run=run.id)
+    # (460 tokens: what its wire says, issue 39 item 5; said before the cost)
+    assert any(t.value.endswith(f"{run.id}  ·  460 tokens  ·  cost $0.000828") for t in at.text)
+    weather = run_named(samples, "weather")  # a scripted model: unknown, never $0
+    at = open_page("timeline", run=weather.id)
+    assert "The run's own model calls: unknown" in [t.value for t in at.text]

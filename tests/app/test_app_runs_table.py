@@ -83,8 +83,8 @@ def test_the_table_is_given_every_column_the_page_showed(page: AppTest) -> None:
     data = runs_grid(page)
     assert data is not None
     assert [c["key"] for c in data["columns"]] == [
-        "run", "status", "health", "agent", "started", "duration_s", "laps", "model_calls",
-        "tool_calls", "errors", "tokens", "what_if", "open", "id"]
+        "run", "status", "health", "cost", "agent", "started", "duration_s", "laps",
+        "model_calls", "tool_calls", "errors", "tokens", "what_if", "open", "id"]
     row = data["rows"][0]
     assert row["open"] == "replay?run=" + row["id"]
     assert not page.dataframe  # (the data grid's 35 scripts are not loaded on this page)

@@ -183,3 +183,27 @@ def test_a_popover_filter_stays_when_closed(browser, made) -> None:  # type: ign
     expect_rows(page, kids)
     expect(page.get_by_text(f"More filters: subagent runs of {parent.id}")).to_be_visible()
     page.close()
+
+
+def test_sorts_by_cost_in_dollars(browser, sample_db: Path) -> None:  # type: ignore[no-untyped-def]
+    """Issue 37: the cost column sorts by its dollars (its text would put "$0.000828"
+    before "$0.0000394"), the runs of unknown cost last both ways. By hand: openai-weather
+    $0.0000394 < anthropic-weather $0.000307 < anthropic-shopping $0.000828."""
+    with TraceDB(sample_db) as t:
+        by_name = {r.name: r.id for r in t.runs() if r.parent_id is None}
+    priced = [by_name[n] for n in ("openai-weather", "anthropic-weather", "anthropic-shopping")]
+    with streamlit_server(sample_db) as url:
+        page = opened(browser, url)
+        header(page, "cost").locator("button").click()
+        expect(header(page, "cost")).to_have_attribute("aria-sort", "ascending")
+        up = shown(page)
+        assert [i for i in up if i in priced] == priced
+        assert up.index(by_name["weather"]) > up.index(priced[-1])  # unknown: last
+        assert page.locator(f'{ROWS}[data-id="{by_name["weather"]}"] td[data-key="cost"]'
+                            ).text_content() == "unknown"
+        header(page, "cost").locator("button").click()
+        expect(header(page, "cost")).to_have_attribute("aria-sort", "descending")
+        down = shown(page)
+        assert [i for i in down if i in priced] == priced[::-1]
+        assert down.index(by_name["weather"]) > down.index(priced[0])  # still last
+        page.close()

@@ -69,11 +69,12 @@ def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, s
 
 
 # -- runs ---------------------------------------------------------------------------------
-# (r-beta made a model call that reported no usage: its tokens are "not reported", not 0)
+# (r-beta made a model call that reported no usage: its tokens are "not reported", not 0;
+# its call failed and r-alpha's model "scripted" has no price: their cost is unknown)
 TABLE = """\
-id            name     status     laps  model  tools  errors  tokens        parent
-r-beta-0002            error      1     1      0      1       not reported  r-alpha-0001
-r-alpha-0001  weather  completed  2     2      1      0       77
+id            name     status     laps  model  tools  errors  tokens        cost     parent
+r-beta-0002            error      1     1      0      1       not reported  unknown  r-alpha-0001
+r-alpha-0001  weather  completed  2     2      1      0       77            unknown
 """
 
 
@@ -90,7 +91,7 @@ def test_runs_cuts_long_ids_and_names(tmp_path: Path, capsys) -> None:  # type: 
     code, out, _ = run_cli(capsys, "runs", "--db", str(db))
     assert code == 0
     assert out.splitlines()[1] == ("0123456789ab  a name that is much longer t  running  "
-                                   "0     0      0      0       0       fedcba987654")
+                                   "0     0      0      0       0       $0    fedcba987654")
 
 
 def test_runs_json_has_every_field(db: Path, capsys) -> None:  # type: ignore[no-untyped-def]
@@ -104,7 +105,14 @@ def test_runs_json_has_every_field(db: Path, capsys) -> None:  # type: ignore[no
         "started_at": 10.0, "ended_at": 12.5, "error": None, "model": "scripted",
         "provider": None, "input_tokens": 50, "output_tokens": 27, "total_tokens": 77,
         "source": "middleware", "laps": 2, "model_calls": 2, "tool_calls": 1, "errors": 0,
-        "events": 8, "duration_s": 2.5, "models": []}  # (no reply names a model)
+        "events": 8, "duration_s": 2.5, "models": [], "cost_usd": None,
+        "cost": {"usd": None, "priced_usd": 0.0, "calls": 3, "priced_calls": 0,
+                 "own": {"usd": None, "priced_usd": 0.0, "calls": 2, "priced_calls": 0},
+                 "subagent_runs": 1,
+                 "models": {"scripted": {"usd": None, "priced_usd": 0.0, "calls": 2,
+                                         "priced_calls": 0},
+                            "unknown model": {"usd": None, "priced_usd": 0.0, "calls": 1,
+                                              "priced_calls": 0}}}}
     assert data[0]["duration_s"] is None and data[0]["error"] == "Boom: no stock"
     assert (data[0]["errors"], data[0]["parent_id"]) == (1, "r-alpha-0001")
 
@@ -419,8 +427,8 @@ def test_runs_without_db_reads_looptrace_db_here(db: Path, tmp_path: Path,  # ty
 def test_runs_top_level_leaves_subagent_runs_out(db: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     _, out, _ = run_cli(capsys, "runs", "--db", str(db), "--top-level")
     assert out == (
-        "id            name     status     laps  model  tools  errors  tokens  parent\n"
-        "r-alpha-0001  weather  completed  2     2      1      0       77\n")
+        "id            name     status     laps  model  tools  errors  tokens  cost     parent\n"
+        "r-alpha-0001  weather  completed  2     2      1      0       77      unknown\n")
     _, out, _ = run_cli(capsys, "runs", "--db", str(db), "--parent", "r-alpha")
     assert [line.split()[0] for line in out.splitlines()[1:]] == ["r-beta-0002"]
 

@@ -54,8 +54,13 @@ def test_a_step_shows_what_the_model_received(sample_db: Path,
     lines = out.splitlines()
     assert lines[0] == f"step 8 / 10 of run {rid[:12]}: model enter   lap 2"
     assert lines[2] == "  tool calls without a result yet: call_fc_bergen, call_fc_oslo"
-    assert lines[3] == "messages (4, what the model received at this call):"
-    assert lines[4:] == [
+    # (the workshop guide's note on this step: tracer.demo.workshop)
+    assert lines[3:6] == ["notes at this step (1):",
+                          "  step 8 [workshop] by workshop guide (note 2):",
+                          "      Here a provider refuses the request (a 400): two tool calls "
+                          "without a result. `looptrace check` names both."]
+    assert lines[6] == "messages (4, what the model received at this call):"
+    assert lines[7:] == [
         "[0] human",
         "    Will it rain in Oslo and Bergen tomorrow?",
         "[1] ai",

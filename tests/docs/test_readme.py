@@ -132,7 +132,7 @@ def test_quick_start_runs_and_looptrace_runs_lists_it(
     assert main(["runs"]) == 0
     header, row = capsys.readouterr().out.splitlines()
     assert header.split() == ["id", "name", "status", "laps", "model", "tools", "errors",
-                              "tokens", "parent"]
+                              "tokens", "cost", "parent"]
     (run_id,) = db_rows(tmp_path / "looptrace.db", "SELECT id FROM runs")[0]
     assert row.split()[:7] == [run_id[:12], "LangGraph", "completed", "2", "2", "1", "0"]
 

@@ -136,5 +136,5 @@ def test_the_floor_plan_is_drawn_below_the_graph() -> None:
     body = src[src.index("def _draw("):]
     for part in re.split(r"\n    if presenter:", body)[1:]:
         assert part.index("_replayer(") < part.index("render_floor_plan_section(")
-    assert body.index("_replayer(view, i, presenter=False)") < body.rindex(
+    assert body.index("_replayer(path, view, i, presenter=False") < body.rindex(
         "render_floor_plan_section(")

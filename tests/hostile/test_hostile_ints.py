@@ -28,10 +28,11 @@ INT_OPTIONS = [
     ("replay", "--drop", -TOP - 1, TOP), ("ui", "--port", 1, 65535),
     ("proxy", "--port", 0, 65535), ("collect", "--port", 0, 65535),
     ("collect", "--max-spans", 1, TOP), ("collect", "--max-traces", 1, TOP),
-    ("mcp", "--port", 0, 65535),
+    ("mcp", "--port", 0, 65535), ("note", "--step", -TOP - 1, TOP),
+    ("note", "--delete", 1, TOP),
 ]
 # what each command needs besides the option, to parse
-REQUIRED = {"show": ["RUN"], "replay": ["RUN", "--agent", "m:f"],
+REQUIRED = {"show": ["RUN"], "note": ["RUN"], "replay": ["RUN", "--agent", "m:f"],
             "proxy": ["--provider", "openai"]}
 SAMPLE = "weather"  # (weather.jsonl's run, by its name: 14 events, one step each)
 SAMPLE_STEPS = 14
@@ -129,6 +130,20 @@ def test_runs_limit_and_offset_any_integer(db: Path, capsys, value: int) -> None
         0 if fits else 2)
     assert outcome(capsys, ["runs", "--db", str(db), "--offset", str(value), "--json"])[0] == (
         0 if fits else 2)
+
+
+@PROPERTY
+@given(value=INTS)
+def test_note_step_any_integer(db: Path, capsys, value: int) -> None:  # type: ignore[no-untyped-def]
+    """A step of the run: a note written; another number in SQLite's range: one line, exit
+    1, nothing written; beyond it: the parser's line, exit 2."""
+    code, err = outcome(capsys, ["note", SAMPLE, "x", "--db", str(db), "--step", str(value)])
+    if 1 <= value <= SAMPLE_STEPS:
+        assert code == 0
+    elif -TOP - 1 <= value <= TOP:
+        assert code == 1 and f"has steps 1 to {SAMPLE_STEPS}, not {value}" in err
+    else:
+        assert code == 2
 
 
 @PROPERTY

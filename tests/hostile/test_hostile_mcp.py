@@ -293,8 +293,8 @@ def _numbers(value: Any, key: str = "") -> list[tuple[str, int]]:
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=QUERY)
 def test_search_runs_finds_the_runs_that_hold_the_text(samples: Path, text: str) -> None:
-    """The runs whose messages hold ``text`` (ASCII letters in either case), found here
-    by reading every message in Python; a NUL is refused."""
+    """The runs whose messages or notes hold ``text`` (ASCII letters in either case),
+    found here by reading every message and note in Python; a NUL is refused."""
     ((is_error, got),) = calls(samples, ("search_runs", {"text": text, "limit": 200}))
     if "\x00" in text:
         assert is_error and "cannot hold a NUL character" in got
@@ -302,7 +302,8 @@ def test_search_runs_finds_the_runs_that_hold_the_text(samples: Path, text: str)
     assert not is_error, got
     conn = sqlite3.connect(f"file:{samples}?mode=ro", uri=True)
     try:
-        held = conn.execute("SELECT run_id, text FROM messages").fetchall()
+        held = conn.execute("SELECT run_id, text FROM messages UNION ALL"
+                            " SELECT run_id, text FROM notes").fetchall()
     finally:
         conn.close()
     want = {rid for rid, t in held if _fold(text) in _fold(t or "")} if text else set(

@@ -210,7 +210,7 @@ BAD = [
      f"written by a newer looptrace (schema {SCHEMA_VERSION + 1})"),
     ([json.dumps(HEADER), rec("runs", RUN_A), "{oops"], ":3: malformed JSON"),
     ([json.dumps(HEADER), '{"table": "people", "row": {}}'],
-     ":2: expected {'table': runs|events|messages|wire|state|state_values, 'row': {...}}"),
+     ":2: expected {'table': runs|events|messages|wire|state|state_values|notes, 'row': {...}}"),
     ([json.dumps(HEADER), '{"table": "runs", "row": [1]}'], ":2: expected {'table'"),
     ([json.dumps(HEADER), '"just a string"'], ":2: expected {'table'"),
     ([json.dumps(HEADER), rec("runs", {**RUN_A, "colour": 1, "avatar": 2})],
@@ -261,9 +261,9 @@ def test_read_trace_returns_the_header_and_rows(trace: Path) -> None:
     # (was None: the insert then failed, a NOT NULL constraint in a traceback: issue 36)
     ({"table": "runs", "row": {"id": "x"}}, "runs.status is missing (null)"),
     ({"table": "wire", "row": {}}, None),
-    ({"table": "runs"}, "expected {'table': runs|events|messages|wire|state|state_values, 'row': {...}}"),
-    ({"row": {}}, "expected {'table': runs|events|messages|wire|state|state_values, 'row': {...}}"),
-    (["runs", {}], "expected {'table': runs|events|messages|wire|state|state_values, 'row': {...}}"),
+    ({"table": "runs"}, "expected {'table': runs|events|messages|wire|state|state_values|notes, 'row': {...}}"),
+    ({"row": {}}, "expected {'table': runs|events|messages|wire|state|state_values|notes, 'row': {...}}"),
+    (["runs", {}], "expected {'table': runs|events|messages|wire|state|state_values|notes, 'row': {...}}"),
     ({"table": "events", "row": {"seq": 1, "zz": 2, "aa": 3}},
      "unknown columns for events: aa, zz"),
 ])

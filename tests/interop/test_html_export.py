@@ -219,3 +219,18 @@ def test_every_sample_trace_exports_as_one_self_contained_file(sample_db: Path,
             assert sub["run"]["parent_id"] in {r.id, *data["subruns"]}
         nested += bool(kids)
     assert nested or not any(r.parent_id for r in runs)
+
+
+def test_the_header_says_the_runs_cost(sample_db: Path, tmp_path: Path) -> None:
+    """Issue 37: the exported file's header says each run's cost (claude-haiku-4-5, $1 in
+    and $5 out per million tokens: 368 in, 92 out), "unknown" where no price is known."""
+    with TraceDB(sample_db) as db:
+        ids = {r.name: r.id for r in db.runs()}
+    page = export_html(sample_db, ids["anthropic-shopping"], tmp_path / "a.html").read_text()
+    data = json.loads(DATA_RE.search(page).group(1))  # type: ignore[union-attr]
+    assert data["run"]["cost"] == "cost $0.000828"
+    assert "R.run.cost" in page  # (the header shows it: #run-meta)
+    page = export_html(sample_db, ids["deep-research"], tmp_path / "d.html").read_text()
+    data = json.loads(DATA_RE.search(page).group(1))  # type: ignore[union-attr]
+    assert data["run"]["cost"] == "cost unknown with 1 subagent run (unknown its own)"
+    assert [d["run"]["cost"] for d in data["subruns"].values()] == ["cost unknown"]

@@ -108,3 +108,23 @@ def test_list_steps_says_what_a_hook_does_once(sample_db: Path) -> None:
             assert "The model is called with 1 message and the system prompt (lap 1)." in captions
 
     asyncio.run(main())
+
+
+def test_runs_come_with_their_cost(sample_db: Path, tmp_path: Path) -> None:
+    """Issue 37: ``list_runs`` and ``run_summary`` say each run's cost_usd; a run whose
+    model has no price says null, not 0. (By hand: claude-haiku-4-5 is $1 in, $5 out per
+    million tokens; anthropic-shopping's five calls took 368 in and 92 out.)"""
+    db = tmp_path / "s.db"
+    shutil.copy(sample_db, db)
+
+    async def main() -> None:
+        async with stdio(db) as c:
+            runs = {r["name"]: r for r in (await c.call("list_runs", limit=50))["runs"]}
+            assert abs(runs["anthropic-shopping"]["cost_usd"] - (368 + 92 * 5) / 1e6) < 1e-12
+            assert runs["anthropic-shopping"]["cost"] == "$0.000828"
+            assert runs["weather"]["cost_usd"] is None and runs["weather"]["cost"] == "unknown"
+            s = await c.call("run_summary", run=runs["anthropic-shopping"]["id"])
+            assert s["cost_usd"] == runs["anthropic-shopping"]["cost_usd"]
+            assert len(s["cost"]["model_calls"]) == 5
+
+    asyncio.run(main())

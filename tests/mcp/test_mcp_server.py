@@ -26,6 +26,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from tracer.mcp.server import TOOLS
+from tracer.mcp.debug_tools import DEBUG_TOOLS
 from tracer.mcp.whatif_tools import WHATIF_TOOLS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -136,9 +137,9 @@ def test_every_tool(samples: Path, tmp_path: Path, transport: str) -> None:
 
     async def body(c: Client) -> None:
         listed = await c.session.list_tools()
-        assert sorted(t.name for t in listed.tools) == sorted({**TOOLS, **WHATIF_TOOLS})
+        assert sorted(t.name for t in listed.tools) == sorted({**TOOLS, **WHATIF_TOOLS, **DEBUG_TOOLS})
         for t in listed.tools:
-            assert t.description == {**TOOLS, **WHATIF_TOOLS}[t.name]
+            assert t.description == {**TOOLS, **WHATIF_TOOLS, **DEBUG_TOOLS}[t.name]
         # list_runs, paged: every page follows next_offset, all runs once
         names: list[str] = []
         offset: int | None = 0
@@ -337,3 +338,45 @@ def test_the_readmes_client_configuration_starts_the_server(samples: Path) -> No
             assert json.loads(res.content[0].text)["total"] == 23
 
     asyncio.run(main())
+
+
+def test_add_note_writes_one_note_and_the_summary_shows_it(tmp_path: Path) -> None:
+    """MCP ``add_note``: one row written (a run note and a step note), read back by
+    ``run_summary`` and ``get_step`` and found by ``search_runs`` and ``list_runs(tags=)``;
+    bad input is one clear error and writes nothing; it is the one annotated writer
+    among the read tools."""
+    from tracer_kit import record_weather_run, rows
+
+    db = tmp_path / "t.db"
+    rid = record_weather_run(db)
+
+    async def body(c: Client) -> None:
+        listed = {t.name: t for t in (await c.session.list_tools()).tools}
+        assert listed["add_note"].annotations.read_only_hint is False
+        assert listed["add_note"].annotations.destructive_hint is False
+        got = await c.call("add_note", run="weather-notes", text="the tool goes out here",
+                           step=3, tags=["Workshop", "bug"])
+        assert got["run_id"] == rid
+        assert (got["note"]["step"], got["note"]["tags"]) == (3, ["workshop", "bug"])
+        await c.call("add_note", run=rid[:8], text="answers in two laps")
+        summ = await c.call("run_summary", run=rid)
+        assert summ["notes_total"] == 2
+        assert [(n["step"], n["text"]) for n in summ["notes"]] == [
+            (None, "answers in two laps"), (3, "the tool goes out here")]
+        step = await c.call("get_step", run=rid, step=3)
+        assert [n["text"] for n in step["notes"]] == ["the tool goes out here"]
+        assert (await c.call("get_step", run=rid, step=4))["notes"] == []
+        assert [r["id"] for r in (await c.call("search_runs", text="GOES OUT"))["runs"]] == [rid]
+        assert [r["id"] for r in (await c.call("list_runs", tags=["bug"]))["runs"]] == [rid]
+        assert (await c.call("list_runs", tags=["other"]))["runs"] == []
+        # bad input: one clear line, nothing written
+        assert "a note needs text" in await c.error("add_note", run=rid, text="  ")
+        assert f"run {rid[:12]} has steps 1 to 13, not 14" in await c.error(
+            "add_note", run=rid, text="x", step=14)
+        assert "a tag is one short word" in await c.error(
+            "add_note", run=rid, text="x", tags=["two words"])
+        assert "no run 'nope'" in await c.error("add_note", run="nope", text="x")
+
+    run_with("stdio", db, body)
+    assert rows(db, "SELECT seq, text, tags FROM notes ORDER BY id") == [
+        (2, "the tool goes out here", '["workshop", "bug"]'), (None, "answers in two laps", "[]")]

@@ -219,6 +219,26 @@ def test_phoenix_shows_every_sample(phoenix: tuple[dict[str, int], Any],
     assert sessions == threads and "demo-hitl-thread" in sessions
 
 
+def test_phoenix_keeps_each_calls_cost(phoenix: tuple[dict[str, int], Any]) -> None:
+    """Issue 37: Phoenix keeps the OpenInference cost attributes looptrace sent on each LLM
+    span (its own cost column it prices from its model table). By hand: claude-haiku-4-5,
+    $1 in and $5 out per million tokens: all five calls of anthropic-shopping took 368 in
+    and 92 out; no price for a scripted model, no cost attribute."""
+    _, got = phoenix
+    names = {s["attributes"].get("looptrace.run.id"): s["name"] for s in got["spans"]
+             if s["parent_id"] is None}
+    by_run: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for s in got["spans"]:
+        if s["name"].startswith("chat "):
+            by_run[names.get(s["attributes"].get("looptrace.run.id"), "")].append(s)
+    shop = by_run["invoke_agent anthropic-shopping"]
+    assert len(shop) == 5
+    assert sum(s["attributes"]["llm.cost.total"] for s in shop) == pytest.approx(
+        (368 + 92 * 5) / 1e6)
+    assert sum(s["attributes"]["llm.cost.prompt"] for s in shop) == pytest.approx(368 / 1e6)
+    assert not any("llm.cost.total" in s["attributes"] for s in by_run["invoke_agent weather"])
+
+
 def test_phoenix_tool_definitions(phoenix: tuple[dict[str, int], Any]) -> None:
     """Phoenix turns flat GenAI tool definitions into ``llm.tools`` (OpenAI's nested form
     it drops): the weather agent offers get_weather, the deep agent its file tools, task
@@ -310,6 +330,24 @@ def test_mlflow_shows_every_sample(mlflow: tuple[dict[str, int], Any],
         for s in spans:
             assert sum(e["name"] == "looptrace.row" for e in s["events"]) == 1, s["name"]
         _round_trip([mlflow_span(t["trace_id"], s) for s in spans], source, root, tmp_path)
+
+
+def test_mlflow_shows_each_calls_cost(mlflow: tuple[dict[str, int], Any]) -> None:
+    """Issue 37: MLflow keeps the cost looptrace sent (``mlflow.llm.cost``) on each chat
+    span, and adds the trace's up. By hand: claude-haiku-4-5 is $1 in and $5 out per
+    million tokens; anthropic-shopping's first call took 49 in and 30 out, all five 368
+    in and 92 out."""
+    _, got = mlflow
+    t = next(t for t in got["traces"] if t["spans"][0]["name"] == "invoke_agent anthropic-shopping")
+    chats = sorted((s for s in t["spans"] if s["span_type"] == "CHAT_MODEL"),
+                   key=lambda s: int(s["start_ns"]))
+    cost = chats[0]["attributes"]["mlflow.llm.cost"]
+    cost = json.loads(cost) if isinstance(cost, str) else cost
+    assert cost == pytest.approx({"input_cost": 49 / 1e6, "output_cost": 150 / 1e6,
+                                  "total_cost": 199 / 1e6})
+    total = t["metadata"].get("mlflow.trace.cost")
+    total = json.loads(total) if isinstance(total, str) else total
+    assert total["total_cost"] == pytest.approx((368 + 92 * 5) / 1e6)
 
 
 def test_mlflow_tool_definitions(mlflow: tuple[dict[str, int], Any]) -> None:

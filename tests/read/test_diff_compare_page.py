@@ -217,3 +217,23 @@ def test_every_sample_trace_against_the_first(monkeypatch: pytest.MonkeyPatch,
         assert not at.exception, (rid, [e.value for e in at.exception])
         at.button(key="cmp_last").click().run()
         assert not at.exception, (rid, [e.value for e in at.exception])
+
+
+def test_compare_says_what_each_run_cost_and_the_difference(
+        monkeypatch: pytest.MonkeyPatch, db: tuple[Path, dict[str, str]],
+        tmp_path: Path) -> None:
+    """Issue 37: the cost of both runs (with their subagent runs) and what B cost more.
+    The scripted model has no price of its own: a prices file gives it $1,000 per
+    million tokens, in and out, so each run costs its tokens / 1,000."""
+    path, ids = db
+    at = open_compare(monkeypatch, path, ids["base"], ids["args"])
+    assert "Cost: A unknown  ·  B unknown  ·  B − A: unknown" in texts(at)
+    prices = tmp_path / "prices.toml"
+    prices.write_text("[providers.scripted]\ninput_per_mtok = 1000\noutput_per_mtok = 1000\n")
+    monkeypatch.setenv("LOOPTRACE_PRICES", str(prices))
+    at = open_compare(monkeypatch, path, ids["base"], ids["prompt"])
+    with TraceDB(path) as tdb:
+        a, b = tdb.summary(ids["base"]).total_tokens, tdb.summary(ids["prompt"]).total_tokens
+    assert (a, b) == (91, 88)  # (the pirate's system prompt is shorter)
+    line = next(t for t in texts(at) if t.startswith("Cost: "))
+    assert line == "Cost: A $0.091  ·  B $0.088  ·  B − A: -$0.003 (-3%)"

@@ -132,9 +132,11 @@ def test_the_schema_5_no_usage_run_reads_not_reported_everywhere(
     assert _tokens(migrated, ids["no-usage"]) == (None, None, None)
     assert _tokens(migrated, ids["weather"]) == (31, 11, 42)
     # looptrace runs, and --json
-    table = {ln.split()[0]: ln for ln in _cli(capsys, "runs", "--db", db).splitlines()[1:]}
-    assert table[ids["no-usage"][:12]].endswith("not reported")
-    assert table[ids["weather"][:12]].split()[-1] == "42"
+    head, *lines = _cli(capsys, "runs", "--db", db).splitlines()
+    at = head.index("tokens")  # (the column, read where the header puts it)
+    table = {ln.split()[0]: ln[at:].split("  ")[0].strip() for ln in lines}
+    assert table[ids["no-usage"][:12]] == "not reported"
+    assert table[ids["weather"][:12]] == "42"
     listed = {r["name"]: r for r in json.loads(_cli(capsys, "runs", "--db", db, "--json"))}
     assert [listed["no-usage"][k] for k in ("input_tokens", "output_tokens", "total_tokens")
             ] == [None, None, None]

@@ -103,7 +103,10 @@ def server(tmp_path: Path) -> Iterator[tuple[str, Path, Any]]:
     exe = Path(sys.executable).with_name("langgraph")
     proc = subprocess.Popen(
         [str(exe), "dev", "--host", "127.0.0.1", "--port", str(port), "--no-browser",
-         "--no-reload", "--config", "langgraph.json"],
+         "--no-reload", "--config", "langgraph.json",
+         # (this langgraph-api runs one job at a time unless told: "Starting 1 background
+         # workers"; a run paused in the debugger would hold up the next one)
+         "--n-jobs-per-worker", "4"],
         cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -217,3 +220,38 @@ def _tool_entered(db: Path) -> bool:
         return False
     finally:
         conn.close()
+
+
+@pytest.fixture
+def debug_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server's process armed by the environment (``LOOPTRACE_DEBUG``): a model call
+    whose request mentions Paris pauses."""
+    monkeypatch.setenv("LOOPTRACE_DEBUG", "text:paris")
+    monkeypatch.setenv("LOOPTRACE_DEBUG_TIMEOUT", "100")
+
+
+def test_a_paused_run_holds_up_no_other_run_on_the_server(debug_env, server):
+    from langgraph_sdk import get_sync_client
+
+    from tracer.debug import channel
+
+    url, db, _ = server
+    client = get_sync_client(url=url)
+    paris, oslo = (client.threads.create()["thread_id"] for _ in range(2))
+    held = client.runs.create(paris, "agent", input={
+        "messages": [{"role": "user", "content": "Weather in Paris?"}]})
+    deadline = time.monotonic() + 60
+    paused: list[dict[str, Any]] = []
+    while not paused and time.monotonic() < deadline:
+        paused = channel.list_paused(db) if db.exists() else []
+        time.sleep(0.1)
+    assert paused and paused[0]["thread"] == paris and paused[0]["reason"] == "text:paris"
+    # another run on the same server goes on, start to end, while that one waits
+    free = client.runs.create(oslo, "agent", input={
+        "messages": [{"role": "user", "content": "Weather in Oslo?"}]})
+    client.runs.join(oslo, free["run_id"])
+    assert {r["run_id"]: r["status"] for r in client.runs.list(oslo)}[free["run_id"]] == "success"
+    assert client.runs.get(paris, held["run_id"])["status"] in ("running", "pending")
+    channel.answer(db, paused[0]["run"], "run")
+    client.runs.join(paris, held["run_id"])
+    assert client.runs.get(paris, held["run_id"])["status"] == "success"

@@ -27,6 +27,7 @@ collect    ``tracer.cli.collect``      ``tracer.otel.CollectServer``
 run        ``tracer.cli.run``          ``tracer.record.autotrace`` (in the child)
 show       ``tracer.cli.show``         ``tracer.interop.show``
 mcp        ``tracer.cli.mcp``          ``tracer.mcp.server``
+note       ``tracer.cli.note``         ``tracer.db.notes.add_note``, ``TraceDB.notes``
 =========  ==========================  ==================================
 """
 
@@ -43,8 +44,8 @@ from typing import Protocol
 from tracer.errors import LooptraceError
 from tracer.vocab.terminal import safe_text
 
-__all__ = ["COMMANDS", "DEFAULT_DB", "SAMPLES", "build_parser", "int_range", "main", "read_db", "serve",
-           "stop_on_sigterm"]
+__all__ = ["COMMANDS", "DEFAULT_DB", "SAMPLES", "add_prices", "build_parser", "int_range", "main",
+           "read_db", "serve", "stop_on_sigterm", "use_prices"]
 
 DEFAULT_DB = "looptrace.db"
 SAMPLES = "samples"  # what ``--db`` takes for the bundled sample traces
@@ -59,6 +60,26 @@ def read_db(arg: str) -> str:
     from tracer.interop.exchange import build_sample_db, sample_db_path
 
     return str(build_sample_db(sample_db_path()))
+
+def add_prices(p: argparse.ArgumentParser) -> None:
+    """The ``--prices`` option of a command that shows costs."""
+    p.add_argument("--prices", metavar="PRICES.toml",
+                   help="your own prices, over genai-prices' (USD per million tokens; "
+                        "default: $LOOPTRACE_PRICES; docs/guide/cost.md)")
+
+
+def use_prices(args: argparse.Namespace) -> None:
+    """Read the ``--prices`` file now (a bad one is one line, before any work) and name
+    it in ``$LOOPTRACE_PRICES`` for what prices runs in this process and its children
+    (the app under ``looptrace ui``)."""
+    import os
+
+    from tracer.read.cost import ENV_VAR, Prices
+
+    path = getattr(args, "prices", None) or os.environ.get(ENV_VAR)
+    if path:
+        Prices.load(path)
+        os.environ[ENV_VAR] = str(Path(path).resolve())
 
 # command -> the module of this package that registers it (imported only when needed)
 COMMANDS: dict[str, str] = {
@@ -75,8 +96,11 @@ COMMANDS: dict[str, str] = {
     "traffic": "proxy",
     "collect": "collect",
     "run": "run",
+    "debug": "debug",
+    "playground": "playground",
     "show": "show",
     "mcp": "mcp",
+    "note": "note",
 }
 
 

@@ -14,7 +14,20 @@ from tracer.checks.run import PROVIDERS, RULES, check_db, format_text, step_numb
 from tracer.errors import LooptraceError
 from tracer.vocab.terminal import safe_text
 
-from . import DEFAULT_DB, read_db
+from . import DEFAULT_DB, add_prices, read_db, use_prices
+
+
+def _usd(text: str) -> float:
+    """An amount of US dollars for ``--max-cost`` ("0.05", "$0.05")."""
+    try:
+        value = float(text.strip().removeprefix("$"))
+    except ValueError:
+        msg = f"not an amount of dollars: {text!r}"
+        raise argparse.ArgumentTypeError(msg) from None
+    if not (value >= 0 and value != float("inf")):
+        msg = f"{text} is not an amount of dollars >= 0"
+        raise argparse.ArgumentTypeError(msg)
+    return value
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -35,10 +48,20 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--sarif", metavar="OUT.sarif",
                    help="also write a SARIF 2.1.0 log: a result per finding, located at its "
                         "run and step")
+    p.add_argument("--max-cost", type=_usd, metavar="USD",
+                   help="also fail (exit 1) when a checked run, with its subagent runs, cost "
+                        "more than USD; a cost not known fails too (docs/guide/cost.md)")
+    p.add_argument("--max-total-cost", type=_usd, metavar="USD",
+                   help="also fail when the checked runs together cost more than USD")
+    p.add_argument("--allow-unknown-cost", action="store_true",
+                   help="with --max-cost: a run whose model calls are not all priced passes "
+                        "(it is still reported)")
+    add_prices(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    use_prices(args)
     providers = tuple(args.provider or PROVIDERS)
     results = check_db(args.db, args.runs, providers=providers)  # (InvalidOption: one line)
     findings = [f for fs in results.values() for f in fs]
@@ -57,4 +80,17 @@ def run(args: argparse.Namespace) -> int:
                          indent=2, ensure_ascii=False))
     else:
         sys.stdout.write(safe_text(format_text(results, steps), keep_newlines=True))
-    return 1 if any(f.severity == "error" for f in findings) else 0
+    over = False
+    if args.max_cost is not None or args.max_total_cost is not None:
+        from tracer.checks.budget import cost_gate
+        from tracer.read.loader import TraceDB
+
+        with TraceDB(args.db) as db:
+            verdict = cost_gate(db, list(results), max_cost=args.max_cost,
+                                max_total=args.max_total_cost,
+                                allow_unknown=args.allow_unknown_cost)
+        # (with --json, stdout is the findings' JSON: the verdict goes to stderr)
+        out = sys.stderr if args.json else sys.stdout
+        out.write(safe_text("\n".join(verdict.lines), keep_newlines=True) + "\n")
+        over = verdict.failed
+    return 1 if over or any(f.severity == "error" for f in findings) else 0

@@ -17,7 +17,7 @@ from tracer.interop.exchange import export_run, import_rows, read_trace, stored_
 from tracer.vocab.terminal import safe_text
 from tracer.vocab.words import plural
 
-from . import DEFAULT_DB, read_db, stop_on_sigterm
+from . import DEFAULT_DB, add_prices, read_db, stop_on_sigterm, use_prices
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -42,6 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                    help="give up on the endpoint after this long (default 10)")
     g.add_argument("--interval", type=float, default=1.0, metavar="SECONDS",
                    help="with --follow: how often to look for finished runs (default 1)")
+    add_prices(p)
     p.set_defaults(func=export)
 
     p = sub.add_parser("import", help="import trace files into a database")
@@ -58,6 +59,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def export(args: argparse.Namespace) -> int:
+    use_prices(args)
     if args.otlp or args.follow:
         if not args.otlp:
             msg = "--follow needs --otlp URL"

@@ -9,7 +9,7 @@ import sys
 from tracer.cli import PORT_MAX, int_range
 from tracer.errors import UsageError
 
-from . import DEFAULT_DB, read_db
+from . import DEFAULT_DB, add_prices, read_db, use_prices
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -19,9 +19,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
             "An MCP server over a looptrace database, for a coding agent (Claude Code, "
             "Cursor ...): list and search runs, a run's summary and findings, a step, the "
             "messages at a step, the wire exchange of a model call, the diff of two runs, an "
-            "HTML export; rerun a run or fork it at a step with an edit (the only tools "
-            "that write: a new run, through `looptrace replay`). The server reads the "
-            "database read-only. Speaks stdio (what an MCP client "
+            "HTML export; a note on a run or a step (add_note: writes that one row); rerun a "
+            "run or fork it at a step with an edit (a new run, through `looptrace replay`). "
+            "Every other tool reads the database read-only. Speaks stdio (what an MCP client "
             "starts) unless --http, then streamable HTTP on 127.0.0.1 at /mcp."))
     p.add_argument("--db", default=DEFAULT_DB, type=read_db, help=f"trace database (default {DEFAULT_DB})")
     p.add_argument("--http", action="store_true",
@@ -32,10 +32,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--agent", metavar="MODULE:FACTORY",
                    help="the agent of the runs, the default of replay_run and fork_run "
                         "(see looptrace replay)")
+    add_prices(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    use_prices(args)
     from tracer.mcp.server import build_server
 
     if not 0 < args.port < 65536:

@@ -11,7 +11,7 @@ import argparse
 import json
 import sys
 
-from tracer.cli import INT64_MAX, int_range
+from tracer.cli import INT64_MAX, add_prices, int_range, use_prices
 from tracer.interop.show import DEFAULT_CUT, overview, render_overview, render_step, step_view
 from tracer.read.loader import TraceDB
 
@@ -31,10 +31,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--full", action="store_true",
                    help=f"do not cut long contents (default: cut at {DEFAULT_CUT} characters)")
     p.add_argument("--json", action="store_true", help="print JSON")
+    add_prices(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    use_prices(args)
     with TraceDB(args.db) as db:
         if args.step is None:
             d = overview(db, args.run)

@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tracer.cli import PORT_MAX, int_range
+from tracer.cli import PORT_MAX, add_prices, int_range, use_prices
 from tracer.errors import UsageError
 from tracer.read.loader import TraceDB
 from tracer.vocab.terminal import safe_text
@@ -50,6 +50,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--agent", metavar="MODULE:FACTORY",
                    help="the agent of the runs, so that \"Fork here\" runs forks "
                         "(see looptrace replay)")
+    add_prices(p)
     p.set_defaults(func=run)
 
 
@@ -119,6 +120,7 @@ def access(args: argparse.Namespace) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    use_prices(args)  # (the app, a child, finds the file in $LOOPTRACE_PRICES)
     env = dict(os.environ)
     if getattr(args, "agent", None):
         env["LOOPTRACE_AGENT"] = args.agent  # (tracer.read.fork_links.AGENT_ENV)

@@ -2,12 +2,15 @@
 
 ``record_all(db)`` runs each scenario of ``tracer.demo.scenarios.SCENARIOS``
 (real agents driven by scripted models) and then, through the provider
-emulator, the provider demos of ``tracer.demo.providers``; offline, in seconds.
+emulator, the provider demos of ``tracer.demo.providers``; offline, in seconds. The
+workshop guide's talking points are written as notes on the runs they describe
+(``tracer.demo.workshop``).
 """
 
 from __future__ import annotations
 
 from .roots import root_ids, run_name
+from .workshop import TALKING_POINTS, add_talking_points
 
 
 def record_all(db: str, only: list[str] | None = None,
@@ -23,6 +26,8 @@ def record_all(db: str, only: list[str] | None = None,
         before = root_ids(db)
         scenario(db)
         out[name] = sorted(root_ids(db) - before)
+        if name in TALKING_POINTS and len(out[name]) == 1:  # (the workshop guide's notes)
+            add_talking_points(db, name, out[name][0])
     if providers and not only:
         from .providers import record_provider_demos
 

@@ -1,9 +1,13 @@
 """Export runs to readable JSONL files and import them back, losslessly.
 
 A trace file is JSON Lines: a header line, then one line per stored row
-(``{"table": "runs" | "events" | "messages" | "wire" | "state" | "state_values",
-"row": {...}}``), the
+(``{"table": "runs" | "events" | "messages" | "wire" | "state" | "state_values" |
+"notes", "row": {...}}``), the
 run first and its subagent runs after it. Never pickle.
+
+Notes (``tracer.db.notes``) travel with their run but are not its content: an import
+adds the file's notes to those already stored on the run (a note stored twice is
+kept once), and a run stored with other notes than the file's is not "other content".
 """
 
 from __future__ import annotations
@@ -20,9 +24,11 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from tracer.db.notes import TAG
 from tracer.db.schema import (
     EVENTS_COLUMNS,
     MESSAGES_COLUMNS,
+    NOTES_COLUMNS,
     RUN_STATUSES,
     RUNS_COLUMNS,
     SCHEMA_VERSION,
@@ -45,7 +51,10 @@ FORMAT_VERSION = 1
 TABLES: dict[str, dict[str, type]] = {
     "runs": RUNS_COLUMNS, "events": EVENTS_COLUMNS, "messages": MESSAGES_COLUMNS,
     "wire": WIRE_COLUMNS, "state": STATE_COLUMNS, "state_values": STATE_VALUES_COLUMNS,
+    "notes": NOTES_COLUMNS,
 }
+# The note columns that say what a note is (its id is the file's own: not exported).
+NOTE_FIELDS = ("run_id", "seq", "text", "tags", "author", "created_at")
 
 
 def run_tree(db: TraceDB, run_id: str) -> list[str]:
@@ -86,7 +95,7 @@ def export_lines(db: TraceDB, run_id: str) -> Iterator[str]:
     for rid in ids:
         for table in TABLES:
             for row in db.raw_rows(table, rid):
-                if table == "wire":
+                if table in ("wire", "notes"):
                     row.pop("id", None)
                 yield json_line({"table": table, "row": row})
 
@@ -235,7 +244,7 @@ def row_problem(rec: Any) -> str | None:
     """What is wrong with one ``{"table": ..., "row": {...}}`` record (None: nothing)."""
     if not isinstance(rec, dict) or rec.get("table") not in TABLES or not isinstance(
             rec.get("row"), dict):
-        return "expected {'table': runs|events|messages|wire|state|state_values, 'row': {...}}"
+        return f"expected {{'table': {'|'.join(TABLES)}, 'row': {{...}}}}"
     unknown = set(rec["row"]) - set(TABLES[rec["table"]])
     if unknown:
         return f"unknown columns for {rec['table']}: {', '.join(sorted(unknown))}"
@@ -255,6 +264,7 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     "runs": ("id", "status"), "events": ("run_id", "seq"),
     "messages": ("run_id", "position", "seq"),
     "state": ("run_id", "seq", "key"), "state_values": ("run_id", "hash"),
+    "notes": ("run_id", "text"),
 }
 # Integer columns that count or index from 0 (every other integer: any INT64).
 NON_NEGATIVE = frozenset({"seq", "position", "lap", "version", "input_tokens", "output_tokens",
@@ -282,6 +292,8 @@ def value_problem(table: str, col: str, value: Any) -> str | None:
             return f"{where} {_short_repr(value)}: not valid Unicode (a lone surrogate)"
         if table == "runs" and col == "status" and value not in RUN_STATUSES:
             return f"{where} {_short_repr(value)}: expected one of {', '.join(RUN_STATUSES)}"
+        if table == "notes" and col == "tags" and not _tag_list(value):
+            return f"{where} {_short_repr(value)}: expected a JSON list of tags (short words)"
         return None
     if kind is int:
         low = 0 if col in NON_NEGATIVE else INT64[0]
@@ -297,6 +309,16 @@ def value_problem(table: str, col: str, value: Any) -> str | None:
     if col in TIMES and not 0 <= value <= LAST_TIME:
         return f"{where} {_short_repr(value)}: expected a time (seconds from 0 to {LAST_TIME:.0f})"
     return None
+
+
+def _tag_list(text: str) -> bool:
+    """Whether ``text`` is a JSON list of tags as ``tracer.db.notes`` writes them."""
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(value, list) and all(isinstance(t, str) and TAG.fullmatch(t)
+                                           for t in value)
 
 
 def _is_int(value: Any) -> bool:
@@ -359,13 +381,18 @@ def import_rows(rows: list[tuple[str, dict[str, Any]]], db_path: str | Path, *,
                 if clash:
                     rows = renamed(rows)
             ids = _run_ids(rows)
+            # the notes already stored on these runs stay (deleting a run deletes its notes)
+            kept = _stored_notes(conn, ids)
             if replace and not keep_stored:
                 for rid in ids:
                     for table, key in (("events", "run_id"), ("messages", "run_id"),
                                        ("wire", "run_id"), ("state", "run_id"),
                                        ("state_values", "run_id"), ("runs", "id")):
                         conn.execute(f"DELETE FROM {table} WHERE {key} = ?", [rid])
-            for table, row in rows:
+            for table, row in [*rows, *(("notes", n) for n in kept)]:
+                if table == "notes":
+                    _add_note_row(conn, row)
+                    continue
                 cols = list(row)
                 if keep_stored and table == "wire" and conn.execute(
                         "SELECT 1 FROM wire WHERE run_id IS ? AND seq IS ? AND ts IS ?",
@@ -383,6 +410,24 @@ def import_rows(rows: list[tuple[str, dict[str, Any]]], db_path: str | Path, *,
     finally:
         conn.close()
     return ids
+
+
+def _stored_notes(conn: sqlite3.Connection, ids: list[str]) -> list[dict[str, Any]]:
+    rows = []
+    for rid in ids:
+        rows += [dict(zip(NOTE_FIELDS, r)) for r in conn.execute(
+            f"SELECT {', '.join(NOTE_FIELDS)} FROM notes WHERE run_id = ? ORDER BY id", [rid])]
+    return rows
+
+
+def _add_note_row(conn: sqlite3.Connection, row: dict[str, Any]) -> None:
+    """Add a note unless the run has one just like it (an import of a file twice, or a
+    stored note the file holds too: kept once)."""
+    values = [row.get(c) for c in NOTE_FIELDS]
+    conn.execute(
+        f"INSERT INTO notes({', '.join(NOTE_FIELDS)}) SELECT ?, ?, ?, ?, ?, ?"
+        " WHERE NOT EXISTS (SELECT 1 FROM notes WHERE "
+        + " AND ".join(f"{c} IS ?" for c in NOTE_FIELDS) + ")", [*values, *values])
 
 
 def _refuse_cycles(conn: sqlite3.Connection, ids: list[str]) -> None:
@@ -447,6 +492,8 @@ def stored_differs(conn: sqlite3.Connection, run_id: str,
     if not conn.execute("SELECT 1 FROM runs WHERE id = ?", [run_id]).fetchone():
         return False
     for table in TABLES:
+        if table == "notes":
+            continue  # (notes are added to, not compared: see the module's docstring)
         key = "id" if table == "runs" else "run_id"
         mine = [r for t, r in rows if t == table and r.get(key) == run_id]
         cols = sorted({c for r in mine for c in r} - {"id" if table == "wire" else ""})

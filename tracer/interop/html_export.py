@@ -12,7 +12,10 @@ hostile trace cannot load anything.
 
 Stable hooks for tests: the replayer's (see ``tracer/replayer/replayer.js``), plus
 ``#run-name``, ``#run-meta`` and ``#back-to-parent`` in the page's header and
-``[data-testid="lt-replayer"][data-depth]``. ``#step=N`` in the URL opens step N
+``[data-testid="lt-replayer"][data-depth]``; the run's notes (``tracer.db.notes``: a
+workshop's talking points travel with the file) in ``#notes`` as ``li.lt-note[data-step]``
+(``current`` at the step shown), a button each to go to its step, and as dots on the tick
+strip. ``#step=N`` in the URL opens step N
 (counted from 1). Subagent runs travel in the same file: "Open subagent"
 (``[data-action="open-subagent"]``, shown while the call that ran one is active)
 opens its own replay, ``#back-to-parent`` returns; ``#run=ID&step=N`` opens one.
@@ -26,12 +29,13 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from tracer.db.schema import refuse_database, written_whole
+from tracer.read.cost import run_costs
 from tracer.read.graph_layout import drawing
 from tracer.read.loader import TraceDB
 from tracer.read.steps import Replay, build_replay
@@ -53,8 +57,13 @@ def script_json(data: Any) -> str:
             .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
 
 
-def render_html(rp: Replay, subagents: Sequence[Replay] = ()) -> str:
-    """The whole page for one replay (and its subagent runs' replays), as a string."""
+def render_html(rp: Replay, subagents: Sequence[Replay] = (),
+                notes: Mapping[str, list[dict[str, Any]]] | None = None,
+                costs: Mapping[str, str] | None = None) -> str:
+    """The whole page for one replay (and its subagent runs' replays), as a string;
+    ``notes``: each run's notes (``Note.to_dict``, by run id), listed under the replay
+    and marked on its tick strip; ``costs``: each run's cost as text
+    (``tracer.read.cost``), shown in the header."""
     template = resources.files("tracer.interop").joinpath("templates/replay.html").read_text("utf-8")
     title = f"looptrace replay: {rp.run.summary.name or rp.run.id}"
     # Split at the data first and fill the title last, so nothing taken from the
@@ -68,6 +77,10 @@ def render_html(rp: Replay, subagents: Sequence[Replay] = ()) -> str:
     data = replay_data(rp)
     data["layout"] = drawing()
     data["subruns"] = {sub.run.id: replay_data(sub) for sub in subagents}
+    for d in (data, *data["subruns"].values()):
+        d["notes"] = list((notes or {}).get(d["run"]["id"], ()))
+        if costs and d["run"]["id"] in costs:
+            d["run"]["cost"] = costs[d["run"]["id"]]
     return head + script_json(data) + tail
 
 
@@ -81,10 +94,12 @@ def export_html(db_path: str | Path, run_id: str, out_path: str | Path) -> Path:
         rid = db.resolve(run_id)
         tree = run_tree(db, rid)  # the run, then its subagent runs (nested ones too)
         runs = [db.run(i) for i in tree]
+        notes = {i: [n.to_dict() for n in db.notes(i)] for i in tree}
+        costs = {k: "cost " + c.text() for k, c in run_costs(db, tree).items()}
     out = Path(out_path)
     out.parent.mkdir(parents=True, exist_ok=True)
     replays = [build_replay(r) for r in runs]
-    page = render_html(replays[0], replays[1:])
+    page = render_html(replays[0], replays[1:], notes=notes, costs=costs)
     with written_whole(out) as f:
         f.write(page)
     return out

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
+from decimal import Decimal
 from typing import Any
 
 from tracer.errors import StepOutOfRange
@@ -29,8 +30,10 @@ __all__ = [
     "DEFAULT_CUT",
     "StepOutOfRange",
     "message_text",
+    "notes_of",
     "open_replay",
     "overview",
+    "render_notes",
     "render_overview",
     "render_step",
     "step_of_seq",
@@ -69,8 +72,37 @@ def findings_of(db: TraceDB, run: Run, replay: Replay | None = None) -> list[Any
     return findings_for(db, [run.id], keep=False, replays=replays)[run.id]
 
 
+def notes_of(db: TraceDB, run: Run) -> dict[str, Any]:
+    """The run's notes (each with its step; ``tracer.db.notes``) and, for a fork or a
+    replay, the run it came from with how many notes that run has: a fork copies no
+    notes, it points at them."""
+    from tracer.read.fork_links import origin_of
+
+    out: dict[str, Any] = {"notes": [n.to_dict() for n in db.notes(run.id)]}
+    origin = origin_of(run.metadata)
+    if origin is not None:
+        of, step = origin
+        out["source"] = {"run": of, "step": step, "notes": len(db.notes(of))}
+    return out
+
+
+def cost_of(db: TraceDB, run: Run, replay: Replay) -> dict[str, Any]:
+    """The run's cost (``tracer.read.cost``): with its subagent runs and its own, by
+    model, and each of its own model calls at its step."""
+    from tracer.read.cost import run_costs
+
+    c = run_costs(db, [run.id])[run.id]
+    return {**c.to_dict(), "text": c.text(),
+            "model_calls": [{**k.to_dict(), "step": step_of_seq(replay, k.seq),
+                             "text": k.text(),
+                             "tokens": [(k.usage or {}).get("input_tokens"),
+                                        (k.usage or {}).get("output_tokens")]}
+                            for k in c.calls]}
+
+
 def overview(db: TraceDB, run_ref: str) -> dict[str, Any]:
-    """A run's summary, its subagent runs, and its findings with their steps."""
+    """A run's summary, its subagent runs, its cost, its findings with their steps and
+    its notes (``notes_of``)."""
     run, replay = open_replay(db, run_ref)
     found = findings_of(db, run, replay)
     findings = []
@@ -89,7 +121,9 @@ def overview(db: TraceDB, run_ref: str) -> dict[str, Any]:
                           for c in run.children],
         "health": health(found),
         "findings": findings,
+        "cost": cost_of(db, run, replay),
         **asked_and_answered(run),
+        **notes_of(db, run),
     }
 
 
@@ -182,6 +216,7 @@ def step_view(db: TraceDB, run_ref: str, step: int, *, cut: int = DEFAULT_CUT,
         # (at a model call: the rest of what the model received, resolved)
         **({"request": req.to_dict()} if model_call and (
             req := model_request(run, _enter_seq(replay, s.index))) is not None else {}),
+        "notes": [n.to_dict() for n in db.notes(run.id) if n.step == step],
         "messages_total": len(msgs),
         "messages_offset": offset,
         "messages": [_message(m, offset + i, cut, hint, replay)
@@ -253,6 +288,11 @@ def render_overview(d: dict[str, Any]) -> str:
                 else f"model {r.get('model') or '-'} (asked; none answered)")
         lines.append(f"  {said} ({r.get('provider') or '-'})"
                      f"   source {r.get('source') or '-'}")
+    cost = d.get("cost")
+    if cost:
+        lines.append(f"  cost {cost['text']}")
+        if len(cost.get("models") or {}) > 1:
+            lines.extend(f"    {m}: {_cost_text(c)}" for m, c in cost["models"].items())
     if r.get("parent_id"):
         lines.append(f"  subagent run of {r['parent_id'][:12]} "
                      f"(tool call {r.get('parent_tool_call_id')})")
@@ -265,6 +305,13 @@ def render_overview(d: dict[str, Any]) -> str:
     for c in d["subagent_runs"]:
         lines.append(f"  subagent run {c['id'][:12]} {c.get('name') or ''} ({c['status']}),"
                      f" from tool call {c.get('parent_tool_call_id')}")
+    calls = (cost or {}).get("model_calls") or []
+    if calls:
+        lines.append(f"model calls ({len(calls)}):")
+        for k in calls:
+            i, o = k["tokens"]
+            tokens = "usage not reported" if i is None and o is None else f"{i} in, {o} out"
+            lines.append(f"  step {k['step']}  {k['model'] or '-'}  {tokens}  {k['text']}")
     lines.append(f"health: {d['health']}")
     for f in d["findings"]:
         where = f"step {f['step']}" if f.get("step") else "the run"
@@ -273,9 +320,38 @@ def render_overview(d: dict[str, Any]) -> str:
         lines.append(f"          {f['message']}")
         if f.get("message_keys"):
             lines.append(f"          messages: {', '.join(f['message_keys'])}")
+    src = d.get("source")
+    if src:
+        what = f"forks run {src['run'][:12]} at step {src['step']}" if src.get("step") else (
+            f"replays run {src['run'][:12]}")
+        lines.append(f"this run {what}; notes on the source run: {src['notes']}"
+                     + (f" (looptrace note {src['run'][:12]})" if src["notes"] else ""))
+    if d.get("notes"):
+        lines.append(f"notes ({len(d['notes'])}):")
+        lines.append(render_notes(d["notes"]).rstrip("\n"))
     if d["findings"]:
         lines.append(f"(looptrace show {r['id'][:12]} --step N: the messages at a step)")
     return safe_text("\n".join(lines), keep_newlines=True) + "\n"
+
+
+def render_notes(notes: list[dict[str, Any]]) -> str:
+    """Notes (``Note.to_dict``) as text, one a paragraph: where (the run, or its step),
+    the tags, who and its number, then the text indented; terminal controls made
+    visible."""
+    lines: list[str] = []
+    for n in notes:
+        where = f"step {n['step']}" if n.get("step") is not None else "the run"
+        tags = f" [{', '.join(n['tags'])}]" if n.get("tags") else ""
+        who = f" by {n['author']}" if n.get("author") else ""
+        lines.append(f"  {where}{tags}{who} (note {n['id']}):")
+        lines.extend("      " + ln for ln in str(n["text"]).splitlines() or [""])
+    return safe_text("\n".join(lines), keep_newlines=True) + "\n" if lines else ""
+
+
+def _cost_text(c: dict[str, Any]) -> str:
+    from tracer.read.cost import Cost
+
+    return Cost(Decimal(str(c["priced_usd"])), c["calls"], c["priced_calls"]).text()
 
 
 def render_step(d: dict[str, Any]) -> str:
@@ -286,6 +362,9 @@ def render_step(d: dict[str, Any]) -> str:
              f"  {d['caption']}"]
     if d["pending_tool_calls"]:
         lines.append(f"  tool calls without a result yet: {', '.join(d['pending_tool_calls'])}")
+    if d.get("notes"):
+        lines.append(f"notes at this step ({len(d['notes'])}):")
+        lines.append(render_notes(d["notes"]).rstrip("\n"))
     lines.append(f"messages ({d['messages_total']}, {d['messages_are']}):")
     for m in d["messages"]:
         head = f"[{m['index']}] {m['type']}"

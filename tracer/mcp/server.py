@@ -6,9 +6,11 @@ Built with the official ``mcp`` SDK (``MCPServer``); stdio by default, streamabl
 on 127.0.0.1 with ``--http``. Every tool reads the file read-only (``TraceDB``) through
 the same API as the command line (``TraceDB.runs`` and ``RunFilter``, ``tracer.interop.show``,
 ``check``'s findings, ``diff_tree``, ``TraceDB.wire``); ``export_html`` writes an HTML
-file, never the database, and says so. The what-if tools (``tracer.mcp.whatif_tools``:
+file, never the database, and says so. ``add_note`` writes one row, a person's (or the
+agent's) note on a run or a step (``tracer.db.notes.add_note``: checked first, one row
+or nothing), and changes nothing else; the what-if tools (``tracer.mcp.whatif_tools``:
 ``replay_run``, ``fork_run``) are the only ones that write a run to the database, through
-a ``looptrace replay`` child process; the server itself only ever reads it.
+a ``looptrace replay`` child process. Every other tool only reads it.
 Answers are sized for a model's context: lists are paged (``offset``/``limit`` in,
 ``next_offset`` out), long contents cut (with the call that gives the rest), and each
 answer carries the ids the next call takes. A bad run id, a step out of range, a file
@@ -26,8 +28,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
+from tracer.db.notes import check_tags
 from tracer.db.schema import RUN_STATUSES
 from tracer.errors import LooptraceError
+from tracer.read.cost import RunCost, run_costs
 from tracer.read.loader import RunSummary, TraceDB
 from tracer.read.run_list import HEALTH_CLASSES, RunFilter, parse_when
 from tracer.vocab.hooks import HOOK_BY_NAME
@@ -44,7 +48,8 @@ model or tool call entering or exiting, a change to the conversation. Steps are 
 from 1. Start with list_runs (or search_runs), then run_summary for a run's findings (a
 dangling tool call: a call with no result before the next model call; an orphan result;
 a runaway loop; repeated calls ...), each with the step to open with get_step and
-get_messages. A number outside its tool's bounds (an offset, a limit, a cut) is brought
+get_messages. People's notes on a run or a step (run_summary, get_step; add_note writes
+one) say what they saw there. A number outside its tool's bounds (an offset, a limit, a cut) is brought
 within them, and the answer says so under "clamped"."""
 
 T = TypeVar("T")
@@ -103,13 +108,16 @@ def _int_args(kwargs: dict[str, Any]) -> None:
 TOKEN_FIELDS = ("input_tokens", "output_tokens", "total_tokens")  # None: not reported
 
 
-def _compact(s: RunSummary, models: list[str] | None = None) -> dict[str, Any]:
+def _compact(s: RunSummary, cost: RunCost | None = None,
+             models: list[str] | None = None) -> dict[str, Any]:
     return {"id": s.id, "name": s.name, "status": s.status, "started_at": s.started_at,
             "duration_s": round(s.duration_s, 3) if s.duration_s is not None else None,
             "laps": s.laps, "model_calls": s.model_calls, "tool_calls": s.tool_calls,
             "errors": s.errors, "total_tokens": s.total_tokens, "model": s.model,
             **({"models": models} if models is not None else {}),
             "parent_id": s.parent_id, "source": s.source,
+            # (with the subagent runs; null when not every model call is priced)
+            **({"cost_usd": cost.total.usd, "cost": cost.total.text()} if cost else {}),
             **({"error": s.error[:300]} if s.error else {})}
 
 
@@ -153,6 +161,7 @@ class Tools:
                   since: str | None = None, until: str | None = None,
                   health: list[str] | None = None, parent: str | None = None,
                   top_level: bool = False, search: str | None = None,
+                  tags: list[str] | None = None,
                   offset: int = 0, limit: int = PAGE) -> dict[str, Any]:
         for s in status or ():
             if s not in RUN_STATUSES:
@@ -169,7 +178,8 @@ class Tools:
                           since=parse_when(since) if since else None,
                           until=parse_when(until) if until else None,
                           parent_id=db.resolve(parent) if parent else None,
-                          top_level=top_level, search=search or None)
+                          top_level=top_level, search=search or None,
+                          tags=check_tags(tags))
             wanted = [h for h in f.health if h != "unchecked"]
             if not wanted:
                 runs = db.runs(f, limit=limit, offset=offset)
@@ -177,10 +187,12 @@ class Tools:
                 more: dict[str, Any] = {}
             else:
                 runs, total, more = _with_health_computed(db, f, wanted, offset, limit)
+            costs = run_costs(db, [r.id for r in runs])
             models = db.models([r.id for r in runs])
         nxt = offset + limit
         return _with_clamped({"total": total, "offset": offset,
-                              "runs": [_compact(r, models.get(r.id)) for r in runs],
+                              "runs": [_compact(r, costs.get(r.id), models.get(r.id))
+                                       for r in runs],
                               "next_offset": nxt if nxt < total else None, **more}, clamped)
 
     def run_summary(self, run: str, findings_offset: int = 0,
@@ -200,7 +212,24 @@ class Tools:
         # (tokens no call reported are said, as null: not left out, not 0)
         d["run"] = {**_compact_dict(d["run"]),
                     **{k: d["run"].get(k) for k in TOKEN_FIELDS}}
+        d["notes_total"] = len(d["notes"])
+        d["notes"] = [_cut_note(n) for n in d["notes"][:NOTES_SHOWN]]
+        d["cost_usd"] = d["cost"]["usd"]
+        calls = d["cost"]["model_calls"]
+        if len(calls) > PAGE:  # (each call's cost: the first PAGE of them)
+            d["cost"]["model_calls"] = calls[:PAGE]
+            d["cost"]["model_calls_total"] = len(calls)
         return _with_clamped(d, clamped)
+
+    def add_note(self, run: str, text: str, step: int | None = None,
+                 tags: list[str] | None = None, author: str | None = None) -> dict[str, Any]:
+        from tracer.db.notes import add_note
+
+        with self._open() as db:
+            rid = db.resolve(run)
+        note = add_note(self.db, rid, text, step=step, tags=tags or (), author=author)
+        return {"run_id": rid, "note": note.to_dict(),
+                "next": f"run_summary(run={rid[:12]!r}) lists the run's notes"}
 
     def list_steps(self, run: str, hook: str | None = None, tool_call_id: str | None = None,
                    offset: int = 0, limit: int = 50) -> dict[str, Any]:
@@ -239,6 +268,7 @@ class Tools:
             d = step_view(db, run, step, limit=0)
         d.pop("messages")
         d.pop("messages_offset")
+        d["notes"] = [_cut_note(n) for n in d["notes"][:NOTES_SHOWN]]
         return d
 
     def get_messages(self, run: str, step: int, offset: int = 0, limit: int = PAGE,
@@ -446,6 +476,17 @@ def _not_locked(path: str) -> None:
         conn.close()
 
 
+NOTES_SHOWN = 50  # notes listed in run_summary and get_step (notes_total says how many)
+NOTE_CUT = 2000  # characters of one note's text
+
+
+def _cut_note(n: dict[str, Any]) -> dict[str, Any]:
+    text = str(n.get("text") or "")
+    if len(text) > NOTE_CUT:
+        n = {**n, "text": text[:NOTE_CUT], "text_cut": {"shown": NOTE_CUT, "total": len(text)}}
+    return n
+
+
 def _compact_dict(d: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in d.items() if v is not None}
 
@@ -463,24 +504,30 @@ TOOLS: dict[str, str] = {
         "12h), health (error, warning, info, ok, unchecked: a stored `looptrace check`, and "
         "for runs never checked their findings found now, the newest 200 of them; "
         "health_bounded says when more were left out), parent (the "
-        "subagent runs of a run), top_level, search (text in the messages). Paged: "
+        "subagent runs of a run), top_level, search (text in the messages or notes), tags "
+        "(runs with a note tagged with any of these). Paged: "
         "offset/limit in, next_offset out. Each run: id (pass it, or a unique prefix, to "
         "the other tools), laps, model and tool calls, errors, tokens (total_tokens null: "
         "the provider reported no usage, not 0), models (those that answered, in order: "
-        "a fallback's too)."),
+        "a fallback's too), cost_usd (with its subagent runs; null when a model call has "
+        "no known price, never 0 for unknown)."),
     "search_runs": (
         "Find runs whose messages (user text, model replies, tool results, tool call "
-        "arguments) contain a text (ASCII letters in either case; a text holding a NUL "
-        "character is refused); paged like list_runs."),
+        "arguments) or notes contain a text (ASCII letters in either case; a text holding a "
+        "NUL character is refused); paged like list_runs."),
     "run_summary": (
         "One run: status, laps, model and tool calls, tokens (null: not reported), its "
+        "cost (cost_usd, with its subagent runs; per model and per model call), its "
         "subagent runs (Deep "
         "Agents' task calls), how it was recorded and what that could not see, and its "
         "findings, each with the step to open: protocol problems a provider rejects with "
         "a 400 (a dangling tool call: an AIMessage's tool call with no ToolMessage of the "
         "same tool_call_id before the next model call; an orphan result; results out of "
         "place) and loop problems (a runaway loop, the same tool call repeated, repeated "
-        "tool errors, a swallowed tool error, no final answer, a token jump)."),
+        "tool errors, a swallowed tool error, no final answer, a token jump); and the "
+        "notes people wrote on it (add_note), each at its step (null: on the whole run), "
+        "and for a fork or replay, the run it came from (source) and how many notes that "
+        "run has."),
     "list_steps": (
         "The steps of a run, one line each (step number from 1, hook, phase, middleware, "
         "lap, tool_call_id, caption: what this step did), and `hooks`: what each hook on "
@@ -491,8 +538,8 @@ TOOLS: dict[str, str] = {
     "get_step": (
         "One step of a run: the hook and phase (enter/exit of a model or tool call, a "
         "node hook firing, a change to the conversation), the middleware, the lap, the "
-        "tool_call_id, the caption saying what happened, and the tool calls still "
-        "dangling (asked for, no result yet) at that point."),
+        "tool_call_id, the caption saying what happened, the tool calls still "
+        "dangling (asked for, no result yet) at that point, and the notes on that step."),
     "get_messages": (
         "The messages at a step: at a model call, exactly what the model received (after "
         "every middleware rewrote the request), with `request`: its system prompt, tools "
@@ -524,6 +571,14 @@ TOOLS: dict[str, str] = {
         "mcp --export-dir`, default the temporary directory; a relative path is taken "
         "there; default looptrace-<run>.html); a path outside it, or the database, is "
         "refused. Writes that file only; the database is never written."),
+    "add_note": (
+        "WRITES one note to the database (nothing else changes): text and tags on a run, or "
+        "with `step` (counted from 1, as list_steps shows it) on one of its steps, for the "
+        "people who replay it (the app, looptrace show, the HTML export show it). tags: "
+        "short words (letters, digits, - and _; e.g. bug, good-example, workshop). Bad "
+        "input (empty text, a step the run does not have, a tag that is not one short "
+        "word) is an error naming the problem, nothing written. Answer: the note as "
+        "stored (its id and step)."),
 }
 # (the what-if tools, replay_run and fork_run, are in tracer.mcp.whatif_tools: the only tools
 # that write to the database, through a ``looptrace replay`` child process)
@@ -549,14 +604,24 @@ def build_server(db: str | os.PathLike[str], *, export_dir: str | None = None,
         "get_step": tools.get_step, "get_messages": tools.get_messages,
         "get_message_text": tools.get_message_text, "get_wire": tools.get_wire,
         "diff_runs": tools.diff_runs, "export_html": tools.export_html,
+        "add_note": tools.add_note,
     }
     from mcp.types import ToolAnnotations
 
     for name, description in TOOLS.items():
-        read_only = name != "export_html"
+        read_only = name not in ("export_html", "add_note")
         server.tool(name=name, description=description, annotations=ToolAnnotations(
             read_only_hint=read_only, destructive_hint=False, open_world_hint=False),
             structured_output=False)(_as_text(_tool_errors(impl[name])))
+    from .debug_tools import DEBUG_TOOLS, Debug
+
+    debug = Debug(db)
+    for name, description in DEBUG_TOOLS.items():
+        read_only = name in ("list_paused", "get_pending", "playground")
+        server.tool(name=name, description=description, annotations=ToolAnnotations(
+            read_only_hint=read_only, destructive_hint=False, idempotent_hint=read_only,
+            open_world_hint=name == "playground"), structured_output=False)(
+            _as_text(_tool_errors(getattr(debug, name))))
     whatif = WhatIf(os.fspath(db), agent)
     aimpl: dict[str, Callable[..., Any]] = {"replay_run": whatif.replay_run,
                                            "fork_run": whatif.fork_run}

@@ -127,6 +127,7 @@ class _RunRows:
         self.wire: list[dict[str, Any]] = []
         self.state: list[dict[str, Any]] = []  # (carried as they are: tracer.record.state_keys)
         self.state_values: list[dict[str, Any]] = []
+        self.notes: list[dict[str, Any]] = []  # (a person's notes: not sent as spans)
 
     def add(self, table: str, row: dict[str, Any]) -> None:
         if table == "runs":
@@ -296,6 +297,10 @@ class _Run:
         }))
         if outputs:
             span.attributes.update(_clean(display.io("output", display.reply(outputs[-1]))))
+        if ev.get("phase") == "exit":
+            span.attributes.update(_cost_attributes(
+                usage, span.attributes.get("gen_ai.request.model"),
+                span.attributes.get("gen_ai.provider.name"), ev.get("ts")))
         if ev.get("phase") == "error":
             _fail(span, p)
 
@@ -369,6 +374,38 @@ class _Run:
 
 
 # -- the GenAI message schema ---------------------------------------------------------
+
+def _cost_attributes(usage: Any, model: Any, provider: Any, ts: Any) -> dict[str, Any]:
+    """A model call's price (``tracer.read.cost``) where the backends read one; nothing
+    when it is not known (a backend may then price the call itself). On chat spans only:
+    the backends add the spans of a trace up.
+
+    - Langfuse: ``langfuse.observation.cost_details`` (JSON: input, output, total),
+      else ``gen_ai.usage.cost`` (the total), read by its OTel ingestion
+      (langfuse/langfuse ``packages/shared/src/server/otel/OtelIngestionProcessor.ts``,
+      ``extractCostDetails``).
+    - MLflow: ``mlflow.llm.cost`` (JSON: input_cost, output_cost, total_cost in USD;
+      ``mlflow.tracing.constant.SpanAttributeKey.LLM_COST``, mlflow 3.17); its OTLP
+      translation computes its own only where this is missing
+      (``mlflow/tracing/otel/translation/__init__.py``).
+    - OpenInference: ``llm.cost.prompt``, ``llm.cost.completion``, ``llm.cost.total``
+      (``openinference.semconv.trace.SpanAttributes.LLM_COST_*``). Phoenix 20 keeps them
+      as attributes but prices its cost column from its own model table
+      (``phoenix/server/cost_tracking``), not from these.
+    """
+    from tracer.read.cost import default_prices
+
+    total, inp, out, _why, _by = default_prices().price(
+        usage if isinstance(usage, dict) else None, model if isinstance(model, str) else None,
+        provider if isinstance(provider, str) else None, _num(ts))
+    if total is None or inp is None or out is None:
+        return {}
+    t, i, o = float(total), float(inp), float(out)
+    return {"gen_ai.usage.cost": t,
+            "langfuse.observation.cost_details": _json({"input": i, "output": o, "total": t}),
+            "mlflow.llm.cost": _json({"input_cost": i, "output_cost": o, "total_cost": t}),
+            "llm.cost.prompt": i, "llm.cost.completion": o, "llm.cost.total": t}
+
 
 def genai_message(m: dict[str, Any]) -> dict[str, Any]:
     """A stored message row as a GenAI-convention message (role + parts)."""

@@ -425,6 +425,10 @@ def caption(ev: Event, run: Run, tool_calls: int = 0, *,
                 what = f"The tool{name} raised {p.get('error', 'an error')}{dur}."
             return _tool_error_caption(ev, p, what, run, facts)
         return f"{what} {known}" if known else what
+    if ev.phase == "pause":
+        return _pause_caption(ev, p)
+    if ev.phase == "debug":
+        return _debug_caption(ev, p)
     if ev.phase == "interrupt" or ev.hook == "interrupt":
         said = ("The run paused for a human: an interrupt() stopped the graph and the "
                 "checkpointer saved its state. Resuming continues this same run.")
@@ -547,3 +551,34 @@ def _hidden_note(found: tuple[list[int], list[Any]], ev: Event, name: str) -> st
     return (f" Its Python signature also takes {names}, which LangChain injects (a "
             f"ToolRuntime gives the call id, the state and the config): the schema the model "
             f"saw leaves {'them' if len(hidden) > 1 else 'it'} out.")
+
+
+_AT = {"before": "before the call", "after": "after the call", "fire": "as it fires",
+       "error": "where the call raised"}
+
+
+def _pause_caption(ev: Event, p: dict[str, Any]) -> str:
+    """A pause of the debugger (``tracer.debug``)."""
+    where = _AT.get(str(p.get("at")), str(p.get("at") or ""))
+    what = ""
+    call = p.get("tool_call")
+    if isinstance(call, dict) and call.get("name"):
+        what = f" The tool call {call['name']} waits to run."
+    return (f"Paused in the debugger at {ev.hook}, {where} (breakpoint: "
+            f"{p.get('reason', '?')}).{what}")
+
+
+def _debug_caption(ev: Event, p: dict[str, Any]) -> str:
+    """How a pause of the debugger ended."""
+    outcome = p.get("outcome")
+    if outcome == "edited":
+        return f"Changed in the debugger: {p.get('change', 'an edit')}; the run goes on."
+    if outcome == "aborted":
+        return "Aborted in the debugger: the run ends here as an error."
+    if outcome == "timeout":
+        return (f"Nobody answered the pause in {p.get('timeout_s')} s: the run continued "
+                "unchanged.")
+    if outcome == "rejected":
+        return (f"The debugger's edit could not be made ({p.get('error', '?')}); the run "
+                "pauses again.")
+    return f"Continued in the debugger ({p.get('command', 'continue')}), nothing changed."

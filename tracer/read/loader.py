@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Self
 
 from tracer.db import search
+from tracer.db.notes import TAGS_SQL, Note, read_notes, with_steps
 from tracer.db.schema import connect
 from tracer.db.summaries import COUNT_FIELDS, chunks, live_counts
 from tracer.errors import NotALooptraceDatabase, RunNotFound
@@ -450,6 +451,42 @@ class TraceDB:
         return Run(summary, events, messages, children, _loads(meta[0][0]) if meta else None,
                    revisions, load_state(self._query, run_id))
 
+    # -- notes (schema 6) -----------------------------------------------------
+    @property
+    def has_notes_table(self) -> bool:
+        """The file has ``notes`` (schema 6; an older file opened read-only has not)."""
+        return self.schema_version >= 6
+
+    def notes(self, run_id: str) -> list[Note]:
+        """A person's notes on ``run_id`` (``tracer.db.notes``), each with its step
+        (counted from 1, ``step_numbers``): those on the whole run first, then by step."""
+        if not self.has_notes_table:
+            return []
+        found = read_notes(self._query, run_id)
+        steps = self.step_numbers(run_id, [n.seq for n in found if n.seq is not None])
+        return with_steps(found, steps)
+
+    def note_tags(self) -> list[tuple[str, int]]:
+        """Every tag of a note in the file, with the number of runs that have a note
+        so tagged; most used first."""
+        if not self.has_notes_table:
+            return []
+        return [(str(t), int(n)) for t, n in self._query(
+            f"SELECT j.value, COUNT(DISTINCT n.run_id) FROM notes n, json_each({TAGS_SQL}) j"
+            " GROUP BY j.value ORDER BY 2 DESC, 1")]
+
+    def note_counts(self, run_ids: list[str]) -> dict[str, int]:
+        """How many notes each of ``run_ids`` has (runs without any left out)."""
+        if not self.has_notes_table or not run_ids:
+            return {}
+        out: dict[str, int] = {}
+        for i in range(0, len(run_ids), 500):
+            part = run_ids[i:i + 500]
+            out.update((str(r), int(n)) for r, n in self._query(
+                f"SELECT run_id, COUNT(*) FROM notes WHERE run_id IN ({','.join('?' * len(part))})"
+                " GROUP BY run_id", part))
+        return out
+
     def wire(self, run_id: str) -> list[dict[str, Any]]:
         """Provider HTTP exchanges recorded for ``run_id``, oldest first."""
         cols = [r[1] for r in self._query("PRAGMA table_info(wire)")]
@@ -458,13 +495,13 @@ class TraceDB:
 
     def raw_rows(self, table: str, run_id: str) -> list[dict[str, Any]]:
         """Every stored column of ``table`` for one run, for export."""
-        if table not in ("runs", "events", "messages", "wire", "state", "state_values"):
+        if table not in ("runs", "events", "messages", "wire", "state", "state_values", "notes"):
             msg = f"unknown table {table}"
             raise ValueError(msg)
         key = "id" if table == "runs" else "run_id"
         cols = [r[1] for r in self._query(f"PRAGMA table_info({table})")]
         order = {"runs": "id", "events": "seq", "messages": "position, seq", "wire": "id",
-                 "state": "seq, key", "state_values": "hash"}[table]
+                 "state": "seq, key", "state_values": "hash", "notes": "id"}[table]
         if not self._query("SELECT 1 FROM sqlite_master WHERE name = ?", [table]):
             return []  # (a file older than the table, opened read-only)
         rows = self._query(f"SELECT * FROM {table} WHERE {key} = ? ORDER BY {order}", [run_id])

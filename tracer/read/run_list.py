@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tracer.db.notes import TAGS_SQL
 from tracer.db.prune import parse_age
 from tracer.db.schema import SCHEMA_VERSION
 from tracer.db.search import matching_runs, run_has
@@ -53,9 +54,11 @@ class RunFilter:
     name (ASCII case-insensitive). ``since`` / ``until``: started at or after /
     before these times (epoch seconds). ``health``: any of ``HEALTH_CLASSES``.
     ``parent_id``: the subagent runs of that run. ``top_level``: runs that are no
-    subagent run. ``search``: text in one of the run's messages (with
-    ``top_level``, in one of its own or its subagent runs' messages). ``ids``:
-    these runs. A ``name`` or ``search`` text holding a NUL is ``InvalidOption``.
+    subagent run. ``search``: text in one of the run's messages or notes (with
+    ``top_level``, in one of its own or its subagent runs' messages or notes).
+    ``tags``: runs with a note tagged with any of these (with ``top_level``, a
+    note on a subagent run counts for its top-level run). ``ids``: these runs. A
+    ``name`` or ``search`` text holding a NUL is ``InvalidOption``.
     """
 
     status: Sequence[str] = ()
@@ -67,6 +70,7 @@ class RunFilter:
     top_level: bool = False
     search: str | None = None
     ids: Sequence[str] | None = None
+    tags: Sequence[str] = ()
 
     def __post_init__(self) -> None:
         bad = [h for h in self.health if h not in HEALTH_CLASSES]
@@ -127,18 +131,26 @@ def where(f: RunFilter, derived: bool, *, common: bool = False,
     if f.until is not None:
         parts.append("r.started_at < ?")
         params.append(f.until)
-    if f.search and common:
-        sql, p = run_has(f.search, below=f.top_level)
+    # (a file older than schema 6, read as it is, has no notes)
+    noted = schema >= 6
+    if f.search:
+        if common:
+            sql, p = run_has(f.search, below=f.top_level)
+        else:
+            sql, p = matching_runs(f.search, indexed=derived, schema=schema)
+            sql = f"r.id IN ({_up(sql) if f.top_level else sql})"
+        if noted:  # ... or in one of its notes
+            sql = (f"({sql} OR r.id IN ("
+                   f"{_up(_NOTED) if f.top_level else _NOTED}))")
+            p = [*p, _esc(f.search)]
         parts.append(sql)
         params.extend(p)
-    elif f.search:
-        sql, p = matching_runs(f.search, indexed=derived, schema=schema)
-        if f.top_level:  # a hit in a subagent run counts for its top-level run
-            sql = ("WITH RECURSIVE up(id, parent_id) AS (SELECT id, parent_id FROM runs"
-                   f" WHERE id IN ({sql}) UNION SELECT p.id, p.parent_id FROM runs p"
-                   " JOIN up ON p.id = up.parent_id) SELECT id FROM up")
-        parts.append(f"r.id IN ({sql})")
-        params.extend(p)
+    if f.tags:
+        tagged = (f"SELECT n.run_id FROM notes n, json_each({TAGS_SQL}) j"
+                  f" WHERE j.value IN ({','.join('?' * len(f.tags))})")
+        parts.append(f"r.id IN ({_up(tagged) if f.top_level else tagged})" if noted else "0")
+        if noted:
+            params.extend(f.tags)
     if f.health:
         ors = []
         for h in dict.fromkeys(f.health):
@@ -148,6 +160,17 @@ def where(f: RunFilter, derived: bool, *, common: bool = False,
                 ors.append(f"(c.run_id IS NOT NULL AND {_HEALTH_SQL[h]})")
         parts.append("(" + " OR ".join(ors) + ")" if ors else "0")
     return (" WHERE " + " AND ".join(parts)) if parts else "", params
+
+
+_NOTED = "SELECT run_id FROM notes WHERE text LIKE ? ESCAPE '\\'"
+
+
+def _up(sql: str) -> str:
+    """The runs ``sql`` selects and the runs above them (a hit in a subagent run counts
+    for its top-level run)."""
+    return ("WITH RECURSIVE up(id, parent_id) AS (SELECT id, parent_id FROM runs"
+            f" WHERE id IN ({sql}) UNION SELECT p.id, p.parent_id FROM runs p"
+            " JOIN up ON p.id = up.parent_id) SELECT id FROM up")
 
 
 _NO_STATS = ("(SELECT NULL AS run_id, NULL AS laps, NULL AS model_calls, NULL AS tool_calls,"

@@ -16,9 +16,12 @@ import importlib.util
 import sys
 from typing import Any
 
-__all__ = ["TARGET", "arm"]
+__all__ = ["FACTORY", "TARGET", "arm", "arm_debug"]
 
 TARGET = "langchain_core.tracers.context"
+# (``looptrace debug``: every agent ``create_agent`` builds gets a debugging
+# TraceMiddleware, the innermost, when it has none of its own)
+FACTORY = "langchain.agents.factory"
 
 
 class _HandlerVar:
@@ -50,8 +53,10 @@ def _register(module: Any) -> None:
 
 
 class _Finder(importlib.abc.MetaPathFinder):
+    target = TARGET
+
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
-        if name != TARGET:
+        if name != self.target:
             return None
         if self in sys.meta_path:
             sys.meta_path.remove(self)
@@ -64,12 +69,58 @@ class _Finder(importlib.abc.MetaPathFinder):
         def exec_module(module: Any) -> None:
             run(module)
             try:
-                _register(module)
+                self.loaded(module)
             except Exception as exc:  # noqa: BLE001 - never break the import
                 print(f"looptrace: not tracing: {exc!r}", file=sys.stderr)
 
         loader.exec_module = exec_module
         return spec
+
+    def loaded(self, module: Any) -> None:
+        _register(module)
+
+
+class _FactoryFinder(_Finder):
+    target = FACTORY
+
+    def loaded(self, module: Any) -> None:
+        _debug_every_agent(module)
+
+
+def _debug_every_agent(module: Any) -> None:
+    """Wrap ``create_agent`` of ``module``: an agent with no ``TraceMiddleware`` gets one
+    (into ``$LOOPTRACE_DB``, armed by ``$LOOPTRACE_DEBUG``) as its innermost middleware."""
+    original = module.create_agent
+    if getattr(original, "__looptrace__", False):
+        return
+
+    def create_agent(*args: Any, **kwargs: Any) -> Any:
+        import os
+
+        from .middleware import _TraceBase
+
+        stack = list(kwargs.get("middleware") or ())
+        if not any(isinstance(m, _TraceBase) for m in stack):
+            from .middleware import TraceMiddleware
+
+            stack.append(TraceMiddleware(db=os.environ.get("LOOPTRACE_DB") or "looptrace.db"))
+            kwargs["middleware"] = stack
+        return original(*args, **kwargs)
+
+    create_agent.__looptrace__ = True  # type: ignore[attr-defined]
+    create_agent.__wrapped__ = original  # type: ignore[attr-defined]
+    create_agent.__doc__ = original.__doc__
+    module.create_agent = create_agent
+
+
+def arm_debug() -> None:
+    """``looptrace debug``: every ``create_agent`` agent is debugged (now if LangChain's
+    agent factory is loaded, else when it is)."""
+    mod = sys.modules.get(FACTORY)
+    if mod is not None:
+        _debug_every_agent(mod)
+    elif not any(isinstance(f, _FactoryFinder) for f in sys.meta_path):
+        sys.meta_path.insert(0, _FactoryFinder())
 
 
 def arm() -> None:
@@ -77,5 +128,5 @@ def arm() -> None:
     mod = sys.modules.get(TARGET)
     if mod is not None:
         _register(mod)
-    elif not any(isinstance(f, _Finder) for f in sys.meta_path):
+    elif not any(type(f) is _Finder for f in sys.meta_path):
         sys.meta_path.insert(0, _Finder())

@@ -160,8 +160,15 @@ class LayerProbe(AgentMiddleware):
         tcid = request.tool_call.get("id") if hook == "wrap_tool_call" else None
         frame = self._enter(request, hook, tcid)
         token = FRAME.set(frame) if frame is not None else None
+        dbg = getattr(self.trace, "_debug", None) if frame is not None else None
         try:
-            response = handler(request)
+            given = None
+            if dbg is not None and frame is not None:  # (a breakpoint inside this layer)
+                from tracer.debug import hooks
+
+                request, given = hooks.in_layer(dbg, self.trace, frame.run, hook, request,
+                                                self.layer)
+            response = _given(given, hook) if given is not None else handler(request)
         except BaseException as exc:
             self._raised(frame, hook, tcid, exc)
             raise
@@ -176,8 +183,15 @@ class LayerProbe(AgentMiddleware):
         tcid = request.tool_call.get("id") if hook == "wrap_tool_call" else None
         frame = self._enter(request, hook, tcid)
         token = FRAME.set(frame) if frame is not None else None
+        dbg = getattr(self.trace, "_debug", None) if frame is not None else None
         try:
-            response = await handler(request)
+            given = None
+            if dbg is not None and frame is not None:  # (a breakpoint inside this layer)
+                from tracer.debug import hooks
+
+                request, given = await hooks.ain_layer(dbg, self.trace, frame.run, hook,
+                                                       request, self.layer)
+            response = _given(given, hook) if given is not None else await handler(request)
         except BaseException as exc:
             self._raised(frame, hook, tcid, exc)
             raise
@@ -208,6 +222,15 @@ class LayerProbe(AgentMiddleware):
         if not self._tools:
             return await handler(request)
         return await self._acall(request, handler, "wrap_tool_call")
+
+
+def _given(message: Any, hook: str) -> Any:
+    """What the debugger answered with inside a layer, as the layer's handler returns it."""
+    if hook == "wrap_model_call":
+        from langchain.agents.middleware import ModelResponse
+
+        return ModelResponse(result=[message])
+    return message
 
 
 def settle(rec: Any, frame: Frame, hook: str, tool_call_id: str | None, response: Any) -> None:

@@ -89,7 +89,7 @@ class _TraceBase(AgentMiddleware):
 
     def __init__(self, *, db: str | os.PathLike[str] = "looptrace.db", name: str | None = None,
                  run_name: str | None = None, lean: bool = False, redact: bool = True,
-                 redact_patterns: Iterable[str] = ()) -> None:
+                 redact_patterns: Iterable[str] = (), debug: Any = None) -> None:
         super().__init__()
         if name is not None and not isinstance(name, str):
             msg = "name must be a string"
@@ -110,6 +110,8 @@ class _TraceBase(AgentMiddleware):
         self._around: list[str] = []  # the names ``around`` put in order
         # (tells this middleware how each invocation ended: ``tracer.record.watch``)
         self._watcher = watch(self)
+        # (the debugger: None unless armed; one check of it per hook firing)
+        self._debug: Any = _arm_debugger(debug, db)
 
     @property
     def name(self) -> str:
@@ -287,8 +289,22 @@ class _TraceBase(AgentMiddleware):
             # Traced with no code change (``looptrace run``, ``LOOPTRACE_DB``): the run
             # the configure hook's handler started for this invocation, handed over.
             auto = sys.modules.get("tracer.record.autotrace")
-            return auto.adopt(cbs, parent, self) if auto is not None else None
+            run = auto.adopt(cbs, parent, self) if auto is not None else None
+            return run if run is not None else self._outer_handler_run(cbs, parent)
         return self.recorder.lc_runs.get(parent)
+
+    def _outer_handler_run(self, cbs: Any, parent: Any) -> RunState | None:
+        """A subagent's own TraceMiddleware (not attached) inside an attached agent: the
+        run the outer agent's handler started for this invocation, nested under the
+        parent's tool call, when both write to one file under one name (the handler
+        then leaves this middleware's hook firings to it, as with ``attach``)."""
+        from .callbacks import TraceCallbackHandler
+
+        for h in getattr(cbs, "handlers", None) or ():
+            if (isinstance(h, TraceCallbackHandler) and h.recorder.writer is
+                    self.recorder.writer and h._mw_name == self._name):
+                return h.recorder.lc_runs.get(parent)
+        return None
 
     def _invocation_gone(self, key: int) -> None:
         """The invocation ended without ``after_agent``: interrupted, or an error."""
@@ -322,7 +338,7 @@ class _TraceBase(AgentMiddleware):
             self.recorder.writer._warn("end", f"looptrace failed ending a run: {exc!r}")
 
     # -- node hooks ---------------------------------------------------------
-    def _node(self, hook: str, state: _State, runtime: _Runtime) -> None:
+    def _node(self, hook: str, state: _State, runtime: _Runtime) -> RunState | None:
         try:
             run = self._run(runtime, state, starting=hook == "before_agent")
             if hook == "before_model":
@@ -341,8 +357,24 @@ class _TraceBase(AgentMiddleware):
                 # (with the callback handler attached, or the watcher, the run ends
                 # when the graph returns, after the outer middlewares' after_agent hooks)
                 rec.end_run(run, "completed")
+            return run
         except Exception as exc:  # noqa: BLE001 - the tracer must never break the agent
             self.recorder.writer._warn("hook", f"looptrace failed in {hook}: {exc!r}")
+            return None
+
+    def _debug_node(self, hook: str, state: _State, runtime: _Runtime) -> None:
+        run = self._node(hook, state, runtime)
+        if run is not None:
+            from tracer.debug import hooks
+
+            hooks.node(self._debug, self, run, hook, state)
+
+    async def _adebug_node(self, hook: str, state: _State, runtime: _Runtime) -> None:
+        run = self._node(hook, state, runtime)
+        if run is not None:
+            from tracer.debug import hooks
+
+            await hooks.anode(self._debug, self, run, hook, state)
 
     # -- model calls --------------------------------------------------------
     def _model_enter(self, request: _Request) -> tuple[RunState, float] | None:
@@ -430,6 +462,8 @@ class _TraceBase(AgentMiddleware):
             self, request: _Request,
             handler: Callable[[_Request], _Response]) -> _Response:
         pre = self._model_enter(request)
+        if self._debug is not None and pre is not None:
+            return self._debug_model_call(pre, request, handler)
         framed = self._frame(pre, request, "wrap_model_call") if self._layered else None
         try:
             response = handler(request)
@@ -444,6 +478,69 @@ class _TraceBase(AgentMiddleware):
         self._model_exit(pre, request, response)
         return response
 
+    def _debug_model_call(self, pre: tuple[RunState, float], request: _Request,
+                          handler: Callable[[_Request], _Response]) -> _Response:
+        """``wrap_model_call`` with the debugger armed: it may pause before the model
+        (and answer in its place), after it, and where it raised."""
+        from tracer.debug import hooks
+
+        dbg, run = self._debug, pre[0]
+        framed = None
+        try:
+            request, reply = hooks.before_model_call(dbg, self, run, request)
+            framed = self._frame(pre, request, "wrap_model_call") if self._layered else None
+            response = (ModelResponse(result=[reply]) if reply is not None
+                        else handler(request))
+        except Exception as exc:
+            self._error(pre, "wrap_model_call", exc)
+            alt = None if isinstance(exc, GraphInterrupt | hooks.DebugAborted) else (
+                hooks.on_error(dbg, self, run, "wrap_model_call", request, exc))
+            if alt is None:
+                raise
+            response = ModelResponse(result=[alt])
+        except BaseException as exc:
+            self._error(pre, "wrap_model_call", exc)
+            raise
+        finally:
+            if framed is not None:
+                FRAME.reset(framed[1])
+        if framed is not None:
+            self._settle(framed[0], "wrap_model_call", None, response)
+        response = hooks.after_model_call(dbg, self, run, response)
+        self._model_exit(pre, request, response)
+        return response  # type: ignore[no-any-return]
+
+    async def _adebug_model_call(
+            self, pre: tuple[RunState, float], request: _Request,
+            handler: Callable[[_Request], Awaitable[_Response]]) -> _Response:
+        from tracer.debug import hooks
+
+        dbg, run = self._debug, pre[0]
+        framed = None
+        try:
+            request, reply = await hooks.abefore_model_call(dbg, self, run, request)
+            framed = self._frame(pre, request, "wrap_model_call") if self._layered else None
+            response = (ModelResponse(result=[reply]) if reply is not None
+                        else await handler(request))
+        except Exception as exc:
+            self._error(pre, "wrap_model_call", exc)
+            alt = None if isinstance(exc, GraphInterrupt | hooks.DebugAborted) else (
+                await hooks.aon_error(dbg, self, run, "wrap_model_call", request, exc))
+            if alt is None:
+                raise
+            response = ModelResponse(result=[alt])
+        except BaseException as exc:
+            self._error(pre, "wrap_model_call", exc)
+            raise
+        finally:
+            if framed is not None:
+                FRAME.reset(framed[1])
+        if framed is not None:
+            self._settle(framed[0], "wrap_model_call", None, response)
+        response = await hooks.aafter_model_call(dbg, self, run, response)
+        self._model_exit(pre, request, response)
+        return response  # type: ignore[no-any-return]
+
     async def awrap_model_call(
             self, request: _Request,
             handler: Callable[[_Request], Awaitable[_Response]],
@@ -451,6 +548,8 @@ class _TraceBase(AgentMiddleware):
         if not self._known(request.runtime):
             await self._arun(request.runtime)
         pre = self._model_enter(request)
+        if self._debug is not None and pre is not None:
+            return await self._adebug_model_call(pre, request, handler)
         framed = self._frame(pre, request, "wrap_model_call") if self._layered else None
         try:
             response = await handler(request)
@@ -524,6 +623,8 @@ class _TraceBase(AgentMiddleware):
             handler: Callable[[ToolCallRequest], _ToolResult],
     ) -> _ToolResult:
         pre = self._tool_enter(request)
+        if self._debug is not None and pre is not None:
+            return self._debug_tool_call(pre, request, handler)
         framed = self._frame(pre, request, "wrap_tool_call") if self._layered else None
         # (a write to the LangGraph store inside the call is the call's: tracer.record.basestore)
         stored = TOOL_CALL.set(request.tool_call.get("id")) if (
@@ -550,6 +651,8 @@ class _TraceBase(AgentMiddleware):
         if not self._known(request.runtime):
             await self._arun(request.runtime)
         pre = self._tool_enter(request)
+        if self._debug is not None and pre is not None:
+            return await self._adebug_tool_call(pre, request, handler)
         framed = self._frame(pre, request, "wrap_tool_call") if self._layered else None
         # (a write to the LangGraph store inside the call is the call's: tracer.record.basestore)
         stored = TOOL_CALL.set(request.tool_call.get("id")) if (
@@ -568,6 +671,80 @@ class _TraceBase(AgentMiddleware):
             self._settle(framed[0], "wrap_tool_call", request.tool_call.get("id"), result)
         self._tool_exit(pre, request, result)
         return result
+
+
+    def _debug_tool_call(self, pre: tuple[RunState, float, str], request: ToolCallRequest,
+                         handler: Callable[[ToolCallRequest], _ToolResult]) -> _ToolResult:
+        """``wrap_tool_call`` with the debugger armed: it may pause before the tool
+        (and give its result, or make it raise), after it, and where it raised."""
+        from tracer.debug import hooks
+
+        dbg, run = self._debug, pre[0]
+        tcid = request.tool_call.get("id")
+        framed = None
+        stored = TOOL_CALL.set(tcid) if (
+            getattr(request.runtime, "store", None) is not None) else None
+        try:
+            request, given = hooks.before_tool_call(dbg, self, run, request)
+            framed = self._frame(pre, request, "wrap_tool_call") if self._layered else None
+            result = given if given is not None else handler(request)
+        except Exception as exc:
+            self._error(pre, "wrap_tool_call", exc, tcid, request)
+            alt = None if isinstance(exc, GraphInterrupt | hooks.DebugAborted |
+                                     hooks.DebugRaised) else (
+                hooks.on_error(dbg, self, run, "wrap_tool_call", request, exc))
+            if alt is None:
+                raise
+            result = alt
+        except BaseException as exc:
+            self._error(pre, "wrap_tool_call", exc, tcid, request)
+            raise
+        finally:
+            if framed is not None:
+                FRAME.reset(framed[1])
+            if stored is not None:
+                TOOL_CALL.reset(stored)
+        if framed is not None:
+            self._settle(framed[0], "wrap_tool_call", tcid, result)
+        result = hooks.after_tool_call(dbg, self, run, request, result)
+        self._tool_exit(pre, request, result)
+        return result  # type: ignore[no-any-return]
+
+    async def _adebug_tool_call(
+            self, pre: tuple[RunState, float, str], request: ToolCallRequest,
+            handler: Callable[[ToolCallRequest], Awaitable[_ToolResult]]) -> _ToolResult:
+        from tracer.debug import hooks
+
+        dbg, run = self._debug, pre[0]
+        tcid = request.tool_call.get("id")
+        framed = None
+        stored = TOOL_CALL.set(tcid) if (
+            getattr(request.runtime, "store", None) is not None) else None
+        try:
+            request, given = await hooks.abefore_tool_call(dbg, self, run, request)
+            framed = self._frame(pre, request, "wrap_tool_call") if self._layered else None
+            result = given if given is not None else await handler(request)
+        except Exception as exc:
+            self._error(pre, "wrap_tool_call", exc, tcid, request)
+            alt = None if isinstance(exc, GraphInterrupt | hooks.DebugAborted |
+                                     hooks.DebugRaised) else (
+                await hooks.aon_error(dbg, self, run, "wrap_tool_call", request, exc))
+            if alt is None:
+                raise
+            result = alt
+        except BaseException as exc:
+            self._error(pre, "wrap_tool_call", exc, tcid, request)
+            raise
+        finally:
+            if framed is not None:
+                FRAME.reset(framed[1])
+            if stored is not None:
+                TOOL_CALL.reset(stored)
+        if framed is not None:
+            self._settle(framed[0], "wrap_tool_call", tcid, result)
+        result = await hooks.aafter_tool_call(dbg, self, run, request, result)
+        self._tool_exit(pre, request, result)
+        return result  # type: ignore[no-any-return]
 
 
 class TraceMiddleware(_TraceBase):
@@ -608,33 +785,57 @@ class TraceMiddleware(_TraceBase):
         return object.__new__(cls)
 
     def before_agent(self, state: _State, runtime: _Runtime) -> None:
+        if self._debug is not None:
+            self._debug_node("before_agent", state, runtime)
+            return
         self._node("before_agent", state, runtime)
 
     def before_model(self, state: _State, runtime: _Runtime) -> None:
+        if self._debug is not None:
+            self._debug_node("before_model", state, runtime)
+            return
         self._node("before_model", state, runtime)
 
     def after_model(self, state: _State, runtime: _Runtime) -> None:
+        if self._debug is not None:
+            self._debug_node("after_model", state, runtime)
+            return
         self._node("after_model", state, runtime)
 
     def after_agent(self, state: _State, runtime: _Runtime) -> None:
+        if self._debug is not None:
+            self._debug_node("after_agent", state, runtime)
+            return
         self._node("after_agent", state, runtime)
 
     async def abefore_agent(self, state: _State, runtime: _Runtime) -> None:
+        if self._debug is not None:
+            await self._adebug_node("before_agent", state, runtime)
+            return
         self._node("before_agent", state, runtime)
 
     async def abefore_model(self, state: _State, runtime: _Runtime) -> None:
         if not self._known(runtime):
             await self._arun(runtime)
+        if self._debug is not None:
+            await self._adebug_node("before_model", state, runtime)
+            return
         self._node("before_model", state, runtime)
 
     async def aafter_model(self, state: _State, runtime: _Runtime) -> None:
         if not self._known(runtime):
             await self._arun(runtime)
+        if self._debug is not None:
+            await self._adebug_node("after_model", state, runtime)
+            return
         self._node("after_model", state, runtime)
 
     async def aafter_agent(self, state: _State, runtime: _Runtime) -> None:
         if not self._known(runtime):
             await self._arun(runtime)
+        if self._debug is not None:
+            await self._adebug_node("after_agent", state, runtime)
+            return
         self._node("after_agent", state, runtime)
 
 
@@ -647,6 +848,22 @@ class LeanTraceMiddleware(_TraceBase):
 
 
 # -- helpers -----------------------------------------------------------------
+def _arm_debugger(debug: Any, db: str | os.PathLike[str]) -> Any:
+    """The debugger ``debug=`` arms (a ``tracer.debug.Debugger``; ``True``: one with no
+    breakpoint yet; specs: one with those), or ``LOOPTRACE_DEBUG`` when ``debug`` is
+    None; None when neither asks for one (the tracer then only records)."""
+    if debug is False or (debug is None and not os.environ.get("LOOPTRACE_DEBUG")):
+        return None
+    # (on demand: the debugger uses the checks, a layer above the recording side)
+    from tracer.debug.session import Debugger, from_env
+
+    dbg = from_env(dict(os.environ)) if debug is None else (
+        debug if isinstance(debug, Debugger) else Debugger(debug))
+    if dbg is not None:
+        dbg.bind(os.fspath(db))
+    return dbg
+
+
 def end_invocation(rec: Recorder, run: RunState, error: BaseException | None,
                    node: tuple[str, float] | None, pause: GraphInterrupt | None) -> None:
     """End ``run`` as its invocation ended: completed, paused by an interrupt (the

@@ -8,7 +8,9 @@
 
    createReplayer(host, options) builds the replayer inside ``host`` and
    returns {load, go, play, pause, toggle, setSpeed, setMarkers, setHighlight,
-   step, steps, playing, run, destroy}. Options:
+   step, steps, playing, run, destroy}. setMarkers([{step, severity}]) marks
+   findings on the tick strip (a triangle below), [{step, kind: "note"}] a
+   person's notes (a dot above); step: 0-based. Options:
      layout     the drawing (tracer.read.graph_layout.drawing())
      parts      which parts to show: {controls, caption, messages, inspector}
      keyboard   listen for the replay's keys on the document
@@ -749,6 +751,11 @@ function createReplayer(host, options) {
       ctx.fillRect(x(i) - tw / 2, tall ? 0 : 3, tw, tall ? 10 : 6);
     }
     for (const f of markers) {
+      if (f.kind === "note") {  // a person's note on this step: a dot above the ticks
+        ctx.fillStyle = "#8250df";
+        ctx.beginPath(); ctx.arc(x(f.step), 2.5, 2.5, 0, 2 * Math.PI); ctx.fill();
+        continue;
+      }
       ctx.fillStyle = f.severity === "error" ? col.error : (f.severity === "warning" ? "#f59f00" : "#3b82f6");
       const fx = x(f.step);
       ctx.beginPath(); ctx.moveTo(fx - 4, hgt); ctx.lineTo(fx + 4, hgt); ctx.lineTo(fx, hgt - 5); ctx.fill();

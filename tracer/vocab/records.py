@@ -32,9 +32,11 @@ EVENT_HOOKS: tuple[str, ...] = (*HOOK_NAMES, "run", "model", "tool", "node", "in
                                 "resume", "history")
 # Every phase. ``sent``: what the model received when layers inside the tracer
 # rewrote the request it recorded at ``enter``; ``layer``: what one wrap layer did
-# (``TraceMiddleware.around``).
+# (``TraceMiddleware.around``); ``pause``: the debugger paused the run at this hook
+# (``tracer.debug``); ``debug``: how the pause ended (the command, an edit with its
+# before and after).
 PHASES: tuple[str, ...] = ("fire", "enter", "sent", "layer", "exit", "error", "interrupt",
-                           "start", "end")
+                           "start", "end", "pause", "debug")
 
 
 def tool_name(t: Any) -> str:

@@ -11,9 +11,11 @@ try:
     if os.environ.get("LOOPTRACE_DB"):
         # (absolute now: the handler may be created on an event loop, where it is not read)
         os.environ["LOOPTRACE_DB"] = os.path.abspath(os.environ["LOOPTRACE_DB"])
-        from tracer.record.autohook import arm  # (imports no LangChain)
+        from tracer.record.autohook import arm, arm_debug  # (imports no LangChain)
 
         arm()
+        if os.environ.get("LOOPTRACE_DEBUG"):  # (looptrace debug)
+            arm_debug()
 except Exception as exc:  # noqa: BLE001
     print(f"looptrace: not tracing: {exc!r}", file=sys.stderr)
 

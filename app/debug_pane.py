@@ -1,0 +1,467 @@
+"""The debugger on the Replay page: a live run paused at a breakpoint, and the ways to
+pause one (``tracer.debug``; the channel is the trace database's ``debug_pauses``).
+
+While the run shown is being recorded (or paused: a run paused at an error reads
+``error`` until it goes on), each reload of the replay (every ``state.LIVE_MS``) asks
+the channel, read-only, whether it is paused:
+
+- paused: the replay jumps to the pause's step once, and the panel "Paused in the
+  debugger" shows what is pending (a model call's request, a tool call, the model's
+  reply, a tool's result), fields to change it, and the controls Continue, Step,
+  Next lap, Run to the end and Abort (keys F8, F10, F9, Shift+F8, heard when no text
+  field has focus; Abort has none);
+- a subagent run of it paused: where, and a button to open that run at its pause;
+- not paused: "Pause at the next model call" and "Pause at the next hook", armed for
+  this run (and its subagent runs). They pause once: answering the pause here clears
+  what this session armed for the run.
+
+The database is opened for writing only when a control is used. Trace text is shown
+with ``st.text`` / ``st.code`` and as widget values only; a label that quotes it is
+escaped (``app/safe.py``). An edit is checked before anything is sent: bad JSON or an
+edit that does not apply is one ``st.error`` line and the run stays paused.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+import streamlit as st
+
+from . import data, state
+from .data import LooptraceError
+from .run_view import RunView
+from .safe import md_escape
+
+# command, label, icon, keyboard shortcut
+CONTROLS: tuple[tuple[str, str, str, str | None], ...] = (
+    ("continue", "Continue", ":material/play_arrow:", "F8"),
+    ("step", "Step", ":material/redo:", "F10"),
+    ("lap", "Next lap", ":material/skip_next:", "F9"),
+    ("run", "Run to the end", ":material/fast_forward:", "Shift+F8"),
+    ("abort", "Abort", ":material/stop_circle:", None),
+)
+HELP = {
+    "continue": "Go on to the next breakpoint, with the change below if any (F8)",
+    "step": "Go on to the next hook firing of this run (F10)",
+    "lap": "Go on to the next lap's model call (F9)",
+    "run": "Run to the end: no more pauses in this run (Shift+F8)",
+    "abort": "End the run here as an error: 'aborted in the debugger'",
+}
+# at a model call, what the panel can change
+NOTHING, MESSAGE, DROP, SYSTEM, ANSWER = ("nothing", "a message's text", "drop a message",
+                                          "the system prompt", "answer it yourself")
+CHANGES = (NOTHING, MESSAGE, DROP, SYSTEM, ANSWER)
+AT = {"before": "before the call", "after": "after the call", "error": "the call raised",
+      "fire": ""}
+WAIT_S = 0.3  # after an answer, the agent's time to reach its next pause (it polls every 20 ms)
+ARM_NOTE = ("Pauses only an agent armed with a debugger: TraceMiddleware(debug=True) or "
+            "LOOPTRACE_DEBUG=1.")
+
+
+class BadEdit(ValueError):
+    """What was typed is not an edit (bad JSON, two changes at once)."""
+
+
+def pauses(path: str, view: RunView) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """The pause of the run ``view`` shows (or None) and the pauses of its subagent runs;
+    asked only of a run that has not completed (a run paused at an error reads
+    ``error`` until it goes on)."""
+    run = view.replay.run
+    if run.summary.status == "completed":
+        return None, []
+    found = data.paused_runs(path)
+    own = [p for p in found if p.get("run") == run.id]
+    below = [p for p in found if p.get("parent_run") == run.id]
+    return (own[-1] if own else None), below
+
+
+def _tag(p: dict[str, Any]) -> str:
+    return f"{p.get('run')}:{p.get('step')}:{p.get('paused_at')}"
+
+
+def follow(view: RunView, p: dict[str, Any]) -> None:
+    """A pause seen for the first time: its fields filled in, the replay moved to its step
+    (once the replay holds that step: the next reload, if not yet)."""
+    tag = _tag(p)
+    if st.session_state.get(state.DEBUG_PAUSE) == tag:
+        if not _filled(p.get("pending") or {}):
+            _fill(p.get("pending") or {})  # (Streamlit dropped the fields: another page was shown)
+        return
+    step = p.get("step")
+    if isinstance(step, int) and step > len(view.replay):
+        return  # (recorded after this replay was loaded)
+    st.session_state[state.DEBUG_PAUSE] = tag
+    _fill(p.get("pending") or {})
+    if isinstance(step, int) and step >= 1:
+        state.move_to(step - 1)
+
+
+def _filled(pend: dict[str, Any]) -> bool:
+    """Whether the fields of what is pending still hold their values."""
+    kind = pend.get("kind")
+    if kind == "tool_call":
+        return state.DEBUG_ARGS in st.session_state
+    if kind == "model_request":
+        return state.DEBUG_CHANGE in st.session_state
+    return state.DEBUG_TEXT in st.session_state
+
+
+def _fill(pend: dict[str, Any]) -> None:
+    """The fields' first values for a new pause."""
+    kind = pend.get("kind")
+    st.session_state.pop(state.DEBUG_ERROR, None)
+    st.session_state[state.DEBUG_TEXT] = ""
+    st.session_state[state.DEBUG_CALLS] = ""
+    if kind == "tool_call":
+        st.session_state[state.DEBUG_ARGS] = _dumps((pend.get("tool_call") or {}).get("args") or {})
+    elif kind == "model_request":
+        st.session_state[state.DEBUG_CHANGE] = NOTHING
+        st.session_state[state.DEBUG_POSITION] = max(0, len(pend.get("messages") or ()) - 1)
+    elif kind in ("model_reply", "tool_result"):
+        msg = pend.get("message") or {}
+        st.session_state[state.DEBUG_TEXT] = str(msg.get("text") or "")
+        st.session_state[state.DEBUG_CALLS] = _dumps(_calls(msg)) if kind == "model_reply" else ""
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+
+def _calls(msg: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"name": c.get("name"), "args": c.get("args") or {}, "id": c.get("id")}
+            for c in msg.get("tool_calls") or []]
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+# -- the panel -------------------------------------------------------------------------
+def render(path: str, view: RunView, p: dict[str, Any] | None,
+           below: list[dict[str, Any]]) -> None:
+    """The panel of a paused run; the subagent runs paused under it; or, on a run being
+    recorded and not paused, the buttons that pause it."""
+    run = view.replay.run
+    for k, sub in enumerate(below):
+        _subagent_note(k, sub)
+    if p is not None:
+        _panel(path, p)
+    elif run.summary.status == "running":
+        _arm_buttons(path, run.id)
+
+
+def _subagent_note(k: int, p: dict[str, Any]) -> None:
+    step = p.get("step")
+    name = str(p.get("run_name") or "subagent")
+    with st.container(horizontal=True, vertical_alignment="center", key=f"debug_sub_{k}"):
+        st.warning(md_escape(f"Paused in subagent {name} ({str(p.get('run'))[:8]}) at step "
+                             f"{step}: {p.get('hook')} {AT.get(str(p.get('at')), '')}"),
+                   icon=":material/pause_circle:")
+        st.button("Open it", key=f"debug_open_{k}", icon=":material/subdirectory_arrow_right:",
+                  on_click=_open_sub, args=(str(p.get("run")),
+                                            (step - 1) if isinstance(step, int) else 0))
+
+
+def _open_sub(run_id: str, index: int) -> None:
+    state.open_run(run_id, index, push=True)
+
+
+def _where(p: dict[str, Any]) -> str:
+    at = AT.get(str(p.get("at")), str(p.get("at")))
+    return (f"Step {p.get('step')} · {p.get('hook')}{', ' + at if at else ''} · "
+            f"breakpoint: {p.get('reason')}")
+
+
+def _panel(path: str, p: dict[str, Any]) -> None:
+    pend: dict[str, Any] = p.get("pending") or {}
+    kind = str(pend.get("kind") or p.get("pending_kind") or "state")
+    tag = _tag(p)
+    with st.container(border=True, key="debug_pause"):
+        st.markdown("##### :material/pause_circle: Paused in the debugger")
+        st.text(_where(p))
+        SHOW.get(kind, _show_state)(pend)
+        FIELDS.get(kind, _no_fields)(pend)
+        failed = st.session_state.get(state.DEBUG_ERROR)
+        if isinstance(failed, tuple) and len(failed) == 2 and failed[0] == tag:
+            st.error(md_escape(failed[1]), icon=":material/error:")
+        with st.container(horizontal=True, key="debug_controls"):
+            for command, label, icon, key in CONTROLS:
+                st.button(label, key=f"debug_{command}", icon=icon, help=HELP[command],
+                          shortcut=key, type="primary" if command == "continue" else "secondary",
+                          on_click=_answer,
+                          args=(path, str(p.get("run")), p.get("parent_run"), command, pend,
+                                tag))
+
+
+# -- what is pending, shown ---------------------------------------------------------------
+def _code(text: Any) -> None:
+    st.code(str(text), language=None, wrap_lines=True)
+
+
+def _show_message(m: dict[str, Any]) -> None:
+    head = f"[{m['position']}] " if "position" in m else ""
+    head += str(m.get("type") or "?")
+    if m.get("name"):
+        head += f" · {m['name']}"
+    if m.get("status") == "error":
+        head += " · error"
+    st.text(head)
+    if m.get("text"):
+        _code(m["text"])
+    if m.get("tool_calls"):
+        st.code(_dumps(_calls(m)), language="json", wrap_lines=True)
+
+
+def _n(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _show_request(pend: dict[str, Any]) -> None:
+    msgs = list(pend.get("messages") or [])
+    tools = ", ".join(str(t) for t in pend.get("tools") or []) or "none"
+    st.text(f"A model call waits: model {pend.get('model')} · {_n(len(msgs), 'message')} · "
+            f"tools: {tools}")
+    if pend.get("settings"):
+        st.text("Settings: " + json.dumps(pend["settings"], default=str))
+    with st.expander(f"The request as the model will receive it ({_n(len(msgs), 'message')})",
+                     expanded=len(msgs) <= 4):
+        if pend.get("system") is not None:
+            st.text("System prompt")
+            _code(pend["system"])
+        for m in msgs:
+            _show_message(m)
+
+
+def _show_tool_call(pend: dict[str, Any]) -> None:
+    call = pend.get("tool_call") or {}
+    st.text(f"A tool call waits to run: {call.get('name')} (id {call.get('id')})")
+    st.code(_dumps(call.get("args") or {}), language="json", wrap_lines=True)
+
+
+def _show_reply(pend: dict[str, Any]) -> None:
+    st.text("The model answered (the AIMessage, before the agent goes on):")
+    _show_message(pend.get("message") or {"type": "ai", "text": "(no AIMessage)"})
+
+
+def _show_result(pend: dict[str, Any]) -> None:
+    call = pend.get("tool_call") or {}
+    st.text(f"The tool {call.get('name')} returned (the ToolMessage, before the agent "
+            "goes on):")
+    _show_message(pend.get("message") or {"type": "tool", "text": "(no ToolMessage)"})
+
+
+def _show_error(pend: dict[str, Any]) -> None:
+    where = "a tool" if pend.get("where") == "tool" else "the model"
+    st.text(f"The call raised ({where}):")
+    _code(pend.get("error") or "")
+    if pend.get("tool_call"):
+        _show_tool_call({"tool_call": pend["tool_call"]})
+
+
+def _show_state(pend: dict[str, Any]) -> None:
+    st.text(f"The hook {pend.get('hook')} fires ({_n(int(pend.get('messages_count') or 0), 'message')}; "
+            "the last ones below). Nothing to change here.")
+    for m in pend.get("last_messages") or []:
+        _show_message(m)
+
+
+SHOW: dict[str, Callable[[dict[str, Any]], None]] = {
+    "model_request": _show_request, "tool_call": _show_tool_call, "model_reply": _show_reply,
+    "tool_result": _show_result, "error": _show_error, "state": _show_state,
+}
+
+
+# -- the fields that change it --------------------------------------------------------------
+def _no_fields(pend: dict[str, Any]) -> None:
+    return None
+
+
+def _fields_tool_call(pend: dict[str, Any]) -> None:
+    cols = st.columns(2)
+    cols[0].text_area("Give the result yourself (the tool does not run; empty: it runs)",
+                      key=state.DEBUG_TEXT, height=120)
+    cols[1].text_area("Or change its arguments (JSON)", key=state.DEBUG_ARGS, height=120)
+
+
+def _prefill(pend: dict[str, Any]) -> None:
+    """The text field follows what is being changed (a message's text, the system
+    prompt; empty for an answer)."""
+    change = st.session_state.get(state.DEBUG_CHANGE)
+    msgs = list(pend.get("messages") or [])
+    text = ""
+    if change == MESSAGE:
+        pos = int(st.session_state.get(state.DEBUG_POSITION) or 0)
+        text = str(msgs[pos].get("text") or "") if 0 <= pos < len(msgs) else ""
+    elif change == SYSTEM:
+        text = str(pend.get("system") or "")
+    st.session_state[state.DEBUG_TEXT] = text
+
+
+def _fields_request(pend: dict[str, Any]) -> None:
+    msgs = list(pend.get("messages") or [])
+    change = st.selectbox("Change before the call", CHANGES, key=state.DEBUG_CHANGE,
+                          on_change=_prefill, args=(pend,))
+    if change in (MESSAGE, DROP) and msgs:
+        st.selectbox("Message", list(range(len(msgs))), key=state.DEBUG_POSITION,
+                     on_change=_prefill, args=(pend,),
+                     format_func=lambda i: f"[{i}] {msgs[i].get('type')}: "
+                                           f"{_one_line(str(msgs[i].get('text') or ''))[:80]}")
+    if change == MESSAGE:
+        st.text_area("Its new text (this call's request only)", key=state.DEBUG_TEXT)
+    elif change == SYSTEM:
+        st.text_area("The new system prompt", key=state.DEBUG_TEXT)
+    elif change == ANSWER:
+        st.text_area("The answer (the model is not asked)", key=state.DEBUG_TEXT)
+        st.text_area("Tool calls of the answer (JSON, optional)", key=state.DEBUG_CALLS,
+                     placeholder='[{"name": "get_weather", "args": {"city": "Oslo"}}]')
+
+
+def _fields_reply(pend: dict[str, Any]) -> None:
+    cols = st.columns(2)
+    cols[0].text_area("The reply's text", key=state.DEBUG_TEXT, height=120)
+    cols[1].text_area("Its tool calls (JSON: drop one, change its arguments)",
+                      key=state.DEBUG_CALLS, height=120)
+
+
+def _fields_result(pend: dict[str, Any]) -> None:
+    st.text_area("The ToolMessage's text", key=state.DEBUG_TEXT, height=120)
+
+
+def _fields_error(pend: dict[str, Any]) -> None:
+    what = ("A result instead of the error (empty: it raises)" if pend.get("where") == "tool"
+            else "An answer instead of the error (empty: it raises)")
+    st.text_area(what, key=state.DEBUG_TEXT, height=100)
+
+
+FIELDS: dict[str, Callable[[dict[str, Any]], None]] = {
+    "model_request": _fields_request, "tool_call": _fields_tool_call,
+    "model_reply": _fields_reply, "tool_result": _fields_result, "error": _fields_error,
+}
+
+
+# -- from the fields to an edit -----------------------------------------------------------
+def _json(text: str, what: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        msg = f"{what} are not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
+        raise BadEdit(msg) from None
+
+
+def _call_list(text: str) -> list[dict[str, Any]]:
+    value = _json(text, "the tool calls") if text.strip() else []
+    if not isinstance(value, list):
+        msg = "the tool calls must be a JSON list of {\"name\": ..., \"args\": {...}}"
+        raise BadEdit(msg)
+    return value
+
+
+def edit_of(pend: dict[str, Any], values: dict[str, Any]) -> dict[str, Any] | None:
+    """The edit the fields' ``values`` (by state key) make of what is ``pend``ing, or None
+    for no change; ``BadEdit`` for what cannot be one."""
+    kind = pend.get("kind")
+    text = str(values.get(state.DEBUG_TEXT) or "")
+    if kind == "tool_call":
+        given = (pend.get("tool_call") or {}).get("args") or {}
+        raw = str(values.get(state.DEBUG_ARGS) or "")
+        args = _json(raw, "the arguments") if raw.strip() else given  # (empty: unchanged)
+        changed = args != given
+        if text.strip() and changed:
+            msg = "give the result or change the arguments, not both"
+            raise BadEdit(msg)
+        if text.strip():
+            return {"kind": "tool_result", "text": text}
+        return {"kind": "tool_args", "args": args} if changed else None
+    if kind == "model_request":
+        change = values.get(state.DEBUG_CHANGE)
+        pos = int(values.get(state.DEBUG_POSITION) or 0)
+        if change == MESSAGE:
+            return {"kind": "message", "position": pos, "text": text}
+        if change == DROP:
+            return {"kind": "drop", "position": pos}
+        if change == SYSTEM:
+            return {"kind": "system", "text": text}
+        if change == ANSWER:
+            calls = _call_list(str(values.get(state.DEBUG_CALLS) or ""))
+            return {"kind": "reply", "text": text, "tool_calls": calls}
+        return None
+    if kind == "model_reply":
+        reply: dict[str, Any] = pend.get("message") or {}
+        calls = _call_list(str(values.get(state.DEBUG_CALLS) or ""))
+        if text == str(reply.get("text") or "") and calls == _calls(reply):
+            return None
+        return {"kind": "reply", "text": text, "tool_calls": calls}
+    if kind == "tool_result":
+        same = text == str((pend.get("message") or {}).get("text") or "")
+        return None if same else {"kind": "tool_result", "text": text}
+    if kind == "error" and text.strip():
+        return {"kind": "tool_result" if pend.get("where") == "tool" else "reply", "text": text}
+    return None
+
+
+def _answer(path: str, run_id: str, parent: str | None, command: str, pend: dict[str, Any],
+            tag: str) -> None:
+    """A control: the edit made of the fields checked first (nothing sent if it is not
+    one), what this session armed for the run cleared, then the answer sent."""
+    values = {state.DEBUG_TEXT: st.session_state.get(state.DEBUG_TEXT),
+              state.DEBUG_ARGS: st.session_state.get(state.DEBUG_ARGS),
+              state.DEBUG_CALLS: st.session_state.get(state.DEBUG_CALLS),
+              state.DEBUG_CHANGE: st.session_state.get(state.DEBUG_CHANGE),
+              state.DEBUG_POSITION: st.session_state.get(state.DEBUG_POSITION)}
+    try:
+        edit = None if command == "abort" else edit_of(pend, values)
+        if edit is not None:
+            edit = data.debug_validate(edit, pend)
+        armed = set(st.session_state.get(state.DEBUG_ARMED) or ())
+        for rid in (run_id, parent):
+            if rid and rid in armed:  # ("pause at the next ..." pauses once)
+                data.debug_clear(path, rid)
+                armed.discard(rid)
+        st.session_state[state.DEBUG_ARMED] = sorted(armed)
+        data.debug_answer(path, run_id, command, edit)
+    except (BadEdit, LooptraceError) as exc:
+        st.session_state[state.DEBUG_ERROR] = (tag, _one_line(str(exc)))
+        return
+    st.session_state.pop(state.DEBUG_ERROR, None)
+    time.sleep(WAIT_S)
+
+
+# -- pausing a run that is not paused ---------------------------------------------------------
+def _arm_buttons(path: str, run_id: str) -> None:
+    armed = data.armed_for(path, run_id)
+    with st.container(horizontal=True, vertical_alignment="center", key="debug_arm"):
+        st.button("Pause at the next model call", key="debug_arm_model",
+                  icon=":material/pause:", help=ARM_NOTE, on_click=_arm,
+                  args=(path, "model", run_id))
+        st.button("Pause at the next hook", key="debug_arm_step", icon=":material/pause:",
+                  help=ARM_NOTE, on_click=_arm, args=(path, "step", run_id))
+        if armed:
+            st.caption(md_escape("Armed for this run: " + ", ".join(armed)))
+            st.button("Clear", key="debug_arm_clear", icon=":material/close:",
+                      on_click=_clear, args=(path, run_id))
+    failed = st.session_state.get(state.DEBUG_ERROR)
+    if isinstance(failed, tuple) and len(failed) == 2 and failed[0] == f"arm:{run_id}":
+        st.error(md_escape(failed[1]), icon=":material/error:")
+
+
+def _arm(path: str, spec: str, run_id: str) -> None:
+    try:
+        data.debug_arm(path, spec, run_id)
+    except LooptraceError as exc:
+        st.session_state[state.DEBUG_ERROR] = (f"arm:{run_id}", _one_line(str(exc)))
+        return
+    armed = set(st.session_state.get(state.DEBUG_ARMED) or ())
+    st.session_state[state.DEBUG_ARMED] = sorted(armed | {run_id})
+
+
+def _clear(path: str, run_id: str) -> None:
+    try:
+        data.debug_clear(path, run_id)
+    except LooptraceError as exc:
+        st.session_state[state.DEBUG_ERROR] = (f"arm:{run_id}", _one_line(str(exc)))
+        return
+    armed = set(st.session_state.get(state.DEBUG_ARMED) or ())
+    st.session_state[state.DEBUG_ARMED] = sorted(armed - {run_id})

@@ -1,0 +1,462 @@
+"""The debugger's panel on the Replay page (``app/debug_pane.py``) in AppTest, driving a
+real agent paused in a background thread (``tests/debug_kit.py``) through the trace
+database, as a person in the app does: the panel shows what is pending, the replay
+jumps to the pause, a control sends the answer and the agent goes on with the edit;
+bad input is one error line and the pause stays open. The Runs page lists the paused
+runs. The browser's side (typing, keys): tests/browser/test_browser_debug.py."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from app_kit import app_test, replayer, report_step
+from debug_kit import Background, quoting_model, wait_paused
+from langchain_core.tools import tool
+from streamlit.testing.v1 import AppTest
+from tracer_kit import get_weather, make_agent
+
+from tracer import TraceMiddleware
+from tracer.debug import channel
+from tracer.debug.session import REFRESH_S
+
+pytestmark = pytest.mark.usefixtures("clean_streamlit_caches")
+
+QUESTION = "Weather in Oslo?"
+
+
+class Paused:
+    """An agent running in a thread with ``TraceMiddleware(db, debug=breaks)``."""
+
+    def __init__(self, db: Path, breaks: Any, question: str = QUESTION,
+                 tools: list[Any] | None = None) -> None:
+        self.db = db
+        self.trace = TraceMiddleware(db=db, debug=breaks)
+        agent = make_agent(quoting_model(), tools or [get_weather], [self.trace])
+        self.bg = Background(lambda: agent.invoke({"messages": [("user", question)]}))
+
+    def wait(self) -> dict[str, Any]:
+        return wait_paused(self.db, alive=self.bg.alive)[0]
+
+    def finish(self) -> Any:
+        """Answer any pause left with "run" (so the thread ends), then the final state."""
+        end = time.monotonic() + 30
+        while self.bg.alive() and time.monotonic() < end:
+            for p in channel.list_paused(self.db):
+                try:
+                    channel.answer(self.db, p["run"], "run")
+                except channel.NotPaused:
+                    pass
+            time.sleep(0.05)
+        out = self.bg.result()
+        self.trace.close()
+        return out
+
+
+@pytest.fixture
+def agents(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Paused]]:
+    monkeypatch.setenv("LOOPTRACE_DB", str(tmp_path / "debug.db"))
+    made: list[Paused] = []
+    yield made
+    for a in made:  # (a failed test leaves no thread waiting)
+        if a.bg.alive():
+            a.finish()
+
+
+def start(agents: list[Paused], tmp_path: Path, breaks: Any, **kw: Any) -> Paused:
+    a = Paused(tmp_path / "debug.db", breaks, **kw)
+    agents.append(a)
+    return a
+
+
+def replay_page(run: str) -> AppTest:
+    return app_test("replay", run=run).run()
+
+
+def texts(at: AppTest) -> str:
+    return "\n".join(str(t.value) for t in at.text)
+
+
+def panel_shown(at: AppTest) -> bool:
+    return any("Paused in the debugger" in str(m.value) for m in at.markdown)
+
+
+def test_a_paused_tool_call_shows_and_a_typed_result_is_what_the_agent_gets(
+        agents: list[Paused], tmp_path: Path) -> None:
+    a = start(agents, tmp_path, ["tool:get_weather"])
+    p = a.wait()
+    at = replay_page(p["run"])
+    assert not at.exception, at.exception
+    assert panel_shown(at)
+    shown = texts(at)
+    assert "breakpoint: tool:get_weather" in shown
+    assert "A tool call waits to run: get_weather (id c1)" in shown
+    assert any('"city": "Oslo"' in str(c.value) for c in at.code)
+    # the replay stands at the pause (1-based step p["step"] is index p["step"] - 1)
+    assert replayer(at)["step"] == p["step"] - 1
+    assert at.text_area(key="dbg_args").value == '{\n  "city": "Oslo"\n}'
+    at.text_area(key="dbg_text").input("Snowing in Oslo, -5 C")
+    at.button(key="debug_continue").click().run()
+    assert not at.error, [e.value for e in at.error]
+    out = a.bg.result(30)
+    assert out["messages"][-1].content == "It says: Snowing in Oslo, -5 C"
+    a.trace.close()
+
+
+def test_the_replay_jumps_to_the_pause(agents: list[Paused], tmp_path: Path) -> None:
+    """Opened at another step (a link to step 1), the page moves the replay to the pause
+    once; the person may then step elsewhere and is not pulled back."""
+    a = start(agents, tmp_path, ["tool:get_weather"])
+    p = a.wait()
+    at = app_test("replay", run=p["run"], step="1").run()
+    assert replayer(at)["step"] == p["step"] - 1
+    report_step(at, 0)
+    at.run()
+    assert replayer(at)["step"] == 0
+    a.finish()
+
+
+def test_the_fields_are_filled_again_after_another_page(agents: list[Paused],
+                                                        tmp_path: Path) -> None:
+    """Streamlit drops a widget's value when a page without it is drawn: back on the
+    pause after another run, its fields hold what is pending again (an empty arguments
+    field was a JSON error on Continue)."""
+    other = TraceMiddleware(db=tmp_path / "debug.db", run_name="other")
+    make_agent(quoting_model(), [get_weather], [other]).invoke({"messages": [("user", "hi")]})
+    other.close()
+    a = start(agents, tmp_path, ["tool:get_weather"])
+    p = a.wait()
+    at = replay_page(p["run"])
+    assert at.text_area(key="dbg_args").value
+    ids = list(at.selectbox(key="run_pick").options)
+    assert len(ids) == 2
+    done = next(r for r in channel_runs(a.db) if r != p["run"])
+    at.selectbox(key="run_pick").set_value(done).run()  # (no panel drawn: its fields dropped)
+    assert not panel_shown(at)
+    at.selectbox(key="run_pick").set_value(p["run"]).run()
+    assert panel_shown(at)
+    assert at.text_area(key="dbg_args").value == '{\n  "city": "Oslo"\n}'
+    at.button(key="debug_continue").click().run()
+    assert not at.error, [e.value for e in at.error]
+    assert a.bg.result(30)["messages"][-1].content == "It says: Sunny in Oslo, 21 C"
+    a.trace.close()
+
+
+def test_changed_arguments_go_to_the_tool(agents: list[Paused], tmp_path: Path) -> None:
+    a = start(agents, tmp_path, ["tool:get_weather"])
+    p = a.wait()
+    at = replay_page(p["run"])
+    at.text_area(key="dbg_args").input('{"city": "Bergen"}')
+    at.button(key="debug_continue").click().run()
+    out = a.bg.result(30)
+    assert out["messages"][-1].content == "It says: Sunny in Bergen, 21 C"
+    a.trace.close()
+
+
+@pytest.mark.parametrize(("args", "result", "said"), [
+    ('{"city": "Oslo"', "", "the arguments are not valid JSON"),
+    ('["Oslo"]', "", "the tool_args edit needs args: an object"),
+    ('{"city": "Bergen"}', "Rain", "give the result or change the arguments, not both"),
+])
+def test_bad_input_is_one_error_line_and_the_run_stays_paused(
+        agents: list[Paused], tmp_path: Path, args: str, result: str, said: str) -> None:
+    a = start(agents, tmp_path, ["tool:get_weather"])
+    p = a.wait()
+    at = replay_page(p["run"])
+    at.text_area(key="dbg_args").input(args)
+    if result:
+        at.text_area(key="dbg_text").input(result)
+    at.button(key="debug_continue").click().run()
+    shown = [str(e.value).replace("\\", "") for e in at.error]  # (escaped: app/safe.py)
+    assert len(shown) == 1 and said in shown[0] and "\n" not in shown[0]
+    assert panel_shown(at)  # still paused: nothing was sent
+    assert [q["run"] for q in channel.list_paused(a.db)] == [p["run"]]
+    time.sleep(0.2)
+    assert a.bg.alive()
+    # put right, it goes on
+    at.text_area(key="dbg_args").input('{"city": "Oslo"}')
+    at.text_area(key="dbg_text").input("")
+    at.button(key="debug_continue").click().run()
+    assert not at.error
+    assert a.bg.result(30)["messages"][-1].content == "It says: Sunny in Oslo, 21 C"
+    a.trace.close()
+
+
+def test_at_a_model_call_answer_it_yourself(agents: list[Paused], tmp_path: Path) -> None:
+    a = start(agents, tmp_path, ["model:2"])
+    p = a.wait()
+    assert p["pending_kind"] == "model_request"
+    at = replay_page(p["run"])
+    shown = texts(at)
+    assert "A model call waits" in shown and "3 messages" in shown
+    assert "[0] human" in shown and "[2] tool" in shown  # the request's messages, by position
+    at.selectbox(key="dbg_change").select("answer it yourself").run()
+    at.text_area(key="dbg_text").input("Answered by hand.")
+    at.button(key="debug_continue").click().run()
+    out = a.bg.result(30)
+    assert out["messages"][-1].content == "Answered by hand."
+    a.trace.close()
+
+
+def test_at_a_model_call_a_message_edit_and_the_system_prompt(agents: list[Paused],
+                                                               tmp_path: Path) -> None:
+    a = start(agents, tmp_path, ["model:1"])
+    p = a.wait()
+    at = replay_page(p["run"])
+    at.selectbox(key="dbg_change").select("a message's text").run()
+    assert at.text_area(key="dbg_text").value == QUESTION  # (filled with the message's text)
+    at.text_area(key="dbg_text").input("Weather in Tromsø?")
+    at.button(key="debug_step").click().run()  # and pause at the next hook
+    q = a.wait()
+    assert q["step"] > p["step"]
+    at.run()
+    assert panel_shown(at)
+    assert replayer(at)["step"] == q["step"] - 1  # the replay followed the new pause
+    at.button(key="debug_run").click().run()
+    a.bg.result(30)
+    a.trace.close()
+    rows = sqlite3.connect(a.db).execute(
+        "SELECT payload FROM events WHERE phase = 'debug' ORDER BY seq").fetchall()
+    assert '"kind":"message"' in rows[0][0] and "Tromsø" in rows[0][0]
+
+
+def test_after_the_model_the_reply_is_edited(agents: list[Paused], tmp_path: Path) -> None:
+    a = start(agents, tmp_path, ["hook:wrap_model_call:after"])
+    p = a.wait()
+    assert p["pending_kind"] == "model_reply"
+    at = replay_page(p["run"])
+    # drop the tool call: the agent ends at once with this text
+    at.text_area(key="dbg_calls").input("[]")
+    at.text_area(key="dbg_text").input("No need to look.")
+    at.button(key="debug_run").click().run()
+    out = a.bg.result(30)
+    assert out["messages"][-1].content == "No need to look."
+    assert not out["messages"][-1].tool_calls
+    a.trace.close()
+
+
+def test_after_a_tool_its_message_is_edited(agents: list[Paused], tmp_path: Path) -> None:
+    a = start(agents, tmp_path, ["hook:wrap_tool_call:after"])
+    p = a.wait()
+    assert p["pending_kind"] == "tool_result"
+    at = replay_page(p["run"])
+    assert at.text_area(key="dbg_text").value == "Sunny in Oslo, 21 C"
+    at.text_area(key="dbg_text").input("Hail in Oslo")
+    at.button(key="debug_continue").click().run()
+    assert a.bg.result(30)["messages"][-1].content == "It says: Hail in Oslo"
+    a.trace.close()
+
+
+def test_abort_ends_the_run_as_an_error(agents: list[Paused], tmp_path: Path) -> None:
+    a = start(agents, tmp_path, ["tool:get_weather"])
+    p = a.wait()
+    at = replay_page(p["run"])
+    at.button(key="debug_abort").click().run()
+    a.bg.thread.join(30)
+    assert a.bg.error is not None and "aborted in the debugger" in str(a.bg.error)
+    a.trace.close()
+
+
+HOSTILE = "![x](http://127.0.0.1:9/leak.png) <img src=x onerror=alert(1)> **bold** $x^2$"
+
+
+def test_hostile_text_is_shown_as_text(agents: list[Paused], tmp_path: Path) -> None:
+    a = start(agents, tmp_path, ["model:1"], question=HOSTILE)
+    p = a.wait()
+    at = replay_page(p["run"])
+    assert panel_shown(at)
+    assert any(HOSTILE in str(c.value) for c in at.code)  # as text, whole
+    markdownish = [str(m.value) for m in [*at.markdown, *at.caption, *at.warning, *at.error]]
+    assert not any("leak.png" in m or "onerror" in m for m in markdownish)
+    channel.answer(a.db, p["run"], "run")
+    a.bg.result(30)
+    a.trace.close()
+
+
+def test_the_runs_page_lists_the_paused_runs(agents: list[Paused], tmp_path: Path) -> None:
+    a = start(agents, tmp_path, ["tool:get_weather"])
+    p = a.wait()
+    at = app_test("runs").run()
+    assert any("1 run paused in the debugger" in str(w.value) for w in at.warning)
+    links = [el for el in at.get("page_link")]
+    assert any(p["run"][:8] in str(el.proto.label) for el in links)
+    a.finish()
+
+
+def test_a_running_run_is_paused_from_the_app(agents: list[Paused], tmp_path: Path) -> None:
+    """"Pause at the next hook" on a run that runs (armed with a debugger, no breakpoint):
+    the agent pauses at its next hook firing; answering it in the app clears what the
+    app armed, so the run then ends without pausing again (armed "step" would pause it
+    at every hook). "Clear" takes back what was armed."""
+    gate = threading.Event()
+
+    @tool
+    def get_weather(city: str) -> str:  # (a slow twin of the kit's tool)
+        """Weather for a city."""
+        gate.wait(30)
+        return f"Sunny in {city}, 21 C"
+
+    a = start(agents, tmp_path, True, tools=[get_weather])
+    end = time.monotonic() + 30
+    run_id = None
+    while run_id is None and time.monotonic() < end:
+        if a.db.exists():
+            with sqlite3.connect(a.db) as c:
+                row = c.execute("SELECT id FROM runs").fetchone()
+            run_id = row[0] if row else None
+        time.sleep(0.05)
+    assert run_id is not None
+    at = replay_page(run_id)
+    assert not panel_shown(at)
+
+    def armed() -> str:
+        return "\n".join(str(c.value) for c in at.caption).replace("\\", "")
+
+    at.button(key="debug_arm_model").click().run()
+    assert "Armed for this run: model" in armed()
+    assert channel.armed_breaks(sqlite3.connect(a.db))[0][1:3] == ("model", run_id)
+    at.button(key="debug_arm_clear").click().run()
+    assert "Armed" not in armed() and not channel.armed_breaks(sqlite3.connect(a.db))
+    at.button(key="debug_arm_step").click().run()
+    assert "Armed for this run: step" in armed()
+    # The agent reads what was armed from outside every half second at most: the page's
+    # clicks may have come sooner than that after its last read (tracer.debug.session).
+    time.sleep(REFRESH_S + 0.1)
+    gate.set()  # the tool returns: the next hook firing pauses
+    p = a.wait()
+    assert p["run"] == run_id and p["reason"] == "step"
+    at.run()
+    assert panel_shown(at)
+    at.button(key="debug_continue").click().run()
+    out = a.bg.result(15)  # no second pause: the app's breakpoint was cleared
+    assert out["messages"][-1].content == "It says: Sunny in Oslo, 21 C"
+    assert not channel.armed_breaks(sqlite3.connect(a.db))
+    a.trace.close()
+
+
+def test_a_pause_in_a_subagent_shows_under_its_parent(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Deep Agents subagent paused at its tool call: the parent's page says where and
+    opens the subagent's run at its pause, where the panel answers it."""
+    import deepagents
+    from langchain_core.messages import AIMessage, SystemMessage
+
+    from tracer.demo.models import ScriptedChatModel, call, last_tool_results
+
+    @tool
+    def lookup_fact(topic: str) -> str:
+        """Look a fact up."""
+        return "Oslo, about 720,000 people"
+
+    def script(messages: Any) -> AIMessage:
+        system = " ".join(str(m.content) for m in messages if isinstance(m, SystemMessage))
+        n_ai = sum(1 for m in messages if isinstance(m, AIMessage))
+        if "RESEARCHER" in system:
+            if n_ai == 0:
+                return AIMessage("", tool_calls=[call("lookup_fact", {"topic": "Norway"}, "c1")])
+            return AIMessage(f"Found: {last_tool_results(messages)[-1].content}")
+        if n_ai == 0:
+            return AIMessage("Delegating.", tool_calls=[call(
+                "task", {"description": "Find the capital of Norway.",
+                         "subagent_type": "researcher"}, "c_task")])
+        return AIMessage(f"Researcher says: {last_tool_results(messages)[-1].content}")
+
+    db = tmp_path / "deep.db"
+    monkeypatch.setenv("LOOPTRACE_DB", str(db))
+    model = ScriptedChatModel(script=script, model_name="scripted-deep")
+    trace = TraceMiddleware(db=db, debug=["tool:lookup_fact"])
+    researcher = {"name": "researcher", "description": "Looks facts up.",
+                  "system_prompt": "You are the RESEARCHER.", "tools": [lookup_fact],
+                  "model": model, "middleware": [trace]}  # (its hooks: where it pauses)
+    agent = trace.attach(deepagents.create_deep_agent(
+        model=model, tools=[], middleware=[trace], subagents=[researcher], name="coordinator",
+        system_prompt="Delegate with task."))
+    bg = Background(lambda: agent.invoke({"messages": [("user", "Capital of Norway?")]}))
+    try:
+        p = wait_paused(db, alive=bg.alive)[0]
+        parent = p["parent_run"]
+        assert parent is not None and p["run"] != parent
+        at = replay_page(parent)
+        assert not panel_shown(at)  # (the parent waits on its task call: not paused itself)
+        said = [str(w.value).replace("\\", "") for w in at.warning]
+        assert any("Paused in subagent researcher" in w and p["run"][:8] in w for w in said), said
+        at.button(key="debug_open_0").click().run()
+        assert replayer(at)["run"]["run"]["id"] == p["run"]
+        assert panel_shown(at) and "breakpoint: tool:lookup_fact" in texts(at)
+        at.text_area(key="dbg_text").input("Bergen, they say")
+        at.button(key="debug_continue").click().run()
+        out = bg.result(30)
+        assert out["messages"][-1].content == "Researcher says: Found: Bergen, they say"
+    finally:
+        if bg.alive():
+            for q in channel.list_paused(db):
+                channel.answer(db, q["run"], "run")
+            bg.result(30)
+        trace.close()
+
+
+def channel_runs(db: Path) -> list[str]:
+    return [r[0] for r in sqlite3.connect(db).execute("SELECT id FROM runs")]
+
+
+def debug_events(db: Path) -> list[str]:
+    return [r[0] for r in sqlite3.connect(db).execute(
+        "SELECT payload FROM events WHERE phase = 'debug' ORDER BY seq")]
+
+
+@pytest.mark.parametrize(("change", "text", "recorded"), [
+    ("drop a message", None, '"kind":"drop","position":0'),
+    ("the system prompt", "Answer in French.", '"kind":"system","text":"Answer in French."'),
+])
+def test_at_a_model_call_drop_a_message_or_set_the_system_prompt(
+        agents: list[Paused], tmp_path: Path, change: str, text: str | None,
+        recorded: str) -> None:
+    a = start(agents, tmp_path, ["model:1"])
+    p = a.wait()
+    at = replay_page(p["run"])
+    at.selectbox(key="dbg_change").select(change).run()
+    if change == "drop a message":
+        assert at.selectbox(key="dbg_position").value == 0
+    if text is not None:
+        at.text_area(key="dbg_text").input(text)
+    at.button(key="debug_run").click().run()
+    assert not at.error
+    a.bg.result(30)
+    a.trace.close()
+    assert recorded in debug_events(a.db)[0]
+
+
+def test_a_node_hook_pause_shows_the_state_and_goes_on(agents: list[Paused],
+                                                       tmp_path: Path) -> None:
+    a = start(agents, tmp_path, ["hook:before_model"])
+    p = a.wait()
+    assert p["pending_kind"] == "state"
+    at = replay_page(p["run"])
+    assert "The hook before_model fires (1 message" in texts(at)
+    assert not at.text_area  # nothing to change
+    at.button(key="debug_run").click().run()
+    assert a.bg.result(30)["messages"][-1].content == "It says: Sunny in Oslo, 21 C"
+    a.trace.close()
+
+
+def test_at_an_error_a_result_instead(agents: list[Paused], tmp_path: Path) -> None:
+    @tool
+    def get_weather(city: str) -> str:  # (a tool that raises)
+        """Weather for a city."""
+        raise RuntimeError("the weather service is down")
+
+    a = start(agents, tmp_path, ["error"], tools=[get_weather])
+    p = a.wait()
+    assert p["pending_kind"] == "error"
+    at = replay_page(p["run"])
+    assert "The call raised (a tool):" in texts(at)
+    assert any("the weather service is down" in str(c.value) for c in at.code)
+    at.text_area(key="dbg_text").input("Fog in Oslo")
+    at.button(key="debug_continue").click().run()
+    assert a.bg.result(30)["messages"][-1].content == "It says: Fog in Oslo"
+    a.trace.close()

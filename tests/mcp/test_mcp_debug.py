@@ -1,0 +1,101 @@
+"""A coding agent debugs a live agent through the official MCP SDK's client:
+list_paused, get_pending, then resume with an edit; breakpoints set and cleared."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+from debug_kit import Background
+from test_mcp_server import run_with
+from tracer_kit import get_price, get_weather, make_agent
+
+from tracer import TraceMiddleware
+from tracer.demo.models import ScriptedChatModel, call, turn_script
+
+
+def _agent(db: Path, debug: object) -> Background:
+    from langchain_core.messages import AIMessage, ToolMessage
+
+    def quote(msgs):
+        return AIMessage("The tool said: " + [m for m in msgs if isinstance(m, ToolMessage)][-1]
+                         .content)
+
+    model = ScriptedChatModel(script=turn_script([
+        AIMessage("", tool_calls=[call("get_weather", {"city": "Oslo"}, "c1")]), quote]))
+    trace = TraceMiddleware(db=db, debug=debug)
+    agent = make_agent(model, [get_weather, get_price], [trace])
+    return Background(lambda: agent.invoke({"messages": [("user", "Weather in Oslo?")]}))
+
+
+async def _until(client, tool: str, test, timeout: float = 30.0):  # noqa: ANN001, ANN202
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        got = await client.call(tool)
+        if test(got):
+            return got
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"{tool}: nothing after {timeout} s")
+
+
+def test_list_paused_get_pending_and_resume_with_an_edit(tmp_path):
+    db = tmp_path / "t.db"
+    bg = _agent(db, ["tool:get_weather"])
+
+    async def body(client) -> None:  # noqa: ANN001
+        got = await _until(client, "list_paused", lambda g: g["paused"])
+        p = got["paused"][0]
+        assert (p["hook"], p["at"], p["pending_kind"]) == ("wrap_tool_call", "before",
+                                                           "tool_call")
+        pend = await client.call("get_pending", run=p["run"][:8])
+        assert pend["pending"]["tool_call"]["args"] == {"city": "Oslo"}
+        said = await client.error("resume", run=p["run"], edit_kind="tool_args", args=None)
+        assert "needs args" in said
+        said = await client.error("resume", run=p["run"], edit_kind="drop", position=0)
+        assert "does not apply to a pending tool call" in said
+        out = await client.call("resume", run=p["run"], edit_kind="tool_result",
+                                text="Hail, 2 C")
+        assert out["edit"] == {"kind": "tool_result", "text": "Hail, 2 C"}
+        said = await client.error("resume", run=p["run"])
+        assert "is not paused" in said
+
+    run_with("stdio", db, body)
+    out = bg.result()
+    assert out["messages"][-1].content == "The tool said: Hail, 2 C"
+
+
+def test_a_breakpoint_set_over_mcp_pauses_a_listening_agent(tmp_path):
+    db = tmp_path / "t.db"
+    TraceMiddleware(db=db).recorder.writer.flush()  # (the file exists for the server)
+
+    async def body(client) -> None:  # noqa: ANN001
+        said = await client.error("set_breakpoint", spec="hook:nowhere")
+        assert "no hook 'nowhere'" in said
+        armed = await client.call("set_breakpoint", spec="model:2")
+        assert armed["spec"] == "model:2"
+        bg = _agent(db, True)
+        got = await _until(client, "list_paused", lambda g: g["paused"])
+        p = got["paused"][0]
+        assert (p["hook"], p["reason"]) == ("wrap_model_call", "model:2")
+        assert (await client.call("clear_breakpoints"))["cleared"] == 1
+        await client.call("resume", run=p["run"], edit_kind="reply", text="Done by MCP.")
+        await asyncio.to_thread(bg.result)
+        assert (await client.call("list_paused"))["paused"] == []
+
+    run_with("stdio", db, body)
+
+
+def test_the_playground_over_mcp(sample_db):
+    async def body(client) -> None:  # noqa: ANN001
+        first = await client.call("playground", run="openai-weather", step=1)
+        out = await client.call("playground", run="openai-weather", step=first["step"] + 1,
+                                edit_kind="system", text="Be brief.")
+        assert out["model_call"] == 2 and out["request"]["system"] == "Be brief."
+        assert out["recorded_answer"]["text"].startswith("Here is the weather")
+        assert set(out["wire"]) == {"openai", "anthropic", "ollama"}
+        said = await client.error("playground", run="openai-weather", step=1,
+                                  edit_kind="drop", position=9)
+        assert "outside the request's messages" in said
+
+    run_with("stdio", sample_db, body)

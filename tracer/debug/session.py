@@ -1,0 +1,383 @@
+"""The debugger inside the agent's process: ``TraceMiddleware(debug=...)`` holds one.
+
+At each hook firing the middleware asks it (one ``is None`` check when no debugger is
+armed). It decides from memory whether the firing is a breakpoint (the breakpoints
+armed in code or by ``LOOPTRACE_DEBUG``, those armed from outside in the database,
+re-read every half second at most, and the run's own step / next-lap / run-to-end
+state); when it is, it records a ``pause`` event, writes the pause with what is
+pending to the channel (``tracer.debug.channel``) and waits for the answer: a sync
+agent in its own thread (sleeping between polls, never spinning), an async agent in
+a worker thread its task awaits (the event loop and the other runs go on). The answer
+is recorded as a ``debug`` event (the command, and an edit with what it changed:
+before and after), and the edit is made; an edit that cannot be made is recorded and
+the run pauses again at the same place.
+
+A pause nobody answers continues after ``timeout`` seconds (None: it waits), and the
+record says so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tracer.db.schema import connect
+from tracer.errors import LooptraceError
+
+from . import channel
+from .breakpoints import Breakpoint, Moment, parse, parse_all
+from .edits import (
+    DebugRaised,
+    apply_reply,
+    apply_request,
+    apply_tool_call,
+    apply_tool_result,
+    describe,
+)
+
+__all__ = ["DebugAborted", "Debugger", "from_env"]
+
+ENV = "LOOPTRACE_DEBUG"
+ENV_TIMEOUT = "LOOPTRACE_DEBUG_TIMEOUT"
+SERVER_TIMEOUT = 600.0  # a server armed through LOOPTRACE_DEBUG continues after this
+REFRESH_S = 0.5  # how often the breakpoints armed from outside are read again
+POLL_S = 0.02  # how often a paused run asks for its answer
+CUT = 20_000  # characters of one message's text in the pending JSON
+
+
+class DebugAborted(RuntimeError):
+    """Raised in the agent when the debugger aborts the run."""
+
+    def __init__(self) -> None:
+        super().__init__("aborted in the debugger")
+
+
+@dataclass
+class _RunDebug:
+    """One run's debugging state."""
+
+    model_calls: int = 0
+    step: bool = False  # pause at its next hook firing
+    lap_target: int | None = None  # pause at the model call of this lap
+    done: bool = False  # run to the end: no more pauses
+    findings: set[str] = field(default_factory=set)  # rules new since the last moment
+    seen: set[tuple[str, int | None]] = field(default_factory=set)
+
+
+@dataclass
+class _Answer:
+    pause_id: int
+    command: str
+    edit: dict[str, Any] | None
+    waited: float
+    timed_out: bool = False
+
+
+class Debugger:
+    """Breakpoints and pauses for the runs one ``TraceMiddleware`` records.
+
+    Args:
+        breaks: breakpoint specs (``tracer.debug.breakpoints``) or parsed breakpoints;
+            empty: none yet (breakpoints armed from the app, the CLI or MCP still hit).
+        timeout: seconds a pause waits for an answer before the run continues (None:
+            it waits for ever).
+    """
+
+    def __init__(self, breaks: Any = (), *, timeout: float | None = None) -> None:
+        from tracer.checks.run import RULES
+
+        self.rules = tuple(RULES)
+        self.breaks: list[Breakpoint] = parse_all(breaks, rules=self.rules)
+        if timeout is not None and (not isinstance(timeout, (int, float)) or timeout < 0):
+            msg = f"debug timeout must be a number of seconds from 0, not {timeout!r}"
+            raise LooptraceError(msg)
+        self.timeout = timeout
+        self._runs: dict[str, _RunDebug] = {}
+        self._remote: list[tuple[int, Breakpoint, str | None, str | None]] = []
+        self._remote_at = 0.0
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+        self._db: str | None = None
+        self._warned: set[str] = set()
+
+    # -- the channel's connection -----------------------------------------------------
+    def bind(self, db: str | Path) -> None:
+        self._db = str(db)
+
+    def _c(self) -> sqlite3.Connection:
+        if self._conn is None:
+            self._conn = connect(self._db or "looptrace.db", busy_timeout=10.0)
+        return self._conn
+
+    # -- deciding -------------------------------------------------------------------
+    def state(self, run: Any) -> _RunDebug:
+        rd = self._runs.get(run.id)
+        if rd is None:
+            rd = self._runs[run.id] = _RunDebug()
+        return rd
+
+    def moment(self, run: Any, hook: str, at: str, **kw: Any) -> Moment:
+        rd = self.state(run)
+        if hook == "wrap_model_call" and at == "before":
+            rd.model_calls += 1
+        m = Moment(hook, at, lap=int(run.lap or 0), model_call=rd.model_calls, **kw)
+        m.findings = lambda: rd.findings
+        return m
+
+    def io_due(self, m: Moment) -> bool:
+        """Whether deciding on ``m`` needs the database first (run it off the loop)."""
+        return (time.monotonic() - self._remote_at >= REFRESH_S) or (
+            m.at == "before" and self._finding_armed())
+
+    def _finding_armed(self) -> bool:
+        return any(b.kind == "finding" for b in self.breaks) or any(
+            r[1].kind == "finding" for r in self._remote)
+
+    def io(self, rec: Any, run: Any, m: Moment) -> None:
+        """Read the breakpoints armed from outside (every half second at most) and,
+        with a finding breakpoint armed, the findings the record shows now."""
+        try:
+            now = time.monotonic()
+            if now - self._remote_at >= REFRESH_S:
+                self._remote_at = now
+                with self._lock:
+                    rows = channel.armed_breaks(self._c())
+                fresh = []
+                for bid, spec, rid, tid in rows:
+                    try:
+                        fresh.append((bid, parse(spec, rules=self.rules), rid, tid))
+                    except LooptraceError as exc:
+                        self._warn(f"bad-{bid}", str(exc))
+                self._remote = fresh
+            if m.at == "before" and self._finding_armed():
+                self._findings(rec, run)
+        except (sqlite3.Error, LooptraceError, OSError) as exc:
+            self._warn("io", f"looptrace debug: the channel cannot be read ({exc})")
+
+    def _findings(self, rec: Any, run: Any) -> None:
+        from tracer.checks.run import check_run
+        from tracer.read.loader import TraceDB
+
+        rd = self.state(run)
+        rec.writer.flush()
+        with TraceDB(self._db or "") as db:
+            loaded = db.run(run.id)
+        found = check_run(loaded)
+        new = {f.rule for f in found if (f.rule, f.seq) not in rd.seen}
+        rd.seen.update((f.rule, f.seq) for f in found)
+        rd.findings = new
+
+    def decide(self, run: Any, m: Moment) -> str | None:
+        """Why ``m`` is a breakpoint of ``run`` (the spec that hit, ``step``, ``lap``), or
+        None."""
+        rd = self.state(run)
+        if rd.done:
+            return None
+        if rd.step:
+            return "step"
+        if rd.lap_target is not None and m.hook == "wrap_model_call" and m.at == "before" \
+                and m.lap >= rd.lap_target:
+            return "next lap"
+        for b in self.breaks:
+            if b.hits(m):
+                return b.spec
+        if self._remote:
+            parent = getattr(getattr(run, "parent", None), "id", None)
+            for _bid, b, rid, tid in self._remote:
+                if rid is not None and rid not in (run.id, parent):
+                    continue
+                if tid is not None and tid != run.thread_id:
+                    continue
+                if b.hits(m):
+                    return b.spec
+        return None
+
+    # -- pausing ----------------------------------------------------------------------
+    def _pause(self, rec: Any, run: Any, mw: str, m: Moment, reason: str,
+               pending: dict[str, Any], tcid: str | None) -> _Answer:
+        """Record the pause, write it to the channel, wait for the answer (blocking)."""
+        small = {"at": m.at, "reason": reason, "pending_kind": pending.get("kind")}
+        if pending.get("tool_call"):
+            small["tool_call"] = pending["tool_call"]
+        seq = rec.event(run, m.hook, "pause", middleware=mw, tool_call_id=tcid, payload=small)
+        rec.writer.flush()
+        red = getattr(rec.writer, "redactor", None)
+        if red is not None and getattr(red, "enabled", True):
+            pending = json.loads(red(json.dumps(pending, default=str)))
+        with self._lock:
+            pid = channel.open_pause(self._c(), run_id=run.id, seq=seq, hook=m.hook, at=m.at,
+                                     reason=reason, pending=pending)
+        t0 = time.monotonic()
+        deadline = None if self.timeout is None else t0 + self.timeout
+        while True:
+            with self._lock:
+                got = channel.poll(self._c(), pid)
+            if got is not None:
+                return _Answer(pid, got[0], got[1], time.monotonic() - t0)
+            if deadline is not None and time.monotonic() >= deadline:
+                return _Answer(pid, "continue", None, time.monotonic() - t0, timed_out=True)
+            time.sleep(POLL_S)
+
+    def _close(self, rec: Any, run: Any, mw: str, m: Moment, ans: _Answer, outcome: str,
+               tcid: str | None, **extra: Any) -> None:
+        payload: dict[str, Any] = {"command": ans.command, "outcome": outcome,
+                                   "waited_s": round(ans.waited, 3), **extra}
+        if ans.timed_out:
+            payload["timeout_s"] = self.timeout
+        if ans.edit is not None:
+            payload["edit"] = ans.edit
+            payload["change"] = describe(ans.edit)
+        rec.event(run, m.hook, "debug", middleware=mw, tool_call_id=tcid, payload=payload)
+        with self._lock:
+            channel.close_pause(self._c(), ans.pause_id, outcome, ans.command)
+        self._remote_at = 0.0  # (armed or cleared while paused: read at the next moment)
+        rd = self.state(run)
+        rd.step = ans.command == "step"
+        if ans.command == "lap":
+            rd.lap_target = int(run.lap or 0) + 1
+        elif outcome != "rejected":
+            rd.lap_target = None
+        if ans.command == "run":
+            rd.done = True
+
+    def resolve(self, rec: Any, run: Any, mw: str, m: Moment, reason: str,
+                pending: dict[str, Any], apply: Callable[[dict[str, Any] | None], Any],
+                tcid: str | None = None) -> Any:
+        """Pause, then go on as answered: ``apply(edit)`` returns (what the hook goes on
+        with, before, after), ``apply(None)`` what it goes on with unchanged. Blocking:
+        an async hook runs it in a worker thread."""
+        while True:
+            ans = self._pause(rec, run, mw, m, reason, pending, tcid)
+            if ans.command == "abort":
+                self._close(rec, run, mw, m, ans, "aborted", tcid)
+                rec.writer.flush()
+                raise DebugAborted
+            if ans.edit is None:
+                self._close(rec, run, mw, m, ans, "timeout" if ans.timed_out else "continued",
+                            tcid)
+                return apply(None)
+            try:
+                out, before, after = apply(ans.edit)
+            except (DebugRaised, DebugAborted):
+                self._close(rec, run, mw, m, ans, "edited", tcid)
+                raise
+            except Exception as exc:  # noqa: BLE001 - said in the record, and paused again
+                self._close(rec, run, mw, m, ans, "rejected", tcid, error=repr(exc)[:500])
+                reason = f"the edit could not be made: {exc}"[:300]
+                continue
+            self._close(rec, run, mw, m, ans, "edited", tcid, before=before, after=after)
+            return out
+
+    def _warn(self, key: str, text: str) -> None:
+        if key in self._warned:
+            return
+        self._warned.add(key)
+        import warnings
+
+        warnings.warn(text, RuntimeWarning, stacklevel=3)
+
+    def close(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self._conn.close()
+            self._conn = None
+
+
+def from_env(env: dict[str, str]) -> Debugger | None:
+    """The debugger ``LOOPTRACE_DEBUG`` arms (None when it is unset): its breakpoints
+    (comma-separated specs, or ``1`` for none yet), waiting ``LOOPTRACE_DEBUG_TIMEOUT``
+    seconds (default 600; ``none``: for ever)."""
+    spec = env.get(ENV)
+    if spec is None or spec.strip().lower() in ("0", "off", "false", "no"):
+        return None
+    raw = env.get(ENV_TIMEOUT, "").strip().lower()
+    if raw in ("none", "never", "inf", "forever"):
+        timeout: float | None = None
+    elif raw:
+        try:
+            timeout = float(raw)
+        except ValueError:
+            msg = f"{ENV_TIMEOUT}={raw!r} is not a number of seconds (or none)"
+            raise LooptraceError(msg) from None
+    else:
+        timeout = SERVER_TIMEOUT
+    return Debugger(spec, timeout=timeout)
+
+
+# -- what is pending, as JSON ---------------------------------------------------------
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        s = content
+    elif isinstance(content, list):
+        s = " ".join(str(p.get("text", "")) if isinstance(p, dict) else str(p)
+                     for p in content)
+    else:
+        s = str(content)
+    return s if len(s) <= CUT else s[:CUT] + f"... ({len(s) - CUT} more characters)"
+
+
+def message_json(m: Any, position: int | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": getattr(m, "type", "?"), "id": getattr(m, "id", None),
+                           "text": _text(getattr(m, "content", ""))}
+    if position is not None:
+        out["position"] = position
+    calls = getattr(m, "tool_calls", None)
+    if calls:
+        out["tool_calls"] = [{"name": c.get("name"), "args": c.get("args"), "id": c.get("id")}
+                             for c in calls]
+    if getattr(m, "tool_call_id", None):
+        out["tool_call_id"] = m.tool_call_id
+        out["status"] = getattr(m, "status", None)
+        out["name"] = getattr(m, "name", None)
+    return out
+
+
+def request_json(request: Any) -> dict[str, Any]:
+    from .edits import _tool_name
+
+    system = getattr(request, "system_message", None)
+    settings = getattr(request, "model_settings", None) or {}
+    model = getattr(request, "model", None)
+    return {
+        "kind": "model_request",
+        "messages": [message_json(m, i) for i, m in enumerate(request.messages)],
+        "system": _text(system.content) if system is not None else None,
+        "tools": [_tool_name(t) for t in (request.tools or [])],
+        "settings": json.loads(json.dumps(settings, default=str)),
+        "model": str(getattr(model, "model_name", None) or getattr(model, "model", None)
+                     or type(model).__name__),
+    }
+
+
+def tool_call_json(request: Any) -> dict[str, Any]:
+    c = request.tool_call
+    return {"name": c.get("name"), "args": c.get("args"), "id": c.get("id")}
+
+
+def aimessage_of(response: Any) -> Any:
+    from langchain_core.messages import AIMessage
+
+    result = getattr(response, "result", None)
+    msgs = list(result) if result is not None else [response]
+    for m in msgs:
+        if isinstance(m, AIMessage):
+            return m
+    return None
+
+
+async def in_thread(fn: Callable[..., Any], *args: Any) -> Any:
+    """Run a blocking step of the debugger off the event loop."""
+    return await asyncio.to_thread(fn, *args)
+
+
+__all__ += ["aimessage_of", "apply_reply", "apply_request", "apply_tool_call",
+            "apply_tool_result", "in_thread", "message_json", "request_json",
+            "tool_call_json"]

@@ -1,0 +1,123 @@
+"""The debugger's MCP tools: a coding agent drives a live agent's pauses
+(``tracer.debug.channel``), as the app and ``looptrace debug``'s prompt do."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from tracer.debug import channel
+from tracer.debug.breakpoints import FORMS
+from tracer.debug.edits import ALLOWED
+from tracer.read.loader import TraceDB
+
+__all__ = ["DEBUG_TOOLS", "Debug"]
+
+_EDITS = ("edit_kind names the edit, with the same arguments as fork_run's: message "
+          "(position, text), drop (position), insert (position, text, role), system (text), "
+          "model (model: an init_chat_model name, or offline), tool_result (text), "
+          "tool_args (args), and the debugger's own: tools (names: the tools to keep "
+          "offering), settings (settings: an object), reply (text and/or tool_calls: "
+          "[{name, args}]: answer the model call yourself, or replace its answer), raise "
+          "(text: the tool call raises). Which apply: " + "; ".join(
+              f"{k.replace('_', ' ')}: {', '.join(v) or 'none'}" for k, v in ALLOWED.items())
+          + ".")
+
+DEBUG_TOOLS: dict[str, str] = {
+    "list_paused": (
+        "The runs paused in the debugger right now (agents armed with "
+        "TraceMiddleware(debug=...), LOOPTRACE_DEBUG or `looptrace debug`), each with its "
+        "run id, step (from 1, as list_steps counts), hook, where (before/after the call, "
+        "fire, error), the breakpoint that hit, its parent run for a subagent, and the kind "
+        "of what is pending (model_request, model_reply, tool_call, tool_result, error, "
+        "state)."),
+    "get_pending": (
+        "What a paused run is about to do: the model request as the model will receive "
+        "it (messages with their positions, system prompt, tool names, settings, model), "
+        "the tool call with its arguments, the AIMessage that just came back, the "
+        "ToolMessage, or the exception raised. An error if the run is not paused."),
+    "resume": (
+        "WRITES to the database (the debugger's channel): let a paused run go on. "
+        "command: continue (to the next breakpoint), step (the next hook firing), lap "
+        "(the next lap's model call), run (to the end, no more pauses), abort (the run "
+        "ends as an error, 'aborted in the debugger'). With continue/step/lap an optional "
+        "edit changes what is pending first; it is recorded with its before and after. "
+        + _EDITS + " A bad edit, or a run that is not paused, is an error and changes "
+        "nothing."),
+    "set_breakpoint": (
+        "WRITES to the database: arm a breakpoint for the agents debugged into it (they "
+        "read it within half a second), for one run (and its subagents), one thread, or "
+        "every run (neither given). spec: " + "; ".join(
+            f"{form}: {what}" for form, what in FORMS.values()) + "."),
+    "playground": (
+        "Re-send a recorded model call, edited, to a chosen model, and see the new answer "
+        "beside the recorded one: the call at or after `step` of `run`, exactly as the "
+        "model received it (every message with its tool calls and results, the system "
+        "prompt, the tool schemas), one edit (edit_kind: message, drop, insert, system, "
+        "tools, settings, with the arguments resume takes), then `model`: an "
+        "init_chat_model name (the server's keys), 'recorded' (the recorded provider and "
+        "model), or 'offline' (an echo model, the default). Answer: the request, the "
+        "recorded answer, the new answer, and the request in each provider's wire format "
+        "(OpenAI, Anthropic, Ollama). Writes nothing."),
+    "clear_breakpoints": (
+        "WRITES to the database: clear the breakpoints armed from outside (only those of "
+        "`run` when given); returns how many."),
+}
+
+
+class Debug:
+    """The debugger's tools over one database."""
+
+    def __init__(self, db: str | os.PathLike[str]) -> None:
+        self.db = os.fspath(db)
+
+    def _rid(self, run: str) -> str:
+        with TraceDB(self.db) as db:
+            return db.resolve(run)
+
+    def list_paused(self) -> dict[str, Any]:
+        return {"paused": channel.list_paused(self.db)}
+
+    def get_pending(self, run: str) -> dict[str, Any]:
+        return channel.pending(self.db, self._rid(run))
+
+    def resume(self, run: str, command: str = "continue", edit_kind: str | None = None,
+               position: int | None = None, text: str | None = None, role: str = "human",
+               model: str | None = None, args: dict[str, Any] | None = None,
+               names: list[str] | None = None, settings: dict[str, Any] | None = None,
+               tool_calls: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        edit: dict[str, Any] | None = None
+        if edit_kind is not None:
+            edit = {"kind": edit_kind, "role": role}
+            for name, value in (("position", position), ("text", text), ("model", model),
+                                ("args", args), ("names", names), ("settings", settings),
+                                ("tool_calls", tool_calls)):
+                if value is not None:
+                    edit[name] = value
+        return channel.answer(self.db, self._rid(run), command, edit)
+
+    def set_breakpoint(self, spec: str, run: str | None = None,
+                       thread: str | None = None) -> dict[str, Any]:
+        rid = self._rid(run) if run else None
+        bid = channel.arm(self.db, spec, run=rid, thread=thread, source="mcp")
+        return {"id": bid, "spec": spec, "run": rid, "thread": thread}
+
+    def playground(self, run: str, step: int, model: str = "offline",
+                   edit_kind: str | None = None, position: int | None = None,
+                   text: str | None = None, role: str = "human",
+                   names: list[str] | None = None,
+                   settings: dict[str, Any] | None = None) -> dict[str, Any]:
+        from tracer.wire.playground import playground
+
+        edit: dict[str, Any] | None = None
+        if edit_kind is not None:
+            edit = {"kind": edit_kind, "role": role}
+            for name, value in (("position", position), ("text", text), ("names", names),
+                                ("settings", settings)):
+                if value is not None:
+                    edit[name] = value
+        return playground(self.db, run, step, edit=edit, model=model).to_dict()
+
+    def clear_breakpoints(self, run: str | None = None) -> dict[str, Any]:
+        rid = self._rid(run) if run else None
+        return {"cleared": channel.clear(self.db, run=rid)}
