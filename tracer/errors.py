@@ -90,6 +90,21 @@ class PricesFileError(UsageError):
     does not fit its format (``tracer.read.cost``)."""
 
 
+class NotPaused(UsageError):
+    """A debugger's answer (resume, get_pending) for a run that is not paused."""
+
+
+class DebugAborted(LooptraceError):
+    """Raised in the agent when the debugger aborts the run ("aborted in the debugger")."""
+
+    def __init__(self, message: str = "aborted in the debugger") -> None:
+        super().__init__(message)
+
+
+class DebugRaised(LooptraceError):
+    """What a tool call raises when the debugger's ``raise`` edit says so."""
+
+
 class ReplayError(LooptraceError):
     """A run cannot be replayed or forked as asked (no recorded input, a step out of
     range, an edit the step cannot take, an agent factory that cannot be imported)."""

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import sqlite3
 import sys
 from collections.abc import Sequence
 
 from tracer.cli import add_prices, int_range, use_prices
 from tracer.db.schema import RUN_STATUSES
+from tracer.errors import LooptraceError
 from tracer.read.cost import RunCost, run_costs
 from tracer.read.loader import RunSummary, TraceDB
 from tracer.read.run_list import HEALTH_CLASSES, RunFilter, parse_when
@@ -65,7 +67,12 @@ def run(args: argparse.Namespace) -> int:
                 print(f"(runs {args.offset + 1}-{args.offset + limit} of {total}: --offset "
                       f"{args.offset + limit} for the next ones, --limit 0 for all)",
                       file=sys.stderr)
-        costs = run_costs(db, [r.id for r in runs])
+        try:
+            costs = run_costs(db, [r.id for r in runs])
+        except (LooptraceError, sqlite3.DatabaseError) as exc:  # (a damaged events page:
+            # the runs list still reads; their costs are unknown, and said so once)
+            print(f"looptrace runs: costs not shown ({exc})".splitlines()[0], file=sys.stderr)
+            costs = {}
     if args.json:
         # cost_usd: the run's model calls and its subagent runs', null unless every one
         # of them is priced ("cost" says how many are, and the run's own part)
