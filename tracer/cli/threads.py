@@ -80,9 +80,9 @@ def format_threads(rows: Sequence[ThreadSummary]) -> str:
 
 def format_thread(t: Thread) -> str:
     """One thread's turns as text, then its totals and the questions asked again."""
-    lines = [f"thread {safe_text(t.thread_id)}: {len(t.turns)} turn(s), tokens "
-             f"{_tokens(t.tokens)}, cost {t.cost.text()}, {t.interrupts} interrupt(s), "
-             f"{t.resumes} resume(s)"]
+    lines = [(f"thread {safe_text(t.thread_id)}: {len(t.turns)} turn(s), tokens "
+              f"{_tokens(t.tokens)}, cost {t.cost.text()}, {t.interrupts} interrupt(s), "
+              f"{t.resumes} resume(s)")]
     for turn in t.turns:
         r = turn.run
         lines.append("")
