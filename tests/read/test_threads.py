@@ -110,3 +110,45 @@ def test_an_unknown_thread_is_one_clear_error(thread_db):
     db, _, _ = thread_db
     with TraceDB(db) as tdb, pytest.raises(ThreadNotFound, match="no thread 'nope'"):
         load_thread(tdb, "nope")
+
+
+def test_a_thread_resumed_under_a_new_tracer_is_still_one_turn(tmp_path):
+    """An interrupt recorded by one TraceMiddleware, the resume by another (a new agent on
+    the same checkpointer, as after a restart): the resume joins the interrupted run, so
+    the thread is one turn; approved, the call ran as asked."""
+    from langchain.agents import create_agent
+    from langchain.agents.middleware import HumanInTheLoopMiddleware
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.types import Command
+    from tracer_kit import get_weather
+
+    from tracer import TraceMiddleware
+    from tracer.demo.models import ScriptedChatModel, call, turn_script
+
+    db = tmp_path / "t.db"
+    saver = InMemorySaver()
+    config = {"configurable": {"thread_id": "two"}}
+
+    def agent(turns, trace):
+        return create_agent(ScriptedChatModel(script=turn_script(turns)), tools=[get_weather],
+                            middleware=[HumanInTheLoopMiddleware(
+                                interrupt_on={"get_weather": True}), trace],
+                            checkpointer=saver)
+
+    first = TraceMiddleware(db=db)
+    agent([AIMessage("", id="h-a1", tool_calls=[call("get_weather", {"city": "Oslo"}, "h-c1")])],
+          first).invoke({"messages": [HumanMessage("Weather in Oslo?", id="h-h1")]}, config)
+    first.flush()
+    second = TraceMiddleware(db=db)
+    agent([AIMessage("Sunny in Oslo.", id="h-a2")], second).invoke(
+        Command(resume={"decisions": [{"type": "approve"}]}), config)
+    second.flush()
+    with TraceDB(db) as tdb:
+        t = load_thread(tdb, "two")
+    (turn,) = t.turns
+    assert turn.run.status == "completed"
+    assert turn.asked == ("Weather in Oslo?",) and turn.answer == "Sunny in Oslo."
+    assert [i.asks for i in turn.interrupts] == [('get_weather({"city": "Oslo"})',)]
+    assert [(r.decisions, r.inferred) for r in turn.resumes] == [
+        (('ran as asked: get_weather({"city": "Oslo"})',), True)]
