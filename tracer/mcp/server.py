@@ -49,7 +49,9 @@ from 1. Start with list_runs (or search_runs), then run_summary for a run's find
 dangling tool call: a call with no result before the next model call; an orphan result;
 a runaway loop; repeated calls ...), each with the step to open with get_step and
 get_messages. People's notes on a run or a step (run_summary, get_step; add_note writes
-one) say what they saw there. A number outside its tool's bounds (an offset, a limit, a cut) is brought
+one) say what they saw there. Runs sharing a thread_id are the turns of one conversation:
+list_threads, then get_thread for its turns (a human-in-the-loop thread's interrupts and
+decisions). A number outside its tool's bounds (an offset, a limit, a cut) is brought
 within them, and the answer says so under "clamped"."""
 
 T = TypeVar("T")
