@@ -229,28 +229,70 @@ def count_threads(db: TraceDB) -> int:
 def list_threads(db: TraceDB, *, limit: int | None = None, offset: int = 0,
                  prices: Prices | None = None) -> list[ThreadSummary]:
     """The threads of the file, the one active last first, ``limit`` of them from
-    ``offset`` on, each with its totals."""
+    ``offset`` on, each with its totals (read for the whole page at once: a few queries
+    a page, not a few a thread)."""
     rows = db.query(f"{_THREADS} ORDER BY 4 DESC, 1 LIMIT ? OFFSET ?",
                     [-1 if limit is None else max(0, int(limit)), max(0, int(offset))])
+    if not rows:
+        return []
+    tids = [str(r[0]) for r in rows]
+    turns: dict[str, list[str]] = {}
+    for part in _chunks(tids):
+        for rid, tid in db.query(
+                "SELECT id, thread_id FROM runs WHERE parent_id IS NULL AND thread_id IN"
+                f" ({','.join('?' * len(part))})", part):
+            turns.setdefault(str(tid), []).append(str(rid))
+    every = [rid for tid in tids for rid in turns.get(tid, [])]
+    summaries = {r.id: r for part in _chunks(every) for r in db.runs(ids=part)}
+    # each run below a turn, counted for the turn's top-level run
+    below = {r.id: r for part in _chunks(every) for r in db.subagent_runs(part)}
+    root: dict[str, str] = {}
+
+    def top(rid: str) -> str:
+        seen = []
+        while rid in below and rid not in root:
+            seen.append(rid)
+            rid = below[rid].parent_id or rid
+            if rid in seen:  # (a cycle: stop)
+                break
+        found = root.get(rid, rid)
+        for s in seen:
+            root[s] = found
+        return found
+
+    under: dict[str, list[RunSummary]] = {}
+    for rid, summary in below.items():
+        under.setdefault(top(rid), []).append(summary)
+    costs = run_costs(db, every, prices)
+    marks: dict[str, tuple[int, int]] = {}
+    for part in _chunks(every):
+        for rid, ints, ress in db.query(
+                "SELECT run_id, SUM(hook = 'interrupt' OR phase = 'interrupt'),"
+                " SUM(hook = 'resume') FROM events WHERE run_id IN"
+                f" ({','.join('?' * len(part))}) AND (hook IN ('interrupt', 'resume')"
+                " OR phase = 'interrupt') GROUP BY run_id", part):
+            marks[str(rid)] = (int(ints or 0), int(ress or 0))
     out = []
     for tid, n, first, last in rows:
-        runs = db.runs(RunFilter(thread=str(tid), top_level=True))
-        below = db.subagent_runs([r.id for r in runs])
-        costs = run_costs(db, [r.id for r in runs], prices)
+        ids = turns.get(str(tid), [])
+        runs = [summaries[r] for r in ids if r in summaries]
         cost = Cost()
-        for c in costs.values():
-            cost = cost + c.total
+        for rid in ids:
+            if rid in costs:
+                cost = cost + costs[rid].total
         statuses: dict[str, int] = {}
         for r in runs:
             statuses[r.status] = statuses.get(r.status, 0) + 1
-        marks = ",".join("?" * len(runs))
-        (ints, ress), = db.query(
-            "SELECT COALESCE(SUM(hook = 'interrupt' OR phase = 'interrupt'), 0),"
-            " COALESCE(SUM(hook = 'resume'), 0) FROM events"
-            f" WHERE run_id IN ({marks})", [r.id for r in runs]) if runs else [(0, 0)]
-        out.append(ThreadSummary(str(tid), int(n), first, last, statuses,
-                                 _tokens([*runs, *below]), cost, int(ints), int(ress)))
+        tokens = _tokens([*runs, *(c for r in ids for c in under.get(r, []))])
+        out.append(ThreadSummary(str(tid), int(n), first, last, statuses, tokens, cost,
+                                 sum(marks.get(r, (0, 0))[0] for r in ids),
+                                 sum(marks.get(r, (0, 0))[1] for r in ids)))
     return out
+
+
+def _chunks(items: Sequence[str], size: int = 500) -> Iterable[list[str]]:
+    for i in range(0, len(items), size):
+        yield list(items[i:i + size])
 
 
 # -- one thread ----------------------------------------------------------------------------
