@@ -64,6 +64,10 @@ class RunNotFound(LooptraceError):
     """No run with that id."""
 
 
+class ThreadNotFound(RunNotFound):
+    """No run recorded under that thread id."""
+
+
 class OtlpFormatError(TraceFileError, ValueError):
     """An OTLP request or file is malformed (not protobuf/JSON OTLP, bad ids ...)."""
 

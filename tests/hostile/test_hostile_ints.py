@@ -30,6 +30,7 @@ INT_OPTIONS = [
     ("collect", "--max-spans", 1, TOP), ("collect", "--max-traces", 1, TOP),
     ("mcp", "--port", 0, 65535), ("note", "--step", -TOP - 1, TOP),
     ("note", "--delete", 1, TOP), ("playground", "--at", 1, TOP),
+    ("threads", "--limit", 0, TOP), ("threads", "--offset", 0, TOP),
 ]
 # what each command needs besides the option, to parse
 REQUIRED = {"show": ["RUN"], "note": ["RUN"], "playground": ["RUN"], "replay": ["RUN", "--agent", "m:f"],

@@ -41,6 +41,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--tag", action="append", metavar="TAG",
                    help="only runs with a note tagged TAG (repeatable: any of them)")
     p.add_argument("--parent", metavar="RUN", help="only the subagent runs of RUN")
+    p.add_argument("--thread", metavar="THREAD",
+                   help="only the runs recorded under this thread_id (a conversation's "
+                        "turns; looptrace threads lists them)")
     p.add_argument("--top-level", action="store_true", help="only runs that are no subagent run")
     p.add_argument("--limit", type=int_range(0), default=DEFAULT_LIMIT,
                    help=f"at most this many runs (default {DEFAULT_LIMIT}; 0: all)")
@@ -57,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
             since=parse_when(args.since) if args.since else None,
             until=parse_when(args.until) if args.until else None,
             parent_id=db.resolve(args.parent) if args.parent else None,
-            top_level=args.top_level, search=args.search or None,
+            top_level=args.top_level, search=args.search or None, thread=args.thread,
             tags=tuple(dict.fromkeys(t.strip().lower() for t in args.tag or ())))
         limit = args.limit if args.limit > 0 else None
         runs = db.runs(f, limit=limit, offset=args.offset)
