@@ -36,6 +36,7 @@ from tracer.read.fork_links import forks_of as _forks_of
 from tracer.read.loader import Run, RunSummary, TraceDB
 from tracer.read.run_list import HEALTH_CLASSES, RunFilter
 from tracer.read.steps import Replay, build_replay
+from tracer.read.threads import Thread, ThreadSummary, Turn, list_threads, load_thread
 
 from .safe import md_escape
 
@@ -114,7 +115,10 @@ __all__ = [
     "RunFilter",
     "RunNotFound",
     "RunSummary",
+    "Thread",
+    "ThreadSummary",
     "TraceDB",
+    "Turn",
     "TurnView",
     "annotated_text",
     "armed_for",
@@ -171,6 +175,8 @@ __all__ = [
     "show_error",
     "signature_note",
     "style",
+    "thread",
+    "threads",
     "tool_life",
     "turn_label",
     "turn_view",
@@ -424,6 +430,30 @@ def costs(path: str, run_ids: list[str]) -> tuple[dict[str, RunCost], str | None
         return _costs(path, db_stamp(path), tuple(run_ids), prices_stamp()), None
     except LooptraceError as exc:
         return {}, str(exc)
+
+
+# -- conversations (tracer.read.threads) --------------------------------------------------
+@st.cache_data(show_spinner=False, max_entries=16)
+def _threads(path: str, stamp: Any, prices: Any, limit: int) -> list[ThreadSummary]:
+    with TraceDB(path) as db:
+        return list_threads(db, limit=limit)
+
+
+def threads(path: str, limit: int = 500) -> list[ThreadSummary]:
+    """The threads of the file (``tracer.read.threads.list_threads``), the one active last
+    first, at most ``limit``; cached until the file or the prices file changes."""
+    return _threads(path, db_stamp(path), prices_stamp(), limit)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _thread(path: str, stamp: Any, prices: Any, thread_id: str) -> Thread:
+    with TraceDB(path) as db:
+        return load_thread(db, thread_id)
+
+
+def thread(path: str, thread_id: str) -> Thread:
+    """One thread's turns (``tracer.read.threads.load_thread``), cached the same way."""
+    return _thread(path, db_stamp(path), prices_stamp(), thread_id)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)

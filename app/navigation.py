@@ -2,7 +2,7 @@
 
 The page at ``/name`` is the function ``name_page`` of ``views/name.py``;
 ``main()`` sets the page config and runs the page the URL names (``/runs``,
-``/replay``, ``/timeline``, ``/presenter``, ``/wire``, ``/compare``, each also
+``/replay``, ``/timeline``, ``/presenter``, ``/wire``, ``/compare``, ``/threads``, each also
 with a trailing ``/``), and at ``/`` the default page (the Runs page). Streamlit
 serves its default page at ``/`` only (``/runs`` would be "Page not found"), so
 the default is a hidden page of its own (``/start``) that draws the default
@@ -48,6 +48,7 @@ SCREENS = (
     Screen("presenter", "Presenter", ":material/slideshow:"),
     Screen("wire", "Wire", ":material/swap_horiz:"),
     Screen("compare", "Compare", ":material/compare:"),
+    Screen("threads", "Conversations", ":material/forum:"),
 )
 DEFAULT = "runs"
 START = "start"  # the hidden default page's own path (Streamlit serves it at ``/``)

@@ -61,6 +61,11 @@ RUNS_FILTER = "lt_runs_filter"  # the filter the page index belongs to
 RUNS_PAGE = "runs_page_index"  # which page of runs (0-based)
 RUNS_TABLE = "runs_table"  # the table (app/runs_grid.py; its event: a row clicked)
 OPEN_PICK = "open_pick"  # the "Open a run" picker
+GROUP_THREADS = "group_threads"  # the "Group by thread" toggle
+THREAD_PICK = "thread_pick"  # the Runs page's "Open a conversation" picker (grouped)
+
+# -- the Conversations page ----------------------------------------------------------------
+THREAD = "thread"  # its thread picker
 
 # -- the Compare page ----------------------------------------------------------------------
 COMPARE_ROW = "cmp_row"  # the aligned row shown (0-based; a plain key)

@@ -206,3 +206,46 @@ def record_weather_run(db: str | Path, name: str = "weather-notes") -> str:
     trace.flush()
     (rid,) = [r[0] for r in rows(db, "SELECT id FROM runs WHERE name = ?", [name])]
     return str(rid)
+
+
+THREE_TURN_QUESTIONS = ("Weather in Oslo?", "Sunglasses?", "Weather in Oslo?")
+
+
+def record_three_turn_thread(db: str | Path, thread_id: str = "trip") -> list[str]:
+    """Record a conversation of three turns under ``thread_id`` (a real agent with a
+    checkpointer, a scripted model): the weather in Oslo (a tool call), sunglasses (an
+    answer), the weather in Oslo again (a tool call). The run ids, in order."""
+    from langchain_core.messages import HumanMessage
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from tracer import TraceMiddleware
+
+    trace = TraceMiddleware(db=db, run_name="trip")
+    model = ScriptedChatModel(script=turn_script([
+        AIMessage("", id="t-a1", tool_calls=[call("get_weather", {"city": "Oslo"}, "t-c1")]),
+        AIMessage("Sunny in Oslo.", id="t-a2"),
+        AIMessage("Yes, take sunglasses.", id="t-a3"),
+        AIMessage("", id="t-a4", tool_calls=[call("get_weather", {"city": "Oslo"}, "t-c2")]),
+        AIMessage("Still sunny in Oslo.", id="t-a5"),
+    ]))
+    agent = make_agent(model, [get_weather], [trace], checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": thread_id}}
+    for i, q in enumerate(THREE_TURN_QUESTIONS):
+        agent.invoke({"messages": [HumanMessage(q, id=f"t-h{i + 1}")]}, config)
+    trace.flush()
+    return [str(r[0]) for r in rows(db, "SELECT id FROM runs WHERE thread_id = ?"
+                                    " ORDER BY started_at", [thread_id])]
+
+
+def record_hitl_thread(db: str | Path) -> str:
+    """Record truth_kit's ``hitl_edit`` (an interrupt before ``send_email``, resumed with an
+    ``edit`` decision; thread ``truth-hitl``) through ``TraceMiddleware``; the run id."""
+    from truth_kit import run_truth
+
+    from tracer import TraceMiddleware
+
+    trace = TraceMiddleware(db=db)
+    run_truth("hitl_edit", [trace], position="last")
+    trace.flush()
+    (rid,) = [r[0] for r in rows(db, "SELECT id FROM runs WHERE thread_id = 'truth-hitl'")]
+    return str(rid)

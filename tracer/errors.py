@@ -64,6 +64,10 @@ class RunNotFound(LooptraceError):
     """No run with that id."""
 
 
+class ThreadNotFound(RunNotFound):
+    """No run recorded under that thread id."""
+
+
 class OtlpFormatError(TraceFileError, ValueError):
     """An OTLP request or file is malformed (not protobuf/JSON OTLP, bad ids ...)."""
 
@@ -88,6 +92,21 @@ class InvalidOption(UsageError, ValueError):
 class PricesFileError(UsageError):
     """The user's prices file (``--prices``, ``$LOOPTRACE_PRICES``) cannot be read or
     does not fit its format (``tracer.read.cost``)."""
+
+
+class NotPaused(UsageError):
+    """A debugger's answer (resume, get_pending) for a run that is not paused."""
+
+
+class DebugAborted(LooptraceError):
+    """Raised in the agent when the debugger aborts the run ("aborted in the debugger")."""
+
+    def __init__(self, message: str = "aborted in the debugger") -> None:
+        super().__init__(message)
+
+
+class DebugRaised(LooptraceError):
+    """What a tool call raises when the debugger's ``raise`` edit says so."""
 
 
 class ReplayError(LooptraceError):

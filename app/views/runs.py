@@ -17,7 +17,7 @@ import pandas as pd
 import streamlit as st
 
 from .. import data, navigation, runs_grid, runs_table, state
-from ..data import HEALTH_CLASSES, LooptraceError, RunFilter, RunSummary
+from ..data import HEALTH_CLASSES, LooptraceError, RunFilter, RunSummary, ThreadSummary
 from ..safe import md_escape
 from ..subagents import run_label
 
@@ -36,6 +36,10 @@ def runs_page() -> None:
     path = data.open_db()
     st.caption(f"Database: {md_escape(path)}")
     flt = _filters(path)
+    if st.toggle("Group by thread", key=state.GROUP_THREADS,
+                 help="the conversations: the runs of one thread id as turns"):
+        _threads(path, flt)
+        return
     if st.session_state.get(state.RUNS_FILTER) != flt:  # a new filter starts at its first page
         st.session_state[state.RUNS_FILTER] = flt
         st.session_state[state.RUNS_PAGE] = 0
@@ -140,7 +144,8 @@ def _table(path: str, flt: RunFilter) -> None:
         st.session_state[state.OPEN_PICK] = ids[0]
     runs_grid.render_runs_grid(runs_grid.grid_data(df, st.session_state[state.OPEN_PICK]),
                                on_select=_select)
-    _open_a_run(ids, {r.id: run_label(r) for r in shown})
+    _open_a_run(ids, {r.id: run_label(r) for r in shown},
+                {r.id: r.thread_id for r in shown if r.thread_id})
 
 
 def _paused(path: str) -> None:
@@ -200,8 +205,10 @@ def _select() -> None:
         st.session_state[state.OPEN_PICK] = chosen
 
 
-def _open_a_run(ids: list[str], labels: dict[str, str]) -> None:
-    """The picker (following the row selected in the table) and the links to open it."""
+def _open_a_run(ids: list[str], labels: dict[str, str],
+                threads: dict[str, str] | None = None) -> None:
+    """The picker (following the row selected in the table) and the links to open it
+    (and its conversation, for a run recorded under a thread id)."""
     cols = st.columns([5, 2], vertical_alignment="bottom")
     pick = cols[0].selectbox("Open a run", ids, format_func=lambda i: labels.get(i, i),
                              key=state.OPEN_PICK)
@@ -210,3 +217,59 @@ def _open_a_run(ids: list[str], labels: dict[str, str]) -> None:
                      icon=":material/play_circle:", query_params={"run": pick})
         st.page_link(navigation.page("timeline"), label="Timeline", icon=":material/timeline:",
                      query_params={"run": pick})
+        thread = (threads or {}).get(pick)
+        if thread:
+            st.page_link(navigation.page("threads"), label="Conversation",
+                         icon=":material/forum:", query_params={"thread": thread})
+
+
+GROUP_RUNS = 2000  # the newest runs a filter is applied to when grouping by thread
+
+
+def _threads(path: str, flt: RunFilter) -> None:
+    """The runs grouped by thread: one row a conversation (its turns, times, statuses,
+    tokens, cost, interrupts and resumes), and a link to open one. With a filter set, the
+    threads of the newest runs it selects."""
+    try:
+        rows = data.threads(path)
+        if flt != FIRST:
+            runs, _below, _total = data.runs_page(path, flt, GROUP_RUNS, 0)
+            keep = {r.thread_id for r in runs if r.thread_id}
+            rows = [t for t in rows if t.thread_id in keep]
+    except LooptraceError as exc:
+        st.error(md_escape(str(exc)), icon=":material/error:")
+        return
+    if not rows:
+        st.info("No conversations match: no run here recorded a thread id.",
+                icon=":material/info:")
+        return
+    st.caption(f"{len(rows):,} conversation{'s' if len(rows) != 1 else ''} "
+               "(the runs of one thread id, each run a turn)")
+    st.dataframe(threads_frame(rows), hide_index=True, key="threads_table",
+                 width="stretch")
+    ids = [t.thread_id for t in rows]
+    cols = st.columns([5, 2], vertical_alignment="bottom")
+    if st.session_state.get(state.THREAD_PICK) not in ids:
+        st.session_state[state.THREAD_PICK] = ids[0]
+    pick = cols[0].selectbox("Open a conversation", ids, key=state.THREAD_PICK)
+    with cols[1]:
+        st.page_link(navigation.page("threads"), label="Open conversation",
+                     icon=":material/forum:", query_params={"thread": pick})
+
+
+def threads_frame(rows: list[ThreadSummary]) -> pd.DataFrame:
+    """The threads as the grouped table shows them."""
+    def when(ts: float | None) -> str:
+        return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S") if ts else ""
+
+    return pd.DataFrame({
+        "thread": [t.thread_id for t in rows],
+        "turns": [t.turns for t in rows],
+        "first": [when(t.first_at) for t in rows],
+        "last": [when(t.last_at) for t in rows],
+        "statuses": [", ".join(f"{n} {s}" for s, n in t.statuses.items()) for t in rows],
+        "tokens": ["not reported" if t.tokens is None else f"{t.tokens:,}" for t in rows],
+        "cost": [t.cost.short() for t in rows],
+        "interrupts": [t.interrupts for t in rows],
+        "resumes": [t.resumes for t in rows],
+    })

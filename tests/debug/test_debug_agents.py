@@ -406,3 +406,38 @@ def test_a_layer_breakpoint_pauses_inside_that_middleware_with_its_rewrite(tmp_p
     trace.flush()
     assert seen[0] == "weather in Bergen?"  # the model got the debugger's edit
     assert seen[1] == "WEATHER IN OSLO?"  # the next call: the layer's own rewrite again
+
+
+def test_a_debugged_run_replays_to_its_record_and_diffs_at_the_edit(tmp_path):
+    """``looptrace replay`` of a debugged run reproduces it (the edited result comes from
+    the record), and a diff against the same agent undebugged finds the first divergence
+    at the edit."""
+    from tracer.read.diff import diff_runs
+    from tracer.whatif.rerun import replay_run
+
+    s = Session(tmp_path, ["tool:get_weather"])
+    s.go(edit={"kind": "tool_result", "text": "Snowing, -5 C"})
+    assert s.finish()["messages"][-1].content == "The tool said: Snowing, -5 C"
+    with TraceDB(s.db) as db:
+        debugged = db.runs()[0].id
+
+    own = [TraceMiddleware(db=s.db)]
+
+    def factory(middleware: list[Any] = own) -> Any:  # noqa: B006 - the agent's own list
+        return make_agent(model(), [get_weather, get_price], list(middleware))
+
+    again = replay_run(debugged, agent=factory, db=s.db)
+    plain = TraceMiddleware(db=s.db)
+    make_agent(model(), [get_weather, get_price], [plain]).invoke(QUESTION)
+    plain.flush()
+    with TraceDB(s.db) as db:
+        runs = {r.id: r for r in db.runs()}
+        replayed = db.run(again.run_id)
+        assert runs[again.run_id].status == "completed"
+        final = [m for m in replayed.messages if m.type == "ai"][-1]
+        assert final.text == "The tool said: Snowing, -5 C"  # the debugged run, reproduced
+        undebugged = next(i for i in runs if i not in (debugged, again.run_id))
+        d = diff_runs(db.run(undebugged), db.run(debugged))
+    first = d.first_divergence
+    assert first is not None and "Snowing" in str(first) + str(d.message_diff)
+    assert first.lap == 1  # at the tool result the debugger gave, in lap 1

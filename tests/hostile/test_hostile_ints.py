@@ -29,10 +29,11 @@ INT_OPTIONS = [
     ("proxy", "--port", 0, 65535), ("collect", "--port", 0, 65535),
     ("collect", "--max-spans", 1, TOP), ("collect", "--max-traces", 1, TOP),
     ("mcp", "--port", 0, 65535), ("note", "--step", -TOP - 1, TOP),
-    ("note", "--delete", 1, TOP),
+    ("note", "--delete", 1, TOP), ("playground", "--at", 1, TOP),
+    ("threads", "--limit", 0, TOP), ("threads", "--offset", 0, TOP),
 ]
 # what each command needs besides the option, to parse
-REQUIRED = {"show": ["RUN"], "note": ["RUN"], "replay": ["RUN", "--agent", "m:f"],
+REQUIRED = {"show": ["RUN"], "note": ["RUN"], "playground": ["RUN"], "replay": ["RUN", "--agent", "m:f"],
             "proxy": ["--provider", "openai"]}
 SAMPLE = "weather"  # (weather.jsonl's run, by its name: 14 events, one step each)
 SAMPLE_STEPS = 14

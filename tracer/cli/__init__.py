@@ -28,6 +28,7 @@ run        ``tracer.cli.run``          ``tracer.record.autotrace`` (in the child
 show       ``tracer.cli.show``         ``tracer.interop.show``
 mcp        ``tracer.cli.mcp``          ``tracer.mcp.server``
 note       ``tracer.cli.note``         ``tracer.db.notes.add_note``, ``TraceDB.notes``
+threads    ``tracer.cli.threads``      ``tracer.read.threads``
 =========  ==========================  ==================================
 """
 
@@ -101,6 +102,7 @@ COMMANDS: dict[str, str] = {
     "show": "show",
     "mcp": "mcp",
     "note": "note",
+    "threads": "threads",
 }
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from tracer.errors import UsageError
 
-from . import DEFAULT_DB, read_db
+from . import DEFAULT_DB, int_range, read_db
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -25,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
             "(--json). Nothing is written. Example: looptrace playground weather --at 9 "
             "--edit '{\"kind\": \"drop\", \"position\": 2}' --model openai:gpt-4o-mini"))
     p.add_argument("run", help="run id, prefix or name")
-    p.add_argument("--at", type=int, required=True, metavar="STEP",
+    p.add_argument("--at", type=int_range(1), required=True, metavar="STEP",
                    help="a step (from 1); the model call at or after it is re-sent")
     p.add_argument("--edit", default=None, metavar="JSON",
                    help='one edit: {"kind": "message"|"drop"|"insert"|"system"|"tools"|'

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import sqlite3
 import sys
 from collections.abc import Sequence
 
 from tracer.cli import add_prices, int_range, use_prices
 from tracer.db.schema import RUN_STATUSES
+from tracer.errors import LooptraceError
 from tracer.read.cost import RunCost, run_costs
 from tracer.read.loader import RunSummary, TraceDB
 from tracer.read.run_list import HEALTH_CLASSES, RunFilter, parse_when
@@ -39,6 +41,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--tag", action="append", metavar="TAG",
                    help="only runs with a note tagged TAG (repeatable: any of them)")
     p.add_argument("--parent", metavar="RUN", help="only the subagent runs of RUN")
+    p.add_argument("--thread", metavar="THREAD",
+                   help="only the runs recorded under this thread_id (a conversation's "
+                        "turns; looptrace threads lists them)")
     p.add_argument("--top-level", action="store_true", help="only runs that are no subagent run")
     p.add_argument("--limit", type=int_range(0), default=DEFAULT_LIMIT,
                    help=f"at most this many runs (default {DEFAULT_LIMIT}; 0: all)")
@@ -55,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
             since=parse_when(args.since) if args.since else None,
             until=parse_when(args.until) if args.until else None,
             parent_id=db.resolve(args.parent) if args.parent else None,
-            top_level=args.top_level, search=args.search or None,
+            top_level=args.top_level, search=args.search or None, thread=args.thread,
             tags=tuple(dict.fromkeys(t.strip().lower() for t in args.tag or ())))
         limit = args.limit if args.limit > 0 else None
         runs = db.runs(f, limit=limit, offset=args.offset)
@@ -65,9 +70,18 @@ def run(args: argparse.Namespace) -> int:
                 print(f"(runs {args.offset + 1}-{args.offset + limit} of {total}: --offset "
                       f"{args.offset + limit} for the next ones, --limit 0 for all)",
                       file=sys.stderr)
-        costs = run_costs(db, [r.id for r in runs])
-        # (the models that answered each run's calls, in order: a fallback's too)
-        models = db.models([r.id for r in runs]) if args.json else {}
+        try:
+            costs = run_costs(db, [r.id for r in runs])
+        except (LooptraceError, sqlite3.DatabaseError) as exc:  # (a damaged events page:
+            # the runs list still reads; their costs are unknown, and said so once)
+            print(f"looptrace runs: costs not shown ({exc})".splitlines()[0], file=sys.stderr)
+            costs = {}
+        # (the models that answered each run's calls, in order: a fallback's too; a
+        # damaged events page leaves them out, as the costs)
+        try:
+            models = db.models([r.id for r in runs]) if args.json else {}
+        except (LooptraceError, sqlite3.DatabaseError):
+            models = {}
     if args.json:
         # cost_usd: the run's model calls and its subagent runs', null unless every one
         # of them is priced ("cost" says how many are, and the run's own part)

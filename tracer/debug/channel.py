@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from tracer.db.schema import connect
-from tracer.errors import LooptraceError, RunNotFound, UsageError
+from tracer.errors import LooptraceError, NotPaused, RunNotFound, UsageError
 
 from .breakpoints import parse
 from .edits import validate
@@ -39,10 +39,6 @@ COMMANDS: dict[str, str] = {
     "run": "run to the end: clear this run's breakpoints and stop pausing it",
     "abort": "end the run here as an error, 'aborted in the debugger'",
 }
-
-
-class NotPaused(UsageError):
-    """A resume of a run that is not paused."""
 
 
 def _rules() -> tuple[str, ...]:

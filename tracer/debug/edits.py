@@ -27,7 +27,7 @@ import json
 import uuid
 from typing import Any
 
-from tracer.errors import InvalidOption
+from tracer.errors import DebugRaised, InvalidOption
 
 __all__ = ["ALLOWED", "DebugRaised", "apply_reply", "apply_request", "apply_tool_call",
            "apply_tool_result", "describe", "validate"]
@@ -41,10 +41,6 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "error": ("tool_result", "reply"),
     "state": (),
 }
-
-
-class DebugRaised(RuntimeError):
-    """The exception a ``raise`` edit makes the tool call raise."""
 
 
 def _bad(msg: str) -> InvalidOption:

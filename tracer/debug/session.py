@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from tracer.db.schema import connect
-from tracer.errors import LooptraceError
+from tracer.errors import DebugAborted, LooptraceError
 
 from . import channel
 from .breakpoints import Breakpoint, Moment, parse, parse_all
@@ -51,13 +51,6 @@ SERVER_TIMEOUT = 600.0  # a server armed through LOOPTRACE_DEBUG continues after
 REFRESH_S = 0.5  # how often the breakpoints armed from outside are read again
 POLL_S = 0.02  # how often a paused run asks for its answer
 CUT = 20_000  # characters of one message's text in the pending JSON
-
-
-class DebugAborted(RuntimeError):
-    """Raised in the agent when the debugger aborts the run."""
-
-    def __init__(self) -> None:
-        super().__init__("aborted in the debugger")
 
 
 @dataclass

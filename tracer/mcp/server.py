@@ -49,7 +49,9 @@ from 1. Start with list_runs (or search_runs), then run_summary for a run's find
 dangling tool call: a call with no result before the next model call; an orphan result;
 a runaway loop; repeated calls ...), each with the step to open with get_step and
 get_messages. People's notes on a run or a step (run_summary, get_step; add_note writes
-one) say what they saw there. A number outside its tool's bounds (an offset, a limit, a cut) is brought
+one) say what they saw there. Runs sharing a thread_id are the turns of one conversation:
+list_threads, then get_thread for its turns (a human-in-the-loop thread's interrupts and
+decisions). A number outside its tool's bounds (an offset, a limit, a cut) is brought
 within them, and the answer says so under "clamped"."""
 
 T = TypeVar("T")
@@ -61,6 +63,7 @@ CUT = 1500  # default characters of one message content
 # and tool call arguments of one page of messages, a body of get_wire, a part of
 # get_message_text or diff_runs, an offset.
 PAGE_MAX = 200
+THREAD_CUT = 600  # characters of a turn's question or answer in get_thread
 CUT_MIN, CUT_MAX = 200, 20_000
 MESSAGES_CHARS = 100_000
 WIRE_CUT_MAX = 50_000
@@ -161,7 +164,7 @@ class Tools:
                   since: str | None = None, until: str | None = None,
                   health: list[str] | None = None, parent: str | None = None,
                   top_level: bool = False, search: str | None = None,
-                  tags: list[str] | None = None,
+                  tags: list[str] | None = None, thread: str | None = None,
                   offset: int = 0, limit: int = PAGE) -> dict[str, Any]:
         for s in status or ():
             if s not in RUN_STATUSES:
@@ -179,7 +182,7 @@ class Tools:
                           until=parse_when(until) if until else None,
                           parent_id=db.resolve(parent) if parent else None,
                           top_level=top_level, search=search or None,
-                          tags=check_tags(tags))
+                          tags=check_tags(tags), thread=thread)
             wanted = [h for h in f.health if h != "unchecked"]
             if not wanted:
                 runs = db.runs(f, limit=limit, offset=offset)
@@ -194,6 +197,38 @@ class Tools:
                               "runs": [_compact(r, costs.get(r.id), models.get(r.id))
                                        for r in runs],
                               "next_offset": nxt if nxt < total else None, **more}, clamped)
+
+    # -- threads (conversations) ----------------------------------------------------------
+    def list_threads(self, offset: int = 0, limit: int = PAGE) -> dict[str, Any]:
+        from tracer.read.threads import count_threads, list_threads
+
+        clamped: dict[str, Any] = {}
+        offset = _bounded(clamped, "offset", offset, 0, OFFSET_MAX)
+        limit = _bounded(clamped, "limit", limit, 1, PAGE_MAX)
+        with self._open() as db:
+            total = count_threads(db)
+            rows = list_threads(db, limit=limit, offset=offset)
+        nxt = offset + limit
+        return _with_clamped({"total": total, "offset": offset,
+                              "threads": [t.to_dict() for t in rows],
+                              "next_offset": nxt if nxt < total else None}, clamped)
+
+    def get_thread(self, thread: str, offset: int = 0, limit: int = PAGE) -> dict[str, Any]:
+        from tracer.read.threads import load_thread
+
+        with self._open() as db:
+            d = load_thread(db, thread).to_dict()
+        clamped: dict[str, Any] = {}
+        turns, nxt = _page(d["turns"], offset, limit, clamped)
+        for t in turns:  # (what the turn added: its messages' kinds; the texts cut)
+            t["added"] = [m["type"] for m in t["added"]]
+            t["asked"] = [q[:THREAD_CUT] for q in t["asked"]]
+            if t["answer"] is not None:
+                t["answer"] = t["answer"][:THREAD_CUT]
+        d["turns_total"] = len(d["turns"])
+        d["turns"] = turns
+        d["turns_next_offset"] = nxt
+        return _with_clamped(d, clamped)
 
     def run_summary(self, run: str, findings_offset: int = 0,
                     findings_limit: int = PAGE) -> dict[str, Any]:
@@ -505,12 +540,28 @@ TOOLS: dict[str, str] = {
         "for runs never checked their findings found now, the newest 200 of them; "
         "health_bounded says when more were left out), parent (the "
         "subagent runs of a run), top_level, search (text in the messages or notes), tags "
-        "(runs with a note tagged with any of these). Paged: "
+        "(runs with a note tagged with any of these), thread (the runs recorded under "
+        "that thread_id: a conversation's turns). Paged: "
         "offset/limit in, next_offset out. Each run: id (pass it, or a unique prefix, to "
         "the other tools), laps, model and tool calls, errors, tokens (total_tokens null: "
         "the provider reported no usage, not 0), models (those that answered, in order: "
         "a fallback's too), cost_usd (with its subagent runs; null when a model call has "
         "no known price, never 0 for unknown)."),
+    "list_threads": (
+        "List the conversations: the runs recorded under one thread_id (each top-level "
+        "run a turn, its subagent runs with it), the one active last first. Each thread: "
+        "thread_id, turns, first_at/last_at, statuses (status -> turns), tokens (null: "
+        "not reported), cost_usd (null when a model call has no known price), interrupts "
+        "and resumes (a human-in-the-loop thread). Paged: offset/limit in, next_offset "
+        "out. Open one with get_thread, its runs with list_runs(thread=...)."),
+    "get_thread": (
+        "One conversation's turns in order: each turn's run id and status, what the person "
+        "asked (the turn's new human messages), the final answer it added, the kinds of "
+        "messages it added, its interrupts (what they asked a person to decide) and "
+        "resumes (the decisions: approve, reject: why, edit ...; inferred: read from the "
+        "tool calls that ran when the record holds no resume value), tokens and cost; "
+        "the thread's totals; and repeats: a question asked again in a later turn (a "
+        "check across turns, apart from each run's findings). Paged over turns."),
     "search_runs": (
         "Find runs whose messages (user text, model replies, tool results, tool call "
         "arguments) or notes contain a text (ASCII letters in either case; a text holding a "
@@ -604,7 +655,8 @@ def build_server(db: str | os.PathLike[str], *, export_dir: str | None = None,
         "get_step": tools.get_step, "get_messages": tools.get_messages,
         "get_message_text": tools.get_message_text, "get_wire": tools.get_wire,
         "diff_runs": tools.diff_runs, "export_html": tools.export_html,
-        "add_note": tools.add_note,
+        "add_note": tools.add_note, "list_threads": tools.list_threads,
+        "get_thread": tools.get_thread,
     }
     from mcp.types import ToolAnnotations
 

@@ -57,7 +57,9 @@ class RunFilter:
     subagent run. ``search``: text in one of the run's messages or notes (with
     ``top_level``, in one of its own or its subagent runs' messages or notes).
     ``tags``: runs with a note tagged with any of these (with ``top_level``, a
-    note on a subagent run counts for its top-level run). ``ids``: these runs. A
+    note on a subagent run counts for its top-level run). ``ids``: these runs.
+    ``thread``: the runs recorded under that ``thread_id`` (a conversation's turns;
+    ``tracer.read.threads``). A
     ``name`` or ``search`` text holding a NUL is ``InvalidOption``.
     """
 
@@ -71,6 +73,7 @@ class RunFilter:
     search: str | None = None
     ids: Sequence[str] | None = None
     tags: Sequence[str] = ()
+    thread: str | None = None
 
     def __post_init__(self) -> None:
         bad = [h for h in self.health if h not in HEALTH_CLASSES]
@@ -119,6 +122,9 @@ def where(f: RunFilter, derived: bool, *, common: bool = False,
         params.append(f.parent_id)
     if f.top_level:
         parts.append("r.parent_id IS NULL")
+    if f.thread is not None:
+        parts.append("r.thread_id = ?")
+        params.append(f.thread)
     if f.status:
         parts.append(f"r.status IN ({','.join('?' * len(f.status))})")
         params.extend(f.status)
