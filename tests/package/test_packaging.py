@@ -167,3 +167,25 @@ def _in_a_browser(browser: object, url: str, run_id: str) -> None:
         context.close()
     assert blocked == []
     assert errors == []
+
+
+def test_uv_tool_install_from_the_checkout_works_from_any_folder(tmp_path: Path) -> None:
+    """The README's way to use looptrace on a project outside this checkout: ``uv tool
+    install /path/to/looptrace``, then ``looptrace`` from any folder."""
+    tools, bins, elsewhere = tmp_path / "tools", tmp_path / "bin", tmp_path / "myproject"
+    elsewhere.mkdir()
+    old = {k: os.environ.get(k) for k in ("UV_TOOL_DIR", "UV_TOOL_BIN_DIR")}
+    os.environ["UV_TOOL_DIR"], os.environ["UV_TOOL_BIN_DIR"] = str(tools), str(bins)
+    try:
+        _uv("tool", "install", "-q", "--python", sys.executable, str(ROOT), cwd=elsewhere)
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    done = subprocess.run([str(bins / "looptrace"), "runs", "--db", "samples", "--limit", "3"],
+                          cwd=elsewhere, capture_output=True, text=True, timeout=300,
+                          check=False, env={**os.environ, "HOME": str(elsewhere)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("\n") >= 3 and "status" in done.stdout
