@@ -539,7 +539,7 @@ def main() -> None:
             print(table(title, bench(laps, width, n, 2 if args.quick else 5, tmp)), flush=True)
         rows_bytes, file_bytes = storage_10x3(tmp)
         print(f"\nstorage of one 10x3 run: {rows_bytes} bytes of row data; "
-              f"a VACUUMed file grows by {file_bytes} bytes (target < 40 KB)")
+              f"a VACUUMed file grows by {file_bytes} bytes (target: at most 40 KiB, 40960)")
 
 
 def _scenarios(args: Any, all_: tuple[tuple[int, int, int], ...]

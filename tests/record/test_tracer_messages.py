@@ -116,7 +116,9 @@ def test_ten_by_three_run_is_small(db_path):
     print(f"\n10x3 run: {size} bytes of row data; file after VACUUM {file_size} bytes,"
           f" {file_size - empty} more than an empty database")
     assert size < 40_000
-    assert file_size - empty < 40_000
+    # at most ten 4 KiB pages (40 KiB): it was nine until each model call's exit named the
+    # model that answered (issue 39 item 7: 28 bytes a call, and the events crossed a page)
+    assert file_size - empty <= 40 * 1024
 
 
 def empty_file_size(path) -> int:
