@@ -28,6 +28,7 @@ import uuid
 from typing import Any
 
 from tracer.errors import DebugRaised, InvalidOption
+from tracer.vocab.records import tool_name
 
 __all__ = ["ALLOWED", "DebugRaised", "apply_reply", "apply_request", "apply_tool_call",
            "apply_tool_result", "describe", "validate"]
@@ -220,7 +221,7 @@ def apply_request(request: Any, edit: dict[str, Any]) -> tuple[Any, Any]:
         return request.override(system_message=SystemMessage(edit["text"])), None
     if k == "tools":
         keep = set(edit["names"])
-        tools = [t for t in request.tools if _tool_name(t) in keep]
+        tools = [t for t in request.tools if tool_name(t) in keep]
         return request.override(tools=tools), None
     if k == "settings":
         return request.override(model_settings={**request.model_settings,
@@ -262,10 +263,3 @@ def apply_tool_call(request: Any, edit: dict[str, Any]) -> tuple[Any, Any]:
 def apply_tool_result(message: Any, edit: dict[str, Any]) -> Any:
     """The ToolMessage with the edit's text (its id and tool_call_id kept)."""
     return message.model_copy(update={"content": edit["text"], "status": "success"})
-
-
-def _tool_name(t: Any) -> str:
-    if isinstance(t, dict):
-        fn = t.get("function")
-        return str(fn.get("name") if isinstance(fn, dict) else t.get("name"))
-    return str(getattr(t, "name", None) or t)

@@ -13,15 +13,11 @@ from collections.abc import Callable
 from typing import Any
 
 from .breakpoints import Moment
-from .edits import DebugRaised
+from .edits import DebugRaised, apply_reply, apply_request, apply_tool_call, apply_tool_result
 from .session import (
     DebugAborted,
     Debugger,
     aimessage_of,
-    apply_reply,
-    apply_request,
-    apply_tool_call,
-    apply_tool_result,
     in_thread,
     message_json,
     request_json,

@@ -31,19 +31,15 @@ from typing import Any
 
 from tracer.db.schema import connect
 from tracer.errors import DebugAborted, LooptraceError
+from tracer.vocab.content import content_text
+from tracer.vocab.records import tool_name
 
 from . import channel
 from .breakpoints import Breakpoint, Moment, parse, parse_all
-from .edits import (
-    DebugRaised,
-    apply_reply,
-    apply_request,
-    apply_tool_call,
-    apply_tool_result,
-    describe,
-)
+from .edits import DebugRaised, describe
 
-__all__ = ["DebugAborted", "Debugger", "from_env"]
+__all__ = ["DebugAborted", "Debugger", "aimessage_of", "from_env", "in_thread", "message_json",
+           "request_json", "tool_call_json"]
 
 ENV = "LOOPTRACE_DEBUG"
 ENV_TIMEOUT = "LOOPTRACE_DEBUG_TIMEOUT"
@@ -307,13 +303,8 @@ def from_env(env: dict[str, str]) -> Debugger | None:
 
 # -- what is pending, as JSON ---------------------------------------------------------
 def _text(content: Any) -> str:
-    if isinstance(content, str):
-        s = content
-    elif isinstance(content, list):
-        s = " ".join(str(p.get("text", "")) if isinstance(p, dict) else str(p)
-                     for p in content)
-    else:
-        s = str(content)
+    """A message's content as text (``content_text``), cut at ``CUT`` characters."""
+    s = content_text(content)
     return s if len(s) <= CUT else s[:CUT] + f"... ({len(s) - CUT} more characters)"
 
 
@@ -334,8 +325,6 @@ def message_json(m: Any, position: int | None = None) -> dict[str, Any]:
 
 
 def request_json(request: Any) -> dict[str, Any]:
-    from .edits import _tool_name
-
     system = getattr(request, "system_message", None)
     settings = getattr(request, "model_settings", None) or {}
     model = getattr(request, "model", None)
@@ -343,7 +332,7 @@ def request_json(request: Any) -> dict[str, Any]:
         "kind": "model_request",
         "messages": [message_json(m, i) for i, m in enumerate(request.messages)],
         "system": _text(system.content) if system is not None else None,
-        "tools": [_tool_name(t) for t in (request.tools or [])],
+        "tools": [tool_name(t) for t in (request.tools or [])],
         "settings": json.loads(json.dumps(settings, default=str)),
         "model": str(getattr(model, "model_name", None) or getattr(model, "model", None)
                      or type(model).__name__),
@@ -370,7 +359,3 @@ async def in_thread(fn: Callable[..., Any], *args: Any) -> Any:
     """Run a blocking step of the debugger off the event loop."""
     return await asyncio.to_thread(fn, *args)
 
-
-__all__ += ["aimessage_of", "apply_reply", "apply_request", "apply_tool_call",
-            "apply_tool_result", "in_thread", "message_json", "request_json",
-            "tool_call_json"]
