@@ -115,6 +115,17 @@ class TraceCallbackHandler(BaseCallbackHandler):
         self.recorder.lc_runs.pop(run_id, None)
         return started.pop(run_id, None)
 
+    def _known(self, parent_run_id: UUID | None) -> UUID | None:
+        """``parent_run_id``, or when this handler never saw that run start, the
+        nearest ancestor it did see. With LangSmith tracing on, LangChain wraps each
+        middleware's ``wrap_model_call`` / ``wrap_tool_call`` in a LangSmith
+        ``traceable`` span that is not a callback run, and makes it the parent of the
+        model or tool call made inside: the span's ancestry (its ``dotted_order``)
+        names the node it runs in. Without that, the call would look root-less."""
+        if parent_run_id is None or parent_run_id in self.recorder.lc_runs:
+            return parent_run_id
+        return _traced_ancestor(parent_run_id, self.recorder.lc_runs) or parent_run_id
+
     def _run_of(self, parent_run_id: UUID | None) -> RunState:
         run = self.recorder.lc_runs.get(parent_run_id) if parent_run_id else None
         if run is not None:
@@ -131,6 +142,7 @@ class TraceCallbackHandler(BaseCallbackHandler):
             name = kwargs.get("name") or (serialized or {}).get("name") or "chain"
             meta = metadata or {}
             rec = self.recorder
+            parent_run_id = self._known(parent_run_id)
             parent = rec.lc_runs.get(parent_run_id) if parent_run_id else None
             tool = self._tools.get(parent_run_id) if parent_run_id else None
             if parent_run_id is None or tool is not None or parent is None:
@@ -282,7 +294,7 @@ class TraceCallbackHandler(BaseCallbackHandler):
                             invocation_params: dict[str, Any] | None = None,
                             metadata: dict[str, Any] | None = None, **kwargs: Any) -> None:
         try:
-            run = self._run_of(parent_run_id)
+            run = self._run_of(self._known(parent_run_id))
             if run.middleware:
                 meta = metadata or {}
                 # (the agent's own call; not a model a hook calls, e.g. a summariser)
@@ -417,7 +429,7 @@ class TraceCallbackHandler(BaseCallbackHandler):
                       run_id: UUID, parent_run_id: UUID | None = None,
                       inputs: dict[str, Any] | None = None, **kwargs: Any) -> None:
         try:
-            run = self._run_of(parent_run_id)
+            run = self._run_of(self._known(parent_run_id))
             name = kwargs.get("name") or (serialized or {}).get("name") or "tool"
             tcid = kwargs.get("tool_call_id") or self._call_of(run, name, inputs)
             self._tools[run_id] = (run, time.perf_counter(), tcid, name)
@@ -471,6 +483,27 @@ class TraceCallbackHandler(BaseCallbackHandler):
                                 payload={"name": name, **_failed(run, error)})
         except Exception as exc:  # noqa: BLE001
             self._guard("on_tool_error", exc)
+
+
+def _traced_ancestor(span_id: UUID, known: dict[Any, RunState]) -> UUID | None:
+    """The nearest run in ``known`` above the LangSmith span ``span_id``, read from the
+    current tracing context's ``dotted_order`` (``<time>Z<id>.<time>Z<id>...``, the
+    root first); None when no such span is current (tracing off: nothing to find)."""
+    from langsmith.run_helpers import get_tracing_context
+
+    span = get_tracing_context().get("parent")
+    order = str(getattr(span, "dotted_order", "") or "")
+    ids = [part.partition("Z")[2] for part in order.split(".")]
+    if str(span_id) not in ids:
+        return None
+    for sid in reversed(ids[:ids.index(str(span_id))]):
+        try:
+            uid = UUID(sid)
+        except ValueError:
+            continue
+        if uid in known:
+            return uid
+    return None
 
 
 def _failed(run: RunState, error: BaseException) -> dict[str, Any]:
