@@ -18,6 +18,11 @@ def pytest_configure(config: pytest.Config) -> None:
     a half-initialised ``openai`` ("cannot import name ... partially initialized
     module"), an error no user can meet (``looptrace ui`` imports them before it
     listens: ``app/serve.py``)."""
+    # genai-prices' answers are kept in a cache folder (``tracer.read.price_memo``): the
+    # tests', and the commands they start, in one of their own, never the user's.
+    import tempfile
+
+    os.environ.setdefault("LOOPTRACE_CACHE_DIR", tempfile.mkdtemp(prefix="looptrace-cache-"))
     for mod in ("openai", "anthropic", "ollama", "langchain_openai", "langchain_anthropic",
                 "langchain_ollama"):
         try:

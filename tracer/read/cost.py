@@ -14,8 +14,10 @@ model the table does not know. A sum of calls (``Cost``) keeps the priced part
 and says how many calls it prices (``Cost.text``: "≥ $0.0123 (2 of 3 calls
 priced)"). ``run_costs`` prices runs, each on its own and with its subagent runs.
 
-``genai_prices`` takes about 0.9 s to import and load its table: it is imported
-on the first call that needs it, not with this module.
+``genai_prices`` takes 0.6 s to 1.8 s to import and load its table: it is imported
+on the first call that needs it, not with this module, and a call it priced before
+(in this process or an earlier one) is answered from ``tracer.read.price_memo``
+without it.
 
 Example:
     ```python
@@ -44,6 +46,8 @@ from typing import Any
 
 from tracer.errors import PricesFileError
 from tracer.vocab.records import MODEL_HOOKS
+
+from .price_memo import Answer, memo
 
 __all__ = ["ENV_VAR", "CallCost", "Cost", "Prices", "RunCost", "call_costs",
            "cost_difference", "default_prices", "money", "price_call", "prices_stamp",
@@ -396,10 +400,19 @@ _lock = threading.Lock()
 
 
 def _priced_by_genai_prices(t: Mapping[str, int], model: str, provider: str | None,
-                            ts: float | None
-                            ) -> tuple[Decimal | None, Decimal | None, Decimal | None,
-                                       str | None, str | None]:
-    import genai_prices  # (about 0.4 s, and 0.5 s more for its table on the first call)
+                            ts: float | None) -> Answer:
+    kept = memo()
+    answer = kept.get(t, model, provider, ts)  # (asked before: no need to import it)
+    if answer is not None:
+        return answer
+    answer = _ask_genai_prices(t, model, provider, ts)
+    kept.put(t, model, provider, ts, answer)
+    return answer
+
+
+def _ask_genai_prices(t: Mapping[str, int], model: str, provider: str | None,
+                      ts: float | None) -> Answer:
+    import genai_prices  # (0.6 s to 1.8 s with its table, on the first call: price_memo)
 
     pid = PROVIDER_IDS.get(provider.lower(), provider) if provider else None
     when = dt.datetime.fromtimestamp(ts, dt.UTC) if ts is not None else None
@@ -524,6 +537,7 @@ def run_costs(db: Any, run_ids: Sequence[str], prices: Prices | None = None
         out[root] = RunCost(root, tuple(calls[root]), _sum(c.cost for c in calls[root]),
                             _sum(c.cost for c in everything), len(set(members) - {root}),
                             by_model)
+    memo().save()  # (what genai-prices answered, for the next process)
     return out
 
 

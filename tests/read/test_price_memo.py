@@ -1,0 +1,113 @@
+"""genai-prices' answers kept between processes (``tracer.read.price_memo``).
+
+A second ``looptrace runs`` over the same file prints the same table without importing
+genai-prices (0.6 to 1.8 s of the first one); an answer read back is the one genai-prices
+gave, digit for digit; a folder that cannot be written changes nothing but the speed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from tracer.read import cost
+from tracer.read.cost import run_costs
+from tracer.read.loader import TraceDB
+from tracer.read.price_memo import PriceMemo
+
+# Runs ``looptrace runs`` and says on its last line whether genai_prices was imported.
+_RUNS = ("import sys\nfrom tracer.cli import main\nrc = main(['runs', '--db', sys.argv[1]])\n"
+         "print('imported genai_prices:', 'genai_prices' in sys.modules)\nsys.exit(rc)\n")
+
+
+def _runs(db: Path, cache: Path) -> tuple[str, bool]:
+    env = {**os.environ, "LOOPTRACE_CACHE_DIR": str(cache)}
+    env.pop("LOOPTRACE_PRICES", None)
+    out = subprocess.run([sys.executable, "-c", _RUNS, str(db)], env=env, capture_output=True,
+                         text=True, timeout=120, check=True).stdout
+    table, _, last = out.rstrip("\n").rpartition("\n")
+    return table, last.endswith("True")
+
+
+def test_a_second_runs_list_prices_without_genai_prices(sample_db: Path, tmp_path: Path):
+    cache = tmp_path / "cache"
+    first, imported = _runs(sample_db, cache)
+    assert imported
+    assert "$0.000828" in first  # (anthropic-shopping: a priced run among unknown ones)
+    (kept,) = cache.glob("genai-prices-*.json")
+    assert json.loads(kept.read_text("utf-8"))
+    second, imported = _runs(sample_db, cache)
+    assert not imported
+    assert second == first
+
+
+def test_answers_read_back_are_genai_prices_own(sample_db: Path, tmp_path: Path):
+    """Every priced call of the samples: the answer read back from the file equals
+    genai-prices' own, as a Decimal and as text (the same digits, the same exponent)."""
+    with TraceDB(sample_db) as db:
+        ids = [r.id for r in db.runs(limit=None)]
+        events = cost._model_events(db, ids)
+    asked = []
+    for rid, evs in events.items():
+        with TraceDB(sample_db) as db:
+            run = db.run(rid).summary
+        for c in cost.call_costs(rid, evs, run.model, run.provider, cost.Prices()):
+            t = cost._tokens(c.usage)
+            if c.model and not isinstance(t, str):
+                ts = next(e.ts for e in evs if e.seq == c.seq)
+                asked.append((t, c.model, c.provider, ts))
+    assert len(asked) > 50
+    path = tmp_path / "answers.json"
+    writer = PriceMemo(path)
+    truth = [cost._ask_genai_prices(*a) for a in asked]
+    assert any(t[0] is not None for t in truth) and any(t[0] is None for t in truth)
+    for a, t in zip(asked, truth, strict=True):
+        writer.put(*a, t)
+    writer.save()
+    reader = PriceMemo(path)
+    back = [reader.get(*a) for a in asked]
+    assert back == truth
+    assert [[str(v) for v in b] for b in back if b] == [[str(v) for v in t] for t in truth]
+
+
+def test_the_memo_answers_in_place_of_genai_prices(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch):
+    """What the memo holds is what ``Prices.price`` answers (so a run's figures come from
+    it, not from a second lookup); a call with no time is never kept (genai-prices prices
+    it as of now)."""
+    memo = PriceMemo(tmp_path / "m.json")
+    monkeypatch.setattr(cost, "memo", lambda: memo)
+    usage = {"input_tokens": 1000, "output_tokens": 100}
+    got = cost.Prices().price(usage, "claude-haiku-4-5", "anthropic", 1.8e9)
+    assert got == (Decimal("0.0015"), Decimal("0.001"), Decimal("0.0005"), None, "genai-prices")
+    planted = (Decimal(7), Decimal(3), Decimal(4), None, "genai-prices")
+    memo.put(usage, "claude-haiku-4-5", "anthropic", 1.8e9, planted)
+    assert cost.Prices().price(usage, "claude-haiku-4-5", "anthropic", 1.8e9) == planted
+    cost.Prices().price(usage, "claude-haiku-4-5", "anthropic", None)
+    assert memo.get(usage, "claude-haiku-4-5", "anthropic", None) is None
+
+
+def test_a_cache_folder_that_cannot_be_written_changes_nothing(sample_db: Path,
+                                                               tmp_path: Path):
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a folder")
+    with_cache, _ = _runs(sample_db, tmp_path / "cache")
+    without, imported = _runs(sample_db, blocked / "looptrace")
+    assert imported and without == with_cache
+    assert blocked.read_text() == "not a folder"
+
+
+def test_run_costs_keeps_what_it_asked(sample_db: Path, tmp_path: Path,
+                                       monkeypatch: pytest.MonkeyPatch):
+    memo = PriceMemo(tmp_path / "kept.json")
+    monkeypatch.setattr(cost, "memo", lambda: memo)
+    with TraceDB(sample_db) as db:
+        costs = run_costs(db, [r.id for r in db.runs(limit=None)])
+    assert costs
+    assert len(json.loads((tmp_path / "kept.json").read_text("utf-8"))) > 10
