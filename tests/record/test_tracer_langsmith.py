@@ -13,6 +13,7 @@ received, so a test that ran with tracing silently off would fail.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import http.server
 import threading
 from collections.abc import Iterator
@@ -22,12 +23,15 @@ from typing import Any, ClassVar
 import langsmith
 import pytest
 from langchain.agents.middleware import ModelRetryMiddleware, ToolRetryMiddleware
+from langchain_core.messages import AIMessage
+from langchain_core.tools import tool
 from langchain_core.tracers.langchain import wait_for_all_tracers
 from langsmith import utils as ls_utils
 from test_tracer_deepagents import build as build_deep
 from tracer_kit import get_weather, make_agent, no_tracer_warnings, rows, two_lap_model  # noqa: F401
 
 from tracer import TraceMiddleware
+from tracer.demo.models import ScriptedChatModel, call, turn_script
 
 pytestmark = [pytest.mark.usefixtures("no_tracer_warnings"), pytest.mark.timeout(120)]
 
@@ -90,10 +94,11 @@ def record(db: Path, build: Any, how: str, call: str) -> list[tuple[Any, ...]]:
     inp = {"messages": [("user", "What is the capital of Norway? And the weather in Oslo?")]}
 
     def go() -> None:
-        if call == "invoke":
-            agent.invoke(inp)
-        else:
-            asyncio.run(agent.ainvoke(inp))
+        with contextlib.suppress(RuntimeError):  # (the broken tool's agent fails)
+            if call == "invoke":
+                agent.invoke(inp)
+            else:
+                asyncio.run(agent.ainvoke(inp))
 
     if how == "context":
         with langsmith.tracing_context(enabled=True):
@@ -127,7 +132,25 @@ def build_layered(db: Path) -> tuple[TraceMiddleware, Any]:
     return trace, trace.attach(make_agent(two_lap_model(), [get_weather], stack))
 
 
-AGENTS = {"create_agent": build_plain, "layered": build_layered, "deep_agent": build_deep}
+@tool
+def get_weather_broken(city: str) -> str:
+    """Weather for a city."""
+    msg = f"weather service down for {city}"
+    raise RuntimeError(msg)
+
+
+def build_lean_unattached(db: Path) -> tuple[TraceMiddleware, Any]:
+    """No ``attach``: the middleware alone (lean: only its wrap hooks, inside LangSmith's
+    spans), learning from the invocation watcher that the run failed."""
+    trace = TraceMiddleware(db=db, lean=True)
+    model = ScriptedChatModel(script=turn_script([AIMessage(
+        content="", id="ai-1", tool_calls=[call("get_weather_broken", {"city": "Oslo"}, "c1")])]))
+    return trace, make_agent(model, [get_weather_broken], [trace, ToolRetryMiddleware(
+        max_retries=0, on_failure="error")])
+
+
+AGENTS = {"create_agent": build_plain, "layered": build_layered, "deep_agent": build_deep,
+          "lean_unattached": build_lean_unattached}
 
 
 @pytest.mark.parametrize(("agent", "how", "call"), [
@@ -135,6 +158,7 @@ AGENTS = {"create_agent": build_plain, "layered": build_layered, "deep_agent": b
     ("create_agent", "context", "ainvoke"),
     ("create_agent", "env", "invoke"),
     ("layered", "context", "ainvoke"),
+    ("lean_unattached", "context", "invoke"),
     ("deep_agent", "context", "invoke"),
     ("deep_agent", "env", "ainvoke"),
 ])
@@ -152,7 +176,9 @@ def test_langsmith_on_records_what_off_records(tmp_path, langsmith_env, agent, h
     # ... and the record is the one made with it off: no phantom "loop" run, the same
     # events and messages, a subagent under the parent's task call.
     runs = [r for r in on if r[0] == "run"]
-    assert all(r[2] == "completed" for r in runs), runs
+    assert "loop" not in [r[1] for r in runs], runs
+    assert all(r[2] == ("error" if agent == "lean_unattached" else "completed")
+               for r in runs), runs
     assert on == off
     if agent == "deep_agent":
         assert [r[1:5] for r in runs][1][2:] == ("coordinator", "c_task")
