@@ -78,19 +78,24 @@ def test_answers_read_back_are_genai_prices_own(sample_db: Path, tmp_path: Path)
 
 def test_the_memo_answers_in_place_of_genai_prices(tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch):
-    """What the memo holds is what ``Prices.price`` answers (so a run's figures come from
+    """What the file holds is what ``Prices.price`` answers (so a run's figures come from
     it, not from a second lookup); a call with no time is never kept (genai-prices prices
     it as of now)."""
-    memo = PriceMemo(tmp_path / "m.json")
+    path = tmp_path / "m.json"
+    memo = PriceMemo(path)
     monkeypatch.setattr(cost, "memo", lambda: memo)
     usage = {"input_tokens": 1000, "output_tokens": 100}
     got = cost.Prices().price(usage, "claude-haiku-4-5", "anthropic", 1.8e9)
     assert got == (Decimal("0.0015"), Decimal("0.001"), Decimal("0.0005"), None, "genai-prices")
+    memo.save()
+    (key,) = json.loads(path.read_text("utf-8"))
+    path.write_text(json.dumps({key: ["7", "3", "4", None, "genai-prices"]}), "utf-8")
+    memo = PriceMemo(path)  # (a later process)
     planted = (Decimal(7), Decimal(3), Decimal(4), None, "genai-prices")
-    memo.put(usage, "claude-haiku-4-5", "anthropic", 1.8e9, planted)
     assert cost.Prices().price(usage, "claude-haiku-4-5", "anthropic", 1.8e9) == planted
     cost.Prices().price(usage, "claude-haiku-4-5", "anthropic", None)
-    assert memo.get(usage, "claude-haiku-4-5", "anthropic", None) is None
+    memo.save()
+    assert list(json.loads(path.read_text("utf-8"))) == [key]
 
 
 def test_a_cache_folder_that_cannot_be_written_changes_nothing(sample_db: Path,

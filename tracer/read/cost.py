@@ -402,11 +402,12 @@ _lock = threading.Lock()
 def _priced_by_genai_prices(t: Mapping[str, int], model: str, provider: str | None,
                             ts: float | None) -> Answer:
     kept = memo()
-    answer = kept.get(t, model, provider, ts)  # (asked before: no need to import it)
+    who = [provider, PROVIDER_IDS.get(provider.lower(), provider) if provider else None]
+    answer = kept.get(t, model, who, ts)  # (asked before: no need to import it)
     if answer is not None:
         return answer
     answer = _ask_genai_prices(t, model, provider, ts)
-    kept.put(t, model, provider, ts, answer)
+    kept.put(t, model, who, ts, answer)
     return answer
 
 

@@ -5,8 +5,8 @@ Importing ``genai_prices`` and loading its table takes 0.6 to 1.8 s (more where 
 writes no bytecode), most of ``looptrace runs``' time. Its answer for one model call
 depends only on what it was given (token counts, model, provider, the call's time) and
 on the table installed: each answer is kept in a small JSON file in the user's cache
-folder, named after the installed table's file (its size and time), so that upgrading
-genai-prices starts an empty one. An answer read back is the one genai-prices gave,
+folder, named after the installed table's file (its size and time) and ``FORMAT``, so
+that upgrading genai-prices, or a looptrace that asks it otherwise, starts a new one. An answer read back is the one genai-prices gave,
 to the last digit (amounts are kept as decimal strings).
 
 The folder: ``$LOOPTRACE_CACHE_DIR``, else ``$XDG_CACHE_HOME/looptrace``, else
@@ -31,6 +31,9 @@ from pathlib import Path
 __all__ = ["CACHE_ENV", "Answer", "PriceMemo", "cache_dir", "memo"]
 
 CACHE_ENV = "LOOPTRACE_CACHE_DIR"
+# (part of the file's name: a looptrace that asks genai-prices otherwise, or words its
+# answers otherwise, changes it and starts a new file)
+FORMAT = 1
 MAX_ANSWERS = 20_000  # (a file of about 2 MB; the oldest answers go first)
 
 # (total, input, output, why unknown, priced by), as ``Prices.price`` returns them
@@ -63,7 +66,7 @@ def _table_stamp() -> str | None:
     return f"{st.st_size}-{st.st_mtime_ns}"
 
 
-def _key(tokens: Mapping[str, int], model: str, provider: str | None, ts: float) -> str:
+def _key(tokens: Mapping[str, int], model: str, provider: object, ts: float) -> str:
     return json.dumps([model, provider, repr(ts), sorted(tokens.items())],
                       separators=(",", ":"))
 
@@ -94,10 +97,11 @@ class PriceMemo:
             self._answers = answers
         return self._answers
 
-    def get(self, tokens: Mapping[str, int], model: str, provider: str | None,
+    def get(self, tokens: Mapping[str, int], model: str, provider: object,
             ts: float | None) -> Answer | None:
         """The answer kept for this call, or None (never asked, or no time: genai-prices
-        then prices it as of now, which changes)."""
+        then prices it as of now, which changes). ``provider``: whatever names the
+        provider in the question (JSON)."""
         if ts is None:
             return None
         with self._lock:
@@ -106,7 +110,7 @@ class PriceMemo:
             return None
         return _dec(a[0]), _dec(a[1]), _dec(a[2]), a[3], a[4]
 
-    def put(self, tokens: Mapping[str, int], model: str, provider: str | None,
+    def put(self, tokens: Mapping[str, int], model: str, provider: object,
             ts: float | None, answer: Answer) -> None:
         if ts is None:
             return
@@ -155,7 +159,7 @@ def memo() -> PriceMemo:
     with _memos_lock:
         m = _memos.get((folder, stamp))
         if m is None:
-            path = Path(folder) / f"genai-prices-{stamp}.json" if stamp else None
+            path = Path(folder) / f"genai-prices-{stamp}-{FORMAT}.json" if stamp else None
             m = _memos[(folder, stamp)] = PriceMemo(path)
             atexit.register(m.save)
     return m
