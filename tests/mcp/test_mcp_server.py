@@ -59,7 +59,7 @@ class Client:
 
 
 def env() -> dict[str, str]:
-    return {**{k: v for k, v in os.environ.items() if not k.startswith("LOOPTRACE_")},
+    return {**{k: v for k, v in os.environ.items() if not k.startswith("LOOPTRACE_") or k == "LOOPTRACE_CACHE_DIR"},
             "PYTHONPATH": str(ROOT)}
 
 

@@ -144,7 +144,7 @@ def agent_code(attach: str = "", code: str = AGENT) -> str:
 
 
 def env() -> dict[str, str]:
-    e = {k: v for k, v in os.environ.items() if not k.startswith("LOOPTRACE_")}
+    e = {k: v for k, v in os.environ.items() if not k.startswith("LOOPTRACE_") or k == "LOOPTRACE_CACHE_DIR"}
     e["PYTHONPATH"] = str(ROOT)  # (the scripts import tracer.demo's scripted models)
     return e
 

@@ -108,7 +108,7 @@ def server(cmd: list[str], cwd: Path, health: str, env: dict[str, str]) -> Itera
 
 
 def base_env() -> dict[str, str]:
-    e = {k: v for k, v in os.environ.items() if not k.startswith("LOOPTRACE_")}
+    e = {k: v for k, v in os.environ.items() if not k.startswith("LOOPTRACE_") or k == "LOOPTRACE_CACHE_DIR"}
     e["PYTHONPATH"] = str(ROOT)
     return e
 
