@@ -26,7 +26,7 @@ from tracer.vocab.words import plural
 from .floorplan import describe, hook_middleware
 from .graph_layout import is_jump, jump_steps, passable_points, route
 from .loader import Event, Run
-from .steps import Replay, run_shape
+from .steps import Replay, is_create_agent, run_shape
 
 __all__ = ["ERROR_PATHS", "PROPAGATED", "PROPAGATES", "RunFacts", "caption", "captions",
            "step_captions", "tracer_names"]
@@ -177,6 +177,10 @@ def _start_caption(replay: Replay, facts: RunFacts, said: str) -> str:
     elif facts.shape == "loop":
         start = ("The run starts: the loop's code is called (no graph and no middleware "
                  "hooks: the callback handler records its model and tool calls).")
+    elif not replay.used_hooks and is_create_agent(replay.run):
+        start = ("The run starts: the agent's graph is invoked (a create_agent graph with no "
+                 "middleware hook: the callback handler records its model and tool calls, "
+                 "and the hooks it has none on are drawn as points it passes).")
     else:
         start = "The run starts: the agent's graph is invoked."
     if replay.messages_at(0):

@@ -147,9 +147,10 @@ def _inferred(events: list[Event]) -> list[dict[str, Any]]:
     for name in names:
         hooks = set(seen[name])
         k = find(name, next(iter(sorted(hooks))) if hooks else None)
-        if k is not None and hooks <= set(k.roles):
+        lean = name in tracers and not hooks & set(NODE_HOOKS)
+        if k is not None and hooks <= set(k.roles) and not lean:
             hooks |= set(k.roles)  # the class's other hooks: facts of the table
-        if name in tracers:
+        if name in tracers:  # (a lean one, under the same name, has its wrap hooks only)
             hooks |= set(WRAP_HOOKS)
         out.append({"name": name, "class": k.cls if k else None,
                     "module": k.module if k else None,

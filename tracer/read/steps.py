@@ -26,17 +26,30 @@ from tracer.vocab.words import plural
 from .loader import Event, Message, Run
 
 __all__ = ["GRAPH_EDGES", "GRAPH_NODES", "HOOK_NODE", "NODE_HOOKS", "STEP_KINDS", "Replay",
-           "Step", "build_replay", "inline_message", "plural", "run_shape"]
+           "Step", "build_replay", "inline_message", "is_create_agent", "plural",
+           "run_shape"]
 
 T = TypeVar("T")
+
+def is_create_agent(run: Run) -> bool:
+    """The run is a ``create_agent`` graph, as its start says (the callback handler
+    records ``graph``), whether or not any middleware hook fired in it."""
+    for e in run.events[:3]:  # (the run's start comes first)
+        if e.hook == "run" and e.phase == "start":
+            return isinstance(e.payload, dict) and e.payload.get("graph") == "create_agent"
+    return False
+
 
 def run_shape(run: Run, used_hooks: frozenset[str]) -> str:
     """``"loop"`` for a run without any middleware hook (a hand-rolled loop or plain
     graph recorded by the callback handler, a loop seen through its traffic or
-    spans), else ``"agent"`` (a ``create_agent`` graph with its hooks)."""
-    if run.observed or not (used_hooks or any(e.hook in NODE_HOOKS for e in run.events)):
+    spans), else ``"agent"`` (a ``create_agent`` graph: with its hooks, or without any
+    middleware, as its start says, ``is_create_agent``)."""
+    if run.observed:
         return "loop"
-    return "agent"
+    if used_hooks or any(e.hook in NODE_HOOKS for e in run.events) or is_create_agent(run):
+        return "agent"
+    return "loop"
 
 
 @dataclass(frozen=True, slots=True)
