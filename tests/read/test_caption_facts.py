@@ -103,6 +103,11 @@ def _reply_fate(rp: Replay, i: int) -> tuple[list[str], list[str], bool]:
     return asked, ran, paused
 
 
+def _all_ran(asked: list[str], ran: list[str], paused: bool) -> bool:
+    """Several calls asked for, every one of them ran, and no pause came first."""
+    return len(asked) > 1 and sorted(ran) == sorted(asked) and not paused
+
+
 def _pending(rp: Replay, i: int, tcid: str | None) -> bool:
     """Tool call tcid is asked for and not answered in the conversation at step i."""
     msgs = rp.messages_at(i)
@@ -139,14 +144,11 @@ FACTS: list[tuple[str, Check]] = [
     (r"the conditional edge goes to (after_agent|END)\b",
      lambda rp, i, m: _has_after_agent(rp.run) == (m.group(1) == "after_agent")),
     # what the reply's tool calls became, up to the next model call
-    (r"which run them in parallel", lambda rp, i, m: (
-        lambda a, r, p: len(a) > 1 and sorted(r) == sorted(a) and not p)(
-        *_reply_fate(rp, i))),
+    (r"which run them in parallel", lambda rp, i, m: _all_ran(*_reply_fate(rp, i))),
     (r"Before any tool runs, the run pauses for a human",
      lambda rp, i, m: _reply_fate(rp, i)[2]),
-    (r"only (\d+) of the (\d+) ran", lambda rp, i, m: (
-        lambda a, r, p: (len(r), len(a)) == (int(m.group(1)), int(m.group(2))))(
-        *_reply_fate(rp, i))),
+    (r"only (\d+) of the (\d+) ran", lambda rp, i, m: [len(x) for x in _reply_fate(
+        rp, i)[1::-1]] == [int(m.group(1)), int(m.group(2))]),
     (r"the subagent that ran inside this call", lambda rp, i, m: any(
         c.parent_tool_call_id == rp.steps[i].event.tool_call_id for c in rp.run.children)),
     (r"No parent run is recorded for this run",

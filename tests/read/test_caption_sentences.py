@@ -16,7 +16,6 @@ from langchain.agents.middleware import ModelCallLimitMiddleware
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import chain
 from langchain_core.tools import tool
-
 from test_caption_facts import check_replay
 
 from tracer import LeanTraceMiddleware, TraceCallbackHandler
