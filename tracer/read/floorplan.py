@@ -275,9 +275,12 @@ def floor_plan(replay: Replay, step: int) -> list[Row]:
                          ACTIVE if in_call else FIRED if started else
                          LATER if spans else NEVER)
                 if not e.tracer and not n:
-                    note = ("every call passes through it; it changed nothing looptrace saw"
-                            if info.layered else "a wrap hook is not a graph node: record "
-                            "what this layer does with trace.around(...)")
+                    # (said of this layer alone, in its own cell: another layer on this
+                    # hook may have changed the call at this very step)
+                    note = (f"every call passes through {e.name}; it changed nothing "
+                            "looptrace saw up to this step" if info.layered else
+                            "a wrap hook is not a graph node: record what this layer "
+                            "does with trace.around(...)")
             else:
                 seeable = e.tracer or info.callbacks
                 fired = n
