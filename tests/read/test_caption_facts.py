@@ -115,6 +115,17 @@ def _pending(rp: Replay, i: int, tcid: str | None) -> bool:
         m.tool_call_id == tcid for m in msgs)
 
 
+def _fork_call(rp: Replay) -> int | None:
+    """The step of the first call at or after the fork's step (the run's metadata), of the
+    kind its edit is on: where the fork made its edit."""
+    meta = rp.run.metadata if isinstance(rp.run.metadata, dict) else {}
+    fork = meta.get("forked_from") or {}
+    kind = (fork.get("edit") or {}).get("kind")
+    hooks = MODEL if kind in ("message", "drop", "insert", "system", "model") else TOOL
+    return next((s.index for s in rp.steps[max(int(fork.get("step") or 0) - 1, 0):]
+                 if s.event.hook in hooks and s.event.phase == "enter"), None) if fork else None
+
+
 def _answer(rp: Replay, i: int) -> Any:
     tcid = rp.steps[i].event.tool_call_id
     return next((m for m in rp.run.messages if tcid and m.tool_call_id == tcid), None)
@@ -153,6 +164,11 @@ FACTS: list[tuple[str, Check]] = [
         c.parent_tool_call_id == rp.steps[i].event.tool_call_id for c in rp.run.children)),
     (r"No parent run is recorded for this run",
      lambda rp, i, m: rp.run.summary.parent_id is None),
+    # a fork's edit: at the call the fork's metadata points to; written in by "model" after
+    (r"This is where the fork made its edit", lambda rp, i, m: _fork_call(rp) == i),
+    (r"The fork's edit, made at step (\d+)", lambda rp, i, m: _fork_call(rp) == int(
+        m.group(1)) - 1 and rp.steps[i].event.hook == "history"
+     and rp.steps[i].event.payload.get("by") == "model" and i > int(m.group(1)) - 1),
     # a loop's tool result: pending at its exit, in the conversation at the step named
     (r"Its result is not in the conversation yet .* at step (\d+)", lambda rp, i, m: _pending(
         rp, i, rp.steps[i].event.tool_call_id) and not _pending(

@@ -20,10 +20,12 @@ from test_caption_facts import check_replay
 
 from tracer import LeanTraceMiddleware, TraceCallbackHandler
 from tracer.demo.models import ScriptedChatModel, call, turn_script
+from tracer.demo.scenarios import AGENTS
 from tracer.read.captions import captions
 from tracer.read.graph_layout import shape, step_edges
 from tracer.read.loader import TraceDB
 from tracer.read.steps import Replay, build_replay
+from tracer.whatif.rerun import Edit, replay_run
 
 
 @tool
@@ -230,3 +232,45 @@ def test_lap_begins_once_a_lap(sample_db: Path, name: str) -> None:
     assert len(firings) > len(laps)  # more than one before_model a lap: the true-and-false run
     begins = [s.event.lap for s in firings if f"Lap {s.event.lap} begins" in said[s.index]]
     assert sorted(begins) == sorted(laps)
+
+
+# -- a fork's --message edit: the fork's, at its step, and the edited message from there -
+def _forked(tmp_path: Path) -> tuple[Replay, Replay]:
+    db = tmp_path / "fork.db"
+    demo = AGENTS["weather"](str(db))
+    demo.record()
+    original = _replay(db)
+    at = [s.index + 1 for s in original.steps
+          if (s.event.hook, s.event.phase) == ("wrap_model_call", "enter")][1]
+    res = replay_run(original.run.id, agent=demo.factory, db=db, at=at,
+                     edit=Edit("message", position=0, text="And in Bergen?"))
+    with TraceDB(db) as t:
+        return original, build_replay(t.run(res.run_id))
+
+
+def test_a_forks_message_edit_is_the_forks(tmp_path: Path) -> None:
+    original, fork = _forked(tmp_path)
+    f = fork.fork_edit
+    assert f is not None and f.written is not None
+    said = captions(fork)
+    assert "This is where the fork made its edit" in said[f.index]
+    assert "“And in Bergen?”" in said[f.index]
+    written = next(s.index for s in fork.steps if s.event.seq == f.written)
+    assert said[written].startswith(f"The fork's edit, made at step {f.index + 1}")
+    assert not any("Deep Agents' summarisation" in c for c in said)
+    # the edited message shows from the fork's step on, each step saying whose it is
+    for i in range(f.index, len(fork.steps)):
+        (first,) = [m for m in fork.messages_at(i) if m.type == "human"]
+        assert first.text == "And in Bergen?", i
+        assert "the fork's edit" in str(fork.version_note(first)), i
+    before = [m for m in fork.messages_at(f.index - 1) if m.type == "human"]
+    assert [m.text for m in before] == ["What's the weather in Oslo?"]
+    seen: dict[str, int] = {}
+    assert check_replay(fork, seen) == []
+    assert seen.get(r"This is where the fork made its edit")
+    assert seen.get(r"The fork's edit, made at step (\d+)")
+    # the run it forks: no edit, no fork sentence, its own message throughout
+    assert original.fork_edit is None
+    assert not any("fork" in c for c in captions(original))
+    assert all(m.text == "What's the weather in Oslo?" for i in range(len(original.steps))
+               for m in original.messages_at(i) if m.type == "human")

@@ -15,7 +15,7 @@ step that left the standard edges, whether an event says a jump happened
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from tracer.vocab.hooks import HOOK_BY_NAME
@@ -26,7 +26,7 @@ from tracer.vocab.words import plural
 from .floorplan import describe, hook_middleware
 from .graph_layout import is_jump, jump_steps, passable_points, route
 from .loader import Event, Run
-from .steps import Replay, is_create_agent, run_shape
+from .steps import ForkEdit, Replay, is_create_agent, run_shape
 
 __all__ = ["ERROR_PATHS", "PROPAGATED", "PROPAGATES", "RunFacts", "caption", "captions",
            "step_captions", "tracer_names"]
@@ -77,6 +77,7 @@ class RunFacts:
     exit_node: str = "after_agent"
     top_level: bool = True  # the run has no parent run
     subagent_calls: frozenset[str] = frozenset()  # tool calls a subagent run ran inside
+    fork: ForkEdit | None = None  # where this run, a fork, made its edit
 
     @classmethod
     def of(cls, run: Run, used_hooks: frozenset[str], tracers: frozenset[str],
@@ -117,8 +118,9 @@ step_captions = captions
 def _build(replay: Replay) -> tuple[str, ...]:
     run = replay.run
     tracers = tracer_names(run)
-    facts = RunFacts.of(run, replay.used_hooks, tracers,
-                        after_agent=bool(hook_middleware(replay)["after_agent"]))
+    facts = replace(RunFacts.of(run, replay.used_hooks, tracers,
+                                after_agent=bool(hook_middleware(replay)["after_agent"])),
+                    fork=replay.fork_edit)
     offers = _tool_offers(run)
     said: list[str] = []
     last_ai_calls = 0
@@ -455,6 +457,12 @@ def caption(ev: Event, run: Run, tool_calls: int = 0, *,
         return ("The thread resumed with a human decision; the loop continues where it "
                 "paused (no before_agent fires on resume).")
     if ev.hook == "history":
+        f = facts.fork
+        if f is not None and ev.seq == f.written:
+            return (f"The fork's edit, made at step {f.index + 1} ({f.what}), is written into "
+                    "the state here, as the model call ends: the fork's own layer "
+                    "(looptrace's ReplayMiddleware, outermost) keeps it, so the conversation "
+                    "holds the edited version from here on.")
         return _history_caption(p, facts)
     if ev.phase == "layer":
         return f"{_layer_caption(ev, p)} {known}" if known else _layer_caption(ev, p)
@@ -486,7 +494,7 @@ def caption(ev: Event, run: Run, tool_calls: int = 0, *,
             n = p.get("messages", "?")
             return (f"{purpose} The model is called with {plural(n, 'message')}"
                     f"{' and the system prompt' if p.get('system') or p.get('system_same') else ''}"
-                    f" (lap {ev.lap}).").strip()
+                    f" (lap {ev.lap}).{_fork_note(ev, facts)}").strip()
         n = int(p.get("tool_calls") or 0)
         usage = p.get("usage") or {}
         tok = f", {usage.get('total_tokens')} tokens" if usage.get("total_tokens") else ""
@@ -509,7 +517,8 @@ def caption(ev: Event, run: Run, tool_calls: int = 0, *,
         if ev.phase == "enter":
             unknown = "" if p.get("known_tool", True) else " (not a tool the agent has!)"
             return (f"{purpose} Tool call {name}{unknown} starts with id {ev.tool_call_id}."
-                    f"{_hidden_note(offers or _tool_offers(run), ev, str(name))}").strip()
+                    f"{_hidden_note(offers or _tool_offers(run), ev, str(name))}"
+                    f"{_fork_note(ev, facts)}").strip()
         status = p.get("status")
         if status == "error":
             path = ERROR_PATHS.get(str(p.get("error_path")))
@@ -600,6 +609,16 @@ def _after_reply(run: Run, ev: Event, facts: RunFacts, n: int) -> str:
             if len(answered) == len(rest) else
             ("the other got" if one else "the others got") + " no result from a tool")
     return f"{route}; {then}only {len(ran)} of the {n} ran ({which}): {what}."
+
+
+def _fork_note(ev: Event, facts: RunFacts) -> str:
+    """At the call where a fork made its edit: the edit, said from the fork's record."""
+    f = facts.fork
+    if f is None or ev.seq != f.seq:
+        return ""
+    call = "model" if ev.hook in MODEL_HOOKS else "tool"
+    return (f" This is where the fork made its edit (looptrace replay --at): {f.what}. The "
+            f"{call} call gets the edited version; the steps before it came from the record.")
 
 
 def _tool_offers(run: Run) -> tuple[list[int], list[Any]]:
