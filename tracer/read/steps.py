@@ -107,8 +107,10 @@ def fork_edit(run: Run) -> ForkEdit | None:
     list, which has no one step, or no call at or after the fork's step)."""
     meta = run.metadata if isinstance(run.metadata, dict) else {}
     fork = meta.get("forked_from")
-    edit = fork.get("edit") if isinstance(fork, dict) else None
-    if not isinstance(edit, dict) or not isinstance(fork.get("step"), int):
+    if not isinstance(fork, dict):
+        return None
+    edit, step = fork.get("edit"), fork.get("step")
+    if not isinstance(edit, dict) or not isinstance(step, int):
         return None
     kind = edit.get("kind")
     hooks = MODEL_HOOKS if kind in _MODEL_EDITS else TOOL_HOOKS if kind in _TOOL_EDITS else None
@@ -116,7 +118,7 @@ def fork_edit(run: Run) -> ForkEdit | None:
         return None
     # (the steps before the fork's come from the record: the same steps as the run it forks)
     events = run.events
-    at = next((i for i in range(max(int(fork["step"]) - 1, 0), len(events))
+    at = next((i for i in range(max(step - 1, 0), len(events))
                if events[i].hook in hooks and events[i].phase == "enter"), None)
     if at is None:
         return None
