@@ -168,7 +168,7 @@ FACTS: list[tuple[str, Check]] = [
     (r"This is where the fork made its edit", lambda rp, i, m: _fork_call(rp) == i),
     (r"The fork's edit, made at step (\d+)", lambda rp, i, m: _fork_call(rp) == int(
         m.group(1)) - 1 and rp.steps[i].event.hook == "history"
-     and rp.steps[i].event.payload.get("by") == "model" and i > int(m.group(1)) - 1),
+     and rp.steps[i].event.payload.get("by") in ("model", None) and i > int(m.group(1)) - 1),
     # a loop's tool result: pending at its exit, in the conversation at the step named
     (r"Its result is not in the conversation yet .* at step (\d+)", lambda rp, i, m: _pending(
         rp, i, rp.steps[i].event.tool_call_id) and not _pending(

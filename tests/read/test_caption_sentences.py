@@ -235,7 +235,7 @@ def test_lap_begins_once_a_lap(sample_db: Path, name: str) -> None:
 
 
 # -- a fork's --message edit: the fork's, at its step, and the edited message from there -
-def _forked(tmp_path: Path) -> tuple[Replay, Replay]:
+def _forked(tmp_path: Path, edit: Edit | None = None) -> tuple[Replay, Replay]:
     db = tmp_path / "fork.db"
     demo = AGENTS["weather"](str(db))
     demo.record()
@@ -243,7 +243,7 @@ def _forked(tmp_path: Path) -> tuple[Replay, Replay]:
     at = [s.index + 1 for s in original.steps
           if (s.event.hook, s.event.phase) == ("wrap_model_call", "enter")][1]
     res = replay_run(original.run.id, agent=demo.factory, db=db, at=at,
-                     edit=Edit("message", position=0, text="And in Bergen?"))
+                     edit=edit or Edit("message", position=0, text="And in Bergen?"))
     with TraceDB(db) as t:
         return original, build_replay(t.run(res.run_id))
 
@@ -274,3 +274,14 @@ def test_a_forks_message_edit_is_the_forks(tmp_path: Path) -> None:
     assert not any("fork" in c for c in captions(original))
     assert all(m.text == "What's the weather in Oslo?" for i in range(len(original.steps))
                for m in original.messages_at(i) if m.type == "human")
+
+
+def test_a_forks_drop_edit_is_the_forks(tmp_path: Path) -> None:
+    _, fork = _forked(tmp_path, Edit("drop", position=2))
+    f = fork.fork_edit
+    assert f is not None and f.written is not None
+    said = captions(fork)
+    assert "the message at position 2 of the request dropped" in said[f.index]
+    written = next(s.index for s in fork.steps if s.event.seq == f.written)
+    assert "The fork's edit" in said[written] and "outside TraceMiddleware" not in said[written]
+    assert check_replay(fork, {}) == []

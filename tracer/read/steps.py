@@ -127,8 +127,9 @@ def fork_edit(run: Run) -> ForkEdit | None:
         for e in events[at + 1:]:
             if e.hook in MODEL_HOOKS and e.phase == "enter":
                 break
+            # (named "model" with the callback handler attached; unnamed without it)
             if e.hook == "history" and isinstance(e.payload, dict) and e.payload.get(
-                    "by") == "model":
+                    "by") in ("model", None):
                 written = e.seq
                 break
     return ForkEdit(at, events[at].seq, dict(edit), written)
