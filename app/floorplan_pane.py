@@ -68,8 +68,6 @@ def _row(row: Row) -> None:
         with left:
             st.markdown(f"**`{row.hook}`**")
             st.text(f"can: {', '.join(row.can)}\n{row.order}")
-            for note in dict.fromkeys(c.note for c in row.cells if c.note):
-                st.caption(note)  # (our own words: markdown is safe here)
         with right:
             if not row.cells:
                 st.text("no middleware on this hook: the loop passes straight through")
@@ -87,6 +85,8 @@ def _cell(hook: str, j: int, c: Cell) -> None:
         st.text(c.role if c.known else f"(not in looptrace's table) {c.role}")
         if c.did:
             st.text(f"last: {c.did}")
+        if c.note:  # (about this middleware: in its own cell, never under the hook's name)
+            st.text(c.note)
 
 
 def render_floor_plan_section(view: RunView, index: int) -> None:

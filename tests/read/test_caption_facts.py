@@ -67,6 +67,65 @@ def _jump_said_before(rp: Replay, i: int) -> bool:
     return False
 
 
+def _create_agent(run: Run) -> bool:
+    """The run's start says it is a create_agent graph (the callback handler's ``graph``)."""
+    return any(e.hook == "run" and e.phase == "start" and isinstance(e.payload, dict)
+               and e.payload.get("graph") == "create_agent" for e in run.events)
+
+
+def _has_after_agent(run: Run) -> bool:
+    """An after_agent hook fired, or the recorded stack has a middleware on it."""
+    if any(e.hook == "after_agent" for e in run.events):
+        return True
+    start = run.events[0].payload if run.events else None
+    stack = start.get("stack") if isinstance(start, dict) else None
+    return any("after_agent" in (s.get("hooks") or ()) for s in stack or ()
+               if isinstance(s, dict))
+
+
+def _reply_fate(rp: Replay, i: int) -> tuple[list[str], list[str], bool]:
+    """The calls the reply at step i asked for, those that ran before the next model
+    call (in order), and whether an interrupt came before the first of them."""
+    seq = rp.steps[i].event.seq
+    asked = [c["id"] for m in rp.run.messages if m.seq == seq and m.type == "ai"
+             for c in m.tool_calls]
+    ran: list[str] = []
+    paused = False
+    for s in rp.steps[i + 1:]:
+        e = s.event
+        if e.hook in MODEL and e.phase == "enter":
+            break
+        if e.hook == "interrupt" or e.phase == "interrupt":
+            paused = paused or not ran
+        if e.hook in TOOL and e.phase == "enter" and e.tool_call_id in asked and (
+                e.tool_call_id not in ran):
+            ran.append(str(e.tool_call_id))
+    return asked, ran, paused
+
+
+def _all_ran(asked: list[str], ran: list[str], paused: bool) -> bool:
+    """Several calls asked for, every one of them ran, and no pause came first."""
+    return len(asked) > 1 and sorted(ran) == sorted(asked) and not paused
+
+
+def _pending(rp: Replay, i: int, tcid: str | None) -> bool:
+    """Tool call tcid is asked for and not answered in the conversation at step i."""
+    msgs = rp.messages_at(i)
+    return any(c.get("id") == tcid for m in msgs for c in m.tool_calls) and not any(
+        m.tool_call_id == tcid for m in msgs)
+
+
+def _fork_call(rp: Replay) -> int | None:
+    """The step of the first call at or after the fork's step (the run's metadata), of the
+    kind its edit is on: where the fork made its edit."""
+    meta = rp.run.metadata if isinstance(rp.run.metadata, dict) else {}
+    fork = meta.get("forked_from") or {}
+    kind = (fork.get("edit") or {}).get("kind")
+    hooks = MODEL if kind in ("message", "drop", "insert", "system", "model") else TOOL
+    return next((s.index for s in rp.steps[max(int(fork.get("step") or 0) - 1, 0):]
+                 if s.event.hook in hooks and s.event.phase == "enter"), None) if fork else None
+
+
 def _answer(rp: Replay, i: int) -> Any:
     tcid = rp.steps[i].event.tool_call_id
     return next((m for m in rp.run.messages if tcid and m.tool_call_id == tcid), None)
@@ -88,7 +147,32 @@ FACTS: list[tuple[str, Check]] = [
     (r"\(lap (\d+)\)|Lap (\d+) begins",
      lambda rp, i, m: int(m.group(1) or m.group(2)) == rp.steps[i].event.lap),
     (r"the graph is invoked|the graph returned|conditional edge",
-     lambda rp, i, m: bool(_hooks(rp.run) & set(HOOK_NAMES))),
+     lambda rp, i, m: bool(_hooks(rp.run) & set(HOOK_NAMES)) or _create_agent(rp.run)),
+    (r"a create_agent graph with no middleware hook",
+     lambda rp, i, m: _create_agent(rp.run) and not any(
+         e.middleware for e in rp.run.events if e.hook in HOOK_NAMES)),
+    # where the "tool calls?" edge goes: after_agent only for an agent that has that hook
+    (r"the conditional edge goes to (after_agent|END)\b",
+     lambda rp, i, m: _has_after_agent(rp.run) == (m.group(1) == "after_agent")),
+    # what the reply's tool calls became, up to the next model call
+    (r"which run them in parallel", lambda rp, i, m: _all_ran(*_reply_fate(rp, i))),
+    (r"Before any tool runs, the run pauses for a human",
+     lambda rp, i, m: _reply_fate(rp, i)[2]),
+    (r"only (\d+) of the (\d+) ran", lambda rp, i, m: [len(x) for x in _reply_fate(
+        rp, i)[1::-1]] == [int(m.group(1)), int(m.group(2))]),
+    (r"the subagent that ran inside this call", lambda rp, i, m: any(
+        c.parent_tool_call_id == rp.steps[i].event.tool_call_id for c in rp.run.children)),
+    (r"No parent run is recorded for this run",
+     lambda rp, i, m: rp.run.summary.parent_id is None),
+    # a fork's edit: at the call the fork's metadata points to; written in by "model" after
+    (r"This is where the fork made its edit", lambda rp, i, m: _fork_call(rp) == i),
+    (r"The fork's edit, made at step (\d+)", lambda rp, i, m: _fork_call(rp) == int(
+        m.group(1)) - 1 and rp.steps[i].event.hook == "history"
+     and rp.steps[i].event.payload.get("by") in ("model", None) and i > int(m.group(1)) - 1),
+    # a loop's tool result: pending at its exit, in the conversation at the step named
+    (r"Its result is not in the conversation yet .* at step (\d+)", lambda rp, i, m: _pending(
+        rp, i, rp.steps[i].event.tool_call_id) and not _pending(
+        rp, int(m.group(1)) - 1, rp.steps[i].event.tool_call_id)),
     (r"after_model\b", lambda rp, i, m: "after_model" in _hooks(rp.run)),
     (r"no after_agent", lambda rp, i, m: not any(
         s.event.hook == "after_agent" for s in rp.steps[i:])),
@@ -104,7 +188,8 @@ FACTS: list[tuple[str, Check]] = [
     (r"no ToolMessage with this call's id was sent back|No result for this call was sent",
      lambda rp, i, m: _answer(rp, i) is None),
     (r"the loop's code is called", lambda rp, i, m: not (_hooks(rp.run) & {
-        "before_model", "after_model", "wrap_model_call", "wrap_tool_call"})),
+        "before_model", "after_model", "wrap_model_call", "wrap_tool_call"})
+     and not _create_agent(rp.run)),
     (r"the messages show from step (\d+)",
      lambda rp, i, m: not rp.messages_at(0) and bool(rp.messages_at(int(m.group(1)) - 1))
      and not any(rp.messages_at(k) for k in range(int(m.group(1)) - 1))),
@@ -160,7 +245,13 @@ def test_every_caption_of_every_sample_is_true(sample_db: Path) -> None:
     for pattern in (r"[Tt]he run fail(s|ed)\b", r"called with (\d+) messages?\b",
                     r"asking for (\d+) tool calls?\b", r"\bjumped\b", r"TraceMiddleware",
                     r"[Tt]he loop's code caught the exception and went on",
-                    r"The loop ended right after its tools ran", r"Lap (\d+) begins"):
+                    r"The loop ended right after its tools ran", r"Lap (\d+) begins",
+                    r"which run them in parallel",
+                    r"Before any tool runs, the run pauses for a human",
+                    r"only (\d+) of the (\d+) ran", r"the subagent that ran inside this call",
+                    r"No parent run is recorded for this run",
+                    r"Its result is not in the conversation yet .* at step (\d+)",
+                    r"the conditional edge goes to (after_agent|END)\b"):
         assert seen.get(pattern), f"no caption of the samples says {pattern!r}"
 
 

@@ -15,7 +15,7 @@ step that left the standard edges, whether an event says a jump happened
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from tracer.vocab.hooks import HOOK_BY_NAME
@@ -23,10 +23,10 @@ from tracer.vocab.known_middleware import GENERIC, find
 from tracer.vocab.records import MODEL_HOOKS, TOOL_HOOKS
 from tracer.vocab.words import plural
 
-from .floorplan import describe
+from .floorplan import describe, hook_middleware
 from .graph_layout import is_jump, jump_steps, passable_points, route
 from .loader import Event, Run
-from .steps import Replay, run_shape
+from .steps import ForkEdit, Replay, is_create_agent, run_shape
 
 __all__ = ["ERROR_PATHS", "PROPAGATED", "PROPAGATES", "RunFacts", "caption", "captions",
            "step_captions", "tracer_names"]
@@ -72,9 +72,16 @@ class RunFacts:
     status: str  # the run's status (completed, error, interrupted, running)
     decides: str  # where the "tool calls?" edge starts: "after_model", or "the model node"
     lap_opens: frozenset[int] = frozenset()  # the seq of each lap's first before_model
+    # where the "tool calls?" edge goes when there are none: "after_agent" when the agent
+    # has an after_agent node (a middleware on that hook), else "END"
+    exit_node: str = "after_agent"
+    top_level: bool = True  # the run has no parent run
+    subagent_calls: frozenset[str] = frozenset()  # tool calls a subagent run ran inside
+    fork: ForkEdit | None = None  # where this run, a fork, made its edit
 
     @classmethod
-    def of(cls, run: Run, used_hooks: frozenset[str], tracers: frozenset[str]) -> RunFacts:
+    def of(cls, run: Run, used_hooks: frozenset[str], tracers: frozenset[str],
+           after_agent: bool | None = None) -> RunFacts:
         tm = any(e.middleware in tracers and e.phase in ("enter", "exit")
                  and (e.hook in MODEL_HOOKS or e.hook in TOOL_HOOKS) for e in run.events)
         after_model = any(e.hook == "after_model" for e in run.events)
@@ -82,9 +89,14 @@ class RunFacts:
         for e in run.events:
             if e.hook == "before_model":
                 firsts.setdefault(e.lap, e.seq)
+        if after_agent is None:  # (without the replay's stack: what fired)
+            after_agent = any(e.hook == "after_agent" for e in run.events)
         return cls(run_shape(run, used_hooks), run.summary.source == "callbacks", tm,
                    str(run.summary.status), "after_model" if after_model else "the model node",
-                   frozenset(firsts.values()))
+                   frozenset(firsts.values()), "after_agent" if after_agent else "END",
+                   run.summary.parent_id is None,
+                   frozenset(str(c.parent_tool_call_id) for c in run.children
+                             if c.parent_tool_call_id))
 
 
 def captions(replay: Replay) -> tuple[str, ...]:
@@ -106,7 +118,9 @@ step_captions = captions
 def _build(replay: Replay) -> tuple[str, ...]:
     run = replay.run
     tracers = tracer_names(run)
-    facts = RunFacts.of(run, replay.used_hooks, tracers)
+    facts = replace(RunFacts.of(run, replay.used_hooks, tracers,
+                                after_agent=bool(hook_middleware(replay)["after_agent"])),
+                    fork=replay.fork_edit)
     offers = _tool_offers(run)
     said: list[str] = []
     last_ai_calls = 0
@@ -165,6 +179,10 @@ def _start_caption(replay: Replay, facts: RunFacts, said: str) -> str:
     elif facts.shape == "loop":
         start = ("The run starts: the loop's code is called (no graph and no middleware "
                  "hooks: the callback handler records its model and tool calls).")
+    elif not replay.used_hooks and is_create_agent(replay.run):
+        start = ("The run starts: the agent's graph is invoked (a create_agent graph with no "
+                 "middleware hook: the callback handler records its model and tool calls, "
+                 "and the hooks it has none on are drawn as points it passes).")
     else:
         start = "The run starts: the agent's graph is invoked."
     if replay.messages_at(0):
@@ -332,7 +350,7 @@ def tracer_names(run: Run) -> frozenset[str]:
         and (e.hook in MODEL_HOOKS or e.hook in TOOL_HOOKS)})
 
 
-def _known_sentence(ev: Event, tracers: frozenset[str]) -> str | None:
+def _known_sentence(ev: Event, tracers: frozenset[str], top_level: bool = True) -> str | None:
     """What another middleware's hook does (``tracer.vocab.known_middleware``) and what it did
     at this firing; None for looptrace's own hooks and for events of no middleware."""
     if not ev.middleware or ev.middleware in tracers or ev.hook not in HOOK_BY_NAME:
@@ -344,7 +362,9 @@ def _known_sentence(ev: Event, tracers: frozenset[str]) -> str | None:
     said = f"{ev.hook} of {who}: it {role}."
     if ev.phase not in ("interrupt", "error", "layer"):
         said += f" Here it {describe(ev)}."
-    if k is not None and k.note:
+    if k is not None and k.top_level and top_level and ev.hook == "after_agent":
+        said += f" {k.top_level}"
+    elif k is not None and k.note:
         said += f" ({k.note})"
     return said
 
@@ -406,7 +426,7 @@ def caption(ev: Event, run: Run, tool_calls: int = 0, *,
     purpose = f"{ev.hook} {hook.purpose}" if hook else ""
     dur = f" in {ev.duration_ms:.1f} ms" if ev.duration_ms is not None else ""
     who = f" ({ev.middleware})" if ev.middleware else ""
-    known = _known_sentence(ev, tracers)
+    known = _known_sentence(ev, tracers, facts.top_level)
     if ev.phase == "error" and ev.hook == "run":
         if loop:
             return (f"The run failed: {p.get('error', 'an exception')} came out of the loop "
@@ -437,6 +457,12 @@ def caption(ev: Event, run: Run, tool_calls: int = 0, *,
         return ("The thread resumed with a human decision; the loop continues where it "
                 "paused (no before_agent fires on resume).")
     if ev.hook == "history":
+        f = facts.fork
+        if f is not None and ev.seq == f.written:
+            return (f"The fork's edit, made at step {f.index + 1} ({f.what}), is written into "
+                    "the state here, as the model call ends: the fork's own layer "
+                    "(looptrace's ReplayMiddleware, outermost) keeps it, so the conversation "
+                    "holds the edited version from here on.")
         return _history_caption(p, facts)
     if ev.phase == "layer":
         return f"{_layer_caption(ev, p)} {known}" if known else _layer_caption(ev, p)
@@ -468,7 +494,7 @@ def caption(ev: Event, run: Run, tool_calls: int = 0, *,
             n = p.get("messages", "?")
             return (f"{purpose} The model is called with {plural(n, 'message')}"
                     f"{' and the system prompt' if p.get('system') or p.get('system_same') else ''}"
-                    f" (lap {ev.lap}).").strip()
+                    f" (lap {ev.lap}).{_fork_note(ev, facts)}").strip()
         n = int(p.get("tool_calls") or 0)
         usage = p.get("usage") or {}
         tok = f", {usage.get('total_tokens')} tokens" if usage.get("total_tokens") else ""
@@ -480,8 +506,7 @@ def caption(ev: Event, run: Run, tool_calls: int = 0, *,
             if loop:
                 return (f"{asked} The loop runs {'them' if n > 1 else 'it'} and sends one "
                         "result per call back, each with the call's id.")
-            return (f"{asked} The conditional edge after {facts.decides} will route to tools"
-                    f"{', which run them in parallel' if n > 1 else ''}.")
+            return f"{asked} {_after_reply(run, ev, facts, n)}"
         if loop:
             return (f"The model answered in plain text{dur}{tok}: no tool calls, so the loop "
                     f"stops here.{by}")
@@ -492,7 +517,8 @@ def caption(ev: Event, run: Run, tool_calls: int = 0, *,
         if ev.phase == "enter":
             unknown = "" if p.get("known_tool", True) else " (not a tool the agent has!)"
             return (f"{purpose} Tool call {name}{unknown} starts with id {ev.tool_call_id}."
-                    f"{_hidden_note(offers or _tool_offers(run), ev, str(name))}").strip()
+                    f"{_hidden_note(offers or _tool_offers(run), ev, str(name))}"
+                    f"{_fork_note(ev, facts)}").strip()
         status = p.get("status")
         if status == "error":
             path = ERROR_PATHS.get(str(p.get("error_path")))
@@ -502,27 +528,97 @@ def caption(ev: Event, run: Run, tool_calls: int = 0, *,
             return f"{said}; the error is fed back to the model on the next lap."
         if p.get("command"):
             answered = any(m.tool_call_id == ev.tool_call_id for m in run.messages)
-            return (f"The tool returned a Command{dur} that updates the state (a subagent's "
-                    "result arrives this way)"
+            sub = (" (the result of the subagent that ran inside this call arrives this way)"
+                   if ev.tool_call_id in facts.subagent_calls else "")
+            return (f"The tool returned a Command{dur} that updates the state{sub}"
                     + ("; its update carries the ToolMessage that answers this call (same "
                        "tool_call_id), as ToolNode requires: every tool call must be answered."
                        if answered else "."))
         if loop:
-            answered = any(m.tool_call_id == ev.tool_call_id for m in run.messages)
+            answer = next((m for m in run.messages if m.tool_call_id == ev.tool_call_id),
+                          None)
+            if answer is not None and answer.seq > ev.seq:
+                # (the loop appends the result itself: looptrace reads it when it is sent)
+                at = next((k for k, e in enumerate(run.events) if e.seq >= answer.seq), None)
+                when = f", at step {at + 1}" if at is not None else ""
+                return (f"The tool call {ev.tool_call_id} returned{dur}. Its result is not in "
+                        "the conversation yet (the call shows as pending): the loop appends "
+                        "the ToolMessage itself, and looptrace reads it with the next model "
+                        f"call{when}, which sends it back with the call's id.")
             return (f"The tool call {ev.tool_call_id} returned{dur}; "
                     + ("the loop sends its result back in a ToolMessage with the call's id."
-                       if answered else "no ToolMessage with this call's id was sent back: "
-                       "the model cannot match a result to this call."))
+                       if answer is not None else "no ToolMessage with this call's id was "
+                       "sent back: the model cannot match a result to this call."))
         return (f"The tool call {ev.tool_call_id} returned{dur}; its ToolMessage answers the "
                 "call with the same tool_call_id.")
     if known:
         purpose, who = known, ""
     if ev.hook == "after_model":
-        nxt = "tools" if tool_calls else "after_agent"
-        return f"{purpose}{who} Next, the conditional edge goes to {nxt}."
+        nxt = "tools" if tool_calls else facts.exit_node
+        why = " (this agent has no after_agent hook)" if nxt == "END" else ""
+        return f"{purpose}{who} Next, the conditional edge goes to {nxt}{why}."
     if ev.hook == "before_model" and ev.seq in facts.lap_opens:  # (its first, not each)
         return f"{purpose}{who} Lap {ev.lap} begins."
     return f"{purpose}{who}".strip()
+
+
+def _after_reply(run: Run, ev: Event, facts: RunFacts, n: int) -> str:
+    """What became of the ``n`` tool calls a model reply asked for, as the record shows it:
+    the route to tools, a pause for a human first, and which of them ran (up to the next
+    model call)."""
+    asked = [str(c.get("id")) for m in run.messages_by_seq.get(ev.seq, ())
+             for c in m.tool_calls if c.get("id")]
+    ran: list[str] = []
+    names: dict[str, str] = {}
+    paused = ended = False
+    for e in run.events:
+        if e.seq <= ev.seq:
+            continue
+        if e.hook in MODEL_HOOKS and e.phase == "enter":
+            break
+        if e.phase == "interrupt" or e.hook == "interrupt":
+            paused = paused or not ran
+        if e.hook == "run" and e.phase in ("end", "error"):
+            ended = True
+        if e.hook in TOOL_HOOKS and e.phase == "enter" and e.tool_call_id in asked and (
+                e.tool_call_id not in ran):
+            ran.append(str(e.tool_call_id))
+            p = e.payload if isinstance(e.payload, dict) else {}
+            names[str(e.tool_call_id)] = str(p.get("name") or e.tool_call_id)
+    route = f"The conditional edge after {facts.decides} routes to tools"
+    if paused:
+        route = (f"Before any tool runs, the run pauses for a human (an interrupt at "
+                 f"{facts.decides})")
+        if not ran:
+            return route + ("; no tool of this reply ran in this run." if ended or
+                            any(e.seq > ev.seq for e in run.events if e.hook == "resume")
+                            else ".")
+    if len(ran) == len(asked) and ran:
+        if paused:
+            return f"{route}; after the resume, tools runs {'them all' if n > 1 else 'it'}."
+        return route + (", which run them in parallel." if n > 1 else ".")
+    if not ran:
+        return (f"{route.replace('routes', 'would route')}, but no tool of this reply ran "
+                "in this run.")
+    which = ", ".join(names[c] for c in ran)
+    then = "after the resume, " if paused else ""
+    rest = [c for c in asked if c not in ran]
+    answered = {m.tool_call_id for m in run.messages if m.tool_call_id in rest}
+    one = len(rest) == 1
+    what = (("the other was" if one else "the others were") + " answered without running"
+            if len(answered) == len(rest) else
+            ("the other got" if one else "the others got") + " no result from a tool")
+    return f"{route}; {then}only {len(ran)} of the {n} ran ({which}): {what}."
+
+
+def _fork_note(ev: Event, facts: RunFacts) -> str:
+    """At the call where a fork made its edit: the edit, said from the fork's record."""
+    f = facts.fork
+    if f is None or ev.seq != f.seq:
+        return ""
+    call = "model" if ev.hook in MODEL_HOOKS else "tool"
+    return (f" This is where the fork made its edit (looptrace replay --at): {f.what}. The "
+            f"{call} call gets the edited version; the steps before it came from the record.")
 
 
 def _tool_offers(run: Run) -> tuple[list[int], list[Any]]:

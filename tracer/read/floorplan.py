@@ -147,9 +147,10 @@ def _inferred(events: list[Event]) -> list[dict[str, Any]]:
     for name in names:
         hooks = set(seen[name])
         k = find(name, next(iter(sorted(hooks))) if hooks else None)
-        if k is not None and hooks <= set(k.roles):
+        lean = name in tracers and not hooks & set(NODE_HOOKS)
+        if k is not None and hooks <= set(k.roles) and not lean:
             hooks |= set(k.roles)  # the class's other hooks: facts of the table
-        if name in tracers:
+        if name in tracers:  # (a lean one, under the same name, has its wrap hooks only)
             hooks |= set(WRAP_HOOKS)
         out.append({"name": name, "class": k.cls if k else None,
                     "module": k.module if k else None,
@@ -274,9 +275,12 @@ def floor_plan(replay: Replay, step: int) -> list[Row]:
                          ACTIVE if in_call else FIRED if started else
                          LATER if spans else NEVER)
                 if not e.tracer and not n:
-                    note = ("every call passes through it; it changed nothing looptrace saw"
-                            if info.layered else "a wrap hook is not a graph node: record "
-                            "what this layer does with trace.around(...)")
+                    # (said of this layer alone, in its own cell: another layer on this
+                    # hook may have changed the call at this very step)
+                    note = (f"every call passes through {e.name}; it changed nothing "
+                            "looptrace saw up to this step" if info.layered else
+                            "a wrap hook is not a graph node: record what this layer "
+                            "does with trace.around(...)")
             else:
                 seeable = e.tracer or info.callbacks
                 fired = n

@@ -30,7 +30,10 @@ with ``model>END`` (or ``tools>END``), never through ``after_agent``.
 Nothing enters ``START``: a step that lands there (a new invocation) draws no edge.
 
 Two shapes (``shape(replay)``). A run with middleware hooks is drawn as the
-``create_agent`` graph above (shape ``"agent"``). A run without any (a hand-rolled
+``create_agent`` graph above (shape ``"agent"``), and so is a ``create_agent`` graph
+without any middleware whose start says so (``looptrace run``'s callback handler records
+``graph``: ``is_create_agent``): every hook is a pass-through point there. A run without
+any middleware hook (a hand-rolled
 loop or a plain graph recorded by the callback handler, a loop seen through its
 traffic or its spans) is drawn as the loop it is (shape ``"loop"``, ``LOOP_NODES``):
 START, the model, the "tool calls?" decision, the tools and the back edge to the
@@ -52,7 +55,7 @@ from tracer.vocab.graph_shape import GRAPH_EDGES, GRAPH_NODES
 from tracer.vocab.hooks import HOOK_BY_NAME
 
 from .floorplan import ORDER, hook_middleware
-from .steps import Replay, run_shape
+from .steps import Replay, is_create_agent, run_shape
 
 # Node boxes: name -> (centre x, centre y, width, height, label, shape)
 NODES: dict[str, tuple[int, int, int, int, str, str]] = {
@@ -278,8 +281,8 @@ def passable_points(replay: Replay) -> frozenset[str]:
     """The nodes a step may pass through in this run (see the module docstring)."""
     on = _on_stack(replay)
     points = frozenset(p for p in POINTS if p not in replay.used_hooks and p not in on)
-    if not has_middleware_hooks(replay):
-        points -= NOT_POINTS_WITHOUT_MIDDLEWARE
+    if not has_middleware_hooks(replay) and not is_create_agent(replay.run):
+        points -= NOT_POINTS_WITHOUT_MIDDLEWARE  # (create_agent's hooks stay points)
     return points
 
 

@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from tracer.vocab.graph_shape import EPHEMERAL_BY, EPHEMERAL_KEYS
+
 CONTEXT_KEY = "@runtime.context"  # (tracer.record.state_keys writes them: the same names)
 ENTRIES = "looptrace_entries"
 STORE_PREFIX = "@store:"  # a LangGraph store item's versions (tracer.record.basestore)
@@ -152,12 +154,20 @@ class StateLog:
         return self.at(self._seqs[-1]) if self._seqs else {}
 
 
+def _credited(v: StateVersion) -> StateVersion:
+    """``v``, its removal of an ephemeral key credited to LangGraph: the record names the
+    node that ran last (the tracer's own ``after_agent``, say), which removed nothing."""
+    if v.hash is None and v.key in EPHEMERAL_KEYS:
+        return StateVersion(v.seq, v.key, None, EPHEMERAL_BY, v.tool_call_id)
+    return v
+
+
 def load_state(query: Callable[[str, Any], list[tuple[Any, ...]]], run_id: str) -> StateLog:
     """A run's state versions and values (``query``: ``TraceDB._query``); an empty log
     for a file older than schema 4 (read-only files are not migrated)."""
     if not query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'state'", ()):
         return StateLog()
-    versions = [StateVersion(*row) for row in query(
+    versions = [_credited(StateVersion(*row)) for row in query(
         "SELECT seq, key, hash, by, tool_call_id FROM state WHERE run_id = ? ORDER BY seq, key",
         [run_id])]
     texts = dict(query("SELECT hash, data FROM state_values WHERE run_id = ?", [run_id])) \

@@ -25,18 +25,31 @@ from tracer.vocab.words import plural
 
 from .loader import Event, Message, Run
 
-__all__ = ["GRAPH_EDGES", "GRAPH_NODES", "HOOK_NODE", "NODE_HOOKS", "STEP_KINDS", "Replay",
-           "Step", "build_replay", "inline_message", "plural", "run_shape"]
+__all__ = ["GRAPH_EDGES", "GRAPH_NODES", "HOOK_NODE", "NODE_HOOKS", "STEP_KINDS", "ForkEdit",
+           "Replay", "Step", "build_replay", "fork_edit", "inline_message", "is_create_agent", "plural",
+           "run_shape"]
 
 T = TypeVar("T")
+
+def is_create_agent(run: Run) -> bool:
+    """The run is a ``create_agent`` graph, as its start says (the callback handler
+    records ``graph``), whether or not any middleware hook fired in it."""
+    for e in run.events[:3]:  # (the run's start comes first)
+        if e.hook == "run" and e.phase == "start":
+            return isinstance(e.payload, dict) and e.payload.get("graph") == "create_agent"
+    return False
+
 
 def run_shape(run: Run, used_hooks: frozenset[str]) -> str:
     """``"loop"`` for a run without any middleware hook (a hand-rolled loop or plain
     graph recorded by the callback handler, a loop seen through its traffic or
-    spans), else ``"agent"`` (a ``create_agent`` graph with its hooks)."""
-    if run.observed or not (used_hooks or any(e.hook in NODE_HOOKS for e in run.events)):
+    spans), else ``"agent"`` (a ``create_agent`` graph: with its hooks, or without any
+    middleware, as its start says, ``is_create_agent``)."""
+    if run.observed:
         return "loop"
-    return "agent"
+    if used_hooks or any(e.hook in NODE_HOOKS for e in run.events) or is_create_agent(run):
+        return "agent"
+    return "loop"
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +65,74 @@ class Step:
     active_tools: tuple[str, ...]  # tool_call_ids in flight
     kind: str
     new_keys: tuple[str, ...]  # message keys that this step added
+
+
+# A fork's edits on the model call (``tracer.whatif.rerun.EDIT_KINDS``), and those of
+# them the fork writes into the conversation (a state update at the call it edits).
+_MODEL_EDITS = frozenset({"message", "drop", "insert", "system", "model"})
+_TOOL_EDITS = frozenset({"tool_result", "tool_args"})
+_MESSAGE_EDITS = frozenset({"message", "drop", "insert"})
+
+
+@dataclass(frozen=True, slots=True)
+class ForkEdit:
+    """Where a fork (``looptrace replay RUN --at N`` with an edit) made its edit, as its
+    record says: the run's ``forked_from`` metadata and the call at or after step N."""
+
+    index: int  # the step of the call the edit was made at (its enter)
+    seq: int  # that step's event
+    edit: dict[str, Any]  # the edit as the fork recorded it (``Edit.to_json``)
+    written: int | None  # the seq of the history event that wrote it into the state
+
+    @property
+    def what(self) -> str:
+        """The edit in words: "the message at position 0 of the request replaced by ..."."""
+        e = self.edit
+        kind, pos = str(e.get("kind", "edit")), e.get("position")
+        text = " ".join(str(e.get("text") or "").split())
+        text = f"“{text[:60]}{'…' if len(text) > 60 else ''}”"
+        return {"message": f"the message at position {pos} of the request replaced by {text}",
+                "drop": f"the message at position {pos} of the request dropped",
+                "insert": f"a {e.get('role', 'human')} message {text} inserted at position "
+                          f"{pos} of the request",
+                "system": f"the system prompt replaced by {text}",
+                "model": f"the model swapped for {e.get('model', '?')}",
+                "tool_result": f"the tool call's result replaced by {text}",
+                "tool_args": f"the tool call's arguments changed to {e.get('args')}",
+                }.get(kind, kind.replace("_", " "))
+
+
+def fork_edit(run: Run) -> ForkEdit | None:
+    """Where the fork ``run`` made its edit (None: not a fork, an edit of the middleware
+    list, which has no one step, or no call at or after the fork's step)."""
+    meta = run.metadata if isinstance(run.metadata, dict) else {}
+    fork = meta.get("forked_from")
+    if not isinstance(fork, dict):
+        return None
+    edit, step = fork.get("edit"), fork.get("step")
+    if not isinstance(edit, dict) or not isinstance(step, int):
+        return None
+    kind = edit.get("kind")
+    hooks = MODEL_HOOKS if kind in _MODEL_EDITS else TOOL_HOOKS if kind in _TOOL_EDITS else None
+    if hooks is None:
+        return None
+    # (the steps before the fork's come from the record: the same steps as the run it forks)
+    events = run.events
+    at = next((i for i in range(max(step - 1, 0), len(events))
+               if events[i].hook in hooks and events[i].phase == "enter"), None)
+    if at is None:
+        return None
+    written = None
+    if kind in _MESSAGE_EDITS:  # (the fork's own layer writes it in as the call ends)
+        for e in events[at + 1:]:
+            if e.hook in MODEL_HOOKS and e.phase == "enter":
+                break
+            # (named "model" with the callback handler attached; unnamed without it)
+            if e.hook == "history" and isinstance(e.payload, dict) and e.payload.get(
+                    "by") in ("model", None):
+                written = e.seq
+                break
+    return ForkEdit(at, events[at].seq, dict(edit), written)
 
 
 @dataclass
@@ -160,12 +241,26 @@ class Replay:
         return high, low
 
     def version_at(self, m: Message, seq: int) -> Message:
-        """Message ``m`` as it was at ``seq`` (its latest version recorded by then)."""
+        """Message ``m`` as it was at ``seq`` (its latest version recorded by then; a
+        fork's edit from the call it was made at, ``fork_edit``)."""
+        moved = self._fork_moved
         for v in self._versions.get(m.key, ()):
-            if v.seq > seq:
+            if moved.get(v.seq, v.seq) > seq:
                 break
             m = v
         return m
+
+    @cached_property
+    def fork_edit(self) -> ForkEdit | None:
+        """Where this run, a fork, made its edit (``fork_edit``); None for another run."""
+        return fork_edit(self.run)
+
+    @cached_property
+    def _fork_moved(self) -> dict[int, int]:
+        """The seq of the history event that wrote a fork's edit into the state -> the
+        seq of the call the edit was made at: the edited message shows from there on."""
+        f = self.fork_edit
+        return {f.written: f.seq} if f is not None and f.written is not None else {}
 
     def sent_at(self, ev: Event) -> list[Message]:
         """The messages a rewritten model request carried: its keys, each message in
@@ -234,12 +329,18 @@ class Replay:
         a later version (which one, and who made it), or the form a rewritten model
         request carried. None for a message as first recorded."""
         versions = self._versions.get(m.key, ())
+        f = self.fork_edit
         for i, v in enumerate(versions):
             if v is m:
+                if f is not None and m.seq == f.written:
+                    return (f"version {i + 2}, the fork's edit at step {f.index + 1} "
+                            f"({f.what})")
                 ev = self._event_by_seq.get(m.seq)
                 return f"version {i + 2}, changed {_who(ev)}" if ev else f"version {i + 2}"
         if id(m) in self._first_ids:
             return None
+        if f is not None and m.seq == f.seq and f.written is not None:
+            return f"as the model received it: the fork's edit ({f.what})"
         return "as the model received it: a layer of the model call changed it"
 
     @cached_property

@@ -36,6 +36,8 @@ from .recorder import (
 )
 from .state_keys import note_state, note_tool_end
 
+# what ``create_agent`` puts in its graph's metadata (``ls_integration``)
+CREATE_AGENT = "langchain_create_agent"
 _SKIP_NODES = frozenset({"model", "tools", "__start__", "__end__"})
 _Entry = TypeVar("_Entry")  # what a model or tool call's start keeps until its end
 
@@ -172,6 +174,8 @@ class TraceCallbackHandler(BaseCallbackHandler):
                         metadata=user_metadata(meta) if prun is None else None,
                     )
                     payload: dict[str, Any] = {"name": name}
+                    if meta.get("ls_integration") == CREATE_AGENT:  # (not a loop of its own)
+                        payload["graph"] = "create_agent"
                     if prun is None and self._stack is not None:  # the attached agent's own
                         payload["stack"] = self._stacks.get(str(name), self._stack)
                     rec.event(run, "run", "start", payload=payload)

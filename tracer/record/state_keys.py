@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tracer.db.state_rows import GONE, StateMemory, StateRecord
+from tracer.vocab.graph_shape import EPHEMERAL_KEYS
 
 # The keys kept elsewhere: the conversation (``tracer.record.recorder``).
 SKIP_KEYS = frozenset({"messages"})
@@ -37,10 +38,9 @@ def memory_of(run: Any) -> StateMemory:
     return mem
 
 
-# The keys that never outlive a step (``create_agent``'s ``jump_to`` is an
-# ``EphemeralValue``): gone from the final state even where the graph's output, which
-# leaves out the private keys, cannot say so.
-EPHEMERAL_KEYS = ("jump_to",)
+# The keys that never outlive a step (``EPHEMERAL_KEYS``, ``tracer.vocab.graph_shape``):
+# gone from the final state even where the graph's output, which leaves out the private
+# keys, cannot say so.
 
 
 def note_state(rec: Any, run: Any, seq: int, state: Any, *, by: str | None = None,

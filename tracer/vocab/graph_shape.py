@@ -41,4 +41,11 @@ STEP_KINDS = ("model", "tool", "error", "interrupt", "hook", "run")
 # The hooks that are graph nodes of their own (a wrap hook is the node it wraps).
 NODE_HOOKS = frozenset(h.name for h in HOOK_BY_NAME.values() if h.kind == "node")
 
-__all__ = ["GRAPH_EDGES", "GRAPH_NODES", "HOOK_NODE", "NODE_HOOKS", "STEP_KINDS"]
+# The state keys that never outlive a step (``create_agent``'s ``jump_to`` is an
+# ``EphemeralValue`` channel): LangGraph clears them itself after the step that wrote them,
+# so their removal is no hook's doing (``EPHEMERAL_BY`` says who, on the read side).
+EPHEMERAL_KEYS = ("jump_to",)
+EPHEMERAL_BY = "LangGraph (an ephemeral channel: the graph clears it after one step)"
+
+__all__ = ["EPHEMERAL_BY", "EPHEMERAL_KEYS", "GRAPH_EDGES", "GRAPH_NODES", "HOOK_NODE",
+           "NODE_HOOKS", "STEP_KINDS"]

@@ -32,6 +32,9 @@ class Known:
     roles: dict[str, str] = field(default_factory=dict)  # hook -> what it does there
     name: str | None = None  # the name it is recorded under, when not the class name
     note: str = ""  # a difference worth saying (LangChain vs Deep Agents)
+    # said instead of ``note`` in a run that no recorded run started (a top-level run),
+    # where a role that acts only for a parent agent does nothing
+    top_level: str = ""
 
     @property
     def recorded_name(self) -> str:
@@ -203,9 +206,13 @@ KNOWN: tuple[Known, ...] = (
            "wrap_model_call": "adds the async subagents' instructions to the system prompt"}),
     Known("_ParentNotifierMiddleware", _DA + "_parent_notifier", "Deep Agents",
           "wakes the agent that started this run in the background",
-          {"after_agent": "tells the parent agent that started this run (start_async_task) "
-                          "that it ended; passes through otherwise",
-           "wrap_model_call": "passes through (it acts on the async path only)"}),
+          {"after_agent": "tells the agent that started this run in the background "
+                          "(start_async_task), if one did, that it ended; passes through "
+                          "otherwise",
+           "wrap_model_call": "passes through (it acts on the async path only)"},
+          top_level="No parent run is recorded for this run (it was not started as a "
+                    "background task of another recorded agent), so there is no parent to "
+                    "tell: it passes through."),
     Known("_LazyAnthropicPromptCachingMiddleware", _DA + "_prompt_caching", "Deep Agents",
           "Anthropic's prompt cache, imported only when an Anthropic model is used",
           {"wrap_model_call": "adds cache_control markers when the model is Anthropic's "

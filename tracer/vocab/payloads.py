@@ -149,11 +149,15 @@ class HistoryPayload(TypedDict, total=False):
 
 
 class RunStartPayload(TypedDict, total=False):
-    """A run's start: its name, the agent's middleware stack, or ``continued``."""
+    """A run's start: its name, the agent's middleware stack, or ``continued``; ``graph``:
+    ``"create_agent"`` when the callback handler saw a ``create_agent`` graph start (its
+    ``ls_integration``), so that one without middleware is not taken for a hand-rolled
+    loop."""
 
     name: str | None
     stack: Any
     continued: bool
+    graph: str
 
 
 class RunEndPayload(TypedDict, total=False):
