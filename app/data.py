@@ -9,11 +9,11 @@ Loads are cached per (database path, run id, database stamp): the stamp changes
 whenever the file (or its WAL) is written, so a run still being recorded is
 reloaded and a finished one never is.
 
-The read side's names (``EXPORTS``: name -> the ``tracer`` module that defines
-it) are imported when first used (PEP 562), so a page imports only what it
-shows: the Runs page never imports the wire formats' adapters (LangChain's
-provider packages, about 2 s). ``preload()`` imports them all (``app/serve.py``
-calls it before the server listens).
+The read side's names are imported here, once, with the rest, except the two modules
+that import LangChain's provider adapters (``tracer.wire.render``, ``tracer.wire.view``:
+about 2 s): their names (``EXPORTS``: name -> module) are imported when first used
+(PEP 562), so the Runs page never waits for them. ``preload()`` imports them
+(``app/serve.py`` calls it before the server listens).
 """
 
 from __future__ import annotations
@@ -25,46 +25,43 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import streamlit as st
 
+from tracer.checks.run import Finding, check_replay, check_run, findings_for
 from tracer.checks.saved import health_badge, stored_health
 from tracer.db.notes import Note
 from tracer.db.notes import add_note as _add_note
 from tracer.errors import LooptraceError, NotALooptraceDatabase, RunNotFound
 from tracer.interop.exchange import build_sample_db, sample_db_path, sample_files
+from tracer.read.captions import captions
 from tracer.read.cost import Cost, RunCost, cost_difference, money, prices_stamp, run_costs
-from tracer.read.fork_links import Fork, forks_among
+from tracer.read.diff import Divergence, RunDiff, diff_replays, message_text
+from tracer.read.floorplan import (
+    ACTIVE,
+    NOW,
+    STATE_LABEL,
+    UNSEEN,
+    Cell,
+    Row,
+    floor_plan,
+    run_stack,
+)
+from tracer.read.fork_links import AGENT_ENV, Fork, fork_argv, forks_among, origin_of
 from tracer.read.fork_links import forks_of as _forks_of
-from tracer.read.loader import Run, RunSummary, TraceDB
+from tracer.read.graph_layout import drawing, shape
+from tracer.read.loader import Run, RunSummary, TraceDB, content_text
+from tracer.read.palette import KIND_COLOURS, colour_map
 from tracer.read.run_list import HEALTH_CLASSES, RunFilter
-from tracer.read.steps import Replay, build_replay
+from tracer.read.state_at import key_label
+from tracer.read.steps import Replay, build_replay, plural
 from tracer.read.threads import Thread, ThreadSummary, Turn, list_threads, load_thread
+from tracer.read.tool_life import signature_note, tool_life
+from tracer.replayer import KIND_LETTER, STEP_MS, kinds, replay_json, script, style
+from tracer.vocab.records import MODEL_HOOKS, TOOL_HOOKS
+from tracer.wire.annotate import annotated_text, earlier_turns
+from tracer.wire.providers import PROVIDERS
 
 from .safe import md_escape
 
 if TYPE_CHECKING:  # (imported on first use: ``EXPORTS``; listed here for the type checker)
-    from tracer.checks.run import Finding, check_replay, check_run
-    from tracer.read.captions import captions
-    from tracer.read.diff import Divergence, RunDiff, diff_replays, message_text
-    from tracer.read.floorplan import (
-        ACTIVE,
-        NOW,
-        STATE_LABEL,
-        UNSEEN,
-        Cell,
-        Row,
-        floor_plan,
-        run_stack,
-    )
-    from tracer.read.fork_links import AGENT_ENV, fork_argv, origin_of
-    from tracer.read.graph_layout import drawing, shape
-    from tracer.read.loader import content_text
-    from tracer.read.palette import KIND_COLOURS, colour_map
-    from tracer.read.state_at import key_label
-    from tracer.read.steps import plural
-    from tracer.read.tool_life import signature_note, tool_life
-    from tracer.replayer import KIND_LETTER, STEP_MS, kinds, replay_json, script, style
-    from tracer.vocab.records import MODEL_HOOKS, TOOL_HOOKS
-    from tracer.wire.annotate import annotated_text, earlier_turns
-    from tracer.wire.providers import PROVIDERS
     from tracer.wire.render import call_at, model_call_events
     from tracer.wire.view import (
         CAPTURED,
@@ -185,27 +182,10 @@ __all__ = [
 ]
 
 EXPORTS: dict[str, str] = {
-    "captions": "tracer.read.captions",
-    **dict.fromkeys(("Finding", "check_replay", "check_run"), "tracer.checks.run"),
-    **dict.fromkeys(("Divergence", "RunDiff", "diff_replays", "message_text"), "tracer.read.diff"),
-    **dict.fromkeys(("ACTIVE", "NOW", "STATE_LABEL", "UNSEEN", "Cell", "Row", "floor_plan",
-                     "run_stack"),
-                    "tracer.read.floorplan"),
-    **dict.fromkeys(("AGENT_ENV", "fork_argv", "origin_of"), "tracer.read.fork_links"),
-    **dict.fromkeys(("drawing", "shape"), "tracer.read.graph_layout"),
-    "content_text": "tracer.read.loader",
-    **dict.fromkeys(("KIND_COLOURS", "colour_map"), "tracer.read.palette"),
-    **dict.fromkeys(("MODEL_HOOKS", "TOOL_HOOKS"), "tracer.vocab.records"),
-    "plural": "tracer.read.steps",
-    **dict.fromkeys(("KIND_LETTER", "STEP_MS", "kinds", "replay_json", "script", "style"),
-                    "tracer.replayer"),
-    "key_label": "tracer.read.state_at",
-    **dict.fromkeys(("signature_note", "tool_life"), "tracer.read.tool_life"),
-    **dict.fromkeys(("annotated_text", "earlier_turns"), "tracer.wire.annotate"),
-    "PROVIDERS": "tracer.wire.providers",
     **dict.fromkeys(("call_at", "model_call_events"), "tracer.wire.render"),
     **dict.fromkeys(("CAPTURED", "LANGCHAIN", "RECORDED", "RENDERED", "ProviderBody",
-                     "TurnView", "aspect_rows", "body_diff", "turn_label", "turn_view"), "tracer.wire.view"),
+                     "TurnView", "aspect_rows", "body_diff", "turn_label", "turn_view"),
+                    "tracer.wire.view"),
 }
 
 
@@ -221,8 +201,8 @@ def __getattr__(name: str) -> Any:
 
 
 def preload() -> None:
-    """Import every module of the read side the pages take names from (``EXPORTS``):
-    what a first visit would otherwise wait for."""
+    """Import the modules of ``EXPORTS`` (the provider adapters): what a first visit
+    to the Wire page would otherwise wait for."""
     for module in dict.fromkeys(EXPORTS.values()):
         importlib.import_module(module)
 
@@ -399,8 +379,6 @@ def _health(path: str, stamp: Any, run_ids: tuple[str, ...]) -> dict[str, str]:
         out = stored_health(db, run_ids)
         rest = [r for r in run_ids if r not in out]
         if rest:  # found now (and kept, for the runs that have ended)
-            from tracer.checks.run import findings_for
-
             for rid, found in findings_for(db, rest).items():
                 out[rid] = health_badge(found)  # (the one health function)
     return out

@@ -238,9 +238,9 @@ def record_three_turn_thread(db: str | Path, thread_id: str = "trip") -> list[st
 
 
 def record_hitl_thread(db: str | Path) -> str:
-    """Record truth_kit's ``hitl_edit`` (an interrupt before ``send_email``, resumed with an
+    """Record ``truth.scenarios``' ``hitl_edit`` (an interrupt before ``send_email``, resumed with an
     ``edit`` decision; thread ``truth-hitl``) through ``TraceMiddleware``; the run id."""
-    from truth_kit import run_truth
+    from truth.run import run_truth
 
     from tracer import TraceMiddleware
 

@@ -9,7 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from blockbuster import blockbuster_ctx
-from truth_kit import _RECORDER, SCENARIOS, Recorder, arun_truth, run_truth
+from truth.model import RECORDER, Recorder
+from truth.run import arun_truth, run_truth
+from truth.scenarios import SCENARIOS
 
 from tracer import TraceMiddleware
 from tracer.read.loader import TraceDB
@@ -64,11 +66,11 @@ class TruthAgent:
 
     def factory(self, middleware: Any = None) -> Any:
         stack = list(middleware) if middleware is not None else [self.trace]
-        token = _RECORDER.set(self.calls)
+        token = RECORDER.set(self.calls)
         try:
             agent = SCENARIOS[self.name].build(stack, position=self.position)
         finally:
-            _RECORDER.reset(token)
+            RECORDER.reset(token)
         return agent.with_config(callbacks=self.callbacks)
 
     def make_factory(self) -> Any:

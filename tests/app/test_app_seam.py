@@ -1,9 +1,10 @@
 """``app/`` reads the tracer through one module: ``app/data.py``.
 
 Every other module of ``app/`` takes the read side's names from ``app.data``
-(``from .data import Replay``), never from ``tracer`` itself; ``app.data`` imports
-the names the panes use on first use (``EXPORTS``), so importing it imports no
-wire-format adapter.
+(``from .data import Replay``), never from ``tracer`` itself. ``app.data`` imports
+them when it is imported, except those of the modules that import LangChain (the
+wire formats' adapters), which it imports on first use (``EXPORTS``): importing it
+imports no LangChain, and only those modules are lazy.
 """
 
 from __future__ import annotations
@@ -98,3 +99,27 @@ def test_the_runs_page_imports_no_wire_adapter() -> None:
     done = subprocess.run([sys.executable, "-c", code], cwd=APP.parent, capture_output=True,
                           text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
+
+
+def test_only_what_imports_langchain_is_lazy() -> None:
+    """``import app.data`` imports no LangChain, and each module whose names it imports
+    on first use (``EXPORTS``) does: a name that costs nothing to import is imported
+    with the others, written once, not three times (issue 38)."""
+    from app import data
+
+    def langchain_after(module: str) -> list[str]:
+        code = ("import sys, importlib\n"
+                "from app import data\n"
+                f"importlib.import_module({module!r}) if {module!r} else None\n"
+                "print(sorted({m.split('.')[0] for m in sys.modules\n"
+                "              if m.startswith(('langchain', 'langgraph'))}))\n")
+        done = subprocess.run([sys.executable, "-c", code], cwd=APP.parent,
+                              capture_output=True, text=True, timeout=120, check=False)
+        assert done.returncode == 0, done.stderr
+        return list(ast.literal_eval(done.stdout.strip().splitlines()[-1]))
+
+    assert langchain_after("") == []
+    modules = sorted(set(data.EXPORTS.values()))
+    assert modules  # (the provider adapters stay lazy)
+    light = [m for m in modules if not langchain_after(m)]
+    assert light == [], f"lazy in app/data.py, and light to import: {light}"

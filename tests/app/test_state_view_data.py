@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from truth_kit import run_truth
+from truth.run import run_truth
 
 from tracer import TraceMiddleware
 from tracer.read.loader import TraceDB

@@ -14,7 +14,7 @@ import pytest
 from browser_support import streamlit_server, wait_connected
 from playwright.sync_api import expect
 from replayer_driver import Replayer
-from truth_kit import run_truth
+from truth.run import run_truth
 
 from tracer import TraceMiddleware
 from tracer.interop import html_export

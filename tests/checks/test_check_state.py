@@ -13,7 +13,7 @@ from langchain.agents.middleware import AgentMiddleware, AgentState, hook_config
 from langchain_core.messages import AIMessage
 from langgraph.errors import GraphRecursionError
 from tracer_kit import get_weather
-from truth_kit import run_truth
+from truth.run import run_truth
 
 from tracer import TraceMiddleware
 from tracer.checks.run import check_run

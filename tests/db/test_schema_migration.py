@@ -241,7 +241,7 @@ def test_two_processes_migrating_at_once_migrate_once(tmp_path):
 
 # -- schema 3 -> 4 ---------------------------------------------------------------------
 # tests/fixtures/schema3.db was recorded by looptrace at schema 3 (the commit before
-# schema 4): the truth agents "todo" and "command_update" (tests/truth_kit.py), traced
+# schema 4): the truth agents "todo" and "command_update" (tests/truth/scenarios.py), traced
 # first and attached. Schema 4 adds the state tables; what schema 3 stored is kept.
 FIXTURE3 = Path(__file__).parents[1] / "fixtures" / "schema3.db"
 TABLES3 = ("runs", "events", "messages", "wire", "run_stats", "search_runs")
@@ -293,7 +293,7 @@ def test_a_schema_3_file_is_migrated_in_place_and_nothing_is_lost(tmp_path):
     assert _everything3(path) == before
     # and a run recorded into it now has its state
     trace = TraceMiddleware(db=path, run_name="after-migration")
-    from truth_kit import run_truth
+    from truth.run import run_truth
 
     run_truth("command_update", [trace], position="first")
     trace.flush()
@@ -391,7 +391,7 @@ def test_a_schema_4_file_is_migrated_in_place_and_nothing_is_lost(tmp_path):
     assert cols == ["id", "run_id", "text"]
     # a run recorded into it now is searchable at once, and after the index takes it
     trace = TraceMiddleware(db=path, run_name="after-migration")
-    from truth_kit import run_truth
+    from truth.run import run_truth
 
     run_truth("command_update", [trace], position="first")
     trace.flush()

@@ -6,7 +6,7 @@ import deepagents
 from debug_kit import Background, wait_paused
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langchain_core.tools import tool
-from truth_kit import run_truth
+from truth.run import run_truth
 
 from tracer import TraceMiddleware
 from tracer.debug import Debugger, channel

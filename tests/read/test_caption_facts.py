@@ -4,7 +4,7 @@ The replay's captions (``tracer.read.steps``) explain each step in words: "the r
 "attach the callback handler", "outside TraceMiddleware", "the model is called with 3
 messages", "asking for 2 tool calls", "jumped", "the loop's code caught the exception".
 This test walks every step of every bundled sample and of the truth agents
-(``tests/truth_kit.py``, with and without the callback handler) and, for each statement
+(``tests/truth/``, with and without the callback handler) and, for each statement
 it finds in a caption, checks the fact behind it in the record itself (the run's
 status and source, its events and payloads, its messages): computed here, from the
 loader's records, not by the caption code. Plurals too: never "1 messages".
@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from truth_kit import SCENARIOS, run_truth
+from truth.run import run_truth
+from truth.scenarios import SCENARIOS
 
 from tracer import TraceMiddleware
 from tracer.read.captions import captions

@@ -1,7 +1,7 @@
 """Conversations: the runs of one thread_id as turns (issue 37, ``tracer.read.threads``).
 
 Real agents with scripted models and a checkpointer record a three-turn thread and a
-human-in-the-loop thread (truth_kit's ``hitl_edit``, one run interrupted then resumed)
+human-in-the-loop thread (``truth.scenarios``' ``hitl_edit``, one run interrupted then resumed)
 into a real SQLite file; the bundled ``approvals`` sample holds a resume with its
 decisions recorded. The expected turns are written out by hand.
 """

@@ -1,7 +1,7 @@
 """The whole state, beyond messages (issue 26): who changed each key, values stored
 once per content, values that cannot be stored as they are, ``runtime.context``.
 
-Real agents (``tests/truth_kit.py``, ``tests/tracer_kit.py``) with scripted models,
+Real agents (``tests/truth/``, ``tests/tracer_kit.py``) with scripted models,
 recorded into real SQLite files; ``tests/test_truth.py`` holds the record to
 LangGraph's own ``values`` stream at every step.
 """
@@ -21,7 +21,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import InjectedToolCallId, tool
 from langgraph.types import Command
 from tracer_kit import get_weather, two_lap_model, whole_state
-from truth_kit import run_truth
+from truth.run import run_truth
 
 from tracer import TraceMiddleware
 from tracer.demo.models import ScriptedChatModel, call, turn_script
@@ -266,7 +266,7 @@ def test_invoke_and_stream_record_the_same_final_state(tmp_path):
     stay in the final state as ``stream`` records it, and only the ephemeral
     ``jump_to`` leaves (a replay through ``invoke`` of a streamed run was a state
     difference at the end)."""
-    from truth_kit import SCENARIOS
+    from truth.scenarios import SCENARIOS
 
     finals = []
     for how in ("stream", "invoke"):

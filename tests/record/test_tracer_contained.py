@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 from blockbuster import blockbuster_ctx
 from tracer_kit import whole_state
-from truth_kit import SCENARIOS, arun_truth, run_truth
+from truth.run import arun_truth, run_truth
+from truth.scenarios import SCENARIOS
 
 import tracer.record.recorder as recorder_mod
 from tracer import TraceMiddleware

@@ -13,8 +13,9 @@ from langchain.agents import create_agent
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import AIMessage
 from tracer_kit import whole_state
-from truth_kit import SCENARIOS, call, make_tool, run_truth, turn_script
-from truth_kit import _model as recording_model
+from truth.model import call, make_tool, recording_model, turn_script
+from truth.run import run_truth
+from truth.scenarios import SCENARIOS
 
 from tracer import TraceMiddleware
 from tracer.read.captions import captions

@@ -1,6 +1,6 @@
 """The writer's speed-ups change no row: the same runs make the same rows as before.
 
-Every truth scenario (``tests/truth_kit.py``: prebuilt middleware, human in the loop,
+Every truth scenario (``tests/truth/``: prebuilt middleware, human in the loop,
 Deep Agents with state keys and a subagent, failing agents) and the benchmark's agents
 (1 lap, 10 laps x 3 parallel calls, ``lean``) are recorded, with and without the
 callback handler, and every row of every table is compared with
@@ -121,7 +121,7 @@ def dump(db: Path) -> dict[str, list[list[Any]]]:
 
 
 def record_truth(db: Path, name: str, attach: bool) -> None:
-    from truth_kit import run_truth
+    from truth.run import run_truth
 
     from tracer import TraceMiddleware
 
@@ -145,7 +145,7 @@ def record_bench(db: Path, laps: int, width: int, lean: bool) -> None:
 
 
 def cases() -> list[str]:
-    from truth_kit import FAILING, SCENARIOS
+    from truth.scenarios import FAILING, SCENARIOS
 
     out = [f"truth:{n}:{cb}" for n in sorted(SCENARIOS) + sorted(FAILING)
            for cb in ("hooks", "attach")]

@@ -1,6 +1,6 @@
 """The record is the truth: a differential test against LangGraph itself.
 
-Real agents with real prebuilt middleware (``tests/truth_kit.py``: PII in and out,
+Real agents with real prebuilt middleware (``tests/truth/``: PII in and out,
 summarisation, context editing, a call limit that jumps to the end, tool retry, model
 fallback, todo list, human in the loop with an edit, an ``after_agent`` that sends the
 agent back to work, and a Deep Agent with an evicted tool result, a subagent and its
@@ -37,7 +37,9 @@ import pytest
 from blockbuster import blockbuster_ctx
 from langchain_core.messages import BaseMessage, SystemMessage, messages_from_dict
 from tracer_kit import whole_state
-from truth_kit import FAILING, SCENARIOS, Truth, arun_truth, message_key, run_truth
+from truth.compare import message_key
+from truth.run import Truth, arun_truth, run_truth
+from truth.scenarios import FAILING, SCENARIOS
 
 from tracer import TraceMiddleware
 from tracer.read.loader import Message, TraceDB

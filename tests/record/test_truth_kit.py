@@ -9,7 +9,9 @@ from collections.abc import Callable, Iterator
 import pytest
 from blockbuster import blockbuster_ctx
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
-from truth_kit import (
+from truth.compare import message_key, same_messages, text_of
+from truth.run import Truth, run_truth
+from truth.scenarios import (
     BIG_RESULT_CHARS,
     CLEARED,
     HITL_EDITED_ARGS,
@@ -17,12 +19,7 @@ from truth_kit import (
     SUMMARY_TEXT,
     TODOS,
     WORKSPACE_DONE,
-    Truth,
-    message_key,
     place,
-    run_truth,
-    same_messages,
-    text_of,
 )
 
 MODES = ["sync", "async"]

@@ -18,7 +18,7 @@ import pytest
 from blockbuster import blockbuster_ctx
 from langchain.agents.middleware import AgentMiddleware, ModelResponse
 from langchain.tools import ToolRuntime
-from truth_kit import SCENARIOS
+from truth.scenarios import SCENARIOS
 from whatif_kit import TruthAgent, root_run, rows_of
 
 from tracer.demo.models import ScriptedChatModel

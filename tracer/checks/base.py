@@ -17,6 +17,7 @@ from typing import Any
 from tracer.errors import InvalidOption
 from tracer.read.loader import Message, Run
 from tracer.read.steps import Replay, build_replay
+from tracer.vocab.payloads import LayerPayload, ModelEnterPayload, read_payload
 from tracer.vocab.provider_names import PROVIDERS
 from tracer.vocab.records import MODEL_HOOKS
 
@@ -195,7 +196,7 @@ def turn_of(m: Message) -> Turn:
     return Turn(m.key, role, tuple(calls), m.tool_call_id if role == "tool" else None, empty)
 
 
-def tool_names(payload: dict[str, Any]) -> frozenset[str] | None:
+def tool_names(payload: ModelEnterPayload) -> frozenset[str] | None:
     """The tool names a model-call payload says were offered, or None."""
     if isinstance(payload.get("tools"), list):
         names = set()
@@ -263,9 +264,8 @@ def model_inputs(run: Run, replay: Replay | None = None) -> list[ModelInput]:
         ev = step.event
         if ev.hook not in MODEL_HOOKS:
             continue
-        p = ev.payload if isinstance(ev.payload, dict) else {}
         later_view = ev.phase == "sent" or (ev.phase == "layer" and isinstance(
-            p.get("message_keys"), list))
+            read_payload(LayerPayload, ev.payload).get("message_keys"), list))
         if later_view and out:
             # what the model finally received, after the layers inside the tracer
             last = out[-1]
@@ -274,6 +274,7 @@ def model_inputs(run: Run, replay: Replay | None = None) -> list[ModelInput]:
             continue
         if ev.phase != "enter":
             continue
+        p = read_payload(ModelEnterPayload, ev.payload)
         names = tool_names(p)
         if names is not None:
             offered = names

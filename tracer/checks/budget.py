@@ -24,9 +24,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
 
 from tracer.read.cost import Cost, Prices, money, run_costs
+from tracer.read.loader import TraceDB
 
 __all__ = ["Verdict", "cost_gate"]
 
@@ -59,7 +59,7 @@ def _judge(what: str, c: Cost, limit: float, flag: str, allow_unknown: bool,
                            "--allow-unknown-cost")
 
 
-def cost_gate(db: Any, run_ids: Sequence[str], *, max_cost: float | None = None,
+def cost_gate(db: TraceDB, run_ids: Sequence[str], *, max_cost: float | None = None,
               max_total: float | None = None, allow_unknown: bool = False,
               prices: Prices | None = None) -> Verdict:
     """Hold ``run_ids`` (full ids, in ``db``, a ``TraceDB``) to ``max_cost`` each and to
@@ -109,7 +109,7 @@ def cost_gate(db: Any, run_ids: Sequence[str], *, max_cost: float | None = None,
     return v
 
 
-def _parent(db: Any, rid: str, cache: dict[str, Any]) -> str | None:
+def _parent(db: TraceDB, rid: str, cache: dict[str, str | None]) -> str | None:
     rows = db.query("SELECT parent_id FROM runs WHERE id = ?", [rid])
     cache[rid] = rows[0][0] if rows else None
-    return cache[rid]  # type: ignore[no-any-return]
+    return cache[rid]

@@ -14,6 +14,7 @@ limit, a budget, a kill). A hand-rolled loop needs a bound; ``create_agent`` has
 from __future__ import annotations
 
 from tracer.read.loader import Run
+from tracer.vocab.payloads import ErrorPayload, read_payload
 from tracer.vocab.records import MODEL_HOOKS, TOOL_HOOKS
 
 from .base import Finding, Thresholds, own_messages
@@ -33,7 +34,7 @@ def swallowed_errors(run: Run) -> list[Finding]:
             continue  # tried again and it worked (a retry)
         if not any(s > ev.seq for s in later_model):
             continue  # the exception ended the run: not swallowed
-        p = ev.payload if isinstance(ev.payload, dict) else {}
+        p = read_payload(ErrorPayload, ev.payload)
         error = str(p.get("error") or "an exception")
         name = str(p.get("name") or "a tool")
         m = results.get(tcid)

@@ -24,6 +24,13 @@ from typing import Any
 
 from tracer.read.loader import Message, Run
 from tracer.read.steps import Replay, build_replay
+from tracer.vocab.payloads import (
+    ErrorPayload,
+    ModelExitPayload,
+    NodePayload,
+    ToolEnterPayload,
+    read_payload,
+)
 from tracer.vocab.records import MODEL_HOOKS, TOOL_HOOKS
 
 from .base import Finding, ModelInput, Thresholds, own_messages
@@ -174,7 +181,7 @@ def _result_failures(run: Run) -> list[tuple[int, str, str, str]]:
             answered.add(m.tool_call_id)
     for ev in run.events:
         if ev.hook in TOOL_HOOKS and ev.phase == "error" and ev.tool_call_id not in answered:
-            p = ev.payload if isinstance(ev.payload, dict) else {}
+            p = read_payload(ErrorPayload, ev.payload)
             name = p.get("name") or names.get(ev.tool_call_id or "", "?")
             out.append((ev.seq, str(name), "error",
                         owner.get(str(ev.tool_call_id), "t:" + str(ev.tool_call_id))))
@@ -225,8 +232,8 @@ def endings(run: Run, replay: Replay | None = None) -> list[Finding]:
     rec_seq: int | None = None
     rec_text = s.error if s.error and _RECURSION.search(s.error) else None
     for ev in run.events:
-        p = ev.payload if isinstance(ev.payload, dict) else {}
-        err = p.get("error")
+        # (any event's: a run's, a hook's, a layer's error, each under ``error``)
+        err = read_payload(ErrorPayload, ev.payload).get("error")
         if isinstance(err, str) and _RECURSION.search(err):
             rec_seq = ev.seq if rec_seq is None else rec_seq
             rec_text = rec_text or err
@@ -255,8 +262,8 @@ def endings(run: Run, replay: Replay | None = None) -> list[Finding]:
         tail = final[final.index(last_model_ai):]
         stopper = next((m for m in tail if m.type in ("ai", "AIMessageChunk")
                         and m is not last_model_ai), None)
-        jump = next((ev for ev in run.events if ev.seq > last_model_ai.seq and isinstance(
-            ev.payload, dict) and ev.payload.get("jump_to") == "end"), None)
+        jump = next((ev for ev in run.events if ev.seq > last_model_ai.seq and read_payload(
+            NodePayload, ev.payload).get("jump_to") == "end"), None)
         how = (f"{jump.middleware or 'a middleware'} ended it" if jump is not None else
                "an iteration bound (e.g. MAX_ITERATIONS in a hand-rolled loop) or another stop "
                "condition cut the loop off")
@@ -297,9 +304,9 @@ def token_jumps(run: Run, th: Thresholds) -> list[Finding]:
     laps: dict[int, int] = {}
     first_seq: dict[int, int] = {}
     for ev in run.events:
-        if ev.hook not in MODEL_HOOKS or ev.phase != "exit" or not isinstance(ev.payload, dict):
+        if ev.hook not in MODEL_HOOKS or ev.phase != "exit":
             continue
-        u = ev.payload.get("usage")
+        u = read_payload(ModelExitPayload, ev.payload).get("usage")
         if not isinstance(u, dict):
             continue
         total = u.get("total_tokens") or ((u.get("input_tokens") or 0) + (
@@ -344,7 +351,7 @@ def model_replies(run: Run, calls: list[ModelInput]) -> list[Finding]:
                     seen.add(str(c.get("id")))
                     out.append(_unknown(run, name, mc.offered, m, c))
     for ev in run.events:
-        p = ev.payload if isinstance(ev.payload, dict) else {}
+        p = read_payload(ToolEnterPayload, ev.payload)
         if ev.hook in TOOL_HOOKS and ev.phase == "enter" and p.get("known_tool") is False:
             if str(ev.tool_call_id) in seen:
                 continue

@@ -20,7 +20,7 @@ the first model call that carries it. Loop findings look at the whole run.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,9 @@ from .handling import runaway, swallowed_errors
 from .loops import endings, model_replies, repeated_calls, repeated_failures, token_jumps
 from .protocol import ProtocolScan, collapse_ollama_order
 from .whole_state import state_findings
+
+OnRun = Callable[[str, list[Finding]], None]
+"""Called as ``on_run(run_id, findings)`` as each run's findings are known."""
 
 __all__ = ["PROVIDERS", "RULES", "Finding", "Thresholds", "check_db", "check_replay",
            "check_run", "findings_for", "format_text", "health", "step_numbers", "where"]
@@ -147,7 +150,7 @@ def check_replay(replay: Replay, *, providers: Iterable[str] = PROVIDERS,
 def check_db(db: str | Path | TraceDB, run_ids: Sequence[str] = (), *,
              providers: Iterable[str] = PROVIDERS,
              thresholds: Thresholds | None = None, keep: bool = True,
-             on_run: Any = None) -> dict[str, list[Finding]]:
+             on_run: OnRun | None = None) -> dict[str, list[Finding]]:
     """Findings per run for ``run_ids`` (ids or unique prefixes), or for every run
     (oldest first). With the default thresholds, findings kept from an earlier
     check are read back, and new ones kept (``keep``; ``tracer.checks.saved``).
@@ -179,7 +182,7 @@ def check_db(db: str | Path | TraceDB, run_ids: Sequence[str] = (), *,
 
 def findings_for(db: TraceDB, run_ids: Sequence[str], *,
                  providers: Sequence[str] = PROVIDERS, keep: bool = True,
-                 on_run: Any = None,
+                 on_run: OnRun | None = None,
                  replays: Mapping[str, Replay] | None = None) -> dict[str, list[Finding]]:
     """Findings of each of ``run_ids`` for ``providers``: kept ones where valid
     (``tracer.checks.saved``); the others found now, and kept, with ``keep``, for

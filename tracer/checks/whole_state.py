@@ -18,6 +18,7 @@ import json
 from typing import Any
 
 from tracer.read.loader import Run
+from tracer.vocab.payloads import NodePayload, ToolEnterPayload, read_payload
 from tracer.vocab.records import TOOL_HOOKS
 
 from .base import Finding, Thresholds
@@ -62,7 +63,7 @@ def _tool_calls(run: Run) -> dict[str, tuple[int, str, str]]:
     out: dict[str, tuple[int, str, str]] = {}
     for ev in run.events:
         if ev.hook in TOOL_HOOKS and ev.phase == "enter" and ev.tool_call_id:
-            p = ev.payload if isinstance(ev.payload, dict) else {}
+            p = read_payload(ToolEnterPayload, ev.payload)
             out.setdefault(ev.tool_call_id, (ev.seq, str(p.get("name") or ""),
                                              json.dumps(p.get("args"), default=str)))
     return out
@@ -123,9 +124,9 @@ def jump_key_never_changed(run: Run, th: Thresholds) -> list[Finding]:
         return []
     writes: dict[tuple[str, str], list[int]] = {}  # (key, hook node) -> seqs
     for ev in run.events:
-        p = ev.payload if isinstance(ev.payload, dict) else None
-        if p is None or ev.phase != "fire" or not ev.middleware:
+        if not isinstance(ev.payload, dict) or ev.phase != "fire" or not ev.middleware:
             continue
+        p = read_payload(NodePayload, ev.payload)
         for key in p.get("update_keys") or ():
             if key not in _NOT_CUSTOM:
                 writes.setdefault((str(key), f"{ev.middleware}.{ev.hook}"), []).append(ev.seq)

@@ -35,7 +35,7 @@ from tracer.vocab.content import OTEL, content_text
 from .spans import Span, SpanEvent
 
 
-def _text(content: Any) -> str:
+def _text(content: object) -> str:
     """A span's message content as text (``tracer.vocab.content.OTEL``)."""
     return content_text(content, OTEL)
 
@@ -49,7 +49,7 @@ _ROLES = {"system": "system", "developer": "system", "user": "user", "human": "u
           "tool": "tool", "function": "tool", "ipython": "tool"}
 
 
-def lower(v: Any) -> str | None:
+def lower(v: object) -> str | None:
     return v.lower() if isinstance(v, str) else None
 
 
@@ -88,7 +88,7 @@ class _Msg:
     status: str | None = None
 
 
-def _structured(v: Any, span: Span, what: str, probs: Problems) -> Any:
+def _structured(v: object, span: Span, what: str, probs: Problems) -> Any:
     """A JSON attribute's value (a string, or already structured); None if malformed."""
     if v is None or isinstance(v, list | dict):
         return v
@@ -102,7 +102,7 @@ def _structured(v: Any, span: Span, what: str, probs: Problems) -> Any:
     return None
 
 
-def _args(raw: Any) -> dict[str, Any]:
+def _args(raw: object) -> dict[str, Any]:
     """Tool call arguments as a dict (what the model wrote, kept when it is not JSON)."""
     if isinstance(raw, dict):
         return raw
@@ -126,7 +126,7 @@ def _content(texts: list[str], blocks: list[dict[str, Any]]) -> Any:
     return out
 
 
-def _read_call(c: Any) -> dict[str, Any] | None:
+def _read_call(c: object) -> dict[str, Any] | None:
     if not isinstance(c, dict):
         return None
     fn: Any = c.get("function") if isinstance(c.get("function"), dict) else c
@@ -138,7 +138,7 @@ def _read_call(c: Any) -> dict[str, Any] | None:
     return {"id": str(cid) if cid else "", "name": name, "args": _args(args)}
 
 
-def _read_message(d: Any, span: Span, what: str, probs: Problems) -> list[_Msg]:
+def _read_message(d: object, span: Span, what: str, probs: Problems) -> list[_Msg]:
     """One message dict (GenAI role + parts, or OpenAI-like role + content + tool_calls)
     -> the messages it holds (a message may hold several tool results)."""
     if not isinstance(d, dict):
@@ -362,7 +362,7 @@ def _from_events(span: Span, probs: Problems) -> _Content:
     return c
 
 
-def _args_seen(calls: Any) -> bool:
+def _args_seen(calls: object) -> bool:
     """Whether tool calls carry their arguments (content capture on)."""
     if not isinstance(calls, list) or not calls:
         return False
@@ -392,7 +392,7 @@ def _unflatten(attrs: Mapping[str, Any], prefix: str) -> dict[Any, Any]:
     return root
 
 
-def _items(d: Any) -> list[Any]:
+def _items(d: object) -> list[Any]:
     """The values of a flattened list ({0: ..., 1: ...}) in order."""
     if isinstance(d, list):
         return d
@@ -612,7 +612,7 @@ def _tool_defs(span: Span, probs: Problems) -> list[Any] | None:
     return out or None
 
 
-def _tool_message_json(v: Any) -> dict[str, Any] | None:
+def _tool_message_json(v: object) -> dict[str, Any] | None:
     """A LangChain ToolMessage as OpenInference serialises it (``output.value``)."""
     if not isinstance(v, dict):
         return None

@@ -11,45 +11,52 @@ ToolMessage, and ``handle_tool_error`` on an exception that went through).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
-from tracer.vocab.records import MODEL_HOOKS, TOOL_HOOKS
+from tracer.vocab.payloads import (
+    ErrorPayload,
+    ModelEnterPayload,
+    Signature,
+    ToolEnterPayload,
+    ToolExitPayload,
+    read_payload,
+)
+from tracer.vocab.records import MODEL_HOOKS, TOOL_HOOKS, EventRecord
 from tracer.vocab.tool_signatures import annotation_text, schema_params, signature_text, signatures
 
 from .captions import ERROR_PATHS, PROPAGATED, PROPAGATES, captions
 
 if TYPE_CHECKING:
-    from tracer.vocab.payloads import ErrorPayload, ToolEnterPayload, ToolExitPayload
-
     from .steps import Replay
 
 
-def _model_enters(replay: Replay) -> list[Any]:
-    return [e for e in replay.run.events if e.hook in MODEL_HOOKS and e.phase == "enter"
-            and isinstance(e.payload, dict)]
+def _model_enters(replay: Replay) -> list[tuple[int, ModelEnterPayload]]:
+    """(seq, payload) of every model call's ``enter`` event, in order."""
+    return [(e.seq, read_payload(ModelEnterPayload, e.payload)) for e in replay.run.events
+            if e.hook in MODEL_HOOKS and e.phase == "enter" and isinstance(e.payload, dict)]
 
 
 def schema_at(replay: Replay, seq: int, name: str) -> dict[str, Any] | None:
     """The schema of tool ``name`` as the model saw it in the latest model call at or
     before event ``seq`` that wrote the tool schemas (they are written when they change)."""
     found = None
-    for e in _model_enters(replay):
-        if e.seq > seq:
+    for at, p in _model_enters(replay):
+        if at > seq:
             break
-        tools = e.payload.get("tools")
+        tools = p.get("tools")
         if isinstance(tools, list):
             found = next((t for t in tools if schema_params(t)[0] == name), None)
     return found
 
 
-def signature_at(replay: Replay, seq: int, name: str) -> dict[str, Any] | None:
+def signature_at(replay: Replay, seq: int, name: str) -> Signature | None:
     """``{"signature", "hidden"}`` of tool ``name`` as recorded with its schema."""
     found = None
-    for e in _model_enters(replay):
-        if e.seq > seq:
+    for at, p in _model_enters(replay):
+        if at > seq:
             break
-        sigs = e.payload.get("signatures")
-        if isinstance(e.payload.get("tools"), list):
+        sigs = p.get("signatures")
+        if isinstance(p.get("tools"), list):
             found = sigs.get(name) if isinstance(sigs, dict) else None
     return found if isinstance(found, dict) else None
 
@@ -65,9 +72,9 @@ class ToolLife:
     outcome: str | None  # how the call ended, in words (None: not ended by this step)
 
 
-def _outcome(ev: Any, caption: str = "") -> str | None:
+def _outcome(ev: EventRecord, caption: str = "") -> str | None:
     if ev.phase == "error":
-        err: ErrorPayload | dict[str, Any] = ev.payload if isinstance(ev.payload, dict) else {}
+        err = read_payload(ErrorPayload, ev.payload)
         # What became of the exception is the step's caption's (read from the record).
         return caption or f"Raised {err.get('error', 'an exception')}."
     if ev.phase == "interrupt":
@@ -75,7 +82,7 @@ def _outcome(ev: Any, caption: str = "") -> str | None:
     if ev.phase != "exit":
         return None
     # (a payload read back from JSON is what the writer built: ``ToolExitPayload``)
-    p = cast("ToolExitPayload", ev.payload if isinstance(ev.payload, dict) else {})
+    p = read_payload(ToolExitPayload, ev.payload)
     if p.get("status") == "error":
         path = ERROR_PATHS.get(str(p.get("error_path")), "")
         return "Came back as an error ToolMessage" + (f": {path}." if path else ".")
@@ -102,7 +109,7 @@ def tool_life(replay: Replay, index: int) -> ToolLife | None:
         e = st.event
         if e.tool_call_id != tcid or e.hook not in TOOL_HOOKS:
             continue
-        p: ToolEnterPayload | dict[str, Any] = e.payload if isinstance(e.payload, dict) else {}
+        p = read_payload(ToolEnterPayload, e.payload)
         if e.phase == "enter" and enter is None:
             enter, name, args = e, p.get("name"), p.get("args")
         elif e.phase in ("exit", "error", "interrupt") and e.hook == ev.hook:
@@ -110,9 +117,10 @@ def tool_life(replay: Replay, index: int) -> ToolLife | None:
     if name is None:
         return None
     seq = enter.seq if enter is not None else ev.seq
-    sig = signature_at(replay, seq, str(name)) or {}
+    sig = signature_at(replay, seq, str(name))
     return ToolLife(str(name), tcid, args, schema_at(replay, seq, str(name)),
-                    sig.get("signature"), tuple(sig.get("hidden") or ()), outcome)
+                    sig.get("signature") if sig else None,
+                    tuple(sig.get("hidden") or ()) if sig else (), outcome)
 
 
 def signature_note(replay: Replay) -> str:

@@ -30,10 +30,11 @@ import contextvars
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from langchain.agents.middleware import AgentMiddleware
+from langchain.agents.middleware import AgentMiddleware, ModelRequest, ToolCallRequest
 from langchain_core.messages import BaseMessage, ToolMessage
 from langgraph.errors import GraphInterrupt
 
+from tracer.vocab.payloads import LayerPayload
 from tracer.vocab.records import tool_name
 
 from .recorder import same_message
@@ -62,7 +63,7 @@ class Frame:
         self.request = request  # as passed down to the layer below ...
         self.below = below  # ... (its name; None: the model or the tool itself)
         self.entered = 0  # how often that layer called on (its probe was entered)
-        self.returned: Any = None  # what its probe passed back up to it
+        self.returned: object = None  # what its probe passed back up to it
         self.raised: BaseException | None = None  # what came up into it, raised
 
 
@@ -70,12 +71,12 @@ FRAME: contextvars.ContextVar[Frame | None] = contextvars.ContextVar(
     "looptrace_layer", default=None)
 
 
-def _overrides(mw: Any, *hooks: str) -> bool:
+def _overrides(mw: object, *hooks: str) -> bool:
     cls = type(mw)
     return any(getattr(cls, h, None) is not getattr(AgentMiddleware, h, None) for h in hooks)
 
 
-def wraps_calls(mw: Any) -> bool:
+def wraps_calls(mw: object) -> bool:
     """Whether ``mw`` overrides a wrap hook of ``AgentMiddleware``."""
     return _overrides(mw, "wrap_model_call", "awrap_model_call", "wrap_tool_call",
                       "awrap_tool_call")
@@ -84,7 +85,7 @@ def wraps_calls(mw: Any) -> bool:
 class LayerProbe(AgentMiddleware):
     """Just inside ``layer``: records what ``layer`` did to the calls passing through."""
 
-    def __init__(self, trace: Traced, layer: Any) -> None:
+    def __init__(self, trace: Traced, layer: object) -> None:
         super().__init__()
         self.trace = trace
         self.layer = str(getattr(layer, "name", type(layer).__name__))
@@ -111,13 +112,12 @@ class LayerProbe(AgentMiddleware):
             rec = self.trace.recorder
             if above.entered > 1:
                 rec.event(run, hook, LAYER, middleware=self.layer, tool_call_id=tool_call_id,
-                          payload={"what": "attempt", "attempt": above.entered,
-                                   **_attempt(request, hook)})
+                          payload=_attempt(request, above.entered))
             changed = (_model_changes(rec, run, above.request, request)
                        if hook == "wrap_model_call" else _tool_changes(above.request, request))
-            if changed:
+            if changed is not None:
                 rec.event(run, hook, LAYER, middleware=self.layer, tool_call_id=tool_call_id,
-                          payload={"what": "request", **changed})
+                          payload=changed)
             if hook == "wrap_model_call":  # the last view the model's own call is compared to
                 run.req_objs = list(request.messages)
                 run.req_system = request.system_prompt
@@ -127,7 +127,7 @@ class LayerProbe(AgentMiddleware):
             return None
 
     def _exit(self, frame: Frame | None, hook: str, tool_call_id: str | None,
-              response: Any) -> None:
+              response: object) -> None:
         if frame is None:
             return
         try:
@@ -149,10 +149,11 @@ class LayerProbe(AgentMiddleware):
             above = frame.parent
             if above is not None:
                 above.raised = exc
+            error: LayerPayload = {"what": "error", "error": f"{type(exc).__name__}: {exc}",
+                                   "type": type(exc).__name__}
             self.trace.recorder.event(
                 frame.run, hook, LAYER, middleware=self.layer, tool_call_id=tool_call_id,
-                payload={"what": "error", "error": f"{type(exc).__name__}: {exc}",
-                         "type": type(exc).__name__})
+                payload=error)
         except Exception as inner:  # noqa: BLE001
             self.trace.recorder.writer._warn("layer", f"looptrace failed in a probe: {inner!r}")
 
@@ -233,7 +234,8 @@ def _given(message: Any, hook: str) -> Any:
     return message
 
 
-def settle(rec: Any, frame: Frame, hook: str, tool_call_id: str | None, response: Any) -> None:
+def settle(rec: Recorder, frame: Frame, hook: str, tool_call_id: str | None,
+           response: object) -> None:
     """On the way out: record what the layer just inside ``frame``'s owner
     (``frame.below``) did to the response: changed what its inside passed up, turned
     an exception from its inside into a result, or answered without calling its
@@ -242,18 +244,18 @@ def settle(rec: Any, frame: Frame, hook: str, tool_call_id: str | None, response
     if layer is None:
         return
     inner = frame.returned
-    payload: dict[str, Any] | None = None
+    payload: LayerPayload | None = None
     if frame.entered == 0:
         payload = {"what": "short-circuit", "type": type(response).__name__}
     elif inner is None and frame.raised is not None:
         exc = frame.raised
-        payload = {"what": "response", "changed": ["recovered"],
-                   "recovered": f"{type(exc).__name__}: {exc}"}
-        payload.update(_response_changes(None, response, recovered=True))
+        payload = _response_changes(None, response, {
+            "what": "response", "changed": ["recovered"],
+            "recovered": f"{type(exc).__name__}: {exc}"}, recovered=True)
     elif inner is not None and response is not inner:
-        changed = _response_changes(inner, response)
-        if changed:
-            payload = {"what": "response", **changed}
+        changed = _response_changes(inner, response, {"what": "response"})
+        if len(changed) > 1:  # (more than ``what``)
+            payload = changed
             if "inline_messages" in changed:
                 # what the layer was given (at the innermost such layer: the tool's own
                 # result, the model's own reply), so a replay can serve that and let the
@@ -267,7 +269,7 @@ def settle(rec: Any, frame: Frame, hook: str, tool_call_id: str | None, response
 # -- what changed ----------------------------------------------------------------
 
 
-def model_name(model: Any) -> str:
+def model_name(model: object) -> str:
     for attr in ("model_name", "model"):
         v = getattr(model, attr, None)
         if isinstance(v, str) and v:
@@ -275,20 +277,27 @@ def model_name(model: Any) -> str:
     return type(model).__name__
 
 
-def _attempt(request: Any, hook: str) -> dict[str, Any]:
-    if hook == "wrap_model_call":
-        return {"model": model_name(request.model)}
-    return {"args": request.tool_call.get("args")}
+def _attempt(request: ModelRequest[Any] | ToolCallRequest, attempt: int) -> LayerPayload:
+    if isinstance(request, ModelRequest):
+        return {"what": "attempt", "attempt": attempt, "model": model_name(request.model)}
+    return {"what": "attempt", "attempt": attempt, "args": request.tool_call.get("args")}
 
 
-def _model_changes(rec: Any, run: RunState, before: Any, after: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def _model_changes(rec: Recorder, run: RunState, before: ModelRequest[Any],
+                   after: ModelRequest[Any]) -> LayerPayload | None:
+    out: LayerPayload = {"what": "request"}
     a, b = before.messages, after.messages
     if not (a is b or (len(a) == len(b) and all(
             x is y or same_message(x, y) for x, y in zip(a, b)))):
         out["changed"] = ["messages"]
         out["messages"] = len(b)
-        out.update(rec.request_view(run, b))
+        view = rec.request_view(run, b)
+        if "message_keys" in view:
+            out["message_keys"] = view["message_keys"]
+        if "inline_messages" in view:
+            out["inline_messages"] = view["inline_messages"]
+        if "inline_keys" in view:
+            out["inline_keys"] = view["inline_keys"]
     if before.system_prompt != after.system_prompt:
         out.setdefault("changed", []).append("system")
         out["system"] = after.system_prompt
@@ -303,21 +312,21 @@ def _model_changes(rec: Any, run: RunState, before: Any, after: Any) -> dict[str
         if x is not y and x != y:
             out.setdefault("changed", []).append(field)
             out[field] = y
-    return out
+    return out if len(out) > 1 else None
 
 
-def _tool_changes(before: Any, after: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def _tool_changes(before: ToolCallRequest, after: ToolCallRequest) -> LayerPayload | None:
+    out: LayerPayload = {"what": "request"}
     if before.tool_call != after.tool_call:
         out["changed"] = ["tool_call"]
         out["args"] = after.tool_call.get("args")
         out["name"] = after.tool_call.get("name")
     if before.tool is not after.tool:
         out.setdefault("changed", []).append("tool")
-    return out
+    return out if len(out) > 1 else None
 
 
-def _messages_of(response: Any) -> list[BaseMessage]:
+def _messages_of(response: object) -> list[BaseMessage]:
     result = getattr(response, "result", None)
     if isinstance(result, list):
         return [m for m in result if isinstance(m, BaseMessage)]
@@ -329,9 +338,11 @@ def _messages_of(response: Any) -> list[BaseMessage]:
     return []
 
 
-def _response_changes(inner: Any, outer: Any, *, recovered: bool = False) -> dict[str, Any]:
+def _response_changes(inner: object, outer: object, out: LayerPayload, *,
+                      recovered: bool = False) -> LayerPayload:
+    """``out`` with what the layer changed in the response added (``recovered``: the
+    result it made in place of an exception)."""
     a, b = _messages_of(inner), _messages_of(outer)
-    out: dict[str, Any] = {}
     if recovered:  # the result the layer made in place of the exception
         out["inline_messages"] = b
         if b and isinstance(b[0], ToolMessage):

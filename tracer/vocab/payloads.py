@@ -20,6 +20,11 @@ Kinds and the hooks that write them:
 - ``HistoryPayload``: ``("history", "fire")``, a change to the conversation.
 - ``RunStartPayload``: ``("run", "start")``; ``RunEndPayload``: ``("run", "end")``.
 - ``LayerPayload``: a wrap hook's ``"layer"`` phase (``TraceMiddleware.around``).
+- ``NodePayload``: a node hook's ``"fire"`` (``before_model`` ...) and a ``("node",
+  "fire")``, as the callback handler records them (the middleware records none).
+
+``payload_type(hook, phase)`` names the type of an event's payload, and
+``read_payload(kind, payload)`` is how a reader takes an event's payload as that type.
 
 This module is at the bottom: it imports nothing of the project, and nothing of
 LangChain (the read side imports it).
@@ -27,7 +32,8 @@ LangChain (the read side imports it).
 
 from __future__ import annotations
 
-from typing import Any, Literal, Required, TypedDict
+from collections.abc import Mapping
+from typing import Any, Literal, Required, TypedDict, TypeVar, cast
 
 ErrorPath = Literal["unknown_tool", "validation", "handle_tool_error",
                     "handle_validation_error", "returned"]
@@ -97,6 +103,7 @@ class ToolExitPayload(TypedDict, total=False):
 
     name: str
     status: str
+    observed: str  # a run seen from outside: when the result was seen (with the next request)
     error_path: ErrorPath
     command: bool
     goto: list[str] | str | None
@@ -113,6 +120,7 @@ class ErrorPayload(TypedDict, total=False):
     error: Required[str]
     type: str
     node: str
+    name: str  # a tool's, as the callback handler records its error
     known_tool: bool
     handle_tool_error: bool
 
@@ -173,7 +181,19 @@ class RunEndPayload(TypedDict, total=False):
 class LayerPayload(TypedDict, total=False):
     """What one wrap layer did (``tracer.record.layers``): ``what`` is ``"attempt"``,
     ``"request"``, ``"response"``, ``"error"`` or ``"short-circuit"``; the other keys
-    say what changed."""
+    say what changed.
+
+    ``attempt``: the attempt's number, with its ``model`` (a model call) or ``args`` (a
+    tool call). ``request``: ``changed`` names what, each with its new value (a model
+    call's ``messages`` as in ``ModelEnterPayload``: how many, ``message_keys`` and the
+    inlined ones; ``system``, ``tool_names``, ``model``, ``tool_choice``,
+    ``model_settings``, ``response_format``; a tool call's ``name`` and ``args``).
+    ``response``: ``changed`` (``type``, ``messages``, ``structured_response``,
+    ``recovered``), the new ``inline_messages`` with their ``status`` (a ToolMessage),
+    ``inner_messages`` (what the layer was given), ``recovered`` (the exception the layer
+    turned into a result). ``error``: the exception's text and ``type``.
+    ``short-circuit``: the ``type`` of what the layer answered with.
+    """
 
     what: Required[str]
     attempt: int
@@ -181,6 +201,75 @@ class LayerPayload(TypedDict, total=False):
     recovered: str
     error: str
     type: str
+    model: str
+    args: Any  # a tool call's arguments, as the layer passed them on
+    name: str | None
+    messages: int
+    message_keys: list[str]
+    inline_messages: list[Any]  # messages on the write side, their JSON when read back
+    inline_keys: list[str]
+    inner_messages: list[Any]  # (as ``inline_messages``)
+    status: str
+    system: Any  # (as ``ModelEnterPayload.system``)
+    tool_names: list[str]
+    tool_choice: Any
+    model_settings: Any
+    response_format: Any  # whatever the request carried: a schema, a strategy's JSON
+
+
+class NodePayload(TypedDict, total=False):
+    """A node hook that ran, as the callback handler saw it: the ``node`` (a ``("node",
+    ...)`` event), the state keys its update wrote (``update_keys``), where it jumped
+    (``jump_to``) or went (``goto``: a ``Command``'s), and the model calls made inside
+    it (``model_calls``: what each was sent and answered)."""
+
+    node: str
+    update_keys: list[str]
+    jump_to: Any  # the update's ``jump_to``: a node name ("end", "model" ...)
+    goto: str
+    model_calls: list[Any]
+
+
+P = TypeVar("P", bound=Mapping[str, Any])
+
+_MODEL = ("wrap_model_call", "model")
+_TOOL = ("wrap_tool_call", "tool")
+_NODES = ("before_agent", "before_model", "after_model", "after_agent", "node")
+_KINDS: dict[tuple[str, str], type[Mapping[str, Any]]] = {
+    **{(h, "enter"): ModelEnterPayload for h in _MODEL},
+    **{(h, "sent"): ModelEnterPayload for h in _MODEL},
+    **{(h, "exit"): ModelExitPayload for h in _MODEL},
+    **{(h, "enter"): ToolEnterPayload for h in _TOOL},
+    **{(h, "exit"): ToolExitPayload for h in _TOOL},
+    **{(h, "fire"): NodePayload for h in _NODES},
+    ("interrupt", "fire"): InterruptPayload,
+    ("resume", "fire"): ResumePayload,
+    ("history", "fire"): HistoryPayload,
+    ("run", "start"): RunStartPayload,
+    ("run", "end"): RunEndPayload,
+}
+
+
+def payload_type(hook: str, phase: str) -> type[Mapping[str, Any]] | None:
+    """The ``TypedDict`` of the payload of an event ``(hook, phase)`` (None: a kind of
+    event that carries no payload, such as a wrap hook's ``"sent"`` of a tool call)."""
+    if phase == "error":
+        return ErrorPayload
+    if phase == "interrupt":
+        return InterruptPayload
+    if phase == "layer":
+        return LayerPayload
+    return _KINDS.get((hook, phase))
+
+
+def read_payload(kind: type[P], payload: object) -> P:
+    """An event's payload read back, as ``kind`` (the type ``payload_type`` names).
+
+    A ``TypedDict`` is a plain ``dict`` at run time: a dict payload is returned as it
+    is (what the writer built through the same type); anything else (None, a payload
+    of a file from elsewhere) reads as an empty one, so ``.get`` finds nothing.
+    """
+    return cast("P", payload if isinstance(payload, dict) else {})
 
 
 def tool_names(payload: dict[str, Any]) -> list[str] | None:
@@ -207,5 +296,6 @@ def tool_names(payload: dict[str, Any]) -> list[str] | None:
 
 
 __all__ = ["ErrorPath", "ErrorPayload", "HistoryPayload", "InterruptItem", "InterruptPayload",
-           "LayerPayload", "ModelEnterPayload", "ModelExitPayload", "ResumePayload",
-           "RunEndPayload", "RunStartPayload", "Signature", "ToolEnterPayload", "ToolExitPayload", "tool_names"]
+           "LayerPayload", "ModelEnterPayload", "ModelExitPayload", "NodePayload",
+           "ResumePayload", "RunEndPayload", "RunStartPayload", "Signature", "ToolEnterPayload",
+           "ToolExitPayload", "payload_type", "read_payload", "tool_names"]

@@ -85,7 +85,6 @@ class Redactor:
         self._keys = re.compile(
             rf'("(?i:{keys})"\s*:\s*")((?:[^"\\]|\\.)*)(")'
         )
-        self._key_literals = tuple(f'"{k}"' for k in names)
         self._key_tails = _key_tails(k.lower() for k in names)
 
     def __call__(self, text: str) -> str:

@@ -33,7 +33,7 @@ import json
 import threading
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, cast
 
 from langchain.agents.middleware import (
     AgentMiddleware,
@@ -42,7 +42,8 @@ from langchain.agents.middleware import (
     ToolCallRequest,
 )
 from langchain.agents.middleware.types import ExtendedModelResponse
-from langchain_core.caches import BaseCache
+from langchain_core.caches import RETURN_VAL_TYPE, BaseCache
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
@@ -52,6 +53,7 @@ from langchain_core.messages import (
     messages_from_dict,
 )
 from langchain_core.outputs import ChatGeneration
+from langchain_core.tools import BaseTool
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.types import Command
 
@@ -75,6 +77,26 @@ class RecordedError(Exception):
 # -- the session -------------------------------------------------------------------
 
 
+class ForkEdit(Protocol):
+    """What the replay layer asks of a fork's edit (``tracer.whatif.rerun.Edit``)."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def text(self) -> str | None: ...
+    @property
+    def args(self) -> dict[str, Any] | None: ...
+    @property
+    def on_model(self) -> bool: ...
+    @property
+    def on_tool(self) -> bool: ...
+    @property
+    def everywhere(self) -> bool: ...
+    def describe(self) -> str: ...
+    def apply_to_model(self, request: ModelRequest[Any], session: Session,
+                       ) -> tuple[ModelRequest[Any], Command[Any] | None]: ...
+
+
 @dataclass
 class Stats:
     """What a replay served from the record, and where the live part began."""
@@ -95,9 +117,9 @@ class Session:
     """The state of one replay: the cassette, what is used up, the fork and its edit."""
 
     cassette: Cassette
-    edit: Any = None  # tracer.whatif.rerun.Edit
+    edit: ForkEdit | None = None  # a ``tracer.whatif.rerun.Edit``
     fork_step: int | None = None  # 0-based step of the record where the fork is
-    offline: Any = None  # a chat model answering the live part instead of the agent's
+    offline: BaseChatModel | None = None  # answers the live part instead of the agent's model
     continue_live: bool = False
     stats: Stats = field(default_factory=Stats)
     used: set[int] = field(default_factory=set)
@@ -105,7 +127,7 @@ class Session:
     fork_applied: bool = False
     model_calls_seen: int = 0
     system_override: str | None = None
-    model_override: Any = None
+    model_override: BaseChatModel | None = None
     channels: dict[str, Any] = field(default_factory=dict)  # the replayed graph's state
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -138,7 +160,7 @@ class Session:
                 and max(call.step, call.end) >= self.fork_step)
 
     # -- model invocations reaching the cache --------------------------------------
-    def invoke_model(self, serving: Serving, prompt: str) -> list[Any] | None:
+    def invoke_model(self, serving: Serving, prompt: str) -> list[ChatGeneration] | None:
         """Answer one model invocation (``prompt``: the messages as the LLM cache gets
         them): from the record, or None to let the model run."""
         with self.lock:
@@ -204,7 +226,7 @@ _SERVE: contextvars.ContextVar[Serving | None] = contextvars.ContextVar(
     "looptrace_replay_serving", default=None)
 
 
-def _answer(outcome: Outcome) -> list[Any]:
+def _answer(outcome: Outcome) -> list[ChatGeneration]:
     if outcome.is_error:
         raise rebuild_error(outcome)
     msgs = messages_from_dict(outcome.messages) if outcome.messages else [AIMessage("")]
@@ -274,13 +296,13 @@ def live_request_of(messages: list[BaseMessage], *, system: str | None = None,
                        tools=tools, model=model, settings=settings)
 
 
-def _tool_names(tools: Any) -> list[str]:
+def _tool_names(tools: Sequence[object] | None) -> list[str]:
     from tracer.vocab.records import tool_name
 
     return [tool_name(t) for t in tools or []]
 
 
-def _model_name(model: Any) -> str | None:
+def _model_name(model: BaseChatModel) -> str | None:
     try:
         params = model._get_ls_params()
         return str(params.get("ls_model_name") or type(model).__name__)
@@ -307,13 +329,13 @@ class ReplayCache(BaseCache):
     def __init__(self, previous: BaseCache | None) -> None:
         self.previous = previous
 
-    def lookup(self, prompt: str, llm_string: str) -> Any:
+    def lookup(self, prompt: str, llm_string: str) -> RETURN_VAL_TYPE | None:
         serving = _SERVE.get()
         if serving is None:
             return self.previous.lookup(prompt, llm_string) if self.previous else None
         return serving.session.invoke_model(serving, prompt)
 
-    def update(self, prompt: str, llm_string: str, return_val: Any) -> None:
+    def update(self, prompt: str, llm_string: str, return_val: RETURN_VAL_TYPE) -> None:
         if _SERVE.get() is None and self.previous is not None:
             self.previous.update(prompt, llm_string, return_val)
 
@@ -321,12 +343,13 @@ class ReplayCache(BaseCache):
         if self.previous is not None:
             self.previous.clear(**kwargs)
 
-    async def alookup(self, prompt: str, llm_string: str) -> Any:
+    async def alookup(self, prompt: str, llm_string: str) -> RETURN_VAL_TYPE | None:
         if _SERVE.get() is None:
             return await self.previous.alookup(prompt, llm_string) if self.previous else None
         return self.lookup(prompt, llm_string)  # (memory only: no blocking call)
 
-    async def aupdate(self, prompt: str, llm_string: str, return_val: Any) -> None:
+    async def aupdate(self, prompt: str, llm_string: str,
+                      return_val: RETURN_VAL_TYPE) -> None:
         if _SERVE.get() is None and self.previous is not None:
             await self.previous.aupdate(prompt, llm_string, return_val)
 
@@ -450,9 +473,9 @@ def stop(token: contextvars.Token[Serving | None]) -> None:
 # -- the replay layer ----------------------------------------------------------------
 
 
-def _served_tool(tool: Any, outcomes: list[Outcome], tool_call_id: str,
+def _served_tool(tool: BaseTool, outcomes: list[Outcome], tool_call_id: str,
                  edited: str | None, updates: dict[str, Any] | None = None,
-                 store: list[StoreWrite] | None = None) -> Any:
+                 store: list[StoreWrite] | None = None) -> BaseTool:
     """A copy of ``tool`` (same name, schema and error handling) whose function gives
     back the recorded outcomes in turn instead of running, and makes the call's
     recorded state writes again (``updates``: key -> the value to write): in its
@@ -530,7 +553,7 @@ def _send(updates: dict[str, Any]) -> None:
     get_config()["configurable"][CONFIG_KEY_SEND](list(updates.items()))
 
 
-def _servable(tool: Any, outcomes: list[Outcome], writes: dict[str, StateWrite],
+def _servable(tool: BaseTool, outcomes: list[Outcome], writes: dict[str, StateWrite],
               store: Sequence[StoreWrite] = ()) -> bool:
     from langchain_core.tools import StructuredTool, Tool
 
@@ -562,7 +585,8 @@ class ReplayMiddleware(AgentMiddleware):
         return "LooptraceReplay"
 
     # -- model calls --------------------------------------------------------------
-    def _plan(self, request: ModelRequest[Any]) -> tuple[ModelRequest[Any], Serving, Any]:
+    def _plan(self, request: ModelRequest[Any],
+              ) -> tuple[ModelRequest[Any], Serving, Command[Any] | None]:
         s = self.session
         with s.lock:
             s.model_calls_seen += 1
@@ -572,12 +596,14 @@ class ReplayMiddleware(AgentMiddleware):
             view = request_view(request)
             found = s.cassette.match_model(s.root_id, view, s.used)
             command = None
-            if isinstance(found, ModelCall) and s.at_fork(found) and s.edit.on_model:
-                request, command = s.edit.apply_to_model(request, s)
+            edit = s.edit
+            if (edit is not None and isinstance(found, ModelCall) and s.at_fork(found)
+                    and edit.on_model):
+                request, command = edit.apply_to_model(request, s)
                 s.fork_applied = True
-                if s.edit.kind == "model" or not request_view(request).matches(found.request):
+                if edit.kind == "model" or not request_view(request).matches(found.request):
                     s.used.add(id(found))
-                    s.go_live(f"the edit ({s.edit.describe()})", found.step)
+                    s.go_live(f"the edit ({edit.describe()})", found.step)
                     return request, self._live_serving(), command
             if isinstance(found, Miss):
                 if not s.may_go_live():
@@ -603,19 +629,22 @@ class ReplayMiddleware(AgentMiddleware):
         return request
 
     @staticmethod
-    def _result(response: Any, command: Any) -> Any:
+    def _result(response: ModelResponse[Any] | AIMessage, command: Command[Any] | None,
+                ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
         if command is None:
             return response
         if isinstance(response, AIMessage):
             response = ModelResponse(result=[response])
-        update = command.update["messages"]
+        # (the edit's command: ``Command(update={"messages": [...]})``, as ``persist`` makes)
+        update = cast("dict[str, list[Any]]", command.update)["messages"]
         if update and isinstance(update[0], RemoveMessage) and update[0].id == REMOVE_ALL_MESSAGES:
             # the whole list again: the response goes after it (it was added before)
             command = Command(update={"messages": [*update, *response.result]})
         return ExtendedModelResponse(model_response=response, command=command)
 
     def wrap_model_call(self, request: ModelRequest[Any],
-                        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]]) -> Any:
+                        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+                        ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
         request, serving, command = self._plan(request)
         token = _SERVE.set(serving)
         try:
@@ -626,7 +655,8 @@ class ReplayMiddleware(AgentMiddleware):
 
     async def awrap_model_call(
             self, request: ModelRequest[Any],
-            handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]]) -> Any:
+            handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
         request, serving, command = self._plan(request)
         token = _SERVE.set(serving)
         try:
@@ -645,16 +675,17 @@ class ReplayMiddleware(AgentMiddleware):
                 s.stats.live_tool_calls += 1
                 return request, None
             found: ToolCall | None = s.cassette.match_tool(s.root_id, tcid, name, args, s.used)
-            if found is not None and s.at_fork(found) and s.edit.on_tool:
+            edit = s.edit
+            if edit is not None and found is not None and s.at_fork(found) and edit.on_tool:
                 s.fork_applied = True
                 s.used.add(id(found))
-                if s.edit.kind == "tool_args":
+                if edit.kind == "tool_args":
                     s.stats.live_tool_calls += 1
-                    return request.override(tool_call={**call, "args": s.edit.args}), None
+                    return request.override(tool_call={**call, "args": edit.args or {}}), None
                 if request.tool is not None and _servable(request.tool, found.outcomes,
                                                           found.writes, found.store):
                     good = [o for o in found.outcomes if not o.is_error] or found.outcomes
-                    tool = _served_tool(request.tool, good[-1:], tcid, s.edit.text,
+                    tool = _served_tool(request.tool, good[-1:], tcid, edit.text,
                                         _updates(s, found), found.store)
                     return request.override(tool=tool), None
             if found is None:

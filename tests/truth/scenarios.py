@@ -1,70 +1,7 @@
-"""The oracle side of looptrace's differential tests: real agents, and what really happened.
-
-Each :class:`Scenario` builds a real ``create_agent`` (or Deep Agents) loop with real
-prebuilt middleware from ``langchain.agents.middleware``, driven by
-:class:`RecordingChatModel`, a scripted chat model that records every call it
-receives. :func:`run_truth` streams the agent (``stream`` or ``astream``, so the very
-same run can also be traced by looptrace) and returns a :class:`Truth`: LangGraph's
-own account of the run, independent of looptrace.
-
-Where each field of :class:`Truth` comes from, and why it is exact
-------------------------------------------------------------------
-
-``model_inputs`` / ``sub_model_inputs`` / ``summary_inputs``
-    Deep copies of the ``messages`` argument of ``RecordingChatModel._generate`` /
-    ``_agenerate``, taken on entry, i.e. exactly what the chat model received after
-    every ``wrap_model_call`` rewrote the request (system message included, first).
-    A call is classified from the callback metadata LangChain hands the model
-    (``run_manager.metadata``): ``lc_source == "summarization"`` marks a
-    summarization call (LangChain's and Deep Agents' ``SummarizationMiddleware``
-    both tag their summary calls so); otherwise a ``checkpoint_ns`` containing ``|``
-    marks a call made inside a nested graph (a Deep Agents subagent running inside
-    the parent's ``task`` tool); anything else is a call of the main agent's
-    ``model`` node. Failed calls (``ModelFallbackMiddleware``'s primary raises) are
-    recorded too, with ``error`` set: they did receive their input. Use
-    ``model_calls`` for the per-call detail (model name, tools offered, reply,
-    error, node, namespace).
-
-``node_states`` / ``nodes`` / ``steps``
-    The agent is streamed with ``stream_mode=["debug", "values"]``:
-
-    * ``debug`` ``task`` events give, per superstep (``step``), every task that
-      LangGraph scheduled, in the order it prepared them; ``task_result`` events
-      give each task's writes (``result``), ``interrupts`` and ``error``.
-    * ``values`` events give the full state after a superstep's writes were
-      applied. LangGraph emits one only when the superstep changed an output
-      channel, so a superstep without one left the state unchanged.
-
-    LangGraph's runner yields control to the stream consumer *before* it runs
-    the next superstep's tasks (``PregelRunner.tick`` yields first), so the deep
-    copy the kit takes of a ``values`` event is the state exactly after that
-    superstep, before any later node could mutate a message in place.
-
-    A superstep with one task (every node of ``create_agent`` except parallel tool
-    calls) therefore gets the exact state after that node. A superstep with
-    several tasks (one ``tools`` task per tool call, sent with ``Send``) is applied
-    by LangGraph all at once, in task-path order, which for ``Send`` tasks is the
-    order of the tool calls in the AIMessage, which is also the order in which the
-    ``debug`` ``task`` events arrive (not the completion order in which the
-    ``task_result`` / ``updates`` events arrive). The kit rebuilds the
-    intermediate states by applying each task's ``messages`` writes with
-    ``add_messages`` in that order; the state after the LAST task is LangGraph's
-    own ``values`` event, and the kit checks that its rebuild reproduces it (ids
-    and contents) and raises :class:`TruthError` otherwise. ``StepRecord.rebuilt``
-    marks the rebuilt intermediate states.
-
-    Invocations are concatenated (HITL: the interrupted invocation, then the
-    resumed one). A node interrupted by ``interrupt()`` is listed (it ran, up to
-    the interrupt) with the state unchanged (its writes were not applied); on
-    resume LangGraph runs it again from the start, so it is listed again.
-
-``final``
-    The messages of the last ``values`` event of the last invocation, which is
-    what ``invoke`` would have returned as ``result["messages"]``.
-
-``interrupts``
-    The ``Interrupt`` objects LangGraph surfaced (``__interrupt__`` of the
-    ``values`` stream), in order, deep-copied.
+"""The scenarios: real ``create_agent`` (or Deep Agents) loops with real prebuilt
+middleware from ``langchain.agents.middleware``, driven by
+:class:`~truth.model.RecordingChatModel`; ``SCENARIOS`` run to their end, ``FAILING``
+end in an exception (``Scenario.raises``).
 
 Middleware placement
 --------------------
@@ -85,19 +22,14 @@ lands in the middle whatever ``position`` says.
 Async
 -----
 
-``mode="async"`` uses ``astream``; the model implements ``_agenerate`` natively and
-every scenario tool has a coroutine, so nothing is pushed to a thread. The kit does
-no file I/O, no ``time.sleep`` and takes no lock on the event loop; ToolRetry's
-backoff is 0. Run async runs under ``blockbuster.blockbuster_ctx()``.
+Every scenario tool has a coroutine (:func:`~truth.model.make_tool`). The scenarios do
+no file I/O, no ``time.sleep`` and take no lock on the event loop; ToolRetry's backoff
+is 0. Run async runs under ``blockbuster.blockbuster_ctx()``.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
-import copy
-import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Annotated, Any, NotRequired
 
@@ -118,193 +50,13 @@ from langchain.agents.middleware import (
 )
 from langchain.agents.middleware.model_call_limit import ModelCallLimitExceededError
 from langchain.agents.structured_output import ToolStrategy
-from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import (
-    AIMessage,
-    BaseMessage,
-    HumanMessage,
-    ToolMessage,
-)
-from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool, tool
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.tools import InjectedToolCallId, tool
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph.message import add_messages
 from langgraph.types import Command
 from pydantic import BaseModel
 
-from tracer.demo.models import stamp
-
-Script = Callable[[list[BaseMessage]], AIMessage]
-
-
-class TruthError(AssertionError):
-    """The kit could not establish the truth exactly (its own consistency check failed)."""
-
-
-# ---------------------------------------------------------------------------
-# The recording scripted model
-# ---------------------------------------------------------------------------
-
-
-@dataclass
-class ModelCall:
-    """One call of a :class:`RecordingChatModel` (deep copies, taken on entry)."""
-
-    index: int
-    model: str                      # the model's ``model_name``
-    kind: str                       # "main" | "sub" | "summary"
-    messages: list[BaseMessage]     # exactly what the call received (system message included)
-    tools: list[str]                # names of the tools bound for this call
-    node: str | None                # metadata ``langgraph_node`` (e.g. "model", "tools")
-    checkpoint_ns: str              # metadata ``checkpoint_ns`` ("" at the root)
-    agent_name: str | None          # metadata ``lc_agent_name``
-    reply: AIMessage | None = None  # what the model answered (None if it raised)
-    error: str | None = None        # "Type: message" if the call raised
-
-
-class Recorder:
-    """Collects :class:`ModelCall` s. Appends only (atomic under the GIL, no lock)."""
-
-    def __init__(self) -> None:
-        self.calls: list[ModelCall] = []
-        self.counter = itertools.count()
-
-    def of_kind(self, kind: str) -> list[ModelCall]:
-        return [c for c in self.calls if c.kind == kind]
-
-
-_RECORDER: contextvars.ContextVar[Recorder | None] = contextvars.ContextVar(
-    "truth_kit_recorder", default=None)
-
-
-def current_recorder() -> Recorder:
-    """The recorder of the :func:`run_truth` in progress (a throwaway one outside it)."""
-    rec = _RECORDER.get()
-    return rec if rec is not None else Recorder()
-
-
-def _tool_name(tool: Any) -> str:
-    if isinstance(tool, BaseTool):
-        return tool.name
-    if isinstance(tool, dict):
-        return str(tool.get("name") or tool.get("function", {}).get("name") or tool)
-    return str(getattr(tool, "name", None) or getattr(tool, "__name__", tool))
-
-
-def _classify(metadata: dict[str, Any]) -> tuple[str, str, str | None, str | None]:
-    # `langgraph_checkpoint_ns` is the full path ("tools:<id>|model:<id>" inside a
-    # subagent); `checkpoint_ns` there is only the parent graph's ("tools:<id>").
-    ns = str(metadata.get("langgraph_checkpoint_ns") or metadata.get("checkpoint_ns") or "")
-    if metadata.get("lc_source") == "summarization":
-        kind = "summary"
-    elif "|" in ns:
-        kind = "sub"
-    else:
-        kind = "main"
-    return kind, ns, metadata.get("langgraph_node"), metadata.get("lc_agent_name")
-
-
-class RecordingChatModel(BaseChatModel):
-    """A scripted ``BaseChatModel`` that records every call's input (sync and async).
-
-    ``script(messages)`` answers the main agent's calls, ``sub_script`` (default:
-    ``script``) a subagent's, ``summary`` summarization calls. ``fail=True`` makes
-    every call raise ``RuntimeError`` (after recording it). ``bind_tools`` binds
-    the tool names as a ``tools`` kwarg, so each call records what it was offered.
-    """
-
-    script: Any = None
-    sub_script: Any = None
-    summary: str = "Summary: the user asked for work; tools were called and answered."
-    fail: bool = False
-    recorder: Any = None
-    model_name: str = "truth-model"
-
-    @property
-    def _llm_type(self) -> str:
-        return "truth-scripted"
-
-    @property
-    def _identifying_params(self) -> dict[str, Any]:
-        return {"model_name": self.model_name}
-
-    def _get_ls_params(self, stop: list[str] | None = None, **kwargs: Any) -> Any:
-        params = super()._get_ls_params(stop=stop, **kwargs)
-        params["ls_provider"] = "truth-scripted"
-        params["ls_model_name"] = self.model_name
-        return params
-
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Any:  # type: ignore[override]
-        return self.bind(tools=[_tool_name(t) for t in tools], **kwargs)
-
-    def _respond(self, messages: list[BaseMessage], run_manager: Any,
-                 kwargs: dict[str, Any]) -> ChatResult:
-        metadata = dict(getattr(run_manager, "metadata", None) or {})
-        kind, ns, node, agent_name = _classify(metadata)
-        rec = ModelCall(index=-1, model=self.model_name, kind=kind,
-                        messages=copy.deepcopy(list(messages)),
-                        tools=list(kwargs.get("tools") or []), node=node, checkpoint_ns=ns,
-                        agent_name=agent_name)
-        recorder = self.recorder if self.recorder is not None else Recorder()
-        rec.index = next(recorder.counter)
-        recorder.calls.append(rec)
-        if self.fail:
-            rec.error = f"RuntimeError: {self.model_name} is down"
-            raise RuntimeError(f"{self.model_name} is down")
-        if kind == "summary":
-            reply = AIMessage(content=self.summary)
-        else:
-            script = self.sub_script if (kind == "sub" and self.sub_script) else self.script
-            reply = script(list(messages)).model_copy(deep=True)
-        reply = stamp(reply, messages, self.model_name)
-        rec.reply = reply.model_copy(deep=True)
-        return ChatResult(generations=[ChatGeneration(message=reply)])
-
-    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
-                  run_manager: CallbackManagerForLLMRun | None = None,
-                  **kwargs: Any) -> ChatResult:
-        return self._respond(messages, run_manager, kwargs)
-
-    async def _agenerate(self, messages: list[BaseMessage], stop: list[str] | None = None,
-                         run_manager: AsyncCallbackManagerForLLMRun | None = None,
-                         **kwargs: Any) -> ChatResult:
-        return self._respond(messages, run_manager, kwargs)
-
-
-def turn_script(turns: Sequence[AIMessage | Script]) -> Script:
-    """Play ``turns`` in order, by how many AI messages the model was sent (stateless)."""
-
-    def script(messages: list[BaseMessage]) -> AIMessage:
-        n = sum(1 for m in messages if isinstance(m, AIMessage))
-        turn = turns[min(n, len(turns) - 1)]
-        return turn(messages) if callable(turn) else turn
-
-    return script
-
-
-def call(name: str, args: dict[str, Any], call_id: str) -> dict[str, Any]:
-    return {"name": name, "args": args, "id": call_id, "type": "tool_call"}
-
-
-def last_tool_message(messages: Sequence[BaseMessage]) -> ToolMessage | None:
-    return next((m for m in reversed(messages) if isinstance(m, ToolMessage)), None)
-
-
-def make_tool(fn: Callable[..., Any], name: str | None = None,
-              description: str | None = None) -> StructuredTool:
-    """A tool with both a sync and a native async implementation (no thread hop)."""
-
-    async def coroutine(**kwargs: Any) -> Any:
-        return fn(**kwargs)
-
-    return StructuredTool.from_function(func=fn, coroutine=coroutine, name=name or fn.__name__,
-                                        description=description or fn.__doc__ or fn.__name__)
-
-
-def _model(script: Script | None = None, **kw: Any) -> RecordingChatModel:
-    return RecordingChatModel(script=script, recorder=current_recorder(), **kw)
-
+from truth.model import Script, call, last_tool_message, make_tool, recording_model, turn_script
 
 # ---------------------------------------------------------------------------
 # Placement
@@ -380,7 +132,7 @@ def _build_pii(extra: list[Any], position: str = "last") -> Any:
     stack = [PIIMiddleware("email", strategy="redact", apply_to_input=True,
                            apply_to_output=True),
              PIIMiddleware("credit_card", strategy="mask")]  # finds nothing; makes "middle" real
-    return create_agent(_model(script, model_name="pii-model"),
+    return create_agent(recording_model(script, model_name="pii-model"),
                         tools=[make_tool(lookup_account)],
                         middleware=place(stack, extra, position),
                         system_prompt="You are a support agent.")
@@ -412,10 +164,11 @@ def _build_summarization(extra: list[Any], position: str = "last") -> Any:
         """Make report number n."""
         return f"report {n}: " + " ".join(f"row{n}-{i}" for i in range(30))
 
-    summarizer = _model(None, model_name="summarizer-model", summary=SUMMARY_TEXT)
+    summarizer = recording_model(None, model_name="summarizer-model", summary=SUMMARY_TEXT)
     stack = [SummarizationMiddleware(summarizer, trigger=("messages", 6),
                                      keep=("messages", 2))]
-    return create_agent(_model(_laps_script("make_report", 3, "sum"), model_name="main-model"),
+    model = recording_model(_laps_script("make_report", 3, "sum"), model_name="main-model")
+    return create_agent(model,
                         tools=[make_tool(make_report)],
                         middleware=place(stack, extra, position),
                         system_prompt="You write reports.")
@@ -434,7 +187,8 @@ def _build_context_editing(extra: list[Any], position: str = "last") -> Any:
 
     stack = [ContextEditingMiddleware(edits=[ClearToolUsesEdit(
         trigger=150, keep=1, placeholder=CLEARED)])]
-    return create_agent(_model(_laps_script("fetch_page", 3, "ctx"), model_name="ctx-model"),
+    model = recording_model(_laps_script("fetch_page", 3, "ctx"), model_name="ctx-model")
+    return create_agent(model,
                         tools=[make_tool(fetch_page)],
                         middleware=place(stack, extra, position),
                         system_prompt="You read archives.")
@@ -454,7 +208,7 @@ def _build_model_call_limit(extra: list[Any], position: str = "last") -> Any:
                          tool_calls=[call("ping", {"n": n}, f"call-limit-{n}")])
 
     stack = [ModelCallLimitMiddleware(run_limit=2, exit_behavior="end")]
-    return create_agent(_model(script, model_name="limit-model"), tools=[make_tool(ping)],
+    return create_agent(recording_model(script, model_name="limit-model"), tools=[make_tool(ping)],
                         middleware=place(stack, extra, position),
                         system_prompt="You ping forever.")
 
@@ -480,7 +234,7 @@ def _build_tool_retry(extra: list[Any], position: str = "last") -> Any:
         results = sorted(str(m.content) for m in messages if isinstance(m, ToolMessage))
         return AIMessage("The services say: " + "; ".join(results), id="ai-retry-2")
 
-    model = _model(turn_script([
+    model = recording_model(turn_script([
         AIMessage("", id="ai-retry-1", tool_calls=[
             call("flaky_lookup", {"key": "answer"}, "call-retry-1"),
             call("stable_lookup", {"key": "other"}, "call-retry-2")]),
@@ -501,8 +255,8 @@ def _build_model_fallback(extra: list[Any], position: str = "last") -> Any:
         """Current time in a city."""
         return f"It is 10:00 in {city}."
 
-    primary = _model(None, model_name="primary-model", fail=True)
-    backup = _model(turn_script([
+    primary = recording_model(None, model_name="primary-model", fail=True)
+    backup = recording_model(turn_script([
         AIMessage("", id="ai-fb-1", tool_calls=[call("get_time", {"city": "Oslo"}, "call-fb-1")]),
         AIMessage("In Oslo it is 10:00.", id="ai-fb-2"),
     ]), model_name="fallback-model")
@@ -520,7 +274,7 @@ TODOS = [{"content": "Collect the figures", "status": "completed"},
 
 def _build_todo(extra: list[Any], position: str = "last") -> Any:
     """``write_todos`` (a Command updating ``todos`` and messages), then an answer."""
-    model = _model(turn_script([
+    model = recording_model(turn_script([
         AIMessage("Planning first.", id="ai-todo-1",
                   tool_calls=[call("write_todos", {"todos": TODOS}, "call-todo-1")]),
         AIMessage("Plan written; the summary is next.", id="ai-todo-2"),
@@ -540,7 +294,7 @@ def _build_hitl_edit(extra: list[Any], position: str = "last") -> Any:
         """Send an email."""
         return f"sent to {to}: {subject} / {body}"
 
-    model = _model(turn_script([
+    model = recording_model(turn_script([
         AIMessage("I'll send it.", id="ai-hitl-1", tool_calls=[call(
             "send_email", {"to": "team@corp.test", "subject": "Q3", "body": "Draft."},
             "call-hitl-1")]),
@@ -592,7 +346,7 @@ def _build_after_agent_jump(extra: list[Any], position: str = "last") -> Any:
                              tool_calls=[call("note", {"text": "first task"}, "call-jump-1")])
         return AIMessage("First task done.", id="ai-jump-2")
 
-    return create_agent(_model(script, model_name="jump-model"), tools=[make_tool(note)],
+    return create_agent(recording_model(script, model_name="jump-model"), tools=[make_tool(note)],
                         middleware=place([OneMoreThing()], extra, position),
                         system_prompt="You take notes.")
 
@@ -639,8 +393,9 @@ def _build_deep_agent(extra: list[Any], position: str = "last") -> Any:
     def sub_script(messages: list[BaseMessage]) -> AIMessage:
         return AIMessage(SUB_ANSWER)
 
-    model = _model(script, sub_script=sub_script, model_name="deep-model", summary=DEEP_SUMMARY,
-                   profile={"max_input_tokens": DEEP_MAX_INPUT_TOKENS})
+    model = recording_model(script, sub_script=sub_script, model_name="deep-model",
+                            summary=DEEP_SUMMARY,
+                            profile={"max_input_tokens": DEEP_MAX_INPUT_TOKENS})
     return create_deep_agent(model=model, tools=[make_tool(big_report)], middleware=list(extra),
                              system_prompt="You analyse reports.")
 
@@ -659,7 +414,7 @@ def _build_deep_workspace(extra: list[Any], position: str = "last") -> Any:
     ``read_file`` and ``write_todos`` in one turn (parallel), then an answer."""
     from deepagents import create_deep_agent
 
-    model = _model(turn_script([
+    model = recording_model(turn_script([
         AIMessage("Planning.", id="ai-ws-1", tool_calls=[
             call("write_todos", {"todos": WORKSPACE_PLAN}, "call-ws-plan")]),
         AIMessage("Drafting.", id="ai-ws-2", tool_calls=[
@@ -693,7 +448,7 @@ def _build_structured(extra: list[Any], position: str = "last") -> Any:
         """The temperature in a city."""
         return f"{city}: 21 C"
 
-    model = _model(turn_script([
+    model = recording_model(turn_script([
         AIMessage("", id="ai-sr-1", tool_calls=[
             call("get_temperature", {"city": "Oslo"}, "call-sr-1")]),
         AIMessage("", id="ai-sr-2", tool_calls=[
@@ -737,7 +492,8 @@ def _build_custom_jump(extra: list[Any], position: str = "last") -> Any:
         """Fetch a page."""
         return f"page {n}: still loading"
 
-    return create_agent(_model(_laps_script("fetch", 5, "ai-cj"), model_name="jump-key-model"),
+    model = recording_model(_laps_script("fetch", 5, "ai-cj"), model_name="jump-key-model")
+    return create_agent(model,
                         tools=[make_tool(fetch)],
                         middleware=place([GiveUpAfterTwo()], extra, position),
                         system_prompt="You fetch pages.")
@@ -764,7 +520,7 @@ def _build_command_update(extra: list[Any], position: str = "last") -> Any:
         return Command(update={"notes": [fact], "messages": [
             ToolMessage(f"remembered: {fact}", tool_call_id=tool_call_id)]})
 
-    model = _model(turn_script([
+    model = recording_model(turn_script([
         AIMessage("", id="ai-cmd-1", tool_calls=[
             call("remember", {"fact": "the meeting is at 10"}, "call-cmd-1")]),
         AIMessage("Noted.", id="ai-cmd-2"),
@@ -818,7 +574,7 @@ def _build_call_limit_error(extra: list[Any], position: str = "last") -> Any:
         """Ping a host."""
         return f"pong {n}"
 
-    model = _model(_laps_script("ping", 5, "ai-limit-err"), model_name="limit-model")
+    model = recording_model(_laps_script("ping", 5, "ai-limit-err"), model_name="limit-model")
     stack = [ModelCallLimitMiddleware(run_limit=1, exit_behavior="error")]
     return create_agent(model, tools=[make_tool(ping)], middleware=place(stack, extra, position),
                         system_prompt="You ping hosts.")
@@ -830,7 +586,7 @@ def _build_tool_retry_gives_up(extra: list[Any], position: str = "last") -> Any:
         """Look a key up in a dead service."""
         raise ConnectionError("dead service: connection refused")
 
-    model = _model(turn_script([
+    model = recording_model(turn_script([
         AIMessage("", id="ai-dead-1", tool_calls=[call("dead_lookup", {"key": "k"}, "call-dead-1")]),
         AIMessage("unreachable", id="ai-dead-2"),
     ]), model_name="dead-model")
@@ -847,7 +603,7 @@ def _build_tool_raises(extra: list[Any], position: str = "last") -> Any:
         """Charge the customer's card."""
         raise ValueError("card declined: insufficient funds")
 
-    model = _model(turn_script([
+    model = recording_model(turn_script([
         AIMessage("", id="ai-charge-1",
                   tool_calls=[call("charge_card", {"amount": 30}, "call-charge-1")]),
         AIMessage("unreachable", id="ai-charge-2"),
@@ -864,8 +620,8 @@ def _build_fallback_exhausted(extra: list[Any], position: str = "last") -> Any:
         """Current time in a city."""
         return f"It is 10:00 in {city}."
 
-    primary = _model(None, model_name="primary-model", fail=True)
-    backup = _model(None, model_name="backup-model", fail=True)
+    primary = recording_model(None, model_name="primary-model", fail=True)
+    backup = recording_model(None, model_name="backup-model", fail=True)
     stack = [ModelFallbackMiddleware(backup)]
     return create_agent(primary, tools=[make_tool(get_time)],
                         middleware=place(stack, extra, position),
@@ -888,271 +644,8 @@ FAILING: dict[str, Scenario] = {
 }
 
 
-# ---------------------------------------------------------------------------
-# Running and capturing
-# ---------------------------------------------------------------------------
-
-
-@dataclass
-class StepRecord:
-    """One task (graph node run) of the top-level graph."""
-
-    invocation: int                 # index into Scenario.inputs
-    step: int                       # LangGraph superstep number
-    task_id: str
-    name: str                       # node name, e.g. "model", "PIIMiddleware[email].before_model"
-    writes: dict[str, Any] | None   # the task's writes (debug task_result "result"), deep copy
-    messages: list[BaseMessage]     # state messages after this node's update was applied
-    values: dict[str, Any]          # full output state after the node (see ``rebuilt``)
-    interrupts: list[Any] = field(default_factory=list)
-    error: Any = None
-    rebuilt: bool = False           # intermediate state of a multi-task superstep, rebuilt
-
-
-@dataclass
-class Truth:
-    """What really happened in one :func:`run_truth` (see the module docstring).
-
-    ``final_values`` is the last ``values`` chunk: EVERY state channel, including the
-    private ones ``invoke()`` filters out (``jump_to``, ``run_model_call_count``,
-    ``hitl_edited_tool_calls``, ``_summarization_event`` ...). ``invocation_finals``
-    holds the final messages of each invocation (HITL: the paused one, then the
-    resumed one). ``model_calls`` has every chat-model call of every kind, in order.
-    """
-
-    final: list[BaseMessage]
-    model_inputs: list[list[BaseMessage]]
-    node_states: list[tuple[str, list[BaseMessage]]]
-    nodes: list[str]
-    interrupts: list[Any]
-    sub_model_inputs: list[list[BaseMessage]] = field(default_factory=list)
-    summary_inputs: list[list[BaseMessage]] = field(default_factory=list)
-    model_calls: list[ModelCall] = field(default_factory=list)
-    steps: list[StepRecord] = field(default_factory=list)
-    final_values: dict[str, Any] = field(default_factory=dict)
-    invocation_finals: list[list[BaseMessage]] = field(default_factory=list)
-    raised: BaseException | None = None  # what the stream ended in (a failing scenario)
-
-
-class _Capture:
-    """Folds ``("debug", ...)`` and ``("values", ...)`` stream chunks into StepRecords."""
-
-    def __init__(self) -> None:
-        self.steps: list[StepRecord] = []
-        self.interrupts: list[Any] = []
-        self.invocation = 0
-        self.values: dict[str, Any] = {}
-        self._step: int | None = None
-        self._tasks: list[tuple[str, str]] = []
-        self._results: dict[str, dict[str, Any]] = {}
-        self._after: dict[str, Any] | None = None
-        self.last_values: dict[str, Any] = {}
-
-    def begin(self, invocation: int) -> None:
-        self.invocation = invocation
-        self._step = None
-        self._tasks, self._results, self._after = [], {}, None
-
-    def feed(self, chunk: Any) -> None:
-        mode, data = chunk
-        if mode == "debug":
-            kind, payload = data["type"], data["payload"]
-            if kind == "task":
-                if data["step"] != self._step:
-                    self._close_step()
-                    self._step = data["step"]
-                self._tasks.append((payload["id"], payload["name"]))
-            elif kind == "task_result":
-                # (the exception itself as raised: not every exception can be copied)
-                error = payload.get("error")
-                kept = copy.deepcopy({k: v for k, v in payload.items() if k != "error"})
-                self._results[payload["id"]] = {**kept, "error": error}
-        elif mode == "values":
-            data = dict(data)
-            interrupts = data.pop("__interrupt__", None)
-            snapshot = copy.deepcopy(data)
-            if interrupts is not None:
-                self.interrupts.extend(copy.deepcopy(list(interrupts)))
-            elif self._step is None:
-                self.values = snapshot      # the input state (or the resumed checkpoint)
-            else:
-                self._after = snapshot
-            self.last_values = snapshot
-
-    def end(self) -> None:
-        self._close_step()
-
-    def _close_step(self) -> None:
-        if self._step is None or not self._tasks:
-            return
-        before = self.values
-        after = self._after if self._after is not None else before
-        if len(self._tasks) == 1:
-            task_id, name = self._tasks[0]
-            self._add(task_id, name, after, rebuilt=False)
-        else:
-            msgs = list(before.get("messages", []))
-            for i, (task_id, name) in enumerate(self._tasks):
-                written = (self._results.get(task_id) or {}).get("result") or {}
-                w = written.get("messages")
-                if w is not None:
-                    for part in (w["$writes"] if isinstance(w, dict) and "$writes" in w else [w]):
-                        msgs = add_messages(msgs, part)
-                last = i == len(self._tasks) - 1
-                if last:
-                    want = [_msg_key(m) for m in after.get("messages", [])]
-                    got = [_msg_key(m) for m in msgs]
-                    if want != got:
-                        msg = (f"rebuilt state of step {self._step} does not match LangGraph's:"
-                               f"\nrebuilt: {got}\nlanggraph: {want}")
-                        raise TruthError(msg)
-                    self._add(task_id, name, after, rebuilt=False)
-                else:
-                    values = {**before, "messages": copy.deepcopy(msgs)}
-                    self._add(task_id, name, values, rebuilt=True)
-        self.values = after
-        self._tasks, self._results, self._after = [], {}, None
-
-    def _add(self, task_id: str, name: str, values: dict[str, Any], *, rebuilt: bool) -> None:
-        res = self._results.get(task_id) or {}
-        self.steps.append(StepRecord(
-            invocation=self.invocation, step=int(self._step or 0), task_id=task_id, name=name,
-            writes=res.get("result"), messages=list(values.get("messages", [])), values=values,
-            interrupts=list(res.get("interrupts") or []), error=res.get("error"),
-            rebuilt=rebuilt))
-
-
-STREAM_MODES = ["debug", "values"]
-
-
-def _prepare(scenario: Scenario | str, extra_middleware: list[Any] | None, position: str,
-             callbacks: list[Any] | None) -> tuple[Scenario, Recorder, Any, dict[str, Any]]:
-    sc = (SCENARIOS.get(scenario) or FAILING[scenario]) if isinstance(scenario, str) else scenario
-    rec = Recorder()
-    token = _RECORDER.set(rec)
-    try:
-        agent = sc.build(list(extra_middleware or []), position=position)
-    finally:
-        _RECORDER.reset(token)
-    config = copy.deepcopy(sc.config)
-    if callbacks:
-        config["callbacks"] = list(callbacks)
-    return sc, rec, agent, config
-
-
-def _truth(cap: _Capture, rec: Recorder, finals: list[list[BaseMessage]],
-           raised: BaseException | None = None) -> Truth:
-    return Truth(
-        raised=raised,
-        final=finals[-1] if finals else [],
-        model_inputs=[c.messages for c in rec.calls if c.kind == "main"],
-        node_states=[(s.name, s.messages) for s in cap.steps],
-        nodes=[s.name for s in cap.steps],
-        interrupts=cap.interrupts,
-        sub_model_inputs=[c.messages for c in rec.calls if c.kind == "sub"],
-        summary_inputs=[c.messages for c in rec.calls if c.kind == "summary"],
-        model_calls=list(rec.calls),
-        steps=cap.steps,
-        final_values=cap.last_values,
-        invocation_finals=finals,
-    )
-
-
-def run_truth(scenario: Scenario | str, extra_middleware: list[Any] | None = None, *,
-              position: str = "last", mode: str = "sync",
-              callbacks: list[Any] | None = None) -> Truth:
-    """Build ``scenario`` with ``extra_middleware`` at ``position``, run all its inputs.
-
-    ``mode="sync"`` uses ``agent.stream``; ``mode="async"`` runs :func:`arun_truth`
-    (``agent.astream``) with ``asyncio.run`` (call :func:`arun_truth` directly from a
-    running event loop). ``callbacks`` go into the run config.
-    """
-    if mode == "async":
-        return asyncio.run(arun_truth(scenario, extra_middleware, position=position,
-                                      callbacks=callbacks))
-    if mode != "sync":
-        msg = f"mode must be 'sync' or 'async', not {mode!r}"
-        raise ValueError(msg)
-    sc, rec, agent, config = _prepare(scenario, extra_middleware, position, callbacks)
-    cap = _Capture()
-    finals: list[list[BaseMessage]] = []
-    raised = None
-    for i, inp in enumerate(sc.inputs):
-        cap.begin(i)
-        # a copy: LangGraph stamps ids onto the caller's input messages in place
-        try:
-            for chunk in agent.stream(copy.deepcopy(inp), config=config,
-                                      stream_mode=STREAM_MODES):
-                cap.feed(chunk)
-        except Exception as exc:
-            if sc.raises is None or not isinstance(exc, sc.raises):
-                raise
-            raised = exc
-        cap.end()
-        finals.append(list(cap.last_values.get("messages", [])))
-    if sc.raises is not None and raised is None:
-        msg = f"{sc.name} was to fail with {sc.raises.__name__}, and did not"
-        raise TruthError(msg)
-    return _truth(cap, rec, finals, raised)
-
-
-async def arun_truth(scenario: Scenario | str, extra_middleware: list[Any] | None = None, *,
-                     position: str = "last", callbacks: list[Any] | None = None) -> Truth:
-    """The async twin of :func:`run_truth` (``agent.astream``)."""
-    sc, rec, agent, config = _prepare(scenario, extra_middleware, position, callbacks)
-    cap = _Capture()
-    finals: list[list[BaseMessage]] = []
-    raised = None
-    for i, inp in enumerate(sc.inputs):
-        cap.begin(i)
-        try:
-            async for chunk in agent.astream(copy.deepcopy(inp), config=config,
-                                             stream_mode=STREAM_MODES):
-                cap.feed(chunk)
-        except Exception as exc:
-            if sc.raises is None or not isinstance(exc, sc.raises):
-                raise
-            raised = exc
-        cap.end()
-        finals.append(list(cap.last_values.get("messages", [])))
-    if sc.raises is not None and raised is None:
-        msg = f"{sc.name} was to fail with {sc.raises.__name__}, and did not"
-        raise TruthError(msg)
-    return _truth(cap, rec, finals, raised)
-
-
-# ---------------------------------------------------------------------------
-# Comparing messages
-# ---------------------------------------------------------------------------
-
-
-def _msg_key(m: BaseMessage) -> tuple[Any, ...]:
-    tool_calls = [(tc.get("name"), tc.get("args"), tc.get("id"))
-                  for tc in (getattr(m, "tool_calls", None) or [])]
-    return (m.type, m.id, m.content, tool_calls, getattr(m, "tool_call_id", None))
-
-
-def message_key(m: BaseMessage) -> tuple[Any, ...]:
-    """(type, id, content, [(name, args, id) of tool_calls], tool_call_id)."""
-    return _msg_key(m)
-
-
-def same_messages(a: Sequence[BaseMessage], b: Sequence[BaseMessage]) -> bool:
-    return [_msg_key(m) for m in a] == [_msg_key(m) for m in b]
-
-
-def text_of(messages: Sequence[BaseMessage]) -> str:
-    """All message contents (and tool-call args) as one string, for ``in`` checks."""
-    parts: list[str] = []
-    for m in messages:
-        parts.append(str(m.content))
-        for tc in getattr(m, "tool_calls", None) or []:
-            parts.append(str(tc.get("args")))
-    return "\n".join(parts)
-
-
 __all__ = [
-    "SCENARIOS", "ModelCall", "Recorder", "RecordingChatModel", "Scenario", "StepRecord",
-    "Truth", "TruthError", "arun_truth", "call", "make_tool", "message_key",
-    "place", "run_truth", "same_messages", "text_of", "turn_script",
+    "BIG_RESULT_CHARS", "CLEARED", "DEEP_MAX_INPUT_TOKENS", "DEEP_SUMMARY", "FAILING",
+    "HITL_EDITED_ARGS", "SCENARIOS", "SUB_ANSWER", "SUMMARY_TEXT", "TODOS", "WORKSPACE_DONE",
+    "WORKSPACE_PLAN", "Scenario", "place",
 ]
