@@ -174,7 +174,7 @@ def render_body(body: ProviderBody, part: str, *, height: int | None = 520,
                 st.caption("Not streamed." if body.source == CAPTURED else
                            "Only captured streams have chunks.")
             else:
-                st.caption(f"{len(chunks)} raw chunks, as they arrived")
+                st.caption(f"{plural(len(chunks), 'raw chunk')}, as they arrived")
                 _code("".join(chunks), height)
         elif part == "Headers":
             if not body.wire:

@@ -181,7 +181,7 @@ def test_a_subagents_tools_are_answered_from_its_record(
     assert ran == [{"topic": "capital of Norway"}], "the subagent's tool ran again"
     assert (res.stats.tool_calls, res.stats.subagent_calls, res.stats.live_tool_calls) == (
         1, 1, 0)
-    assert "1 subagent calls ran" in res.summary()
+    assert "1 subagent call ran" in res.summary()  # (issue 39 item 10: "1 subagent calls")
     _identical(db, run_id, res.run_id)
 
 

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tracer.errors import LooptraceError, is_full, storage_errors
+from tracer.vocab.words import plural
 
 from .schema import connect
 
@@ -230,8 +231,9 @@ def prune(path: str | Path, *, older_than: float | None = None, keep: int | None
                 now=time.time() if now is None else now, include_running=include_running),
                 dry_run=dry_run, vacuum=vacuum)
         if gone and not dry_run:
-            with storage_errors(path, done=f"the {gone} runs were deleted, but the file "
-                                           "did not shrink (its free pages are reused)"):
+            done = (f"the {plural(gone, 'run')} {'was' if gone == 1 else 'were'} deleted, but "
+                    "the file did not shrink (its free pages are reused)")
+            with storage_errors(path, done=done):
                 if vacuum:
                     shrink(conn)
                 else:

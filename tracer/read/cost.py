@@ -44,6 +44,7 @@ from typing import Any
 
 from tracer.errors import PricesFileError
 from tracer.vocab.records import MODEL_HOOKS
+from tracer.vocab.words import plural
 
 __all__ = ["ENV_VAR", "CallCost", "Cost", "Prices", "RunCost", "call_costs",
            "cost_difference", "default_prices", "money", "price_call", "prices_stamp",
@@ -126,7 +127,8 @@ class Cost:
             return money(self.priced_usd)
         if not self.priced:
             return "unknown"
-        return f"≥ {money(self.priced_usd)} ({self.priced} of {self.calls} calls priced)"
+        calls = plural(self.calls, "call")
+        return f"≥ {money(self.priced_usd)} ({self.priced} of {calls} priced)"
 
     def short(self) -> str:
         """``text`` for a table's cell: "≥ $0.0123 (2/3)" when 2 of 3 calls are priced."""

@@ -252,10 +252,11 @@ class ReplayResult:
         else:
             lines.append("  nothing ran live: every model and tool call came from the record")
         if s.subagent_calls:
-            lines.append(f"  {s.subagent_calls} subagent calls ran, their model and tool "
-                         "calls served from their own records")
+            lines.append(f"  {plural(s.subagent_calls, 'subagent call')} ran, their model and "
+                         "tool calls served from their own records")
         if s.unrecorded_model_calls:
-            lines.append(f"  {s.unrecorded_model_calls} model calls the record does not hold "
+            lines.append(f"  {plural(s.unrecorded_model_calls, 'model call')} the record "
+                         "does not hold "
                          "(made inside a node hook, such as a summariser's) ran")
         if self.error:
             lines.append(f"  the agent ended with {self.error}")
@@ -329,7 +330,8 @@ def _check(cassette: Cassette, at: int | None, edit: Edit | None) -> None:
         if edit.position is not None:
             top = count if edit.kind == "insert" else count - 1
             if not 0 <= edit.position <= top:
-                msg = (f"the model call at step {call.step + 1} was sent {count} messages "
+                msg = (f"the model call at step {call.step + 1} was sent "
+                       f"{plural(count, 'message')} "
                        f"(positions 0 to {count - 1}): there is no message {edit.position}")
                 raise ReplayError(msg)
     else:
