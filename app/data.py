@@ -54,7 +54,7 @@ if TYPE_CHECKING:  # (imported on first use: ``EXPORTS``; listed here for the ty
         floor_plan,
         run_stack,
     )
-    from tracer.read.fork_links import AGENT_ENV, fork_argv, origin_of
+    from tracer.read.fork_links import AGENT_ENV, demo_agent, fork_argv, origin_of
     from tracer.read.graph_layout import drawing, shape
     from tracer.read.loader import content_text
     from tracer.read.palette import KIND_COLOURS, colour_map
@@ -139,6 +139,7 @@ __all__ = [
     "debug_arm",
     "debug_clear",
     "debug_validate",
+    "demo_agent",
     "diff_replays",
     "drawing",
     "earlier_turns",
@@ -191,7 +192,8 @@ EXPORTS: dict[str, str] = {
     **dict.fromkeys(("ACTIVE", "NOW", "STATE_LABEL", "UNSEEN", "Cell", "Row", "floor_plan",
                      "run_stack"),
                     "tracer.read.floorplan"),
-    **dict.fromkeys(("AGENT_ENV", "fork_argv", "origin_of"), "tracer.read.fork_links"),
+    **dict.fromkeys(("AGENT_ENV", "demo_agent", "fork_argv", "origin_of"),
+                   "tracer.read.fork_links"),
     **dict.fromkeys(("drawing", "shape"), "tracer.read.graph_layout"),
     "content_text": "tracer.read.loader",
     **dict.fromkeys(("KIND_COLOURS", "colour_map"), "tracer.read.palette"),
