@@ -8,6 +8,7 @@ was started with ``--agent``, runs the fork and links it.
 
 from __future__ import annotations
 
+import sqlite3
 import sys
 import time
 import uuid
@@ -74,6 +75,12 @@ def test_fork_here_shows_the_command_then_runs_it(
         tmp_path: Path, weather: tuple[Path, str, object],
         monkeypatch: pytest.MonkeyPatch) -> None:
     db, run_id, _ = weather
+    # (a run no demo agent recorded, by its name: the app knows no factory for it; a demo
+    # run's is test_fork_here_runs_on_a_bundled_sample_through_the_demo_factory)
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute("UPDATE runs SET name = 'my-weather' WHERE id = ?", [run_id])
+    conn.close()
     at = app_test("replay", timeout=60, run=run_id, step="8").run()
     assert not at.exception
     at.toggle(key=state.FORK_TOGGLE).set_value(True).run()
