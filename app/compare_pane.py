@@ -95,7 +95,7 @@ def render_side(path: str, tag: str, rp: Replay, idx: int | None, exact: bool) -
             with st.expander("System prompt", icon=":material/settings:"):
                 st.text(system)
         if len(msgs) > SHOWN:
-            st.caption(f"{len(msgs) - SHOWN} earlier messages not shown")
+            st.caption(f"{plural(len(msgs) - SHOWN, 'earlier message')} not shown")
         for m in msgs[-SHOWN:]:
             if m.key in new:
                 st.badge("added at this step", color="orange", icon=":material/arrow_forward:")

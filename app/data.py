@@ -44,7 +44,14 @@ from tracer.read.floorplan import (
     floor_plan,
     run_stack,
 )
-from tracer.read.fork_links import AGENT_ENV, Fork, fork_argv, forks_among, origin_of
+from tracer.read.fork_links import (
+    AGENT_ENV,
+    Fork,
+    demo_agent,
+    fork_argv,
+    forks_among,
+    origin_of,
+)
 from tracer.read.fork_links import forks_of as _forks_of
 from tracer.read.graph_layout import drawing, shape
 from tracer.read.loader import Run, RunSummary, TraceDB, content_text
@@ -136,6 +143,7 @@ __all__ = [
     "debug_arm",
     "debug_clear",
     "debug_validate",
+    "demo_agent",
     "diff_replays",
     "drawing",
     "earlier_turns",

@@ -4,7 +4,8 @@ A replay or fork of the run is listed with a link to Compare opened at the fork'
 aligned row; a fork says which run it forks. "Fork here" picks an edit at the current
 step (a message of the conversation, the step's tool result, or the system prompt)
 and shows the exact ``looptrace replay`` command; when ``looptrace ui --agent
-MODULE:FACTORY`` named the agent (``LOOPTRACE_AGENT``), a button starts it in the
+MODULE:FACTORY`` named the agent (``LOOPTRACE_AGENT``), or the run is a demo agent's
+(the bundled samples: ``tracer.demo.factories``), a button starts it in the
 background (a child process, ``python -m tracer replay ... --token``) and opens the
 fork's run as soon as it is recorded: the replayer follows it live to its end. Trace text is shown with ``st.text`` / ``st.code`` and as widget values only.
 """
@@ -25,7 +26,15 @@ import streamlit as st
 
 from . import data, navigation, state
 from .compare_pane import run_diff
-from .data import AGENT_ENV, TOOL_HOOKS, Fork, content_text, fork_argv, origin_of
+from .data import (
+    AGENT_ENV,
+    TOOL_HOOKS,
+    Fork,
+    content_text,
+    demo_agent,
+    fork_argv,
+    origin_of,
+)
 from .run_view import RunView
 
 # How long "Run the fork" waits for the fork's run to appear (the child imports the
@@ -87,7 +96,8 @@ def _fork_form(path: str, view: RunView, i: int) -> None:
         text = st.text_area("The new system prompt",
                             value=view.replay.system_prompt() or "", key="fork_system")
         edit = {"kind": "system", "text": text}
-    agent = os.environ.get(AGENT_ENV)
+    # the agent `looptrace ui --agent` named, or the demo's own for a demo or sample run
+    agent = os.environ.get(AGENT_ENV) or demo_agent(run.summary.name, run.summary.model)
     argv = fork_argv(run.id, step, edit, agent=agent or "MODULE:FACTORY", db=path)
     st.code(shlex.join(argv), language="bash")
     if not agent:

@@ -36,6 +36,7 @@ from .data import (
     turn_label,
 )
 from .data import turn_view as _turn_view
+from .safe import md_escape
 
 TITLES = {"langchain": "LangChain", "openai": "OpenAI", "anthropic": "Anthropic",
           "ollama": "Ollama"}
@@ -174,7 +175,7 @@ def render_body(body: ProviderBody, part: str, *, height: int | None = 520,
                 st.caption("Not streamed." if body.source == CAPTURED else
                            "Only captured streams have chunks.")
             else:
-                st.caption(f"{len(chunks)} raw chunks, as they arrived")
+                st.caption(f"{plural(len(chunks), 'raw chunk')}, as they arrived")
                 _code("".join(chunks), height)
         elif part == "Headers":
             if not body.wire:
@@ -195,8 +196,12 @@ def _pretty(text: Any) -> str:
         return str(text or "")
 
 
-def render_turn(view: TurnView, *, key: str, height: int | None = 520) -> None:
-    """The whole side by side for one model call (used by the pane and the Wire page)."""
+def render_turn(view: TurnView, *, key: str, height: int | None = 520,
+                per_row: int | None = None) -> None:
+    """The whole side by side for one model call (used by the pane and the Wire page).
+
+    ``height``: each body's height (None: as tall as its text, the page scrolls once);
+    ``per_row``: how many bodies share a row (None: all of them)."""
     sources = ", ".join(f"{TITLES[p]} {b.source}" for p, b in view.bodies.items())
     st.caption(f"Model {turn_label(view)}: {plural(len(view.call.messages), 'message')}"
                f"{' + system prompt' if view.call.system else ''}. {sources}. "
@@ -214,13 +219,29 @@ def render_turn(view: TurnView, *, key: str, height: int | None = 520) -> None:
                        help="LangChain's normalised messages beside the providers' formats")
         fold = not st.toggle("Show tool definitions", value=False, key=f"wire_tools_{key}")
     shown = [p for p in COLUMNS if p in view.bodies and (lc or p != LANGCHAIN)]
-    cols = st.columns(len(shown), gap="small")
-    for col, p in zip(cols, shown):
-        with col:
-            render_body(view.bodies[p], part, height=height, fold_tools=fold,
-                        latest_only=latest)
+    n = per_row or len(shown)
+    for first in range(0, len(shown), n):
+        cols = st.columns(n, gap="small")
+        for col, p in zip(cols, shown[first:first + n]):
+            with col:
+                render_body(view.bodies[p], part, height=height, fold_tools=fold,
+                            latest_only=latest)
     rows = aspect_rows(view)
     if rows:
         with st.expander("The differences that matter", expanded=False):
-            st.dataframe(rows, hide_index=True, key=f"wire_aspects_{key}",
-                         column_config={p: TITLES[p] for p in COLUMNS})
+            _differences(rows, key)
+
+
+def _differences(rows: list[dict[str, str]], key: str) -> None:
+    """The differences as a table whose cells wrap: the forms' names once, then each
+    aspect's name over one cell per form (a data grid cut each cell to one line and
+    scrolled sideways to reach Ollama)."""
+    with st.container(key=f"wire_aspects_{key}"):
+        head = st.columns(len(COLUMNS), gap="small")
+        for col, p in zip(head, COLUMNS):
+            col.markdown(f"**{TITLES[p]}**")
+        for row in rows:
+            st.caption(md_escape(row["aspect"]))
+            cells = st.columns(len(COLUMNS), gap="small")
+            for col, p in zip(cells, COLUMNS):
+                col.text(row.get(p) or "-")

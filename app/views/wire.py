@@ -92,7 +92,9 @@ def wire_page() -> None:
 
     with st.spinner("Rendering the three wire formats ..."):
         view = turn_view(path, replay, seq)
-    render_turn(view, key="page", height=640)
+    # two bodies a row, each as tall as its text: one scroll for the page, and room for
+    # the JSON at a laptop's width (four columns, each scrolling on its own, were cramped)
+    render_turn(view, key="page", height=None, per_row=2)
 
     st.subheader("Line diff")
     pair = st.columns(2)

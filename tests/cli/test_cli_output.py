@@ -251,7 +251,7 @@ def test_demo_only_and_export(tmp_path: Path, capsys) -> None:  # type: ignore[n
     assert code == 0 and err == ""
     lines = out.splitlines()
     assert lines[0].startswith("weather ") and len(lines) == 3
-    assert lines[1].startswith(f"recorded 1 runs into {db} in ")
+    assert lines[1].startswith(f"recorded 1 run into {db} in ")  # (issue 39: "1 runs")
     assert lines[2] == f"exported to {out_dir}"
     assert [p.name for p in out_dir.iterdir()] == ["weather.jsonl"]
     conn = sqlite3.connect(db)

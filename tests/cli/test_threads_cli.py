@@ -88,3 +88,17 @@ def test_an_unknown_thread_is_one_line(db, capsys) -> None:
     code, out, err = cli(capsys, "threads", "nope", "--db", str(path))
     assert (code, out) == (1, "")
     assert err.startswith("looptrace threads: no thread 'nope' in ") and err.count("\n") == 1
+
+
+def test_a_thread_of_one_turn_says_it_in_the_singular(db, capsys) -> None:
+    """Issue 39, item 10: "1 turn(s) ..., 1 interrupt(s), 1 resume(s)"."""
+    path, *_ = db
+    code, out, _ = cli(capsys, "threads", "truth-hitl", "--db", str(path))
+    assert code == 0
+    head = out.splitlines()[0]
+    assert head.startswith("thread truth-hitl: 1 turn, tokens ")
+    assert head.endswith(", 1 interrupt, 1 resume")
+    code, out, _ = cli(capsys, "threads", "trip", "--db", str(path))
+    assert code == 0
+    assert out.splitlines()[0].endswith(", 0 interrupts, 0 resumes")
+    assert ": 3 turns, tokens " in out.splitlines()[0]

@@ -5,6 +5,7 @@ the file shrinks."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import sqlite3
@@ -117,12 +118,14 @@ def test_dry_run_and_the_cli(copy, capsys) -> None:  # type: ignore[no-untyped-d
     running = {s.id for s in specs if s.status == "running" and not s.parent_id}
     assert out.startswith(f"would delete {len(specs) - len(family(specs, running))} runs (")
     # (issue 39: it said "0.7 MB -> 0.7 MB", a size the real prune does not leave)
-    assert out.rstrip().endswith(" MB now (a dry run cannot say how much a prune frees)")
-    assert " -> " not in out
+    now_mb, after_mb = (float(x) for x in re.findall(r"([0-9.]+) MB", out.split(";")[-1]))
+    assert out.rstrip().endswith(f"{now_mb:.1f} MB now, {after_mb:.1f} MB after")
+    assert after_mb < now_mb / 2
     assert run_ids(path) == before
     assert main(["prune", "--db", str(path), "--older-than", "1d"]) == 0
-    assert capsys.readouterr().out.startswith(
-        f"deleted {len(specs) - len(family(specs, running))} runs (")
+    out = capsys.readouterr().out
+    assert out.startswith(f"deleted {len(specs) - len(family(specs, running))} runs (")
+    assert out.rstrip().endswith(f"{now_mb:.1f} MB -> {after_mb:.1f} MB")
     assert run_ids(path) == family(specs, running)
     assert main(["prune", "--db", str(path), "--older-than", "1d", "--include-running"]) == 0
     assert capsys.readouterr().out.startswith(f"deleted {len(family(specs, running))} runs (")
@@ -131,6 +134,23 @@ def test_dry_run_and_the_cli(copy, capsys) -> None:  # type: ignore[no-untyped-d
     assert "--older-than AGE and/or --keep N" in capsys.readouterr().err
     assert main(["prune", "--db", str(path), "--older-than", "soon"]) == 1
     assert "not an age" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("vacuum", [True, False])
+def test_a_dry_run_says_the_size_the_prune_leaves(copy, vacuum: bool) -> None:  # type: ignore[no-untyped-def]
+    """Issue 39, item 10: the dry run said "0.7 MB -> 0.7 MB" where the prune went to
+    0.3 MB. It makes the delete, measures the pages left and rolls back."""
+    path, _ = copy
+    before = run_ids(path)
+    dry = prune(path, keep=40, dry_run=True, vacuum=vacuum)
+    assert run_ids(path) == before
+    real = prune(path, keep=40, vacuum=vacuum)
+    assert (dry.runs, dry.top_level, dry.bytes_before) == (real.runs, real.top_level,
+                                                           real.bytes_before)
+    assert dry.bytes_after == real.bytes_after
+    assert (real.bytes_after < real.bytes_before / 2) == vacuum
+    nothing = prune(path, keep=10**6, dry_run=True)  # (nothing to delete: nothing changes)
+    assert nothing.runs == 0 and nothing.bytes_after == nothing.bytes_before
 
 
 def test_an_older_file_is_vacuumed_once_then_incrementally(copy) -> None:  # type: ignore[no-untyped-def]

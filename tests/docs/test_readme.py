@@ -180,15 +180,57 @@ def test_what_if_block_replays_and_forks(tmp_path: Path,
     original, replay, fork = runs
     assert json.loads(replay[1])["replay_of"] == original[0]
     assert json.loads(fork[1])["forked_from"] == {
-        "run": original[0], "step": 7,
+        "run": original[0], "step": 9,
         "edit": {"kind": "tool_result", "text": "Heavy rain, 9°C"}}
     assert out[1] == "  from the record: 2 of 2 model calls (43 tokens, " + out[1].split(
         "tokens, ")[1]
     assert "live from model call 2" in "\n".join(out)
     assert out[-3:] == [
         "Forecast: Heavy rain, 9°C", "True",
-        "lap 1, step 8 (A) / 8 (B): tool get_weather returned 'Sunny in Oslo' in A but "
-        "'Heavy rain, 9°C' in B"]
+        ("lap 1, step 10 (A) / 10 (B): tool get_weather returned 'Sunny in Oslo' in A but "
+         "'Heavy rain, 9°C' in B")]
+
+
+def test_what_if_commands_run_on_the_blocks_agent(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """The page's command lines, each run on its own agent (the block's code down to
+    ``make_agent`` in ``my_agent.py``) and its run: each exits 0 and does what it says
+    (issue 39, item 16: ``--drop-middleware ModelCallLimitMiddleware`` named a
+    middleware the page's agent did not have)."""
+    code = python_block("whatif")
+    (tmp_path / "my_agent.py").write_text(code.split("\nmake_agent().invoke")[0])
+    run_block("whatif", tmp_path, monkeypatch)
+    db = tmp_path / "looptrace.db"
+    (run_id,) = db_rows(db, "SELECT id FROM runs ORDER BY started_at LIMIT 1")[0]
+    (bash,) = [c for h, c in blocks("bash") if h == PY["whatif"]]
+    lines = [ln.split("#")[0].strip() for ln in bash.splitlines() if ln.strip()]
+    assert len(lines) == 5
+    try:
+        for line in lines:
+            argv = [run_id if a == "RUN" else a for a in shlex.split(line)[2:]]
+            capsys.readouterr()
+            assert main(argv[1:]) == 0, (line, capsys.readouterr().err)
+            out = capsys.readouterr().out
+            edit = {a[2:] for a in argv if a.startswith("--")} - {"agent", "json", "offline"}
+            new = out.split()[3] if not out.startswith("{") else json.loads(out)["run"]
+            meta = json.loads(db_rows(db, f"SELECT metadata FROM runs WHERE id = '{new}'")[0][0])
+            if not edit:
+                assert meta["replay_of"] == run_id and "nothing ran live" in out
+            elif "drop-middleware" in edit:
+                got = json.loads(out)
+                assert got["edit"] == {"kind": "drop_middleware",
+                                       "middleware": "ModelCallLimitMiddleware"}
+                assert got["served"]["model_calls"] == 2 and got["live"]["model_calls"] == 0
+                hooks = db_rows(db, "SELECT DISTINCT middleware FROM events WHERE run_id ="
+                                    f" '{new}' AND middleware IS NOT NULL")
+                assert ("ModelCallLimitMiddleware",) not in hooks
+            else:
+                at = int(argv[argv.index("--at") + 1])
+                assert meta["forked_from"]["run"] == run_id
+                assert meta["forked_from"]["step"] == at
+    finally:
+        sys.modules.pop("my_agent", None)
 
 
 def test_test_your_agent_block_passes_offline_and_fails_on_another_answer(

@@ -147,7 +147,7 @@ def test_bad_input_is_an_error_naming_it_with_nothing_written(
         f"{module} has no 'no_such_factory'",
         "nosuchrun",
         f"step 99 is out of range: run {run_id[:12]} has steps 1 to 14",
-        "the model call at step 4 was sent 1 messages (positions 0 to 0): there is no message 3",
+        "the model call at step 4 was sent 1 message (positions 0 to 0): there is no message 3",
         "edit_kind message needs position, text (position is missing)",
         "edit_kind 'rewrite' is not one of message, drop",
     ]

@@ -189,7 +189,7 @@ def test_no_run(looptrace):
     assert "expected ['get_weather', 'get_price']" in out
     assert "recorded ['get_weather', {'get_price', 'get_weather'}]" in out
     assert "took 3 laps, more than the 2 allowed" in out
-    assert "error finding(s) in the recorded runs:" in out
+    assert "1 error finding in the recorded runs:" in out  # (issue 39: "finding(s)")
     assert "recursion-limit" in out
     assert "no LangChain run was recorded for test_d.py::test_no_run" in out
 

@@ -8,6 +8,7 @@ was started with ``--agent``, runs the fork and links it.
 
 from __future__ import annotations
 
+import sqlite3
 import sys
 import time
 import uuid
@@ -74,6 +75,12 @@ def test_fork_here_shows_the_command_then_runs_it(
         tmp_path: Path, weather: tuple[Path, str, object],
         monkeypatch: pytest.MonkeyPatch) -> None:
     db, run_id, _ = weather
+    # (a run no demo agent recorded, by its name: the app knows no factory for it; a demo
+    # run's is test_fork_here_runs_on_a_bundled_sample_through_the_demo_factory)
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute("UPDATE runs SET name = 'my-weather' WHERE id = ?", [run_id])
+    conn.close()
     at = app_test("replay", timeout=60, run=run_id, step="8").run()
     assert not at.exception
     at.toggle(key=state.FORK_TOGGLE).set_value(True).run()
@@ -149,3 +156,33 @@ def test_runs_page_nests_forks_and_replays_under_their_run(
     assert what[again.run_id] == (f"fork of {fork.run_id[:12]} at step 4: message 0 → "
                                   "And in Bergen?")
     assert what[replay.run_id] == f"replay of {run_id[:12]}" and what[run_id] == ""
+
+
+def test_fork_here_runs_on_a_bundled_sample_through_the_demo_factory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 39, item 16: on a sample run, with no ``--agent`` given to the app, "Fork
+    here" names the demo's factory (``tracer.demo.factories``) and runs the fork."""
+    from tracer.cli import main
+
+    monkeypatch.delenv("LOOPTRACE_AGENT", raising=False)
+    db = tmp_path / "samples.db"
+    sample = Path(__file__).resolve().parents[2] / "sample_traces" / "weather.jsonl"
+    assert main(["import", str(sample), "--db", str(db)]) == 0
+    monkeypatch.setenv("LOOPTRACE_DB", str(db))
+    run_id = root_run(db)
+    at = app_test("replay", timeout=60, run=run_id, step="8").run()
+    assert not at.exception
+    at.toggle(key=state.FORK_TOGGLE).set_value(True).run()
+    at.text_area(key="fork_result").input("Heavy rain, 9°C").run()
+    codes = [c.value for c in at.code]
+    assert (f"looptrace replay {run_id} --agent tracer.demo.factories:weather --db {db} "
+            "--at 8 --tool-result 'Heavy rain, 9°C'") in codes
+    at.button(key="fork_run").click().run(timeout=300)
+    assert not at.exception
+    with TraceDB(db) as t:
+        (started,) = forks_of(t, run_id)
+    assert wait_ended(db, started.run_id) == "completed"
+    with TraceDB(db) as t:
+        last = t.run(started.run_id).messages
+    assert [m.text for m in last if m.type == "tool"] == ["Heavy rain, 9°C"]
+    assert last[-1].type == "ai"

@@ -181,7 +181,7 @@ def test_a_subagents_tools_are_answered_from_its_record(
     assert ran == [{"topic": "capital of Norway"}], "the subagent's tool ran again"
     assert (res.stats.tool_calls, res.stats.subagent_calls, res.stats.live_tool_calls) == (
         1, 1, 0)
-    assert "1 subagent calls ran" in res.summary()
+    assert "1 subagent call ran" in res.summary()  # (issue 39 item 10: "1 subagent calls")
     _identical(db, run_id, res.run_id)
 
 
@@ -353,3 +353,42 @@ def test_a_factory_without_a_tracer_gets_one_writing_to_the_database(
     with TraceDB(db) as t:
         assert t.run(res.run_id).metadata["replay_of"] == run_id
         assert len(t.run(res.run_id).events) > 5  # (hook by hook, as TraceMiddleware records)
+
+
+def test_a_tool_that_runs_again_is_said_with_its_reason(tmp_path: Path) -> None:
+    """Issue 39, item 10: the summary gave every live tool call the same two guesses ("a
+    tool the agent lacks, a result the record holds only as a repr"). Here the weather
+    tool is a ``BaseTool`` subclass, which the replay cannot stand in for: it runs again
+    (its result is the recorded one, so the model calls still come from the record), and
+    the summary says why, and only that."""
+    from langchain.agents import create_agent
+    from langchain_core.tools import BaseTool
+
+    from tracer.demo.tools import get_weather
+
+    db = tmp_path / "w.db"
+    demo = AGENTS["weather"](str(db))
+    demo.record()
+    run_id = root_run(db)
+
+    class WeatherTool(BaseTool):
+        name: str = "get_weather"
+        description: str = "The weather in a city."
+
+        def _run(self, city: str) -> str:
+            return str(get_weather.invoke({"city": city}))
+
+    def factory(middleware: Any = ()) -> Any:
+        model = ScriptedChatModel(model_name="scripted-weather", script=lambda messages: None)
+        return create_agent(model, tools=[WeatherTool()], middleware=list(middleware),
+                            name="weather",
+                            system_prompt="You are a helpful weather assistant. Use the tools.")
+
+    res = replay_run(run_id, agent=factory, db=db)
+    assert res.stats.live_from is None and res.stats.model_calls == 2
+    assert res.stats.live_why == {
+        "a tool of a kind the replay cannot stand in for (WeatherTool)": 1}
+    assert res.summary().splitlines()[2] == (
+        "  0 model calls, 1 tool call live (a tool of a kind the replay cannot stand in "
+        "for (WeatherTool))")
+    assert res.to_dict()["live"]["why"] == res.stats.live_why

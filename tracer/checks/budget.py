@@ -27,6 +27,7 @@ from decimal import Decimal
 
 from tracer.read.cost import Cost, Prices, money, run_costs
 from tracer.read.loader import TraceDB
+from tracer.vocab.words import plural
 
 __all__ = ["Verdict", "cost_gate"]
 
@@ -48,7 +49,7 @@ def _judge(what: str, c: Cost, limit: float, flag: str, allow_unknown: bool,
         v.lines.append(f"OVER     {what} cost {c.text()}, over {flag} {money(lim)}")
     elif not c.complete:
         unknown = c.calls - c.priced
-        why = (f"{unknown} of {c.calls} model calls without a price"
+        why = (f"{unknown} of {plural(c.calls, 'model call')} without a price"
                + (f"; the rest cost {money(c.priced_usd)}" if c.priced else ""))
         if allow_unknown:
             v.lines.append(f"UNKNOWN  {what} cost {c.text()} ({why}): passed (--allow-unknown-cost)")

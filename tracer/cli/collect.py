@@ -14,6 +14,7 @@ from typing import Any
 from tracer.cli import PORT_MAX, int_range
 from tracer.errors import UsageError
 from tracer.vocab.terminal import safe_text
+from tracer.vocab.words import plural
 
 from . import DEFAULT_DB, serve
 
@@ -61,11 +62,12 @@ def run(args: argparse.Namespace) -> int:
     def imported(trace_id: str, result: Any) -> None:
         if result.run_ids:
             ids = ", ".join(r[:12] for r in result.run_ids)
-            extra = f", {result.skipped} spans skipped" if result.skipped else ""
-            print(safe_text(f"trace {trace_id}: {len(result.run_ids)} runs ({ids}){extra}"),
+            extra = f", {plural(result.skipped, 'span')} skipped" if result.skipped else ""
+            runs = plural(len(result.run_ids), "run")
+            print(safe_text(f"trace {trace_id}: {runs} ({ids}){extra}"),
                   flush=True)
         elif result.skipped:
-            print(f"trace {trace_id}: {result.skipped} spans skipped (not GenAI spans)",
+            print(f"trace {trace_id}: {plural(result.skipped, 'span')} skipped (not GenAI spans)",
                   flush=True)
         for w in result.warnings:
             print(safe_text(f"warning: {w}"), file=sys.stderr, flush=True)
@@ -83,10 +85,11 @@ def run(args: argparse.Namespace) -> int:
           f"into {args.db}; Ctrl-C stops", flush=True)
     serve(srv)
     t = srv.buffer.total
-    logs = (f" and {srv.buffer.received_logs} log records" if srv.buffer.received_logs
+    logs = (f" and {plural(srv.buffer.received_logs, 'log record')}" if srv.buffer.received_logs
             else "")
-    print(f"received {srv.buffer.received} spans{logs}: {len(set(t.run_ids))} runs imported, "
-          f"{t.skipped} spans skipped, {len(t.warnings)} warnings")
+    print(f"received {plural(srv.buffer.received, 'span')}{logs}: "
+          f"{plural(len(set(t.run_ids)), 'run')} imported, {plural(t.skipped, 'span')} skipped, "
+          f"{plural(len(t.warnings), 'warning')}")
     if srv.buffer.store_error is not None:
         print(f"error: {t.warnings[-1]}", file=sys.stderr)
         return 1

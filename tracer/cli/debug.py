@@ -27,6 +27,7 @@ import time
 from typing import Any, TextIO
 
 from tracer.errors import LooptraceError, UsageError
+from tracer.vocab.words import plural
 
 from . import DEFAULT_DB
 
@@ -298,7 +299,7 @@ def summary(pend: dict[str, Any]) -> str:
     if kind == "error":
         return f"  the {pend.get('where')} raised {_cut(pend.get('error'))}"
     if kind == "state":
-        return f"  {pend.get('messages_count')} messages in the state"
+        return f"  {plural(pend.get('messages_count'), 'message')} in the state"
     return ""
 
 

@@ -11,6 +11,7 @@ from tracer.demo import record
 from tracer.demo.scenarios import SCENARIOS
 from tracer.interop.exchange import export_run
 from tracer.vocab.terminal import safe_text
+from tracer.vocab.words import plural
 
 from . import DEFAULT_DB
 
@@ -32,7 +33,8 @@ def run(args: argparse.Namespace) -> int:
     recorded = record.record_all(args.db, args.only, providers=not args.no_providers)
     for name, ids in recorded.items():
         print(safe_text(f"{name:28} {', '.join(i[:12] for i in ids)}"))
-    print(safe_text(f"recorded {sum(len(v) for v in recorded.values())} runs into {args.db} "
+    runs = plural(sum(len(v) for v in recorded.values()), "run")
+    print(safe_text(f"recorded {runs} into {args.db} "
                     f"in {time.perf_counter() - t0:.1f} s"))
     if args.export:
         out = Path(args.export)

@@ -100,7 +100,7 @@ def import_files(args: argparse.Namespace) -> int:
         result = import_otlp_file(path, args.db)
         ids.extend(result.run_ids)
         if result.skipped:
-            print(safe_text(f"{path}: {result.skipped} spans skipped (not GenAI spans)"),
+            print(safe_text(f"{path}: {plural(result.skipped, 'span')} skipped (not GenAI spans)"),
                   file=sys.stderr)
         for w in result.warnings:
             print(safe_text(f"{path}: warning: {w}"), file=sys.stderr)
@@ -131,7 +131,7 @@ def _export_otlp(args: argparse.Namespace) -> int:
 
     n = export_otlp(args.db, args.run, args.otlp, headers=headers, timeout=args.timeout,
                     service=args.service)
-    print(f"sent {n} spans to {traces_url(args.otlp)}")
+    print(f"sent {plural(n, 'span')} to {traces_url(args.otlp)}")
     return 0
 
 
@@ -156,7 +156,7 @@ def _follow(args: argparse.Namespace, headers: dict[str, str]) -> int:
     said: set[str] = set()
 
     def sent(run: Any, n: int) -> None:
-        print(safe_text(f"sent {run.id[:12]} {run.name or ''} ({run.status}, {n} spans)"),
+        print(safe_text(f"sent {run.id[:12]} {run.name or ''} ({run.status}, {plural(n, 'span')})"),
               flush=True)
 
     def failed(run: Any, exc: Exception) -> None:
@@ -171,5 +171,5 @@ def _follow(args: argparse.Namespace, headers: dict[str, str]) -> int:
                        timeout=args.timeout, service=args.service, on_sent=sent, on_error=failed)
     except KeyboardInterrupt:
         return 0
-    print(f"sent {total} runs")
+    print(f"sent {plural(total, 'run')}")
     return 0

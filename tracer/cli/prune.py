@@ -27,7 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--include-running", action="store_true",
                    help="delete runs still recording too (status running, or a subagent run "
                         "of them): their end would then be lost (default: they stay)")
-    p.add_argument("--dry-run", action="store_true", help="say what would go; delete nothing")
+    p.add_argument("--dry-run", action="store_true", help="say what would go and the size the file would have after; delete nothing")
     p.add_argument("--no-vacuum", action="store_true",
                    help="do not shrink the file (later runs reuse the space)")
     p.set_defaults(func=run)
@@ -38,8 +38,9 @@ def run(args: argparse.Namespace) -> int:
     result = prune(args.db, older_than=age, keep=args.keep, vacuum=not args.no_vacuum,
                    dry_run=args.dry_run, include_running=args.include_running)
     verb = "would delete" if args.dry_run else "deleted"
-    size = (f"{_mb(result.bytes_before)} now (a dry run cannot say how much a prune frees)"
-            if args.dry_run else f"{_mb(result.bytes_before)} -> {_mb(result.bytes_after)}")
+    size = f"{_mb(result.bytes_before)} -> {_mb(result.bytes_after)}"
+    if args.dry_run:
+        size = f"{_mb(result.bytes_before)} now, {_mb(result.bytes_after)} after"
     print(safe_text(f"{verb} {plural(result.runs, 'run')} ({result.top_level} top-level, "
                     f"{plural(result.runs - result.top_level, 'subagent run')}); {args.db}: "
                     f"{size}"))

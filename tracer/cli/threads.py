@@ -15,6 +15,7 @@ from tracer.cli import add_prices, int_range, use_prices
 from tracer.read.loader import TraceDB
 from tracer.read.threads import Thread, ThreadSummary, list_threads, load_thread
 from tracer.vocab.terminal import safe_text
+from tracer.vocab.words import plural
 
 from . import DEFAULT_DB, read_db
 
@@ -80,9 +81,9 @@ def format_threads(rows: Sequence[ThreadSummary]) -> str:
 
 def format_thread(t: Thread) -> str:
     """One thread's turns as text, then its totals and the questions asked again."""
-    lines = [(f"thread {safe_text(t.thread_id)}: {len(t.turns)} turn(s), tokens "
-              f"{_tokens(t.tokens)}, cost {t.cost.text()}, {t.interrupts} interrupt(s), "
-              f"{t.resumes} resume(s)")]
+    lines = [(f"thread {safe_text(t.thread_id)}: {plural(len(t.turns), 'turn')}, tokens "
+              f"{_tokens(t.tokens)}, cost {t.cost.text()}, {plural(t.interrupts, 'interrupt')}, "
+              f"{plural(t.resumes, 'resume')}")]
     for turn in t.turns:
         r = turn.run
         lines.append("")

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tracer.errors import LooptraceError, is_full, storage_errors
+from tracer.vocab.words import plural
 
 from .schema import connect
 
@@ -58,7 +59,7 @@ class PruneResult:
     runs: int  # runs deleted, subagent runs included
     top_level: int  # of which top-level runs
     bytes_before: int  # the file and its write-ahead log
-    bytes_after: int
+    bytes_after: int  # a dry run: the size the prune would leave (``size_after``)
 
 
 def file_bytes(path: str | Path) -> int:
@@ -151,10 +152,23 @@ def shrink(conn: sqlite3.Connection) -> None:
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
+def size_after(conn: sqlite3.Connection, *, vacuum: bool) -> int:
+    """The file's size once a delete made in the open transaction is committed and the
+    file shrunk (read before the commit or rollback): its pages but the free ones
+    (every free page is given back; ``vacuum=False``: none is), the log emptied. A file
+    rewritten by ``VACUUM`` (made before schema 3) can end a little smaller."""
+    page = int(conn.execute("PRAGMA page_size").fetchone()[0])
+    pages = int(conn.execute("PRAGMA page_count").fetchone()[0])
+    if vacuum:
+        pages -= int(conn.execute("PRAGMA freelist_count").fetchone()[0])
+    return pages * page
+
+
 def _delete(conn: sqlite3.Connection, pick: Callable[[], list[str]], *,
-            dry_run: bool) -> tuple[list[str], int]:
+            dry_run: bool, vacuum: bool = True) -> tuple[list[str], int, int | None]:
     """Delete the runs ``pick()`` names (with their subagent runs) in one transaction;
-    return them and how many runs went. On a full disk
+    return them, how many runs went and, for a dry run (whose transaction is rolled
+    back), the size the file would have after (``size_after``). On a full disk
     (the log cannot grow to hold the whole delete) one top-level run per transaction,
     the log emptied between them, so that it is reused instead of grown: each run
     still goes whole or not at all, and a prune stopped half-way leaves fewer runs."""
@@ -162,7 +176,9 @@ def _delete(conn: sqlite3.Connection, pick: Callable[[], list[str]], *,
     try:
         with _transaction(conn, commit=not dry_run):
             roots = pick()
-            return roots, delete_runs(conn, roots) if roots else 0
+            gone = delete_runs(conn, roots) if roots else 0
+            after = size_after(conn, vacuum=vacuum) if dry_run and gone else None
+            return roots, gone, after
     except sqlite3.OperationalError as exc:
         if dry_run or not is_full(exc) or len(roots) < 2:
             raise
@@ -171,7 +187,7 @@ def _delete(conn: sqlite3.Connection, pick: Callable[[], list[str]], *,
         with _transaction(conn, commit=True):
             gone += delete_runs(conn, [root])
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    return roots, gone
+    return roots, gone, None
 
 
 @contextlib.contextmanager
@@ -189,7 +205,9 @@ def _transaction(conn: sqlite3.Connection, *, commit: bool) -> Iterator[None]:
 def prune(path: str | Path, *, older_than: float | None = None, keep: int | None = None,
           vacuum: bool = True, now: float | None = None, dry_run: bool = False,
           include_running: bool = False) -> PruneResult:
-    """Delete old runs (see the module's docstring); ``dry_run`` only counts them.
+    """Delete old runs (see the module's docstring); ``dry_run`` only counts them, and
+    says the size the file would have after (the delete is made, measured and rolled
+    back).
 
     On a full disk: the log's pages are first copied into the file (a checkpoint), so
     the delete reuses the log's room instead of growing it; after the delete the log
@@ -208,17 +226,19 @@ def prune(path: str | Path, *, older_than: float | None = None, keep: int | None
         with storage_errors(path, done="nothing was deleted"):
             with contextlib.suppress(sqlite3.OperationalError):  # (busy: a reader)
                 conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
-            roots, gone = _delete(conn, lambda: doomed(
+            roots, gone, estimate = _delete(conn, lambda: doomed(
                 conn, older_than=older_than, keep=keep,
                 now=time.time() if now is None else now, include_running=include_running),
-                dry_run=dry_run)
+                dry_run=dry_run, vacuum=vacuum)
         if gone and not dry_run:
-            with storage_errors(path, done=f"the {gone} runs were deleted, but the file "
-                                           "did not shrink (its free pages are reused)"):
+            done = (f"the {plural(gone, 'run')} {'was' if gone == 1 else 'were'} deleted, but "
+                    "the file did not shrink (its free pages are reused)")
+            with storage_errors(path, done=done):
                 if vacuum:
                     shrink(conn)
                 else:
                     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     finally:
         conn.close()
-    return PruneResult(gone, len(roots), before, file_bytes(path))
+    return PruneResult(gone, len(roots), before,
+                       file_bytes(path) if estimate is None else estimate)

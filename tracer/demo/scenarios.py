@@ -79,6 +79,24 @@ HOSTILE_PAGE = (
 
 
 # -- scenarios ---------------------------------------------------------------
+def _attach(middleware: Sequence[Any], agent: Any) -> Any:
+    """``agent`` with the callback handler of the tracer in ``middleware`` attached: the
+    demo's own, or the one a rerun put there (``tracer.demo.factories``); without one,
+    ``agent`` as it is."""
+    tracer = next((m for m in middleware if isinstance(m, TraceMiddleware)), None)
+    return agent if tracer is None else tracer.attach(agent)
+
+
+def stuck_limit() -> ModelCallLimitMiddleware:
+    """``repeated-tool``'s bound: five model calls, then the run ends."""
+    return ModelCallLimitMiddleware(run_limit=5, exit_behavior="end")
+
+
+def approvals_hitl() -> HumanInTheLoopMiddleware:
+    """``human-in-the-loop``'s pause: both tools wait for a person's decision."""
+    return HumanInTheLoopMiddleware(interrupt_on={"send_email": True, "delete_file": True})
+
+
 @dataclass
 class Demo:
     """An agent scenario: ``factory(middleware=...)`` builds the agent (its parameter's
@@ -116,7 +134,7 @@ def weather_agent(db: str) -> Demo:
     tm = TraceMiddleware(db=db)
 
     def factory(middleware: Sequence[Any] = (tm,)) -> Any:
-        return tm.attach(create_agent(
+        return _attach(middleware, create_agent(
             model, tools=[get_weather], middleware=list(middleware), name="weather",
             system_prompt="You are a helpful weather assistant. Use the tools."))
 
@@ -140,7 +158,7 @@ def shopping_agent(db: str) -> Demo:
     tm = TraceMiddleware(db=db)
 
     def factory(middleware: Sequence[Any] = (tm,)) -> Any:
-        return tm.attach(create_agent(
+        return _attach(middleware, create_agent(
             model, tools=[get_price, apply_discount], middleware=list(middleware),
             name="shopping", system_prompt="You are a shopping assistant. Quote prices in USD."))
 
@@ -158,10 +176,10 @@ def repeated_tool_agent(db: str) -> Demo:
 
     model = ScriptedChatModel(model_name="scripted-stuck", script=again)
     tm = TraceMiddleware(db=db)
-    limit = ModelCallLimitMiddleware(run_limit=5, exit_behavior="end")
+    limit = stuck_limit()
 
     def factory(middleware: Sequence[Any] = (tm, limit)) -> Any:
-        return tm.attach(create_agent(
+        return _attach(middleware, create_agent(
             model, tools=[search_docs], middleware=list(middleware), name="stuck-search",
             system_prompt="Answer from the documentation."))
 
@@ -196,7 +214,7 @@ def deep_agent_agent(db: str) -> Demo:
                             "tools": [lookup_fact], "model": model}
 
     def factory(middleware: Sequence[Any] = (tm,)) -> Any:
-        return tm.attach(create_deep_agent(
+        return _attach(middleware, create_deep_agent(
             model=model, tools=[lookup_fact], middleware=list(middleware),
             subagents=[researcher], name="deep-research",
             system_prompt="You coordinate research. Delegate with task."))
@@ -232,7 +250,7 @@ def deep_workspace_agent(db: str) -> Demo:
 
     def factory(middleware: Sequence[Any] = (tm,)) -> Any:
         # (this Deep Agents version plans only with the todo list middleware given)
-        return tm.attach(create_deep_agent(
+        return _attach(middleware, create_deep_agent(
             model=model, tools=[], middleware=[TodoListMiddleware(), *middleware],
             name="release-notes", system_prompt="You write release notes."))
 
@@ -255,10 +273,10 @@ def human_in_the_loop_agent(db: str) -> Demo:
 
     model = ScriptedChatModel(model_name="scripted-hitl", script=script)
     tm = TraceMiddleware(db=db)
-    hitl = HumanInTheLoopMiddleware(interrupt_on={"send_email": True, "delete_file": True})
+    hitl = approvals_hitl()
 
     def factory(middleware: Sequence[Any] = (tm, hitl)) -> Any:
-        return tm.attach(create_agent(
+        return _attach(middleware, create_agent(
             model, tools=[send_email, delete_file], middleware=list(middleware),
             checkpointer=InMemorySaver(), name="approvals",
             system_prompt="You are an office assistant."))
@@ -322,7 +340,7 @@ def hostile_content_agent(db: str) -> Demo:
     tm = TraceMiddleware(db=db)
 
     def factory(middleware: Sequence[Any] = (tm,)) -> Any:
-        return tm.attach(create_agent(model, tools=[fetch_page], middleware=list(middleware),
+        return _attach(middleware, create_agent(model, tools=[fetch_page], middleware=list(middleware),
                                       name="hostile-page", system_prompt="Summarise web pages."))
 
     return Demo(factory, tm, "Summarise http://example.test/ <script>alert('hi')</script>")
@@ -386,7 +404,7 @@ def middleware_stack_agent(db: str) -> Demo:
 
     def factory(middleware: Sequence[Any] = tuple(stack)) -> Any:
         calls.update(model=0, tool=0)
-        return tm.attach(create_agent(
+        return _attach(middleware, create_agent(
             ScriptedChatModel(model_name="scripted-primary", script=primary),
             tools=[lookup_orders, track_order], middleware=list(middleware),
             name="support-desk", system_prompt="You are a support agent."))
@@ -436,7 +454,7 @@ def tool_validation_error_agent(db: str) -> Demo:
     tm = TraceMiddleware(db=db)
 
     def factory(middleware: Sequence[Any] = (tm,)) -> Any:
-        return tm.attach(create_agent(model, tools=[book_table], middleware=list(middleware),
+        return _attach(middleware, create_agent(model, tools=[book_table], middleware=list(middleware),
                                       name="booking", system_prompt="You book restaurant tables."))
 
     return Demo(factory, tm, "Book Fiskeriet for six people tonight.")
@@ -458,7 +476,7 @@ def tool_exception_agent(db: str) -> Demo:
     tm = TraceMiddleware(db=db)
 
     def factory(middleware: Sequence[Any] = (tm,)) -> Any:
-        return tm.attach(create_agent(model, tools=[check_stock], middleware=list(middleware),
+        return _attach(middleware, create_agent(model, tools=[check_stock], middleware=list(middleware),
                                       name="stock-check",
                                       system_prompt="You answer stock questions."))
 

@@ -35,6 +35,7 @@ from tracer.read.cost import RunCost, run_costs
 from tracer.read.loader import RunSummary, TraceDB
 from tracer.read.run_list import HEALTH_CLASSES, RunFilter, parse_when
 from tracer.vocab.hooks import HOOK_BY_NAME
+from tracer.vocab.words import plural
 
 __all__ = ["INSTRUCTIONS", "TOOLS", "build_server"]
 
@@ -463,7 +464,8 @@ def _with_health_computed(db: TraceDB, f: RunFilter, wanted: list[str], offset: 
     more: dict[str, Any] = {"health_found_now": len(todo)}
     if n_unchecked > HEALTH_COMPUTED_MAX:
         more["health_bounded"] = (
-            f"{n_unchecked} runs were never checked; the newest {HEALTH_COMPUTED_MAX} were "
+            f"{plural(n_unchecked, 'run')} {'was' if n_unchecked == 1 else 'were'} never checked;"
+            f" the newest {HEALTH_COMPUTED_MAX} were "
             "checked now for this answer, the others are left out: `looptrace check` "
             "stores every run's findings")
     return merged[offset: offset + limit], stored_total + len(computed), more

@@ -46,6 +46,7 @@ from typing import Any
 
 from tracer.errors import PricesFileError
 from tracer.vocab.records import MODEL_HOOKS
+from tracer.vocab.words import plural
 
 from .price_memo import Answer, memo
 
@@ -130,7 +131,8 @@ class Cost:
             return money(self.priced_usd)
         if not self.priced:
             return "unknown"
-        return f"≥ {money(self.priced_usd)} ({self.priced} of {self.calls} calls priced)"
+        calls = plural(self.calls, "call")
+        return f"≥ {money(self.priced_usd)} ({self.priced} of {calls} priced)"
 
     def short(self) -> str:
         """``text`` for a table's cell: "≥ $0.0123 (2/3)" when 2 of 3 calls are priced."""

@@ -18,6 +18,29 @@ from .loader import TraceDB
 # the environment variable ``looptrace ui --agent`` sets for the app
 AGENT_ENV = "LOOPTRACE_AGENT"
 
+# The demo agents' runs (``looptrace demo``, the bundled sample traces), by run name and
+# the scripted model that answered: the factory that builds the agent again
+# (``tracer.demo.factories``), for a rerun or a fork of one of them.
+DEMO_FACTORIES: dict[tuple[str, str], str] = {
+    (name, model): f"tracer.demo.factories:{attr}" for name, model, attr in (
+        ("weather", "scripted-weather", "weather"),
+        ("shopping", "scripted-shop", "shopping"),
+        ("stuck-search", "scripted-stuck", "repeated_tool"),
+        ("deep-research", "scripted-deep", "deep_agent"),
+        ("release-notes", "scripted-workspace", "deep_workspace"),
+        ("approvals", "scripted-hitl", "human_in_the_loop"),
+        ("hostile-page", "scripted-web", "hostile_content"),
+        ("booking", "scripted-booking", "tool_validation_error"),
+        ("stock-check", "scripted-stock", "tool_exception"),
+    )}
+
+
+def demo_agent(name: str | None, model: str | None) -> str | None:
+    """The ``--agent`` of the demo agent that recorded a run named ``name`` whose model
+    was ``model`` (a demo run, a bundled sample, or a rerun or fork of one); None for
+    any other run."""
+    return DEMO_FACTORIES.get((name or "", model or ""))
+
 
 @dataclass(frozen=True)
 class Fork:

@@ -14,8 +14,11 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from .loader import Message
 
+# No call colour is near the error red or the interrupt amber (a successful call must not
+# read as a failed one), nor the hooks' grey; CIEDE2000 distances in
+# tests/read/test_palette.py (issue 39: a pink call bar next to the legend's error red).
 CALL_COLOURS: tuple[str, ...] = (
-    "#1f77b4", "#e8710a", "#2ca02c", "#9467bd", "#d6336c", "#17a2b8", "#8c6d1f", "#6c757d",
+    "#1f77b4", "#8c6d1f", "#2ca02c", "#9467bd", "#e377c2", "#17a2b8", "#862e9c", "#364fc7",
 )
 
 KIND_COLOURS: dict[str, str] = {

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from tracer.errors import CassetteMiss, InvalidOption, LooptraceError
+from tracer.vocab.words import plural
 
 __all__ = ["CassetteMiss", "Looptrace", "play"]
 
@@ -86,7 +87,7 @@ class Looptrace:
         errors = [(rid, f) for rid, fs in self.findings().items() for f in fs
                   if f.severity == "error"]
         if errors:
-            lines = [f"{len(errors)} error finding(s) in the recorded runs:"]
+            lines = [f"{plural(len(errors), 'error finding')} in the recorded runs:"]
             for rid, f in errors:
                 where = f"step seq {f.seq}" if f.seq is not None else "the run"
                 lines.append(f"  run {rid[:12]} at {where}: {f.rule}: {f.message}")
@@ -111,10 +112,10 @@ class Looptrace:
         for r in self._need_runs():
             laps = r.summary.laps
             if max is not None and laps > max:
-                msg = f"run {r.id[:12]} took {laps} laps, more than the {max} allowed"
+                msg = f"run {r.id[:12]} took {plural(laps, 'lap')}, more than the {max} allowed"
                 raise AssertionError(msg)
             if min is not None and laps < min:
-                msg = f"run {r.id[:12]} took {laps} laps, fewer than the {min} expected"
+                msg = f"run {r.id[:12]} took {plural(laps, 'lap')}, fewer than the {min} expected"
                 raise AssertionError(msg)
 
     def state(self, run: int = -1) -> dict[str, Any]:

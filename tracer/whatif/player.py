@@ -110,6 +110,13 @@ class Stats:
     live_from: dict[str, Any] | None = None  # {"call": n, "step": s, "why": ...}
     subagent_calls: int = 0  # tool calls that started a subagent: run, their calls served
     unrecorded_model_calls: int = 0  # calls the record never held (a summariser's): run
+    # why tool calls ran live outside a live part (``live_from``): reason -> how many
+    live_why: dict[str, int] = field(default_factory=dict)
+
+    def ran_live(self, why: str) -> None:
+        """A tool call ran live, for ``why`` (when no live part had begun)."""
+        self.live_tool_calls += 1
+        self.live_why[why] = self.live_why.get(why, 0) + 1
 
 
 @dataclass
@@ -422,12 +429,12 @@ def _subagent_tool(request: ToolCallRequest) -> ToolCallRequest:
                 run = s.cassette.runs[serving.run_id].summary.name
                 raise s.diverged(f"tool call {name}({json.dumps(args, default=str)}) of run "
                                  f"{run!r}", None, "no such call is left in its record")
-            s.stats.live_tool_calls += 1
+            s.stats.ran_live(NOT_RECORDED)
             return request
         s.used.add(id(found))
-        if request.tool is None or not _servable(request.tool, found.outcomes, found.writes,
-                                                 found.store):
-            s.stats.live_tool_calls += 1
+        why = _unservable(request.tool, found.outcomes, found.writes, found.store)
+        if why is not None or request.tool is None:
+            s.stats.ran_live(why or LACKING)
             return request
         s.stats.tool_calls += 1
         s.stats.seconds += found.seconds
@@ -553,20 +560,39 @@ def _send(updates: dict[str, Any]) -> None:
     get_config()["configurable"][CONFIG_KEY_SEND](list(updates.items()))
 
 
-def _servable(tool: BaseTool, outcomes: list[Outcome], writes: dict[str, StateWrite],
-              store: Sequence[StoreWrite] = ()) -> bool:
+# Why a recorded tool call runs again instead of being answered from the record.
+NOT_RECORDED = "a call the record does not hold"
+LACKING = "a tool the agent lacks"
+FORK_ARGS = "the fork's new arguments"
+
+
+def _unservable(tool: BaseTool | None, outcomes: list[Outcome], writes: dict[str, StateWrite],
+                store: Sequence[StoreWrite] = ()) -> str | None:
+    """Why the tool must run again rather than give back its recorded result; None when
+    the record can answer for it."""
     from langchain_core.tools import StructuredTool, Tool
 
-    if not isinstance(tool, (StructuredTool, Tool)) or not outcomes:
-        return False
+    if tool is None:
+        return LACKING
+    if not isinstance(tool, (StructuredTool, Tool)):
+        return f"a tool of a kind the replay cannot stand in for ({type(tool).__name__})"
+    if not outcomes:
+        return "a call whose result the record does not hold"
     if not all(faithful(w.after) for w in writes.values()) or not all(
             isinstance(w.value, dict) and faithful(w.value) for w in store
             if w.value is not None):
-        return False  # (a value the record holds as a repr: the tool runs again)
+        return "a result the record holds only as a repr"
     last = outcomes[-1]
     # a Command's keys are given back from what the call wrote to the state
-    return last.is_error or not last.command or set(last.update_keys) - {"messages"} <= set(
-        writes)
+    if last.is_error or not last.command or set(last.update_keys) - {"messages"} <= set(
+            writes):
+        return None
+    return "a Command whose state update the record does not hold whole"
+
+
+def _servable(tool: BaseTool | None, outcomes: list[Outcome], writes: dict[str, StateWrite],
+              store: Sequence[StoreWrite] = ()) -> bool:
+    return _unservable(tool, outcomes, writes, store) is None
 
 
 def _updates(session: Session, call: ToolCall) -> dict[str, Any]:
@@ -680,7 +706,7 @@ class ReplayMiddleware(AgentMiddleware):
                 s.fork_applied = True
                 s.used.add(id(found))
                 if edit.kind == "tool_args":
-                    s.stats.live_tool_calls += 1
+                    s.stats.ran_live(FORK_ARGS)
                     return request.override(tool_call={**call, "args": edit.args or {}}), None
                 if request.tool is not None and _servable(request.tool, found.outcomes,
                                                           found.writes, found.store):
@@ -692,16 +718,16 @@ class ReplayMiddleware(AgentMiddleware):
                 if not s.may_go_live():
                     raise s.diverged(f"tool call {name}({json.dumps(args, default=str)})",
                                      None, "no such call is left in the record")
-                s.stats.live_tool_calls += 1
+                s.stats.ran_live(NOT_RECORDED)
                 return request, None
             s.used.add(id(found))
             child = s.cassette.child_of(found.tool_call_id)
             if child is not None:  # a subagent: it runs, answered from its own record
                 s.stats.subagent_calls += 1
                 return request, Serving(s, run_id=child, parent_call=tcid)
-            if request.tool is None or not _servable(request.tool, found.outcomes,
-                                                     found.writes, found.store):
-                s.stats.live_tool_calls += 1
+            why = _unservable(request.tool, found.outcomes, found.writes, found.store)
+            if why is not None or request.tool is None:
+                s.stats.ran_live(why or LACKING)
                 return request, None
             s.stats.tool_calls += 1
             s.stats.seconds += found.seconds

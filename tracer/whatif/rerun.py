@@ -227,7 +227,8 @@ class ReplayResult:
                            "seconds": round(s.seconds, 3), "tool_calls": s.tool_calls},
                 "subagent_calls": s.subagent_calls,
                 "live": {"model_calls": s.live_model_calls, "tool_calls": s.live_tool_calls,
-                         "from": s.live_from, "unrecorded_model_calls": s.unrecorded_model_calls},
+                         "from": s.live_from, "unrecorded_model_calls": s.unrecorded_model_calls,
+                         "why": dict(s.live_why)},
                 "record": {"model_calls": self.record_calls, "tokens": self.record_tokens},
                 "seconds": round(self.seconds, 3)}
 
@@ -247,15 +248,18 @@ class ReplayResult:
                 where += f" (step {s.live_from['step'] + 1} of the record)"
             lines.append(f"  live from {where}: {s.live_from['why']}; {live}")
         elif s.live_model_calls or s.live_tool_calls:  # (said only when something ran live)
-            lines.append(f"  {live} (a tool the agent lacks, a result the record holds only "
-                         "as a repr)")
+            # why each ran, as the replay found it (none given: no parenthesis)
+            why = "; ".join(w if n == 1 and len(s.live_why) == 1 else f"{w}: {n}"
+                            for w, n in s.live_why.items())
+            lines.append(f"  {live}" + (f" ({why})" if why else ""))
         else:
             lines.append("  nothing ran live: every model and tool call came from the record")
         if s.subagent_calls:
-            lines.append(f"  {s.subagent_calls} subagent calls ran, their model and tool "
-                         "calls served from their own records")
+            lines.append(f"  {plural(s.subagent_calls, 'subagent call')} ran, their model and "
+                         "tool calls served from their own records")
         if s.unrecorded_model_calls:
-            lines.append(f"  {s.unrecorded_model_calls} model calls the record does not hold "
+            lines.append(f"  {plural(s.unrecorded_model_calls, 'model call')} the record "
+                         "does not hold "
                          "(made inside a node hook, such as a summariser's) ran")
         if self.error:
             lines.append(f"  the agent ended with {self.error}")
@@ -329,7 +333,8 @@ def _check(cassette: Cassette, at: int | None, edit: Edit | None) -> None:
         if edit.position is not None:
             top = count if edit.kind == "insert" else count - 1
             if not 0 <= edit.position <= top:
-                msg = (f"the model call at step {call.step + 1} was sent {count} messages "
+                msg = (f"the model call at step {call.step + 1} was sent "
+                       f"{plural(count, 'message')} "
                        f"(positions 0 to {count - 1}): there is no message {edit.position}")
                 raise ReplayError(msg)
     else:
