@@ -161,6 +161,31 @@ def test_the_exit_edge_goes_to_after_agent_with_one(sample_db: Path) -> None:
         "Next, the conditional edge goes to after_agent.")
 
 
+# -- the conditional edge: after the lap's last after_model firing, not after each -------
+def test_the_edge_is_said_at_the_laps_last_after_model_only(sample_db: Path) -> None:
+    rp = _replay(sample_db, "support-desk")  # (middleware-stack: two after_model hooks)
+    said = captions(rp)
+    firings = [s for s in rp.steps if (s.event.hook, s.event.phase) == ("after_model", "fire")]
+    laps = sorted({s.event.lap for s in firings})
+    assert len(firings) == 2 * len(laps)  # PIIMiddleware's, then TraceMiddleware's, each lap
+    for lap in laps:
+        first, last = [s for s in firings if s.event.lap == lap]
+        assert first.event.middleware == "PIIMiddleware[email]", lap
+        assert "conditional edge goes to" not in said[first.index], lap
+        assert "Next, TraceMiddleware.after_model runs" in said[first.index], lap
+        assert "Next, the conditional edge goes to" in said[last.index], lap
+        assert ".after_model runs" not in said[last.index], lap
+        assert rp.steps[last.index + 1].event.hook in ("wrap_tool_call", "after_agent")
+
+
+def test_one_after_model_a_lap_goes_straight_to_the_edge(sample_db: Path) -> None:
+    rp = _replay(sample_db, "shopping")
+    firings = _said(rp, "after_model", "fire")
+    assert len(firings) == len({s.event.lap for s in rp.steps if s.event.hook == "after_model"})
+    assert all("Next, the conditional edge goes to" in c for c in firings)
+    assert not any(".after_model runs" in c for c in captions(rp))
+
+
 # -- what a reply's tool calls became ----------------------------------------------------
 def test_a_reply_paused_for_a_human_says_which_call_ran(sample_db: Path) -> None:
     rp = _replay(sample_db, "approvals")
