@@ -127,6 +127,19 @@ def _fork_call(rp: Replay) -> int | None:
                  if s.event.hook in hooks and s.event.phase == "enter"), None) if fork else None
 
 
+def _next_firing(rp: Replay, i: int) -> Any:
+    """The hook firing the record shows after step i's (history and node events aside)."""
+    seq = rp.steps[i].event.seq
+    return next((e for e in rp.run.events if e.seq > seq and e.hook not in ("history", "node")),
+                None)
+
+
+def _then_after_model(rp: Replay, i: int) -> str | None:
+    """The middleware whose after_model fires next in the same lap as step i's, if any."""
+    e, ev = _next_firing(rp, i), rp.steps[i].event
+    return e.middleware if e is not None and e.hook == "after_model" and e.lap == ev.lap else None
+
+
 def _answer(rp: Replay, i: int) -> Any:
     tcid = rp.steps[i].event.tool_call_id
     return next((m for m in rp.run.messages if tcid and m.tool_call_id == tcid), None)
@@ -155,6 +168,11 @@ FACTS: list[tuple[str, Check]] = [
     # where the "tool calls?" edge goes: after_agent only for an agent that has that hook
     (r"the conditional edge goes to (after_agent|END)\b",
      lambda rp, i, m: _has_after_agent(rp.run) == (m.group(1) == "after_agent")),
+    # the edge runs after the lap's last after_model firing; before it, the next one runs
+    (r"Next, the conditional edge goes to",
+     lambda rp, i, m: _then_after_model(rp, i) is None),
+    (r"Next, (\S+)\.after_model runs", lambda rp, i, m: rp.steps[i].event.hook == "after_model"
+     and _then_after_model(rp, i) == m.group(1)),
     # what the reply's tool calls became, up to the next model call
     (r"which run them in parallel", lambda rp, i, m: _all_ran(*_reply_fate(rp, i))),
     (r"Before any tool runs, the run pauses for a human",
@@ -252,7 +270,8 @@ def test_every_caption_of_every_sample_is_true(sample_db: Path) -> None:
                     r"only (\d+) of the (\d+) ran", r"the subagent that ran inside this call",
                     r"No parent run is recorded for this run",
                     r"Its result is not in the conversation yet .* at step (\d+)",
-                    r"the conditional edge goes to (after_agent|END)\b"):
+                    r"the conditional edge goes to (after_agent|END)\b",
+                    r"Next, the conditional edge goes to", r"Next, (\S+)\.after_model runs"):
         assert seen.get(pattern), f"no caption of the samples says {pattern!r}"
 
 

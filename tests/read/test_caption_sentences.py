@@ -25,6 +25,7 @@ from tracer.read.captions import captions
 from tracer.read.graph_layout import shape, step_edges
 from tracer.read.loader import TraceDB
 from tracer.read.steps import Replay, build_replay
+from tracer.replayer.data import replay_json
 from tracer.whatif.rerun import Edit, replay_run
 
 
@@ -161,6 +162,31 @@ def test_the_exit_edge_goes_to_after_agent_with_one(sample_db: Path) -> None:
         "Next, the conditional edge goes to after_agent.")
 
 
+# -- the conditional edge: after the lap's last after_model firing, not after each -------
+def test_the_edge_is_said_at_the_laps_last_after_model_only(sample_db: Path) -> None:
+    rp = _replay(sample_db, "support-desk")  # (middleware-stack: two after_model hooks)
+    said = captions(rp)
+    firings = [s for s in rp.steps if (s.event.hook, s.event.phase) == ("after_model", "fire")]
+    laps = sorted({s.event.lap for s in firings})
+    assert len(firings) == 2 * len(laps)  # PIIMiddleware's, then TraceMiddleware's, each lap
+    for lap in laps:
+        first, last = [s for s in firings if s.event.lap == lap]
+        assert first.event.middleware == "PIIMiddleware[email]", lap
+        assert "conditional edge goes to" not in said[first.index], lap
+        assert "Next, TraceMiddleware.after_model runs" in said[first.index], lap
+        assert "Next, the conditional edge goes to" in said[last.index], lap
+        assert ".after_model runs" not in said[last.index], lap
+        assert rp.steps[last.index + 1].event.hook in ("wrap_tool_call", "after_agent")
+
+
+def test_one_after_model_a_lap_goes_straight_to_the_edge(sample_db: Path) -> None:
+    rp = _replay(sample_db, "shopping")
+    firings = _said(rp, "after_model", "fire")
+    assert len(firings) == len({s.event.lap for s in rp.steps if s.event.hook == "after_model"})
+    assert all("Next, the conditional edge goes to" in c for c in firings)
+    assert not any(".after_model runs" in c for c in captions(rp))
+
+
 # -- what a reply's tool calls became ----------------------------------------------------
 def test_a_reply_paused_for_a_human_says_which_call_ran(sample_db: Path) -> None:
     rp = _replay(sample_db, "approvals")
@@ -284,4 +310,64 @@ def test_a_forks_drop_edit_is_the_forks(tmp_path: Path) -> None:
     assert "the message at position 2 of the request dropped" in said[f.index]
     written = next(s.index for s in fork.steps if s.event.seq == f.written)
     assert "The fork's edit" in said[written] and "outside TraceMiddleware" not in said[written]
+    assert check_replay(fork, {}) == []
+
+
+# -- a fork's --drop and --insert edits: the edited conversation from the fork's step on -
+def _keys(msgs: list[Any]) -> list[str]:
+    return [m.key for m in msgs]
+
+
+def _replayer_keys(rp: Replay) -> list[list[str]]:
+    """The message keys each step of the replayer's JSON shows (its ``mv`` edits applied
+    forward, as replayer.js's messagesAt does)."""
+    data = replay_json(rp, payloads=False)
+    out: list[list[str]] = []
+    view: list[int] = []
+    for st in data["steps"]:
+        op = st.get("mv")
+        if op:
+            view = list(op["f"]) if "f" in op else view[:op["b"]]
+            for at, x in ([] if "f" in op else op.get("x", [])):
+                view[at] = x
+            view += [] if "f" in op else list(op.get("a", []))
+        out.append([data["messages"][r]["key"] for r in view])
+    return out
+
+
+@pytest.mark.parametrize("edit", [Edit("drop", position=2),
+                                  Edit("insert", position=1, text="Also in Bergen?")],
+                         ids=["drop", "insert"])
+def test_a_forks_drop_or_insert_shows_from_its_step_on(tmp_path: Path, edit: Edit) -> None:
+    original, fork = _forked(tmp_path, edit)
+    f = fork.fork_edit
+    assert f is not None and f.written is not None
+    written = next(s.index for s in fork.steps if s.event.seq == f.written)
+    assert written > f.index + 1  # steps between the call and the write: the true-and-false
+    before = _keys(fork.messages_at(f.index - 1))
+    assert before == _keys(original.messages_at(f.index - 1))  # (from the record)
+    if edit.kind == "drop":
+        edited = before[:2] + before[3:]
+        assert len(before) == 3 and before[2] != edited[-1]
+    else:
+        (added,) = [m.key for m in fork.messages_at(len(fork.steps) - 1)
+                    if m.key not in before and m.type == "human"]
+        edited = [*before[:1], added, *before[1:]]
+    replayer = _replayer_keys(fork)
+    for i in range(f.index, len(fork.steps)):
+        shown = fork.messages_at(i)
+        later = [m.key for m in fork.run.messages
+                 if f.seq < m.seq <= fork.steps[i].event.seq and m.key not in edited]
+        assert _keys(shown) == edited + later, i  # (the model's reply after the edit)
+        assert replayer[i] == _keys(shown), i
+        if edit.kind == "insert":
+            (new,) = [m for m in shown if m.key == added]
+            assert new.type == "human" and new.text == "Also in Bergen?", i
+            note = str(fork.version_note(new))
+            assert "the fork's edit" in note, i
+            assert i == f.index or f"the fork's edit at step {f.index + 1}" in note, i
+            assert "“Also in Bergen?” inserted at position 1" in note, i
+    assert replayer[f.index - 1] == before
+    # the run it forks shows its own conversation at the same steps
+    assert _keys(original.messages_at(f.index + 1))[:len(before)] == before
     assert check_replay(fork, {}) == []

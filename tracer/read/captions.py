@@ -15,7 +15,8 @@ step that left the standard edges, whether an event says a jump happened
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tracer.vocab.hooks import HOOK_BY_NAME
@@ -78,6 +79,9 @@ class RunFacts:
     top_level: bool = True  # the run has no parent run
     subagent_calls: frozenset[str] = frozenset()  # tool calls a subagent run ran inside
     fork: ForkEdit | None = None  # where this run, a fork, made its edit
+    # an after_model firing that another after_model firing of the same lap follows (the
+    # edge runs after the last one of the lap) -> the middleware of the one that follows
+    then_after_model: Mapping[int, str] = field(default_factory=dict)
 
     @classmethod
     def of(cls, run: Run, used_hooks: frozenset[str], tracers: frozenset[str],
@@ -86,9 +90,17 @@ class RunFacts:
                  and (e.hook in MODEL_HOOKS or e.hook in TOOL_HOOKS) for e in run.events)
         after_model = any(e.hook == "after_model" for e in run.events)
         firsts: dict[int, int] = {}
+        then: dict[int, str] = {}
+        last: Event | None = None  # the hook firing before (history and node events aside)
         for e in run.events:
             if e.hook == "before_model":
                 firsts.setdefault(e.lap, e.seq)
+            if e.hook in ("history", "node"):
+                continue
+            if (last is not None and last.hook == "after_model" and e.hook == "after_model"
+                    and e.lap == last.lap and e.middleware):
+                then[last.seq] = e.middleware
+            last = e
         if after_agent is None:  # (without the replay's stack: what fired)
             after_agent = any(e.hook == "after_agent" for e in run.events)
         return cls(run_shape(run, used_hooks), run.summary.source == "callbacks", tm,
@@ -96,7 +108,7 @@ class RunFacts:
                    frozenset(firsts.values()), "after_agent" if after_agent else "END",
                    run.summary.parent_id is None,
                    frozenset(str(c.parent_tool_call_id) for c in run.children
-                             if c.parent_tool_call_id))
+                             if c.parent_tool_call_id), None, then)
 
 
 def captions(replay: Replay) -> tuple[str, ...]:
@@ -553,6 +565,10 @@ def caption(ev: Event, run: Run, tool_calls: int = 0, *,
                 "call with the same tool_call_id.")
     if known:
         purpose, who = known, ""
+    if ev.hook == "after_model" and ev.seq in facts.then_after_model:
+        return (f"{purpose}{who} Next, {facts.then_after_model[ev.seq]}.after_model runs "
+                "(after_model hooks run in reverse list order); the conditional edge comes "
+                "after the lap's last one.")
     if ev.hook == "after_model":
         nxt = "tools" if tool_calls else facts.exit_node
         why = " (this agent has no after_agent hook)" if nxt == "END" else ""

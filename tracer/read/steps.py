@@ -72,6 +72,7 @@ class Step:
 _MODEL_EDITS = frozenset({"message", "drop", "insert", "system", "model"})
 _TOOL_EDITS = frozenset({"tool_result", "tool_args"})
 _MESSAGE_EDITS = frozenset({"message", "drop", "insert"})
+_ORDER_EDITS = frozenset({"drop", "insert"})  # (the edits that change the messages' order)
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,6 +213,9 @@ class Replay:
                 break
             order = ev
         msgs = self.run.messages
+        fork = self._fork_order
+        if fork is not None and fork[0].seq <= seq < fork[1].seq:
+            return self._fork_state_at(seq, *fork)
         if order is None:
             # Every message before the first whose running max seq passes ``seq`` is
             # in; after it, only up to where the smallest seq still to come passes it
@@ -230,6 +234,36 @@ class Replay:
         if not versions:
             return base
         return [self.version_at(m, seq) if m.key in versions else m for m in base]
+
+    @cached_property
+    def _fork_order(self) -> tuple[Event, Event, frozenset[str]] | None:
+        """A fork's drop or insert edit: the call it was made at, the history event that
+        wrote it into the state, and the keys the call sent (the edited request)."""
+        f = self.fork_edit
+        if f is None or f.written is None or f.edit.get("kind") not in _ORDER_EDITS:
+            return None
+        call, written = self._event_by_seq.get(f.seq), self._event_by_seq.get(f.written)
+        if call is None or written is None or not isinstance(written.payload, dict) or (
+                not isinstance(written.payload.get("keys"), list)):
+            return None
+        sent = call.payload.get("message_keys") if isinstance(call.payload, dict) else None
+        return call, written, frozenset(map(str, sent or ()))
+
+    def _fork_state_at(self, seq: int, call: Event, written: Event,
+                       sent: frozenset[str]) -> list[Message]:
+        """The conversation at ``seq``, between the call where a fork dropped or inserted
+        a message and the step that writes its edit in: the edited conversation (the
+        order the edit is written in, each message as recorded by ``seq``; an inserted
+        message from the call on, since the call sent it)."""
+        msgs = self.run.messages
+        by_key = {m.key: m for m in msgs if m.seq <= seq
+                  or (m.seq == written.seq and m.key in sent)}
+        base = [by_key[k] for k in map(str, written.payload["keys"]) if k in by_key]
+        seen = {m.key for m in base}
+        base += [m for m in msgs if call.seq < m.seq <= seq and m.key not in seen]
+        if not self._versions:
+            return base
+        return [self.version_at(m, seq) if m.key in self._versions else m for m in base]
 
     @cached_property
     def _seq_bounds(self) -> tuple[list[int], list[int]]:
@@ -337,6 +371,9 @@ class Replay:
                             f"({f.what})")
                 ev = self._event_by_seq.get(m.seq)
                 return f"version {i + 2}, changed {_who(ev)}" if ev else f"version {i + 2}"
+        if (f is not None and m.seq == f.written and f.edit.get("kind") == "insert"
+                and self._fork_order is not None and m.key in self._fork_order[2]):
+            return f"the fork's edit at step {f.index + 1} ({f.what})"
         if id(m) in self._first_ids:
             return None
         if f is not None and m.seq == f.seq and f.written is not None:
