@@ -7,6 +7,7 @@ runs. The browser's side (typing, keys): tests/browser/test_browser_debug.py."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
 import time
@@ -17,6 +18,8 @@ from typing import Any
 import pytest
 from app_kit import app_test, replayer, report_step
 from debug_kit import Background, quoting_model, wait_paused
+from langchain_core.messages import BaseMessage
+from langchain_core.outputs import ChatResult
 from langchain_core.tools import tool
 from streamlit.testing.v1 import AppTest
 from tracer_kit import get_weather, make_agent
@@ -24,6 +27,8 @@ from tracer_kit import get_weather, make_agent
 from tracer import TraceMiddleware
 from tracer.debug import channel
 from tracer.debug.session import REFRESH_S
+from tracer.demo.models import ScriptedChatModel
+from tracer.vocab.records import tool_name
 
 pytestmark = pytest.mark.usefixtures("clean_streamlit_caches")
 
@@ -34,10 +39,10 @@ class Paused:
     """An agent running in a thread with ``TraceMiddleware(db, debug=breaks)``."""
 
     def __init__(self, db: Path, breaks: Any, question: str = QUESTION,
-                 tools: list[Any] | None = None) -> None:
+                 tools: list[Any] | None = None, model: Any = None) -> None:
         self.db = db
         self.trace = TraceMiddleware(db=db, debug=breaks)
-        agent = make_agent(quoting_model(), tools or [get_weather], [self.trace])
+        agent = make_agent(model or quoting_model(), tools or [get_weather], [self.trace])
         self.bg = Background(lambda: agent.invoke({"messages": [("user", question)]}))
 
     def wait(self) -> dict[str, Any]:
@@ -459,4 +464,188 @@ def test_at_an_error_a_result_instead(agents: list[Paused], tmp_path: Path) -> N
     at.text_area(key="dbg_text").input("Fog in Oslo")
     at.button(key="debug_continue").click().run()
     assert a.bg.result(30)["messages"][-1].content == "It says: Fog in Oslo"
+    a.trace.close()
+
+
+# -- the less common edits ("More changes", "More: make the call raise") -----------------
+def seeing_model(seen: list[dict[str, Any]]) -> ScriptedChatModel:
+    """``quoting_model`` that notes what each call was given: its messages (type, text),
+    the tools bound and the settings (create_agent binds them with the tools)."""
+    script = quoting_model().script
+
+    class Seeing(ScriptedChatModel):
+        def bind_tools(self, tools: Any, **kw: Any) -> Any:
+            seen.append({"tools": [tool_name(t) for t in tools], "settings": kw})
+            return self
+
+        def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
+                      run_manager: Any = None, **kw: Any) -> ChatResult:
+            seen[-1]["messages"] = [(m.type, m.content) for m in messages]
+            return super()._generate(messages, stop, run_manager, **kw)
+
+    return Seeing(script=script)
+
+
+@tool
+def get_time(city: str) -> str:
+    """The time in a city."""
+    return f"12:00 in {city}"
+
+
+def debug_records(db: Path) -> list[dict[str, Any]]:
+    return [json.loads(p) for p in debug_events(db)]
+
+
+def more_request(agents: list[Paused], tmp_path: Path,
+                 seen: list[dict[str, Any]]) -> tuple[Paused, AppTest]:
+    """Paused before the first model call (tools get_weather and get_time offered), the
+    page open at it and its "More changes" filled as the pause is."""
+    a = start(agents, tmp_path, ["model:1"], model=seeing_model(seen),
+              tools=[get_weather, get_time])
+    p = a.wait()
+    at = replay_page(p["run"])
+    assert panel_shown(at)
+    assert any("More changes" in str(e.label) for e in at.expander)
+    assert at.text_area(key="dbg_insert").value == ""
+    assert at.number_input(key="dbg_insert_at").value == 1  # (at the end)
+    assert at.multiselect(key="dbg_tools").value == ["get_weather", "get_time"]
+    assert at.text_area(key="dbg_settings").value == "{}"
+    assert at.text_input(key="dbg_model").value == ""
+    return a, at
+
+
+def test_more_insert_a_message_before_the_first(agents: list[Paused], tmp_path: Path) -> None:
+    seen: list[dict[str, Any]] = []
+    a, at = more_request(agents, tmp_path, seen)
+    at.text_area(key="dbg_insert").input("Answer in French.")
+    at.number_input(key="dbg_insert_at").set_value(0)
+    at.selectbox(key="dbg_insert_role").select("system")
+    at.button(key="debug_run").click().run()
+    assert not at.error, [e.value for e in at.error]
+    a.bg.result(30)
+    a.trace.close()
+    assert seen[0]["messages"] == [("system", "Answer in French."), ("human", QUESTION)]
+    assert seen[1]["messages"][0] == ("human", QUESTION)  # (this call's request only)
+    rec = debug_records(a.db)[0]
+    assert rec["outcome"] == "edited"
+    assert rec["edit"] == {"kind": "insert", "position": 0, "text": "Answer in French.",
+                           "role": "system"}
+    assert rec["before"]["messages"] == 1 and rec["after"]["messages"] == 2
+    assert rec["after"]["message"]["text"] == "Answer in French."
+
+
+def test_more_the_tools_offered(agents: list[Paused], tmp_path: Path) -> None:
+    seen: list[dict[str, Any]] = []
+    a, at = more_request(agents, tmp_path, seen)
+    at.multiselect(key="dbg_tools").unselect("get_time")
+    at.button(key="debug_run").click().run()
+    assert not at.error, [e.value for e in at.error]
+    a.bg.result(30)
+    a.trace.close()
+    assert seen[0]["tools"] == ["get_weather"]
+    assert seen[1]["tools"] == ["get_weather", "get_time"]  # (the next call: all again)
+    rec = debug_records(a.db)[0]
+    assert rec["edit"] == {"kind": "tools", "names": ["get_weather"]}
+    assert rec["before"] == {"tools": ["get_weather", "get_time"]}
+    assert rec["after"] == {"tools": ["get_weather"]}
+
+
+def test_more_the_model_settings(agents: list[Paused], tmp_path: Path) -> None:
+    seen: list[dict[str, Any]] = []
+    a, at = more_request(agents, tmp_path, seen)
+    at.text_area(key="dbg_settings").input('{"temperature": 0.2}')
+    at.button(key="debug_run").click().run()
+    assert not at.error, [e.value for e in at.error]
+    a.bg.result(30)
+    a.trace.close()
+    assert seen[0]["settings"].get("temperature") == 0.2
+    assert "temperature" not in seen[1]["settings"]
+    rec = debug_records(a.db)[0]
+    assert rec["edit"] == {"kind": "settings", "settings": {"temperature": 0.2}}
+    assert rec["before"] == {"settings": {}} and rec["after"] == {"settings": {"temperature": 0.2}}
+
+
+def test_more_another_model_offline(agents: list[Paused], tmp_path: Path) -> None:
+    seen: list[dict[str, Any]] = []
+    a, at = more_request(agents, tmp_path, seen)
+    at.text_input(key="dbg_model").input("offline")
+    at.button(key="debug_run").click().run()
+    assert not at.error, [e.value for e in at.error]
+    out = a.bg.result(30)
+    a.trace.close()
+    assert out["messages"][-1].content == "(offline: no model was asked)"
+    assert seen == []  # the scripted model was not asked
+    rec = debug_records(a.db)[0]
+    assert rec["edit"] == {"kind": "model", "model": "offline"}
+    assert rec["before"] == {"model": "scripted-model"}
+    assert rec["after"]["model"] != "scripted-model"
+
+
+@pytest.mark.parametrize(("fill", "said"), [
+    ({"dbg_settings": '{"temperature": '}, "the model settings are not valid JSON"),
+    ({"dbg_settings": "[1]"}, "the settings edit needs settings: an object"),
+    ({"dbg_settings": '{"temperature": 0}', "dbg_model": "offline"},
+     "one change at a time: settings and model"),
+    ({"dbg_insert": "Hi", "dbg_change": "the system prompt"},
+     "one change at a time: system and insert"),
+])
+def test_more_bad_input_is_one_error_line_and_nothing_is_sent(
+        agents: list[Paused], tmp_path: Path, fill: dict[str, str], said: str) -> None:
+    seen: list[dict[str, Any]] = []
+    a, at = more_request(agents, tmp_path, seen)
+    p = channel.list_paused(a.db)[0]
+    for key, value in fill.items():
+        if key == "dbg_change":
+            at.selectbox(key=key).select(value).run()
+        elif key == "dbg_model":
+            at.text_input(key=key).input(value)
+        else:
+            at.text_area(key=key).input(value)
+    at.button(key="debug_continue").click().run()
+    shown = [str(e.value).replace("\\", "") for e in at.error]
+    assert len(shown) == 1 and said in shown[0] and "\n" not in shown[0], shown
+    assert panel_shown(at)
+    assert [q["run"] for q in channel.list_paused(a.db)] == [p["run"]]
+    time.sleep(0.2)
+    assert a.bg.alive() and seen == []
+    a.finish()
+    assert debug_records(a.db)[0]["outcome"] == "continued"  # (no edit was ever sent)
+
+
+def test_more_a_tool_call_made_to_raise(agents: list[Paused], tmp_path: Path) -> None:
+    a = start(agents, tmp_path, ["tool:get_weather"])
+    p = a.wait()
+    at = replay_page(p["run"])
+    assert any("make the call raise" in str(e.label) for e in at.expander)
+    assert at.checkbox(key="dbg_raise").value is False
+    at.checkbox(key="dbg_raise").check()
+    at.text_input(key="dbg_raise_text").input("the weather service is down")
+    at.button(key="debug_continue").click().run()
+    assert not at.error, [e.value for e in at.error]
+    a.bg.thread.join(30)
+    assert a.bg.error is not None and "the weather service is down" in str(a.bg.error)
+    a.trace.close()
+    rec = debug_records(a.db)[0]
+    assert rec["outcome"] == "edited"
+    assert rec["edit"] == {"kind": "raise", "text": "the weather service is down"}
+    errors = [r[0] for r in sqlite3.connect(a.db).execute(
+        "SELECT payload FROM events WHERE hook = 'wrap_tool_call' AND phase = 'error'")]
+    assert len(errors) == 1 and "the weather service is down" in errors[0]
+
+
+def test_more_raise_and_a_result_at_once_is_refused(agents: list[Paused],
+                                                     tmp_path: Path) -> None:
+    a = start(agents, tmp_path, ["tool:get_weather"])
+    p = a.wait()
+    at = replay_page(p["run"])
+    at.checkbox(key="dbg_raise").check()
+    at.text_area(key="dbg_text").input("Rain")
+    at.button(key="debug_continue").click().run()
+    shown = [str(e.value).replace("\\", "") for e in at.error]
+    assert len(shown) == 1 and "not two" in shown[0], shown
+    assert [q["run"] for q in channel.list_paused(a.db)] == [p["run"]]
+    at.checkbox(key="dbg_raise").uncheck()
+    at.button(key="debug_continue").click().run()
+    assert not at.error
+    assert a.bg.result(30)["messages"][-1].content == "It says: Rain"
     a.trace.close()
