@@ -1,8 +1,9 @@
 """The debugger on the Replay page: a live run paused at a breakpoint, and the ways to
 pause one (``tracer.debug``; the channel is the trace database's ``debug_pauses``).
 
-While the run shown is being recorded (or paused: a run paused at an error reads
-``error`` until it goes on), each reload of the replay (every ``state.LIVE_MS``) asks
+While the run shown is being recorded (or paused: a run paused at an error is recorded
+as ``error`` until it goes on; the runs list and the header say "paused at an error",
+``tracer.debug.channel.paused_status``), each reload of the replay (every ``state.LIVE_MS``) asks
 the channel, read-only, whether it is paused:
 
 - paused: the replay jumps to the pause's step once, and the panel "Paused in the

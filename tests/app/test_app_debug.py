@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from app_kit import app_test, replayer, report_step
+from app_kit import app_test, replayer, report_step, runs_table
 from debug_kit import Background, quoting_model, wait_paused
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatResult
@@ -649,3 +649,45 @@ def test_more_raise_and_a_result_at_once_is_refused(agents: list[Paused],
     assert not at.error
     assert a.bg.result(30)["messages"][-1].content == "It says: Rain"
     a.trace.close()
+
+
+# -- a paused run's status: "paused", "paused at an error" (not "running", "error") ------
+@tool("get_weather")
+def failing_weather(city: str) -> str:
+    """Weather for a city."""
+    raise RuntimeError("the weather service is down")
+
+
+@pytest.mark.parametrize(("breaks", "tools", "said", "recorded"), [
+    (["tool:get_weather"], [get_weather], "paused", "running"),
+    (["error"], [failing_weather], "paused at an error", "error"),
+])
+def test_a_paused_run_reads_paused_in_the_app_and_in_looptrace_runs(
+        agents: list[Paused], tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        breaks: list[str], tools: list[Any], said: str, recorded: str) -> None:
+    from hostile_kit import cli
+
+    a = start(agents, tmp_path, breaks, tools=tools)
+    p = a.wait()
+    rid = p["run"]
+    rows = runs_table(app_test("runs").run())
+    assert list(rows.loc[rows["id"] == rid, "status"]) == [said]
+    at = replay_page(rid)
+    badges = " ".join(str(m.value) for m in at.markdown)
+    assert f"-badge[{said}]" in badges and f"-badge[{recorded}]" not in badges
+    code, out, _ = cli(capsys, "runs", "--db", str(a.db))
+    assert code == 0
+    line = next(x for x in out.splitlines() if x.startswith(rid[:12]))
+    assert f"  {said}  " in line and f"  {recorded}  " not in line
+    code, out, _ = cli(capsys, "runs", "--db", str(a.db), "--json")
+    (row,) = json.loads(out)
+    assert (row["status"], row["paused"]) == (recorded, said)  # (the status recorded stays)
+    # it goes on: the status recorded again, nothing paused
+    at.text_area(key="dbg_text").input("Fog in Oslo")
+    at.button(key="debug_continue").click().run()
+    assert a.bg.result(30)["messages"][-1].content == "It says: Fog in Oslo"
+    a.trace.close()
+    code, out, _ = cli(capsys, "runs", "--db", str(a.db), "--json")
+    assert [(r["status"], r["paused"]) for r in json.loads(out)] == [("completed", None)]
+    rows = runs_table(app_test("runs").run())
+    assert list(rows["status"]) == ["completed"]
