@@ -691,3 +691,32 @@ def test_a_paused_run_reads_paused_in_the_app_and_in_looptrace_runs(
     assert [(r["status"], r["paused"]) for r in json.loads(out)] == [("completed", None)]
     rows = runs_table(app_test("runs").run())
     assert list(rows["status"]) == ["completed"]
+
+
+def test_more_a_model_that_cannot_be_made_pauses_again_and_says_why(
+        agents: list[Paused], tmp_path: Path) -> None:
+    """A model name that passes the check (text) but that init_chat_model cannot make, in
+    the agent's process: the edit is recorded as rejected, the run pauses again at the same
+    call, and the panel says why; set back, it goes on with the scripted model."""
+    seen: list[dict[str, Any]] = []
+    a, at = more_request(agents, tmp_path, seen)
+    first = channel.list_paused(a.db)[0]
+    at.text_input(key="dbg_model").input("no-such-provider:no-model")
+    at.button(key="debug_continue").click().run()
+    assert not at.error, [e.value for e in at.error]
+    end = time.monotonic() + 30
+    while time.monotonic() < end:
+        again = channel.list_paused(a.db)
+        if again and again[0]["paused_at"] != first["paused_at"]:
+            break
+        time.sleep(0.05)
+    assert again[0]["reason"].startswith("the edit could not be made")
+    at.run()
+    assert panel_shown(at)
+    assert "breakpoint: the edit could not be made" in texts(at)
+    assert at.text_input(key="dbg_model").value == ""  # (the fields filled again)
+    at.button(key="debug_run").click().run()
+    assert a.bg.result(30)["messages"][-1].content == "It says: Sunny in Oslo, 21 C"
+    a.trace.close()
+    assert [r["outcome"] for r in debug_records(a.db)] == ["rejected", "continued"]
+    assert debug_records(a.db)[0]["edit"] == {"kind": "model", "model": "no-such-provider:no-model"}
