@@ -166,6 +166,7 @@ __all__ = [
     "open_db",
     "origin_of",
     "paused_runs",
+    "paused_status",
     "plural",
     "preload",
     "recent_runs",
@@ -476,6 +477,21 @@ def paused_runs(path: str) -> list[dict[str, Any]]:
         return list_paused(path, with_pending=True)
     except (LooptraceError, sqlite3.Error, OSError, ValueError):
         return []
+
+
+def paused_status(path: str) -> dict[str, str]:
+    """{run id: "paused" or "paused at an error"} for the runs paused in the debugger now
+    (``tracer.debug.channel.paused_status``: shown instead of the status recorded, which
+    reads ``running``, or ``error`` while paused at an error); none for a file the
+    channel cannot read."""
+    import sqlite3
+
+    from tracer.debug.channel import paused_status as status
+
+    try:
+        return status(path)
+    except (LooptraceError, sqlite3.Error, OSError, ValueError):
+        return {}
 
 
 def armed_for(path: str, run_id: str) -> list[str]:

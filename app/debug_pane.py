@@ -1,13 +1,16 @@
 """The debugger on the Replay page: a live run paused at a breakpoint, and the ways to
 pause one (``tracer.debug``; the channel is the trace database's ``debug_pauses``).
 
-While the run shown is being recorded (or paused: a run paused at an error reads
-``error`` until it goes on), each reload of the replay (every ``state.LIVE_MS``) asks
+While the run shown is being recorded (or paused: a run paused at an error is recorded
+as ``error`` until it goes on; the runs list and the header say "paused at an error",
+``tracer.debug.channel.paused_status``), each reload of the replay (every ``state.LIVE_MS``) asks
 the channel, read-only, whether it is paused:
 
 - paused: the replay jumps to the pause's step once, and the panel "Paused in the
   debugger" shows what is pending (a model call's request, a tool call, the model's
-  reply, a tool's result), fields to change it, and the controls Continue, Step,
+  reply, a tool's result), fields to change it (the less common edits, ``insert``,
+  ``tools``, ``settings``, ``model`` and a tool call's ``raise``, in a "More" expander;
+  one edit per answer, as ``tracer.debug.edits`` takes them), and the controls Continue, Step,
   Next lap, Run to the end and Abort (keys F8, F10, F9, Shift+F8, heard when no text
   field has focus; Abort has none);
 - a subagent run of it paused: where, and a button to open that run at its pause;
@@ -57,12 +60,24 @@ CHANGES = (NOTHING, MESSAGE, DROP, SYSTEM, ANSWER)
 AT = {"before": "before the call", "after": "after the call", "error": "the call raised",
       "fire": ""}
 WAIT_S = 0.3  # after an answer, the agent's time to reach its next pause (it polls every 20 ms)
+ROLES = ("human", "ai", "system")  # of an inserted message (tracer.debug.edits)
+RAISED = "raised in the debugger"  # a raise edit's text when none is given
+# every field of the panel, by state key: what _answer hands edit_of
+FIELD_KEYS = (state.DEBUG_TEXT, state.DEBUG_ARGS, state.DEBUG_CALLS, state.DEBUG_CHANGE,
+              state.DEBUG_POSITION, state.DEBUG_INSERT, state.DEBUG_INSERT_AT,
+              state.DEBUG_INSERT_ROLE, state.DEBUG_TOOLS, state.DEBUG_SETTINGS,
+              state.DEBUG_MODEL, state.DEBUG_RAISE, state.DEBUG_RAISE_TEXT)
 ARM_NOTE = ("Pauses only an agent armed with a debugger: TraceMiddleware(debug=True) or "
             "LOOPTRACE_DEBUG=1.")
 
 
 class BadEdit(ValueError):
     """What was typed is not an edit (bad JSON, two changes at once)."""
+
+
+def _settings(pend: dict[str, Any]) -> dict[str, Any]:
+    given = pend.get("settings")
+    return given if isinstance(given, dict) else {}
 
 
 def pauses(path: str, view: RunView) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
@@ -117,9 +132,17 @@ def _fill(pend: dict[str, Any]) -> None:
     st.session_state[state.DEBUG_CALLS] = ""
     if kind == "tool_call":
         st.session_state[state.DEBUG_ARGS] = _dumps((pend.get("tool_call") or {}).get("args") or {})
+        st.session_state[state.DEBUG_RAISE] = False
+        st.session_state[state.DEBUG_RAISE_TEXT] = ""
     elif kind == "model_request":
         st.session_state[state.DEBUG_CHANGE] = NOTHING
         st.session_state[state.DEBUG_POSITION] = max(0, len(pend.get("messages") or ()) - 1)
+        st.session_state[state.DEBUG_INSERT] = ""
+        st.session_state[state.DEBUG_INSERT_AT] = len(pend.get("messages") or ())
+        st.session_state[state.DEBUG_INSERT_ROLE] = ROLES[0]
+        st.session_state[state.DEBUG_TOOLS] = [str(t) for t in pend.get("tools") or ()]
+        st.session_state[state.DEBUG_SETTINGS] = _dumps(_settings(pend))
+        st.session_state[state.DEBUG_MODEL] = ""
     elif kind in ("model_reply", "tool_result"):
         msg = pend.get("message") or {}
         st.session_state[state.DEBUG_TEXT] = str(msg.get("text") or "")
@@ -284,6 +307,9 @@ def _fields_tool_call(pend: dict[str, Any]) -> None:
     cols[0].text_area("Give the result yourself (the tool does not run; empty: it runs)",
                       key=state.DEBUG_TEXT, height=120)
     cols[1].text_area("Or change its arguments (JSON)", key=state.DEBUG_ARGS, height=120)
+    with st.expander("More: make the call raise", key="debug_more_tool"):
+        st.checkbox("Raise an error instead of running the tool", key=state.DEBUG_RAISE)
+        st.text_input("The error's text", key=state.DEBUG_RAISE_TEXT, placeholder=RAISED)
 
 
 def _prefill(pend: dict[str, Any]) -> None:
@@ -317,6 +343,28 @@ def _fields_request(pend: dict[str, Any]) -> None:
         st.text_area("The answer (the model is not asked)", key=state.DEBUG_TEXT)
         st.text_area("Tool calls of the answer (JSON, optional)", key=state.DEBUG_CALLS,
                      placeholder='[{"name": "get_weather", "args": {"city": "Oslo"}}]')
+    _more_request(pend, msgs)
+
+
+def _more_request(pend: dict[str, Any], msgs: list[dict[str, Any]]) -> None:
+    """The less common changes of a model call, one at a time: a field left as it was
+    filled is no change."""
+    offered = [str(t) for t in pend.get("tools") or ()]
+    with st.expander("More changes: insert a message, the tools offered, the model "
+                     "settings, the model", key="debug_more_request"):
+        st.text_area("Insert a message (empty: none)", key=state.DEBUG_INSERT, height=80)
+        cols = st.columns(2)
+        cols[0].number_input("At position (0 first; " + str(len(msgs)) + ": at the end)",
+                             min_value=0, max_value=len(msgs), step=1,
+                             key=state.DEBUG_INSERT_AT)
+        cols[1].selectbox("Its role", ROLES, key=state.DEBUG_INSERT_ROLE)
+        st.multiselect("The tools offered (take one out: the model does not see it)",
+                       offered, key=state.DEBUG_TOOLS)
+        st.text_area("The model settings (JSON object, merged into the call's)",
+                     key=state.DEBUG_SETTINGS, height=80)
+        st.text_input("Another model (an init_chat_model name such as "
+                      "openai:gpt-4.1-mini, or offline; empty: the same)",
+                      key=state.DEBUG_MODEL)
 
 
 def _fields_reply(pend: dict[str, Any]) -> None:
@@ -364,6 +412,14 @@ def edit_of(pend: dict[str, Any], values: dict[str, Any]) -> dict[str, Any] | No
     for no change; ``BadEdit`` for what cannot be one."""
     kind = pend.get("kind")
     text = str(values.get(state.DEBUG_TEXT) or "")
+    if kind == "tool_call" and values.get(state.DEBUG_RAISE):
+        raw = str(values.get(state.DEBUG_ARGS) or "")
+        given = (pend.get("tool_call") or {}).get("args") or {}
+        if text.strip() or (raw.strip() and _json(raw, "the arguments") != given):
+            msg = "raise, give the result or change the arguments: one of them, not two"
+            raise BadEdit(msg)
+        return {"kind": "raise",
+                "text": str(values.get(state.DEBUG_RAISE_TEXT) or "").strip() or RAISED}
     if kind == "tool_call":
         given = (pend.get("tool_call") or {}).get("args") or {}
         raw = str(values.get(state.DEBUG_ARGS) or "")
@@ -376,18 +432,13 @@ def edit_of(pend: dict[str, Any], values: dict[str, Any]) -> dict[str, Any] | No
             return {"kind": "tool_result", "text": text}
         return {"kind": "tool_args", "args": args} if changed else None
     if kind == "model_request":
-        change = values.get(state.DEBUG_CHANGE)
-        pos = int(values.get(state.DEBUG_POSITION) or 0)
-        if change == MESSAGE:
-            return {"kind": "message", "position": pos, "text": text}
-        if change == DROP:
-            return {"kind": "drop", "position": pos}
-        if change == SYSTEM:
-            return {"kind": "system", "text": text}
-        if change == ANSWER:
-            calls = _call_list(str(values.get(state.DEBUG_CALLS) or ""))
-            return {"kind": "reply", "text": text, "tool_calls": calls}
-        return None
+        edits = [e for e in (_main_edit(values, text), *_more_edits(pend, values))
+                 if e is not None]
+        if len(edits) > 1:
+            msg = ("one change at a time: " + " and ".join(e["kind"] for e in edits) +
+                   " were both asked (set the others back, or Step and change the next)")
+            raise BadEdit(msg)
+        return edits[0] if edits else None
     if kind == "model_reply":
         reply: dict[str, Any] = pend.get("message") or {}
         calls = _call_list(str(values.get(state.DEBUG_CALLS) or ""))
@@ -402,15 +453,51 @@ def edit_of(pend: dict[str, Any], values: dict[str, Any]) -> dict[str, Any] | No
     return None
 
 
+def _main_edit(values: dict[str, Any], text: str) -> dict[str, Any] | None:
+    """The edit the "Change before the call" box asks of a model call."""
+    change = values.get(state.DEBUG_CHANGE)
+    pos = int(values.get(state.DEBUG_POSITION) or 0)
+    if change == MESSAGE:
+        return {"kind": "message", "position": pos, "text": text}
+    if change == DROP:
+        return {"kind": "drop", "position": pos}
+    if change == SYSTEM:
+        return {"kind": "system", "text": text}
+    if change == ANSWER:
+        calls = _call_list(str(values.get(state.DEBUG_CALLS) or ""))
+        return {"kind": "reply", "text": text, "tool_calls": calls}
+    return None
+
+
+def _more_edits(pend: dict[str, Any], values: dict[str, Any]) -> list[dict[str, Any]]:
+    """The edits the "More changes" fields ask of a model call: each field changed from
+    what it was filled with (a field Streamlit dropped, None, is no change)."""
+    out: list[dict[str, Any]] = []
+    inserted = str(values.get(state.DEBUG_INSERT) or "")
+    if inserted.strip():
+        at = values.get(state.DEBUG_INSERT_AT)
+        out.append({"kind": "insert", "text": inserted,
+                    "position": len(pend.get("messages") or ()) if at is None else at,
+                    "role": values.get(state.DEBUG_INSERT_ROLE) or ROLES[0]})
+    keep = values.get(state.DEBUG_TOOLS)
+    if keep is not None and list(keep) != [str(t) for t in pend.get("tools") or ()]:
+        out.append({"kind": "tools", "names": list(keep)})
+    raw = str(values.get(state.DEBUG_SETTINGS) or "")
+    if raw.strip():
+        settings = _json(raw, "the model settings")
+        if settings != _settings(pend):
+            out.append({"kind": "settings", "settings": settings})
+    model = str(values.get(state.DEBUG_MODEL) or "").strip()
+    if model:
+        out.append({"kind": "model", "model": model})
+    return out
+
+
 def _answer(path: str, run_id: str, parent: str | None, command: str, pend: dict[str, Any],
             tag: str) -> None:
     """A control: the edit made of the fields checked first (nothing sent if it is not
     one), what this session armed for the run cleared, then the answer sent."""
-    values = {state.DEBUG_TEXT: st.session_state.get(state.DEBUG_TEXT),
-              state.DEBUG_ARGS: st.session_state.get(state.DEBUG_ARGS),
-              state.DEBUG_CALLS: st.session_state.get(state.DEBUG_CALLS),
-              state.DEBUG_CHANGE: st.session_state.get(state.DEBUG_CHANGE),
-              state.DEBUG_POSITION: st.session_state.get(state.DEBUG_POSITION)}
+    values = {k: st.session_state.get(k) for k in FIELD_KEYS}
     try:
         edit = None if command == "abort" else edit_of(pend, values)
         if edit is not None:

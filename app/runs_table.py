@@ -63,8 +63,12 @@ def nested(runs: Sequence[RunSummary],
 def runs_frame(runs: Sequence[RunSummary],
                health: Callable[[RunSummary], str] | None = None,
                forks: Mapping[str, Fork] | None = None,
-               costs: Mapping[str, RunCost] | None = None) -> pd.DataFrame:
+               costs: Mapping[str, RunCost] | None = None,
+               paused: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """The runs as rows, nested; ``paused``: {run id: "paused" or "paused at an error"},
+    the status shown for a run paused in the debugger."""
     forks = forks or {}
+    paused = paused or {}
     costs = costs or {}
     rows = []
     for r, depth in nested(runs, forks):
@@ -76,7 +80,7 @@ def runs_frame(runs: Sequence[RunSummary],
             "run": ("    " * depth + "↳ " if depth else "") + mark + name,
             "name": name,
             "agent": r.agent_name or "",
-            "status": r.status,
+            "status": paused.get(r.id, r.status),
             "health": health(r) if health else "–",
             "started": (dt.datetime.fromtimestamp(r.started_at) if r.started_at else None),
             "duration_s": None if r.duration_s is None else round(r.duration_s, 3),

@@ -92,6 +92,14 @@ DEBUG_POSITION = "dbg_position"  # at a model call: which message
 DEBUG_TEXT = "dbg_text"  # the text given: a message, the system prompt, a reply, a tool result
 DEBUG_ARGS = "dbg_args"  # at a tool call: its arguments as JSON
 DEBUG_CALLS = "dbg_calls"  # a reply's tool calls as JSON
+DEBUG_INSERT = "dbg_insert"  # at a model call: the text of a message to insert ("More changes")
+DEBUG_INSERT_AT = "dbg_insert_at"  # its position
+DEBUG_INSERT_ROLE = "dbg_insert_role"  # its role: human, ai or system
+DEBUG_TOOLS = "dbg_tools"  # at a model call: the tools to keep offering
+DEBUG_SETTINGS = "dbg_settings"  # at a model call: the model settings as JSON
+DEBUG_MODEL = "dbg_model"  # at a model call: another model (an init_chat_model name or offline)
+DEBUG_RAISE = "dbg_raise"  # at a tool call: raise instead of running it (a checkbox)
+DEBUG_RAISE_TEXT = "dbg_raise_text"  # the error's text
 
 # -- notes (app/notes_pane.py) ----------------------------------------------------------------
 NOTE_TEXT = "note_text"  # the notes box's text

@@ -11,7 +11,8 @@ from .run_view import RunView
 from .safe import md_escape
 
 STATUS_COLOUR = {"completed": "green", "running": "blue", "error": "red", "interrupted": "orange",
-                 "handoff": "violet", "stopped": "gray"}
+                 "handoff": "violet", "stopped": "gray", "paused": "orange",
+                 "paused at an error": "red"}
 
 
 def run_label(r: RunSummary) -> str:
@@ -75,7 +76,10 @@ def render_run_header(path: str, view: RunView, *, picker: bool = True) -> None:
         cost = cost_line(path, s.id) if picker else ""
         st.text(f"{s.name or s.agent_name or 'run'}  ·  {s.id}  ·  {s.tokens_phrase}{cost}")
     with head[1]:
-        status = s.status if s.status in STATUS_COLOUR else "unknown status"  # badges are markdown
+        # (a run paused in the debugger: "paused", not the "running" or "error" recorded)
+        status = data.paused_status(path).get(s.id, s.status) if s.status in (
+            "running", "error") else s.status
+        status = status if status in STATUS_COLOUR else "unknown status"  # badges are markdown
         st.badge(status, color=STATUS_COLOUR.get(status, "gray"))  # type: ignore[arg-type]
     if s.parent_id:
         try:

@@ -185,7 +185,8 @@ def table_frame(path: str, flt: RunFilter, runs: list[RunSummary],
     costs, problem = data.costs(path, [r.id for r in shown])
     if problem:
         st.warning(md_escape(f"No costs: {problem}"), icon=":material/warning:")
-    return runs_table.runs_frame(shown, lambda r: badges.get(r.id, "–"), forks, costs), shown
+    return runs_table.runs_frame(shown, lambda r: badges.get(r.id, "–"), forks, costs,
+                                 data.paused_status(path)), shown
 
 
 def warm(path: str) -> None:

@@ -7,6 +7,7 @@ runs. The browser's side (typing, keys): tests/browser/test_browser_debug.py."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
 import time
@@ -15,8 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from app_kit import app_test, replayer, report_step
+from app_kit import app_test, replayer, report_step, runs_table
 from debug_kit import Background, quoting_model, wait_paused
+from langchain_core.messages import BaseMessage
+from langchain_core.outputs import ChatResult
 from langchain_core.tools import tool
 from streamlit.testing.v1 import AppTest
 from tracer_kit import get_weather, make_agent
@@ -24,6 +27,8 @@ from tracer_kit import get_weather, make_agent
 from tracer import TraceMiddleware
 from tracer.debug import channel
 from tracer.debug.session import REFRESH_S
+from tracer.demo.models import ScriptedChatModel
+from tracer.vocab.records import tool_name
 
 pytestmark = pytest.mark.usefixtures("clean_streamlit_caches")
 
@@ -34,10 +39,10 @@ class Paused:
     """An agent running in a thread with ``TraceMiddleware(db, debug=breaks)``."""
 
     def __init__(self, db: Path, breaks: Any, question: str = QUESTION,
-                 tools: list[Any] | None = None) -> None:
+                 tools: list[Any] | None = None, model: Any = None) -> None:
         self.db = db
         self.trace = TraceMiddleware(db=db, debug=breaks)
-        agent = make_agent(quoting_model(), tools or [get_weather], [self.trace])
+        agent = make_agent(model or quoting_model(), tools or [get_weather], [self.trace])
         self.bg = Background(lambda: agent.invoke({"messages": [("user", question)]}))
 
     def wait(self) -> dict[str, Any]:
@@ -460,3 +465,258 @@ def test_at_an_error_a_result_instead(agents: list[Paused], tmp_path: Path) -> N
     at.button(key="debug_continue").click().run()
     assert a.bg.result(30)["messages"][-1].content == "It says: Fog in Oslo"
     a.trace.close()
+
+
+# -- the less common edits ("More changes", "More: make the call raise") -----------------
+def seeing_model(seen: list[dict[str, Any]]) -> ScriptedChatModel:
+    """``quoting_model`` that notes what each call was given: its messages (type, text),
+    the tools bound and the settings (create_agent binds them with the tools)."""
+    script = quoting_model().script
+
+    class Seeing(ScriptedChatModel):
+        def bind_tools(self, tools: Any, **kw: Any) -> Any:
+            seen.append({"tools": [tool_name(t) for t in tools], "settings": kw})
+            return self
+
+        def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
+                      run_manager: Any = None, **kw: Any) -> ChatResult:
+            seen[-1]["messages"] = [(m.type, m.content) for m in messages]
+            return super()._generate(messages, stop, run_manager, **kw)
+
+    return Seeing(script=script)
+
+
+@tool
+def get_time(city: str) -> str:
+    """The time in a city."""
+    return f"12:00 in {city}"
+
+
+def debug_records(db: Path) -> list[dict[str, Any]]:
+    return [json.loads(p) for p in debug_events(db)]
+
+
+def more_request(agents: list[Paused], tmp_path: Path,
+                 seen: list[dict[str, Any]]) -> tuple[Paused, AppTest]:
+    """Paused before the first model call (tools get_weather and get_time offered), the
+    page open at it and its "More changes" filled as the pause is."""
+    a = start(agents, tmp_path, ["model:1"], model=seeing_model(seen),
+              tools=[get_weather, get_time])
+    p = a.wait()
+    at = replay_page(p["run"])
+    assert panel_shown(at)
+    assert any("More changes" in str(e.label) for e in at.expander)
+    assert at.text_area(key="dbg_insert").value == ""
+    assert at.number_input(key="dbg_insert_at").value == 1  # (at the end)
+    assert at.multiselect(key="dbg_tools").value == ["get_weather", "get_time"]
+    assert at.text_area(key="dbg_settings").value == "{}"
+    assert at.text_input(key="dbg_model").value == ""
+    return a, at
+
+
+def test_more_insert_a_message_before_the_first(agents: list[Paused], tmp_path: Path) -> None:
+    seen: list[dict[str, Any]] = []
+    a, at = more_request(agents, tmp_path, seen)
+    at.text_area(key="dbg_insert").input("Answer in French.")
+    at.number_input(key="dbg_insert_at").set_value(0)
+    at.selectbox(key="dbg_insert_role").select("system")
+    at.button(key="debug_run").click().run()
+    assert not at.error, [e.value for e in at.error]
+    a.bg.result(30)
+    a.trace.close()
+    assert seen[0]["messages"] == [("system", "Answer in French."), ("human", QUESTION)]
+    assert seen[1]["messages"][0] == ("human", QUESTION)  # (this call's request only)
+    rec = debug_records(a.db)[0]
+    assert rec["outcome"] == "edited"
+    assert rec["edit"] == {"kind": "insert", "position": 0, "text": "Answer in French.",
+                           "role": "system"}
+    assert rec["before"]["messages"] == 1 and rec["after"]["messages"] == 2
+    assert rec["after"]["message"]["text"] == "Answer in French."
+
+
+def test_more_the_tools_offered(agents: list[Paused], tmp_path: Path) -> None:
+    seen: list[dict[str, Any]] = []
+    a, at = more_request(agents, tmp_path, seen)
+    at.multiselect(key="dbg_tools").unselect("get_time")
+    at.button(key="debug_run").click().run()
+    assert not at.error, [e.value for e in at.error]
+    a.bg.result(30)
+    a.trace.close()
+    assert seen[0]["tools"] == ["get_weather"]
+    assert seen[1]["tools"] == ["get_weather", "get_time"]  # (the next call: all again)
+    rec = debug_records(a.db)[0]
+    assert rec["edit"] == {"kind": "tools", "names": ["get_weather"]}
+    assert rec["before"] == {"tools": ["get_weather", "get_time"]}
+    assert rec["after"] == {"tools": ["get_weather"]}
+
+
+def test_more_the_model_settings(agents: list[Paused], tmp_path: Path) -> None:
+    seen: list[dict[str, Any]] = []
+    a, at = more_request(agents, tmp_path, seen)
+    at.text_area(key="dbg_settings").input('{"temperature": 0.2}')
+    at.button(key="debug_run").click().run()
+    assert not at.error, [e.value for e in at.error]
+    a.bg.result(30)
+    a.trace.close()
+    assert seen[0]["settings"].get("temperature") == 0.2
+    assert "temperature" not in seen[1]["settings"]
+    rec = debug_records(a.db)[0]
+    assert rec["edit"] == {"kind": "settings", "settings": {"temperature": 0.2}}
+    assert rec["before"] == {"settings": {}} and rec["after"] == {"settings": {"temperature": 0.2}}
+
+
+def test_more_another_model_offline(agents: list[Paused], tmp_path: Path) -> None:
+    seen: list[dict[str, Any]] = []
+    a, at = more_request(agents, tmp_path, seen)
+    at.text_input(key="dbg_model").input("offline")
+    at.button(key="debug_run").click().run()
+    assert not at.error, [e.value for e in at.error]
+    out = a.bg.result(30)
+    a.trace.close()
+    assert out["messages"][-1].content == "(offline: no model was asked)"
+    assert seen == []  # the scripted model was not asked
+    rec = debug_records(a.db)[0]
+    assert rec["edit"] == {"kind": "model", "model": "offline"}
+    assert rec["before"] == {"model": "scripted-model"}
+    assert rec["after"]["model"] != "scripted-model"
+
+
+@pytest.mark.parametrize(("fill", "said"), [
+    ({"dbg_settings": '{"temperature": '}, "the model settings are not valid JSON"),
+    ({"dbg_settings": "[1]"}, "the settings edit needs settings: an object"),
+    ({"dbg_settings": '{"temperature": 0}', "dbg_model": "offline"},
+     "one change at a time: settings and model"),
+    ({"dbg_insert": "Hi", "dbg_change": "the system prompt"},
+     "one change at a time: system and insert"),
+])
+def test_more_bad_input_is_one_error_line_and_nothing_is_sent(
+        agents: list[Paused], tmp_path: Path, fill: dict[str, str], said: str) -> None:
+    seen: list[dict[str, Any]] = []
+    a, at = more_request(agents, tmp_path, seen)
+    p = channel.list_paused(a.db)[0]
+    for key, value in fill.items():
+        if key == "dbg_change":
+            at.selectbox(key=key).select(value).run()
+        elif key == "dbg_model":
+            at.text_input(key=key).input(value)
+        else:
+            at.text_area(key=key).input(value)
+    at.button(key="debug_continue").click().run()
+    shown = [str(e.value).replace("\\", "") for e in at.error]
+    assert len(shown) == 1 and said in shown[0] and "\n" not in shown[0], shown
+    assert panel_shown(at)
+    assert [q["run"] for q in channel.list_paused(a.db)] == [p["run"]]
+    time.sleep(0.2)
+    assert a.bg.alive() and seen == []
+    a.finish()
+    assert debug_records(a.db)[0]["outcome"] == "continued"  # (no edit was ever sent)
+
+
+def test_more_a_tool_call_made_to_raise(agents: list[Paused], tmp_path: Path) -> None:
+    a = start(agents, tmp_path, ["tool:get_weather"])
+    p = a.wait()
+    at = replay_page(p["run"])
+    assert any("make the call raise" in str(e.label) for e in at.expander)
+    assert at.checkbox(key="dbg_raise").value is False
+    at.checkbox(key="dbg_raise").check()
+    at.text_input(key="dbg_raise_text").input("the weather service is down")
+    at.button(key="debug_continue").click().run()
+    assert not at.error, [e.value for e in at.error]
+    a.bg.thread.join(30)
+    assert a.bg.error is not None and "the weather service is down" in str(a.bg.error)
+    a.trace.close()
+    rec = debug_records(a.db)[0]
+    assert rec["outcome"] == "edited"
+    assert rec["edit"] == {"kind": "raise", "text": "the weather service is down"}
+    errors = [r[0] for r in sqlite3.connect(a.db).execute(
+        "SELECT payload FROM events WHERE hook = 'wrap_tool_call' AND phase = 'error'")]
+    assert len(errors) == 1 and "the weather service is down" in errors[0]
+
+
+def test_more_raise_and_a_result_at_once_is_refused(agents: list[Paused],
+                                                     tmp_path: Path) -> None:
+    a = start(agents, tmp_path, ["tool:get_weather"])
+    p = a.wait()
+    at = replay_page(p["run"])
+    at.checkbox(key="dbg_raise").check()
+    at.text_area(key="dbg_text").input("Rain")
+    at.button(key="debug_continue").click().run()
+    shown = [str(e.value).replace("\\", "") for e in at.error]
+    assert len(shown) == 1 and "not two" in shown[0], shown
+    assert [q["run"] for q in channel.list_paused(a.db)] == [p["run"]]
+    at.checkbox(key="dbg_raise").uncheck()
+    at.button(key="debug_continue").click().run()
+    assert not at.error
+    assert a.bg.result(30)["messages"][-1].content == "It says: Rain"
+    a.trace.close()
+
+
+# -- a paused run's status: "paused", "paused at an error" (not "running", "error") ------
+@tool("get_weather")
+def failing_weather(city: str) -> str:
+    """Weather for a city."""
+    raise RuntimeError("the weather service is down")
+
+
+@pytest.mark.parametrize(("breaks", "tools", "said", "recorded"), [
+    (["tool:get_weather"], [get_weather], "paused", "running"),
+    (["error"], [failing_weather], "paused at an error", "error"),
+])
+def test_a_paused_run_reads_paused_in_the_app_and_in_looptrace_runs(
+        agents: list[Paused], tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        breaks: list[str], tools: list[Any], said: str, recorded: str) -> None:
+    from hostile_kit import cli
+
+    a = start(agents, tmp_path, breaks, tools=tools)
+    p = a.wait()
+    rid = p["run"]
+    rows = runs_table(app_test("runs").run())
+    assert list(rows.loc[rows["id"] == rid, "status"]) == [said]
+    at = replay_page(rid)
+    badges = " ".join(str(m.value) for m in at.markdown)
+    assert f"-badge[{said}]" in badges and f"-badge[{recorded}]" not in badges
+    code, out, _ = cli(capsys, "runs", "--db", str(a.db))
+    assert code == 0
+    line = next(x for x in out.splitlines() if x.startswith(rid[:12]))
+    assert f"  {said}  " in line and f"  {recorded}  " not in line
+    code, out, _ = cli(capsys, "runs", "--db", str(a.db), "--json")
+    (row,) = json.loads(out)
+    assert (row["status"], row["paused"]) == (recorded, said)  # (the status recorded stays)
+    # it goes on: the status recorded again, nothing paused
+    at.text_area(key="dbg_text").input("Fog in Oslo")
+    at.button(key="debug_continue").click().run()
+    assert a.bg.result(30)["messages"][-1].content == "It says: Fog in Oslo"
+    a.trace.close()
+    code, out, _ = cli(capsys, "runs", "--db", str(a.db), "--json")
+    assert [(r["status"], r["paused"]) for r in json.loads(out)] == [("completed", None)]
+    rows = runs_table(app_test("runs").run())
+    assert list(rows["status"]) == ["completed"]
+
+
+def test_more_a_model_that_cannot_be_made_pauses_again_and_says_why(
+        agents: list[Paused], tmp_path: Path) -> None:
+    """A model name that passes the check (text) but that init_chat_model cannot make, in
+    the agent's process: the edit is recorded as rejected, the run pauses again at the same
+    call, and the panel says why; set back, it goes on with the scripted model."""
+    seen: list[dict[str, Any]] = []
+    a, at = more_request(agents, tmp_path, seen)
+    first = channel.list_paused(a.db)[0]
+    at.text_input(key="dbg_model").input("no-such-provider:no-model")
+    at.button(key="debug_continue").click().run()
+    assert not at.error, [e.value for e in at.error]
+    end = time.monotonic() + 30
+    while time.monotonic() < end:
+        again = channel.list_paused(a.db)
+        if again and again[0]["paused_at"] != first["paused_at"]:
+            break
+        time.sleep(0.05)
+    assert again[0]["reason"].startswith("the edit could not be made")
+    at.run()
+    assert panel_shown(at)
+    assert "breakpoint: the edit could not be made" in texts(at)
+    assert at.text_input(key="dbg_model").value == ""  # (the fields filled again)
+    at.button(key="debug_run").click().run()
+    assert a.bg.result(30)["messages"][-1].content == "It says: Sunny in Oslo, 21 C"
+    a.trace.close()
+    assert [r["outcome"] for r in debug_records(a.db)] == ["rejected", "continued"]
+    assert debug_records(a.db)[0]["edit"] == {"kind": "model", "model": "no-such-provider:no-model"}

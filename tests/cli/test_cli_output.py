@@ -105,7 +105,7 @@ def test_runs_json_has_every_field(db: Path, capsys) -> None:  # type: ignore[no
         "started_at": 10.0, "ended_at": 12.5, "error": None, "model": "scripted",
         "provider": None, "input_tokens": 50, "output_tokens": 27, "total_tokens": 77,
         "source": "middleware", "laps": 2, "model_calls": 2, "tool_calls": 1, "errors": 0,
-        "events": 8, "duration_s": 2.5, "models": [], "cost_usd": None,
+        "events": 8, "duration_s": 2.5, "models": [], "paused": None, "cost_usd": None,
         "cost": {"usd": None, "priced_usd": 0.0, "calls": 3, "priced_calls": 0,
                  "own": {"usd": None, "priced_usd": 0.0, "calls": 2, "priced_calls": 0},
                  "subagent_runs": 1,

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from tracer.cli import add_prices, int_range, use_prices
 from tracer.db.schema import RUN_STATUSES
+from tracer.debug.channel import paused_status
 from tracer.errors import LooptraceError
 from tracer.read.cost import RunCost, run_costs
 from tracer.read.loader import RunSummary, TraceDB
@@ -82,32 +83,47 @@ def run(args: argparse.Namespace) -> int:
             models = db.models([r.id for r in runs]) if args.json else {}
         except (LooptraceError, sqlite3.DatabaseError):
             models = {}
+        paused = _paused(args.db)
     if args.json:
+        # paused: "paused" or "paused at an error" for a run paused in the debugger now
+        # (its status stays the one recorded), else null
         # cost_usd: the run's model calls and its subagent runs', null unless every one
         # of them is priced ("cost" says how many are, and the run's own part)
         rows = [{**{f: getattr(r, f) for f in r.__dataclass_fields__}, "duration_s": r.duration_s,
-                 "models": models.get(r.id, []),
+                 "models": models.get(r.id, []), "paused": paused.get(r.id),
                  "cost_usd": costs[r.id].total.usd if r.id in costs else None,
                  "cost": costs[r.id].to_dict() if r.id in costs else None}
                 for r in runs]
         print(json.dumps(rows, indent=2))
         return 0
-    print(format_table(runs, costs))
+    print(format_table(runs, costs, paused))
     return 0
 
 
-def format_table(runs: Sequence[RunSummary], costs: dict[str, RunCost] | None = None) -> str:
+def _paused(db: str) -> dict[str, str]:
+    """The runs paused in the debugger now (``tracer.debug.channel.paused_status``);
+    none for a file whose channel cannot be read."""
+    try:
+        return paused_status(db)
+    except (LooptraceError, sqlite3.Error, OSError):
+        return {}
+
+
+def format_table(runs: Sequence[RunSummary], costs: dict[str, RunCost] | None = None,
+                 paused: dict[str, str] | None = None) -> str:
     """The runs as a table, one line a run ("no runs" when there are none); ``costs``:
-    each run's, with its subagent runs (``tracer.read.cost.run_costs``)."""
+    each run's, with its subagent runs (``tracer.read.cost.run_costs``); ``paused``: the
+    runs paused in the debugger, whose status reads "paused" (or "paused at an error")."""
     if not runs:
         return "no runs"
     costs = costs or {}
+    paused = paused or {}
     header = ("id", "name", "status", "laps", "model", "tools", "errors", "tokens", "cost",
               "parent")
     table = [header]
     for r in runs:
         c = costs.get(r.id)
-        table.append((safe_text(r.id[:12]), safe_text(r.name or "")[:28], r.status, str(r.laps), str(r.model_calls),
+        table.append((safe_text(r.id[:12]), safe_text(r.name or "")[:28], paused.get(r.id, r.status), str(r.laps), str(r.model_calls),
                       str(r.tool_calls), str(r.errors), r.tokens_text,
                       c.total.short() if c else "-",
                       safe_text((r.parent_id or "")[:12])))

@@ -29,7 +29,7 @@ from .breakpoints import parse
 from .edits import validate
 
 __all__ = ["COMMANDS", "NotPaused", "answer", "arm", "armed_breaks", "clear", "close_pause",
-           "list_paused", "open_pause", "pending", "poll"]
+           "list_paused", "open_pause", "paused_status", "pending", "poll"]
 
 # command -> what it does
 COMMANDS: dict[str, str] = {
@@ -167,6 +167,22 @@ def list_paused(db: str | Path, *, with_pending: bool = False) -> list[dict[str,
     conn = _reader(db)
     try:
         return [_describe(db, r, with_pending) for r in _open_rows(conn)]
+    finally:
+        conn.close()
+
+
+PAUSED = "paused"
+PAUSED_AT_ERROR = "paused at an error"
+
+
+def paused_status(db: str | Path) -> dict[str, str]:
+    """{run id: ``PAUSED`` or ``PAUSED_AT_ERROR``} for the runs of ``db`` paused now (an
+    open pause whose process is alive): what a runs list says instead of the status
+    recorded (``running``; ``error`` while paused at an error, until the run goes on)."""
+    conn = _reader(db)
+    try:
+        return {str(r["run_id"]): PAUSED_AT_ERROR if r["at"] == "error" else PAUSED
+                for r in _open_rows(conn)}
     finally:
         conn.close()
 
