@@ -348,3 +348,22 @@ def test_screenshot_in_each_theme(exported: dict[str, Any], offline: Any, artifa
     out = artifacts / f"export-{theme}.png"
     page.screenshot(path=str(out), full_page=True)
     assert out.stat().st_size > 20_000
+
+
+def test_next_error_says_why_it_is_off(exported: dict[str, Any], offline: Any) -> None:
+    """footgun-wrong-id's health reads errors (findings of the checks), yet nothing in it
+    raised or answered with an error: "Next error" is off, and its title says so and
+    where the findings are (issue 39 item 9). A run with errors has no such title."""
+    html, _, _ = exported["footgun-wrong-id"]
+    r = offline(html).replayer
+    off = r.button("next-error")
+    expect(off).to_be_disabled()
+    expect(off).to_have_attribute("title", re.compile(r"^No error in this run .*Findings"))
+    html, rp, _ = exported["footgun-no-bound"]
+    r = offline(html).replayer
+    on = r.button("next-error")
+    expect(on).to_be_enabled()
+    expect(on).to_have_attribute("title", "Jump to the next error")
+    r.press("End")
+    r.assert_at(rp, len(rp) - 1)
+    expect(on).not_to_have_attribute("title", re.compile("^No error in this run"))

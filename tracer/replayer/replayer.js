@@ -861,6 +861,11 @@ function createReplayer(host, options) {
       ui.nextModel.disabled = find("model", cur) == null;
       ui.nextTool.disabled = find("tool", cur) == null;
       ui.nextError.disabled = find("error", cur) == null;
+      // (a run with no error may still have findings of severity error: say where they are)
+      const errTitle = !ui.nextError.disabled ? "Jump to the next error"
+        : kinds.indexOf("e") < 0 ? "No error in this run (no exception, no error result);"
+          + " what the checks found is listed under Findings" : "No error after this step";
+      ui.nextError.title = errTitle; ui.nextError.setAttribute("aria-label", errTitle);
       ui.play.disabled = N < 2;
     }
     if (ui.inspectorText) {
