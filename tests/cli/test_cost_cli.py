@@ -134,3 +134,41 @@ def test_a_subagent_run_checked_with_its_parent_counts_once(
     tokens = top["total_tokens"] + sub["total_tokens"]  # (91 + 71: $1,000 a million)
     assert out.splitlines()[-1] == (f"cost ok: 1 run cost ${tokens / 1000:.3f} in all "
                                     "(at most $1.00 in all)")
+
+
+def test_runs_json_names_each_runs_models_in_order(sample_db: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """``models`` in ``runs --json``: the models that answered the run's calls, a
+    fallback's too (support-desk's primary fails over to its backup)."""
+    code, out, _ = run_cli(capsys, "runs", "--db", str(sample_db), "--json", "--limit", "0")
+    assert code == 0
+    rows = _by_name(json.loads(out))
+    assert rows["support-desk"]["models"] == ["scripted-backup", "scripted-primary"]
+    assert rows["anthropic-shopping"]["models"] == ["claude-haiku-4-5"]
+    assert rows["weather"]["models"] == ["scripted-weather"]
+
+
+def test_runs_still_lists_without_an_events_table(sample_db: Path, tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """A damaged events page: the runs are still listed, their costs and models unknown
+    (null and []), said once on stderr."""
+    import shutil
+    import sqlite3
+
+    db = tmp_path / "damaged.db"
+    shutil.copy(sample_db, db)
+    con = sqlite3.connect(db)
+    con.execute("ALTER TABLE events RENAME TO events_gone")
+    con.commit()
+    con.close()
+    said = f"looptrace runs: costs not shown ({db}: cannot read (no such table: events))\n"
+    code, out, err = run_cli(capsys, "runs", "--db", str(db), "--json", "--limit", "0")
+    assert code == 0 and err == said
+    rows = json.loads(out)
+    assert len(rows) == 23
+    assert {(r["cost_usd"], r["cost"], tuple(r["models"])) for r in rows} == {(None, None, ())}
+    code, out, err = run_cli(capsys, "runs", "--db", str(db), "--name", "weather")
+    assert code == 0 and err == said
+    header, *lines = out.splitlines()
+    assert header.split()[8] == "cost" and lines
+    assert [line.split()[-1] for line in lines] == ["-"] * len(lines)  # (no parent column)
