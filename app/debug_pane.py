@@ -497,7 +497,7 @@ def _answer(path: str, run_id: str, parent: str | None, command: str, pend: dict
             tag: str) -> None:
     """A control: the edit made of the fields checked first (nothing sent if it is not
     one), what this session armed for the run cleared, then the answer sent."""
-    values = {k: st.session_state.get(k) for k in FIELD_KEYS}
+    values = {k: state.get(k) for k in FIELD_KEYS}
     try:
         edit = None if command == "abort" else edit_of(pend, values)
         if edit is not None:
