@@ -287,7 +287,7 @@ def test_deep_link_opens_the_step_the_page_shows(samples: Path) -> None:
     assert g["run"]["steps"][7]["n"] == rp.steps[7].node
     assert inspector_step(at) == 8
     assert url_step(at) == "8"
-    prefix = open_page("replay", run=run.id[:10], step="4")
+    prefix = open_page("replay", run=run.id[:12], step="4")
     assert not problems(prefix)
     assert prefix.session_state["lt_run"] == run.id
     assert graph(prefix)["step"] == 3

@@ -34,7 +34,7 @@ def test_errors_exit_1_with_readable_output(sample_db: Path, capsys) -> None:  #
 
 def test_clean_run_exits_0(sample_db: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     rid = _id(sample_db, "weather")
-    assert main(["check", "--db", str(sample_db), rid[:10]]) == 0
+    assert main(["check", "--db", str(sample_db), rid[:12]]) == 0
     assert f"run {rid[:12]}: ok" in capsys.readouterr().out
 
 
