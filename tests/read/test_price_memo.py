@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tracer.read import cost
+from tracer.read import cost, price_memo
 from tracer.read.cost import run_costs
 from tracer.read.loader import TraceDB
 from tracer.read.price_memo import PriceMemo
@@ -116,3 +116,35 @@ def test_run_costs_keeps_what_it_asked(sample_db: Path, tmp_path: Path,
         costs = run_costs(db, [r.id for r in db.runs(limit=None)])
     assert costs
     assert len(json.loads((tmp_path / "kept.json").read_text("utf-8"))) > 10
+
+
+@pytest.mark.parametrize("held", [
+    ["not a number", "3", "4", None, "genai-prices"],
+    ["7", "3", "4", None, {"a": 1}],
+    ["7", "3", "4", 5, "genai-prices"],
+    "x" * 40,
+])
+def test_a_damaged_memo_is_asked_again_not_believed(tmp_path: Path, held: object,
+                                                    monkeypatch: pytest.MonkeyPatch):
+    """A memo file damaged (or written by something else) is never an answer: the call
+    is priced by genai-prices, as if the file were not there; a file far over the
+    memo's own size is not read at all."""
+    usage = {"input_tokens": 1000, "output_tokens": 100}
+    truth = cost.Prices().price(usage, "claude-haiku-4-5", "anthropic", 1.8e9)
+    path = tmp_path / "m.json"
+    memo = PriceMemo(path)
+    monkeypatch.setattr(cost, "memo", lambda: memo)
+    cost.Prices().price(usage, "claude-haiku-4-5", "anthropic", 1.8e9)
+    memo.save()
+    (key,) = json.loads(path.read_text("utf-8"))
+    path.write_text(json.dumps({key: held}), "utf-8")
+    memo = PriceMemo(path)
+    assert cost.Prices().price(usage, "claude-haiku-4-5", "anthropic", 1.8e9) == truth
+    good = json.dumps({key: ["7", "3", "4", None, "genai-prices"]})
+    path.write_text(good, "utf-8")
+    memo = PriceMemo(path)
+    planted = (Decimal(7), Decimal(3), Decimal(4), None, "genai-prices")
+    assert cost.Prices().price(usage, "claude-haiku-4-5", "anthropic", 1.8e9) == planted
+    path.write_text(good + " " * price_memo.MAX_FILE_BYTES, "utf-8")  # (over: not read)
+    memo = PriceMemo(path)
+    assert cost.Prices().price(usage, "claude-haiku-4-5", "anthropic", 1.8e9) == truth

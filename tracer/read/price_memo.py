@@ -24,7 +24,7 @@ import os
 import tempfile
 import threading
 from collections.abc import Mapping
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 from functools import cache
 from pathlib import Path
 
@@ -35,6 +35,7 @@ CACHE_ENV = "LOOPTRACE_CACHE_DIR"
 # answers otherwise, changes it and starts a new file)
 FORMAT = 1
 MAX_ANSWERS = 20_000  # (a file of about 2 MB; the oldest answers go first)
+MAX_FILE_BYTES = 16 * 2**20  # a bigger file is not ours as written: not read
 
 # (total, input, output, why unknown, priced by), as ``Prices.price`` returns them
 Answer = tuple[Decimal | None, Decimal | None, Decimal | None, str | None, str | None]
@@ -90,6 +91,8 @@ class PriceMemo:
             answers: dict[str, list[str | None]] = {}
             if self.path is not None:
                 with contextlib.suppress(OSError, ValueError):
+                    if self.path.stat().st_size > MAX_FILE_BYTES:
+                        raise ValueError("too big")
                     data = json.loads(self.path.read_text("utf-8"))
                     if isinstance(data, dict):
                         answers = {k: v for k, v in data.items()
@@ -108,7 +111,12 @@ class PriceMemo:
             a = self._load().get(_key(tokens, model, provider, ts))
         if a is None:
             return None
-        return _dec(a[0]), _dec(a[1]), _dec(a[2]), a[3], a[4]
+        if not all(v is None or isinstance(v, str) for v in a):
+            return None  # (a damaged file: ask genai-prices)
+        try:
+            return _dec(a[0]), _dec(a[1]), _dec(a[2]), a[3], a[4]
+        except (InvalidOperation, ValueError):  # (a damaged file: ask genai-prices)
+            return None
 
     def put(self, tokens: Mapping[str, int], model: str, provider: object,
             ts: float | None, answer: Answer) -> None:
