@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cli_kit import cli  # noqa: F401  (re-exported: the hostile tests import it from here)
 
 
 def _mount(*args: str) -> subprocess.CompletedProcess[str]:
@@ -88,10 +89,3 @@ def trace_file(path: Path, rows: list[tuple[str, dict]], header: dict,
     return path
 
 
-def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    """``looptrace ARGV`` in this process: its exit code, what it printed, its errors."""
-    from tracer.cli import main
-
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err

@@ -16,6 +16,7 @@ import pytest
 from tracer.cli import main
 from tracer.db.schema import SCHEMA_VERSION
 from tracer.interop.exchange import import_rows
+from cli_kit import cli as run_cli
 
 # Two runs written by hand: a parent run and a subagent run that failed.
 ALPHA = {"id": "r-alpha-0001", "name": "weather", "agent_name": "weather-bot",
@@ -60,12 +61,6 @@ def db(tmp_path: Path) -> Path:
     path = tmp_path / "cli.db"
     import_rows(ROWS, path)
     return path
-
-
-def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 # -- runs ---------------------------------------------------------------------------------

@@ -14,16 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from tracer.cli import main
+from cli_kit import cli as run_cli
 
 OPENAI_WEATHER = (37 * 0.15 + 25 * 0.60 + 50 * 0.15 + 19 * 0.60) / 1e6  # two calls
 ANTHROPIC_SHOPPING = ((49 + 67 + 74 + 86 + 92) * 1 + (30 + 13 + 13 + 13 + 23) * 5) / 1e6
-
-
-def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture(autouse=True)

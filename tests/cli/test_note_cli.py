@@ -11,14 +11,7 @@ from pathlib import Path
 import pytest
 from tracer_kit import record_weather_run, rows
 
-from tracer.cli import main
-
-
-def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    capsys.readouterr()
-    code = main(list(args))
-    out = capsys.readouterr()
-    return code, out.out, out.err
+from cli_kit import cli
 
 
 @pytest.fixture
