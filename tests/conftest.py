@@ -31,6 +31,17 @@ def pytest_configure(config: pytest.Config) -> None:
             continue
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The tiers: every test in ``tests/browser/`` (a real Chromium) and the real
+    tracing backends is ``slow``; other slow modules say so with ``pytestmark``
+    (tests/README.md, "Tiers")."""
+    slow = pytest.mark.slow
+    for item in items:
+        parts = item.path.parts
+        if "browser" in parts or item.get_closest_marker("backends") is not None:
+            item.add_marker(slow)
+
+
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
     """A fresh database file path (not created yet)."""
