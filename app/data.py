@@ -537,8 +537,8 @@ def debug_clear(path: str, run_id: str) -> int:
 
 
 def debug_validate(edit: dict[str, Any], pending: dict[str, Any]) -> dict[str, Any]:
-    """``edit`` checked against what is ``pending`` (``tracer.debug.edits.validate``):
-    ``InvalidOption`` with one line when it is not a valid edit of it."""
-    from tracer.debug.edits import validate
+    """``edit`` checked against what is ``pending`` (``tracer.vocab.edits.Edit``):
+    ``BadEdit`` (an ``InvalidOption``) with one line when it is not a valid edit of it."""
+    from tracer.vocab.edits import Edit
 
-    return validate(edit, pending)
+    return Edit.of(edit).check(pending).to_json()

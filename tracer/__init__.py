@@ -45,6 +45,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ._lazy import lazy_getattr
+from .record import processors as _processors
 
 if TYPE_CHECKING:
     from .checks.run import Finding, Thresholds, check_db, check_run
@@ -177,6 +178,18 @@ _EXPORTS: dict[str, str] = {
 
 
 __getattr__ = lazy_getattr(__name__, _EXPORTS)
+
+
+def _arm_debugger(debug: object, db: str) -> object:
+    """The debugger ``TraceMiddleware(debug=...)`` / ``LOOPTRACE_DEBUG`` arms (imported
+    then: it reads the checks, a layer above the recording side, which only declares
+    the processor it calls, ``tracer.record.processors``)."""
+    from .debug.session import arm
+
+    return arm(debug, db)
+
+
+_processors.register(_arm_debugger)  # type: ignore[arg-type]  # (a Debugger is one)
 
 
 def __dir__() -> list[str]:

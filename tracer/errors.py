@@ -21,11 +21,13 @@ The tree::
     ├── OtlpExportError
     ├── UsageError
     │   ├── InvalidOption (also ValueError)
+    │   │   └── BadEdit (also ReplayError)
     │   └── PricesFileError
     ├── StepOutOfRange
     ├── StoreFailed
     ├── ReplayError
     │   ├── ReplayDiverged
+    │   ├── BadEdit (also InvalidOption)
     │   └── CassetteMiss
     ├── MalformedStream (also ValueError)
     └── RenderError
@@ -112,6 +114,11 @@ class DebugRaised(LooptraceError):
 class ReplayError(LooptraceError):
     """A run cannot be replayed or forked as asked (no recorded input, a step out of
     range, an edit the step cannot take, an agent factory that cannot be imported)."""
+
+
+class BadEdit(InvalidOption, ReplayError):
+    """An edit (``tracer.vocab.edits.Edit``) that is not one, or does not apply where it
+    is asked: one line, and nothing is written."""
 
 
 class ReplayDiverged(ReplayError):

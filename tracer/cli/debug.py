@@ -27,6 +27,7 @@ import time
 from typing import Any, TextIO
 
 from tracer.errors import LooptraceError, UsageError
+from tracer.vocab.edits import Edit
 from tracer.vocab.words import plural
 
 from . import DEFAULT_DB
@@ -42,7 +43,7 @@ HELP = """\
   reply TEXT          at a model call: answer it yourself (after the model: the new answer)
   result TEXT         at a tool call: give its result yourself (after it: the new result)
   args JSON           at a tool call: run it with these arguments
-  edit JSON           continue with this edit (tracer.debug.edits: {"kind": ..., ...})
+  edit JSON           continue with this edit (tracer.vocab.edits: {"kind": ..., ...})
   b SPEC              arm another breakpoint (every run of this database)
   h, help             this list"""
 
@@ -212,22 +213,22 @@ class Prompt:
         self.say("changed in the debugger; going on")
         return True
 
-    def edit_of(self, word: str, rest: str, pend: dict[str, Any]) -> dict[str, Any] | None:
-        kind = pend.get("kind")
+    def edit_of(self, word: str, rest: str, pend: dict[str, Any]) -> Edit | None:
+        """The edit a prompt line asks (``BadEdit``, one line, for one that is not)."""
         if word == "reply":
-            return {"kind": "reply", "text": rest}
+            return Edit("reply", text=rest)
         if word == "result":
-            return {"kind": "tool_result", "text": rest}
+            return Edit("tool_result", text=rest)
         if word == "args":
             try:
-                return {"kind": "tool_args", "args": json.loads(rest)}
+                return Edit("tool_args", args=json.loads(rest))
             except json.JSONDecodeError as exc:
                 msg = f"args: not valid JSON ({exc.msg} at column {exc.colno})"
                 raise UsageError(msg) from None
         if word == "edit" and rest:
-            return json.loads(rest) if rest.strip().startswith("{") else {"kind": rest}
+            return Edit.of(rest if rest.strip().startswith("{") else {"kind": rest.strip()})
         if word in ("e", "edit"):
-            return self.in_editor(template(kind, pend))
+            return Edit.of(self.in_editor(template(pend.get("kind"), pend)))
         return None
 
     def in_editor(self, start: dict[str, Any]) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from typing import Any
 
 from tracer.cli import INT64_MAX, int_range
 from tracer.errors import UsageError
+from tracer.vocab.edits import KINDS, Edit
 from tracer.vocab.terminal import safe_text
 
 from . import DEFAULT_DB
@@ -39,6 +40,9 @@ recorded input, a step out of range, an edit naming a message the step does not
 have, a record of an older schema) is one line and exit 1, with nothing written."""
 
 
+FORK_KINDS = tuple(k.name for k in KINDS.values() if k.fork)
+
+
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("replay", help="rerun a run from its record, or fork it with an edit",
                        description=HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -49,6 +53,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--at", type=int_range(-INT64_MAX - 1), metavar="STEP",
                    help="fork at this step (counted from 1, as the replay shows it)")
     e = p.add_argument_group("the edit (one)").add_mutually_exclusive_group()
+    e.add_argument("--edit", metavar="JSON",
+                   help='any edit a fork makes, as JSON: {"kind": "message", "position": 2, '
+                        '"text": "..."} (kinds: ' + ", ".join(FORK_KINDS) + ")")
     e.add_argument("--message", metavar="POS=TEXT",
                    help="replace the content of message POS of the model's request")
     e.add_argument("--drop", type=int_range(-INT64_MAX - 1), metavar="POS", help="drop message POS")
@@ -108,10 +115,17 @@ def _object(spec: str) -> Any:
     return obj
 
 
-def edit_of(args: argparse.Namespace) -> Any:
-    """The ``Edit`` the options name (None: a plain replay)."""
-    from tracer.whatif.rerun import Edit
-
+def edit_of(args: argparse.Namespace) -> Edit | None:
+    """The ``Edit`` the options name (None: a plain replay); each option is a shorthand
+    of ``--edit JSON``."""
+    if args.edit is not None:
+        edit = Edit.of(args.edit)
+        if edit.kind not in FORK_KINDS:
+            msg = f"--edit: a fork makes the edits {', '.join(FORK_KINDS)}, not {edit.kind!r}"
+            raise UsageError(msg)
+        if edit.kind == "model" and isinstance(edit.model, str) and edit.model != "offline":
+            return Edit("model", model=_model(edit.model))
+        return edit
     if args.message is not None:
         pos, text = _pair(args.message, "--message")
         return Edit("message", position=pos, text=text)

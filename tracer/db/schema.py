@@ -187,7 +187,7 @@ DEBUG_PAUSES_COLUMNS: dict[str, type] = {
     "pid": int,
     "paused_at": float,
     "command": str,  # NULL while paused; continue / step / lap / run / abort
-    "edit": str,  # JSON: the change to make before going on (tracer.debug.edits)
+    "edit": str,  # JSON: the change to make before going on (tracer.vocab.edits)
     "commanded_at": float,
     "resumed_at": float,
     "outcome": str,  # continued / edited / aborted / timeout / rejected

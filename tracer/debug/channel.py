@@ -24,9 +24,9 @@ from typing import Any
 
 from tracer.db.schema import connect
 from tracer.errors import LooptraceError, NotPaused, RunNotFound, UsageError
+from tracer.vocab.edits import Edit
 
 from .breakpoints import parse
-from .edits import validate
 
 __all__ = ["COMMANDS", "NotPaused", "answer", "arm", "armed_breaks", "clear", "close_pause",
            "list_paused", "open_pause", "paused_status", "pending", "poll"]
@@ -201,9 +201,9 @@ def pending(db: str | Path, run: str) -> dict[str, Any]:
 
 
 def answer(db: str | Path, run: str, command: str = "continue",
-           edit: dict[str, Any] | None = None) -> dict[str, Any]:
+           edit: Edit | dict[str, Any] | None = None) -> dict[str, Any]:
     """Answer run ``run``'s pause: ``command`` (one of ``COMMANDS``) and, for
-    ``continue`` / ``step`` / ``lap``, an optional ``edit`` (``tracer.debug.edits``),
+    ``continue`` / ``step`` / ``lap``, an optional ``edit`` (``tracer.vocab.edits.Edit`` or its JSON),
     validated against what is pending before anything is written."""
     if command not in COMMANDS:
         msg = f"command {command!r} is not one of {', '.join(COMMANDS)}"
@@ -220,7 +220,7 @@ def answer(db: str | Path, run: str, command: str = "continue",
             if command == "abort":
                 msg = "an abort takes no edit"
                 raise UsageError(msg)
-            clean = validate(edit, json.loads(row["pending"] or "{}"))
+            clean = Edit.of(edit).check(json.loads(row["pending"] or "{}")).to_json()
         with conn:
             n = conn.execute(
                 "UPDATE debug_pauses SET command = ?, edit = ?, commanded_at = ?"

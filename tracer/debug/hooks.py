@@ -1,154 +1,131 @@
-"""Where ``TraceMiddleware`` asks its debugger, one function per kind of hook firing,
-each in a sync and an async form (the async form does its database work and its
-waiting in a worker thread: the event loop never blocks).
+"""The debugger as a processor of ``TraceMiddleware``'s hook firings
+(``tracer.record.processors``): ``visit`` decides, cheaply, whether a firing is a
+breakpoint (or needs the channel read first), and returns the work that pauses, waits
+for the answer and makes its edit (blocking: an async hook runs it in a worker thread).
 
-Each returns what the hook goes on with: the same objects when nothing paused or the
-pause was answered with no edit, or the edited ones. ``mw`` is the middleware (its
-recorder and name); ``run`` its run.
+What the work returns is what the hook goes on with (see ``tracer.record.processors``):
+the same objects when the pause was answered with no edit, or the edited ones. Edits
+are ``tracer.vocab.edits.Edit``s, made by ``tracer.record.edit_apply``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeAlias, cast
+
+from langchain.agents.middleware import ModelResponse
+from langchain_core.messages import BaseMessage, ToolMessage
+from langgraph.errors import GraphInterrupt
+
+from tracer.errors import DebugAborted, DebugRaised
+from tracer.record.edit_apply import (
+    apply_request,
+    apply_tool_call,
+    apply_tool_result,
+    reply_message,
+    tool_message_of,
+)
+from tracer.record.processors import AFTER, BEFORE, ERROR, FIRE, LAYER, Site, Work
+from tracer.vocab.edits import Edit
 
 from .breakpoints import Moment
-from .edits import DebugRaised, apply_reply, apply_request, apply_tool_call, apply_tool_result
-from .session import (
-    DebugAborted,
-    Debugger,
-    aimessage_of,
-    in_thread,
-    message_json,
-    request_json,
-    tool_call_json,
-)
+from .session import Debugger, aimessage_of, message_json, request_json, tool_call_json
 
-__all__ = [
-    "DebugAborted",
-    "DebugRaised",
-    "aafter_model_call",
-    "aafter_tool_call",
-    "abefore_model_call",
-    "abefore_tool_call",
-    "after_model_call",
-    "after_tool_call",
-    "anode",
-    "aon_error",
-    "before_model_call",
-    "before_tool_call",
-    "node",
-    "on_error",
-]
+if TYPE_CHECKING:
+    from langchain.agents.middleware import ModelRequest, ToolCallRequest
 
-_Visit = tuple[Moment, Callable[[], dict[str, Any]], Callable[[Any], Any], Any, str | None]
+    from tracer.record.edit_apply import ToolResult
+
+    # (LangChain's type parameter: the user's own context type, never read here)
+    _Request: TypeAlias = ModelRequest[Any]
+
+__all__ = ["DebugAborted", "DebugRaised", "visit"]
+
+JSON: TypeAlias = dict[str, Any]  # (what a pause shows, as JSON)
+# an answer's edit -> (what the hook goes on with, before, after); None -> unchanged
+Apply: TypeAlias = Callable[[JSON | None], object]
 
 
-def _go(dbg: Debugger, mw: Any, run: Any, v: _Visit) -> Any:
-    m, pending, apply, unchanged, tcid = v
-    if dbg.io_due(m):
-        dbg.io(mw.recorder, run, m)
-    reason = dbg.decide(run, m)
-    if reason is None:
-        return unchanged
-    return dbg.resolve(mw.recorder, run, mw.name, m, reason, pending(), apply, tcid)
+@dataclass(slots=True)
+class _Visit:
+    moment: Moment
+    pending: Callable[[], JSON]
+    apply: Apply
+    unchanged: object
+    tool_call_id: str | None = None
 
 
-async def _ago(dbg: Debugger, mw: Any, run: Any, v: _Visit) -> Any:
-    m, pending, apply, unchanged, tcid = v
-    if dbg.io_due(m):
-        await in_thread(dbg.io, mw.recorder, run, m)
-    reason = dbg.decide(run, m)
-    if reason is None:
-        return unchanged
-    return await in_thread(dbg.resolve, mw.recorder, run, mw.name, m, reason, pending(),
-                           apply, tcid)
+def visit(dbg: Debugger, site: Site) -> Work | None:
+    """The debugger's ``HookProcessor.visit``: None, or the pause to make."""
+    make = _VISITS.get(site.at)
+    v = make(dbg, site) if make is not None else None
+    if v is None:
+        return None
+    m, run = v.moment, site.run
+    due = dbg.io_due(m)
+    if not due and dbg.decide(run, m) is None:
+        return None
+
+    def work() -> object:
+        if due:
+            dbg.io(site.recorder, run, m)
+        reason = dbg.decide(run, m)
+        if reason is None:
+            return v.unchanged
+        return dbg.resolve(site.recorder, run, site.middleware, m, reason, v.pending(),
+                           v.apply, v.tool_call_id)
+
+    return work
+
+
+def _edit(edit: JSON | None) -> Edit | None:
+    return None if edit is None else Edit.of(edit)
 
 
 # -- node hooks: pause and go on (nothing to edit) -----------------------------------
-def _node(dbg: Debugger, run: Any, hook: str, state: Any) -> _Visit:
+def _node(dbg: Debugger, site: Site) -> _Visit:
+    state = site.state
     msgs = state.get("messages") if isinstance(state, dict) else None
+    msgs = msgs if isinstance(msgs, list) else []
 
-    def pending() -> dict[str, Any]:
-        last = [message_json(m, i) for i, m in enumerate(msgs or [])][-3:]
-        return {"kind": "state", "hook": hook, "messages_count": len(msgs or []),
+    def pending() -> JSON:
+        last = [message_json(m, i) for i, m in enumerate(msgs)][-3:]
+        return {"kind": "state", "hook": site.hook, "messages_count": len(msgs),
                 "last_messages": last}
 
-    return (dbg.moment(run, hook, "fire"), pending, lambda e: None, None, None)
+    return _Visit(dbg.moment(site.run, site.hook, FIRE), pending, lambda e: None, None)
 
 
-def node(dbg: Debugger, mw: Any, run: Any, hook: str, state: Any) -> None:
-    _go(dbg, mw, run, _node(dbg, run, hook, state))
+# -- before a call (at the tracer, or inside one middleware's layer) -----------------
+def _before(dbg: Debugger, site: Site) -> _Visit:
+    if site.hook == "wrap_tool_call":
+        return _tool_before(dbg, site)
+    request = cast("_Request", site.request)
 
-
-async def anode(dbg: Debugger, mw: Any, run: Any, hook: str, state: Any) -> None:
-    await _ago(dbg, mw, run, _node(dbg, run, hook, state))
-
-
-# -- wrap_model_call ----------------------------------------------------------------
-def _model_before(dbg: Debugger, run: Any, request: Any, layer: str | None = None) -> _Visit:
     def text() -> str:
         return " ".join(str(getattr(m, "content", "")) for m in request.messages).lower()
 
-    def apply(edit: dict[str, Any] | None) -> Any:
+    def apply(raw: JSON | None) -> object:
+        edit = _edit(raw)
         if edit is None:
             return request, None
         new, reply = apply_request(request, edit)
         before = request_json(request)
         after = ({"reply": message_json(reply)} if reply is not None else request_json(new))
-        return (new, reply), _changed(before, after, edit), _changed(after, before, edit)
+        return (new, reply), _changed(before, edit), _changed(after, edit)
 
-    at = "before" if layer is None else "layer"
-    return (dbg.moment(run, "wrap_model_call", at, text=text, layer=layer),
-            lambda: request_json(request), apply, (request, None), None)
-
-
-def before_model_call(dbg: Debugger, mw: Any, run: Any, request: Any) -> tuple[Any, Any]:
-    """(the request, an AIMessage to answer with instead of the model, or None)."""
-    out: tuple[Any, Any] = _go(dbg, mw, run, _model_before(dbg, run, request))
-    return out
+    m = dbg.moment(site.run, site.hook, BEFORE if site.at == BEFORE else LAYER, text=text,
+                   layer=site.layer)
+    return _Visit(m, lambda: request_json(request), apply, (request, None))
 
 
-async def abefore_model_call(dbg: Debugger, mw: Any, run: Any,
-                             request: Any) -> tuple[Any, Any]:
-    out: tuple[Any, Any] = await _ago(dbg, mw, run, _model_before(dbg, run, request))
-    return out
-
-
-def _model_after(dbg: Debugger, run: Any, response: Any) -> _Visit:
-    ai = aimessage_of(response)
-
-    def apply(edit: dict[str, Any] | None) -> Any:
-        if edit is None or ai is None:
-            return response
-        new = apply_reply(ai, edit)
-        result = getattr(response, "result", None)
-        if result is None:
-            out = new
-        else:
-            out = type(response)(result=[new if m is ai else m for m in result],
-                                 structured_response=getattr(response, "structured_response",
-                                                             None))
-        return out, message_json(ai), message_json(new)
-
-    return (dbg.moment(run, "wrap_model_call", "after"),
-            lambda: {"kind": "model_reply", "message": message_json(ai) if ai else None},
-            apply, response, None)
-
-
-def after_model_call(dbg: Debugger, mw: Any, run: Any, response: Any) -> Any:
-    return _go(dbg, mw, run, _model_after(dbg, run, response))
-
-
-async def aafter_model_call(dbg: Debugger, mw: Any, run: Any, response: Any) -> Any:
-    return await _ago(dbg, mw, run, _model_after(dbg, run, response))
-
-
-# -- wrap_tool_call -----------------------------------------------------------------
-def _tool_before(dbg: Debugger, run: Any, request: Any, layer: str | None = None) -> _Visit:
+def _tool_before(dbg: Debugger, site: Site) -> _Visit:
+    request = cast("ToolCallRequest", site.request)
     call = tool_call_json(request)
 
-    def apply(edit: dict[str, Any] | None) -> Any:
+    def apply(raw: JSON | None) -> object:
+        edit = _edit(raw)
         if edit is None:
             return request, None
         new, given = apply_tool_call(request, edit)
@@ -156,116 +133,97 @@ def _tool_before(dbg: Debugger, run: Any, request: Any, layer: str | None = None
                  else {"tool_call": tool_call_json(new)})
         return (new, given), {"tool_call": call}, after
 
-    at = "before" if layer is None else "layer"
-    return (dbg.moment(run, "wrap_tool_call", at, tool=call["name"], layer=layer),
-            lambda: {"kind": "tool_call", "tool_call": call}, apply, (request, None),
-            call["id"])
+    m = dbg.moment(site.run, site.hook, BEFORE if site.at == BEFORE else LAYER,
+                   tool=call["name"], layer=site.layer)
+    return _Visit(m, lambda: {"kind": "tool_call", "tool_call": call}, apply,
+                  (request, None), call["id"])
 
 
-def before_tool_call(dbg: Debugger, mw: Any, run: Any, request: Any) -> tuple[Any, Any]:
-    """(the tool call request, a ToolMessage to return instead of running it, or None)."""
-    out: tuple[Any, Any] = _go(dbg, mw, run, _tool_before(dbg, run, request))
-    return out
+# -- after a call ---------------------------------------------------------------------
+def _after(dbg: Debugger, site: Site) -> _Visit:
+    if site.hook == "wrap_tool_call":
+        return _tool_after(dbg, site)
+    response = site.result
+    ai = aimessage_of(response)
+
+    def apply(raw: JSON | None) -> object:
+        edit = _edit(raw)
+        if edit is None or ai is None:
+            return response
+        new = reply_message(edit, like=ai)
+        out: object = new
+        if isinstance(response, ModelResponse):
+            out = ModelResponse(result=[new if m is ai else m for m in response.result],
+                                structured_response=response.structured_response)
+        return out, message_json(ai), message_json(new)
+
+    return _Visit(dbg.moment(site.run, site.hook, AFTER),
+                  lambda: {"kind": "model_reply", "message": message_json(ai) if ai else None},
+                  apply, response)
 
 
-async def abefore_tool_call(dbg: Debugger, mw: Any, run: Any,
-                            request: Any) -> tuple[Any, Any]:
-    out: tuple[Any, Any] = await _ago(dbg, mw, run, _tool_before(dbg, run, request))
-    return out
-
-
-def _tool_after(dbg: Debugger, run: Any, request: Any, result: Any) -> _Visit:
-    from langchain_core.messages import ToolMessage
-
+def _tool_after(dbg: Debugger, site: Site) -> _Visit:
+    request = cast("ToolCallRequest", site.request)
+    result = site.result
     call = tool_call_json(request)
-    msg = result if isinstance(result, ToolMessage) else None
-    error = msg is not None and getattr(msg, "status", None) == "error"
+    tcid = call["id"]
+    msg = tool_message_of(result, tcid)  # (a Deep Agents task returns a Command)
+    error = msg is not None and msg.status == "error"
 
-    def apply(edit: dict[str, Any] | None) -> Any:
+    def apply(raw: JSON | None) -> object:
+        edit = _edit(raw)
         if edit is None or msg is None:
             return result
-        new = apply_tool_result(msg, edit)
-        return new, message_json(msg), message_json(new)
+        new = apply_tool_result(cast("ToolResult", result), edit, tcid)
+        return new, message_json(msg), message_json(tool_message_of(new, tcid))
 
-    pending = {"kind": "tool_result", "tool_call": call,
-               "message": message_json(msg) if msg is not None else None}
-    return (dbg.moment(run, "wrap_tool_call", "after", tool=call["name"], error=error),
-            lambda: pending, apply, result, call["id"])
-
-
-def after_tool_call(dbg: Debugger, mw: Any, run: Any, request: Any, result: Any) -> Any:
-    return _go(dbg, mw, run, _tool_after(dbg, run, request, result))
-
-
-async def aafter_tool_call(dbg: Debugger, mw: Any, run: Any, request: Any,
-                           result: Any) -> Any:
-    return await _ago(dbg, mw, run, _tool_after(dbg, run, request, result))
-
-
-# -- inside one middleware's layer of the onion (trace.around) ----------------------
-def in_layer(dbg: Debugger, mw: Any, run: Any, hook: str, request: Any,
-             layer: str) -> tuple[Any, Any]:
-    """(the call as it goes on down, what to answer with instead of going down)."""
-    v = (_model_before if hook == "wrap_model_call" else _tool_before)(dbg, run, request, layer)
-    out: tuple[Any, Any] = _go(dbg, mw, run, v)
-    return out
-
-
-async def ain_layer(dbg: Debugger, mw: Any, run: Any, hook: str, request: Any,
-                    layer: str) -> tuple[Any, Any]:
-    v = (_model_before if hook == "wrap_model_call" else _tool_before)(dbg, run, request, layer)
-    out: tuple[Any, Any] = await _ago(dbg, mw, run, v)
-    return out
+    pending: JSON = {"kind": "tool_result", "tool_call": call,
+                     "message": message_json(msg) if msg is not None else None}
+    return _Visit(dbg.moment(site.run, site.hook, AFTER, tool=call["name"], error=error),
+                  lambda: pending, apply, result, tcid)
 
 
 # -- a tool or the model raised -------------------------------------------------------
-def _error(dbg: Debugger, run: Any, hook: str, request: Any, exc: BaseException) -> _Visit:
-    from langchain_core.messages import ToolMessage
+def _error(dbg: Debugger, site: Site) -> _Visit | None:
+    exc = site.error
+    if exc is None or isinstance(exc, GraphInterrupt | DebugAborted | DebugRaised):
+        return None  # (a pause of the graph, or the debugger's own: not the run's error)
+    tool = site.hook == "wrap_tool_call"
+    call = tool_call_json(cast("ToolCallRequest", site.request)) if tool else None
 
-    tool = hook == "wrap_tool_call"
-    call = tool_call_json(request) if tool else None
-
-    def apply(edit: dict[str, Any] | None) -> Any:
+    def apply(raw: JSON | None) -> object:
+        edit = _edit(raw)
         if edit is None:
             return None
-        if tool:
-            assert call is not None
-            new: Any = ToolMessage(content=edit["text"], tool_call_id=call["id"],
-                                   name=call["name"])
+        new: BaseMessage
+        if call is not None:
+            new = ToolMessage(content=str(edit.text), tool_call_id=str(call["id"]),
+                              name=call["name"])
         else:
-            new = apply_reply(None, edit)
+            new = reply_message(edit)
         return new, {"error": repr(exc)[:500]}, message_json(new)
 
-    pending: dict[str, Any] = {"kind": "error", "where": "tool" if tool else "model",
-                               "error": repr(exc)[:2000]}
+    pending: JSON = {"kind": "error", "where": "tool" if tool else "model",
+                     "error": repr(exc)[:2000]}
     if call is not None:
         pending["tool_call"] = call
-    return (dbg.moment(run, hook, "error", tool=call["name"] if call else None, error=True),
-            lambda: pending, apply, None, call["id"] if call else None)
+    m = dbg.moment(site.run, site.hook, ERROR, tool=call["name"] if call else None,
+                   error=True)
+    return _Visit(m, lambda: pending, apply, None, call["id"] if call else None)
 
 
-def on_error(dbg: Debugger, mw: Any, run: Any, hook: str, request: Any,
-             exc: BaseException) -> Any:
-    """What to go on with instead of raising ``exc`` (a ToolMessage, an AIMessage), or
-    None: raise it."""
-    return _go(dbg, mw, run, _error(dbg, run, hook, request, exc))
+_VISITS: dict[str, Callable[[Debugger, Site], _Visit | None]] = {
+    FIRE: _node, BEFORE: _before, LAYER: _before, AFTER: _after, ERROR: _error}
 
 
-async def aon_error(dbg: Debugger, mw: Any, run: Any, hook: str, request: Any,
-                    exc: BaseException) -> Any:
-    return await _ago(dbg, mw, run, _error(dbg, run, hook, request, exc))
-
-
-def _changed(a: dict[str, Any], b: dict[str, Any], edit: dict[str, Any]) -> dict[str, Any]:
+def _changed(a: JSON, edit: Edit) -> JSON:
     """What of request ``a`` the edit touched (the whole request is in the record)."""
-    k = edit["kind"]
+    k = edit.kind
     if k in ("message", "drop", "insert"):
-        p = int(edit["position"])
-        msgs = a.get("messages") or []
+        p = int(edit.position or 0)
+        msgs = cast("list[JSON]", a.get("messages") or [])
         return {"position": p, "message": msgs[p] if 0 <= p < len(msgs) else None,
                 "messages": len(msgs)}
-    key = {"system": "system", "tools": "tools", "settings": "settings",
-           "model": "model"}.get(k)
-    if key is not None:
-        return {key: a.get(key)}
+    if k in ("system", "tools", "settings", "model"):
+        return {k: a.get(k)}
     return {x: a[x] for x in ("reply",) if x in a} or {"model": a.get("model")}

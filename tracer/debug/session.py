@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import sqlite3
 import threading
 import time
@@ -30,15 +31,16 @@ from pathlib import Path
 from typing import Any
 
 from tracer.db.schema import connect
-from tracer.errors import DebugAborted, LooptraceError
+from tracer.errors import DebugAborted, DebugRaised, LooptraceError
+from tracer.record.processors import Site, Work
 from tracer.vocab.content import content_text
+from tracer.vocab.edits import describe_json
 from tracer.vocab.records import tool_name
 
 from . import channel
 from .breakpoints import Breakpoint, Moment, parse, parse_all
-from .edits import DebugRaised, describe
 
-__all__ = ["DebugAborted", "Debugger", "aimessage_of", "from_env", "in_thread", "message_json",
+__all__ = ["DebugAborted", "Debugger", "aimessage_of", "arm", "from_env", "in_thread", "message_json",
            "request_json", "tool_call_json"]
 
 ENV = "LOOPTRACE_DEBUG"
@@ -97,9 +99,13 @@ class Debugger:
         self._db: str | None = None
         self._warned: set[str] = set()
 
-    # -- the channel's connection -----------------------------------------------------
+    # -- a processor of TraceMiddleware's hook firings (tracer.record.processors) -------
     def bind(self, db: str | Path) -> None:
         self._db = str(db)
+
+    def visit(self, site: Site) -> Work | None:
+        """Whether this hook firing pauses: the pause to make (``tracer.debug.hooks``)."""
+        return _visit(self, site)
 
     def _c(self) -> sqlite3.Connection:
         if self._conn is None:
@@ -223,7 +229,7 @@ class Debugger:
             payload["timeout_s"] = self.timeout
         if ans.edit is not None:
             payload["edit"] = ans.edit
-            payload["change"] = describe(ans.edit)
+            payload["change"] = describe_json(ans.edit)
         rec.event(run, m.hook, "debug", middleware=mw, tool_call_id=tcid, payload=payload)
         with self._lock:
             channel.close_pause(self._c(), ans.pause_id, outcome, ans.command)
@@ -278,6 +284,20 @@ class Debugger:
             with contextlib.suppress(sqlite3.Error):
                 self._conn.close()
             self._conn = None
+
+
+def arm(debug: object, db: str) -> Debugger | None:
+    """The debugger ``TraceMiddleware(debug=...)`` arms (``True``: one with no breakpoint
+    yet; specs: one with those; a ``Debugger``), or ``LOOPTRACE_DEBUG``'s when ``debug``
+    is None, bound to the middleware's file; None when neither asks for one. (Registered
+    with ``tracer.record.processors`` by the package's root.)"""
+    if debug is False:
+        return None
+    dbg = from_env(dict(os.environ)) if debug is None else (
+        debug if isinstance(debug, Debugger) else Debugger(debug))
+    if dbg is not None:
+        dbg.bind(db)
+    return dbg
 
 
 def from_env(env: dict[str, str]) -> Debugger | None:
@@ -359,3 +379,8 @@ async def in_thread(fn: Callable[..., Any], *args: Any) -> Any:
     """Run a blocking step of the debugger off the event loop."""
     return await asyncio.to_thread(fn, *args)
 
+
+def _visit(dbg: Debugger, site: Site) -> Work | None:
+    from .hooks import visit  # (hooks imports this module)
+
+    return visit(dbg, site)

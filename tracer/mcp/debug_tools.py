@@ -8,8 +8,8 @@ from typing import Any
 
 from tracer.debug import channel
 from tracer.debug.breakpoints import FORMS
-from tracer.debug.edits import ALLOWED
 from tracer.read.loader import TraceDB
+from tracer.vocab.edits import AT, KINDS
 
 __all__ = ["DEBUG_TOOLS", "Debug"]
 
@@ -20,8 +20,8 @@ _EDITS = ("edit_kind names the edit, with the same arguments as fork_run's: mess
           "offering), settings (settings: an object), reply (text and/or tool_calls: "
           "[{name, args}]: answer the model call yourself, or replace its answer), raise "
           "(text: the tool call raises). Which apply: " + "; ".join(
-              f"{k.replace('_', ' ')}: {', '.join(v) or 'none'}" for k, v in ALLOWED.items())
-          + ".")
+              f"{at.replace('_', ' ')}: {', '.join(k.name for k in KINDS.values() if at in k.at)}"
+              for at in AT if at != "stack") + "; state: none.")
 
 DEBUG_TOOLS: dict[str, str] = {
     "list_paused": (

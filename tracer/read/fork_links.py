@@ -13,6 +13,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from tracer.vocab.edits import BadEdit, Edit
+
 from .loader import TraceDB
 
 # the environment variable ``looptrace ui --agent`` sets for the app
@@ -146,18 +148,12 @@ def origin_of(metadata: Any) -> tuple[str, int | None] | None:
 
 
 def fork_argv(run_id: str, step: int, edit: dict[str, Any], *, agent: str, db: str) -> list[str]:
-    """``looptrace replay`` arguments that fork ``run_id`` at ``step`` with ``edit``
-    (``{"kind": "message", "position": 2, "text": ...}``, ``{"kind": "tool_result",
-    "text": ...}``, ``{"kind": "system", "text": ...}``)."""
-    argv = ["looptrace", "replay", run_id, "--agent", agent, "--db", db, "--at", str(step)]
-    kind = edit.get("kind")
-    if kind == "message":
-        argv += ["--message", f"{int(edit['position'])}={edit['text']}"]
-    elif kind == "tool_result":
-        argv += ["--tool-result", str(edit["text"])]
-    elif kind == "system":
-        argv += ["--system", str(edit["text"])]
-    else:
-        msg = f"the app forks with a message, a tool result or a system prompt, not {kind!r}"
-        raise ValueError(msg)
-    return argv
+    """``looptrace replay`` arguments that fork ``run_id`` at ``step`` with ``edit`` (any
+    edit a fork makes, ``tracer.vocab.edits.Edit`` or its JSON), given as ``--edit JSON``;
+    ``BadEdit`` for one that is not an edit a fork makes."""
+    made = Edit.of(edit)
+    if not made.spec.fork:
+        msg = f"a fork does not make a {made.kind!r} edit"
+        raise BadEdit(msg)
+    return ["looptrace", "replay", run_id, "--agent", agent, "--db", db, "--at", str(step),
+            "--edit", json.dumps(made.to_json(), ensure_ascii=False)]

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, TypeVar
 
+from tracer.vocab.edits import KINDS, what_json
 from tracer.vocab.graph_shape import GRAPH_EDGES, GRAPH_NODES, HOOK_NODE, NODE_HOOKS, STEP_KINDS
 from tracer.vocab.hooks import HOOK_BY_NAME
 from tracer.vocab.records import MODEL_HOOKS, TOOL_HOOKS
@@ -67,12 +68,8 @@ class Step:
     new_keys: tuple[str, ...]  # message keys that this step added
 
 
-# A fork's edits on the model call (``tracer.whatif.rerun.EDIT_KINDS``), and those of
-# them the fork writes into the conversation (a state update at the call it edits).
-_MODEL_EDITS = frozenset({"message", "drop", "insert", "system", "model"})
-_TOOL_EDITS = frozenset({"tool_result", "tool_args"})
-_MESSAGE_EDITS = frozenset({"message", "drop", "insert"})
-_ORDER_EDITS = frozenset({"drop", "insert"})  # (the edits that change the messages' order)
+# (the fork's edits that change the order of the request's messages)
+_ORDER_EDITS = frozenset({"drop", "insert"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,19 +85,7 @@ class ForkEdit:
     @property
     def what(self) -> str:
         """The edit in words: "the message at position 0 of the request replaced by ..."."""
-        e = self.edit
-        kind, pos = str(e.get("kind", "edit")), e.get("position")
-        text = " ".join(str(e.get("text") or "").split())
-        text = f"“{text[:60]}{'…' if len(text) > 60 else ''}”"
-        return {"message": f"the message at position {pos} of the request replaced by {text}",
-                "drop": f"the message at position {pos} of the request dropped",
-                "insert": f"a {e.get('role', 'human')} message {text} inserted at position "
-                          f"{pos} of the request",
-                "system": f"the system prompt replaced by {text}",
-                "model": f"the model swapped for {e.get('model', '?')}",
-                "tool_result": f"the tool call's result replaced by {text}",
-                "tool_args": f"the tool call's arguments changed to {e.get('args')}",
-                }.get(kind, kind.replace("_", " "))
+        return what_json(self.edit)
 
 
 def fork_edit(run: Run) -> ForkEdit | None:
@@ -113,9 +98,10 @@ def fork_edit(run: Run) -> ForkEdit | None:
     edit, step = fork.get("edit"), fork.get("step")
     if not isinstance(edit, dict) or not isinstance(step, int):
         return None
-    kind = edit.get("kind")
-    hooks = MODEL_HOOKS if kind in _MODEL_EDITS else TOOL_HOOKS if kind in _TOOL_EDITS else None
-    if hooks is None:
+    kind = KINDS.get(str(edit.get("kind")))
+    fork = kind.fork if kind is not None else None
+    hooks = MODEL_HOOKS if fork == "model" else TOOL_HOOKS if fork == "tool" else None
+    if hooks is None or kind is None:
         return None
     # (the steps before the fork's come from the record: the same steps as the run it forks)
     events = run.events
@@ -124,7 +110,7 @@ def fork_edit(run: Run) -> ForkEdit | None:
     if at is None:
         return None
     written = None
-    if kind in _MESSAGE_EDITS:  # (the fork's own layer writes it in as the call ends)
+    if kind.messages:  # (the fork's own layer writes it in as the call ends)
         for e in events[at + 1:]:
             if e.hook in MODEL_HOOKS and e.phase == "enter":
                 break

@@ -27,7 +27,7 @@ contexts, so their layers do not mix. Without ``around`` nothing of this runs.
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Generator
 from typing import TYPE_CHECKING, Any, Protocol
 
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ToolCallRequest
@@ -37,6 +37,8 @@ from langgraph.errors import GraphInterrupt
 from tracer.vocab.payloads import LayerPayload
 from tracer.vocab.records import tool_name
 
+from .processors import LAYER as LAYER_AT
+from .processors import Down, HookProcessor, Site, Work, adrive, drive
 from .recorder import same_message
 
 if TYPE_CHECKING:
@@ -44,9 +46,16 @@ if TYPE_CHECKING:
 
 
 class Traced(Protocol):
-    """What a probe needs of the tracer it reports to (``TraceMiddleware``): its recorder."""
+    """What a probe needs of the tracer it reports to (``TraceMiddleware``): its
+    recorder, its name and its processors (``tracer.record.processors``)."""
 
     recorder: Recorder
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def processors(self) -> tuple[HookProcessor, ...]: ...
 
 LAYER = "layer"
 
@@ -157,42 +166,21 @@ class LayerProbe(AgentMiddleware):
         except Exception as inner:  # noqa: BLE001
             self.trace.recorder.writer._warn("layer", f"looptrace failed in a probe: {inner!r}")
 
-    def _call(self, request: Any, handler: Callable[[Any], Any], hook: str) -> Any:
+    def _call(self, request: Any, hook: str) -> Generator[Down | Work, object, object]:
+        """One call through this probe, for both forms (``processors.drive`` and
+        ``adrive`` run it): recorded as the layer outside changed it, and asked of the
+        tracer's processors (a breakpoint inside this layer) before it goes on down."""
         tcid = request.tool_call.get("id") if hook == "wrap_tool_call" else None
         frame = self._enter(request, hook, tcid)
         token = FRAME.set(frame) if frame is not None else None
-        dbg = getattr(self.trace, "_debug", None) if frame is not None else None
         try:
-            given = None
-            if dbg is not None and frame is not None:  # (a breakpoint inside this layer)
-                from tracer.debug import hooks
-
-                request, given = hooks.in_layer(dbg, self.trace, frame.run, hook, request,
-                                                self.layer)
-            response = _given(given, hook) if given is not None else handler(request)
-        except BaseException as exc:
-            self._raised(frame, hook, tcid, exc)
-            raise
-        finally:
-            if token is not None:
-                FRAME.reset(token)
-        self._exit(frame, hook, tcid, response)
-        return response
-
-    async def _acall(self, request: Any, handler: Callable[[Any], Awaitable[Any]],
-                     hook: str) -> Any:
-        tcid = request.tool_call.get("id") if hook == "wrap_tool_call" else None
-        frame = self._enter(request, hook, tcid)
-        token = FRAME.set(frame) if frame is not None else None
-        dbg = getattr(self.trace, "_debug", None) if frame is not None else None
-        try:
-            given = None
-            if dbg is not None and frame is not None:  # (a breakpoint inside this layer)
-                from tracer.debug import hooks
-
-                request, given = await hooks.ain_layer(dbg, self.trace, frame.run, hook,
-                                                       request, self.layer)
-            response = _given(given, hook) if given is not None else await handler(request)
+            given: object = None
+            for p in self.trace.processors if frame is not None else ():
+                work = p.visit(Site(self.trace.recorder, self.trace.name, frame.run,  # type: ignore[union-attr]
+                                    hook, LAYER_AT, request=request, layer=self.layer))
+                if work is not None:
+                    request, given = yield work  # type: ignore[misc]
+            response = answered(given, hook) if given is not None else (yield Down(request))
         except BaseException as exc:
             self._raised(frame, hook, tcid, exc)
             raise
@@ -205,28 +193,29 @@ class LayerProbe(AgentMiddleware):
     def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
         if not self._models:
             return handler(request)
-        return self._call(request, handler, "wrap_model_call")
+        return drive(self._call(request, "wrap_model_call"), handler)
 
     async def awrap_model_call(self, request: Any,
                                handler: Callable[[Any], Awaitable[Any]]) -> Any:
         if not self._models:
             return await handler(request)
-        return await self._acall(request, handler, "wrap_model_call")
+        return await adrive(self._call(request, "wrap_model_call"), handler)
 
     def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
         if not self._tools:
             return handler(request)
-        return self._call(request, handler, "wrap_tool_call")
+        return drive(self._call(request, "wrap_tool_call"), handler)
 
     async def awrap_tool_call(self, request: Any,
                               handler: Callable[[Any], Awaitable[Any]]) -> Any:
         if not self._tools:
             return await handler(request)
-        return await self._acall(request, handler, "wrap_tool_call")
+        return await adrive(self._call(request, "wrap_tool_call"), handler)
 
 
-def _given(message: Any, hook: str) -> Any:
-    """What the debugger answered with inside a layer, as the layer's handler returns it."""
+def answered(message: Any, hook: str) -> Any:
+    """What a processor (the debugger) answered a call with instead of the rest of the
+    onion (an AIMessage, a ToolMessage), as a handler returns it."""
     if hook == "wrap_model_call":
         from langchain.agents.middleware import ModelResponse
 

@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Generator, Iterable
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from langchain.agents.middleware import (
@@ -47,7 +47,20 @@ from .hook_payloads import (
     tool_enter_payload,
     tool_exit_payload,
 )
-from .layers import FRAME, Frame, LayerProbe, settle, wraps_calls
+from .layers import FRAME, Frame, LayerProbe, answered, settle, wraps_calls
+from .processors import (
+    AFTER,
+    BEFORE,
+    ERROR,
+    FIRE,
+    Down,
+    HookProcessor,
+    Site,
+    Work,
+    adrive,
+    arm,
+    drive,
+)
 from .recorder import (
     Recorder,
     ResponsePayload,
@@ -110,12 +123,18 @@ class _TraceBase(AgentMiddleware):
         self._around: list[str] = []  # the names ``around`` put in order
         # (tells this middleware how each invocation ended: ``tracer.record.watch``)
         self._watcher = watch(self)
-        # (the debugger: None unless armed; one check of it per hook firing)
-        self._debug: Any = _arm_debugger(debug, db)
+        # (what else each hook firing is asked of: the debugger, when armed;
+        # tracer.record.processors)
+        self._processors: tuple[HookProcessor, ...] = arm(debug, db)
 
     @property
     def name(self) -> str:
         return self._name
+
+    @property
+    def processors(self) -> tuple[HookProcessor, ...]:
+        """What each hook firing is asked of besides the record (the debugger, armed)."""
+        return self._processors
 
     # -- public helpers -----------------------------------------------------
     def callback_handler(self) -> TraceCallbackHandler:
@@ -362,19 +381,27 @@ class _TraceBase(AgentMiddleware):
             self.recorder.writer._warn("hook", f"looptrace failed in {hook}: {exc!r}")
             return None
 
-    def _debug_node(self, hook: str, state: _State, runtime: _Runtime) -> None:
+    def _fire(self, hook: str, state: _State, runtime: _Runtime) -> RunState | None:
+        """A node hook: recorded, then asked of the processors (sync: their work runs
+        here)."""
         run = self._node(hook, state, runtime)
-        if run is not None:
-            from tracer.debug import hooks
+        if run is not None and self._processors:
+            for p in self._processors:
+                work = p.visit(Site(self.recorder, self._name, run, hook, FIRE, state=state))
+                if work is not None:
+                    work()
+        return run
 
-            hooks.node(self._debug, self, run, hook, state)
-
-    async def _adebug_node(self, hook: str, state: _State, runtime: _Runtime) -> None:
+    async def _afire(self, hook: str, state: _State, runtime: _Runtime) -> None:
+        """A node hook of an async agent: the processors' work runs in a worker thread."""
+        if hook != "before_agent" and not self._known(runtime):
+            await self._arun(runtime)
         run = self._node(hook, state, runtime)
-        if run is not None:
-            from tracer.debug import hooks
-
-            await hooks.anode(self._debug, self, run, hook, state)
+        if run is not None and self._processors:
+            for p in self._processors:
+                work = p.visit(Site(self.recorder, self._name, run, hook, FIRE, state=state))
+                if work is not None:
+                    await asyncio.to_thread(work)
 
     # -- model calls --------------------------------------------------------
     def _model_enter(self, request: _Request) -> tuple[RunState, float] | None:
@@ -458,88 +485,71 @@ class _TraceBase(AgentMiddleware):
         except Exception as inner:  # noqa: BLE001
             self.recorder.writer._warn(hook, f"looptrace failed recording an error: {inner!r}")
 
+    def _call(self, hook: str, request: _Request | ToolCallRequest,
+              pre: _Entered | None) -> Generator[Down | Work, object, object]:
+        """One model or tool call through this layer, for both forms: recorded (``pre``:
+        what its enter returned), framed for the probes inside (``around``), asked of
+        the processors (before it goes down, after it came back, where it raised). A
+        generator: it yields what to run, ``Down(request)`` (the handler) or a
+        processor's ``Work``, and is sent what that returned (or thrown what it
+        raised); ``drive`` runs it in a sync hook, ``adrive`` in an async one."""
+        tool = hook == "wrap_tool_call"
+        tcid: str | None = request.tool_call.get("id") if isinstance(
+            request, ToolCallRequest) else None
+        procs = self._processors if pre is not None else ()
+        run = pre[0] if pre is not None else None
+        framed = None
+        # (a write to the LangGraph store inside the call is the call's: tracer.record.basestore)
+        stored = TOOL_CALL.set(tcid) if tool and (
+            getattr(request.runtime, "store", None) is not None) else None
+        try:
+            given: object = None
+            for p in procs:
+                work = p.visit(Site(self.recorder, self._name, run, hook, BEFORE,  # type: ignore[arg-type]
+                                    request=request))
+                if work is not None:
+                    request, given = yield work  # type: ignore[misc]
+            framed = self._frame(pre, request, hook) if self._layered else None
+            result = answered(given, hook) if given is not None else (yield Down(request))
+        except Exception as exc:
+            self._error(pre, hook, exc, tcid, request if tool else None)  # type: ignore[arg-type]
+            alt: object = None
+            for p in procs:
+                work = p.visit(Site(self.recorder, self._name, run, hook, ERROR,  # type: ignore[arg-type]
+                                    request=request, error=exc))
+                if work is not None:
+                    alt = yield work
+                    if alt is not None:
+                        break
+            if alt is None:
+                raise
+            result = answered(alt, hook)
+        except BaseException as exc:
+            self._error(pre, hook, exc, tcid, request if tool else None)  # type: ignore[arg-type]
+            raise
+        finally:
+            if framed is not None:
+                FRAME.reset(framed[1])
+            if stored is not None:
+                TOOL_CALL.reset(stored)
+        if framed is not None:
+            self._settle(framed[0], hook, tcid, result)  # type: ignore[arg-type]
+        for p in procs:
+            work = p.visit(Site(self.recorder, self._name, run, hook, AFTER,  # type: ignore[arg-type]
+                                request=request, result=result))
+            if work is not None:
+                result = yield work
+        if tool:
+            self._tool_exit(pre, request, result)  # type: ignore[arg-type]
+        else:
+            self._model_exit(pre, request, result)  # type: ignore[arg-type]
+        return result
+
     def wrap_model_call(
             self, request: _Request,
             handler: Callable[[_Request], _Response]) -> _Response:
         pre = self._model_enter(request)
-        if self._debug is not None and pre is not None:
-            return self._debug_model_call(pre, request, handler)
-        framed = self._frame(pre, request, "wrap_model_call") if self._layered else None
-        try:
-            response = handler(request)
-        except BaseException as exc:
-            self._error(pre, "wrap_model_call", exc)
-            raise
-        finally:
-            if framed is not None:
-                FRAME.reset(framed[1])
-        if framed is not None:
-            self._settle(framed[0], "wrap_model_call", None, response)
-        self._model_exit(pre, request, response)
-        return response
-
-    def _debug_model_call(self, pre: tuple[RunState, float], request: _Request,
-                          handler: Callable[[_Request], _Response]) -> _Response:
-        """``wrap_model_call`` with the debugger armed: it may pause before the model
-        (and answer in its place), after it, and where it raised."""
-        from tracer.debug import hooks
-
-        dbg, run = self._debug, pre[0]
-        framed = None
-        try:
-            request, reply = hooks.before_model_call(dbg, self, run, request)
-            framed = self._frame(pre, request, "wrap_model_call") if self._layered else None
-            response = (ModelResponse(result=[reply]) if reply is not None
-                        else handler(request))
-        except Exception as exc:
-            self._error(pre, "wrap_model_call", exc)
-            alt = None if isinstance(exc, GraphInterrupt | hooks.DebugAborted) else (
-                hooks.on_error(dbg, self, run, "wrap_model_call", request, exc))
-            if alt is None:
-                raise
-            response = ModelResponse(result=[alt])
-        except BaseException as exc:
-            self._error(pre, "wrap_model_call", exc)
-            raise
-        finally:
-            if framed is not None:
-                FRAME.reset(framed[1])
-        if framed is not None:
-            self._settle(framed[0], "wrap_model_call", None, response)
-        response = hooks.after_model_call(dbg, self, run, response)
-        self._model_exit(pre, request, response)
-        return response  # type: ignore[no-any-return]
-
-    async def _adebug_model_call(
-            self, pre: tuple[RunState, float], request: _Request,
-            handler: Callable[[_Request], Awaitable[_Response]]) -> _Response:
-        from tracer.debug import hooks
-
-        dbg, run = self._debug, pre[0]
-        framed = None
-        try:
-            request, reply = await hooks.abefore_model_call(dbg, self, run, request)
-            framed = self._frame(pre, request, "wrap_model_call") if self._layered else None
-            response = (ModelResponse(result=[reply]) if reply is not None
-                        else await handler(request))
-        except Exception as exc:
-            self._error(pre, "wrap_model_call", exc)
-            alt = None if isinstance(exc, GraphInterrupt | hooks.DebugAborted) else (
-                await hooks.aon_error(dbg, self, run, "wrap_model_call", request, exc))
-            if alt is None:
-                raise
-            response = ModelResponse(result=[alt])
-        except BaseException as exc:
-            self._error(pre, "wrap_model_call", exc)
-            raise
-        finally:
-            if framed is not None:
-                FRAME.reset(framed[1])
-        if framed is not None:
-            self._settle(framed[0], "wrap_model_call", None, response)
-        response = await hooks.aafter_model_call(dbg, self, run, response)
-        self._model_exit(pre, request, response)
-        return response  # type: ignore[no-any-return]
+        return drive(self._call("wrap_model_call", request, pre), handler)  # type: ignore[arg-type, return-value]
 
     async def awrap_model_call(
             self, request: _Request,
@@ -548,21 +558,7 @@ class _TraceBase(AgentMiddleware):
         if not self._known(request.runtime):
             await self._arun(request.runtime)
         pre = self._model_enter(request)
-        if self._debug is not None and pre is not None:
-            return await self._adebug_model_call(pre, request, handler)
-        framed = self._frame(pre, request, "wrap_model_call") if self._layered else None
-        try:
-            response = await handler(request)
-        except BaseException as exc:
-            self._error(pre, "wrap_model_call", exc)
-            raise
-        finally:
-            if framed is not None:
-                FRAME.reset(framed[1])
-        if framed is not None:
-            self._settle(framed[0], "wrap_model_call", None, response)
-        self._model_exit(pre, request, response)
-        return response
+        return await adrive(self._call("wrap_model_call", request, pre), handler)  # type: ignore[arg-type, return-value]
 
     # -- with probes in the other layers (``around``) ----------------------
     def _frame(self, pre: _Entered | None, request: _Request | ToolCallRequest,
@@ -623,26 +619,7 @@ class _TraceBase(AgentMiddleware):
             handler: Callable[[ToolCallRequest], _ToolResult],
     ) -> _ToolResult:
         pre = self._tool_enter(request)
-        if self._debug is not None and pre is not None:
-            return self._debug_tool_call(pre, request, handler)
-        framed = self._frame(pre, request, "wrap_tool_call") if self._layered else None
-        # (a write to the LangGraph store inside the call is the call's: tracer.record.basestore)
-        stored = TOOL_CALL.set(request.tool_call.get("id")) if (
-            getattr(request.runtime, "store", None) is not None) else None
-        try:
-            result = handler(request)
-        except BaseException as exc:
-            self._error(pre, "wrap_tool_call", exc, request.tool_call.get("id"), request)
-            raise
-        finally:
-            if framed is not None:
-                FRAME.reset(framed[1])
-            if stored is not None:
-                TOOL_CALL.reset(stored)
-        if framed is not None:
-            self._settle(framed[0], "wrap_tool_call", request.tool_call.get("id"), result)
-        self._tool_exit(pre, request, result)
-        return result
+        return drive(self._call("wrap_tool_call", request, pre), handler)  # type: ignore[arg-type, return-value]
 
     async def awrap_tool_call(
             self, request: ToolCallRequest,
@@ -651,101 +628,7 @@ class _TraceBase(AgentMiddleware):
         if not self._known(request.runtime):
             await self._arun(request.runtime)
         pre = self._tool_enter(request)
-        if self._debug is not None and pre is not None:
-            return await self._adebug_tool_call(pre, request, handler)
-        framed = self._frame(pre, request, "wrap_tool_call") if self._layered else None
-        # (a write to the LangGraph store inside the call is the call's: tracer.record.basestore)
-        stored = TOOL_CALL.set(request.tool_call.get("id")) if (
-            getattr(request.runtime, "store", None) is not None) else None
-        try:
-            result = await handler(request)
-        except BaseException as exc:
-            self._error(pre, "wrap_tool_call", exc, request.tool_call.get("id"), request)
-            raise
-        finally:
-            if framed is not None:
-                FRAME.reset(framed[1])
-            if stored is not None:
-                TOOL_CALL.reset(stored)
-        if framed is not None:
-            self._settle(framed[0], "wrap_tool_call", request.tool_call.get("id"), result)
-        self._tool_exit(pre, request, result)
-        return result
-
-
-    def _debug_tool_call(self, pre: tuple[RunState, float, str], request: ToolCallRequest,
-                         handler: Callable[[ToolCallRequest], _ToolResult]) -> _ToolResult:
-        """``wrap_tool_call`` with the debugger armed: it may pause before the tool
-        (and give its result, or make it raise), after it, and where it raised."""
-        from tracer.debug import hooks
-
-        dbg, run = self._debug, pre[0]
-        tcid = request.tool_call.get("id")
-        framed = None
-        stored = TOOL_CALL.set(tcid) if (
-            getattr(request.runtime, "store", None) is not None) else None
-        try:
-            request, given = hooks.before_tool_call(dbg, self, run, request)
-            framed = self._frame(pre, request, "wrap_tool_call") if self._layered else None
-            result = given if given is not None else handler(request)
-        except Exception as exc:
-            self._error(pre, "wrap_tool_call", exc, tcid, request)
-            alt = None if isinstance(exc, GraphInterrupt | hooks.DebugAborted |
-                                     hooks.DebugRaised) else (
-                hooks.on_error(dbg, self, run, "wrap_tool_call", request, exc))
-            if alt is None:
-                raise
-            result = alt
-        except BaseException as exc:
-            self._error(pre, "wrap_tool_call", exc, tcid, request)
-            raise
-        finally:
-            if framed is not None:
-                FRAME.reset(framed[1])
-            if stored is not None:
-                TOOL_CALL.reset(stored)
-        if framed is not None:
-            self._settle(framed[0], "wrap_tool_call", tcid, result)
-        result = hooks.after_tool_call(dbg, self, run, request, result)
-        self._tool_exit(pre, request, result)
-        return result  # type: ignore[no-any-return]
-
-    async def _adebug_tool_call(
-            self, pre: tuple[RunState, float, str], request: ToolCallRequest,
-            handler: Callable[[ToolCallRequest], Awaitable[_ToolResult]]) -> _ToolResult:
-        from tracer.debug import hooks
-
-        dbg, run = self._debug, pre[0]
-        tcid = request.tool_call.get("id")
-        framed = None
-        stored = TOOL_CALL.set(tcid) if (
-            getattr(request.runtime, "store", None) is not None) else None
-        try:
-            request, given = await hooks.abefore_tool_call(dbg, self, run, request)
-            framed = self._frame(pre, request, "wrap_tool_call") if self._layered else None
-            result = given if given is not None else await handler(request)
-        except Exception as exc:
-            self._error(pre, "wrap_tool_call", exc, tcid, request)
-            alt = None if isinstance(exc, GraphInterrupt | hooks.DebugAborted |
-                                     hooks.DebugRaised) else (
-                await hooks.aon_error(dbg, self, run, "wrap_tool_call", request, exc))
-            if alt is None:
-                raise
-            result = alt
-        except BaseException as exc:
-            self._error(pre, "wrap_tool_call", exc, tcid, request)
-            raise
-        finally:
-            if framed is not None:
-                FRAME.reset(framed[1])
-            if stored is not None:
-                TOOL_CALL.reset(stored)
-        if framed is not None:
-            self._settle(framed[0], "wrap_tool_call", tcid, result)
-        result = await hooks.aafter_tool_call(dbg, self, run, request, result)
-        self._tool_exit(pre, request, result)
-        return result  # type: ignore[no-any-return]
-
+        return await adrive(self._call("wrap_tool_call", request, pre), handler)  # type: ignore[arg-type, return-value]
 
 class TraceMiddleware(_TraceBase):
     """Record every hook of an agent loop, and every message, to a SQLite file.
@@ -785,58 +668,28 @@ class TraceMiddleware(_TraceBase):
         return object.__new__(cls)
 
     def before_agent(self, state: _State, runtime: _Runtime) -> None:
-        if self._debug is not None:
-            self._debug_node("before_agent", state, runtime)
-            return
-        self._node("before_agent", state, runtime)
+        self._fire("before_agent", state, runtime)
 
     def before_model(self, state: _State, runtime: _Runtime) -> None:
-        if self._debug is not None:
-            self._debug_node("before_model", state, runtime)
-            return
-        self._node("before_model", state, runtime)
+        self._fire("before_model", state, runtime)
 
     def after_model(self, state: _State, runtime: _Runtime) -> None:
-        if self._debug is not None:
-            self._debug_node("after_model", state, runtime)
-            return
-        self._node("after_model", state, runtime)
+        self._fire("after_model", state, runtime)
 
     def after_agent(self, state: _State, runtime: _Runtime) -> None:
-        if self._debug is not None:
-            self._debug_node("after_agent", state, runtime)
-            return
-        self._node("after_agent", state, runtime)
+        self._fire("after_agent", state, runtime)
 
     async def abefore_agent(self, state: _State, runtime: _Runtime) -> None:
-        if self._debug is not None:
-            await self._adebug_node("before_agent", state, runtime)
-            return
-        self._node("before_agent", state, runtime)
+        await self._afire("before_agent", state, runtime)
 
     async def abefore_model(self, state: _State, runtime: _Runtime) -> None:
-        if not self._known(runtime):
-            await self._arun(runtime)
-        if self._debug is not None:
-            await self._adebug_node("before_model", state, runtime)
-            return
-        self._node("before_model", state, runtime)
+        await self._afire("before_model", state, runtime)
 
     async def aafter_model(self, state: _State, runtime: _Runtime) -> None:
-        if not self._known(runtime):
-            await self._arun(runtime)
-        if self._debug is not None:
-            await self._adebug_node("after_model", state, runtime)
-            return
-        self._node("after_model", state, runtime)
+        await self._afire("after_model", state, runtime)
 
     async def aafter_agent(self, state: _State, runtime: _Runtime) -> None:
-        if not self._known(runtime):
-            await self._arun(runtime)
-        if self._debug is not None:
-            await self._adebug_node("after_agent", state, runtime)
-            return
-        self._node("after_agent", state, runtime)
+        await self._afire("after_agent", state, runtime)
 
 
 class LeanTraceMiddleware(_TraceBase):
@@ -848,22 +701,6 @@ class LeanTraceMiddleware(_TraceBase):
 
 
 # -- helpers -----------------------------------------------------------------
-def _arm_debugger(debug: Any, db: str | os.PathLike[str]) -> Any:
-    """The debugger ``debug=`` arms (a ``tracer.debug.Debugger``; ``True``: one with no
-    breakpoint yet; specs: one with those), or ``LOOPTRACE_DEBUG`` when ``debug`` is
-    None; None when neither asks for one (the tracer then only records)."""
-    if debug is False or (debug is None and not os.environ.get("LOOPTRACE_DEBUG")):
-        return None
-    # (on demand: the debugger uses the checks, a layer above the recording side)
-    from tracer.debug.session import Debugger, from_env
-
-    dbg = from_env(dict(os.environ)) if debug is None else (
-        debug if isinstance(debug, Debugger) else Debugger(debug))
-    if dbg is not None:
-        dbg.bind(os.fspath(db))
-    return dbg
-
-
 def end_invocation(rec: Recorder, run: RunState, error: BaseException | None,
                    node: tuple[str, float] | None, pause: GraphInterrupt | None) -> None:
     """End ``run`` as its invocation ended: completed, paused by an interrupt (the

@@ -18,7 +18,7 @@ Two pieces, driven by one ``Session`` (what is used up, where the live part bega
   answers from an offline model. Outside a replay it passes every call to the cache
   that was installed before (none by default): nothing else changes.
 
-A fork's edit (``tracer.whatif.rerun.Edit``) is applied here, at the first call at or after
+A fork's edit (``tracer.vocab.edits.Edit``, made by ``tracer.record.edit_apply``) is applied here, at the first call at or after
 the fork step. A request that matches nothing before the fork stops the replay with
 ``ReplayDiverged`` (which call, and the diff to the nearest recorded request), unless
 the session may go live.
@@ -33,7 +33,7 @@ import json
 import threading
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, cast
+from typing import Any, cast
 
 from langchain.agents.middleware import (
     AgentMiddleware,
@@ -60,6 +60,8 @@ from langgraph.types import Command
 from tracer.db.serialize import message_json
 from tracer.errors import ReplayDiverged
 from tracer.read.loader import Message
+from tracer.record.edit_apply import apply_request
+from tracer.vocab.edits import Edit
 from tracer.vocab.redact import DEFAULT_REDACTOR
 
 from .cassette import Cassette, Miss, ModelCall, Outcome, Request, ToolCall
@@ -77,24 +79,19 @@ class RecordedError(Exception):
 # -- the session -------------------------------------------------------------------
 
 
-class ForkEdit(Protocol):
-    """What the replay layer asks of a fork's edit (``tracer.whatif.rerun.Edit``)."""
-
-    @property
-    def kind(self) -> str: ...
-    @property
-    def text(self) -> str | None: ...
-    @property
-    def args(self) -> dict[str, Any] | None: ...
-    @property
-    def on_model(self) -> bool: ...
-    @property
-    def on_tool(self) -> bool: ...
-    @property
-    def everywhere(self) -> bool: ...
-    def describe(self) -> str: ...
-    def apply_to_model(self, request: ModelRequest[Any], session: Session,
-                       ) -> tuple[ModelRequest[Any], Command[Any] | None]: ...
+def fork_request(edit: Edit, request: ModelRequest[Any], session: Session,
+                 ) -> tuple[ModelRequest[Any], Command[Any] | None]:
+    """The request with a fork's model-call edit made, and the state update that keeps
+    it (a message edit is written into the conversation, as the fork's record shows);
+    a system prompt or model edit holds from the fork on (``Session``'s overrides)."""
+    new, _ = apply_request(request, edit)
+    if edit.kind == "system":
+        session.system_override = edit.text
+    elif edit.kind == "model":
+        session.model_override = new.model
+    if edit.spec.messages:
+        return new, persist(list(request.messages), list(new.messages))
+    return new, None
 
 
 @dataclass
@@ -124,7 +121,7 @@ class Session:
     """The state of one replay: the cassette, what is used up, the fork and its edit."""
 
     cassette: Cassette
-    edit: ForkEdit | None = None  # a ``tracer.whatif.rerun.Edit``
+    edit: Edit | None = None  # the fork's edit (``tracer.vocab.edits``)
     fork_step: int | None = None  # 0-based step of the record where the fork is
     offline: BaseChatModel | None = None  # answers the live part instead of the agent's model
     continue_live: bool = False
@@ -625,7 +622,7 @@ class ReplayMiddleware(AgentMiddleware):
             edit = s.edit
             if (edit is not None and isinstance(found, ModelCall) and s.at_fork(found)
                     and edit.on_model):
-                request, command = edit.apply_to_model(request, s)
+                request, command = fork_request(edit, request, s)
                 s.fork_applied = True
                 if edit.kind == "model" or not request_view(request).matches(found.request):
                     s.used.add(id(found))

@@ -32,152 +32,28 @@ from __future__ import annotations
 import asyncio
 import importlib
 import inspect
-import json
 import sys
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from tracer.errors import ReplayDiverged, ReplayError
 from tracer.read.loader import TraceDB
+from tracer.record.edit_apply import apply_stack, chat_model
+from tracer.vocab.edits import KINDS, Edit
 from tracer.vocab.words import plural
 
 from .cassette import Cassette, ModelCall, ToolCall
-from .player import ReplayMiddleware, Session, Stats, persist
+from .player import ReplayMiddleware, Session, Stats
 from .tool_writes import channels_of
 
 __all__ = ["EDIT_KINDS", "Edit", "ReplayDiverged", "ReplayError", "ReplayResult", "areplay_run",
            "load_factory", "replay_run"]
 
-# edit kind -> what it changes
-EDIT_KINDS: dict[str, str] = {
-    "message": "replace the content of the message at a position of the model's request",
-    "drop": "drop the message at a position of the model's request",
-    "insert": "insert a message before a position of the model's request",
-    "system": "change the system prompt (from the fork on)",
-    "model": "swap the model (from the fork on)",
-    "tool_result": "replace the result of the tool call at the fork",
-    "tool_args": "change the arguments of the tool call at the fork (it runs live)",
-    "drop_middleware": "remove a middleware from the agent's list",
-    "move_middleware": "move a middleware to another place in the agent's list",
-}
-_MODEL_EDITS = frozenset({"message", "drop", "insert", "system", "model"})
-_TOOL_EDITS = frozenset({"tool_result", "tool_args"})
-_STACK_EDITS = frozenset({"drop_middleware", "move_middleware"})
-
-
-@dataclass(frozen=True)
-class Edit:
-    """One edit of a fork (``kind`` one of ``EDIT_KINDS``)."""
-
-    kind: str
-    position: int | None = None  # message edits: the message's position in the request
-    text: str | None = None  # message, insert, system, tool_result
-    role: str = "human"  # insert: human, ai or system
-    args: dict[str, Any] | None = None  # tool_args
-    model: Any = None  # model: a chat model
-    middleware: str | None = None  # middleware edits: its name
-    index: int | None = None  # move_middleware: its new place in the list
-
-    def __post_init__(self) -> None:
-        if self.kind not in EDIT_KINDS:
-            msg = f"unknown edit {self.kind!r} (one of: {', '.join(EDIT_KINDS)})"
-            raise ReplayError(msg)
-        need = {"message": ("position", "text"), "drop": ("position",),
-                "insert": ("position", "text"), "system": ("text",), "model": ("model",),
-                "tool_result": ("text",), "tool_args": ("args",),
-                "drop_middleware": ("middleware",), "move_middleware": ("middleware", "index")}
-        for name in need[self.kind]:
-            if getattr(self, name) is None:
-                msg = f"the {self.kind} edit needs {name}"
-                raise ReplayError(msg)
-        if self.kind == "model":
-            problem = chat_model_problem(self.model)
-            if problem:
-                msg = f"the model edit needs a chat model: {problem}"
-                raise ReplayError(msg)
-        if self.kind == "insert" and self.role not in ("human", "ai", "system"):
-            msg = f"insert: role must be human, ai or system, not {self.role!r}"
-            raise ReplayError(msg)
-
-    @property
-    def on_model(self) -> bool:
-        return self.kind in _MODEL_EDITS
-
-    @property
-    def on_tool(self) -> bool:
-        return self.kind in _TOOL_EDITS
-
-    @property
-    def everywhere(self) -> bool:
-        """A change to the agent itself: the run may leave the record anywhere."""
-        return self.kind in _STACK_EDITS
-
-    def describe(self) -> str:
-        what = {"message": f"message {self.position} replaced", "drop": f"message "
-                f"{self.position} dropped", "insert": f"a {self.role} message inserted at "
-                f"{self.position}", "system": "system prompt changed",
-                "model": f"model swapped for {_model_label(self.model)}",
-                "tool_result": "tool result replaced", "tool_args": "tool arguments changed",
-                "drop_middleware": f"middleware {self.middleware} removed",
-                "move_middleware": f"middleware {self.middleware} moved to {self.index}"}
-        return what[self.kind]
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"kind": self.kind}
-        for name in ("position", "text", "args", "middleware", "index"):
-            if getattr(self, name) is not None:
-                out[name] = getattr(self, name)
-        if self.kind == "insert":
-            out["role"] = self.role
-        if self.model is not None:
-            out["model"] = _model_label(self.model)
-        return out
-
-    # -- applied by the replay layer ---------------------------------------------
-    def apply_to_model(self, request: Any, session: Session) -> tuple[Any, Any]:
-        """The request with the edit made, and the state update that keeps it."""
-        if self.kind == "system":
-            from langchain_core.messages import SystemMessage
-
-            session.system_override = self.text
-            return request.override(system_message=SystemMessage(str(self.text))), None
-        if self.kind == "model":
-            session.model_override = self.model
-            return request.override(model=self.model), None
-        from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
-
-        old = list(request.messages)
-        new = list(old)
-        p = int(self.position or 0)
-        if self.kind == "message":
-            new[p] = old[p].model_copy(update={"content": self.text})
-        elif self.kind == "drop":
-            del new[p]
-        else:
-            cls = {"human": HumanMessage, "ai": AIMessage, "system": SystemMessage}[self.role]
-            new.insert(p, cls(str(self.text), id=f"looptrace-insert-{uuid.uuid4().hex[:12]}"))
-        return request.override(messages=new), persist(old, new)
-
-    def apply_to_stack(self, stack: list[Any]) -> list[Any]:
-        if self.kind not in _STACK_EDITS:
-            return stack
-        names = [str(getattr(m, "name", type(m).__name__)) for m in stack]
-        if self.middleware not in names:
-            msg = (f"the agent has no middleware {self.middleware!r} (its list: "
-                   f"{', '.join(names) or 'empty'})")
-            raise ReplayError(msg)
-        i = names.index(str(self.middleware))
-        out = list(stack)
-        mw = out.pop(i)
-        if self.kind == "move_middleware":
-            if not 0 <= int(self.index or 0) <= len(out):
-                msg = f"move_middleware: index {self.index} is outside 0..{len(out)}"
-                raise ReplayError(msg)
-            out.insert(int(self.index or 0), mw)
-        return out
+# edit kind -> what it changes (the kinds a fork makes: ``tracer.vocab.edits.KINDS``)
+EDIT_KINDS: dict[str, str] = {k.name: k.help for k in KINDS.values() if k.fork}
 
 
 def chat_model_problem(model: Any) -> str | None:
@@ -191,15 +67,6 @@ def chat_model_problem(model: Any) -> str | None:
     shown = repr(model)
     shown = shown if len(shown) <= 40 else shown[:37] + "..."
     return f"{type(model).__name__} {shown} is not a BaseChatModel"
-
-
-def _model_label(model: Any) -> str:
-    if model is None:
-        return "?"
-    if isinstance(model, str):
-        return model
-    return str(getattr(model, "model_name", None) or getattr(model, "model", None)
-               or type(model).__name__)
 
 
 @dataclass
@@ -361,11 +228,13 @@ def _prepare(run_id: str, agent: Any, db: str, at: int | None, edit: Edit | None
     if edit is not None and at is None:
         at = 1
     _check(cassette, at, edit)
+    if edit is not None:
+        edit = _fork_model(edit)
     if isinstance(agent, str):
         agent = load_factory(agent)
     stack = default_stack(agent)
     if edit is not None:
-        stack = edit.apply_to_stack(stack)
+        stack = apply_stack(stack, edit)
     session = Session(cassette, edit=edit, fork_step=None if at is None else at - 1,
                       offline=offline, continue_live=continue_live)
     token = token or uuid.uuid4().hex
@@ -514,9 +383,23 @@ def _finish_quietly() -> None:
 
 def edit_from_json(text: str) -> Edit:
     """An ``Edit`` from its JSON form (``Edit.to_json``), as the app passes it on."""
-    try:
-        d = json.loads(text)
-    except ValueError as exc:
-        msg = f"not a JSON edit: {exc}"
-        raise ReplayError(msg) from None
-    return Edit(**d)
+    return Edit.of(text)
+
+
+def _fork_model(edit: Edit) -> Edit:
+    """A model edit with its chat model made (an ``init_chat_model`` name, ``offline``)
+    and checked before anything runs: ``ReplayError`` for what is not one."""
+    if edit.kind != "model":
+        return edit
+    model = edit.model
+    if isinstance(model, str):
+        try:
+            model = chat_model(model)
+        except Exception as exc:  # noqa: BLE001 - an unknown provider, a missing package
+            msg = f"the model edit needs a chat model: {type(exc).__name__}: {exc}"
+            raise ReplayError(msg.splitlines()[0]) from None
+    problem = chat_model_problem(model)
+    if problem:
+        msg = f"the model edit needs a chat model: {problem}"
+        raise ReplayError(msg)
+    return replace(edit, model=model)

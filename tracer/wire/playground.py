@@ -3,8 +3,8 @@
 ``playground(db, run, step, edit=..., model=...)`` takes the model call at (or after)
 ``step`` of a recorded run, exactly as the model received it (its messages, with their
 tool calls and tool results: a multi-turn request; its system prompt and tool schemas),
-makes one edit of the debugger's kinds (``tracer.debug.edits``: message, drop, insert,
-system, tools, settings), asks ``model`` (an ``init_chat_model`` name with the user's
+makes one edit (``tracer.vocab.edits.Edit``: message, drop, insert, system, tools,
+settings), asks ``model`` (an ``init_chat_model`` name with the user's
 key, ``recorded``: the recorded provider and model through ``init_chat_model``, or
 ``offline``: an echo model, no network, no key), and returns the new answer beside the
 recorded one, with the request in each provider's wire format (rendered by the
@@ -18,11 +18,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from tracer.debug.edits import validate
 from tracer.debug.session import message_json
 from tracer.errors import LooptraceError, RenderError, StepOutOfRange
 from tracer.read.loader import TraceDB
 from tracer.read.steps import build_replay
+from tracer.record.edit_apply import chat_model, edit_messages
+from tracer.vocab.edits import Edit
 from tracer.vocab.records import MODEL_HOOKS
 
 from .providers import PROVIDERS
@@ -58,40 +59,26 @@ def _pending(call: ModelCall, settings: dict[str, Any]) -> dict[str, Any]:
             "tools": [t["function"].get("name") for t in call.tools], "model": call.model}
 
 
-def _edited(call: ModelCall, edit: dict[str, Any]) -> tuple[ModelCall, dict[str, Any]]:
-    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
-
-    k = edit["kind"]
-    settings: dict[str, Any] = {}
-    if k == "system":
-        return replace(call, system=edit["text"]), settings
-    if k == "tools":
+def _edited(call: ModelCall, edit: Edit) -> tuple[ModelCall, dict[str, Any]]:
+    if edit.kind == "system":
+        return replace(call, system=edit.text), {}
+    if edit.kind == "tools":
+        keep = set(edit.names or ())
         return replace(call, tools=[t for t in call.tools
-                                    if t["function"].get("name") in edit["names"]]), settings
-    if k == "settings":
-        return call, dict(edit["settings"])
-    msgs = list(call.messages)
-    p = int(edit["position"])
-    if k == "message":
-        msgs[p] = msgs[p].model_copy(update={"content": edit["text"]})
-    elif k == "drop":
-        del msgs[p]
-    else:
-        cls = {"human": HumanMessage, "ai": AIMessage, "system": SystemMessage}[edit["role"]]
-        msgs.insert(p, cls(edit["text"]))
-    return replace(call, messages=msgs), settings
+                                    if t["function"].get("name") in keep]), {}
+    if edit.kind == "settings":
+        return call, dict(edit.settings or {})
+    return replace(call, messages=edit_messages(call.messages, edit)), {}
 
 
 def _model(name: str, call: ModelCall, settings: dict[str, Any]) -> tuple[Any, str]:
-    from tracer.debug.edits import _model as make
-
     if name == "recorded":
         if not call.model:
             msg = "the record names no model for this call: pass a model name"
             raise LooptraceError(msg)
         name = f"{call.provider}:{call.model}" if call.provider else str(call.model)
     try:
-        llm = make(name)
+        llm: Any = chat_model(name)
     except Exception as exc:  # noqa: BLE001 - a missing key, an unknown provider ...
         msg = f"cannot build the model {name!r}: {exc}".splitlines()[0]
         raise LooptraceError(msg) from None
@@ -121,11 +108,12 @@ def playground(db: str | Path, run: str, step: int, *, edit: Any = None,
     clean = None
     settings: dict[str, Any] = {}
     if edit is not None:
-        clean = validate(edit, _pending(call, settings))
-        if clean["kind"] not in EDITS:
-            msg = f"the playground takes the edits {', '.join(EDITS)}, not {clean['kind']!r}"
+        made = Edit.of(edit).check(_pending(call, settings))
+        if made.kind not in EDITS:
+            msg = f"the playground takes the edits {', '.join(EDITS)}, not {made.kind!r}"
             raise LooptraceError(msg)
-        call, settings = _edited(call, clean)
+        clean = made.to_json()
+        call, settings = _edited(call, made)
     llm, label = _model(model, call, settings)
     if call.tools:
         try:
