@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from blockbuster import blockbuster_ctx
 from debug_kit import Background, wait_paused
+from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import AIMessage, ToolMessage
 from tracer_kit import get_price, get_weather, make_agent
 
@@ -441,3 +442,66 @@ def test_a_debugged_run_replays_to_its_record_and_diffs_at_the_edit(tmp_path):
     first = d.first_divergence
     assert first is not None and "Snowing" in str(first) + str(d.message_diff)
     assert first.lap == 1  # at the tool result the debugger gave, in lap 1
+
+
+class _DropToolResults(AgentMiddleware):
+    """A buggy middleware: drops every ToolMessage from the model's request."""
+
+    def wrap_model_call(self, request, handler):
+        return handler(request.override(messages=[
+            m for m in request.messages if not isinstance(m, ToolMessage)]))
+
+    async def awrap_model_call(self, request, handler):
+        return await handler(request.override(messages=[
+            m for m in request.messages if not isinstance(m, ToolMessage)]))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_looptrace_debug_pauses_a_model_call_as_the_model_receives_it_past_the_users_tracer(
+        tmp_path, mode):
+    # (issue 44, item 2: the user's TraceMiddleware first, a middleware after it dropping
+    # the ToolMessage; the pause showed the 4 messages the model never got)
+    import types
+
+    from langchain.agents import create_agent
+
+    from tracer.record.autohook import _debug_every_agent
+
+    factory = types.SimpleNamespace(create_agent=create_agent)
+    _debug_every_agent(factory)  # (what looptrace debug's sitecustomize does)
+    db = tmp_path / "inner.db"
+    trace = TraceMiddleware(db=db, debug=Debugger(["model:2"]))
+    agent = factory.create_agent(model(), tools=[get_weather],
+                                 middleware=[trace, _DropToolResults()])
+    if mode == "async":
+        async def go() -> Any:
+            with blockbuster_ctx():
+                return await agent.ainvoke(QUESTION)
+        bg = Background(go, is_async=True)
+    else:
+        bg = Background(lambda: agent.invoke(QUESTION))
+    p = wait_paused(db, alive=bg.alive)[0]
+    pend = p["pending"]
+    assert [m["type"] for m in pend["messages"]] == ["human", "ai"]  # the ToolMessage dropped
+    assert pend["seen_at"].startswith("innermost: the request as the model receives it")
+    # an edit made there is what the model receives: the result put back by hand
+    channel.answer(db, p["run"], "continue", {"kind": "insert", "position": 2, "role": "tool",
+                                              "tool_call_id": "c1", "text": "Rain"})
+    out = bg.result()
+    trace.flush()
+    assert out["messages"][-1].content == "The tool said: Rain"
+
+
+def test_without_the_innermost_probe_the_pause_says_where_it_stands(tmp_path):
+    db = tmp_path / "outer.db"
+    trace = TraceMiddleware(db=db, debug=Debugger(["model:2"]))
+    agent = make_agent(model(), [get_weather], [trace, _DropToolResults()])
+    bg = Background(lambda: agent.invoke(QUESTION))
+    p = wait_paused(db, alive=bg.alive)[0]
+    assert [m["type"] for m in p["pending"]["messages"]] == ["human", "ai", "tool"]
+    assert p["pending"]["seen_at"] == (
+        "at TraceMiddleware: the middleware listed after it may still change it (looptrace "
+        "debug, or trace.innermost() last in the list, pauses where the model receives it)")
+    channel.answer(db, p["run"], "run")
+    bg.result()
+    trace.flush()

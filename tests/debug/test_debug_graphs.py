@@ -81,3 +81,32 @@ def test_a_breakpoint_in_a_deep_agents_subagent_pauses_the_subagent_under_its_pa
     trace.flush()
     assert out["messages"][-1].content == (
         "Researcher says: Found: Sweden: the capital is Oslo.")
+
+
+def test_after_a_deep_agents_task_call_the_pending_result_is_the_subagents_and_can_be_edited(
+        tmp_path):
+    # (issue 44, item 5: the task tool returns a Command; pending.message was null and a
+    # result edit failed with "cannot unpack non-iterable Command object")
+    db = tmp_path / "task.db"
+    model = ScriptedChatModel(script=_script, model_name="scripted-deep")
+    trace = TraceMiddleware(db=db, debug=Debugger(["hook:wrap_tool_call:after"]))
+    researcher = {"name": "researcher", "description": "Looks facts up.",
+                  "system_prompt": "You are the RESEARCHER.", "tools": [lookup_fact],
+                  "model": model}
+    agent = deepagents.create_deep_agent(
+        model=model, tools=[lookup_fact], middleware=[trace], subagents=[researcher],
+        name="coordinator", system_prompt="Delegate with task.")
+    bg = Background(lambda: agent.invoke({"messages": [("user", "Capital of Norway?")]}))
+    p = wait_paused(db, alive=bg.alive)[0]
+    assert p["pending"]["kind"] == "tool_result"
+    assert p["pending"]["message"]["text"] == "Found: Norway: the capital is Oslo."
+    assert p["pending"]["message"]["tool_call_id"] == "c_task"
+    channel.answer(db, p["run"], "continue", {"kind": "tool_result", "text": "Bergen."})
+    out = bg.result()
+    trace.flush()
+    assert out["messages"][-1].content == "Researcher says: Bergen."
+    with TraceDB(db) as tdb:
+        run = tdb.run(next(r.id for r in tdb.runs() if r.parent_id is None))
+    debug = [e.payload for e in run.events if e.phase == "debug"]
+    assert [(d["outcome"], d["change"]) for d in debug] == [
+        ("edited", "tool result given in the debugger")]

@@ -288,6 +288,8 @@ def summary(pend: dict[str, Any]) -> str:
             f"\n  and asks for: {calls}" if calls else "")
     if kind == "model_request":
         lines = [f"  model {pend.get('model')}, tools: {', '.join(pend.get('tools') or [])}"]
+        if pend.get("seen_at"):
+            lines.append(f"  seen {pend['seen_at']}")
         if pend.get("system"):
             lines.append(f"  system: {_cut(pend['system'])}")
         for m in pend.get("messages") or []:

@@ -115,9 +115,23 @@ def _before(dbg: Debugger, site: Site) -> _Visit:
         after = ({"reply": message_json(reply)} if reply is not None else request_json(new))
         return (new, reply), _changed(before, edit), _changed(after, edit)
 
+    def pending() -> JSON:
+        return {**request_json(request), "seen_at": _seen_at(site)}
+
     m = dbg.moment(site.run, site.hook, BEFORE if site.at == BEFORE else LAYER, text=text,
                    layer=site.layer)
-    return _Visit(m, lambda: request_json(request), apply, (request, None))
+    return _Visit(m, pending, apply, (request, None))
+
+
+def _seen_at(site: Site) -> str:
+    """Where the request a model-call pause shows stands in the onion, in words."""
+    if site.inner:
+        return "innermost: the request as the model receives it, after every middleware"
+    if site.layer is not None:
+        return f"inside {site.layer}: the middleware listed after it may still change it"
+    return (f"at {site.middleware}: the middleware listed after it may still change it "
+            "(looptrace debug, or trace.innermost() last in the list, pauses where the "
+            "model receives it)")
 
 
 def _tool_before(dbg: Debugger, site: Site) -> _Visit:

@@ -149,11 +149,18 @@ def origin_of(metadata: Any) -> tuple[str, int | None] | None:
 
 def fork_argv(run_id: str, step: int, edit: dict[str, Any], *, agent: str, db: str) -> list[str]:
     """``looptrace replay`` arguments that fork ``run_id`` at ``step`` with ``edit`` (any
-    edit a fork makes, ``tracer.vocab.edits.Edit`` or its JSON), given as ``--edit JSON``;
-    ``BadEdit`` for one that is not an edit a fork makes."""
+    edit a fork makes, ``tracer.vocab.edits.Edit`` or its JSON): a message, tool result or
+    system prompt edit by its own option, any other as ``--edit JSON``; ``BadEdit`` for
+    one that is not an edit a fork makes."""
     made = Edit.of(edit)
     if not made.spec.fork:
         msg = f"a fork does not make a {made.kind!r} edit"
         raise BadEdit(msg)
-    return ["looptrace", "replay", run_id, "--agent", agent, "--db", db, "--at", str(step),
-            "--edit", json.dumps(made.to_json(), ensure_ascii=False)]
+    argv = ["looptrace", "replay", run_id, "--agent", agent, "--db", db, "--at", str(step)]
+    if made.kind == "message":
+        return [*argv, "--message", f"{made.position}={made.text}"]
+    if made.kind == "tool_result":
+        return [*argv, "--tool-result", str(made.text)]
+    if made.kind == "system":
+        return [*argv, "--system", str(made.text)]
+    return [*argv, "--edit", json.dumps(made.to_json(), ensure_ascii=False)]

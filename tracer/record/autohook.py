@@ -89,7 +89,9 @@ class _FactoryFinder(_Finder):
 
 def _debug_every_agent(module: Any) -> None:
     """Wrap ``create_agent`` of ``module``: an agent with no ``TraceMiddleware`` gets one
-    (into ``$LOOPTRACE_DB``, armed by ``$LOOPTRACE_DEBUG``) as its innermost middleware."""
+    (into ``$LOOPTRACE_DB``, armed by ``$LOOPTRACE_DEBUG``) as its innermost middleware;
+    one whose armed tracer is not the innermost gets its innermost probe
+    (``TraceMiddleware.innermost``) last."""
     original = module.create_agent
     if getattr(original, "__looptrace__", False):
         return
@@ -100,11 +102,16 @@ def _debug_every_agent(module: Any) -> None:
         from .middleware import _TraceBase
 
         stack = list(kwargs.get("middleware") or ())
-        if not any(isinstance(m, _TraceBase) for m in stack):
+        traced = [m for m in stack if isinstance(m, _TraceBase)]
+        if not traced:
             from .middleware import TraceMiddleware
 
             stack.append(TraceMiddleware(db=os.environ.get("LOOPTRACE_DB") or "looptrace.db"))
-            kwargs["middleware"] = stack
+        elif stack[-1] is not traced[0] and traced[0].processors:
+            # (the user's own tracer, outside other middleware: the debugger asks at
+            # the innermost layer, where the request is what the model receives)
+            stack.append(traced[0].innermost())
+        kwargs["middleware"] = stack
         return original(*args, **kwargs)
 
     create_agent.__looptrace__ = True  # type: ignore[attr-defined]

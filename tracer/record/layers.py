@@ -37,8 +37,8 @@ from langgraph.errors import GraphInterrupt
 from tracer.vocab.payloads import LayerPayload
 from tracer.vocab.records import tool_name
 
+from .processors import BEFORE, Down, HookProcessor, Site, Work, adrive, drive
 from .processors import LAYER as LAYER_AT
-from .processors import Down, HookProcessor, Site, Work, adrive, drive
 from .recorder import same_message
 
 if TYPE_CHECKING:
@@ -211,6 +211,46 @@ class LayerProbe(AgentMiddleware):
         if not self._tools:
             return await handler(request)
         return await adrive(self._call(request, "wrap_tool_call"), handler)
+
+
+# the run of the model call in progress, set by a tracer with an innermost probe
+INNER: contextvars.ContextVar[RunState | None] = contextvars.ContextVar(
+    "looptrace_inner", default=None)
+
+
+class InnerProbe(AgentMiddleware):
+    """The innermost layer of the onion (``trace.innermost()``; ``looptrace debug`` puts
+    one last in every agent's list): where the tracer's processors (the debugger) see
+    each model call as the model receives it, after every middleware. The tracer then
+    asks them there, not at its own layer. It records nothing and adds no graph node."""
+
+    def __init__(self, trace: Traced) -> None:
+        super().__init__()
+        self.trace = trace
+        self._name = f"looptrace.innermost[{trace.name}]"
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def _call(self, request: Any) -> Generator[Down | Work, object, object]:
+        run = INNER.get()
+        given: object = None
+        for p in self.trace.processors if run is not None else ():
+            work = p.visit(Site(self.trace.recorder, self.trace.name, run,  # type: ignore[arg-type]
+                                "wrap_model_call", BEFORE, request=request, inner=True))
+            if work is not None:
+                request, given = yield work  # type: ignore[misc]
+        if given is not None:
+            return answered(given, "wrap_model_call")
+        return (yield Down(request))
+
+    def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        return drive(self._call(request), handler)
+
+    async def awrap_model_call(self, request: Any,
+                               handler: Callable[[Any], Awaitable[Any]]) -> Any:
+        return await adrive(self._call(request), handler)
 
 
 def answered(message: Any, hook: str) -> Any:

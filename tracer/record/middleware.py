@@ -47,7 +47,7 @@ from .hook_payloads import (
     tool_enter_payload,
     tool_exit_payload,
 )
-from .layers import FRAME, Frame, LayerProbe, answered, settle, wraps_calls
+from .layers import FRAME, INNER, Frame, InnerProbe, LayerProbe, answered, settle, wraps_calls
 from .processors import (
     AFTER,
     BEFORE,
@@ -121,6 +121,7 @@ class _TraceBase(AgentMiddleware):
         self._layered = False  # probes inside the other layers (see ``around``)
         self._below: dict[str, str | None] = {}  # the first layer inside, per kind of call
         self._around: list[str] = []  # the names ``around`` put in order
+        self._inner: InnerProbe | None = None  # (``innermost``)
         # (tells this middleware how each invocation ended: ``tracer.record.watch``)
         self._watcher = watch(self)
         # (what else each hook firing is asked of: the debugger, when armed;
@@ -209,6 +210,19 @@ class _TraceBase(AgentMiddleware):
         self._around = [str(getattr(mw, "name", "")) for mw in out
                         if not isinstance(mw, LayerProbe)]
         return out
+
+    def innermost(self) -> InnerProbe:
+        """The probe to put last in the agent's middleware list (``looptrace debug`` does
+        it for every agent): the debugger then pauses each model call as the model
+        receives it, after every other middleware (a message a middleware dropped is
+        not shown), not at this tracer's own layer.
+
+        Returns:
+            The probe (one per tracer).
+        """
+        if self._inner is None:
+            self._inner = InnerProbe(self)
+        return self._inner
 
     def flush(self) -> None:
         """Block until everything recorded so far is committed."""
@@ -502,14 +516,19 @@ class _TraceBase(AgentMiddleware):
         # (a write to the LangGraph store inside the call is the call's: tracer.record.basestore)
         stored = TOOL_CALL.set(tcid) if tool and (
             getattr(request.runtime, "store", None) is not None) else None
+        inner = None
         try:
             given: object = None
-            for p in procs:
+            # (with an innermost probe, a model call is asked of the processors there: as
+            # the model receives it)
+            asked_inside = self._inner is not None and not tool and run is not None
+            for p in procs if not asked_inside else ():
                 work = p.visit(Site(self.recorder, self._name, run, hook, BEFORE,  # type: ignore[arg-type]
                                     request=request))
                 if work is not None:
                     request, given = yield work  # type: ignore[misc]
             framed = self._frame(pre, request, hook) if self._layered else None
+            inner = INNER.set(run) if asked_inside else None
             result = answered(given, hook) if given is not None else (yield Down(request))
         except Exception as exc:
             self._error(pre, hook, exc, tcid, request if tool else None)  # type: ignore[arg-type]
@@ -532,6 +551,8 @@ class _TraceBase(AgentMiddleware):
                 FRAME.reset(framed[1])
             if stored is not None:
                 TOOL_CALL.reset(stored)
+            if inner is not None:
+                INNER.reset(inner)
         if framed is not None:
             self._settle(framed[0], hook, tcid, result)  # type: ignore[arg-type]
         for p in procs:

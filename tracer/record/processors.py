@@ -62,6 +62,7 @@ class Site:
     state: object = None  # FIRE: the graph state the node hook was given
     error: BaseException | None = None  # ERROR: what the call raised
     layer: str | None = None  # LAYER: the middleware just outside
+    inner: bool = False  # BEFORE at the innermost probe: as the model receives it
 
 
 class HookProcessor(Protocol):
