@@ -505,3 +505,27 @@ def test_without_the_innermost_probe_the_pause_says_where_it_stands(tmp_path):
     channel.answer(db, p["run"], "run")
     bg.result()
     trace.flush()
+
+
+def test_a_dangling_tool_call_breakpoint_fires_on_the_request_the_model_receives(tmp_path):
+    # (issue 44, item 2: the record holds the ToolMessage; the model does not get it)
+    import types
+
+    from langchain.agents import create_agent
+
+    from tracer.record.autohook import _debug_every_agent
+
+    factory = types.SimpleNamespace(create_agent=create_agent)
+    _debug_every_agent(factory)
+    db = tmp_path / "dangling.db"
+    trace = TraceMiddleware(db=db, debug=Debugger(["finding:dangling-tool-call"]))
+    agent = factory.create_agent(model(), tools=[get_weather],
+                                 middleware=[trace, _DropToolResults()])
+    bg = Background(lambda: agent.invoke(QUESTION))
+    p = wait_paused(db, alive=bg.alive)[0]
+    assert (p["hook"], p["at"], p["reason"]) == ("wrap_model_call", "before",
+                                                 "finding:dangling-tool-call")
+    assert [m["type"] for m in p["pending"]["messages"]] == ["human", "ai"]
+    channel.answer(db, p["run"], "run")
+    assert bg.result()["messages"][-1].content == "No tool answered."
+    trace.flush()

@@ -10,7 +10,7 @@ are ``tracer.vocab.edits.Edit``s, made by ``tracer.record.edit_apply``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
@@ -120,7 +120,33 @@ def _before(dbg: Debugger, site: Site) -> _Visit:
 
     m = dbg.moment(site.run, site.hook, BEFORE if site.at == BEFORE else LAYER, text=text,
                    layer=site.layer)
+    if site.inner and dbg.finding_armed():
+        # (the request as the model receives it is checked itself: a middleware may have
+        # made it break the provider's protocol after the record was written)
+        recorded = m.findings
+        m.findings = lambda: set(recorded()) | request_rules(site.run.id, request.messages)
     return _Visit(m, pending, apply, (request, None))
+
+
+def request_rules(run_id: str, messages: Sequence[BaseMessage]) -> set[str]:
+    """The protocol rules (``tracer.checks.protocol``) the messages of a request break,
+    for any provider: a dangling tool call, a result with no call ..."""
+    from tracer.checks.base import PROVIDERS, Call, ModelInput, Turn, is_empty_content
+    from tracer.checks.protocol import check_model_call
+
+    role = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system"}
+    turns = []
+    for i, msg in enumerate(messages):
+        calls = tuple(Call(c.get("id"), str(c.get("name")), True)
+                      for c in getattr(msg, "tool_calls", None) or ())
+        calls += tuple(Call(c.get("id"), str(c.get("name")), False)
+                       for c in getattr(msg, "invalid_tool_calls", None) or ())
+        kind = role.get(msg.type, "other")
+        turns.append(Turn(msg.id or f"request-{i}", kind, calls,
+                          getattr(msg, "tool_call_id", None),
+                          kind == "assistant" and not calls and is_empty_content(msg.content)))
+    mc = ModelInput(0, 0, turns, False, None)
+    return {f.rule for f in check_model_call(run_id, mc, PROVIDERS)}
 
 
 def _seen_at(site: Site) -> str:

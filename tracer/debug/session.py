@@ -130,9 +130,10 @@ class Debugger:
     def io_due(self, m: Moment) -> bool:
         """Whether deciding on ``m`` needs the database first (run it off the loop)."""
         return (time.monotonic() - self._remote_at >= REFRESH_S) or (
-            m.at == "before" and self._finding_armed())
+            m.at == "before" and self.finding_armed())
 
-    def _finding_armed(self) -> bool:
+    def finding_armed(self) -> bool:
+        """Whether a ``finding:`` breakpoint is armed (here or from outside)."""
         return any(b.kind == "finding" for b in self.breaks) or any(
             r[1].kind == "finding" for r in self._remote)
 
@@ -152,7 +153,7 @@ class Debugger:
                     except LooptraceError as exc:
                         self._warn(f"bad-{bid}", str(exc))
                 self._remote = fresh
-            if m.at == "before" and self._finding_armed():
+            if m.at == "before" and self.finding_armed():
                 self._findings(rec, run)
         except (sqlite3.Error, LooptraceError, OSError) as exc:
             self._warn("io", f"looptrace debug: the channel cannot be read ({exc})")
