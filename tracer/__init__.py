@@ -180,16 +180,16 @@ _EXPORTS: dict[str, str] = {
 __getattr__ = lazy_getattr(__name__, _EXPORTS)
 
 
-def _arm_debugger(debug: object, db: str) -> object:
+def _arm_debugger(debug: object, db: str) -> _processors.HookProcessor | None:
     """The debugger ``TraceMiddleware(debug=...)`` / ``LOOPTRACE_DEBUG`` arms (imported
     then: it reads the checks, a layer above the recording side, which only declares
     the processor it calls, ``tracer.record.processors``)."""
-    from .debug.session import arm
+    from .debug.hooks import arm_processor
 
-    return arm(debug, db)
+    return arm_processor(debug, db)
 
 
-_processors.register(_arm_debugger)  # type: ignore[arg-type]  # (a Debugger is one)
+_processors.register(_arm_debugger)
 
 
 def __dir__() -> list[str]:

@@ -19,7 +19,7 @@ from whatif_kit import root_run
 
 from tracer.cli import main
 from tracer.errors import ReplayError
-from tracer.whatif.rerun import Edit
+from tracer.whatif.rerun import Edit, replay_run
 
 # the weather demo agent (as tests/cli/test_whatif_cli.py has it)
 AGENT_MODULE = '''
@@ -95,11 +95,23 @@ def test_a_chat_model_factory_is_taken() -> None:
     assert isinstance(_model("tracer.demo.models:echo_model"), BaseChatModel)
 
 
-def test_the_api_refuses_it_too() -> None:
+def test_the_api_refuses_it_too(recorded: tuple[Path, str, str], monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # (the one Edit takes an init_chat_model name, as the debugger's does: "/" is none,
+    # and the fork refuses it before the agent's module is imported)
+    db, run_id, module = recorded
+    monkeypatch.chdir(db.parent)
+    monkeypatch.setenv("LOOPTRACE_TEST_DB", str(db))
+    before = dump(db)
     with pytest.raises(ReplayError) as info:
-        Edit("model", model="/")
-    assert str(info.value) == ("the model edit needs a chat model: str '/' is not a "
-                               "BaseChatModel")
+        replay_run(run_id, agent=f"{module}:make_agent", db=db, at=4,
+                   edit=Edit("model", model="/"))
+    assert str(info.value).startswith("the model edit needs a chat model: ValueError: ")
+    assert "\n" not in str(info.value)
+    with pytest.raises(ReplayError) as info:
+        Edit("model", model=sys.maxsize)
+    assert str(info.value) == (f"the model edit needs a chat model: int {sys.maxsize} is not "
+                               "a BaseChatModel")
+    assert dump(db) == before
 
 
 def test_mcp_fork_run_refuses_it(recorded: tuple[Path, str, str]) -> None:

@@ -30,7 +30,7 @@ from tracer.record.processors import AFTER, BEFORE, ERROR, FIRE, LAYER, Site, Wo
 from tracer.vocab.edits import Edit
 
 from .breakpoints import Moment
-from .session import Debugger, aimessage_of, message_json, request_json, tool_call_json
+from .session import Debugger, aimessage_of, arm, message_json, request_json, tool_call_json
 
 if TYPE_CHECKING:
     from langchain.agents.middleware import ModelRequest, ToolCallRequest
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     # (LangChain's type parameter: the user's own context type, never read here)
     _Request: TypeAlias = ModelRequest[Any]
 
-__all__ = ["DebugAborted", "DebugRaised", "visit"]
+__all__ = ["DebugAborted", "DebugProcessor", "DebugRaised", "arm_processor", "visit"]
 
 JSON: TypeAlias = dict[str, Any]  # (what a pause shows, as JSON)
 # an answer's edit -> (what the hook goes on with, before, after); None -> unchanged
@@ -54,6 +54,29 @@ class _Visit:
     apply: Apply
     unchanged: object
     tool_call_id: str | None = None
+
+
+class DebugProcessor:
+    """The debugger as ``TraceMiddleware`` holds it: a ``tracer.record.processors``
+    ``HookProcessor`` over one ``Debugger``."""
+
+    __slots__ = ("debugger",)
+
+    def __init__(self, debugger: Debugger) -> None:
+        self.debugger = debugger
+
+    def bind(self, db: str) -> None:
+        self.debugger.bind(db)
+
+    def visit(self, site: Site) -> Work | None:
+        return visit(self.debugger, site)
+
+
+def arm_processor(debug: object, db: str) -> DebugProcessor | None:
+    """The armer the package's root registers (``tracer/__init__.py``): the debugger
+    ``debug=`` or ``LOOPTRACE_DEBUG`` arms (``tracer.debug.session.arm``), as a processor."""
+    dbg = arm(debug, db)
+    return None if dbg is None else DebugProcessor(dbg)
 
 
 def visit(dbg: Debugger, site: Site) -> Work | None:

@@ -32,7 +32,6 @@ from typing import Any
 
 from tracer.db.schema import connect
 from tracer.errors import DebugAborted, DebugRaised, LooptraceError
-from tracer.record.processors import Site, Work
 from tracer.vocab.content import content_text
 from tracer.vocab.edits import describe_json
 from tracer.vocab.records import tool_name
@@ -99,13 +98,9 @@ class Debugger:
         self._db: str | None = None
         self._warned: set[str] = set()
 
-    # -- a processor of TraceMiddleware's hook firings (tracer.record.processors) -------
+    # -- the channel's connection -----------------------------------------------------
     def bind(self, db: str | Path) -> None:
         self._db = str(db)
-
-    def visit(self, site: Site) -> Work | None:
-        """Whether this hook firing pauses: the pause to make (``tracer.debug.hooks``)."""
-        return _visit(self, site)
 
     def _c(self) -> sqlite3.Connection:
         if self._conn is None:
@@ -290,8 +285,7 @@ class Debugger:
 def arm(debug: object, db: str) -> Debugger | None:
     """The debugger ``TraceMiddleware(debug=...)`` arms (``True``: one with no breakpoint
     yet; specs: one with those; a ``Debugger``), or ``LOOPTRACE_DEBUG``'s when ``debug``
-    is None, bound to the middleware's file; None when neither asks for one. (Registered
-    with ``tracer.record.processors`` by the package's root.)"""
+    is None, bound to the middleware's file; None when neither asks for one."""
     if debug is False:
         return None
     dbg = from_env(dict(os.environ)) if debug is None else (
@@ -380,8 +374,3 @@ async def in_thread(fn: Callable[..., Any], *args: Any) -> Any:
     """Run a blocking step of the debugger off the event loop."""
     return await asyncio.to_thread(fn, *args)
 
-
-def _visit(dbg: Debugger, site: Site) -> Work | None:
-    from .hooks import visit  # (hooks imports this module)
-
-    return visit(dbg, site)

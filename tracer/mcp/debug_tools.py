@@ -14,7 +14,8 @@ from tracer.vocab.edits import AT, KINDS
 __all__ = ["DEBUG_TOOLS", "Debug"]
 
 _EDITS = ("edit_kind names the edit, with the same arguments as fork_run's: message "
-          "(position, text), drop (position), insert (position, text, role), system (text), "
+          "(position, text), drop (position), insert (position, text, role: human, ai, "
+          "system, or tool with tool_call_id: a result for a dangling tool call), system (text), "
           "model (model: an init_chat_model name, or offline), tool_result (text), "
           "tool_args (args), and the debugger's own: tools (names: the tools to keep "
           "offering), settings (settings: an object), reply (text and/or tool_calls: "
@@ -85,13 +86,14 @@ class Debug:
                position: int | None = None, text: str | None = None, role: str = "human",
                model: str | None = None, args: dict[str, Any] | None = None,
                names: list[str] | None = None, settings: dict[str, Any] | None = None,
-               tool_calls: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+               tool_calls: list[dict[str, Any]] | None = None,
+               tool_call_id: str | None = None) -> dict[str, Any]:
         edit: dict[str, Any] | None = None
         if edit_kind is not None:
             edit = {"kind": edit_kind, "role": role}
             for name, value in (("position", position), ("text", text), ("model", model),
                                 ("args", args), ("names", names), ("settings", settings),
-                                ("tool_calls", tool_calls)):
+                                ("tool_calls", tool_calls), ("tool_call_id", tool_call_id)):
                 if value is not None:
                     edit[name] = value
         return channel.answer(self.db, self._rid(run), command, edit)
