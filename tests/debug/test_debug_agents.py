@@ -529,3 +529,32 @@ def test_a_dangling_tool_call_breakpoint_fires_on_the_request_the_model_receives
     channel.answer(db, p["run"], "run")
     assert bg.result()["messages"][-1].content == "No tool answered."
     trace.flush()
+
+
+def test_one_answer_carries_several_edits_made_in_order(tmp_path):
+    # (issue 45, item 5: a list of edits; an inserted ToolMessage answers a tool call)
+    s = Session(tmp_path, ["model:2"])
+    p = s.paused()
+    assert [m["type"] for m in p["pending"]["messages"]] == ["human", "ai", "tool"]
+    s.go(edit=[{"kind": "drop", "position": 2},
+               {"kind": "insert", "position": 2, "role": "tool", "tool_call_id": "c1",
+                "text": "Hail"},
+               {"kind": "system", "text": "Be brief."}])
+    assert s.finish()["messages"][-1].content == "The tool said: Hail"
+    debug = [p for h, ph, p in s.record() if ph == "debug"]
+    assert [d["change"] for d in debug] == [
+        "message 2 dropped from the request; a tool message inserted at 2; "
+        "system prompt changed"]
+    assert debug[0]["before"]["system"] is None and debug[0]["after"]["system"] == "Be brief."
+
+
+def test_a_bad_edit_in_a_list_is_one_line_and_nothing_is_written(tmp_path):
+    s = Session(tmp_path, ["model:2"])
+    p = s.paused()
+    with pytest.raises(InvalidOption, match=r"^position 9 is outside the request's messages "
+                                            r"\(0\.\.2\)$"):
+        channel.answer(s.db, p["run"], "continue", [{"kind": "system", "text": "x"},
+                                                    {"kind": "drop", "position": 9}])
+    assert channel.list_paused(s.db)[0]["run"] == p["run"]  # (still paused, unanswered)
+    channel.answer(s.db, p["run"], "run")
+    s.finish()

@@ -27,7 +27,7 @@ import time
 from typing import Any, TextIO
 
 from tracer.errors import LooptraceError, UsageError
-from tracer.vocab.edits import Edit
+from tracer.vocab.edits import Edit, edits_of
 from tracer.vocab.words import plural
 
 from . import DEFAULT_DB
@@ -43,7 +43,8 @@ HELP = """\
   reply TEXT          at a model call: answer it yourself (after the model: the new answer)
   result TEXT         at a tool call: give its result yourself (after it: the new result)
   args JSON           at a tool call: run it with these arguments
-  edit JSON           continue with this edit (tracer.vocab.edits: {"kind": ..., ...})
+  edit JSON           continue with this edit (tracer.vocab.edits: {"kind": ..., ...}),
+                      or a list of them ([{...}, {...}]: made in order)
   b SPEC              arm another breakpoint (every run of this database)
   h, help             this list"""
 
@@ -213,8 +214,9 @@ class Prompt:
         self.say("changed in the debugger; going on")
         return True
 
-    def edit_of(self, word: str, rest: str, pend: dict[str, Any]) -> Edit | None:
-        """The edit a prompt line asks (``BadEdit``, one line, for one that is not)."""
+    def edit_of(self, word: str, rest: str, pend: dict[str, Any]) -> Edit | list[Edit] | None:
+        """The edit a prompt line asks, or the list ``edit [...]`` gives (``BadEdit``,
+        one line, for one that is not)."""
         if word == "reply":
             return Edit("reply", text=rest)
         if word == "result":
@@ -226,6 +228,8 @@ class Prompt:
                 msg = f"args: not valid JSON ({exc.msg} at column {exc.colno})"
                 raise UsageError(msg) from None
         if word == "edit" and rest:
+            if rest.strip().startswith("["):
+                return list(edits_of(rest))
             return Edit.of(rest if rest.strip().startswith("{") else {"kind": rest.strip()})
         if word in ("e", "edit"):
             return Edit.of(self.in_editor(template(pend.get("kind"), pend)))

@@ -24,7 +24,7 @@ from typing import Any
 
 from tracer.db.schema import connect
 from tracer.errors import LooptraceError, NotPaused, RunNotFound, UsageError
-from tracer.vocab.edits import Edit
+from tracer.vocab.edits import Edit, edits_of
 
 from .breakpoints import parse
 
@@ -201,7 +201,7 @@ def pending(db: str | Path, run: str) -> dict[str, Any]:
 
 
 def answer(db: str | Path, run: str, command: str = "continue",
-           edit: Edit | dict[str, Any] | None = None) -> dict[str, Any]:
+           edit: Edit | dict[str, Any] | list[Any] | None = None) -> dict[str, Any]:
     """Answer run ``run``'s pause: ``command`` (one of ``COMMANDS``) and, for
     ``continue`` / ``step`` / ``lap``, an optional ``edit`` (``tracer.vocab.edits.Edit`` or its JSON),
     validated against what is pending before anything is written."""
@@ -220,7 +220,9 @@ def answer(db: str | Path, run: str, command: str = "continue",
             if command == "abort":
                 msg = "an abort takes no edit"
                 raise UsageError(msg)
-            clean = Edit.of(edit).check(json.loads(row["pending"] or "{}")).to_json()
+            pend = json.loads(row["pending"] or "{}")
+            made = [e.check(pend).to_json() for e in edits_of(edit)]
+            clean = made[0] if len(made) == 1 else made
         with conn:
             n = conn.execute(
                 "UPDATE debug_pauses SET command = ?, edit = ?, commanded_at = ?"

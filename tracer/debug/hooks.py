@@ -27,7 +27,7 @@ from tracer.record.edit_apply import (
     tool_message_of,
 )
 from tracer.record.processors import AFTER, BEFORE, ERROR, FIRE, LAYER, Site, Work
-from tracer.vocab.edits import Edit
+from tracer.vocab.edits import Edit, edits_of
 
 from .breakpoints import Moment
 from .session import Debugger, aimessage_of, arm, message_json, request_json, tool_call_json
@@ -102,8 +102,9 @@ def visit(dbg: Debugger, site: Site) -> Work | None:
     return work
 
 
-def _edit(edit: JSON | None) -> Edit | None:
-    return None if edit is None else Edit.of(edit)
+def _edits(raw: object) -> tuple[Edit, ...]:
+    """The answer's edits (one, or a list made in order); () for none."""
+    return () if raw is None else edits_of(raw)
 
 
 # -- node hooks: pause and go on (nothing to edit) -----------------------------------
@@ -130,13 +131,19 @@ def _before(dbg: Debugger, site: Site) -> _Visit:
         return " ".join(str(getattr(m, "content", "")) for m in request.messages).lower()
 
     def apply(raw: JSON | None) -> object:
-        edit = _edit(raw)
-        if edit is None:
+        edits = _edits(raw)
+        if not edits:
             return request, None
-        new, reply = apply_request(request, edit)
+        new, reply = request, None
+        for edit in edits:  # (in order; an answer given ends them)
+            new, reply = apply_request(new, edit)
+            if reply is not None:
+                break
         before = request_json(request)
         after = ({"reply": message_json(reply)} if reply is not None else request_json(new))
-        return (new, reply), _changed(before, edit), _changed(after, edit)
+        if len(edits) > 1:
+            return (new, reply), before, after
+        return (new, reply), _changed(before, edits[0]), _changed(after, edits[0])
 
     def pending() -> JSON:
         return {**request_json(request), "seen_at": _seen_at(site)}
@@ -188,10 +195,14 @@ def _tool_before(dbg: Debugger, site: Site) -> _Visit:
     call = tool_call_json(request)
 
     def apply(raw: JSON | None) -> object:
-        edit = _edit(raw)
-        if edit is None:
+        edits = _edits(raw)
+        if not edits:
             return request, None
-        new, given = apply_tool_call(request, edit)
+        new, given = request, None
+        for edit in edits:
+            new, given = apply_tool_call(new, edit)
+            if given is not None:
+                break
         after = ({"result": message_json(given)} if given is not None
                  else {"tool_call": tool_call_json(new)})
         return (new, given), {"tool_call": call}, after
@@ -210,10 +221,10 @@ def _after(dbg: Debugger, site: Site) -> _Visit:
     ai = aimessage_of(response)
 
     def apply(raw: JSON | None) -> object:
-        edit = _edit(raw)
-        if edit is None or ai is None:
+        edits = _edits(raw)
+        if not edits or ai is None:
             return response
-        new = reply_message(edit, like=ai)
+        new = reply_message(edits[-1], like=ai)
         out: object = new
         if isinstance(response, ModelResponse):
             out = ModelResponse(result=[new if m is ai else m for m in response.result],
@@ -234,10 +245,12 @@ def _tool_after(dbg: Debugger, site: Site) -> _Visit:
     error = msg is not None and msg.status == "error"
 
     def apply(raw: JSON | None) -> object:
-        edit = _edit(raw)
-        if edit is None or msg is None:
+        edits = _edits(raw)
+        if not edits or msg is None:
             return result
-        new = apply_tool_result(cast("ToolResult", result), edit, tcid)
+        new = cast("ToolResult", result)
+        for edit in edits:
+            new = apply_tool_result(new, edit, tcid)
         return new, message_json(msg), message_json(tool_message_of(new, tcid))
 
     pending: JSON = {"kind": "tool_result", "tool_call": call,
@@ -255,9 +268,10 @@ def _error(dbg: Debugger, site: Site) -> _Visit | None:
     call = tool_call_json(cast("ToolCallRequest", site.request)) if tool else None
 
     def apply(raw: JSON | None) -> object:
-        edit = _edit(raw)
-        if edit is None:
+        edits = _edits(raw)
+        if not edits:
             return None
+        edit = edits[-1]
         new: BaseMessage
         if call is not None:
             new = ToolMessage(content=str(edit.text), tool_call_id=str(call["id"]),

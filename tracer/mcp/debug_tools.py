@@ -8,6 +8,7 @@ from typing import Any
 
 from tracer.debug import channel
 from tracer.debug.breakpoints import FORMS
+from tracer.errors import UsageError
 from tracer.read.loader import TraceDB
 from tracer.vocab.edits import AT, KINDS
 
@@ -43,8 +44,9 @@ DEBUG_TOOLS: dict[str, str] = {
         "(the next lap's model call), run (to the end, no more pauses), abort (the run "
         "ends as an error, 'aborted in the debugger'). With continue/step/lap an optional "
         "edit changes what is pending first; it is recorded with its before and after. "
-        + _EDITS + " A bad edit, or a run that is not paused, is an error and changes "
-        "nothing."),
+        + _EDITS + " Several edits in one answer: edits, a list of objects "
+        "({\"kind\": ..., ...} each), made in order. A bad edit, or a run that is not "
+        "paused, is an error and changes nothing."),
     "set_breakpoint": (
         "WRITES to the database: arm a breakpoint for the agents debugged into it (they "
         "read it within half a second), for one run (and its subagents), one thread, or "
@@ -87,8 +89,14 @@ class Debug:
                model: str | None = None, args: dict[str, Any] | None = None,
                names: list[str] | None = None, settings: dict[str, Any] | None = None,
                tool_calls: list[dict[str, Any]] | None = None,
-               tool_call_id: str | None = None) -> dict[str, Any]:
-        edit: dict[str, Any] | None = None
+               tool_call_id: str | None = None,
+               edits: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        edit: dict[str, Any] | list[dict[str, Any]] | None = None
+        if edits is not None:
+            if edit_kind is not None:
+                msg = "give edit_kind (one edit) or edits (a list), not both"
+                raise UsageError(msg)
+            edit = edits
         if edit_kind is not None:
             edit = {"kind": edit_kind, "role": role}
             for name, value in (("position", position), ("text", text), ("model", model),

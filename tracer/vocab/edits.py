@@ -27,7 +27,8 @@ from typing import Any, Final
 
 from tracer.errors import BadEdit
 
-__all__ = ["AT", "KINDS", "ROLES", "BadEdit", "Edit", "Kind", "describe_json", "what_json"]
+__all__ = ["AT", "KINDS", "ROLES", "BadEdit", "Edit", "Kind", "describe_json", "edits_of",
+           "what_json"]
 
 # Where an edit applies: what the debugger has pending (``pending.kind``), and for a fork
 # the call it is made at (a model call, a tool call) or the agent itself (``stack``).
@@ -336,8 +337,28 @@ def _tool_calls(value: object) -> tuple[dict[str, Any], ...]:
     return tuple(out)
 
 
+def edits_of(value: object) -> tuple[Edit, ...]:
+    """One edit, or a list of them made in order in one answer (a position then counts in
+    the request as the edits before it left it), from JSON: ``BadEdit`` for anything
+    that is not one."""
+    if isinstance(value, str) and value.lstrip().startswith("["):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise _bad(f"the edits are not valid JSON ({exc.msg} at column {exc.colno})"
+                       ) from None
+    if isinstance(value, list | tuple):
+        if not value:
+            raise _bad("an empty list of edits (continue with no edit instead)")
+        return tuple(Edit.of(v) for v in value)
+    return (Edit.of(value),)
+
+
 def describe_json(value: object) -> str:
-    """A recorded edit (its JSON) in a few words; its kind when it is not a valid one."""
+    """A recorded edit (its JSON, or a list of them) in a few words; its kind when it is
+    not a valid one."""
+    if isinstance(value, list):
+        return "; ".join(describe_json(v) for v in value) or "edit"
     e = Edit.read(value)
     if e is not None:
         return e.describe()
