@@ -107,7 +107,8 @@ def _debug_every_agent(module: Any) -> None:
             from .middleware import TraceMiddleware
 
             stack.append(TraceMiddleware(db=os.environ.get("LOOPTRACE_DB") or "looptrace.db"))
-        elif stack[-1] is not traced[0] and traced[0].processors:
+        elif stack[-1] is not traced[0] and traced[0].processors and (
+                traced[0].innermost() not in stack):
             # (the user's own tracer, outside other middleware: the debugger asks at
             # the innermost layer, where the request is what the model receives)
             stack.append(traced[0].innermost())
