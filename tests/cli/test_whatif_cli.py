@@ -72,7 +72,8 @@ def test_fork_reports_where_the_live_part_began(recorded: tuple[Path, str, str],
                  "--at", "10", "--message", "0=And in Bergen?"]) == 0
     text = capsys.readouterr().out
     assert "from the record: 1 of 2 model calls (30 tokens" in text
-    assert "live from model call 2 (step 10 of the record): the edit (message 0 replaced)" in text
+    assert ("live from model call 2 (step 10 of the record): the edit (message 0 of the "
+            "request replaced)") in text
     fork = text.split(" as ", 1)[1].split()[0]
     assert main(["diff", run_id, fork, "--db", str(db)]) == 1
     assert "first divergence (message): lap 2, step 10 (A) / 10 (B)" in capsys.readouterr().out
