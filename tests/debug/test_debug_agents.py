@@ -558,3 +558,35 @@ def test_a_bad_edit_in_a_list_is_one_line_and_nothing_is_written(tmp_path):
     assert channel.list_paused(s.db)[0]["run"] == p["run"]  # (still paused, unanswered)
     channel.answer(s.db, p["run"], "run")
     s.finish()
+
+
+def _says_its_system_prompt(messages: Any) -> AIMessage:
+    system = [str(m.content) for m in messages if m.type == "system"]
+    return AIMessage(f"system: {system[0] if system else None}")
+
+
+def test_an_edit_marked_from_now_on_is_made_at_every_later_model_call_and_recorded_there(
+        tmp_path):
+    # (issue 45, item 5: "from now on", and the record says where it applied)
+    llm = ScriptedChatModel(script=turn_script([
+        AIMessage("", id="ai-1", tool_calls=[call("get_weather", {"city": "Oslo"}, "c1")]),
+        _says_its_system_prompt,
+    ]))
+    s = Session(tmp_path, ["model:1"], llm=llm)
+    s.go(edit={"kind": "system", "text": "Be brief.", "from_now_on": True})
+    assert s.finish()["messages"][-1].content == "system: Be brief."
+    debug = [p for h, ph, p in s.record() if ph == "debug"]
+    assert [(d["command"], d["change"]) for d in debug] == [
+        ("continue", "system prompt changed (from now on)"),
+        ("from now on", "system prompt changed (from now on)")]
+
+
+def test_only_a_request_setting_may_be_made_from_now_on(tmp_path):
+    s = Session(tmp_path, ["model:1"])
+    p = s.paused()
+    with pytest.raises(InvalidOption, match=r"^a drop edit is made once \(from now on: model, "
+                                            r"settings, system, tools\)$"):
+        channel.answer(s.db, p["run"], "continue",
+                       {"kind": "drop", "position": 0, "from_now_on": True})
+    channel.answer(s.db, p["run"], "run")
+    s.finish()

@@ -90,6 +90,8 @@ def test_recorded_edits_are_described(edit: object, short: str, long: str) -> No
     ({"kind": "reply"}, "the reply edit needs text or tool_calls"),
     ({"kind": "reply", "tool_calls": [{"args": {}}]}, "each tool call needs a name"),
     ({"kind": "system", "text": "x", "colour": "red"}, "the system edit has no field 'colour'"),
+    ({"kind": "system", "text": "x", "from_now_on": "yes"},
+     "the system edit's from_now_on must be true or false"),
 ])
 def test_bad_edits_are_one_line(edit: object, error: str) -> None:
     with pytest.raises(BadEdit) as info:
@@ -144,6 +146,14 @@ def test_an_insert_may_append_after_the_last_message_and_a_tools_edit_keeps_what
         ) -> None:
     assert Edit.of({"kind": "insert", "position": 2, "text": "x"}).check(REQUEST).position == 2
     assert Edit("tools", names=("get_price",)).check(REQUEST).names == ("get_price",)
+
+
+def test_from_now_on_is_recorded_only_when_set() -> None:
+    e = Edit.of({"kind": "system", "text": "x", "from_now_on": True})
+    assert e.to_json() == {"kind": "system", "text": "x", "from_now_on": True}
+    assert e.describe() == "system prompt changed (from now on)"
+    assert Edit.of({"kind": "system", "text": "x", "from_now_on": False}).to_json() == {
+        "kind": "system", "text": "x"}
 
 
 def test_where_each_kind_is_made_by_a_fork() -> None:

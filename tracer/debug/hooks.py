@@ -27,7 +27,7 @@ from tracer.record.edit_apply import (
     tool_message_of,
 )
 from tracer.record.processors import AFTER, BEFORE, ERROR, FIRE, LAYER, Site, Work
-from tracer.vocab.edits import Edit, edits_of
+from tracer.vocab.edits import Edit, describe_json, edits_of
 
 from .breakpoints import Moment
 from .session import Debugger, aimessage_of, arm, message_json, request_json, tool_call_json
@@ -54,6 +54,7 @@ class _Visit:
     apply: Apply
     unchanged: object
     tool_call_id: str | None = None
+    changed: bool = False  # ``unchanged`` is changed already (edits made from now on)
 
 
 class DebugProcessor:
@@ -88,7 +89,7 @@ def visit(dbg: Debugger, site: Site) -> Work | None:
     m, run = v.moment, site.run
     due = dbg.io_due(m)
     if not due and dbg.decide(run, m) is None:
-        return None
+        return (lambda: v.unchanged) if v.changed else None
 
     def work() -> object:
         if due:
@@ -126,6 +127,14 @@ def _before(dbg: Debugger, site: Site) -> _Visit:
     if site.hook == "wrap_tool_call":
         return _tool_before(dbg, site)
     request = cast("_Request", site.request)
+    rd = dbg.state(site.run)
+    sticky = bool(rd.sticky) and site.at == BEFORE
+    if sticky:  # (edits an earlier answer marked from_now_on: made here again, and said)
+        for raw in rd.sticky:
+            request, _ = apply_request(request, Edit.of(raw))
+            site.recorder.event(site.run, site.hook, "debug", middleware=site.middleware,
+                                payload={"command": "from now on", "outcome": "edited",
+                                         "edit": raw, "change": describe_json(raw)})
 
     def text() -> str:
         return " ".join(str(getattr(m, "content", "")) for m in request.messages).lower()
@@ -137,6 +146,8 @@ def _before(dbg: Debugger, site: Site) -> _Visit:
         new, reply = request, None
         for edit in edits:  # (in order; an answer given ends them)
             new, reply = apply_request(new, edit)
+            if edit.from_now_on:
+                rd.sticky.append(edit.to_json())
             if reply is not None:
                 break
         before = request_json(request)
@@ -155,7 +166,7 @@ def _before(dbg: Debugger, site: Site) -> _Visit:
         # made it break the provider's protocol after the record was written)
         recorded = m.findings
         m.findings = lambda: set(recorded()) | request_rules(site.run.id, request.messages)
-    return _Visit(m, pending, apply, (request, None))
+    return _Visit(m, pending, apply, (request, None), changed=sticky)
 
 
 def request_rules(run_id: str, messages: Sequence[BaseMessage]) -> set[str]:

@@ -60,6 +60,8 @@ class _RunDebug:
     done: bool = False  # run to the end: no more pauses
     findings: set[str] = field(default_factory=set)  # rules new since the last moment
     seen: set[tuple[str, int | None]] = field(default_factory=set)
+    # edits marked from_now_on (tracer.vocab.edits): made again at every later model call
+    sticky: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass

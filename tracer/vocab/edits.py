@@ -107,7 +107,10 @@ KINDS: Final[dict[str, Kind]] = {k.name: k for k in (
 )}
 
 _FIELDS = ("position", "text", "role", "tool_call_id", "args", "model", "middleware",
-           "index", "names", "settings", "tool_calls")
+           "index", "names", "settings", "tool_calls", "from_now_on")
+# the edits a debugger answer may mark "from now on": made again at every later model
+# call of the same run (a subagent's system prompt for each of its calls ...)
+STICKY = frozenset({"system", "model", "tools", "settings"})
 
 
 def _bad(msg: str) -> BadEdit:
@@ -147,6 +150,7 @@ class Edit:
     names: tuple[str, ...] | None = None  # tools: the tools to keep offering
     settings: dict[str, Any] | None = None  # settings (JSON values)
     tool_calls: tuple[dict[str, Any], ...] | None = None  # reply: [{name, args, id}]
+    from_now_on: bool = False  # (the debugger) made again at every later model call
 
     def __post_init__(self) -> None:
         kind = KINDS.get(self.kind) if isinstance(self.kind, str) else None
@@ -198,6 +202,11 @@ class Edit:
                 raise _bad("the reply edit needs text or tool_calls")
             object.__setattr__(self, "tool_calls", calls)
             object.__setattr__(self, "text", self.text or "")
+        if not isinstance(self.from_now_on, bool):
+            raise _bad(f"the {self.kind} edit's from_now_on must be true or false")
+        if self.from_now_on and self.kind not in STICKY:
+            raise _bad(f"a {self.kind} edit is made once (from now on: "
+                       f"{', '.join(sorted(STICKY))})")
         if self.kind == "raise" and not self.text:
             object.__setattr__(self, "text", "raised in the debugger")
 
@@ -221,6 +230,8 @@ class Edit:
         if unknown:
             raise _bad(f"the {value['kind']} edit has no field {unknown[0]!r}")
         kw: dict[str, Any] = {k: value[k] for k in _FIELDS if value.get(k) is not None}
+        if kw.get("from_now_on") is False:
+            del kw["from_now_on"]
         for name in ("names", "tool_calls"):
             if name in kw:
                 if not isinstance(kw[name], list | tuple):
@@ -298,7 +309,8 @@ class Edit:
 
     def describe(self) -> str:
         """The edit in a few words ("changed in the debugger: ...")."""
-        return self.spec.short.format(**self._words())
+        return self.spec.short.format(**self._words()) + (
+            " (from now on)" if self.from_now_on else "")
 
     def what(self) -> str:
         """The edit in a sentence, with its text: "the system prompt replaced by “...”"."""
@@ -315,6 +327,9 @@ class Edit:
             elif name == "model":
                 if v is not None:
                     out["model"] = _model_label(v)
+            elif name == "from_now_on":
+                if v:
+                    out[name] = True
             elif v is not None:
                 out[name] = list(v) if isinstance(v, tuple) else v
         return out
