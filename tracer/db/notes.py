@@ -40,6 +40,7 @@ from tracer.errors import (
 )
 
 from .schema import connect
+from .url import is_url
 
 __all__ = ["MAX_TAGS", "MAX_TEXT", "TAGS_SQL", "Note", "add_note", "check_tags", "check_text",
            "delete_note", "read_notes"]
@@ -160,7 +161,7 @@ def add_note(db_path: str | Path, run_id: str, text: str, *, step: int | None = 
     tagged = check_tags(tags)
     author = _check_author(author)
     step = _check_step(step)
-    if not Path(db_path).exists():
+    if not is_url(db_path) and not Path(db_path).exists():
         msg = f"{db_path}: no such database"
         raise LooptraceError(msg)
     conn = connect(db_path, create=False, verify=True, done="no note was written")

@@ -38,6 +38,7 @@ from tracer.errors import LooptraceError, is_full, storage_errors
 from tracer.vocab.words import plural
 
 from .schema import connect
+from .url import is_url
 
 FULL_DISK_PAGES = 16  # pages given back per step when the disk is full
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -215,7 +216,7 @@ def prune(path: str | Path, *, older_than: float | None = None, keep: int | None
     damaged file, is one error (``DatabaseFull``, ``NotALooptraceDatabase``) and
     nothing deleted."""
     check_limits(older_than, keep)
-    if not Path(path).exists():
+    if not is_url(path) and not Path(path).exists():
         msg = f"{path}: no such database"
         raise LooptraceError(msg)
     before = file_bytes(path)

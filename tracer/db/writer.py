@@ -51,6 +51,7 @@ from .schema import connect
 from .serialize import dumps, message_json, message_key, search_text, tool_call_id_of
 from .state_rows import STATE_SQL, VALUES_SQL, StateRecord, state_rows
 from .summaries import refresh
+from .url import engine_of, is_url
 
 log = logging.getLogger("looptrace")
 
@@ -384,7 +385,10 @@ class Writer:
                 if rows.state:
                     conn.executemany(STATE_SQL, rows.state)
                 closed = _close_stale(conn, rows.stale) if rows.stale else set()
-                if not self._reaped:  # (the first commit of this writer: the file opened)
+                if not self._reaped and engine_of(conn) == "sqlite":
+                    # (the first commit of this writer: the file opened. Not in a
+                    # PostgreSQL store, which processes on other hosts share: a pid
+                    # there says nothing about this host's processes)
                     closed |= close_dead(conn)
                 for w in rows.wires:
                     cols = list(w)
@@ -663,6 +667,8 @@ def resolve_path(path: str | os.PathLike[str]) -> str:
     ``os.getcwd`` would block, and blockbuster refuses it): there the working
     directory last seen off the loop is used."""
     p = os.fspath(path)
+    if is_url(p):  # a PostgreSQL store: no path
+        return p
     if p == ":memory:" or os.path.isabs(p):
         return os.path.normpath(p) if p != ":memory:" else p
     if not on_event_loop():
