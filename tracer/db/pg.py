@@ -126,6 +126,8 @@ def translate(sql: str) -> tuple[str, str | None]:
         part = _IS_NOT.sub("IS DISTINCT FROM ", part)
         part = _IS.sub("IS NOT DISTINCT FROM ", part)
         part = _LIKE.sub("ILIKE", part)
+        # SQLite's LIMIT -1 is no limit; PostgreSQL's is LIMIT NULL
+        part = re.sub(r"\bLIMIT %s", "LIMIT NULLIF(GREATEST(%s::bigint, -1), -1)", part)
         return re.sub(r"\bAS\s+REAL\b", "AS DOUBLE PRECISION", part, flags=re.IGNORECASE)
 
     text = _outside_quotes(text, fix)
@@ -414,6 +416,11 @@ LANGUAGE plpgsql IMMUTABLE AS $f$ BEGIN
   ELSIF jsonb_typeof(t::jsonb) = 'object' THEN
     RETURN QUERY SELECT e.key, e.value FROM jsonb_each_text(t::jsonb) AS e;
   END IF; END $f$""",
+    """CREATE OR REPLACE FUNCTION json_type(t text) RETURNS text
+LANGUAGE sql IMMUTABLE AS $f$ SELECT CASE jsonb_typeof(t::jsonb)
+  WHEN 'string' THEN 'text' WHEN 'boolean' THEN (t::jsonb)::text
+  WHEN 'number' THEN CASE WHEN (t::jsonb)::text ~ '^-?[0-9]+$' THEN 'integer' ELSE 'real' END
+  ELSE jsonb_typeof(t::jsonb) END $f$""",
     """CREATE OR REPLACE FUNCTION instr(a text, b text) RETURNS integer
 LANGUAGE sql IMMUTABLE AS $f$ SELECT strpos(a, b) $f$""",
     # SQLite counts with booleans: SUM(x = y), n + (x = y)
@@ -477,10 +484,16 @@ def schema_sql() -> list[str]:
         "CREATE INDEX IF NOT EXISTS idx_debug_pauses_run_id ON debug_pauses(run_id)",
         "CREATE INDEX IF NOT EXISTS idx_notes_run_id_seq ON notes(run_id, seq)",
         "CREATE INDEX IF NOT EXISTS idx_wire_run_id_id ON wire(run_id, id)",
-        # search: the trigram index answers ILIKE '%text%' (tracer.db.search)
+        # search: the trigram index answers ILIKE '%text%' (tracer.db.search); the
+        # extension is the database's, in whichever schema made it first (its operator
+        # class named with that schema: stores in other schemas of it use it too)
         "CREATE EXTENSION IF NOT EXISTS pg_trgm",
-        ("CREATE INDEX IF NOT EXISTS idx_messages_text_trgm ON messages"
-        " USING gin (text gin_trgm_ops)"),
+        """DO $f$ DECLARE nsp text; BEGIN
+  SELECT n.nspname INTO nsp FROM pg_extension e JOIN pg_namespace n
+    ON n.oid = e.extnamespace WHERE e.extname = 'pg_trgm';
+  EXECUTE format('CREATE INDEX IF NOT EXISTS idx_messages_text_trgm ON messages'
+    ' USING gin (text %I.gin_trgm_ops)', nsp);
+END $f$""",
         # a deleted run takes what hangs on it along (the SQLite file's triggers)
         """CREATE OR REPLACE FUNCTION looptrace_run_deleted() RETURNS trigger
 LANGUAGE plpgsql AS $f$ BEGIN

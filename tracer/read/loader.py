@@ -21,7 +21,7 @@ from tracer.db import search
 from tracer.db.notes import TAGS_SQL, Note, read_notes, with_steps
 from tracer.db.schema import connect
 from tracer.db.summaries import COUNT_FIELDS, chunks, live_counts
-from tracer.db.url import is_url
+from tracer.db.url import is_url, safe
 from tracer.errors import NotALooptraceDatabase, RunNotFound
 from tracer.vocab.content import content_text as content_text  # noqa: PLC0414 - re-exported for its readers
 from tracer.vocab.records import MODEL_HOOKS, EventRecord
@@ -255,7 +255,7 @@ class TraceDB:
             try:
                 return self._conn.execute(sql, params).fetchall()
             except sqlite3.DatabaseError as exc:
-                msg = f"{self.path}: cannot read ({exc})"
+                msg = f"{safe(self.path)}: cannot read ({exc})"
                 raise NotALooptraceDatabase(msg) from None
 
     # -- runs ---------------------------------------------------------------
@@ -376,7 +376,7 @@ class TraceDB:
     def summary(self, run_id: str) -> RunSummary:
         found = self.runs(ids=[run_id])
         if not found:
-            msg = f"no run {run_id!r} in {self.path}"
+            msg = f"no run {run_id!r} in {safe(self.path)}"
             raise RunNotFound(msg)
         return found[0]
 
@@ -397,9 +397,9 @@ class TraceDB:
         if len(rows) == 1:
             return str(rows[0][0])
         if not rows:
-            msg = f"no run {prefix!r} in {self.path} (not an id, a prefix of one or a run's name)"
+            msg = f"no run {prefix!r} in {safe(self.path)} (not an id, a prefix of one or a run's name)"
             raise RunNotFound(msg)
-        msg = f"run id prefix {prefix!r} is ambiguous in {self.path}"
+        msg = f"run id prefix {prefix!r} is ambiguous in {safe(self.path)}"
         raise RunNotFound(msg)
 
     def _named(self, ref: str) -> str | None:
@@ -411,7 +411,7 @@ class TraceDB:
             return str(rows[0][0])
         if len(rows) > 1:
             (n,) = self._query("SELECT count(*) FROM runs WHERE name = ?", [ref])[0]
-            msg = (f"{n} runs are named {ref!r} in {self.path}: give {ref}@1 (the newest) to "
+            msg = (f"{n} runs are named {ref!r} in {safe(self.path)}: give {ref}@1 (the newest) to "
                    f"{ref}@{n}, or an id")
             raise RunNotFound(msg)
         name, at, nth = ref.rpartition("@")
@@ -427,7 +427,7 @@ class TraceDB:
         (n,) = self._query("SELECT count(*) FROM runs WHERE name = ?", [name])[0]
         if not n:
             return None
-        msg = f"{ref!r}: {n} run(s) are named {name!r} in {self.path}, not {k}"
+        msg = f"{ref!r}: {n} run(s) are named {name!r} in {safe(self.path)}, not {k}"
         raise RunNotFound(msg)
 
     def run(self, run_id: str) -> Run:
