@@ -29,7 +29,7 @@ from tracer.checks.run import Finding, check_replay, check_run, findings_for
 from tracer.checks.saved import health_badge, stored_health
 from tracer.db.notes import Note
 from tracer.db.notes import add_note as _add_note
-from tracer.db.url import is_url, safe
+from tracer.db.url import for_child, is_url, safe
 from tracer.errors import LooptraceError, NotALooptraceDatabase, RunNotFound
 from tracer.interop.exchange import build_sample_db, sample_db_path, sample_files
 from tracer.read.captions import captions
@@ -134,6 +134,7 @@ __all__ = [
     "captions",
     "check_replay",
     "check_run",
+    "child_env",
     "colour_map",
     "content_text",
     "cost_difference",
@@ -240,6 +241,12 @@ def db_path() -> str:
               "and no bundled sample traces found"
         raise NotALooptraceDatabase(msg)
     return _built_sample_db(max(f.stat().st_mtime for f in files))
+
+
+def child_env(path: str) -> dict[str, str]:
+    """The environment a child given ``--db`` (``fork_argv``'s) needs: the URL's
+    password, kept off its command line."""
+    return for_child(path)[1]
 
 
 def shown_db(path: str) -> str:

@@ -201,3 +201,17 @@ def test_an_empty_store_read_is_one_line(pg_url: str | None) -> None:
     with pytest.raises(LooptraceError, match="empty: no looptrace runs"):
         TraceDB(url)
     assert _tables(url) == []
+
+
+def test_a_child_gets_the_url_without_its_password_on_its_command_line() -> None:
+    """``looptrace replay --db`` started by the app or MCP: process listings show the
+    command line, so the password goes in the child's environment."""
+    from tracer.db.url import for_child
+    from tracer.read.fork_links import fork_argv
+
+    url = "postgresql://ann:pa%40ss@db:5432/lt?sslmode=require"
+    argv = fork_argv("r1", 2, {"kind": "system", "text": "x"}, agent="m:f", db=url)
+    assert "pa%40ss" not in " ".join(argv) and "pa@ss" not in " ".join(argv)
+    assert "postgresql://ann@db:5432/lt?sslmode=require" in argv
+    assert for_child(url)[1] == {"PGPASSWORD": "pa@ss"}
+    assert for_child("/tmp/t.db") == ("/tmp/t.db", {})

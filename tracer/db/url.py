@@ -128,3 +128,27 @@ def engine_of(conn: object) -> str:
     """``"postgresql"`` for a connection to a PostgreSQL store (``tracer.db.pg``),
     ``"sqlite"`` for a SQLite file's."""
     return str(getattr(conn, "dialect", "sqlite"))
+
+
+def for_child(db: str) -> tuple[str, dict[str, str]]:
+    """What to give a child process (``looptrace replay --db ...``) for the store ``db``:
+    the URL without its password for its command line (process listings show it), and
+    the password in ``PGPASSWORD`` for its environment; a path as it is, and nothing."""
+    if not is_url(db):
+        return db, {}
+    try:
+        parts = urlsplit(db.strip())
+        password = parts.password
+    except ValueError:
+        return db, {}
+    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True)]
+    in_query = next((v for k, v in query if k == "password"), None)
+    if password is None and in_query is None:
+        return db, {}
+    netloc = parts.netloc
+    if password is not None:
+        userinfo, _, hosts = netloc.rpartition("@")
+        netloc = f"{userinfo.split(':', 1)[0]}@{hosts}"
+    rest = "&".join(f"{k}={quote(v, safe='/')}" for k, v in query if k != "password")
+    url = urlunsplit((parts.scheme, netloc, parts.path, rest, ""))
+    return url, {"PGPASSWORD": unquote(password) if password is not None else str(in_query)}

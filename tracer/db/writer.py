@@ -204,7 +204,7 @@ class Writer:
         except AccessDenied:
             raise  # (credentials refused: the caller's to fix, not a passing outage)
         except DatabaseUnavailable as exc:
-            self._warn("open", f"looptrace cannot open {path} now ({exc}); will retry")
+            self._warn("open", f"looptrace cannot open {safe(path)} now ({exc}); will retry")
 
     # -- hot path -----------------------------------------------------------
     def put(self, item: tuple[Any, ...]) -> None:
@@ -369,7 +369,7 @@ class Writer:
             if stop and pending:  # the last try failed too: say what is lost
                 self.dropped += len(pending)
                 self._warn("write-drop", f"looptrace dropped {len(pending)} records it could "
-                           f"not write to {self.path} before closing")
+                           f"not write to {safe(self.path)} before closing")
             for w in waiters:
                 w.set()
             if stop:

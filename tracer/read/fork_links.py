@@ -13,6 +13,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from tracer.db.url import for_child
+
 from .loader import TraceDB
 
 # the environment variable ``looptrace ui --agent`` sets for the app
@@ -149,7 +151,9 @@ def fork_argv(run_id: str, step: int, edit: dict[str, Any], *, agent: str, db: s
     """``looptrace replay`` arguments that fork ``run_id`` at ``step`` with ``edit``
     (``{"kind": "message", "position": 2, "text": ...}``, ``{"kind": "tool_result",
     "text": ...}``, ``{"kind": "system", "text": ...}``)."""
-    argv = ["looptrace", "replay", run_id, "--agent", agent, "--db", db, "--at", str(step)]
+    # (a URL's password is not put on a command line: for_child gives it as PGPASSWORD)
+    argv = ["looptrace", "replay", run_id, "--agent", agent, "--db", for_child(db)[0],
+            "--at", str(step)]
     kind = edit.get("kind")
     if kind == "message":
         argv += ["--message", f"{int(edit['position'])}={edit['text']}"]
