@@ -215,3 +215,42 @@ def test_a_child_gets_the_url_without_its_password_on_its_command_line() -> None
     assert "postgresql://ann@db:5432/lt?sslmode=require" in argv
     assert for_child(url)[1] == {"PGPASSWORD": "pa@ss"}
     assert for_child("/tmp/t.db") == ("/tmp/t.db", {})
+
+
+def test_copy_moves_every_run_between_engines(store_db: str, tmp_path: Path,
+                                              pg_url: str | None) -> None:
+    """``looptrace copy`` from each engine to the other: runs, notes, state, debugger
+    records and kept findings all arrive; copying again adds nothing."""
+    from pg_kit import fresh_store
+
+    from tracer.checks.saved import stored_health
+    from tracer.cli import main
+
+    ids = record_three_turn_thread(store_db, "trip")
+    add_note(store_db, ids[1], "look here", tags=["t"])
+    conn = connect(store_db)
+    with conn:
+        conn.execute("INSERT INTO debug_pauses(run_id, seq, hook, at, reason, pending,"
+                     " paused_at, command, outcome) VALUES (?, 3, 'wrap_tool_call',"
+                     " 'before', 'tool:get_weather', '{}', 1.5, 'continue', 'continued')",
+                     [ids[0]])
+    conn.close()
+    assert main(["check", "--db", store_db]) in (0, 1)  # (keeps the findings)
+    with TraceDB(store_db) as db:
+        health = stored_health(db, ids)
+    assert set(health) == set(ids)
+    dst = fresh_store(_pg(pg_url)) if store_db.endswith(".db") else str(tmp_path / "b.db")
+    assert main(["copy", "--from", store_db, "--to", dst]) == 0
+    assert main(["copy", "--from", store_db, "--to", dst]) == 0  # (again: nothing added)
+    with TraceDB(store_db) as a, TraceDB(dst) as b:
+        ra, rb = a.runs(), b.runs()
+        assert [(r.id, r.status, r.model_calls, r.tool_calls) for r in ra] == [
+            (r.id, r.status, r.model_calls, r.tool_calls) for r in rb]
+        assert [n.text for n in b.notes(ids[1])] == ["look here"]
+        for rid in ids:
+            assert [m.text for m in a.run(rid).messages] == [m.text for m in b.run(rid).messages]
+    assert rows(dst, "SELECT run_id, hook, outcome FROM debug_pauses") == [
+        (ids[0], "wrap_tool_call", "continued")]
+    assert rows(dst, "SELECT COUNT(*) FROM run_checks") == [(3,)]
+    assert rows(dst, "SELECT COUNT(*) FROM findings") == rows(store_db,
+                                                              "SELECT COUNT(*) FROM findings")
