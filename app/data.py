@@ -29,6 +29,7 @@ from tracer.checks.run import Finding, check_replay, check_run, findings_for
 from tracer.checks.saved import health_badge, stored_health
 from tracer.db.notes import Note
 from tracer.db.notes import add_note as _add_note
+from tracer.db.url import for_child, is_url, safe
 from tracer.errors import LooptraceError, NotALooptraceDatabase, RunNotFound
 from tracer.interop.exchange import build_sample_db, sample_db_path, sample_files
 from tracer.read.captions import captions
@@ -133,6 +134,7 @@ __all__ = [
     "captions",
     "check_replay",
     "check_run",
+    "child_env",
     "colour_map",
     "content_text",
     "cost_difference",
@@ -179,6 +181,7 @@ __all__ = [
     "script",
     "shape",
     "show_error",
+    "shown_db",
     "signature_note",
     "style",
     "thread",
@@ -240,8 +243,23 @@ def db_path() -> str:
     return _built_sample_db(max(f.stat().st_mtime for f in files))
 
 
+def child_env(path: str) -> dict[str, str]:
+    """The environment a child given ``--db`` (``fork_argv``'s) needs: the URL's
+    password, kept off its command line."""
+    return for_child(path)[1]
+
+
+def shown_db(path: str) -> str:
+    """The database as the app shows it: a URL without its password."""
+    return safe(path)
+
+
 def db_stamp(path: str) -> tuple[float, int, float]:
-    """Changes whenever the database (or its write-ahead log) changes."""
+    """Changes whenever the database (or its write-ahead log) changes; a PostgreSQL
+    store's: its runs' count and last activity, and the rows its tables took (the
+    server's statistics, within a second)."""
+    if is_url(path):
+        return _store_stamp(path)
     p = Path(path)
     try:
         st_main = p.stat()
@@ -253,6 +271,24 @@ def db_stamp(path: str) -> tuple[float, int, float]:
     except OSError:
         wal_key = (0.0, 0)
     return (st_main.st_mtime + wal_key[0], st_main.st_size + wal_key[1], wal_key[0])
+
+
+def _store_stamp(url: str) -> tuple[float, int, float]:
+    from tracer.db.schema import connect
+
+    try:
+        conn = connect(url, readonly=True)
+    except LooptraceError:
+        return (0.0, 0, 0.0)
+    try:
+        last, count, changes = conn.execute(
+            "SELECT (SELECT MAX(COALESCE(ended_at, started_at)) FROM runs),"
+            " (SELECT COUNT(*) FROM runs), (SELECT COALESCE(SUM(n_tup_ins + n_tup_upd"
+            " + n_tup_del), 0) FROM pg_stat_user_tables"
+            " WHERE schemaname = current_schema())").fetchone()
+        return (float(last or 0.0), int(count), float(changes))
+    finally:
+        conn.close()
 
 
 @st.cache_data(show_spinner=False, max_entries=64)

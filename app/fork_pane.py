@@ -30,6 +30,7 @@ from .data import (
     AGENT_ENV,
     TOOL_HOOKS,
     Fork,
+    child_env,
     content_text,
     demo_agent,
     fork_argv,
@@ -121,7 +122,7 @@ def _start_fork(path: str, argv: list[str]) -> None:
         proc = subprocess.Popen(
             [sys.executable, "-m", "tracer", *argv[1:], "--token", token],
             stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-            cwd=os.getcwd(), env=dict(os.environ), start_new_session=True)
+            cwd=os.getcwd(), env={**os.environ, **child_env(path)}, start_new_session=True)
     threading.Thread(target=proc.wait, daemon=True).start()  # (reaped when it ends)
     fork = _wait_for_run(path, token, proc)
     if fork is None:

@@ -93,3 +93,28 @@ def clean_streamlit_caches() -> Iterator[None]:
 def artifacts() -> Path:
     ARTIFACTS.mkdir(exist_ok=True)
     return ARTIFACTS
+
+
+@pytest.fixture(scope="session")
+def pg_url() -> Iterator[str | None]:
+    """A PostgreSQL database for the store tests (``tests/pg_kit.py``); None: none here."""
+    from pg_kit import cluster
+
+    with cluster() as url:
+        yield url
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_db(request: pytest.FixtureRequest, tmp_path: Path, pg_url: str | None) -> str:
+    """A new, empty store on each engine (the matrix: a test taking it runs on both):
+    a SQLite file's path, then a PostgreSQL URL (its own schema). Without PostgreSQL
+    the second is skipped, except in CI, where .ci/run must provide it."""
+    if request.param == "sqlite":
+        return str(tmp_path / "trace.db")
+    if pg_url is None:
+        if os.environ.get("CI"):
+            pytest.fail("no PostgreSQL: .ci/run must start one (LOOPTRACE_TEST_PG_URL)")
+        pytest.skip("no PostgreSQL here (Debian's postgresql package)")
+    from pg_kit import fresh_store
+
+    return fresh_store(pg_url)

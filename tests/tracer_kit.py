@@ -115,6 +115,13 @@ class Spy(AgentMiddleware):  # type: ignore[type-arg]
 
 
 def rows(db: str | Path, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    """Rows of ``sql`` (``?`` parameters) read straight from the store, SQLite or
+    PostgreSQL (psycopg, not looptrace's own connection)."""
+    if str(db).startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(str(db)) as pg:
+            return [tuple(r) for r in pg.execute(sql.replace("?", "%s"), list(params))]
     conn = sqlite3.connect(str(db))
     try:
         return conn.execute(sql, params).fetchall()

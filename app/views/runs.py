@@ -34,7 +34,7 @@ TAGS_SHOWN = 12  # the most used tags offered as a filter  # what the page shows
 def runs_page() -> None:
     st.title("Runs")
     path = data.open_db()
-    st.caption(f"Database: {md_escape(path)}")
+    st.caption(f"Database: {md_escape(data.shown_db(path))}")
     flt = _filters(path)
     if st.toggle("Group by thread", key=state.GROUP_THREADS,
                  help="the conversations: the runs of one thread id as turns"):

@@ -35,6 +35,7 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 
 from tracer.db.summaries import chunks
+from tracer.db.url import is_url
 from tracer.read.loader import TraceDB
 from tracer.vocab.rules_version import RULES_VERSION
 
@@ -125,7 +126,10 @@ def keep(path: str, found: Sequence[tuple[str, int, list[Finding]]]) -> None:
 
 
 def _writable(path: str) -> bool:
-    """This process can write the file and make its journal beside it."""
+    """This process can write the file and make its journal beside it (a PostgreSQL
+    store: the server says, and a refused write is best effort as any other)."""
+    if is_url(path):
+        return True
     folder = os.path.dirname(os.path.abspath(path)) or "."
     return os.access(path, os.W_OK) and os.access(folder, os.W_OK)
 

@@ -87,6 +87,7 @@ COMMANDS: dict[str, str] = {
     "demo": "demo",
     "runs": "runs",
     "prune": "prune",
+    "copy": "copy",
     "export": "exchange",
     "import": "exchange",
     "ui": "ui",

@@ -12,6 +12,7 @@ import sys
 from typing import Any
 
 from tracer.cli import PORT_MAX, int_range
+from tracer.db.url import safe
 from tracer.errors import UsageError
 from tracer.vocab.terminal import safe_text
 from tracer.vocab.words import plural
@@ -82,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
         msg = f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}"
         raise UsageError(msg) from None
     print(f"looptrace collect: OTLP/HTTP on {srv.url}/v1/traces (and /v1/logs), writing runs "
-          f"into {args.db}; Ctrl-C stops", flush=True)
+          f"into {safe(args.db)}; Ctrl-C stops", flush=True)
     serve(srv)
     t = srv.buffer.total
     logs = (f" and {plural(srv.buffer.received_logs, 'log record')}" if srv.buffer.received_logs

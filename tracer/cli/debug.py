@@ -26,6 +26,7 @@ import tempfile
 import time
 from typing import Any, TextIO
 
+from tracer.db.url import safe
 from tracer.errors import LooptraceError, UsageError
 from tracer.vocab.edits import Edit, edits_of
 from tracer.vocab.words import plural
@@ -96,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
 
         for spec in specs:
             channel.arm(args.db, spec, source="cli")
-        print(f"looptrace debug: waiting for pauses in {args.db} (Ctrl-C to stop)",
+        print(f"looptrace debug: waiting for pauses in {safe(args.db)} (Ctrl-C to stop)",
               file=sys.stderr)
         Prompt(args.db, sys.stdin, sys.stdout).serve(lambda: True)
         return 0

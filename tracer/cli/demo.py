@@ -7,6 +7,7 @@ import argparse
 import time
 from pathlib import Path
 
+from tracer.db.url import safe
 from tracer.demo import record
 from tracer.demo.scenarios import SCENARIOS
 from tracer.interop.exchange import export_run
@@ -34,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
     for name, ids in recorded.items():
         print(safe_text(f"{name:28} {', '.join(i[:12] for i in ids)}"))
     runs = plural(sum(len(v) for v in recorded.values()), "run")
-    print(safe_text(f"recorded {runs} into {args.db} "
+    print(safe_text(f"recorded {runs} into {safe(args.db)} "
                     f"in {time.perf_counter() - t0:.1f} s"))
     if args.export:
         out = Path(args.export)

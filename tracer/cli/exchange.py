@@ -12,6 +12,7 @@ import sys
 import threading
 from typing import Any
 
+from tracer.db.url import safe
 from tracer.errors import UsageError, storage_errors
 from tracer.interop.exchange import export_run, import_rows, read_trace, stored_alike
 from tracer.vocab.terminal import safe_text
@@ -108,7 +109,7 @@ def import_files(args: argparse.Namespace) -> int:
     fresh = [rid for rid in every if rid not in alike]
     same = (f" ({len(every) - len(fresh)} already stored with the same content)"
             if len(fresh) < len(every) else "")
-    print(safe_text(f"imported {plural(len(fresh), 'run')} into {args.db}{same}"))
+    print(safe_text(f"imported {plural(len(fresh), 'run')} into {safe(args.db)}{same}"))
     return 0
 
 
@@ -151,7 +152,7 @@ def _follow(args: argparse.Namespace, headers: dict[str, str]) -> int:
     from tracer.otel.follow import follow, ledger_path
 
     url = traces_url(args.otlp)
-    print(f"looptrace export: sending each run of {args.db} to {url} as it finishes "
+    print(f"looptrace export: sending each run of {safe(args.db)} to {url} as it finishes "
           f"(sent runs are listed in {ledger_path(args.db)}); Ctrl-C stops", flush=True)
     said: set[str] = set()
 

@@ -7,6 +7,7 @@ import argparse
 import sys
 
 from tracer.cli import PORT_MAX, int_range
+from tracer.db.url import safe
 from tracer.errors import UsageError
 
 from . import DEFAULT_DB, add_prices, read_db, use_prices
@@ -45,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(msg)
     server = build_server(args.db, export_dir=args.export_dir, agent=args.agent)
     if args.http:
-        print(f"looptrace mcp: http://127.0.0.1:{args.port}/mcp (database {args.db})",
+        print(f"looptrace mcp: http://127.0.0.1:{args.port}/mcp (database {safe(args.db)})",
               file=sys.stderr, flush=True)
         server.run("streamable-http", host="127.0.0.1", port=args.port)
     else:

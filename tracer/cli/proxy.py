@@ -10,6 +10,7 @@ import sys
 import threading
 
 from tracer.cli import PORT_MAX, int_range
+from tracer.db.url import safe
 from tracer.errors import UsageError
 from tracer.vocab.terminal import safe_text
 from tracer.wire.providers import PROVIDERS, formats_of
@@ -59,7 +60,7 @@ def traffic(args: argparse.Namespace) -> int:
     from tracer.wire.traffic import build_runs
 
     if not os.path.exists(args.db):
-        msg = f"no such database: {args.db}"
+        msg = f"no such database: {safe(args.db)}"
         raise UsageError(msg)
     link_wire(args.db)
     ids = build_runs(args.db)
@@ -102,7 +103,7 @@ def proxy(args: argparse.Namespace, ready: threading.Event | None = None) -> int
         f"forwarding {args.provider} to {srv.upstream}")
     if script and srv.upstream:
         what += f", forwarding what the record does not hold to {srv.upstream}"
-    print(safe_text(f"looptrace proxy: {what}; recording into {args.db}"), flush=True)
+    print(safe_text(f"looptrace proxy: {what}; recording into {safe(args.db)}"), flush=True)
     print(f"  base_url = {base}   (endpoints {paths})", flush=True)
     if ready is not None:
         ready.set()

@@ -6,6 +6,7 @@ import argparse
 
 from tracer.cli import int_range
 from tracer.db.prune import parse_age, prune
+from tracer.db.url import safe
 from tracer.vocab.terminal import safe_text
 from tracer.vocab.words import plural
 
@@ -42,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     if args.dry_run:
         size = f"{_mb(result.bytes_before)} now, {_mb(result.bytes_after)} after"
     print(safe_text(f"{verb} {plural(result.runs, 'run')} ({result.top_level} top-level, "
-                    f"{plural(result.runs - result.top_level, 'subagent run')}); {args.db}: "
+                    f"{plural(result.runs - result.top_level, 'subagent run')}); {safe(args.db)}: "
                     f"{size}"))
     return 0
 

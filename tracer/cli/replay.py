@@ -8,6 +8,7 @@ import re
 from typing import Any
 
 from tracer.cli import INT64_MAX, int_range
+from tracer.db.url import safe
 from tracer.errors import UsageError
 from tracer.vocab.edits import KINDS, Edit
 from tracer.vocab.terminal import safe_text
@@ -221,5 +222,5 @@ def run(args: argparse.Namespace) -> int:
         # (the agent's error and the reason the live part began are the agent's text)
         print(safe_text(res.summary(), keep_newlines=True))
         print(safe_text(f"compare: looptrace diff {res.of[:12]} {res.run_id[:12]} "
-                        f"--db {args.db}"))
+                        f"--db {safe(args.db)}"))
     return 0

@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tracer.db.url import absolute
 from tracer.errors import UsageError
 
 from . import DEFAULT_DB
@@ -58,7 +59,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def child_env(db: str, environ: dict[str, str] | None = None) -> dict[str, str]:
     """The environment that turns tracing on in a Python child process."""
     env = dict(os.environ if environ is None else environ)
-    env["LOOPTRACE_DB"] = os.path.abspath(db)
+    env["LOOPTRACE_DB"] = absolute(db)
     env.setdefault("LOOPTRACE_HOW", "looptrace run")
     old = env.get("PYTHONPATH")
     env["PYTHONPATH"] = os.pathsep.join([str(BOOT_DIR), *([old] if old else [])])

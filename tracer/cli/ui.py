@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from tracer.cli import PORT_MAX, add_prices, int_range, use_prices
+from tracer.db.url import absolute
 from tracer.errors import UsageError
 from tracer.read.loader import TraceDB
 from tracer.vocab.terminal import safe_text
@@ -141,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
         env[LINK_ENV] = safe_text(f"looptrace ui: {link}")
     if args.db:
         TraceDB(args.db).close()  # fail here, clearly, for a bad file
-        env["LOOPTRACE_DB"] = str(Path(args.db).resolve())
+        env["LOOPTRACE_DB"] = absolute(args.db)
     # (app/serve.py is ``streamlit run main.py`` with what the first page needs imported
     # before the server waits for a browser: the first visit is as fast as the next)
     cmd = [sys.executable, str(APP.parent / "serve.py"), "--server.address", args.host,

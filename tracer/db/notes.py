@@ -40,6 +40,7 @@ from tracer.errors import (
 )
 
 from .schema import connect
+from .url import is_url, safe
 
 __all__ = ["MAX_TAGS", "MAX_TEXT", "TAGS_SQL", "Note", "add_note", "check_tags", "check_text",
            "delete_note", "read_notes"]
@@ -160,7 +161,7 @@ def add_note(db_path: str | Path, run_id: str, text: str, *, step: int | None = 
     tagged = check_tags(tags)
     author = _check_author(author)
     step = _check_step(step)
-    if not Path(db_path).exists():
+    if not is_url(db_path) and not Path(db_path).exists():
         msg = f"{db_path}: no such database"
         raise LooptraceError(msg)
     conn = connect(db_path, create=False, verify=True, done="no note was written")
@@ -170,7 +171,7 @@ def add_note(db_path: str | Path, run_id: str, text: str, *, step: int | None = 
             conn.execute("BEGIN IMMEDIATE")
             try:
                 if not conn.execute("SELECT 1 FROM runs WHERE id = ?", [run_id]).fetchone():
-                    msg = f"no run {run_id!r} in {db_path}"
+                    msg = f"no run {run_id!r} in {safe(str(db_path))}"
                     raise RunNotFound(msg)
                 seq = None if step is None else seq_of_step(conn, run_id, step)
                 created = time.time() if now is None else now

@@ -38,6 +38,7 @@ from tracer.errors import LooptraceError, is_full, storage_errors
 from tracer.vocab.words import plural
 
 from .schema import connect
+from .url import engine_of, is_url
 
 FULL_DISK_PAGES = 16  # pages given back per step when the disk is full
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -62,7 +63,15 @@ class PruneResult:
     bytes_after: int  # a dry run: the size the prune would leave (``size_after``)
 
 
-def file_bytes(path: str | Path) -> int:
+def file_bytes(path: str | Path, conn: sqlite3.Connection | None = None) -> int:
+    """The size of the file and its log; of a PostgreSQL store (``conn``), its tables'
+    and indexes' in the store's schema (deleted rows count until autovacuum takes
+    them)."""
+    if conn is not None and engine_of(conn) != "sqlite":
+        return int(conn.execute(
+            "SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0) FROM pg_class c JOIN"
+            " pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = current_schema()"
+            " AND c.relkind = 'r'").fetchone()[0])
     return sum(os.path.getsize(p) for p in (str(path), f"{path}-wal") if os.path.exists(p))
 
 
@@ -133,6 +142,8 @@ def shrink(conn: sqlite3.Connection) -> None:
 
     The write-ahead log is emptied first (its pages copied into the file, the log cut
     to nothing): on a full disk that is the room the vacuum's own log needs."""
+    if engine_of(conn) != "sqlite":
+        return  # (PostgreSQL's autovacuum makes the room reusable; the server's own)
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     if conn.execute("PRAGMA auto_vacuum").fetchone()[0] == 2:
         try:
@@ -157,6 +168,8 @@ def size_after(conn: sqlite3.Connection, *, vacuum: bool) -> int:
     file shrunk (read before the commit or rollback): its pages but the free ones
     (every free page is given back; ``vacuum=False``: none is), the log emptied. A file
     rewritten by ``VACUUM`` (made before schema 3) can end a little smaller."""
+    if engine_of(conn) != "sqlite":
+        return file_bytes("", conn)
     page = int(conn.execute("PRAGMA page_size").fetchone()[0])
     pages = int(conn.execute("PRAGMA page_count").fetchone()[0])
     if vacuum:
@@ -215,11 +228,11 @@ def prune(path: str | Path, *, older_than: float | None = None, keep: int | None
     damaged file, is one error (``DatabaseFull``, ``NotALooptraceDatabase``) and
     nothing deleted."""
     check_limits(older_than, keep)
-    if not Path(path).exists():
+    if not is_url(path) and not Path(path).exists():
         msg = f"{path}: no such database"
         raise LooptraceError(msg)
-    before = file_bytes(path)
     conn = connect(path, create=False, verify=not dry_run, done="nothing was deleted")
+    before = file_bytes(path, conn)
     try:
         conn.isolation_level = None  # (transactions spelled out below)
         conn.execute("PRAGMA temp_store = MEMORY")  # (its temporary tables: no file)
@@ -238,7 +251,7 @@ def prune(path: str | Path, *, older_than: float | None = None, keep: int | None
                     shrink(conn)
                 else:
                     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        after = file_bytes(path, conn) if estimate is None else estimate
     finally:
         conn.close()
-    return PruneResult(gone, len(roots), before,
-                       file_bytes(path) if estimate is None else estimate)
+    return PruneResult(gone, len(roots), before, after)

@@ -52,6 +52,8 @@ from tracer.errors import (
 )
 from tracer.vocab.records import MODEL_HOOKS
 
+from .url import is_url
+
 if TYPE_CHECKING:
     import sqlite_utils
 
@@ -692,7 +694,9 @@ def _use_wal(conn: sqlite3.Connection, busy_timeout: float) -> None:
 def connect(path: str | Path, *, create: bool = True, readonly: bool = False,
             busy_timeout: float = 30.0, verify: bool = False,
             done: str = "nothing was written") -> sqlite3.Connection:
-    """Open ``path`` as a looptrace database (WAL), validating what is there.
+    """Open ``path`` as a looptrace database (WAL), validating what is there; a
+    ``postgresql://`` URL opens a PostgreSQL store instead (``tracer.db.pg``: a
+    connection that takes the same statements).
 
     A file that is not a looptrace database raises ``NotALooptraceDatabase`` (or
     ``NewerSchemaError``); one that cannot be used right now (locked, read-only,
@@ -702,6 +706,11 @@ def connect(path: str | Path, *, create: bool = True, readonly: bool = False,
     ``done`` says so).
     """
     path_s = str(path)
+    if is_url(path_s):  # a PostgreSQL store (tracer.db.pg)
+        from . import pg
+
+        return pg.connect(path_s, create=create, readonly=readonly,  # type: ignore[return-value]
+                          busy_timeout=busy_timeout)
     if readonly and not Path(path_s).exists():
         msg = f"{path_s}: no such database"
         raise NotALooptraceDatabase(msg)

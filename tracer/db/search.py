@@ -41,6 +41,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .schema import FTS_BLOCK, SCHEMA_VERSION
+from .url import engine_of
 
 MIN_INDEXED = 3  # the trigram tokenizer indexes three-character pieces
 COMMON = 200  # messages the index finds a text in, from which the text is common
@@ -110,10 +111,13 @@ def run_has(text: str, *, below: bool) -> tuple[str, list[Any]]:
 
 def catch_up(conn: sqlite3.Connection, *, at_least: int = 0) -> int:
     """Move the text waiting in ``search_pending`` into the index (in the caller's
-    transaction), if at least ``at_least`` messages wait; return how many moved."""
+    transaction), if at least ``at_least`` messages wait; return how many moved. (A
+    PostgreSQL store has no such index: its trigram index is kept by the server.)"""
+    if engine_of(conn) != "sqlite":
+        return 0
     if at_least > 0:
         (waiting,) = conn.execute(
-            "SELECT COUNT(*) FROM (SELECT 1 FROM search_pending LIMIT ?)", [at_least]).fetchone()
+            "SELECT COUNT(*) FROM (SELECT 1 FROM search_pending LIMIT ?) AS x", [at_least]).fetchone()
         if waiting < at_least:
             return 0
     # each run met there has its block of rowids (a new run the next block) ...

@@ -70,7 +70,7 @@ ERRORS = (
     f" AND x.payload LIKE '%error%' AND {_json('x.payload', '$.status')} = 'error'))"
     " UNION SELECT m.tool_call_id FROM messages m WHERE m.run_id = r.id AND m.type = 'tool'"
     " AND m.tool_call_id IS NOT NULL AND m.data LIKE '%error%'"
-    f" AND {_json('m.data', '$.data.status')} = 'error'))"
+    f" AND {_json('m.data', '$.data.status')} = 'error') AS u)"
     f" + (SELECT COUNT(*) FROM events x WHERE x.run_id = r.id AND {_seen('x')}"
     f" AND (x.hook IN ({_MODEL}) OR (x.hook IN ({_TOOL}) AND x.tool_call_id IS NULL))"
     " AND NOT EXISTS (SELECT 1 FROM events p WHERE p.run_id = r.id AND p.seq = x.seq - 1"

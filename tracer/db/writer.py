@@ -47,16 +47,21 @@ from tracer.vocab.records import (
 from tracer.vocab.redact import DEFAULT_REDACTOR, Redactor
 
 from . import search
+from .pg import AccessDenied
 from .schema import connect
 from .serialize import dumps, message_json, message_key, search_text, tool_call_id_of
+from .spool import MB_ENV, Spool
 from .state_rows import STATE_SQL, VALUES_SQL, StateRecord, state_rows
 from .summaries import refresh
+from .url import engine_of, is_url, safe
 
 log = logging.getLogger("looptrace")
 
 LINGER_S = 0.05  # the bound on how long a record waits for its commit
 IDLE_TICKS = 20  # empty ticks (about a second) before the writer sleeps until woken
 MAX_RETRIES = 5
+SPOOL_RETRY_S = 1.0  # how often a writer tries a PostgreSQL store that was away
+PG_CONNECT_S = 3  # how long a writer's connection attempt to PostgreSQL may take
 
 _EVENT_SQL = (
     "INSERT OR REPLACE INTO events(run_id, seq, ts, hook, phase, duration_ms, middleware, lap,"
@@ -125,6 +130,27 @@ class _Rows:
         return (len(self.events) + len(self.messages) + len(self.runs) + len(self.wires)
                 + len(self.stale) + len(self.tasks) + len(self.state) + len(self.values))
 
+    def to_json(self) -> dict[str, Any]:
+        """The rows as JSON-able lists (a batch kept in the spool: ``tracer.db.spool``;
+        write tasks are not kept: what they write is a cache, found again)."""
+        return {"events": [list(e) for e in self.events],
+                "messages": [list(m) for m in self.messages],
+                "state": [list(s) for s in self.state], "values": [list(v) for v in self.values],
+                "runs": self.runs, "wires": self.wires,
+                "stale": [list(s) for s in self.stale]}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> _Rows:
+        rows = cls()
+        rows.events = [tuple(e) for e in data.get("events", [])]
+        rows.messages = [tuple(m) for m in data.get("messages", [])]
+        rows.state = [tuple(s) for s in data.get("state", [])]
+        rows.values = [tuple(v) for v in data.get("values", [])]
+        rows.runs = dict(data.get("runs", {}))
+        rows.wires = list(data.get("wires", []))
+        rows.stale = [StaleRunsRecord(*s) for s in data.get("stale", [])]
+        return rows
+
     def run_ids(self) -> set[str]:
         """Every run these rows touch."""
         ids: set[Any] = set(self.runs)
@@ -160,6 +186,10 @@ class Writer:
         self.failed_tasks = 0  # write tasks that raised (``submit``)
         self._reaped = False  # the runs of dead processes closed (``close_dead``)
         self._refused: LooptraceError | None = None  # a damaged or foreign file
+        # A PostgreSQL store: batches it cannot take now wait on local disk
+        self._spool: Spool | None = Spool(path) if is_url(path) else None
+        self._spool_next = 0.0  # (monotonic) when to try sending the spool again
+        self.spooled = 0  # batches kept in the spool by this writer
         # Open once up front so a foreign or newer-schema file fails loudly at
         # construction time (in the user's code), not silently later. A file that
         # is merely unavailable (locked, read-only) only warns: writes retry later.
@@ -171,8 +201,10 @@ class Writer:
         try:
             self._conn = self._connect(busy_timeout=2.0)
             self._conn.execute("PRAGMA busy_timeout = 30000")
+        except AccessDenied:
+            raise  # (credentials refused: the caller's to fix, not a passing outage)
         except DatabaseUnavailable as exc:
-            self._warn("open", f"looptrace cannot open {path} now ({exc}); will retry")
+            self._warn("open", f"looptrace cannot open {safe(path)} now ({exc}); will retry")
 
     # -- hot path -----------------------------------------------------------
     def put(self, item: tuple[Any, ...]) -> None:
@@ -280,7 +312,12 @@ class Writer:
         while True:
             batch: list[Any] = []
             if idle >= IDLE_TICKS:
-                item = self._queue.get()
+                try:  # (a spool waiting to be sent: wake to try it again)
+                    item = self._queue.get(timeout=SPOOL_RETRY_S if self._spool_waits()
+                                           else None)
+                except queue.Empty:
+                    self._send_spool()
+                    continue
                 batch.append(item)
                 if not self._is_control(item):
                     self._wake.wait(self.linger)  # linger so one commit carries many
@@ -308,6 +345,8 @@ class Writer:
                     records.append(it)
             if records:
                 self._build(records, pending)
+            if self._spool is not None:
+                self._send_spool(force=bool(waiters))
             if pending:
                 try:
                     if self._commit(pending):
@@ -330,7 +369,7 @@ class Writer:
             if stop and pending:  # the last try failed too: say what is lost
                 self.dropped += len(pending)
                 self._warn("write-drop", f"looptrace dropped {len(pending)} records it could "
-                           f"not write to {self.path} before closing")
+                           f"not write to {safe(self.path)} before closing")
             for w in waiters:
                 w.set()
             if stop:
@@ -361,73 +400,155 @@ class Writer:
     def _commit(self, rows: _Rows) -> bool:
         """Commit ``rows`` in one transaction. False: try again later; after
         ``MAX_RETRIES`` failures in a row they are dropped (and True is returned)."""
+        spool = self._spool
+        if spool is not None and spool.pending():
+            return self._keep(rows)  # (behind the batches already waiting: in order)
         try:
             conn = self._conn or self._connect()
             self._conn = conn
-            with conn:
-                # (one statement per set of columns, its text made once: SQLite's
-                # prepared statement is reused for every run that sets the same ones)
-                by_cols: dict[tuple[str, ...], list[list[Any]]] = {}
-                for run_id, fields in rows.runs.items():
-                    values = [run_id, *fields.values()]
-                    if "status" not in fields:
-                        values.append("running")
-                    by_cols.setdefault(tuple(fields), []).append(values)
-                for names, params in by_cols.items():
-                    conn.executemany(_run_sql(names), params)
-                if rows.events:
-                    conn.executemany(_EVENT_SQL, rows.events)
-                if rows.messages:
-                    conn.executemany(_MESSAGE_SQL, rows.messages)
-                if rows.values:
-                    conn.executemany(VALUES_SQL, rows.values)
-                if rows.state:
-                    conn.executemany(STATE_SQL, rows.state)
-                closed = _close_stale(conn, rows.stale) if rows.stale else set()
-                if not self._reaped:  # (the first commit of this writer: the file opened)
-                    closed |= close_dead(conn)
-                for w in rows.wires:
-                    cols = list(w)
-                    conn.execute(
-                        f"INSERT INTO wire({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
-                        list(w.values()),
-                    )
-                # The counts of a run that has ended, kept with the rows that end it (and
-                # again if rows of it come later).
-                refresh(conn, rows.run_ids() | closed)
-                # The search index takes the messages' text a batch at a time.
-                unindexed = self._unindexed + len(rows.messages)
-                if unindexed >= search.BATCH:
-                    search.catch_up(conn)
-                    unindexed = 0
-            self._unindexed = unindexed
+            self._write(conn, rows)
             self._attempts = 0
             self._reaped = True
             self._run_tasks(conn, rows.tasks)
             return True
         except LooptraceError as exc:  # a foreign or newer file: retrying cannot help
+            if spool is not None and isinstance(exc, DatabaseUnavailable):
+                return self._keep(rows, exc)  # (a store away, or refusing us: kept)
             self.dropped += len(rows)
-            self._warn("write-drop", f"looptrace cannot record into {self.path}: {exc}")
+            self._warn("write-drop", f"looptrace cannot record into {safe(self.path)}: {exc}")
             return True
         except Exception as exc:  # noqa: BLE001 - locked, disk full, closed ...
-            attempts = self._attempts + 1
-            self._attempts = attempts
-            if attempts >= MAX_RETRIES:
-                self._attempts = 0
-                self.dropped += len(rows)
-                self._warn("write-drop", f"looptrace dropped {len(rows)} records after "
-                           f"{attempts} failed writes to {self.path}: {exc}")
-                return True
-            self._warn("write", f"looptrace could not write to {self.path} ({exc}); retrying")
-            time.sleep(min(0.2 * attempts, 1.0))
-            return False
+            if spool is not None and isinstance(exc, sqlite3.OperationalError):
+                return self._keep(rows, exc)  # (the connection lost, mid-batch too)
+            return self._retry(rows, exc)
+
+    def _retry(self, rows: _Rows, exc: BaseException) -> bool:
+        """A commit that failed: False (try again at the next tick), or after
+        ``MAX_RETRIES`` in a row, drop the rows, say so, and True."""
+        attempts = self._attempts + 1
+        self._attempts = attempts
+        if attempts >= MAX_RETRIES:
+            self._attempts = 0
+            self.dropped += len(rows)
+            self._warn("write-drop", f"looptrace dropped {len(rows)} records after "
+                       f"{attempts} failed writes to {safe(self.path)}: {exc}")
+            return True
+        self._warn("write", f"looptrace could not write to {safe(self.path)} ({exc});"
+                   " retrying")
+        time.sleep(min(0.2 * attempts, 1.0))
+        return False
+
+    # -- the spool of a PostgreSQL store ------------------------------------------
+    def _keep(self, rows: _Rows, exc: BaseException | None = None) -> bool:
+        """Keep ``rows`` in the spool (the store cannot take them now); True: handled."""
+        spool = self._spool
+        assert spool is not None
+        if exc is not None:
+            self._drop_conn()
+            self._warn("spool", f"looptrace cannot write to {safe(self.path)} now ({exc}); "
+                       f"runs are kept on local disk in {spool.folder} and sent when it is "
+                       "back")
+        if spool.put(rows.to_json()):
+            self.spooled += 1
+        else:
+            self.dropped += len(rows)
+            self._warn("spool-full", f"looptrace's spool for {safe(self.path)} is full "
+                       f"({spool.limit // (1024 * 1024)} MB, {MB_ENV}): runs recorded from "
+                       "now on are dropped until the server is back")
+        self._spool_next = min(self._spool_next, time.monotonic() + SPOOL_RETRY_S)
+        return True
+
+    def _spool_waits(self) -> bool:
+        return self._spool is not None and bool(self._spool.mine())
+
+    def _send_spool(self, force: bool = False) -> None:
+        """Send what waits in the spool, oldest first, each batch in one transaction
+        (at most every ``SPOOL_RETRY_S`` while the store is away; ``force``: a flush
+        asked for it)."""
+        spool = self._spool
+        if spool is None or (not force and time.monotonic() < self._spool_next):
+            return
+        files = spool.mine()
+        if not files:
+            return
+        self._spool_next = time.monotonic() + SPOOL_RETRY_S
+        try:
+            conn = self._conn or self._connect(busy_timeout=5.0)
+            self._conn = conn
+            for path in files:
+                data = spool.read(path)
+                if data is None:
+                    continue
+                self._write(conn, _Rows.from_json(data))
+                spool.done(path)
+        except Exception as exc:  # noqa: BLE001 - still away: the next tick tries again
+            self._drop_conn()
+            log.debug("looptrace spool for %s not sent yet: %r", safe(self.path), exc)
+            return
+        self._warned.discard("spool")  # (a next outage is said again)
+        log.info("looptrace sent the runs kept on local disk to %s", safe(self.path))
+
+    def _drop_conn(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                conn.close()
+
+    def _write(self, conn: sqlite3.Connection, rows: _Rows) -> None:
+        """Write ``rows`` in one transaction (all of them or none)."""
+        with conn:
+            # (one statement per set of columns, its text made once: SQLite's
+            # prepared statement is reused for every run that sets the same ones)
+            by_cols: dict[tuple[str, ...], list[list[Any]]] = {}
+            for run_id, fields in rows.runs.items():
+                values = [run_id, *fields.values()]
+                if "status" not in fields:
+                    values.append("running")
+                by_cols.setdefault(tuple(fields), []).append(values)
+            for names, params in by_cols.items():
+                conn.executemany(_run_sql(names), params)
+            if rows.events:
+                conn.executemany(_EVENT_SQL, rows.events)
+            if rows.messages:
+                conn.executemany(_MESSAGE_SQL, rows.messages)
+            if rows.values:
+                conn.executemany(VALUES_SQL, rows.values)
+            if rows.state:
+                conn.executemany(STATE_SQL, rows.state)
+            closed = _close_stale(conn, rows.stale) if rows.stale else set()
+            if not self._reaped and engine_of(conn) == "sqlite":
+                # (the first commit of this writer: the file opened. Not in a
+                # PostgreSQL store, which processes on other hosts share: a pid
+                # there says nothing about this host's processes)
+                closed |= close_dead(conn)
+            for w in rows.wires:
+                cols = list(w)
+                conn.execute(
+                    f"INSERT INTO wire({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+                    list(w.values()),
+                )
+            # The counts of a run that has ended, kept with the rows that end it (and
+            # again if rows of it come later).
+            refresh(conn, rows.run_ids() | closed)
+            # The search index takes the messages' text a batch at a time.
+            unindexed = self._unindexed + len(rows.messages)
+            if unindexed >= search.BATCH:
+                search.catch_up(conn)
+                unindexed = 0
+        self._unindexed = unindexed
 
     def _connect(self, busy_timeout: float = 30.0) -> sqlite3.Connection:
         """A connection to the file, its pages checked first (``verify_pages``); a file
-        refused once (damaged, or not ours) is refused again without a look."""
+        refused once (damaged, or not ours) is refused again without a look. (A
+        PostgreSQL store: a connection attempt gives up after ``PG_CONNECT_S``.)"""
         if self._refused is not None:
             raise self._refused
         try:
+            if self._spool is not None:
+                from . import pg
+
+                return pg.connect(self.path, busy_timeout=busy_timeout,  # type: ignore[return-value]
+                                  connect_timeout=PG_CONNECT_S)
             return connect(self.path, busy_timeout=busy_timeout, verify=True,
                            done="looptrace records nothing into it")
         except NotALooptraceDatabase as exc:
@@ -663,6 +784,8 @@ def resolve_path(path: str | os.PathLike[str]) -> str:
     ``os.getcwd`` would block, and blockbuster refuses it): there the working
     directory last seen off the loop is used."""
     p = os.fspath(path)
+    if is_url(p):  # a PostgreSQL store: no path
+        return p
     if p == ":memory:" or os.path.isabs(p):
         return os.path.normpath(p) if p != ":memory:" else p
     if not on_event_loop():

@@ -42,7 +42,14 @@ from tracer.db.schema import (
 from tracer.db.search import BATCH as SEARCH_BATCH
 from tracer.db.search import catch_up
 from tracer.db.summaries import refresh
-from tracer.errors import InvalidOption, RunConflict, TraceFileError, storage_errors
+from tracer.db.url import is_url
+from tracer.errors import (
+    InvalidOption,
+    LooptraceError,
+    RunConflict,
+    TraceFileError,
+    storage_errors,
+)
 from tracer.read.loader import TraceDB
 from tracer.vocab.records import MODEL_HOOKS
 
@@ -472,9 +479,15 @@ def _canon(row: dict[str, Any], cols: Iterable[str]) -> str:
 def stored_alike(db_path: str | Path, rows: list[tuple[str, dict[str, Any]]]) -> set[str]:
     """The run ids of ``rows`` already stored in ``db_path`` with the same content (an
     import of them changes nothing); empty when there is no such file yet."""
-    if not Path(db_path).exists():
+    if is_url(str(db_path)):
+        try:
+            conn: Any = connect(str(db_path), readonly=True)
+        except LooptraceError:  # (an empty store, or none yet: the import says so)
+            return set()
+    elif not Path(db_path).exists():
         return set()
-    conn = sqlite3.connect(f"file:{Path(db_path).as_posix()}?mode=ro", uri=True)
+    else:
+        conn = sqlite3.connect(f"file:{Path(db_path).as_posix()}?mode=ro", uri=True)
     try:
         return {rid for rid in _run_ids(rows)
                 if conn.execute("SELECT 1 FROM runs WHERE id = ?", [rid]).fetchone()

@@ -21,6 +21,7 @@ import subprocess
 import sys
 from typing import Any
 
+from tracer.db.url import for_child
 from tracer.errors import LooptraceError
 from tracer.read.loader import TraceDB
 
@@ -108,7 +109,7 @@ class WhatIf:
             raise LooptraceError(msg)
         with TraceDB(self.db) as db:  # a bad or ambiguous run id fails here, read-only
             rid = db.resolve(run)
-        argv = ["replay", rid, "--agent", spec, "--db", self.db, "--json"]
+        argv = ["replay", rid, "--agent", spec, "--db", for_child(self.db)[0], "--json"]
         if offline:
             argv.append("--offline")
         if continue_live:
@@ -122,7 +123,8 @@ class WhatIf:
         with anyio.move_on_after(TIMEOUT) as scope:
             done = await anyio.run_process(
                 [sys.executable, "-m", "tracer", *argv], check=False,
-                stdin=subprocess.DEVNULL, cwd=os.getcwd(), env=dict(os.environ))
+                stdin=subprocess.DEVNULL, cwd=os.getcwd(),
+                env={**os.environ, **for_child(self.db)[1]})
         if scope.cancelled_caught:
             msg = f"the replay took longer than {TIMEOUT:.0f} s and was stopped"
             raise LooptraceError(msg)

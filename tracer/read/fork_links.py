@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from tracer.db.url import for_child
 from tracer.vocab.edits import BadEdit, Edit
 
 from .loader import TraceDB
@@ -156,7 +157,9 @@ def fork_argv(run_id: str, step: int, edit: dict[str, Any], *, agent: str, db: s
     if not made.spec.fork:
         msg = f"a fork does not make a {made.kind!r} edit"
         raise BadEdit(msg)
-    argv = ["looptrace", "replay", run_id, "--agent", agent, "--db", db, "--at", str(step)]
+    # (a URL's password is not put on a command line: for_child gives it as PGPASSWORD)
+    argv = ["looptrace", "replay", run_id, "--agent", agent, "--db", for_child(db)[0],
+            "--at", str(step)]
     if made.kind == "message":
         return [*argv, "--message", f"{made.position}={made.text}"]
     if made.kind == "tool_result":

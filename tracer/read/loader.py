@@ -21,6 +21,7 @@ from tracer.db import search
 from tracer.db.notes import TAGS_SQL, Note, read_notes, with_steps
 from tracer.db.schema import connect
 from tracer.db.summaries import COUNT_FIELDS, chunks, live_counts
+from tracer.db.url import is_url, safe
 from tracer.errors import NotALooptraceDatabase, RunNotFound
 from tracer.vocab.content import content_text as content_text  # noqa: PLC0414 - re-exported for its readers
 from tracer.vocab.records import MODEL_HOOKS, EventRecord
@@ -213,13 +214,15 @@ class TraceDB:
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
         p = Path(self.path)
-        if not p.exists():
+        self.engine = "postgresql" if is_url(self.path) else "sqlite"
+        # (a PostgreSQL store: tracer.db.pg.connect says what is wrong with it)
+        if self.engine == "sqlite" and not p.exists():
             msg = f"{self.path}: no such database"
             raise NotALooptraceDatabase(msg)
-        if p.is_dir():
+        if self.engine == "sqlite" and p.is_dir():
             msg = f"{self.path} is a directory, not a looptrace database"
             raise NotALooptraceDatabase(msg)
-        if p.stat().st_size == 0:
+        if self.engine == "sqlite" and p.stat().st_size == 0:
             msg = f"{self.path} is empty: no looptrace runs recorded yet"
             raise NotALooptraceDatabase(msg)
         self._conn = connect(self.path, readonly=True)
@@ -231,6 +234,8 @@ class TraceDB:
         self.schema_version = int(self._query(
             "SELECT value FROM meta WHERE key = 'schema_version'")[0][0])
         self.derived = self.schema_version >= 3
+        # (a PostgreSQL store searches messages.text through its trigram index)
+        self.fts = self.derived and self.engine == "sqlite"
 
     def close(self) -> None:
         self._conn.close()
@@ -250,7 +255,7 @@ class TraceDB:
             try:
                 return self._conn.execute(sql, params).fetchall()
             except sqlite3.DatabaseError as exc:
-                msg = f"{self.path}: cannot read ({exc})"
+                msg = f"{safe(self.path)}: cannot read ({exc})"
                 raise NotALooptraceDatabase(msg) from None
 
     # -- runs ---------------------------------------------------------------
@@ -267,7 +272,7 @@ class TraceDB:
                         parent_id=parent_id if parent_id is not None else f.parent_id)
         join, params = run_list.joins(self.derived)
         cond, more = run_list.where(f, self.derived, common=self._common(f),
-                                        schema=self.schema_version)
+                                        schema=self.schema_version, fts=self.fts)
         page = ""
         if limit is not None or offset:
             page = " LIMIT ? OFFSET ?"
@@ -307,17 +312,17 @@ class TraceDB:
         f = filter or RunFilter()
         join, params = run_list.joins(self.derived) if f.health else ("", [])
         cond, more = run_list.where(f, self.derived, common=self._common(f),
-                                        schema=self.schema_version)
+                                        schema=self.schema_version, fts=self.fts)
         if at_most is None:
             return int(self._query(f"SELECT COUNT(*) FROM runs r{join}{cond}",
                                    [*params, *more])[0][0])
         return int(self._query(f"SELECT COUNT(*) FROM (SELECT 1 FROM runs r{join}{cond}"
-                               " LIMIT ?)", [*params, *more, max(0, int(at_most))])[0][0])
+                               " LIMIT ?) AS x", [*params, *more, max(0, int(at_most))])[0][0])
 
     def _common(self, f: RunFilter) -> bool:
         """Whether ``f`` searches a common text (``tracer.db.search.is_common``)."""
         return bool(f.search) and search.is_common(self._query, f.search or "",
-                                                   indexed=self.derived)
+                                                   indexed=self.fts)
 
     def subagent_runs(self, run_ids: list[str]) -> list[RunSummary]:
         """Every run below ``run_ids`` (their subagent runs, theirs, and so on)."""
@@ -371,7 +376,7 @@ class TraceDB:
     def summary(self, run_id: str) -> RunSummary:
         found = self.runs(ids=[run_id])
         if not found:
-            msg = f"no run {run_id!r} in {self.path}"
+            msg = f"no run {run_id!r} in {safe(self.path)}"
             raise RunNotFound(msg)
         return found[0]
 
@@ -392,9 +397,9 @@ class TraceDB:
         if len(rows) == 1:
             return str(rows[0][0])
         if not rows:
-            msg = f"no run {prefix!r} in {self.path} (not an id, a prefix of one or a run's name)"
+            msg = f"no run {prefix!r} in {safe(self.path)} (not an id, a prefix of one or a run's name)"
             raise RunNotFound(msg)
-        msg = f"run id prefix {prefix!r} is ambiguous in {self.path}"
+        msg = f"run id prefix {prefix!r} is ambiguous in {safe(self.path)}"
         raise RunNotFound(msg)
 
     def _named(self, ref: str) -> str | None:
@@ -406,7 +411,7 @@ class TraceDB:
             return str(rows[0][0])
         if len(rows) > 1:
             (n,) = self._query("SELECT count(*) FROM runs WHERE name = ?", [ref])[0]
-            msg = (f"{n} runs are named {ref!r} in {self.path}: give {ref}@1 (the newest) to "
+            msg = (f"{n} runs are named {ref!r} in {safe(self.path)}: give {ref}@1 (the newest) to "
                    f"{ref}@{n}, or an id")
             raise RunNotFound(msg)
         name, at, nth = ref.rpartition("@")
@@ -422,7 +427,7 @@ class TraceDB:
         (n,) = self._query("SELECT count(*) FROM runs WHERE name = ?", [name])[0]
         if not n:
             return None
-        msg = f"{ref!r}: {n} run(s) are named {name!r} in {self.path}, not {k}"
+        msg = f"{ref!r}: {n} run(s) are named {name!r} in {safe(self.path)}, not {k}"
         raise RunNotFound(msg)
 
     def run(self, run_id: str) -> Run:

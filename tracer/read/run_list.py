@@ -107,11 +107,12 @@ def _esc(text: str) -> str:
 
 
 def where(f: RunFilter, derived: bool, *, common: bool = False,
-          schema: int = SCHEMA_VERSION) -> tuple[str, list[Any]]:
+          schema: int = SCHEMA_VERSION, fts: bool | None = None) -> tuple[str, list[Any]]:
     """The WHERE clause (over ``runs r``, ``run_stats s``, ``run_checks c``) for ``f``;
     ``derived``: the file has the derived tables (schema 3); ``common``: ``f.search`` is
     a common text (``tracer.db.search.is_common``), tested run by run; ``schema``: the
-    file's version."""
+    file's version; ``fts``: it has the SQLite search index (default: ``derived``; a
+    PostgreSQL store has its trigram index on ``messages.text`` instead)."""
     parts: list[str] = []
     params: list[Any] = []
     if f.ids is not None:
@@ -143,7 +144,8 @@ def where(f: RunFilter, derived: bool, *, common: bool = False,
         if common:
             sql, p = run_has(f.search, below=f.top_level)
         else:
-            sql, p = matching_runs(f.search, indexed=derived, schema=schema)
+            sql, p = matching_runs(f.search, indexed=derived if fts is None else fts,
+                                   schema=schema)
             sql = f"r.id IN ({_up(sql) if f.top_level else sql})"
         if noted:  # ... or in one of its notes
             sql = (f"({sql} OR r.id IN ("

@@ -223,7 +223,7 @@ _THREADS = ("SELECT thread_id, COUNT(*), MIN(started_at), MAX(COALESCE(ended_at,
 
 def count_threads(db: TraceDB) -> int:
     """How many threads the file holds."""
-    return int(db.query(f"SELECT COUNT(*) FROM ({_THREADS})")[0][0])
+    return int(db.query(f"SELECT COUNT(*) FROM ({_THREADS}) AS t")[0][0])
 
 
 def list_threads(db: TraceDB, *, limit: int | None = None, offset: int = 0,

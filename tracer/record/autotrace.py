@@ -36,6 +36,8 @@ import sys
 from contextvars import ContextVar
 from typing import Any
 
+from tracer.db.url import safe
+
 from .callbacks import TraceCallbackHandler
 from .recorder import Recorder, RunState
 
@@ -188,7 +190,7 @@ def install_from_env(environ: Any = None) -> AutoTraceHandler | None:
         return install(db, how=env.get("LOOPTRACE_HOW") or "LOOPTRACE_DB")
     except Exception as exc:  # noqa: BLE001 - tracing must never stop the program
         _failed.append(db)  # (said once: the hook asks again at every run)
-        print(f"looptrace: not tracing ({ENV_DB}={db}): {exc}", file=sys.stderr)
+        print(f"looptrace: not tracing ({ENV_DB}={safe(db)}): {exc}", file=sys.stderr)
         return None
 
 

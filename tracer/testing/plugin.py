@@ -35,6 +35,7 @@ from typing import Any
 
 import pytest
 
+from tracer.db.url import safe
 from tracer.errors import LooptraceError
 
 DEFAULT_DB = "looptrace-tests.db"
@@ -164,7 +165,7 @@ def pytest_configure(config: pytest.Config) -> None:
         state.start()
     except (LooptraceError, OSError) as exc:  # (not SQLite, someone else's, newer ...)
         # one line, as the command line says it (was: 44 lines of INTERNALERROR)
-        msg = f"looptrace: --looptrace={db}: {exc}"
+        msg = f"looptrace: --looptrace={safe(db)}: {exc}"
         raise pytest.UsageError(msg) from None
 
 
