@@ -98,8 +98,12 @@ Armed = tuple[int, str, str | None, str | None, str | None, bool]
 def armed_breaks(conn: sqlite3.Connection) -> list[Armed]:
     """(id, spec, run_id, thread_id, owner, owner_only) of every armed breakpoint whose
     owner (if it has one) lives."""
-    rows = conn.execute("SELECT id, spec, run_id, thread_id, owner, owner_only FROM"
-                        " debug_breaks WHERE cleared_at IS NULL ORDER BY id").fetchall()
+    try:
+        rows = conn.execute("SELECT id, spec, run_id, thread_id, owner, owner_only FROM"
+                            " debug_breaks WHERE cleared_at IS NULL ORDER BY id").fetchall()
+    except sqlite3.OperationalError:  # (a schema 6 file read as it is: no owners)
+        rows = conn.execute("SELECT id, spec, run_id, thread_id, NULL, 0 FROM debug_breaks"
+                            " WHERE cleared_at IS NULL ORDER BY id").fetchall()
     return [(int(r[0]), str(r[1]), r[2], r[3], r[4], bool(r[5])) for r in rows
             if not owners.gone(r[4])]
 

@@ -110,6 +110,7 @@ class Debugger:
         self._runs: dict[str, _RunDebug] = {}
         self._remote: list[tuple[int, Breakpoint, str | None, str | None, str | None,
                                  bool]] = []
+        self._live = self._remote  # those whose owner lives, at this hook firing
         self._version: int | None = None  # PRAGMA data_version when the breaks were read
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
@@ -156,9 +157,10 @@ class Debugger:
         return m
 
     def io_due(self, m: Moment) -> bool:
-        """Whether deciding on ``m`` needs the database first (run it off the loop): the
-        first time (the connection), or a finding breakpoint's look at the record."""
-        return self._conn is None or (m.at == "before" and self._finding_armed())
+        """Whether deciding on ``m`` needs the database first (run it off the loop): at
+        every hook firing, so that a breakpoint armed or cleared from outside applies to
+        the next one (``refresh``: a memory read, unless the file changed)."""
+        return True
 
     def _finding_armed(self) -> bool:
         return any(b.kind == "finding" for b in self.breaks) or any(
@@ -169,6 +171,7 @@ class Debugger:
         finding breakpoint armed, the findings the record shows now."""
         try:
             self.refresh()
+            self._live = [r for r in self._remote if not owner.gone(r[4])]
             if m.at == "before" and self._finding_armed():
                 self._findings(rec, run)
         except (sqlite3.Error, LooptraceError, OSError) as exc:
@@ -221,21 +224,16 @@ class Debugger:
         for b in self.breaks:
             if b.hits(m):
                 return b.spec
-        if self._conn is not None:
-            try:
-                self.refresh()
-            except (sqlite3.Error, OSError) as exc:
-                self._warn("io", f"looptrace debug: the channel cannot be read ({exc})")
-        if self._remote:
+        if self._live:
             parent = getattr(getattr(run, "parent", None), "id", None)
-            for _bid, b, rid, tid, own, only in self._remote:
+            for _bid, b, rid, tid, own, only in self._live:
                 if rid is not None and rid not in (run.id, parent):
                     continue
                 if tid is not None and tid != run.thread_id:
                     continue
                 if only and own != self.owner:
                     continue  # (armed at the prompt of a looptrace debug for its own agents)
-                if b.hits(m) and not owner.gone(own):
+                if b.hits(m):
                     return b.spec
         return None
 
