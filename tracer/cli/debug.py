@@ -174,9 +174,10 @@ def _serve_command(args: argparse.Namespace, cmd: list[str], specs: list[str], m
         if send is not None and child.poll() is None:
             with contextlib.suppress(OSError):
                 child.send_signal(send)
-    if send is not None or code == 128 + signal.SIGINT:
+    if send is not None:  # (stopped: the command is given time to end; the code says why)
         with contextlib.suppress(subprocess.TimeoutExpired):
-            code = child.wait(timeout=10)
+            child.wait(timeout=10)
+        return code
     return 128 - code if code < 0 else code
 
 
