@@ -9,8 +9,8 @@ import json
 import math
 import os
 import sqlite3
-import threading
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -247,12 +247,14 @@ def test_a_write_lock_held_past_the_busy_timeout_does_not_kill_the_agent(tmp_pat
                    " WHERE id = ?", [time.time(), p["pause"]])
     holder.execute("COMMIT")
     holder.execute("BEGIN IMMEDIATE")
-    with pytest.warns(RuntimeWarning, match="the database is busy"):
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
         time.sleep(2.0)
         assert bg.alive()
         holder.execute("COMMIT")
         out = bg.result()
     holder.close()
+    assert any("the database is busy" in str(w.message) for w in said)
     assert out["messages"][-1].content == "Sunny."
     trace.flush()
     with sqlite3.connect(db) as c:

@@ -52,8 +52,8 @@ DEBUG_TOOLS: dict[str, str] = {
         + _EDITS + " A bad edit, or a run that is not paused, is an error and changes "
         "nothing."),
     "set_breakpoint": (
-        "WRITES to the database: arm a breakpoint for the agents debugged into it (they "
-        "read it within half a second), for one run (and its subagents), one thread, or "
+        "WRITES to the database: arm a breakpoint for the agents debugged into it (it "
+        "applies at their next hook firing), for one run (and its subagents), one thread, or "
         "every run (neither given). spec: " + "; ".join(
             f"{form}: {what}" for form, what in FORMS.values()) + "."),
     "playground": (
