@@ -83,6 +83,21 @@ def test_parallel_pauses_are_each_answered_by_their_own_id(tmp_path):
         channel.answer(db, run, "continue", pause=by_call["p1"]["pause"])
 
 
+def test_forty_parallel_calls_all_pause_at_once(tmp_path):
+    # (before: the pauses waited in asyncio's default pool, cores + 4 threads: the other
+    # calls did not pause until one was answered, and the loop's other debugger work
+    # queued behind them)
+    db = tmp_path / "t.db"
+    bg, trace = _async_agent(db, ["tool:fetch_price"], n=40)
+    got = wait_paused(db, n=40, alive=bg.alive, timeout=120)
+    assert sorted(p["tool_call_id"] for p in got) == sorted(f"p{i}" for i in range(1, 41))
+    for p in got:
+        channel.answer(db, p["run"], "continue", pause=p["pause"])
+    out = bg.result()
+    trace.flush()
+    assert out["messages"][-1].content.count("EUR") == 40
+
+
 def test_an_edit_for_a_cancelled_call_is_refused(tmp_path):
     # (before: the pause of a cancelled call stayed open, and an edit was "accepted" and
     # recorded for it)

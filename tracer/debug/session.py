@@ -24,8 +24,10 @@ the debugger never kills the run it debugs.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import contextvars
+import functools
 import json
 import math
 import os
@@ -452,6 +454,19 @@ def aimessage_of(response: Any) -> Any:
     return None
 
 
+_POOL: list[concurrent.futures.ThreadPoolExecutor] = []
+POOL_SIZE = 256  # pauses waiting at once (asyncio's own pool has cores + 4 threads)
+
+
+def _pool() -> concurrent.futures.ThreadPoolExecutor:
+    """The debugger's threads: one per pause waiting (20 parallel tool calls paused at
+    once do not wait for a thread, nor hold up the loop's other work)."""
+    if not _POOL:
+        _POOL.append(concurrent.futures.ThreadPoolExecutor(
+            max_workers=POOL_SIZE, thread_name_prefix="looptrace-debug"))
+    return _POOL[0]
+
+
 async def in_thread(fn: Callable[..., Any], *args: Any) -> Any:
     """Run a blocking step of the debugger off the event loop. If the awaiting task is
     cancelled (a parallel tool call whose sibling raised), a pause it is waiting in is
@@ -459,7 +474,9 @@ async def in_thread(fn: Callable[..., Any], *args: Any) -> Any:
     cancelled = threading.Event()
     token = _CANCELLED.set(cancelled)
     try:
-        return await asyncio.to_thread(fn, *args)
+        ctx = contextvars.copy_context()
+        return await asyncio.get_running_loop().run_in_executor(
+            _pool(), functools.partial(ctx.run, fn, *args))
     except asyncio.CancelledError:
         cancelled.set()
         raise
