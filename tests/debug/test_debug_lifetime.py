@@ -21,7 +21,7 @@ from langchain_core.messages import AIMessage
 from tracer_kit import get_weather, make_agent
 
 from tracer import TraceMiddleware
-from tracer.db.writer import _gone
+from tracer.db.processes import _gone
 from tracer.debug import Debugger, channel
 from tracer.demo.models import ScriptedChatModel, call, turn_script
 from tracer.errors import NotPaused

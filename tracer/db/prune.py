@@ -116,7 +116,7 @@ def doomed(conn: sqlite3.Connection, *, older_than: float | None, keep: int | No
 def _paused_roots(conn: sqlite3.Connection) -> set[str]:
     """The top-level runs with a run paused in the debugger under them (or paused
     themselves): an open pause (schema 6's ``debug_pauses``) whose process lives."""
-    from .writer import _gone
+    from .processes import _gone
 
     try:
         rows = conn.execute("SELECT run_id, pid, paused_at FROM debug_pauses WHERE"

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import time
 
-from tracer.db.writer import _gone
+from tracer.db.processes import _gone
 
 __all__ = ["ENV", "alive", "descends", "gone", "token"]
 
