@@ -751,9 +751,9 @@ def test_parallel_pauses_are_listed_and_the_one_picked_is_answered(
         at = replay_page(got[0]["run"])
         assert not at.exception, at.exception
         pick = at.radio(key="lt_debug_pick")
-        assert list(pick.options) == [
-            f'pause {ids[k]} · wrap_tool_call before the call: fetch_price {{"item": "item{k[1]}"}}'
-            for k in ("p1", "p2", "p3")]
+        assert list(pick.options) == [  # (by pause id: the order the calls paused in)
+            f'pause {i} · wrap_tool_call before the call: fetch_price {{"item": "item{k[1]}"}}'
+            for i, k in sorted((i, k) for k, i in ids.items())]
         pick.set_value(ids["p2"]).run()
         assert "A tool call waits to run: fetch_price (id p2)" in texts(at)
         at.text_area(key="dbg_text").input("two")
