@@ -26,6 +26,8 @@ from tracer.debug import Debugger, channel
 from tracer.demo.models import ScriptedChatModel, call, turn_script
 from tracer.errors import NotPaused
 
+pytestmark = pytest.mark.slow  # (a looptrace debug process and an agent process per test)
+
 AGENT = textwrap.dedent("""
     from langchain.agents import create_agent
     from langchain_core.messages import AIMessage, ToolMessage
