@@ -542,7 +542,7 @@ def armed_for(path: str, run_id: str) -> list[str]:
     except (LooptraceError, sqlite3.Error, OSError):
         return []
     try:
-        return [spec for _bid, spec, rid, _tid in armed_breaks(conn) if rid == run_id]
+        return [b[1] for b in armed_breaks(conn) if b[2] == run_id]
     except sqlite3.Error:  # (a file older than schema 6)
         return []
     finally:
@@ -550,12 +550,13 @@ def armed_for(path: str, run_id: str) -> list[str]:
 
 
 def debug_answer(path: str, run_id: str, command: str,
-                 edit: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Answer run ``run_id``'s pause (``tracer.debug.channel.answer``: the edit is
-    validated first; a bad one raises ``InvalidOption`` and nothing is written)."""
+                 edit: dict[str, Any] | None = None, pause: int | None = None) -> dict[str, Any]:
+    """Answer pause ``pause`` of run ``run_id`` (``tracer.debug.channel.answer``: the
+    edit is validated first; a bad one raises ``InvalidOption`` and nothing is written;
+    a pause that is over raises ``NotPaused``)."""
     from tracer.debug.channel import answer
 
-    return answer(path, run_id, command, edit)
+    return answer(path, run_id, command, edit, pause=pause)
 
 
 def debug_arm(path: str, spec: str, run_id: str) -> int:

@@ -13,6 +13,8 @@ the channel, read-only, whether it is paused:
   one edit per answer, as ``tracer.debug.edits`` takes them), and the controls Continue, Step,
   Next lap, Run to the end and Abort (keys F8, F10, F9, Shift+F8, heard when no text
   field has focus; Abort has none);
+- paused at several places at once (parallel tool calls): the pauses listed, one
+  picked; the panel shows that one and its controls answer that one, by its id;
 - a subagent run of it paused: where, and a button to open that run at its pause;
 - not paused: "Pause at the next model call" and "Pause at the next hook", armed for
   this run (and its subagent runs). They pause once: answering the pause here clears
@@ -90,11 +92,17 @@ def pauses(path: str, view: RunView) -> tuple[dict[str, Any] | None, list[dict[s
     found = data.paused_runs(path)
     own = [p for p in found if p.get("run") == run.id]
     below = [p for p in found if p.get("parent_run") == run.id]
-    return (own[-1] if own else None), below
+    if not own:
+        return None, below
+    ids = [p.get("pause") for p in own]
+    if st.session_state.get(state.DEBUG_PICK) not in ids:
+        st.session_state[state.DEBUG_PICK] = ids[0]  # (the oldest; the one picked is over)
+    picked = own[ids.index(st.session_state[state.DEBUG_PICK])]
+    return {**picked, "siblings": own}, below
 
 
 def _tag(p: dict[str, Any]) -> str:
-    return f"{p.get('run')}:{p.get('step')}:{p.get('paused_at')}"
+    return f"{p.get('run')}:{p.get('pause')}"
 
 
 def follow(view: RunView, p: dict[str, Any]) -> None:
@@ -204,6 +212,7 @@ def _panel(path: str, p: dict[str, Any]) -> None:
     tag = _tag(p)
     with st.container(border=True, key="debug_pause"):
         st.markdown("##### :material/pause_circle: Paused in the debugger")
+        _pick(p.get("siblings") or [p])
         st.text(_where(p))
         SHOW.get(kind, _show_state)(pend)
         FIELDS.get(kind, _no_fields)(pend)
@@ -216,7 +225,23 @@ def _panel(path: str, p: dict[str, Any]) -> None:
                           shortcut=key, type="primary" if command == "continue" else "secondary",
                           on_click=_answer,
                           args=(path, str(p.get("run")), p.get("parent_run"), command, pend,
-                                tag))
+                                tag, p.get("pause")))
+
+
+def _label(p: dict[str, Any]) -> str:
+    call = (p.get("pending") or {}).get("tool_call") or {}
+    what = f": {call.get('name')} {_one_line(json.dumps(call.get('args')))[:80]}" if call else ""
+    return f"pause {p.get('pause')} · {p.get('hook')} {AT.get(str(p.get('at')), '')}{what}"
+
+
+def _pick(siblings: list[dict[str, Any]]) -> None:
+    """Several pauses of the run at once: which one the panel shows and answers."""
+    if len(siblings) < 2:
+        return
+    labels = {q.get("pause"): _label(q) for q in siblings}
+    st.radio(f"{len(siblings)} pauses at once: the one answered here",
+             options=list(labels), format_func=lambda k: labels.get(k, str(k)),
+             key=state.DEBUG_PICK)
 
 
 # -- what is pending, shown ---------------------------------------------------------------
@@ -494,7 +519,7 @@ def _more_edits(pend: dict[str, Any], values: dict[str, Any]) -> list[dict[str, 
 
 
 def _answer(path: str, run_id: str, parent: str | None, command: str, pend: dict[str, Any],
-            tag: str) -> None:
+            tag: str, pause: int | None = None) -> None:
     """A control: the edit made of the fields checked first (nothing sent if it is not
     one), what this session armed for the run cleared, then the answer sent."""
     values = {k: state.get(k) for k in FIELD_KEYS}
@@ -508,7 +533,7 @@ def _answer(path: str, run_id: str, parent: str | None, command: str, pend: dict
                 data.debug_clear(path, rid)
                 armed.discard(rid)
         st.session_state[state.DEBUG_ARMED] = sorted(armed)
-        data.debug_answer(path, run_id, command, edit)
+        data.debug_answer(path, run_id, command, edit, pause)
     except (BadEdit, LooptraceError) as exc:
         st.session_state[state.DEBUG_ERROR] = (tag, _one_line(str(exc)))
         return

@@ -85,6 +85,7 @@ FORK_ERROR = "lt_fork_error"  # why the last fork started here failed, shown onc
 
 # -- the debugger's panel (app/debug_pane.py) -------------------------------------------------
 DEBUG_PAUSE = "lt_debug_pause"  # the pause the panel's fields were filled for (the replay jumped there)
+DEBUG_PICK = "lt_debug_pick"  # the pause the panel shows, of a run's several at once (its id)
 DEBUG_ERROR = "lt_debug_error"  # (pause, message): why the last answer was refused (a plain key)
 DEBUG_ARMED = "lt_debug_armed"  # the runs this session armed a "pause at the next ..." for
 DEBUG_CHANGE = "dbg_change"  # at a model call: what to change (a selectbox)

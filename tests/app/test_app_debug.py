@@ -26,7 +26,6 @@ from tracer_kit import get_weather, make_agent
 
 from tracer import TraceMiddleware
 from tracer.debug import channel
-from tracer.debug.session import REFRESH_S
 from tracer.demo.models import ScriptedChatModel
 from tracer.vocab.records import tool_name
 
@@ -329,9 +328,8 @@ def test_a_running_run_is_paused_from_the_app(agents: list[Paused], tmp_path: Pa
     assert "Armed" not in armed() and not channel.armed_breaks(sqlite3.connect(a.db))
     at.button(key="debug_arm_step").click().run()
     assert "Armed for this run: step" in armed()
-    # The agent reads what was armed from outside every half second at most: the page's
-    # clicks may have come sooner than that after its last read (tracer.debug.session).
-    time.sleep(REFRESH_S + 0.1)
+    # what was armed from outside applies at the agent's next hook firing (no wait:
+    # tracer.debug.session reads the breakpoints again whenever the file changed)
     gate.set()  # the tool returns: the next hook firing pauses
     p = a.wait()
     assert p["run"] == run_id and p["reason"] == "step"
@@ -720,3 +718,54 @@ def test_more_a_model_that_cannot_be_made_pauses_again_and_says_why(
     a.trace.close()
     assert [r["outcome"] for r in debug_records(a.db)] == ["rejected", "continued"]
     assert debug_records(a.db)[0]["edit"] == {"kind": "model", "model": "no-such-provider:no-model"}
+
+
+def test_parallel_pauses_are_listed_and_the_one_picked_is_answered(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Three parallel tool calls paused at once: the panel lists them, and its controls
+    answer the one picked (before: the panel answered the run's latest pause, whichever
+    it showed)."""
+    from langchain_core.messages import AIMessage, ToolMessage
+
+    from tracer.demo.models import call, turn_script
+
+    @tool
+    async def fetch_price(item: str) -> str:
+        """Price of an item."""
+        return f"{item}: 10 EUR"
+
+    def by_call(msgs: Any) -> AIMessage:
+        got = sorted((m.tool_call_id, m.content) for m in msgs if isinstance(m, ToolMessage))
+        return AIMessage("; ".join(f"{k}={v}" for k, v in got))
+
+    db = tmp_path / "debug.db"
+    monkeypatch.setenv("LOOPTRACE_DB", str(db))
+    calls = [call("fetch_price", {"item": f"item{i}"}, f"p{i}") for i in (1, 2, 3)]
+    model = ScriptedChatModel(script=turn_script([AIMessage("", tool_calls=calls), by_call]))
+    trace = TraceMiddleware(db=db, debug=["tool:fetch_price"])
+    agent = make_agent(model, [fetch_price], [trace])
+    bg = Background(lambda: agent.ainvoke({"messages": [("user", "Prices?")]}), is_async=True)
+    try:
+        got = wait_paused(db, n=3, alive=bg.alive)
+        ids = {p["tool_call_id"]: p["pause"] for p in got}
+        at = replay_page(got[0]["run"])
+        assert not at.exception, at.exception
+        pick = at.radio(key="lt_debug_pick")
+        assert list(pick.options) == [  # (by pause id: the order the calls paused in)
+            f'pause {i} · wrap_tool_call before the call: fetch_price {{"item": "item{k[1]}"}}'
+            for i, k in sorted((i, k) for k, i in ids.items())]
+        pick.set_value(ids["p2"]).run()
+        assert "A tool call waits to run: fetch_price (id p2)" in texts(at)
+        at.text_area(key="dbg_text").input("two")
+        at.button(key="debug_continue").click().run()
+        assert not at.error, [e.value for e in at.error]
+        with sqlite3.connect(db) as c:
+            answered = c.execute("SELECT id, edit FROM debug_pauses WHERE command IS NOT NULL"
+                                 ).fetchall()
+        assert answered == [(ids["p2"], json.dumps({"kind": "tool_result", "text": "two"}))]
+    finally:
+        for p in channel.list_paused(db):
+            channel.answer(db, p["run"], "continue", pause=p["pause"])
+        out = bg.result(30)
+        trace.close()
+    assert out["messages"][-1].content == "p1=item1: 10 EUR; p2=two; p3=item3: 10 EUR"

@@ -71,7 +71,7 @@ def test_opening_for_writing_migrates_in_place_and_keeps_everything(tmp_path):
     path = _copy(tmp_path)
     before = _dump(path)
     connect(path).close()
-    assert _version(path) == SCHEMA_VERSION == 6
+    assert _version(path) == SCHEMA_VERSION == 7
     assert _dump(path) == before  # nothing lost, nothing changed
     cols = [r[1] for r in sqlite3.connect(path).execute("PRAGMA table_info(messages)")]
     assert "version" in cols
@@ -171,7 +171,7 @@ def test_a_schema_2_file_is_migrated_in_place_and_nothing_is_lost(tmp_path):
     path = _copy2(tmp_path)
     before = _everything(path)
     connect(path).close()
-    assert _version(path) == SCHEMA_VERSION == 6
+    assert _version(path) == SCHEMA_VERSION == 7
     assert _everything(path) == before
     conn = sqlite3.connect(path)
     stats = {r[0]: r[1:] for r in conn.execute(
@@ -288,7 +288,7 @@ def test_a_schema_3_file_is_migrated_in_place_and_nothing_is_lost(tmp_path):
     shutil.copyfile(FIXTURE3, path)
     before = _everything3(path)
     connect(path).close()
-    assert _version(path) == SCHEMA_VERSION == 6
+    assert _version(path) == SCHEMA_VERSION == 7
     assert {"state", "state_values"} <= _tables(path)
     assert _everything3(path) == before
     # and a run recorded into it now has its state
@@ -381,7 +381,7 @@ def test_a_schema_4_file_is_migrated_in_place_and_nothing_is_lost(tmp_path):
     before = _everything4(path)
     searches = {t: _hits(path, t) for t in ("quarterly summary", "the meeting is at 10", "nowhere")}
     connect(path).close()
-    assert _version(path) == SCHEMA_VERSION == 6
+    assert _version(path) == SCHEMA_VERSION == 7
     assert _everything4(path) == before
     # what waited is in the index now, under each run's block, as schema 4 would have put it
     assert _one(path, "SELECT COUNT(*) FROM search_pending") == [(0,)]
@@ -451,7 +451,7 @@ def test_a_schema_5_file_is_read_as_it_is_and_migrated_in_place(tmp_path):
     tokens = "SELECT name, input_tokens, output_tokens, total_tokens FROM runs ORDER BY name"
     assert _one(path, tokens) == [("no-usage", 0, 0, 0), ("weather", 31, 11, 42)]
     connect(path).close()
-    assert _version(path) == SCHEMA_VERSION == 6
+    assert _version(path) == SCHEMA_VERSION == 7
     # the one change to what was recorded: tokens no model call reported are NULL ("not
     # reported"), no longer 0; the weather run's tokens are kept
     assert _one(path, tokens) == [("no-usage", None, None, None), ("weather", 31, 11, 42)]
@@ -490,3 +490,56 @@ def test_a_failed_schema_5_migration_leaves_the_file_as_it_was(tmp_path, monkeyp
     assert _version(path) == 5
     assert _everything4(path) == before
     assert not {"debug_breaks", "debug_pauses", "notes"} & _tables(path)
+
+
+# -- schema 6 -> 7: who a breakpoint or a pause belongs to (the debugger's owner) -----------
+# tests/fixtures/schema6.db was recorded by looptrace at schema 6 (dbglife's base, e215f56):
+# one run, a breakpoint armed from the CLI, a pause answered.
+FIXTURE6 = Path(__file__).parents[1] / "fixtures" / "schema6.db"
+
+
+def _cols(path: Path, table: str) -> list[str]:
+    return [r[1] for r in _one(path, f"PRAGMA table_info({table})")]
+
+
+def test_the_fixture_is_schema_6_without_owners():
+    assert _version(FIXTURE6) == 6
+    assert "owner" not in _cols(FIXTURE6, "debug_breaks")
+    assert "owner" not in _cols(FIXTURE6, "debug_pauses")
+
+
+def test_a_schema_6_file_is_read_as_it_is_and_migrated_in_place(tmp_path):
+    from tracer.debug import channel
+
+    path = tmp_path / "v6.db"
+    shutil.copyfile(FIXTURE6, path)
+    before_bytes = path.read_bytes()
+    assert channel.list_paused(path) == []  # read-only: as it is
+    conn = connect(path, readonly=True)
+    assert [b[1:] for b in channel.armed_breaks(conn)] == [
+        ("tool:get_weather", None, None, None, False)]
+    conn.close()
+    assert path.read_bytes() == before_bytes
+    before = _everything4(path)
+    connect(path).close()
+    assert _version(path) == SCHEMA_VERSION == 7
+    assert _cols(path, "debug_breaks")[-2:] == ["owner", "owner_only"]
+    assert _cols(path, "debug_pauses")[-1] == "owner"
+    assert _everything4(path) == before
+    assert _one(path, "SELECT spec, owner, owner_only FROM debug_breaks") == [
+        ("tool:get_weather", None, None)]
+    assert _one(path, "SELECT outcome, owner FROM debug_pauses") == [("continued", None)]
+
+
+def test_the_schema_7_step_is_idempotent(tmp_path):
+    # (another branch may add the same columns in its own step: each keeps the other's)
+    from tracer.db import schema
+
+    path = tmp_path / "v6.db"
+    shutil.copyfile(FIXTURE6, path)
+    conn = sqlite3.connect(path)
+    conn.execute("ALTER TABLE debug_pauses ADD COLUMN owner TEXT")
+    schema._debug_owners(conn)
+    schema._debug_owners(conn)
+    assert _cols(path, "debug_pauses").count("owner") == 1
+    conn.close()

@@ -99,3 +99,53 @@ def test_the_playground_over_mcp(sample_db):
         assert "outside the request's messages" in said
 
     run_with("stdio", sample_db, body)
+
+
+def test_parallel_pauses_answered_over_mcp_by_their_ids_with_json_text(tmp_path):
+    # (before: resume was addressed per run, so answers reached the wrong calls; and a
+    # text that is JSON was parsed into an object and refused: "Input should be a valid
+    # string")
+    from langchain_core.messages import AIMessage, ToolMessage
+    from langchain_core.tools import tool
+
+    @tool
+    async def fetch_price(item: str) -> str:
+        """Price of an item."""
+        return f"{item}: 10 EUR"
+
+    def by_call(msgs):  # noqa: ANN001, ANN202
+        got = sorted((m.tool_call_id, m.content) for m in msgs if isinstance(m, ToolMessage))
+        return AIMessage("; ".join(f"{k}={v}" for k, v in got))
+
+    calls = [call("fetch_price", {"item": f"item{i}"}, f"p{i}") for i in (1, 2, 3)]
+    model = ScriptedChatModel(script=turn_script([AIMessage("", tool_calls=calls), by_call]))
+    db = tmp_path / "t.db"
+    trace = TraceMiddleware(db=db, debug=["tool:fetch_price"])
+    agent = make_agent(model, [fetch_price], [trace])
+    bg = Background(lambda: agent.ainvoke({"messages": [("user", "Prices?")]}), is_async=True)
+
+    async def body(client) -> None:  # noqa: ANN001
+        got = await _until(client, "list_paused", lambda g: len(g["paused"]) == 3)
+        ids = {p["tool_call_id"]: p["pause"] for p in got["paused"]}
+        run = got["paused"][0]["run"]
+        for p in got["paused"]:
+            assert (p["hook"], p["at"], p["breakpoint"]) == ("wrap_tool_call", "before",
+                                                             "tool:fetch_price")
+            assert isinstance(p["step"], int)
+        said = await client.error("resume", run=run, edit_kind="tool_result", text="x")
+        assert "3 pauses at once" in said and f"pause {ids['p2']}" in said
+        pend = await client.call("get_pending", run=run, pause=ids["p3"])
+        assert pend["pending"]["tool_call"]["id"] == "p3"
+        out = await client.call("resume", run=run, pause=ids["p3"], edit_kind="tool_result",
+                                text='{"price": 3, "currency": "EUR"}')
+        assert out["edit"]["text"] == '{"price": 3, "currency": "EUR"}'
+        await client.call("resume", run=run, pause=ids["p1"], edit_kind="tool_result",
+                          text="[1, 2]")
+        await client.call("resume", run=run, pause=ids["p2"])
+        said = await client.error("resume", run=run, pause=ids["p2"])
+        assert f"pause {ids['p2']} was answered already" in said
+
+    run_with("stdio", db, body)
+    out = bg.result()
+    assert out["messages"][-1].content == (
+        'p1=[1, 2]; p2=item2: 10 EUR; p3={"price": 3, "currency": "EUR"}')

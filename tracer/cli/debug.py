@@ -12,18 +12,30 @@ can answer the same pauses.
 Without ``-- COMMAND``, ``looptrace debug`` drives the pauses of agents already
 running (armed with ``LOOPTRACE_DEBUG`` or ``TraceMiddleware(debug=...)``) into the
 database, until Ctrl-C.
+
+The prompt shows the pauses of the command's whole process tree (every process that
+inherits its ``LOOPTRACE_DEBUG_OWNER``, or descends from it), one at a time, by id.
+No paused process outlives the debugger: stopped (Ctrl-C, SIGTERM, SIGHUP, its terminal
+closed) or failed, ``looptrace debug`` lets each pause of its command go on with ``run``
+(the run goes on to its end, pausing no more), clears the breakpoints it armed, and
+sends the command the same signal (SIGTERM after Ctrl-C or a failure); an agent whose
+``looptrace debug`` is gone (even SIGKILLed) pauses no more.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import select
 import shlex
+import signal
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from typing import Any, TextIO
 
 from tracer.db.url import safe
@@ -46,7 +58,8 @@ HELP = """\
   args JSON           at a tool call: run it with these arguments
   edit JSON           continue with this edit (tracer.vocab.edits: {"kind": ..., ...}),
                       or a list of them ([{...}, {...}]: made in order)
-  b SPEC              arm another breakpoint (every run of this database)
+  b SPEC              arm another breakpoint (for as long as this debugger runs)
+  pause N             answer pause N (of the pauses listed at once) next
   h, help             this list"""
 
 
@@ -78,12 +91,25 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.set_defaults(func=run)
 
 
+class _Stopped(BaseException):  # (not an Exception: the prompt catches those)
+    """``looptrace debug`` was sent a signal to stop."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _on_signal(signum: int, _frame: Any) -> None:
+    raise _Stopped(signum)
+
+
 def run(args: argparse.Namespace) -> int:
     from tracer.checks.run import RULES
+    from tracer.debug import owner
     from tracer.debug.breakpoints import parse
 
     specs = [parse(b, rules=tuple(RULES)).spec for b in args.breaks]  # bad: one line, now
-    if args.timeout is not None and args.timeout < 0:
+    if args.timeout is not None and not (0 <= args.timeout < float("inf")):
         msg = "--timeout must be a number of seconds from 0"
         raise UsageError(msg)
     cmd = list(args.cmd)
@@ -92,41 +118,100 @@ def run(args: argparse.Namespace) -> int:
     from .run import _check_db, child_env
 
     _check_db(args.db)
-    if not cmd:
-        from tracer.debug import channel
+    me = owner.token()
+    old = {s: signal.signal(s, _on_signal) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        if not cmd:
+            return _serve_all(args.db, specs, me)
+        return _serve_command(args, cmd, specs, me, child_env(args.db))
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
 
+
+def _serve_all(db: str, specs: list[str], me: str) -> int:
+    """No command: drive the pauses of every agent of ``db`` until stopped."""
+    from tracer.debug import channel
+
+    prompt = Prompt(db, sys.stdin, sys.stdout, owner=me)
+    try:
         for spec in specs:
-            channel.arm(args.db, spec, source="cli")
-        print(f"looptrace debug: waiting for pauses in {safe(args.db)} (Ctrl-C to stop)",
+            channel.arm(db, spec, source="cli", owner=me)
+        print(f"looptrace debug: waiting for pauses in {safe(db)} (Ctrl-C to stop)",
               file=sys.stderr)
-        Prompt(args.db, sys.stdin, sys.stdout).serve(lambda: True)
-        return 0
-    env = child_env(args.db)
+        prompt.serve(lambda: True)
+    except (KeyboardInterrupt, _Stopped):
+        pass
+    finally:
+        _let_go(db, me, prompt.shown)
+    return 0
+
+
+def _serve_command(args: argparse.Namespace, cmd: list[str], specs: list[str], me: str,
+                   env: dict[str, str]) -> int:
+    """Run ``cmd`` debugged; its pauses let go, whatever ends this."""
+    from tracer.debug import owner
+
     env["LOOPTRACE_HOW"] = "looptrace debug"
     env["LOOPTRACE_DEBUG"] = ",".join(specs) or "1"
     env["LOOPTRACE_DEBUG_TIMEOUT"] = "none" if args.timeout is None else str(args.timeout)
+    env[owner.ENV] = me
     try:
         child = subprocess.Popen(cmd, env=env)
     except OSError as exc:
         msg = f"cannot run {cmd[0]!r}: {exc.strerror or exc}"
         raise UsageError(msg) from None
+    prompt = Prompt(args.db, sys.stdin, sys.stdout, pid=child.pid, owner=me)
+    send: int | None = signal.SIGTERM
     try:
-        Prompt(args.db, sys.stdin, sys.stdout, pid=child.pid).serve(
-            lambda: child.poll() is None)
+        prompt.serve(lambda: child.poll() is None)
+        send = None
         code = child.wait()
+    except _Stopped as exc:
+        send = exc.signum
+        code = 128 + exc.signum
     except KeyboardInterrupt:
-        child.terminate()
-        code = child.wait()
+        code = 128 + signal.SIGINT
+    finally:
+        _let_go(args.db, me, prompt.shown, mine=prompt.mine)
+        if send is not None and child.poll() is None:
+            with contextlib.suppress(OSError):
+                child.send_signal(send)
+    if send is not None:  # (stopped: the command is given time to end; the code says why)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            child.wait(timeout=10)
+        return code
     return 128 - code if code < 0 else code
 
 
-class Prompt:
-    """The terminal's side of the channel: waits for a pause (of process ``pid``, or
-    any), shows it, reads commands until one lets the run go on."""
+def _let_go(db: str, me: str, shown: set[int],
+            mine: Callable[[dict[str, Any]], bool] | None = None) -> None:
+    """The debugger is going: every pause of its own (or that it showed) goes on with
+    ``run``; the breakpoints it armed are cleared. Never raises (it runs as the
+    debugger ends, however it ends)."""
+    from tracer.debug import channel
 
-    def __init__(self, db: str, stdin: TextIO, stdout: TextIO, pid: int | None = None) -> None:
-        self.db, self.stdin, self.out, self.pid = db, stdin, stdout, pid
+    try:
+        ids = [int(p["pause"]) for p in channel.list_paused(db)
+               if int(p["pause"]) in shown or (mine is not None and mine(p))]
+        channel.release(db, ids, "run")
+        channel.clear(db, owner=me)
+    except Exception:  # noqa: BLE001, S110 - leaving: the agents notice it is gone anyway
+        pass
+
+
+class Prompt:
+    """The terminal's side of the channel: waits for a pause (of process ``pid``'s tree
+    and of the agents started with ``owner``, or any), shows it, reads commands until
+    one lets it go on; several pauses at once are listed, and ``pause N`` picks one."""
+
+    def __init__(self, db: str, stdin: TextIO, stdout: TextIO, pid: int | None = None,
+                 owner: str | None = None) -> None:
+        self.db, self.stdin, self.out, self.pid, self.owner = db, stdin, stdout, pid, owner
         self.eof = False
+        self.shown: set[int] = set()  # the pauses this prompt showed
+        self.current: int | None = None  # the pause the prompt answers
+        self._buf = b""
 
     def say(self, text: str) -> None:
         from tracer.vocab.terminal import safe_text
@@ -134,31 +219,56 @@ class Prompt:
         for line in text.split("\n"):  # (each line made safe: its newlines are ours)
             print(safe_text(line), file=self.out, flush=True)
 
-    def serve(self, alive: Any) -> None:
+    def mine(self, p: dict[str, Any]) -> bool:
+        """Whether pause ``p`` is of the command this prompt runs (any, without one)."""
+        from tracer.debug import owner
+
+        if self.pid is None:
+            return True
+        return (self.owner is not None and p.get("owner") == self.owner) or (
+            isinstance(p.get("pid"), int) and owner.descends(int(p["pid"]), self.pid))
+
+    def paused(self) -> list[dict[str, Any]]:
         from tracer.debug import channel
 
+        try:
+            return [p for p in channel.list_paused(self.db, with_pending=True) if self.mine(p)]
+        except (LooptraceError, OSError, ValueError):
+            return []
+        except Exception as exc:  # noqa: BLE001 - sqlite3 and the like: one line, try again
+            self.say(f"looptrace debug: the database cannot be read ({exc})")
+            return []
+
+    def serve(self, alive: Any) -> None:
         while alive():
-            try:
-                paused = [p for p in channel.list_paused(self.db, with_pending=True)
-                          if self.pid is None or p["pid"] == self.pid]
-            except LooptraceError:
-                paused = []
+            paused = self.paused()
             if not paused:
                 time.sleep(0.05)
                 continue
-            self.handle(paused[0])
+            ids = [int(p["pause"]) for p in paused]
+            if self.current not in ids:
+                self.current = ids[0]
+            self.handle(paused[ids.index(self.current)], paused)
 
-    def handle(self, p: dict[str, Any]) -> None:
+    def handle(self, p: dict[str, Any], others: list[dict[str, Any]] | None = None) -> None:
         from tracer.debug import channel
 
+        others = others or [p]
+        self.shown.add(int(p["pause"]))
         self.show(p)
+        if len(others) > 1:
+            self.listing(others, int(p["pause"]))
         while True:
             if self.eof:  # (no more input: let every run go to its end)
                 line = "run"
             else:
                 self.out.write("(looptrace) ")
                 self.out.flush()
-                raw = self.stdin.readline()
+                raw = self.read_line(int(p["pause"]))
+                if raw is None:  # (answered elsewhere, or its process ended)
+                    self.say(f"\nlooptrace debug: pause {p['pause']} is over (answered "
+                             "elsewhere, or its run ended)")
+                    return
                 if not raw:
                     self.eof = True
                     line = "run"
@@ -174,8 +284,45 @@ class Prompt:
             except LooptraceError as exc:
                 self.say(f"looptrace debug: {exc}")
                 continue
+            except Exception as exc:  # noqa: BLE001 - a mistake at the prompt: one line, stay
+                text = " ".join(str(exc).split())[:300]
+                self.say(f"looptrace debug: {type(exc).__name__}: {text}")
+                continue
             if done:
                 return
+
+    def listing(self, paused: list[dict[str, Any]], current: int) -> None:
+        """The pauses at once, the one the prompt answers marked."""
+        self.say(f"  {len(paused)} pauses at once (pause N answers another):")
+        for q in paused:
+            call = (q.get("pending") or {}).get("tool_call") or {}
+            what = f" {call.get('name')} {json.dumps(call.get('args'))} (id {call.get('id')})" \
+                if call else ""
+            mark = "  <- this prompt answers it" if int(q["pause"]) == current else ""
+            self.say(f"  pause {q['pause']}: run {str(q['run'])[:12]} {q['hook']} {q['at']}"
+                     f"{what}{mark}")
+
+    def read_line(self, pause: int) -> str | None:
+        """A line of input ('' at its end), or None once pause ``pause`` is over (it is
+        checked every 0.2 s while waiting: answered from the app or MCP, or its process
+        gone)."""
+        try:
+            fd = self.stdin.fileno()
+        except (AttributeError, OSError, ValueError):
+            return self.stdin.readline()  # (not a file: read as it is)
+        while b"\n" not in self._buf:
+            ready, _, _ = select.select([fd], [], [], 0.2)
+            if not ready:
+                if not any(int(q["pause"]) == pause for q in self.paused()):
+                    return None
+                continue
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                out, self._buf = self._buf, b""
+                return out.decode("utf-8", "replace")
+            self._buf += chunk
+        line, _, self._buf = self._buf.partition(b"\n")
+        return line.decode("utf-8", "replace") + "\n"
 
     def show(self, p: dict[str, Any]) -> None:
         who = p.get("run_name") or "run"
@@ -194,9 +341,12 @@ class Prompt:
                  "n": "lap", "next": "lap", "lap": "lap", "r": "run", "run": "run",
                  "a": "abort", "abort": "abort", "q": "abort"}
         pend = p.get("pending") or {}
+        pause = int(p["pause"])
         if word in moves and not rest:
-            channel.answer(self.db, p["run"], moves[word])
+            channel.answer(self.db, p["run"], moves[word], pause=pause)
             return True
+        if word == "pause":
+            return self.switch(rest.strip())
         if word in ("h", "help", "?"):
             self.say(HELP)
             return False
@@ -204,15 +354,31 @@ class Prompt:
             self.say(json.dumps(pend, indent=2, ensure_ascii=False))
             return False
         if word == "b" and rest:
-            channel.arm(self.db, rest.strip(), source="cli")
+            channel.arm(self.db, rest.strip(), source="cli", owner=self.owner,
+                        owner_only=self.pid is not None)
             self.say(f"breakpoint {rest.strip()} armed")
             return False
         edit = self.edit_of(word, rest, pend)
         if edit is None:
             self.say(f"looptrace debug: unknown command {line!r} (h for help)")
             return False
-        channel.answer(self.db, p["run"], "continue", edit)
-        self.say("changed in the debugger; going on")
+        got = channel.answer(self.db, p["run"], "continue", edit, pause=pause)
+        self.say("changed in the debugger; going on" if got.get("edit") is not None
+                 else "nothing changed; going on")
+        return True
+
+    def switch(self, which: str) -> bool:
+        """``pause N``: answer pause N next (True: the prompt shows it now)."""
+        paused = {int(q["pause"]): q for q in self.paused()}
+        try:
+            n = int(which)
+        except ValueError:
+            n = -1
+        if n not in paused:
+            have = ", ".join(str(k) for k in paused) or "none"
+            msg = f"pause {which or '?'}: no such pause open here (open: {have})"
+            raise UsageError(msg)
+        self.current = n
         return True
 
     def edit_of(self, word: str, rest: str, pend: dict[str, Any]) -> Edit | list[Edit] | None:
@@ -242,7 +408,13 @@ class Prompt:
             json.dump(start, f, indent=2, ensure_ascii=False)
             path = f.name
         try:
-            subprocess.run([*shlex.split(editor), path], check=False)
+            try:
+                subprocess.run([*shlex.split(editor), path], check=False)
+            except (OSError, ValueError) as exc:
+                msg = (f"the editor {editor!r} cannot start "
+                       f"({getattr(exc, 'strerror', None) or exc}): set $EDITOR, or give the "
+                       "change on the line (result TEXT, reply TEXT, args JSON, edit JSON)")
+                raise UsageError(msg) from None
             with open(path, encoding="utf-8") as f:
                 text = f.read()
         finally:
@@ -259,7 +431,15 @@ class Prompt:
 
 
 def template(kind: Any, pend: dict[str, Any]) -> dict[str, Any]:
-    """The edit ``e`` opens in the editor: what is pending, in the form that changes it."""
+    """The edit ``e`` opens in the editor: what is pending, in the form that changes it
+    (from the whole text: a text cut in what is pending is refused)."""
+    cut = (pend.get("message") or {}).get("text_cut") if kind in (
+        "tool_result", "model_reply") else pend.get("system_cut") if kind == "model_request" \
+        else None
+    if cut:
+        msg = (f"the text is too long to edit here ({cut} characters more than are shown): "
+               "give the new one on the line (result TEXT, reply TEXT, edit JSON)")
+        raise UsageError(msg)
     if kind == "tool_call":
         return {"kind": "tool_args", "args": (pend.get("tool_call") or {}).get("args") or {}}
     if kind == "tool_result":

@@ -516,7 +516,18 @@ LANGUAGE plpgsql AS $f$ BEGIN
 
 # version -> the step that takes a store from that version to the next (PostgreSQL
 # stores begin at schema 6: nothing older exists)
-MIGRATIONS: dict[int, Any] = {}
+def _debug_owners(conn: PgConnection) -> None:
+    """Schema 7 (``tracer.db.schema._debug_owners``): who a breakpoint or a pause
+    belongs to."""
+    for table, cols in (("debug_breaks", (("owner", "TEXT"), ("owner_only", "BIGINT"))),
+                        ("debug_pauses", (("owner", "TEXT"),))):
+        for name, kind in cols:
+            conn.raw.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {name} {kind}")
+
+
+# version -> the step that takes a store from that version to the next (as the SQLite
+# file's ``tracer.db.schema.MIGRATIONS``; a PostgreSQL store starts at 6)
+MIGRATIONS: dict[int, Any] = {6: _debug_owners}
 FIRST_VERSION = 6
 _LOCK_KEY = 0x6C6F6F70  # "loop": the advisory lock of creating and migrating a store
 

@@ -5,7 +5,9 @@ than ``older_than`` seconds ago, or beyond the newest ``keep`` (either limit, or
 both: both then hold), each with all its subagent runs, in ONE transaction: a
 prune that is interrupted (killed, the disk full) leaves the file as it was, and
 every run in it whole. A run still recording (status ``running``, or a subagent
-run of it) is left alone, whatever its age, unless ``include_running``. What was derived
+run of it) is left alone, whatever its age, unless ``include_running``; so is a run
+paused in the debugger (it, or a subagent run of it, has an open pause whose process
+lives: paused at an error, it reads ``error`` until it goes on). What was derived
 from the runs goes with them (``tracer.db.schema``'s trigger).
 
 Then the file shrinks: a file made by looptrace since schema 3 vacuums
@@ -104,6 +106,7 @@ def doomed(conn: sqlite3.Connection, *, older_than: float | None, keep: int | No
     recording (it or a subagent run of it ``running``) stays unless ``include_running``."""
     check_limits(older_than, keep)
     live = "" if include_running else f" AND NOT {_RECORDING}"
+    held = set() if include_running else _paused_roots(conn)
     picked: dict[str, None] = {}
     if older_than is not None:
         for (rid,) in conn.execute(
@@ -116,7 +119,33 @@ def doomed(conn: sqlite3.Connection, *, older_than: float | None, keep: int | No
                 " AND r.id NOT IN (SELECT r.id FROM runs r WHERE " + _ROOTS +
                 " ORDER BY r.started_at DESC, r.id DESC LIMIT ?)", [keep]):
             picked[rid] = None
-    return list(picked)
+    return [rid for rid in picked if rid not in held]
+
+
+def _paused_roots(conn: sqlite3.Connection) -> set[str]:
+    """The top-level runs with a run paused in the debugger under them (or paused
+    themselves): an open pause (schema 6's ``debug_pauses``) whose process lives."""
+    from .processes import _gone
+
+    try:
+        rows = conn.execute("SELECT run_id, pid, paused_at FROM debug_pauses WHERE"
+                            " command IS NULL AND resumed_at IS NULL").fetchall()
+    except sqlite3.OperationalError:  # (a file older than schema 6: no debugger)
+        return set()
+    paused = {rid for rid, pid, at in rows
+              if not (isinstance(pid, int) and _gone(pid, at))}
+    roots: set[str] = set()
+    for rid in paused:
+        seen: set[str] = set()
+        cur: str | None = rid
+        while cur is not None and cur not in seen:
+            seen.add(cur)
+            row = conn.execute("SELECT parent_id FROM runs WHERE id = ?", [cur]).fetchone()
+            if row is None:
+                break
+            roots.add(cur)
+            cur = row[0]
+    return roots
 
 
 def delete_runs(conn: sqlite3.Connection, roots: list[str]) -> int:

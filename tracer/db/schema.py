@@ -57,7 +57,7 @@ from .url import is_url
 if TYPE_CHECKING:
     import sqlite_utils
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 # Schema history (every older file is migrated in place when opened for writing;
 # read-only, it is read as it is):
 #   1  first release
@@ -74,6 +74,9 @@ SCHEMA_VERSION = 6
 #      person's notes on a run or one of its steps; runs' tokens NULL where no model
 #      call reported usage ("not reported"; schema 5 stored 0); run_stats.errors counts
 #      errors, each once (tracer.read.errors), not error events
+#   7  debug_breaks.owner, debug_breaks.owner_only, debug_pauses.owner: the
+#      ``looptrace debug`` process a breakpoint or a pause belongs to ("PID@START"; a
+#      breakpoint it armed applies only while it lives)
 APP_ID = "looptrace"
 
 # ``handoff``: the run handed the conversation to its parent graph (a ``Command`` to
@@ -175,6 +178,10 @@ DEBUG_BREAKS_COLUMNS: dict[str, type] = {
     "source": str,  # "code", "cli", "app", "mcp"
     "created_at": float,
     "cleared_at": float,  # NULL while armed
+    # "PID@START": the ``looptrace debug`` process that armed it (tracer.debug.owner);
+    # it applies only while that process lives; NULL: until cleared
+    "owner": str,
+    "owner_only": int,  # 1: only for the agents that process started
 }
 
 # One pause of a running agent: what is pending, then what the debugger answered.
@@ -192,7 +199,8 @@ DEBUG_PAUSES_COLUMNS: dict[str, type] = {
     "edit": str,  # JSON: the change to make before going on (tracer.vocab.edits)
     "commanded_at": float,
     "resumed_at": float,
-    "outcome": str,  # continued / edited / aborted / timeout / rejected
+    "outcome": str,  # continued / edited / aborted / timeout / rejected / released / cancelled
+    "owner": str,  # "PID@START": the ``looptrace debug`` that started the agent, if one did
 }
 
 NOTES_COLUMNS: dict[str, type] = {
@@ -495,6 +503,17 @@ def _to_schema_6(conn: sqlite3.Connection) -> None:
     recount_errors(conn)
 
 
+def _debug_owners(conn: sqlite3.Connection) -> None:
+    """Schema 7: who a breakpoint or a pause belongs to (idempotent: a column there
+    already is kept)."""
+    for table, cols in (("debug_breaks", (("owner", "TEXT"), ("owner_only", "INTEGER"))),
+                        ("debug_pauses", (("owner", "TEXT"),))):
+        have = {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
+        for name, kind in cols:
+            if name not in have:
+                conn.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
+
+
 # version -> the step that takes a file from that version to the next
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     1: _add_message_versions,
@@ -502,6 +521,7 @@ MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     3: _add_state,
     4: _pending_by_run,
     5: _to_schema_6,
+    6: _debug_owners,
 }
 
 

@@ -48,6 +48,7 @@ from tracer.vocab.redact import DEFAULT_REDACTOR, Redactor
 
 from . import search
 from .pg import AccessDenied
+from .processes import _gone
 from .schema import connect
 from .serialize import dumps, message_json, message_key, search_text, tool_call_id_of
 from .spool import MB_ENV, Spool
@@ -707,7 +708,6 @@ def _close_stale(conn: sqlite3.Connection, items: list[StaleRunsRecord]) -> set[
 
 DEAD = ("looptrace: this run has no end in the record: the process that recorded it"
         " (process {pid}) exited or was killed while it was still running")
-PID_SLACK_S = 2.0  # a process start time read from /proc is this precise (whole seconds)
 
 
 def close_dead(conn: sqlite3.Connection, now: float | None = None) -> set[str]:
@@ -729,40 +729,6 @@ def close_dead(conn: sqlite3.Connection, now: float | None = None) -> set[str]:
                      " WHERE id = ? AND status = 'running'",
                      [(DEAD.format(pid=pid), ended, rid) for rid, pid in dead])
     return {rid for rid, _ in dead}
-
-
-def _gone(pid: int, started_at: Any) -> bool:
-    """Whether the process ``pid``, which recorded a run started at ``started_at``, is
-    gone from this host."""
-    if pid <= 0:
-        return False  # (not a process's id: nothing to say)
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except (OSError, OverflowError):  # (PermissionError: another user's, alive)
-        pass
-    stat = _proc_stat(pid)
-    if stat is None:  # (no /proc: alive is all that is known)
-        return False
-    state, start = stat
-    return state in ("Z", "X") or (isinstance(started_at, (int, float))
-                                   and start > started_at + PID_SLACK_S)
-
-
-def _proc_stat(pid: int) -> tuple[str, float] | None:
-    """The state and start time (seconds since the epoch) of process ``pid``, from
-    /proc; None where there is no /proc."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            fields = f.read().rsplit(b")", 1)[1].split()
-        with open("/proc/stat", "rb") as f:
-            boot = next(int(ln.split()[1]) for ln in f if ln.startswith(b"btime "))
-        return fields[0].decode(), boot + int(fields[19]) / os.sysconf("SC_CLK_TCK")
-    except FileNotFoundError:
-        return ("X", 0.0) if os.path.isdir("/proc/self") else None  # (it died since)
-    except (OSError, ValueError, IndexError, StopIteration):
-        return None
 
 
 _writers: dict[tuple[str, int], Writer] = {}

@@ -1,10 +1,10 @@
 """The debugger inside the agent's process: ``TraceMiddleware(debug=...)`` holds one.
 
 At each hook firing the middleware asks it (one ``is None`` check when no debugger is
-armed). It decides from memory whether the firing is a breakpoint (the breakpoints
-armed in code or by ``LOOPTRACE_DEBUG``, those armed from outside in the database,
-re-read every half second at most, and the run's own step / next-lap / run-to-end
-state); when it is, it records a ``pause`` event, writes the pause with what is
+armed). It decides whether the firing is a breakpoint (the breakpoints armed in code
+or by ``LOOPTRACE_DEBUG``, those armed from outside in the database, read again
+whenever the file changed since the last firing: ``PRAGMA data_version``, a memory
+read; and the run's own step / next-lap / run-to-end state); when it is, it records a ``pause`` event, writes the pause with what is
 pending to the channel (``tracer.debug.channel``) and waits for the answer: a sync
 agent in its own thread (sleeping between polls, never spinning), an async agent in
 a worker thread its task awaits (the event loop and the other runs go on). The answer
@@ -13,14 +13,23 @@ before and after), and the edit is made; an edit that cannot be made is recorded
 the run pauses again at the same place.
 
 A pause nobody answers continues after ``timeout`` seconds (None: it waits), and the
-record says so.
+record says so. A pause is let go on its own (``released``: the run goes on to its
+end, pausing no more) when the ``looptrace debug`` that started the agent is gone
+(``LOOPTRACE_DEBUG_OWNER``) or its database file is; a pause whose call was cancelled
+(an async parallel tool call) is closed as ``cancelled`` and can no longer be
+answered. A database busy for longer than ``BUSY_S`` is warned about and waited for:
+the debugger never kills the run it debugs.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
+import contextvars
+import functools
 import json
+import math
 import os
 import sqlite3
 import threading
@@ -36,7 +45,7 @@ from tracer.vocab.content import content_text
 from tracer.vocab.edits import describe_json
 from tracer.vocab.records import tool_name
 
-from . import channel
+from . import channel, owner
 from .breakpoints import Breakpoint, Moment, parse, parse_all
 
 __all__ = ["DebugAborted", "Debugger", "aimessage_of", "arm", "from_env", "in_thread", "message_json",
@@ -45,9 +54,15 @@ __all__ = ["DebugAborted", "Debugger", "aimessage_of", "arm", "from_env", "in_th
 ENV = "LOOPTRACE_DEBUG"
 ENV_TIMEOUT = "LOOPTRACE_DEBUG_TIMEOUT"
 SERVER_TIMEOUT = 600.0  # a server armed through LOOPTRACE_DEBUG continues after this
-REFRESH_S = 0.5  # how often the breakpoints armed from outside are read again
 POLL_S = 0.02  # how often a paused run asks for its answer
-CUT = 20_000  # characters of one message's text in the pending JSON
+WATCH_S = 0.5  # how often a paused run asks whether its debugger and its file are there
+BUSY_S = 10.0  # a busy database: wait this long, then warn and try again
+# characters of one message's text in the pending JSON (a longer one is cut, marked
+# ``text_cut``: its editors refuse to start from it)
+CUT = 1_000_000
+# set (by ``in_thread``) when the task awaiting a pause is cancelled
+_CANCELLED: contextvars.ContextVar[threading.Event | None] = contextvars.ContextVar(
+    "looptrace_debug_cancelled", default=None)
 
 
 @dataclass
@@ -71,6 +86,7 @@ class _Answer:
     edit: dict[str, Any] | None
     waited: float
     timed_out: bool = False
+    ended: str | None = None  # released / cancelled: nobody answered, and nobody will
 
 
 class Debugger:
@@ -88,13 +104,18 @@ class Debugger:
 
         self.rules = tuple(RULES)
         self.breaks: list[Breakpoint] = parse_all(breaks, rules=self.rules)
-        if timeout is not None and (not isinstance(timeout, (int, float)) or timeout < 0):
+        if timeout is not None and (isinstance(timeout, bool)
+                                    or not isinstance(timeout, (int, float))
+                                    or math.isnan(timeout) or timeout < 0):
             msg = f"debug timeout must be a number of seconds from 0, not {timeout!r}"
             raise LooptraceError(msg)
-        self.timeout = timeout
+        self.timeout = None if timeout is None or math.isinf(timeout) else float(timeout)
+        self.owner = os.environ.get(owner.ENV) or None  # the looptrace debug that started us
         self._runs: dict[str, _RunDebug] = {}
-        self._remote: list[tuple[int, Breakpoint, str | None, str | None]] = []
-        self._remote_at = 0.0
+        self._remote: list[tuple[int, Breakpoint, str | None, str | None, str | None,
+                                 bool]] = []
+        self._live = self._remote  # those whose owner lives, at this hook firing
+        self._version: int | None = None  # PRAGMA data_version when the breaks were read
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self._db: str | None = None
@@ -106,8 +127,23 @@ class Debugger:
 
     def _c(self) -> sqlite3.Connection:
         if self._conn is None:
-            self._conn = connect(self._db or "looptrace.db", busy_timeout=10.0)
+            self._conn = connect(self._db or "looptrace.db", busy_timeout=BUSY_S)
         return self._conn
+
+    def _busy(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
+        """``fn(connection)``, waited for while the file is busy (warned once): a lock
+        another process holds never ends the run."""
+        while True:
+            try:
+                with self._lock:
+                    return fn(self._c())
+            except sqlite3.OperationalError as exc:
+                text = str(exc).lower()
+                if "locked" not in text and "busy" not in text:
+                    raise
+                self._warn("busy", f"looptrace debug: the database is busy ({exc}); "
+                           "waiting for it")
+                time.sleep(POLL_S)
 
     # -- deciding -------------------------------------------------------------------
     def state(self, run: Any) -> _RunDebug:
@@ -125,9 +161,10 @@ class Debugger:
         return m
 
     def io_due(self, m: Moment) -> bool:
-        """Whether deciding on ``m`` needs the database first (run it off the loop)."""
-        return (time.monotonic() - self._remote_at >= REFRESH_S) or (
-            m.at == "before" and self.finding_armed())
+        """Whether deciding on ``m`` needs the database first (run it off the loop): at
+        every hook firing, so that a breakpoint armed or cleared from outside applies to
+        the next one (``refresh``: a memory read, unless the file changed)."""
+        return True
 
     def finding_armed(self) -> bool:
         """Whether a ``finding:`` breakpoint is armed (here or from outside)."""
@@ -135,25 +172,35 @@ class Debugger:
             r[1].kind == "finding" for r in self._remote)
 
     def io(self, rec: Any, run: Any, m: Moment) -> None:
-        """Read the breakpoints armed from outside (every half second at most) and,
-        with a finding breakpoint armed, the findings the record shows now."""
+        """Open the channel and read the breakpoints armed from outside and, with a
+        finding breakpoint armed, the findings the record shows now."""
         try:
-            now = time.monotonic()
-            if now - self._remote_at >= REFRESH_S:
-                self._remote_at = now
-                with self._lock:
-                    rows = channel.armed_breaks(self._c())
-                fresh = []
-                for bid, spec, rid, tid in rows:
-                    try:
-                        fresh.append((bid, parse(spec, rules=self.rules), rid, tid))
-                    except LooptraceError as exc:
-                        self._warn(f"bad-{bid}", str(exc))
-                self._remote = fresh
+            self.refresh()
+            self._live = [r for r in self._remote if not owner.gone(r[4])]
             if m.at == "before" and self.finding_armed():
                 self._findings(rec, run)
         except (sqlite3.Error, LooptraceError, OSError) as exc:
             self._warn("io", f"looptrace debug: the channel cannot be read ({exc})")
+
+    def refresh(self) -> None:
+        """Read the breakpoints armed from outside again if the file changed since they
+        were last read (``PRAGMA data_version``: a read of shared memory; the table is
+        read only after a change), so that one armed or cleared applies to the next
+        hook firing."""
+        with self._lock:
+            conn = self._c()
+            version = int(conn.execute("PRAGMA data_version").fetchone()[0])
+            if version == self._version:
+                return
+            rows = channel.armed_breaks(conn)
+            self._version = version
+        fresh = []
+        for bid, spec, rid, tid, own, only in rows:
+            try:
+                fresh.append((bid, parse(spec, rules=self.rules), rid, tid, own, only))
+            except LooptraceError as exc:
+                self._warn(f"bad-{bid}", str(exc))
+        self._remote = fresh
 
     def _findings(self, rec: Any, run: Any) -> None:
         from tracer.checks.run import check_run
@@ -182,13 +229,15 @@ class Debugger:
         for b in self.breaks:
             if b.hits(m):
                 return b.spec
-        if self._remote:
+        if self._live:
             parent = getattr(getattr(run, "parent", None), "id", None)
-            for _bid, b, rid, tid in self._remote:
+            for _bid, b, rid, tid, own, only in self._live:
                 if rid is not None and rid not in (run.id, parent):
                     continue
                 if tid is not None and tid != run.thread_id:
                     continue
+                if only and own != self.owner:
+                    continue  # (armed at the prompt of a looptrace debug for its own agents)
                 if b.hits(m):
                     return b.spec
         return None
@@ -205,19 +254,47 @@ class Debugger:
         red = getattr(rec.writer, "redactor", None)
         if red is not None and getattr(red, "enabled", True):
             pending = json.loads(red(json.dumps(pending, default=str)))
-        with self._lock:
-            pid = channel.open_pause(self._c(), run_id=run.id, seq=seq, hook=m.hook, at=m.at,
-                                     reason=reason, pending=pending)
+        cancelled = _CANCELLED.get()
+        pid = self._busy(lambda c: channel.open_pause(
+            c, run_id=run.id, seq=seq, hook=m.hook, at=m.at, reason=reason, pending=pending,
+            owner=self.owner))
         t0 = time.monotonic()
         deadline = None if self.timeout is None else t0 + self.timeout
+        file = self._file()
+        watched = t0
         while True:
-            with self._lock:
-                got = channel.poll(self._c(), pid)
+            got = self._busy(lambda c: channel.poll(c, pid))
+            now = time.monotonic()
             if got is not None:
-                return _Answer(pid, got[0], got[1], time.monotonic() - t0)
-            if deadline is not None and time.monotonic() >= deadline:
-                return _Answer(pid, "continue", None, time.monotonic() - t0, timed_out=True)
+                return _Answer(pid, got[0], got[1], now - t0)
+            if cancelled is not None and cancelled.is_set():
+                return _Answer(pid, "continue", None, now - t0, ended="cancelled")
+            if deadline is not None and now >= deadline:
+                return _Answer(pid, "continue", None, now - t0, timed_out=True)
+            if now - watched >= WATCH_S:
+                watched = now
+                gone = self._gone(file)
+                if gone is not None:
+                    self._warn(f"released-{gone}", f"looptrace debug: {gone}; the paused "
+                               "run goes on to its end")
+                    return _Answer(pid, "run", None, now - t0, ended="released")
             time.sleep(POLL_S)
+
+    def _file(self) -> tuple[int, int] | None:
+        """The database file's (device, inode), to notice it deleted or replaced."""
+        try:
+            st = os.stat(self._db or "looptrace.db")
+        except OSError:
+            return None
+        return (st.st_dev, st.st_ino)
+
+    def _gone(self, file: tuple[int, int] | None) -> str | None:
+        """Why nobody can answer a pause any more (None: somebody still can)."""
+        if self.owner is not None and owner.gone(self.owner):
+            return "its looptrace debug is gone"
+        if file is not None and self._file() != file:
+            return "its database file is gone"
+        return None
 
     def _close(self, rec: Any, run: Any, mw: str, m: Moment, ans: _Answer, outcome: str,
                tcid: str | None, **extra: Any) -> None:
@@ -225,13 +302,16 @@ class Debugger:
                                    "waited_s": round(ans.waited, 3), **extra}
         if ans.timed_out:
             payload["timeout_s"] = self.timeout
+        if ans.ended is not None:
+            payload["ended"] = ans.ended
         if ans.edit is not None:
             payload["edit"] = ans.edit
             payload["change"] = describe_json(ans.edit)
         rec.event(run, m.hook, "debug", middleware=mw, tool_call_id=tcid, payload=payload)
-        with self._lock:
-            channel.close_pause(self._c(), ans.pause_id, outcome, ans.command)
-        self._remote_at = 0.0  # (armed or cleared while paused: read at the next moment)
+        if ans.ended != "released" or self._file() is not None:
+            with contextlib.suppress(sqlite3.Error):  # (a file gone: nothing to close)
+                self._busy(lambda c: channel.close_pause(c, ans.pause_id, outcome,
+                                                         ans.command))
         rd = self.state(run)
         rd.step = ans.command == "step"
         if ans.command == "lap":
@@ -247,8 +327,13 @@ class Debugger:
         """Pause, then go on as answered: ``apply(edit)`` returns (what the hook goes on
         with, before, after), ``apply(None)`` what it goes on with unchanged. Blocking:
         an async hook runs it in a worker thread."""
+        if self._gone(None) is not None:
+            return apply(None)  # (its looptrace debug is gone: nobody to answer)
         while True:
             ans = self._pause(rec, run, mw, m, reason, pending, tcid)
+            if ans.ended is not None:
+                self._close(rec, run, mw, m, ans, ans.ended, tcid)
+                return apply(None)
             if ans.command == "abort":
                 self._close(rec, run, mw, m, ans, "aborted", tcid)
                 rec.writer.flush()
@@ -311,7 +396,9 @@ def from_env(env: dict[str, str]) -> Debugger | None:
         try:
             timeout = float(raw)
         except ValueError:
-            msg = f"{ENV_TIMEOUT}={raw!r} is not a number of seconds (or none)"
+            timeout = math.nan
+        if not (math.isfinite(timeout) and timeout >= 0):
+            msg = f"{ENV_TIMEOUT}={raw!r} is not a number of seconds from 0 (or none)"
             raise LooptraceError(msg) from None
     else:
         timeout = SERVER_TIMEOUT
@@ -325,9 +412,17 @@ def _text(content: Any) -> str:
     return s if len(s) <= CUT else s[:CUT] + f"... ({len(s) - CUT} more characters)"
 
 
+def _over(content: Any) -> int:
+    """How many characters of ``content``'s text ``_text`` cuts off."""
+    return max(0, len(content_text(content)) - CUT)
+
+
 def message_json(m: Any, position: int | None = None) -> dict[str, Any]:
+    content = getattr(m, "content", "")
     out: dict[str, Any] = {"type": getattr(m, "type", "?"), "id": getattr(m, "id", None),
-                           "text": _text(getattr(m, "content", ""))}
+                           "text": _text(content)}
+    if _over(content):
+        out["text_cut"] = _over(content)
     if position is not None:
         out["position"] = position
     calls = getattr(m, "tool_calls", None)
@@ -345,7 +440,7 @@ def request_json(request: Any) -> dict[str, Any]:
     system = getattr(request, "system_message", None)
     settings = getattr(request, "model_settings", None) or {}
     model = getattr(request, "model", None)
-    return {
+    out = {
         "kind": "model_request",
         "messages": [message_json(m, i) for i, m in enumerate(request.messages)],
         "system": _text(system.content) if system is not None else None,
@@ -354,6 +449,9 @@ def request_json(request: Any) -> dict[str, Any]:
         "model": str(getattr(model, "model_name", None) or getattr(model, "model", None)
                      or type(model).__name__),
     }
+    if system is not None and _over(system.content):
+        out["system_cut"] = _over(system.content)
+    return out
 
 
 def tool_call_json(request: Any) -> dict[str, Any]:
@@ -372,7 +470,32 @@ def aimessage_of(response: Any) -> Any:
     return None
 
 
+_POOL: list[concurrent.futures.ThreadPoolExecutor] = []
+POOL_SIZE = 256  # pauses waiting at once (asyncio's own pool has cores + 4 threads)
+
+
+def _pool() -> concurrent.futures.ThreadPoolExecutor:
+    """The debugger's threads: one per pause waiting (20 parallel tool calls paused at
+    once do not wait for a thread, nor hold up the loop's other work)."""
+    if not _POOL:
+        _POOL.append(concurrent.futures.ThreadPoolExecutor(
+            max_workers=POOL_SIZE, thread_name_prefix="looptrace-debug"))
+    return _POOL[0]
+
+
 async def in_thread(fn: Callable[..., Any], *args: Any) -> Any:
-    """Run a blocking step of the debugger off the event loop."""
-    return await asyncio.to_thread(fn, *args)
+    """Run a blocking step of the debugger off the event loop. If the awaiting task is
+    cancelled (a parallel tool call whose sibling raised), a pause it is waiting in is
+    closed as ``cancelled``: nobody can answer it any more."""
+    cancelled = threading.Event()
+    token = _CANCELLED.set(cancelled)
+    try:
+        ctx = contextvars.copy_context()
+        return await asyncio.get_running_loop().run_in_executor(
+            _pool(), functools.partial(ctx.run, fn, *args))
+    except asyncio.CancelledError:
+        cancelled.set()
+        raise
+    finally:
+        _CANCELLED.reset(token)
 

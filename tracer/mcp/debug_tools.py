@@ -27,19 +27,26 @@ _EDITS = ("edit_kind names the edit, with the same arguments as fork_run's: mess
 
 DEBUG_TOOLS: dict[str, str] = {
     "list_paused": (
-        "The runs paused in the debugger right now (agents armed with "
+        "The pauses in the debugger right now (agents armed with "
         "TraceMiddleware(debug=...), LOOPTRACE_DEBUG or `looptrace debug`), each with its "
-        "run id, step (from 1, as list_steps counts), hook, where (before/after the call, "
-        "fire, error), the breakpoint that hit, its parent run for a subagent, and the kind "
-        "of what is pending (model_request, model_reply, tool_call, tool_result, error, "
-        "state)."),
+        "own id (pause: a run paused at several parallel tool calls has one pause per "
+        "call), its run id, tool_call_id (for a tool call), step (from 1, as list_steps "
+        "counts), hook, at (before/after the call, fire, error), the breakpoint that hit, "
+        "its parent run for a subagent, and the kind of what is pending (model_request, "
+        "model_reply, tool_call, tool_result, error, state). A pause whose process died "
+        "is not listed."),
     "get_pending": (
         "What a paused run is about to do: the model request as the model will receive "
         "it (messages with their positions, system prompt, tool names, settings, model), "
         "the tool call with its arguments, the AIMessage that just came back, the "
-        "ToolMessage, or the exception raised. An error if the run is not paused."),
+        "ToolMessage, or the exception raised. pause: the pause's id (from list_paused), "
+        "needed when the run has several pauses at once. An error if the run is not "
+        "paused."),
     "resume": (
-        "WRITES to the database (the debugger's channel): let a paused run go on. "
+        "WRITES to the database (the debugger's channel): let a paused run go on. pause: "
+        "the pause's id (from list_paused); needed when the run has several pauses at "
+        "once (parallel tool calls), else an error naming them. text is taken as it is "
+        "(JSON text too). An edit that changes nothing is no edit. "
         "command: continue (to the next breakpoint), step (the next hook firing), lap "
         "(the next lap's model call), run (to the end, no more pauses), abort (the run "
         "ends as an error, 'aborted in the debugger'). With continue/step/lap an optional "
@@ -48,8 +55,8 @@ DEBUG_TOOLS: dict[str, str] = {
         "({\"kind\": ..., ...} each), made in order. A bad edit, or a run that is not "
         "paused, is an error and changes nothing."),
     "set_breakpoint": (
-        "WRITES to the database: arm a breakpoint for the agents debugged into it (they "
-        "read it within half a second), for one run (and its subagents), one thread, or "
+        "WRITES to the database: arm a breakpoint for the agents debugged into it (it "
+        "applies at their next hook firing), for one run (and its subagents), one thread, or "
         "every run (neither given). spec: " + "; ".join(
             f"{form}: {what}" for form, what in FORMS.values()) + "."),
     "playground": (
@@ -81,16 +88,22 @@ class Debug:
     def list_paused(self) -> dict[str, Any]:
         return {"paused": channel.list_paused(self.db)}
 
-    def get_pending(self, run: str) -> dict[str, Any]:
-        return channel.pending(self.db, self._rid(run))
+    def get_pending(self, run: str, pause: int | None = None) -> dict[str, Any]:
+        return channel.pending(self.db, self._rid(run), pause)
 
+    # ``text: str = None``: annotated ``str`` alone, so that the MCP server takes it as
+    # it is: it parses a string given for any other annotation (``str | None``) as JSON
+    # first, and a tool result that is JSON text became an object and was refused.
     def resume(self, run: str, command: str = "continue", edit_kind: str | None = None,
-               position: int | None = None, text: str | None = None, role: str = "human",
+               position: int | None = None,
+               text: str = None,  # type: ignore[assignment]  # noqa: RUF013 - see above
+               role: str = "human",
                model: str | None = None, args: dict[str, Any] | None = None,
                names: list[str] | None = None, settings: dict[str, Any] | None = None,
                tool_calls: list[dict[str, Any]] | None = None,
                tool_call_id: str | None = None,
-               edits: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+               edits: list[dict[str, Any]] | None = None,
+               pause: int | None = None) -> dict[str, Any]:
         edit: dict[str, Any] | list[dict[str, Any]] | None = None
         if edits is not None:
             if edit_kind is not None:
@@ -104,7 +117,7 @@ class Debug:
                                 ("tool_calls", tool_calls), ("tool_call_id", tool_call_id)):
                 if value is not None:
                     edit[name] = value
-        return channel.answer(self.db, self._rid(run), command, edit)
+        return channel.answer(self.db, self._rid(run), command, edit, pause=pause)
 
     def set_breakpoint(self, spec: str, run: str | None = None,
                        thread: str | None = None) -> dict[str, Any]:
@@ -114,7 +127,8 @@ class Debug:
 
     def playground(self, run: str, step: int, model: str = "offline",
                    edit_kind: str | None = None, position: int | None = None,
-                   text: str | None = None, role: str = "human",
+                   text: str = None,  # type: ignore[assignment]  # noqa: RUF013 - as resume's
+                   role: str = "human",
                    names: list[str] | None = None,
                    settings: dict[str, Any] | None = None) -> dict[str, Any]:
         from tracer.wire.playground import playground
