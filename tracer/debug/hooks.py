@@ -30,7 +30,15 @@ from tracer.record.processors import AFTER, BEFORE, ERROR, FIRE, LAYER, Site, Wo
 from tracer.vocab.edits import Edit, describe_json, edits_of
 
 from .breakpoints import Moment
-from .session import Debugger, aimessage_of, arm, message_json, request_json, tool_call_json
+from .session import (
+    Debugger,
+    aimessage_of,
+    arm,
+    in_thread,
+    message_json,
+    request_json,
+    tool_call_json,
+)
 
 if TYPE_CHECKING:
     from langchain.agents.middleware import ModelRequest, ToolCallRequest
@@ -100,7 +108,24 @@ def visit(dbg: Debugger, site: Site) -> Work | None:
         return dbg.resolve(site.recorder, run, site.middleware, m, reason, v.pending(),
                            v.apply, v.tool_call_id)
 
-    return work
+    return _Pause(work)
+
+
+class _Pause:
+    """The debugger's work at one hook firing: called in a sync hook; in an async one,
+    run in the debugger's own threads (``session.in_thread``: one per pause waiting, and
+    a cancelled call's pause closed as cancelled)."""
+
+    __slots__ = ("work",)
+
+    def __init__(self, work: Callable[[], object]) -> None:
+        self.work = work
+
+    def __call__(self) -> object:
+        return self.work()
+
+    async def off_loop(self) -> object:
+        return await in_thread(self.work)
 
 
 def _edits(raw: object) -> tuple[Edit, ...]:

@@ -60,6 +60,7 @@ from .processors import (
     adrive,
     arm,
     drive,
+    off_loop,
 )
 from .recorder import (
     Recorder,
@@ -415,7 +416,7 @@ class _TraceBase(AgentMiddleware):
             for p in self._processors:
                 work = p.visit(Site(self.recorder, self._name, run, hook, FIRE, state=state))
                 if work is not None:
-                    await asyncio.to_thread(work)
+                    await off_loop(work)
 
     # -- model calls --------------------------------------------------------
     def _model_enter(self, request: _Request) -> tuple[RunState, float] | None:

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from .recorder import Recorder, RunState
 
 __all__ = ["AFTER", "BEFORE", "ERROR", "FIRE", "LAYER", "Armer", "Down", "HookProcessor",
-           "Site", "Work", "adrive", "arm", "drive", "register"]
+           "Site", "Work", "adrive", "arm", "drive", "off_loop", "register"]
 
 FIRE = "fire"
 BEFORE = "before"
@@ -135,6 +135,17 @@ def drive(call: Generator[Down | Work, object, object],
             sent, thrown = None, exc
 
 
+async def off_loop(work: Work) -> object:
+    """Run a processor's work (it may block: a pause) off the event loop: in the
+    processor's own threads where the work says how (``work.off_loop()``: the
+    debugger's, one per pause waiting, so that 20 parallel pauses never queue behind
+    asyncio's cores + 4 threads), else in asyncio's."""
+    own = getattr(work, "off_loop", None)
+    if own is not None:
+        return await own()
+    return await asyncio.to_thread(work)
+
+
 async def adrive(call: Generator[Down | Work, object, object],
                   handler: Callable[[object], Awaitable[object]]) -> object:
     """Run a call in an async hook: the handler awaited, the processors' work (which
@@ -151,6 +162,6 @@ async def adrive(call: Generator[Down | Work, object, object],
             if isinstance(ask, Down):
                 sent = await handler(ask.request)
             else:
-                sent = await asyncio.to_thread(ask)
+                sent = await off_loop(ask)
         except BaseException as exc:  # noqa: BLE001
             sent, thrown = None, exc
