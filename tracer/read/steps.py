@@ -24,6 +24,7 @@ from tracer.vocab.hooks import HOOK_BY_NAME
 from tracer.vocab.records import MODEL_HOOKS, TOOL_HOOKS
 from tracer.vocab.words import plural
 
+from .calls import model_calls
 from .loader import Event, Message, Run
 
 __all__ = ["GRAPH_EDGES", "GRAPH_NODES", "HOOK_NODE", "NODE_HOOKS", "STEP_KINDS", "ForkEdit",
@@ -421,10 +422,10 @@ class Replay:
         return None
 
     def system_prompt(self) -> str | None:
-        for ev in self.run.events:
-            if isinstance(ev.payload, dict) and isinstance(ev.payload.get("system"), str):
-                return str(ev.payload["system"])
-        return None
+        """The system prompt of the run's first model call that had one, as text
+        (content blocks too: ``tracer.read.calls``)."""
+        return next((c.request.system for c in model_calls(self.run) if c.request.system),
+                    None)
 
 
 def inline_message(d: Any, seq: int, position: int, key: str | None = None) -> Message | None:
