@@ -22,7 +22,12 @@ from typing import Any
 from tracer.vocab.calls import tool_names
 from tracer.vocab.hooks import HOOK_BY_NAME
 from tracer.vocab.known_middleware import GENERIC, find
-from tracer.vocab.payloads import ModelEnterPayload, ToolEnterPayload, read_payload
+from tracer.vocab.payloads import (
+    ModelEnterPayload,
+    RunEndPayload,
+    ToolEnterPayload,
+    read_payload,
+)
 from tracer.vocab.records import MODEL_HOOKS, TOOL_HOOKS
 from tracer.vocab.words import plural
 
@@ -176,8 +181,9 @@ def _caption_moves(replay: Replay, facts: RunFacts, said: list[str]) -> None:
                     "model's answer.")
         elif facts.shape == "loop":
             moved = f"The loop went from {a} to {b}."
-        elif (st.event.hook == "run" and isinstance(st.event.payload, dict)
-              and (st.event.payload.get("stopped") or st.event.payload.get("handoff"))):
+        elif st.event.hook == "run" and (
+                (end := read_payload(RunEndPayload, st.event.payload)).get("stopped")
+                or end.get("handoff")):
             continue  # (the step's own caption says why: a stopped stream, a handoff)
         else:
             moved = (f"The run went from {a} straight to {b}; no recorded event says why "

@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from tracer.vocab.calls import CallRequest
+from tracer.vocab.payloads import ToolEnterPayload, read_payload
 from tracer.vocab.records import MODEL_HOOKS, TOOL_HOOKS
 
 from .calls import call_at
@@ -556,8 +557,9 @@ def _idx(i: int | None) -> str:
 def _describe_step(step: Step) -> str:
     ev = step.event
     what = f"{ev.hook} {ev.phase}"
-    if ev.hook in TOOL_HOOKS and isinstance(ev.payload, dict) and ev.payload.get("name"):
-        what += f" ({ev.payload['name']})"
+    name = read_payload(ToolEnterPayload, ev.payload).get("name")
+    if ev.hook in TOOL_HOOKS and name:
+        what += f" ({name})"
     return what
 
 
