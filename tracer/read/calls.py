@@ -11,6 +11,7 @@ render, the diff, the cassette, the loop checks, the captions and the app's time
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 
 from tracer.vocab.calls import CallRequest, Requests, Usage
@@ -91,12 +92,12 @@ def call_at(run: Run, seq: int) -> ModelCall | None:
 def call_of(run: Run, seq: int) -> ModelCall | None:
     """The model call an event ``seq`` belongs to: the last one begun at or before it
     (its ``enter``, a ``"sent"`` or a layer's event after it); None before the first."""
-    found = None
-    for c in model_calls(run):
-        if c.seq > seq:
-            break
-        found = c
-    return found
+    i = bisect.bisect_right(run.view(_seqs), seq)
+    return model_calls(run)[i - 1] if i else None
+
+
+def _seqs(run: Run) -> list[int]:
+    return [c.seq for c in model_calls(run)]
 
 
 @dataclass(frozen=True)
