@@ -1,6 +1,6 @@
 """A writer that commits on the caller's thread and says when it could not.
 
-The tracer's background ``store.Writer`` never raises: an agent must not fail
+The tracer's background ``tracer.db.writer.Writer`` never raises: an agent must not fail
 because its trace could not be written, so a failed commit is retried and, after
 a few tries, dropped with a warning. A receiver is the other way round: it must
 tell its client whether what it acknowledged is stored (OTLP answers 503 and the
@@ -21,7 +21,7 @@ from tracer.errors import StoreFailed
 
 
 class SyncWriter(Writer):
-    """``store.Writer``'s interface (``put``, ``flush``, ``close``), committing in ``flush``."""
+    """``Writer``'s interface (``put``, ``flush``, ``close``), committing in ``flush``."""
 
     def __init__(self, path: str) -> None:
         super().__init__(path)
