@@ -94,7 +94,7 @@ class WriteTask:
     fn: Callable[[sqlite3.Connection], Any]
 
 
-class _Rows:
+class Rows:
     """Rows ready to commit: built once from the records, kept as they are while a
     commit fails, and added to by later batches (run updates merge in order)."""
 
@@ -110,7 +110,7 @@ class _Rows:
         self.stale: list[StaleRunsRecord] = []
         self.tasks: list[WriteTask] = []
 
-    def add(self, other: _Rows) -> None:
+    def add(self, other: Rows) -> None:
         self.events += other.events
         self.messages += other.messages
         self.state += other.state
@@ -172,7 +172,7 @@ class Writer:
             self._conn = self._connect(busy_timeout=2.0)
             self._conn.execute("PRAGMA busy_timeout = 30000")
         except DatabaseUnavailable as exc:
-            self._warn("open", f"looptrace cannot open {path} now ({exc}); will retry")
+            self.warn("open", f"looptrace cannot open {path} now ({exc}); will retry")
 
     # -- hot path -----------------------------------------------------------
     def put(self, item: tuple[Any, ...]) -> None:
@@ -212,7 +212,7 @@ class Writer:
 
     def _write_now(self, item: tuple[Any, ...]) -> None:
         """At exit: build and commit one record here, one try."""
-        rows = _Rows()
+        rows = Rows()
         self._build([item], rows)
         try:
             if rows and not self._commit(rows):
@@ -275,7 +275,7 @@ class Writer:
         hand over the GIL in the middle of a run. After ``IDLE_TICKS`` empty ticks it blocks on the
         queue, and the next record (or a flush) wakes it.
         """
-        pending = _Rows()  # built, not yet committed (a failed commit is retried as is)
+        pending = Rows()  # built, not yet committed (a failed commit is retried as is)
         idle = IDLE_TICKS  # start asleep
         while True:
             batch: list[Any] = []
@@ -311,25 +311,25 @@ class Writer:
             if pending:
                 try:
                     if self._commit(pending):
-                        pending = _Rows()
+                        pending = Rows()
                     else:
                         idle = 0  # a failed commit is retried at the next tick
                 except Exception as exc:  # noqa: BLE001 - this thread must never die
                     self.dropped += len(pending)
-                    pending = _Rows()
-                    self._warn("writer", f"looptrace writer failed: {exc!r}")
+                    pending = Rows()
+                    self.warn("writer", f"looptrace writer failed: {exc!r}")
             if stop:  # what was put while this batch was written (by this thread)
                 late = [it for it in self._drain() if not self._is_control(it)]
                 if late:
                     self._build(late, pending)
                     try:
                         if self._commit(pending):
-                            pending = _Rows()
+                            pending = Rows()
                     except Exception as exc:  # noqa: BLE001
-                        self._warn("writer", f"looptrace writer failed: {exc!r}")
+                        self.warn("writer", f"looptrace writer failed: {exc!r}")
             if stop and pending:  # the last try failed too: say what is lost
                 self.dropped += len(pending)
-                self._warn("write-drop", f"looptrace dropped {len(pending)} records it could "
+                self.warn("write-drop", f"looptrace dropped {len(pending)} records it could "
                            f"not write to {self.path} before closing")
             for w in waiters:
                 w.set()
@@ -349,16 +349,16 @@ class Writer:
         return item is _FLUSH or (isinstance(item, tuple) and bool(item) and
                                   (item[0] is _FLUSH or item[0] is _STOP))
 
-    def _build(self, items: list[Any], into: _Rows) -> None:
+    def _build(self, items: list[Any], into: Rows) -> None:
         """Add the rows of ``items`` to ``into`` (never raises: a batch that cannot be
         built is dropped with a warning)."""
         try:
             into.add(self._rows(items))
         except Exception as exc:  # noqa: BLE001 - must never happen, but never crash
             self.dropped += len(items)
-            self._warn("serialize", f"looptrace could not serialise a batch: {exc!r}")
+            self.warn("serialize", f"looptrace could not serialise a batch: {exc!r}")
 
-    def _commit(self, rows: _Rows) -> bool:
+    def _commit(self, rows: Rows) -> bool:
         """Commit ``rows`` in one transaction. False: try again later; after
         ``MAX_RETRIES`` failures in a row they are dropped (and True is returned)."""
         try:
@@ -407,7 +407,7 @@ class Writer:
             return True
         except LooptraceError as exc:  # a foreign or newer file: retrying cannot help
             self.dropped += len(rows)
-            self._warn("write-drop", f"looptrace cannot record into {self.path}: {exc}")
+            self.warn("write-drop", f"looptrace cannot record into {self.path}: {exc}")
             return True
         except Exception as exc:  # noqa: BLE001 - locked, disk full, closed ...
             attempts = self._attempts + 1
@@ -415,10 +415,10 @@ class Writer:
             if attempts >= MAX_RETRIES:
                 self._attempts = 0
                 self.dropped += len(rows)
-                self._warn("write-drop", f"looptrace dropped {len(rows)} records after "
+                self.warn("write-drop", f"looptrace dropped {len(rows)} records after "
                            f"{attempts} failed writes to {self.path}: {exc}")
                 return True
-            self._warn("write", f"looptrace could not write to {self.path} ({exc}); retrying")
+            self.warn("write", f"looptrace could not write to {self.path} ({exc}); retrying")
             time.sleep(min(0.2 * attempts, 1.0))
             return False
 
@@ -444,11 +444,11 @@ class Writer:
                 self.failed_tasks += 1
                 log.debug("looptrace write task failed on %s: %r", self.path, exc)
 
-    def _rows(self, items: list[Any]) -> _Rows:
+    def _rows(self, items: list[Any]) -> Rows:
         """Serialise and redact ``items`` into rows, running deferred operations in
         their place (each record is built once: a failed commit retries the rows)."""
         red = self.redactor
-        rows = _Rows()
+        rows = Rows()
         events, messages, runs, wires = rows.events, rows.messages, rows.runs, rows.wires
         work = deque(items)
         while work:
@@ -519,7 +519,7 @@ class Writer:
                         w[k] = red(v)
                 wires.append(w)
             else:
-                self._warn("record", f"looptrace got a record it does not know: {kind!r}")
+                self.warn("record", f"looptrace got a record it does not know: {kind!r}")
         return rows
 
     def _run_deferred(self, op: Deferred) -> list[Any]:
@@ -529,7 +529,7 @@ class Writer:
         try:
             op.fn(*op.args)
         except Exception as exc:  # noqa: BLE001 - keep what it made, say what failed
-            self._warn("deferred", f"looptrace failed recording: {exc!r}")
+            self.warn("deferred", f"looptrace failed recording: {exc!r}")
         finally:
             self._sink = None
         return made
@@ -537,14 +537,15 @@ class Writer:
     def _lossy(self, text: str, what: str) -> None:
         """Warn (once per kind) that a record was cut or stored through its repr."""
         if "looptrace_truncated" in text:
-            self._warn("truncated", f"looptrace truncated {what} that was too large to store"
+            self.warn("truncated", f"looptrace truncated {what} that was too large to store"
                        " whole (a marker in the record says how much was cut)")
         else:
-            self._warn("fallback", f"looptrace stored part of {what} through its repr:"
+            self.warn("fallback", f"looptrace stored part of {what} through its repr:"
                        " it is not JSON-serialisable")
 
-    def _warn(self, key: str, text: str) -> None:
-        """Warn once per kind of failure (later ones only go to the debug log).
+    def warn(self, key: str, text: str) -> None:
+        """Warn once per kind of failure (later ones only go to the debug log): the
+        writer's own, and the recording side's (a hook, a layer's probe, the proxy).
 
         Never raises: it is called from the hooks' own error handlers, where an
         exception would reach the agent (``-W error``, a logging handler that

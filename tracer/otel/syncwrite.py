@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from tracer.db.writer import Writer, _Rows
+from tracer.db.writer import Rows, Writer
 from tracer.errors import StoreFailed
 
 
@@ -47,7 +47,7 @@ class SyncWriter(Writer):
             items, self._items = self._items, []
         if not items:
             return
-        rows = _Rows()
+        rows = Rows()
         self._build(items, rows)
         if not rows:
             return
@@ -74,5 +74,5 @@ class SyncWriter(Writer):
             finally:
                 self._conn = None
 
-    def _warn(self, key: str, text: str) -> None:
+    def warn(self, key: str, text: str) -> None:
         self.problem = text  # (said by the caller, with the trace it concerns)
