@@ -12,6 +12,8 @@ from typing import Any
 
 import streamlit as st
 
+from tracer.vocab.payloads import LayerPayload, read_payload
+
 from .data import content_text, signature_note, tool_life
 from .notes_pane import render_notes_box
 from .run_view import RunView
@@ -63,7 +65,7 @@ def render_layers(view: RunView, index: int) -> None:
                   if s.event.phase == "enter"), None)
     previous = enter
     for s in layers:
-        p = s.event.payload if isinstance(s.event.payload, dict) else {}
+        p = read_payload(LayerPayload, s.event.payload)
         mark = "  <- this step" if s.index == index else ""
         st.text(f"step {s.index + 1} · {s.event.middleware} · {p.get('what')}"
                 f" · {', '.join(map(str, p.get('changed') or ())) or ''}{mark}")

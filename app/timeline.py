@@ -12,6 +12,9 @@ from typing import Any
 
 import plotly.graph_objects as go
 
+from tracer.read.calls import tokens_by_lap
+from tracer.vocab.payloads import ToolExitPayload, read_payload
+
 from .data import KIND_COLOURS, MODEL_HOOKS, TOOL_HOOKS, Note, Replay, RunCost, colour_map
 
 NODE_HOOKS = ("before_agent", "before_model", "after_model", "after_agent")
@@ -38,8 +41,9 @@ def spans(replay: Replay) -> list[dict[str, Any]]:
         if ev.hook in MODEL_HOOKS | TOOL_HOOKS:
             is_model = ev.hook in MODEL_HOOKS
             key = ("model" if is_model else "tool", None if is_model else ev.tool_call_id)
-            if ev.tool_call_id and isinstance(ev.payload, dict) and ev.payload.get("name"):
-                names.setdefault(ev.tool_call_id, str(ev.payload["name"]))
+            p = read_payload(ToolExitPayload, ev.payload)  # (a tool event's: its name)
+            if ev.tool_call_id and p.get("name"):
+                names.setdefault(ev.tool_call_id, str(p["name"]))
             if ev.phase == "enter":
                 open_[key] = (ms, i)
                 continue
@@ -49,8 +53,7 @@ def spans(replay: Replay) -> list[dict[str, Any]]:
             if start is None:
                 start = ms - dur
             lane = ("model calls" if is_model else _tool_lane(names, ev.tool_call_id, per_call))
-            failed = ev.phase == "error" or (
-                isinstance(ev.payload, dict) and ev.payload.get("status") == "error")
+            failed = ev.phase == "error" or p.get("status") == "error"
             kind = "error" if failed else ("model" if is_model else "tool")
             out.append({"lane": lane, "start": start, "duration": max(dur, 0.05), "kind": kind,
                         "step": si, "lap": ev.lap, "label": f"{ev.hook} {ev.phase}",
@@ -147,15 +150,9 @@ def timeline_figure(replay: Replay, notes: Sequence[Note] = ()) -> go.Figure:
 
 
 def tokens_per_lap(replay: Replay) -> list[dict[str, Any]]:
-    laps: dict[int, dict[str, Any]] = {}
-    for ev in replay.run.events:
-        if ev.hook in MODEL_HOOKS and ev.phase == "exit" and isinstance(
-                ev.payload, dict):
-            usage = ev.payload.get("usage") or {}
-            row = laps.setdefault(ev.lap, {"lap": ev.lap, "input": 0, "output": 0})
-            row["input"] += int(usage.get("input_tokens") or 0)
-            row["output"] += int(usage.get("output_tokens") or 0)
-    return [laps[k] for k in sorted(laps)]
+    laps = tokens_by_lap(replay.run)
+    return [{"lap": t.lap, "input": t.input, "output": t.output}
+            for t in (laps[k] for k in sorted(laps))]
 
 
 def tokens_figure(replay: Replay) -> go.Figure:

@@ -39,7 +39,7 @@ from langchain.agents import create_agent
 
 from tracer import TraceMiddleware
 from tracer.db.schema import connect
-from tracer.db.writer import _EVENT_SQL, _MESSAGE_SQL, Writer, _Rows
+from tracer.db.writer import _EVENT_SQL, _MESSAGE_SQL, Rows, Writer
 from tracer.record.watch import _LIVE as _WATCHED
 
 
@@ -211,7 +211,7 @@ def main() -> None:
             c0 = time.process_time()
             w0 = time.perf_counter()
             for i in range(0, args.runs, group):
-                pending = _Rows()
+                pending = Rows()
                 wg._build([r for run in runs[i:i + group] for r in run], pending)
                 wg._commit(pending)
             cpu, wall = time.process_time() - c0, time.perf_counter() - w0

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tracer.errors import InvalidOption
+from tracer.read.calls import call_at
 from tracer.read.loader import Message, Run
 from tracer.read.steps import Replay, build_replay
 from tracer.vocab.payloads import LayerPayload, ModelEnterPayload, read_payload
@@ -23,7 +24,7 @@ from tracer.vocab.records import MODEL_HOOKS
 
 __all__ = ["PROVIDERS", "SEVERITIES", "Call", "Finding", "ModelInput", "Thresholds", "Turn",
            "exit_seqs", "health", "is_empty_content", "model_inputs", "own_messages",
-           "tool_names", "turn_of"]
+           "turn_of"]
 
 SEVERITIES: tuple[str, ...] = ("error", "warning", "info")
 
@@ -196,22 +197,6 @@ def turn_of(m: Message) -> Turn:
     return Turn(m.key, role, tuple(calls), m.tool_call_id if role == "tool" else None, empty)
 
 
-def tool_names(payload: ModelEnterPayload) -> frozenset[str] | None:
-    """The tool names a model-call payload says were offered, or None."""
-    if isinstance(payload.get("tools"), list):
-        names = set()
-        for t in payload["tools"]:
-            if isinstance(t, dict):
-                fn = t.get("function")
-                name = fn.get("name") if isinstance(fn, dict) else t.get("name")
-                if name:
-                    names.add(str(name))
-        return frozenset(names)
-    if isinstance(payload.get("tool_names"), list):
-        return frozenset(str(n) for n in payload["tool_names"] if n)
-    return None
-
-
 class _Turns:
     """Each message's ``Turn``, made once; and a model call's list of turns made from
     the previous call's when its messages extend them (a loop sends the history
@@ -275,10 +260,10 @@ def model_inputs(run: Run, replay: Replay | None = None) -> list[ModelInput]:
         if ev.phase != "enter":
             continue
         p = read_payload(ModelEnterPayload, ev.payload)
-        names = tool_names(p)
-        if names is not None:
-            offered = names
-        if p.get("system") or p.get("system_same"):
+        call = call_at(run, ev.seq)
+        if call is not None and call.request.tool_names is not None:
+            offered = frozenset(n for n in call.request.tool_names if n)
+        if call is not None and call.request.system:
             has_system = True
         if isinstance(p.get("omitted_keys"), list):
             omitted = frozenset(str(k) for k in p["omitted_keys"])

@@ -22,11 +22,11 @@ import re
 from difflib import SequenceMatcher
 from typing import Any
 
+from tracer.read.calls import model_calls, tokens_by_lap
 from tracer.read.loader import Message, Run
 from tracer.read.steps import Replay, build_replay
 from tracer.vocab.payloads import (
     ErrorPayload,
-    ModelExitPayload,
     NodePayload,
     ToolEnterPayload,
     read_payload,
@@ -301,18 +301,11 @@ def _describe(m: Message) -> str:
 
 
 def token_jumps(run: Run, th: Thresholds) -> list[Finding]:
-    laps: dict[int, int] = {}
+    laps = {lap: t.total for lap, t in tokens_by_lap(run).items()}
     first_seq: dict[int, int] = {}
-    for ev in run.events:
-        if ev.hook not in MODEL_HOOKS or ev.phase != "exit":
-            continue
-        u = read_payload(ModelExitPayload, ev.payload).get("usage")
-        if not isinstance(u, dict):
-            continue
-        total = u.get("total_tokens") or ((u.get("input_tokens") or 0) + (
-            u.get("output_tokens") or 0))
-        laps[ev.lap] = laps.get(ev.lap, 0) + int(total or 0)
-        first_seq.setdefault(ev.lap, ev.seq)
+    for c in model_calls(run):
+        if c.ended == "exit" and c.end_seq is not None:
+            first_seq.setdefault(c.lap, c.end_seq)
     out: list[Finding] = []
     order = sorted(laps)
     for a, b in itertools.pairwise(order):

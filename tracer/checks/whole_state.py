@@ -124,9 +124,9 @@ def jump_key_never_changed(run: Run, th: Thresholds) -> list[Finding]:
         return []
     writes: dict[tuple[str, str], list[int]] = {}  # (key, hook node) -> seqs
     for ev in run.events:
-        if not isinstance(ev.payload, dict) or ev.phase != "fire" or not ev.middleware:
-            continue
         p = read_payload(NodePayload, ev.payload)
+        if not p or ev.phase != "fire" or not ev.middleware:
+            continue
         for key in p.get("update_keys") or ():
             if key not in _NOT_CUSTOM:
                 writes.setdefault((str(key), f"{ev.middleware}.{ev.hook}"), []).append(ev.seq)

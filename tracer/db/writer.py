@@ -100,7 +100,7 @@ class WriteTask:
     fn: Callable[[sqlite3.Connection], Any]
 
 
-class _Rows:
+class Rows:
     """Rows ready to commit: built once from the records, kept as they are while a
     commit fails, and added to by later batches (run updates merge in order)."""
 
@@ -116,7 +116,7 @@ class _Rows:
         self.stale: list[StaleRunsRecord] = []
         self.tasks: list[WriteTask] = []
 
-    def add(self, other: _Rows) -> None:
+    def add(self, other: Rows) -> None:
         self.events += other.events
         self.messages += other.messages
         self.state += other.state
@@ -141,7 +141,7 @@ class _Rows:
                 "stale": [list(s) for s in self.stale]}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> _Rows:
+    def from_json(cls, data: dict[str, Any]) -> Rows:
         rows = cls()
         rows.events = [tuple(e) for e in data.get("events", [])]
         rows.messages = [tuple(m) for m in data.get("messages", [])]
@@ -205,7 +205,7 @@ class Writer:
         except AccessDenied:
             raise  # (credentials refused: the caller's to fix, not a passing outage)
         except DatabaseUnavailable as exc:
-            self._warn("open", f"looptrace cannot open {safe(path)} now ({exc}); will retry")
+            self.warn("open", f"looptrace cannot open {safe(path)} now ({exc}); will retry")
 
     # -- hot path -----------------------------------------------------------
     def put(self, item: tuple[Any, ...]) -> None:
@@ -245,7 +245,7 @@ class Writer:
 
     def _write_now(self, item: tuple[Any, ...]) -> None:
         """At exit: build and commit one record here, one try."""
-        rows = _Rows()
+        rows = Rows()
         self._build([item], rows)
         try:
             if rows and not self._commit(rows):
@@ -308,7 +308,7 @@ class Writer:
         hand over the GIL in the middle of a run. After ``IDLE_TICKS`` empty ticks it blocks on the
         queue, and the next record (or a flush) wakes it.
         """
-        pending = _Rows()  # built, not yet committed (a failed commit is retried as is)
+        pending = Rows()  # built, not yet committed (a failed commit is retried as is)
         idle = IDLE_TICKS  # start asleep
         while True:
             batch: list[Any] = []
@@ -351,25 +351,25 @@ class Writer:
             if pending:
                 try:
                     if self._commit(pending):
-                        pending = _Rows()
+                        pending = Rows()
                     else:
                         idle = 0  # a failed commit is retried at the next tick
                 except Exception as exc:  # noqa: BLE001 - this thread must never die
                     self.dropped += len(pending)
-                    pending = _Rows()
-                    self._warn("writer", f"looptrace writer failed: {exc!r}")
+                    pending = Rows()
+                    self.warn("writer", f"looptrace writer failed: {exc!r}")
             if stop:  # what was put while this batch was written (by this thread)
                 late = [it for it in self._drain() if not self._is_control(it)]
                 if late:
                     self._build(late, pending)
                     try:
                         if self._commit(pending):
-                            pending = _Rows()
+                            pending = Rows()
                     except Exception as exc:  # noqa: BLE001
-                        self._warn("writer", f"looptrace writer failed: {exc!r}")
+                        self.warn("writer", f"looptrace writer failed: {exc!r}")
             if stop and pending:  # the last try failed too: say what is lost
                 self.dropped += len(pending)
-                self._warn("write-drop", f"looptrace dropped {len(pending)} records it could "
+                self.warn("write-drop", f"looptrace dropped {len(pending)} records it could "
                            f"not write to {safe(self.path)} before closing")
             for w in waiters:
                 w.set()
@@ -389,16 +389,16 @@ class Writer:
         return item is _FLUSH or (isinstance(item, tuple) and bool(item) and
                                   (item[0] is _FLUSH or item[0] is _STOP))
 
-    def _build(self, items: list[Any], into: _Rows) -> None:
+    def _build(self, items: list[Any], into: Rows) -> None:
         """Add the rows of ``items`` to ``into`` (never raises: a batch that cannot be
         built is dropped with a warning)."""
         try:
             into.add(self._rows(items))
         except Exception as exc:  # noqa: BLE001 - must never happen, but never crash
             self.dropped += len(items)
-            self._warn("serialize", f"looptrace could not serialise a batch: {exc!r}")
+            self.warn("serialize", f"looptrace could not serialise a batch: {exc!r}")
 
-    def _commit(self, rows: _Rows) -> bool:
+    def _commit(self, rows: Rows) -> bool:
         """Commit ``rows`` in one transaction. False: try again later; after
         ``MAX_RETRIES`` failures in a row they are dropped (and True is returned)."""
         spool = self._spool
@@ -416,14 +416,14 @@ class Writer:
             if spool is not None and isinstance(exc, DatabaseUnavailable):
                 return self._keep(rows, exc)  # (a store away, or refusing us: kept)
             self.dropped += len(rows)
-            self._warn("write-drop", f"looptrace cannot record into {safe(self.path)}: {exc}")
+            self.warn("write-drop", f"looptrace cannot record into {safe(self.path)}: {exc}")
             return True
         except Exception as exc:  # noqa: BLE001 - locked, disk full, closed ...
             if spool is not None and isinstance(exc, sqlite3.OperationalError):
                 return self._keep(rows, exc)  # (the connection lost, mid-batch too)
             return self._retry(rows, exc)
 
-    def _retry(self, rows: _Rows, exc: BaseException) -> bool:
+    def _retry(self, rows: Rows, exc: BaseException) -> bool:
         """A commit that failed: False (try again at the next tick), or after
         ``MAX_RETRIES`` in a row, drop the rows, say so, and True."""
         attempts = self._attempts + 1
@@ -431,29 +431,29 @@ class Writer:
         if attempts >= MAX_RETRIES:
             self._attempts = 0
             self.dropped += len(rows)
-            self._warn("write-drop", f"looptrace dropped {len(rows)} records after "
+            self.warn("write-drop", f"looptrace dropped {len(rows)} records after "
                        f"{attempts} failed writes to {safe(self.path)}: {exc}")
             return True
-        self._warn("write", f"looptrace could not write to {safe(self.path)} ({exc});"
+        self.warn("write", f"looptrace could not write to {safe(self.path)} ({exc});"
                    " retrying")
         time.sleep(min(0.2 * attempts, 1.0))
         return False
 
     # -- the spool of a PostgreSQL store ------------------------------------------
-    def _keep(self, rows: _Rows, exc: BaseException | None = None) -> bool:
+    def _keep(self, rows: Rows, exc: BaseException | None = None) -> bool:
         """Keep ``rows`` in the spool (the store cannot take them now); True: handled."""
         spool = self._spool
         assert spool is not None
         if exc is not None:
             self._drop_conn()
-            self._warn("spool", f"looptrace cannot write to {safe(self.path)} now ({exc}); "
+            self.warn("spool", f"looptrace cannot write to {safe(self.path)} now ({exc}); "
                        f"runs are kept on local disk in {spool.folder} and sent when it is "
                        "back")
         if spool.put(rows.to_json()):
             self.spooled += 1
         else:
             self.dropped += len(rows)
-            self._warn("spool-full", f"looptrace's spool for {safe(self.path)} is full "
+            self.warn("spool-full", f"looptrace's spool for {safe(self.path)} is full "
                        f"({spool.limit // (1024 * 1024)} MB, {MB_ENV}): runs recorded from "
                        "now on are dropped until the server is back")
         self._spool_next = min(self._spool_next, time.monotonic() + SPOOL_RETRY_S)
@@ -480,7 +480,7 @@ class Writer:
                 data = spool.read(path)
                 if data is None:
                     continue
-                self._write(conn, _Rows.from_json(data))
+                self._write(conn, Rows.from_json(data))
                 spool.done(path)
         except Exception as exc:  # noqa: BLE001 - still away: the next tick tries again
             self._drop_conn()
@@ -495,7 +495,7 @@ class Writer:
             with contextlib.suppress(Exception):
                 conn.close()
 
-    def _write(self, conn: sqlite3.Connection, rows: _Rows) -> None:
+    def _write(self, conn: sqlite3.Connection, rows: Rows) -> None:
         """Write ``rows`` in one transaction (all of them or none)."""
         with conn:
             # (one statement per set of columns, its text made once: SQLite's
@@ -566,11 +566,11 @@ class Writer:
                 self.failed_tasks += 1
                 log.debug("looptrace write task failed on %s: %r", self.path, exc)
 
-    def _rows(self, items: list[Any]) -> _Rows:
+    def _rows(self, items: list[Any]) -> Rows:
         """Serialise and redact ``items`` into rows, running deferred operations in
         their place (each record is built once: a failed commit retries the rows)."""
         red = self.redactor
-        rows = _Rows()
+        rows = Rows()
         events, messages, runs, wires = rows.events, rows.messages, rows.runs, rows.wires
         work = deque(items)
         while work:
@@ -641,7 +641,7 @@ class Writer:
                         w[k] = red(v)
                 wires.append(w)
             else:
-                self._warn("record", f"looptrace got a record it does not know: {kind!r}")
+                self.warn("record", f"looptrace got a record it does not know: {kind!r}")
         return rows
 
     def _run_deferred(self, op: Deferred) -> list[Any]:
@@ -651,7 +651,7 @@ class Writer:
         try:
             op.fn(*op.args)
         except Exception as exc:  # noqa: BLE001 - keep what it made, say what failed
-            self._warn("deferred", f"looptrace failed recording: {exc!r}")
+            self.warn("deferred", f"looptrace failed recording: {exc!r}")
         finally:
             self._sink = None
         return made
@@ -659,14 +659,15 @@ class Writer:
     def _lossy(self, text: str, what: str) -> None:
         """Warn (once per kind) that a record was cut or stored through its repr."""
         if "looptrace_truncated" in text:
-            self._warn("truncated", f"looptrace truncated {what} that was too large to store"
+            self.warn("truncated", f"looptrace truncated {what} that was too large to store"
                        " whole (a marker in the record says how much was cut)")
         else:
-            self._warn("fallback", f"looptrace stored part of {what} through its repr:"
+            self.warn("fallback", f"looptrace stored part of {what} through its repr:"
                        " it is not JSON-serialisable")
 
-    def _warn(self, key: str, text: str) -> None:
-        """Warn once per kind of failure (later ones only go to the debug log).
+    def warn(self, key: str, text: str) -> None:
+        """Warn once per kind of failure (later ones only go to the debug log): the
+        writer's own, and the recording side's (a hook, a layer's probe, the proxy).
 
         Never raises: it is called from the hooks' own error handlers, where an
         exception would reach the agent (``-W error``, a logging handler that

@@ -263,7 +263,7 @@ def row_problem(rec: Any) -> str | None:
     return None
 
 
-# -- the values a row may hold: the schema's types (tracer.schema), in SQLite's ranges ------
+# -- the values a row may hold: the schema's types (tracer.db.schema), in SQLite's ranges ---
 
 INT64 = (-(2**63), 2**63 - 1)  # what an SQLite INTEGER holds
 # Columns that may not be NULL (a primary key's, and a run's status).

@@ -18,9 +18,9 @@ from decimal import Decimal
 from typing import Any
 
 from tracer.errors import StepOutOfRange
+from tracer.read.calls import call_of
 from tracer.read.captions import captions
 from tracer.read.loader import Message, Run, RunSummary, TraceDB, tokens_text
-from tracer.read.requests import model_request
 from tracer.read.steps import Replay, build_replay
 from tracer.vocab.content import content_text
 from tracer.vocab.terminal import safe_text
@@ -214,23 +214,14 @@ def step_view(db: TraceDB, run_ref: str, step: int, *, cut: int = DEFAULT_CUT,
                          else "the conversation as it stood at this step"),
         "pending_tool_calls": sorted(replay.pending_calls(s.index)),
         # (at a model call: the rest of what the model received, resolved)
-        **({"request": req.to_dict()} if model_call and (
-            req := model_request(run, _enter_seq(replay, s.index))) is not None else {}),
+        **({"request": call.request.to_dict()} if model_call and (
+            call := call_of(run, ev.seq)) is not None else {}),
         "notes": [n.to_dict() for n in db.notes(run.id) if n.step == step],
         "messages_total": len(msgs),
         "messages_offset": offset,
         "messages": [_message(m, offset + i, cut, hint, replay)
                      for i, m in enumerate(shown)],
     }
-
-
-def _enter_seq(replay: Replay, index: int) -> int:
-    """The ``enter`` event of the model call step ``index`` is in (itself, or the
-    ``sent`` that follows it)."""
-    for s in reversed(replay.steps[: index + 1]):
-        if s.event.phase == "enter" and s.event.hook in ("wrap_model_call", "model"):
-            return s.event.seq
-    return replay.steps[index].event.seq
 
 
 def message_text(db: TraceDB, run_ref: str, step: int, index: int, *, offset: int = 0,

@@ -595,7 +595,8 @@ TOOLS: dict[str, str] = {
         "dangling (asked for, no result yet) at that point, and the notes on that step."),
     "get_messages": (
         "The messages at a step: at a model call, exactly what the model received (after "
-        "every middleware rewrote the request), with `request`: its system prompt, tools "
+        "every middleware rewrote the request), with `request`: its system prompt (as "
+        "text; `system_blocks`: the content blocks it was sent as), tools "
         "(the schemas), model, tool_choice and settings; elsewhere the conversation as it "
         "stood. "
         "Each with its type, tool_calls (id, name, arguments) or tool_call_id pairing a "

@@ -35,6 +35,7 @@ from typing import Any
 from tracer.db.schema import SCHEMA_VERSION
 from tracer.interop.exchange import export_lines
 from tracer.read.loader import TraceDB, content_text
+from tracer.vocab.calls import Requests, Usage
 from tracer.vocab.records import MODEL_HOOKS, TOOL_HOOKS
 
 from . import display
@@ -175,7 +176,7 @@ class _Run:
         self.spans = [self.invoke]
         self.tools: dict[str, Span] = {}
         self.by_seq: dict[int, Span] = {}
-        self._system: str | None = None
+        self._requests = Requests()  # (each chat's whole request, in record order)
         self._build(rr.events)
         first_model = next((s for s in self.spans if s.attributes.get(
             "gen_ai.operation.name") == "chat"), None)
@@ -253,11 +254,8 @@ class _Run:
         return span
 
     def _chat(self, ev: dict[str, Any], p: dict[str, Any]) -> Span:
-        model = p.get("model") or self.run.get("model")
-        if isinstance(p.get("system"), str):
-            self._system = p["system"]
-        elif not p.get("system_same"):
-            self._system = None
+        req = self._requests.read(p)
+        model = req.model or self.run.get("model")
         history = self._conversation(ev["seq"])
         if isinstance(p.get("messages"), int):
             history = history[: p["messages"]]
@@ -267,10 +265,10 @@ class _Run:
             "gen_ai.request.model": model,
             "gen_ai.conversation.id": self.run.get("thread_id"),
             "gen_ai.input.messages": _json([genai_message(m) for m in history]),
-            "gen_ai.system_instructions": (_json([{"type": "text", "content": self._system}])
-                                           if self._system else None),
-            "gen_ai.tool.definitions": (_json(display.tool_definitions(p["tools"]))
-                                        if p.get("tools") else None),
+            "gen_ai.system_instructions": (_json([{"type": "text", "content": req.system}])
+                                           if req.system else None),
+            "gen_ai.tool.definitions": (_json(display.tool_definitions(req.tools))
+                                        if req.tools else None),
         })
         if "gen_ai.input.messages" in attrs:
             attrs.update({"input.value": attrs["gen_ai.input.messages"],
@@ -280,7 +278,7 @@ class _Run:
 
     def _chat_end(self, span: Span, ev: dict[str, Any], p: dict[str, Any]) -> None:
         span.end = max(ev["ts"], span.start)
-        usage: Any = p.get("usage") if isinstance(p.get("usage"), dict) else {}
+        usage = Usage.of(p)
         out = [m for m in self.messages if m.get("seq") == ev["seq"] and not m.get("version")
                and m.get("type") == "ai"]
         meta = _body(out[-1]).get("response_metadata") if out else None
@@ -290,8 +288,8 @@ class _Run:
         span.attributes.update(_clean({
             "gen_ai.response.model": meta.get("model_name") or meta.get("model"),
             "gen_ai.response.id": meta.get("id") if isinstance(meta.get("id"), str) else None,
-            "gen_ai.usage.input_tokens": usage.get("input_tokens"),
-            "gen_ai.usage.output_tokens": usage.get("output_tokens"),
+            "gen_ai.usage.input_tokens": usage.input,
+            "gen_ai.usage.output_tokens": usage.output,
             "gen_ai.response.finish_reasons": [str(finish)] if finish else None,
             "gen_ai.output.messages": _json(outputs) if outputs else None,
         }))
@@ -299,7 +297,7 @@ class _Run:
             span.attributes.update(_clean(display.io("output", display.reply(outputs[-1]))))
         if ev.get("phase") == "exit":
             span.attributes.update(_cost_attributes(
-                usage, span.attributes.get("gen_ai.request.model"),
+                usage.recorded, span.attributes.get("gen_ai.request.model"),
                 span.attributes.get("gen_ai.provider.name"), ev.get("ts")))
         if ev.get("phase") == "error":
             _fail(span, p)

@@ -1,6 +1,6 @@
 """A writer that commits on the caller's thread and says when it could not.
 
-The tracer's background ``store.Writer`` never raises: an agent must not fail
+The tracer's background ``tracer.db.writer.Writer`` never raises: an agent must not fail
 because its trace could not be written, so a failed commit is retried and, after
 a few tries, dropped with a warning. A receiver is the other way round: it must
 tell its client whether what it acknowledged is stored (OTLP answers 503 and the
@@ -16,12 +16,12 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from tracer.db.writer import Writer, _Rows
+from tracer.db.writer import Rows, Writer
 from tracer.errors import StoreFailed
 
 
 class SyncWriter(Writer):
-    """``store.Writer``'s interface (``put``, ``flush``, ``close``), committing in ``flush``."""
+    """``Writer``'s interface (``put``, ``flush``, ``close``), committing in ``flush``."""
 
     def __init__(self, path: str) -> None:
         super().__init__(path)
@@ -47,7 +47,7 @@ class SyncWriter(Writer):
             items, self._items = self._items, []
         if not items:
             return
-        rows = _Rows()
+        rows = Rows()
         self._build(items, rows)
         if not rows:
             return
@@ -74,5 +74,5 @@ class SyncWriter(Writer):
             finally:
                 self._conn = None
 
-    def _warn(self, key: str, text: str) -> None:
+    def warn(self, key: str, text: str) -> None:
         self.problem = text  # (said by the caller, with the trace it concerns)

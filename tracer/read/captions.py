@@ -19,11 +19,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from tracer.vocab.calls import tool_names
 from tracer.vocab.hooks import HOOK_BY_NAME
 from tracer.vocab.known_middleware import GENERIC, find
+from tracer.vocab.payloads import (
+    ModelEnterPayload,
+    RunEndPayload,
+    ToolEnterPayload,
+    read_payload,
+)
 from tracer.vocab.records import MODEL_HOOKS, TOOL_HOOKS
 from tracer.vocab.words import plural
 
+from .calls import call_at, call_of
 from .floorplan import describe, hook_middleware
 from .graph_layout import is_jump, jump_steps, passable_points, route
 from .loader import Event, Run
@@ -173,8 +181,9 @@ def _caption_moves(replay: Replay, facts: RunFacts, said: list[str]) -> None:
                     "model's answer.")
         elif facts.shape == "loop":
             moved = f"The loop went from {a} to {b}."
-        elif (st.event.hook == "run" and isinstance(st.event.payload, dict)
-              and (st.event.payload.get("stopped") or st.event.payload.get("handoff"))):
+        elif st.event.hook == "run" and (
+                (end := read_payload(RunEndPayload, st.event.payload)).get("stopped")
+                or end.get("handoff")):
             continue  # (the step's own caption says why: a stopped stream, a handoff)
         else:
             moved = (f"The run went from {a} straight to {b}; no recorded event says why "
@@ -229,7 +238,7 @@ def _observed_caption(ev: Event, p: dict[str, Any], run: Run) -> str | None:
                 "the loop decides by the absence of tool calls, not by the stop reason.")
     if ev.hook in MODEL_HOOKS and ev.phase == "enter":
         n = p.get("messages", "?")
-        sys_note = " and a system prompt" if p.get("system") or p.get("system_same") else ""
+        sys_note = " and a system prompt" if _has_system(run, ev) else ""
         said = (f"The model is called with {n} message{'' if n == 1 else 's'}{sys_note} "
                 f"(lap {ev.lap}).")
         if ev.lap > 1:
@@ -280,11 +289,17 @@ def _answered_by(run: Run, ev: Event, p: dict[str, Any]) -> str:
     asked = None
     for e in reversed(evs[:max(i, 0)]):
         if e.hook == ev.hook and e.phase == "enter":
-            asked = e.payload.get("model") if isinstance(e.payload, dict) else None
+            asked = read_payload(ModelEnterPayload, e.payload).get("model")
             break
     if not isinstance(asked, str) or not asked or by.startswith(asked):
         return ""
     return f" The reply came from {by}, not {asked}, the model this call asked."
+
+
+def _has_system(run: Run, ev: Event) -> bool:
+    """Whether the model call begun at ``ev`` had a system prompt."""
+    call = call_at(run, ev.seq)
+    return call is not None and bool(call.request.system)
 
 
 def _layer_caption(ev: Event, p: dict[str, Any]) -> str:
@@ -297,8 +312,9 @@ def _layer_caption(ev: Event, p: dict[str, Any]) -> str:
         detail = ""
         if "model" in p:
             detail += f" Model: {p['model']}."
-        if "tool_names" in p:
-            detail += f" Tools offered: {', '.join(map(str, p['tool_names']))}."
+        names = tool_names(p)
+        if names is not None:
+            detail += f" Tools offered: {', '.join(names)}."
         if "args" in p:
             detail += " New arguments."
         return (f"{layer} changed the {call} on its way in ({changed}); the layers inside "
@@ -505,11 +521,12 @@ def caption(ev: Event, run: Run, tool_calls: int = 0, *,
         if ev.phase == "enter":
             n = p.get("messages", "?")
             return (f"{purpose} The model is called with {plural(n, 'message')}"
-                    f"{' and the system prompt' if p.get('system') or p.get('system_same') else ''}"
+                    f"{' and the system prompt' if _has_system(run, ev) else ''}"
                     f" (lap {ev.lap}).{_fork_note(ev, facts)}").strip()
         n = int(p.get("tool_calls") or 0)
-        usage = p.get("usage") or {}
-        tok = f", {usage.get('total_tokens')} tokens" if usage.get("total_tokens") else ""
+        call = call_of(run, ev.seq)
+        total = call.usage.total if call is not None and call.end_seq == ev.seq else None
+        tok = f", {total} tokens" if total else ""
         by = _answered_by(run, ev, p)
         if n:
             names = _names(run, ev)
@@ -599,7 +616,7 @@ def _after_reply(run: Run, ev: Event, facts: RunFacts, n: int) -> str:
         if e.hook in TOOL_HOOKS and e.phase == "enter" and e.tool_call_id in asked and (
                 e.tool_call_id not in ran):
             ran.append(str(e.tool_call_id))
-            p = e.payload if isinstance(e.payload, dict) else {}
+            p = read_payload(ToolEnterPayload, e.payload)
             names[str(e.tool_call_id)] = str(p.get("name") or e.tool_call_id)
     route = f"The conditional edge after {facts.decides} routes to tools"
     if paused:
@@ -642,10 +659,10 @@ def _tool_offers(run: Run) -> tuple[list[int], list[Any]]:
     (found once per run: a caption per tool call looks them up)."""
     seqs, offers = [], []
     for e in run.events:
-        if e.hook in MODEL_HOOKS and e.phase == "enter" and isinstance(e.payload, dict) and (
-                isinstance(e.payload.get("tools"), list)):
+        p = read_payload(ModelEnterPayload, e.payload)
+        if e.hook in MODEL_HOOKS and e.phase == "enter" and isinstance(p.get("tools"), list):
             seqs.append(e.seq)
-            offers.append(e.payload.get("signatures"))
+            offers.append(p.get("signatures"))
     return seqs, offers
 
 

@@ -45,6 +45,8 @@ from pathlib import Path
 from typing import Any
 
 from tracer.errors import PricesFileError
+from tracer.vocab.calls import Usage
+from tracer.vocab.payloads import ModelEnterPayload, ModelExitPayload, read_payload
 from tracer.vocab.records import MODEL_HOOKS
 from tracer.vocab.words import plural
 
@@ -338,48 +340,32 @@ def _entry(source: str, where: str, entry: Any, is_model: bool) -> _Override:
 
 # -- one call -----------------------------------------------------------------------------
 
-def _count(d: Any, *keys: str) -> int | None:
-    if not isinstance(d, Mapping):
-        return None
-    for k in keys:
-        v = d.get(k)
-        if isinstance(v, int) and not isinstance(v, bool) and v >= 0:
-            return v
-    return None
-
-
 def _tokens(usage: Mapping[str, Any] | None) -> dict[str, int] | str:
-    """genai-prices' usage keys from LangChain's ``usage_metadata``, or why it cannot
-    be priced. ``input_tokens`` includes cache reads and writes (LangChain's rule, and
-    genai-prices'); a count that is None was not reported, which is not 0."""
-    if not isinstance(usage, Mapping) or not usage:
+    """genai-prices' usage keys from LangChain's ``usage_metadata`` (read by
+    ``tracer.vocab.calls.Usage``), or why it cannot be priced. ``input_tokens`` includes
+    cache reads and writes (LangChain's rule, and genai-prices'); a count that is None
+    was not reported, which is not 0."""
+    u = Usage.counts(usage)
+    if not u.reported:
         return "no usage reported"
-    i, o = _count(usage, "input_tokens"), _count(usage, "output_tokens")
-    if i is None or o is None:
+    if u.input is None or u.output is None:
         return "no token counts reported"
-    t: dict[str, int] = {"input_tokens": i, "output_tokens": o}
-    ind, outd = usage.get("input_token_details"), usage.get("output_token_details")
-    # (OpenAI's priority and flex tiers prefix the names: counted as the plain ones)
-    read = _count(ind, "cache_read", "priority_cache_read", "flex_cache_read")
+    t: dict[str, int] = {"input_tokens": u.input, "output_tokens": u.output}
+    read, write = u.cache_read, u.cache_write
     if read:
         t["cache_read_tokens"] = read
-    m5, h1 = _count(ind, "ephemeral_5m_input_tokens"), _count(ind, "ephemeral_1h_input_tokens")
-    write = (m5 or 0) + (h1 or 0) or _count(ind, "cache_creation", "priority_cache_creation",
-                                            "flex_cache_creation")
     if write:
         t["cache_write_tokens"] = write
-        if m5 or h1:  # (Anthropic's two cache lifetimes, priced apart)
-            t["cache_write_5m_tokens"], t["cache_write_1h_tokens"] = m5 or 0, h1 or 0
-    audio_in = _count(ind, "audio")
-    if audio_in:
-        t["input_audio_tokens"] = audio_in
-    reasoning = _count(outd, "reasoning", "priority_reasoning", "flex_reasoning")
-    if reasoning:
-        t["output_reasoning_tokens"] = reasoning
-    audio_out = _count(outd, "audio")
-    if audio_out:
-        t["output_audio_tokens"] = audio_out
-    if read and write and read + write > i:
+        if u.cache_write_5m or u.cache_write_1h:  # (Anthropic's two cache lifetimes, priced apart)
+            t["cache_write_5m_tokens"] = u.cache_write_5m or 0
+            t["cache_write_1h_tokens"] = u.cache_write_1h or 0
+    if u.audio_in:
+        t["input_audio_tokens"] = u.audio_in
+    if u.reasoning:
+        t["output_reasoning_tokens"] = u.reasoning
+    if u.audio_out:
+        t["output_audio_tokens"] = u.audio_out
+    if read and write and read + write > u.input:
         return "cached tokens exceed the input tokens"
     return t
 
@@ -454,15 +440,16 @@ def call_costs(run_id: str, events: Iterable[Any], model: str | None, provider: 
     for e in events:
         if e.hook not in MODEL_HOOKS:
             continue
-        p = e.payload if isinstance(e.payload, dict) else {}
         if e.phase == "enter":
+            p = read_payload(ModelEnterPayload, e.payload)
             cur_model = p.get("model") or model or None
             cur_provider = p.get("provider") or provider or None
         elif e.phase == "exit":
+            done = read_payload(ModelExitPayload, e.payload)
             # (the model that answered, when its reply named it: a fallback's is priced as
             # the fallback, not as the model the call first asked)
-            by = p.get("model") if isinstance(p.get("model"), str) and p.get("model") else None
-            out.append(price_call(prices, run_id, e.seq, e.lap, p.get("usage"),
+            by = done.get("model") if isinstance(done.get("model"), str) else None
+            out.append(price_call(prices, run_id, e.seq, e.lap, Usage.of(done).recorded,
                                   by or cur_model, cur_provider, e.ts))
         elif e.phase == "error":  # (a provider may have billed it: not known, so not $0)
             out.append(CallCost(run_id, e.seq, e.lap, cur_model, cur_provider, None, None,

@@ -27,9 +27,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from tracer.vocab.payloads import tool_names
+from tracer.vocab.calls import CallRequest
+from tracer.vocab.payloads import ToolEnterPayload, read_payload
 from tracer.vocab.records import MODEL_HOOKS, TOOL_HOOKS
 
+from .calls import call_at
 from .loader import Message, Run, TraceDB, content_text
 from .state_at import STORE_PREFIX, key_label
 from .steps import Replay, Step, build_replay, plural
@@ -322,18 +324,13 @@ def _signature(step: Step) -> tuple[str, str, str]:
 
 # -- comparing one aligned pair -------------------------------------------------
 
-def _systems(rp: Replay) -> dict[int, str | None]:
-    """The system prompt each model call got, by step index."""
-    out: dict[int, str | None] = {}
-    current: str | None = None
+def _requests(rp: Replay) -> dict[int, CallRequest]:
+    """The whole request of each model call, by the step index of its ``enter``."""
+    out: dict[int, CallRequest] = {}
     for s in rp.steps:
-        p = s.event.payload if isinstance(s.event.payload, dict) else {}
         if s.event.hook in MODEL_HOOKS and s.event.phase == "enter":
-            if isinstance(p.get("system"), str):
-                current = p["system"]
-                out[s.index] = current
-            else:
-                out[s.index] = current if p.get("system_same") else None
+            call = call_at(rp.run, s.event.seq)
+            out[s.index] = call.request if call is not None else CallRequest()
     return out
 
 
@@ -403,7 +400,7 @@ class _Side:
                  segs: dict[tuple[int, str], list[Step]] | None = None) -> None:
         self.rp = rp
         self.blocks = _tool_blocks(segs if segs is not None else _segments(rp))
-        self.systems = _systems(rp)
+        self.requests = _requests(rp)
         self.by_key = rp.run.message_by_key
 
     def call_name(self, step: Step) -> str:
@@ -447,17 +444,19 @@ def _compare_pair(a: _Side, b: _Side, sa: Step, sb: Step,
         out.append(("human_decision", (f"the human answered {_short(_canon(pa.get('resume')))} "
                                       f"in A but {_short(_canon(pb.get('resume')))} in B"), ""))
     if ea.hook in MODEL_HOOKS and ea.phase == "enter":
-        sys_a, sys_b = a.systems.get(sa.index), b.systems.get(sb.index)
+        ra = a.requests.get(sa.index, CallRequest())
+        rb = b.requests.get(sb.index, CallRequest())
+        sys_a, sys_b = ra.system, rb.system
         if sys_a != sys_b:
             detail = "\n".join(difflib.unified_diff(
                 (sys_a or "").splitlines(), (sys_b or "").splitlines(), "A system prompt",
                 "B system prompt", lineterm=""))
             out.append(("system_prompt", "the model got a different system prompt", detail))
-        ta, tb = tool_names(pa), tool_names(pb)
+        ta, tb = ra.tool_names, rb.tool_names
         if ta is not None and tb is not None and sorted(ta) != sorted(tb):
             out.append(("tools", f"the model was offered tools {ta} in A but {tb} in B", ""))
-        if pa.get("model") and pb.get("model") and pa["model"] != pb["model"]:
-            out.append(("model", f"model {pa['model']} in A but {pb['model']} in B", ""))
+        if ra.model and rb.model and ra.model != rb.model:
+            out.append(("model", f"model {ra.model} in A but {rb.model} in B", ""))
         if "message_keys" in pa or "message_keys" in pb:
             # a request rewritten on its way to the tracer (not the state): compare what
             # the model was sent (a random id in a text, such as a summary's file, aside)
@@ -558,8 +557,9 @@ def _idx(i: int | None) -> str:
 def _describe_step(step: Step) -> str:
     ev = step.event
     what = f"{ev.hook} {ev.phase}"
-    if ev.hook in TOOL_HOOKS and isinstance(ev.payload, dict) and ev.payload.get("name"):
-        what += f" ({ev.payload['name']})"
+    name = read_payload(ToolEnterPayload, ev.payload).get("name")
+    if ev.hook in TOOL_HOOKS and name:
+        what += f" ({name})"
     return what
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tracer.vocab.payloads import ErrorPayload, LayerPayload, read_payload
 from tracer.vocab.records import MODEL_HOOKS, TOOL_HOOKS
 
 from .loader import Event, Run
@@ -38,9 +39,11 @@ _NOT = object()
 def sighting(ev: Event) -> Any:
     """The error text of ``ev`` if it is an exception seen (an ``error`` event, or a layer
     that saw one come up), else ``_NOT``; the text may be None (not recorded)."""
-    p = ev.payload if isinstance(ev.payload, dict) else {}
-    if ev.phase == "error" or (ev.phase == "layer" and p.get("what") == "error"):
-        return p.get("error")
+    if ev.phase == "error":
+        return read_payload(ErrorPayload, ev.payload).get("error")
+    layer = read_payload(LayerPayload, ev.payload)
+    if ev.phase == "layer" and layer.get("what") == "error":
+        return layer.get("error")
     return _NOT
 
 

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from tracer.vocab.hooks import HOOK_BY_NAME, HOOKS, merge_orders
 from tracer.vocab.known_middleware import GENERIC, Known, find
+from tracer.vocab.payloads import HistoryPayload, LayerPayload, RunStartPayload, read_payload
 from tracer.vocab.records import MODEL_HOOKS, TOOL_HOOKS
 
 if TYPE_CHECKING:
@@ -98,24 +99,24 @@ def _hook_of(ev: Event) -> str | None:
     """The middleware hook an event is a firing of (None: not a middleware's)."""
     if ev.hook in HOOK_BY_NAME and ev.middleware:
         return ev.hook
-    if ev.hook == "history" and isinstance(ev.payload, dict):
-        by = str(ev.payload.get("by") or "")
+    if ev.hook == "history":
+        by = str(read_payload(HistoryPayload, ev.payload).get("by") or "")
         hook = by.rsplit(".", 1)[-1] if "." in by else ""
         return hook if hook in HOOK_BY_NAME else None
     return None
 
 
 def _who(ev: Event) -> str | None:
-    if ev.hook == "history" and isinstance(ev.payload, dict):
-        by = str(ev.payload.get("by") or "")
+    if ev.hook == "history":
+        by = str(read_payload(HistoryPayload, ev.payload).get("by") or "")
         return by.rsplit(".", 1)[0] if "." in by else None
     return ev.middleware
 
 
 def _recorded_stack(events: list[Event]) -> list[dict[str, Any]] | None:
     for ev in events:
-        if ev.hook == "run" and ev.phase == "start" and isinstance(ev.payload, dict):
-            stack = ev.payload.get("stack")
+        if ev.hook == "run" and ev.phase == "start":
+            stack = read_payload(RunStartPayload, ev.payload).get("stack")
             if isinstance(stack, list) and stack:
                 return [s for s in stack if isinstance(s, dict) and s.get("name")]
     return None
@@ -135,7 +136,7 @@ def _inferred(events: list[Event]) -> list[dict[str, Any]]:
             if who not in tracers:
                 tracers.append(who)
         elif who not in orders[hook] and ev.hook != "history" and (ev.phase != "layer" or (
-                isinstance(ev.payload, dict) and ev.payload.get("what") in (
+                read_payload(LayerPayload, ev.payload).get("what") in (
                     "request", "attempt", "short-circuit"))):
             orders[hook].append(who)  # (a layer's request: outer layers first)
     seqs = [orders["before_agent"], orders["before_model"], orders["after_model"][::-1],

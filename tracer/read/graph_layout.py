@@ -53,6 +53,7 @@ from collections import deque
 
 from tracer.vocab.graph_shape import GRAPH_EDGES, GRAPH_NODES
 from tracer.vocab.hooks import HOOK_BY_NAME
+from tracer.vocab.payloads import NodePayload, RunStartPayload, read_payload
 
 from .floorplan import ORDER, hook_middleware
 from .steps import Replay, is_create_agent, run_shape
@@ -210,7 +211,7 @@ def jump_steps(replay: Replay) -> dict[int, str]:
             if who and len(edges) == 1 and is_jump(edges[0], kind):
                 out[i] = who
             who = None  # any move uses up a recorded jump
-        p = st.event.payload if isinstance(st.event.payload, dict) else {}
+        p = read_payload(NodePayload, st.event.payload)
         target = p.get("jump_to") or p.get("goto")
         if target:
             name = f"{st.event.middleware}.{st.event.hook}" if st.event.middleware else (
@@ -257,8 +258,9 @@ def has_middleware_hooks(replay: Replay) -> bool:
 def _on_stack(replay: Replay) -> frozenset[str]:
     """Hooks the run's middleware stack has a middleware on (recorded with ``attach``),
     whether or not it fired: ``after_agent`` of a run that failed is a graph node."""
-    recorded = any(e.hook == "run" and e.phase == "start" and isinstance(e.payload, dict)
-                   and e.payload.get("stack") for e in replay.run.events)
+    recorded = any(e.hook == "run" and e.phase == "start"
+                   and read_payload(RunStartPayload, e.payload).get("stack")
+                   for e in replay.run.events)
     if not recorded:  # (without the stack, only what fired is known)
         return frozenset()
     return frozenset(h for h, names in hook_middleware(replay).items() if names)

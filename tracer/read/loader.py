@@ -11,11 +11,11 @@ import bisect
 import json
 import sqlite3
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 from tracer.db import search
 from tracer.db.notes import TAGS_SQL, Note, read_notes, with_steps
@@ -29,6 +29,8 @@ from tracer.vocab.records import MODEL_HOOKS, EventRecord
 from . import run_list
 from .run_list import RunFilter
 from .state_at import StateLog, load_state
+
+T = TypeVar("T")
 
 _RUN_FIELDS = (
     "id", "parent_id", "parent_tool_call_id", "name", "thread_id", "agent_name", "status",
@@ -183,6 +185,18 @@ class Run:
     revisions: list[Message] = field(default_factory=list)
     # the other state keys, as versions (``tracer.read.state_at``)
     state: StateLog = field(default_factory=StateLog)
+    _views: dict[Any, Any] = field(default_factory=dict, init=False, repr=False,
+                                   compare=False)
+
+    def view(self, build: Callable[[Run], T]) -> T:
+        """What ``build(self)`` returns, built once for this run (as ``Replay.view``:
+        ``build``, a module-level pure function of the run, is the key); the model
+        calls decoded (``tracer.read.calls``) are kept here."""
+        try:
+            return self._views[build]  # type: ignore[no-any-return]
+        except KeyError:
+            made = self._views[build] = build(self)
+            return made
 
     @property
     def id(self) -> str:

@@ -21,9 +21,17 @@ from typing import Any, TypeVar
 from tracer.vocab.edits import KINDS, what_json
 from tracer.vocab.graph_shape import GRAPH_EDGES, GRAPH_NODES, HOOK_NODE, NODE_HOOKS, STEP_KINDS
 from tracer.vocab.hooks import HOOK_BY_NAME
+from tracer.vocab.payloads import (
+    HistoryPayload,
+    LayerPayload,
+    NodePayload,
+    RunStartPayload,
+    read_payload,
+)
 from tracer.vocab.records import MODEL_HOOKS, TOOL_HOOKS
 from tracer.vocab.words import plural
 
+from .calls import model_calls
 from .loader import Event, Message, Run
 
 __all__ = ["GRAPH_EDGES", "GRAPH_NODES", "HOOK_NODE", "NODE_HOOKS", "STEP_KINDS", "ForkEdit",
@@ -37,7 +45,7 @@ def is_create_agent(run: Run) -> bool:
     records ``graph``), whether or not any middleware hook fired in it."""
     for e in run.events[:3]:  # (the run's start comes first)
         if e.hook == "run" and e.phase == "start":
-            return isinstance(e.payload, dict) and e.payload.get("graph") == "create_agent"
+            return read_payload(RunStartPayload, e.payload).get("graph") == "create_agent"
     return False
 
 
@@ -385,7 +393,7 @@ class Replay:
     def _order_events(self) -> list[Event]:
         """History events that set the order of the conversation (they carry keys)."""
         return [e for e in self.run.events if e.hook == "history"
-                and isinstance(e.payload, dict) and isinstance(e.payload.get("keys"), list)]
+                and isinstance(read_payload(HistoryPayload, e.payload).get("keys"), list)]
 
     def omitted_at(self, index: int) -> frozenset[str]:
         """Keys of recorded messages that the latest model call up to step ``index``
@@ -421,10 +429,10 @@ class Replay:
         return None
 
     def system_prompt(self) -> str | None:
-        for ev in self.run.events:
-            if isinstance(ev.payload, dict) and isinstance(ev.payload.get("system"), str):
-                return str(ev.payload["system"])
-        return None
+        """The system prompt of the run's first model call that had one, as text
+        (content blocks too: ``tracer.read.calls``)."""
+        return next((c.request.system for c in model_calls(self.run) if c.request.system),
+                    None)
 
 
 def inline_message(d: Any, seq: int, position: int, key: str | None = None) -> Message | None:
@@ -451,8 +459,8 @@ def _who(ev: Event) -> str:
 
 
 def _kind(ev: Event) -> str:
-    if ev.phase == "error" or (ev.phase == "layer" and isinstance(ev.payload, dict)
-                               and ev.payload.get("what") == "error"):
+    if ev.phase == "error" or (ev.phase == "layer" and read_payload(
+            LayerPayload, ev.payload).get("what") == "error"):
         return "error"
     if ev.phase == "interrupt" or ev.hook in ("interrupt", "resume"):
         return "interrupt"
@@ -481,9 +489,9 @@ def build_replay(run: Run) -> Replay:
             node = "START" if ev.phase == "start" else ("END" if ev.phase == "end" else node)
         else:
             node = HOOK_NODE.get(ev.hook, node)
-            if ev.hook == "node" and isinstance(ev.payload, dict) and ev.payload.get(
-                    "node") in ("model", "tools"):  # (the agent's own node: one that failed)
-                node = ev.payload["node"]
+            ran = read_payload(NodePayload, ev.payload).get("node")
+            if ev.hook == "node" and ran in ("model", "tools"):  # (the agent's own node: one that failed)
+                node = str(ran)
         if ev.hook == "after_agent":
             pass
         if ev.tool_call_id and ev.hook in TOOL_HOOKS:

@@ -36,6 +36,7 @@ from typing import Any
 
 from tracer.errors import ThreadNotFound
 from tracer.vocab.content import content_text
+from tracer.vocab.payloads import InterruptPayload, ToolEnterPayload, read_payload
 
 from .cost import Cost, Prices, run_costs
 from .loader import Message, Run, RunSummary, TraceDB
@@ -340,7 +341,7 @@ def _interrupts(run: Run) -> tuple[Interrupt, ...]:
     for e in run.events:
         if e.hook != "interrupt" and e.phase != "interrupt":
             continue
-        p = e.payload if isinstance(e.payload, dict) else {}
+        p = read_payload(InterruptPayload, e.payload)
         asks: list[str] = []
         asked: list[tuple[str, Any]] = []
         for item in p.get("interrupts") or []:
@@ -370,10 +371,10 @@ def _resumes(run: Run, interrupts: Sequence[Interrupt]) -> tuple[Resume, ...]:
         # (no resume value recorded: read the decisions from the tool calls that ran)
         later = [x.seq for x in interrupts if x.seq > e.seq]
         end = min(later) if later else None
-        ran = [(str(x.payload.get("name")), x.payload.get("args")) for x in run.events
+        ran = [(str(p.get("name")), p.get("args")) for x in run.events
                if x.seq > e.seq and (end is None or x.seq < end)
                and x.hook == "wrap_tool_call" and x.phase == "enter"
-               and isinstance(x.payload, dict)]
+               for p in [read_payload(ToolEnterPayload, x.payload)] if p]
         said = []
         for name, args in before[-1].actions:
             same = [a for n, a in ran if n == name]

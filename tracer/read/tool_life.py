@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 def _model_enters(replay: Replay) -> list[tuple[int, ModelEnterPayload]]:
     """(seq, payload) of every model call's ``enter`` event, in order."""
     return [(e.seq, read_payload(ModelEnterPayload, e.payload)) for e in replay.run.events
-            if e.hook in MODEL_HOOKS and e.phase == "enter" and isinstance(e.payload, dict)]
+            if e.hook in MODEL_HOOKS and e.phase == "enter"]
 
 
 def schema_at(replay: Replay, seq: int, name: str) -> dict[str, Any] | None:

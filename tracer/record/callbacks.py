@@ -108,7 +108,7 @@ class TraceCallbackHandler(BaseCallbackHandler):
         self.recorder.writer.flush()
 
     def _guard(self, where: str, exc: Exception) -> None:
-        self.recorder.writer._warn("cb:" + where, f"looptrace callback {where} failed: {exc!r}")
+        self.recorder.writer.warn("cb:" + where, f"looptrace callback {where} failed: {exc!r}")
 
     def _ended(self, started: dict[UUID, _Entry], run_id: UUID) -> _Entry | None:
         """The entry the start of model or tool call ``run_id`` left in ``started``

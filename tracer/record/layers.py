@@ -132,7 +132,7 @@ class LayerProbe(AgentMiddleware):
                 run.req_system = request.system_prompt
             return Frame(run, request, self.below[hook], above)
         except Exception as exc:  # noqa: BLE001 - the tracer must never break the agent
-            self.trace.recorder.writer._warn("layer", f"looptrace failed in a probe: {exc!r}")
+            self.trace.recorder.writer.warn("layer", f"looptrace failed in a probe: {exc!r}")
             return None
 
     def _exit(self, frame: Frame | None, hook: str, tool_call_id: str | None,
@@ -146,7 +146,7 @@ class LayerProbe(AgentMiddleware):
                 above.returned = response
                 above.raised = None  # (an earlier attempt's exception was retried away)
         except Exception as exc:  # noqa: BLE001
-            self.trace.recorder.writer._warn("layer", f"looptrace failed in a probe: {exc!r}")
+            self.trace.recorder.writer.warn("layer", f"looptrace failed in a probe: {exc!r}")
 
     def _raised(self, frame: Frame | None, hook: str, tool_call_id: str | None,
                 exc: BaseException) -> None:
@@ -164,7 +164,7 @@ class LayerProbe(AgentMiddleware):
                 frame.run, hook, LAYER, middleware=self.layer, tool_call_id=tool_call_id,
                 payload=error)
         except Exception as inner:  # noqa: BLE001
-            self.trace.recorder.writer._warn("layer", f"looptrace failed in a probe: {inner!r}")
+            self.trace.recorder.writer.warn("layer", f"looptrace failed in a probe: {inner!r}")
 
     def _call(self, request: Any, hook: str) -> Generator[Down | Work, object, object]:
         """One call through this probe, for both forms (``processors.drive`` and

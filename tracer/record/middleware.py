@@ -271,7 +271,7 @@ class _TraceBase(AgentMiddleware):
             if thread_id and not self.recorder.remembers(str(thread_id)):
                 await asyncio.to_thread(self._run, runtime, None)
         except Exception as exc:  # noqa: BLE001
-            self.recorder.writer._warn("hook", f"looptrace failed finding the run: {exc!r}")
+            self.recorder.writer.warn("hook", f"looptrace failed finding the run: {exc!r}")
 
     def _new_or_resumed(self, runtime: object, starting: bool) -> RunState:
         info = getattr(runtime, "execution_info", None)
@@ -369,7 +369,7 @@ class _TraceBase(AgentMiddleware):
                 return
             end_invocation(self.recorder, run, error, node, pause)
         except Exception as exc:  # noqa: BLE001
-            self.recorder.writer._warn("end", f"looptrace failed ending a run: {exc!r}")
+            self.recorder.writer.warn("end", f"looptrace failed ending a run: {exc!r}")
 
     # -- node hooks ---------------------------------------------------------
     def _node(self, hook: str, state: _State, runtime: _Runtime) -> RunState | None:
@@ -393,7 +393,7 @@ class _TraceBase(AgentMiddleware):
                 rec.end_run(run, "completed")
             return run
         except Exception as exc:  # noqa: BLE001 - the tracer must never break the agent
-            self.recorder.writer._warn("hook", f"looptrace failed in {hook}: {exc!r}")
+            self.recorder.writer.warn("hook", f"looptrace failed in {hook}: {exc!r}")
             return None
 
     def _fire(self, hook: str, state: _State, runtime: _Runtime) -> RunState | None:
@@ -439,7 +439,7 @@ class _TraceBase(AgentMiddleware):
             note_state(rec, run, seq, request.state, by=run.last_node, runtime=request.runtime)
             return run, time.perf_counter()
         except Exception as exc:  # noqa: BLE001
-            self.recorder.writer._warn("model", f"looptrace failed in wrap_model_call: {exc!r}")
+            self.recorder.writer.warn("model", f"looptrace failed in wrap_model_call: {exc!r}")
             return None
 
     def _model_exit(self, pre: tuple[RunState, float] | None, request: _Request,
@@ -465,7 +465,7 @@ class _TraceBase(AgentMiddleware):
                 rec.message(run, seq, pos + i, m)
             rec.update_totals(run)
         except Exception as exc:  # noqa: BLE001
-            self.recorder.writer._warn("model", f"looptrace failed in wrap_model_call: {exc!r}")
+            self.recorder.writer.warn("model", f"looptrace failed in wrap_model_call: {exc!r}")
 
     def _error(self, pre: _Entered | None, hook: str, exc: BaseException,
                tool_call_id: str | None = None,
@@ -498,7 +498,7 @@ class _TraceBase(AgentMiddleware):
                                           "ended_at": time.time()}))
             rec.writer.flush(wait=False)
         except Exception as inner:  # noqa: BLE001
-            self.recorder.writer._warn(hook, f"looptrace failed recording an error: {inner!r}")
+            self.recorder.writer.warn(hook, f"looptrace failed recording an error: {inner!r}")
 
     def _call(self, hook: str, request: _Request | ToolCallRequest,
               pre: _Entered | None) -> Generator[Down | Work, object, object]:
@@ -597,7 +597,7 @@ class _TraceBase(AgentMiddleware):
         try:
             settle(self.recorder, frame, hook, tcid, response)
         except Exception as exc:  # noqa: BLE001
-            self.recorder.writer._warn("layer", f"looptrace failed in a probe: {exc!r}")
+            self.recorder.writer.warn("layer", f"looptrace failed in a probe: {exc!r}")
 
     # -- tool calls ---------------------------------------------------------
     def _tool_enter(self, request: ToolCallRequest) -> tuple[RunState, float, str] | None:
@@ -612,7 +612,7 @@ class _TraceBase(AgentMiddleware):
             note_state(self.recorder, run, seq, request.state, by=run.last_node)
             return run, time.perf_counter(), task
         except Exception as exc:  # noqa: BLE001
-            self.recorder.writer._warn("tool", f"looptrace failed in wrap_tool_call: {exc!r}")
+            self.recorder.writer.warn("tool", f"looptrace failed in wrap_tool_call: {exc!r}")
             return None
 
     def _tool_exit(self, pre: tuple[RunState, float, str] | None, request: ToolCallRequest,
@@ -634,7 +634,7 @@ class _TraceBase(AgentMiddleware):
             for m in msgs:
                 rec.tool_result(run, seq, m)
         except Exception as exc:  # noqa: BLE001
-            self.recorder.writer._warn("tool", f"looptrace failed in wrap_tool_call: {exc!r}")
+            self.recorder.writer.warn("tool", f"looptrace failed in wrap_tool_call: {exc!r}")
 
     def wrap_tool_call(
             self, request: ToolCallRequest,

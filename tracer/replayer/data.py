@@ -46,6 +46,7 @@ from tracer.read.graph_layout import (
 from tracer.read.loader import Message, content_text
 from tracer.read.palette import colour_map
 from tracer.read.steps import GRAPH_NODES, Replay, Step
+from tracer.vocab.payloads import ToolEnterPayload, read_payload
 
 from .state_view import state_json
 
@@ -131,8 +132,9 @@ def _tool_names(rp: Replay) -> dict[str, str]:
     """tool_call_id -> tool name, from the run's events and its messages."""
     names: dict[str, str] = {}
     for ev in rp.run.events:
-        if ev.tool_call_id and isinstance(ev.payload, dict) and ev.payload.get("name"):
-            names.setdefault(ev.tool_call_id, str(ev.payload["name"]))
+        p = read_payload(ToolEnterPayload, ev.payload)  # (a tool event's: its name)
+        if ev.tool_call_id and p.get("name"):
+            names.setdefault(ev.tool_call_id, str(p["name"]))
     for m in rp.run.messages:
         for c in m.tool_calls:
             if c.get("id"):

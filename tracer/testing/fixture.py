@@ -196,9 +196,9 @@ class _CassetteSession:
 
     def invoke_model(self, serving: Any, prompt: str) -> list[Any] | None:
         from tracer.whatif.cassette import ModelCall, request_of_messages
-        from tracer.whatif.player import _answer, _from_prompt
+        from tracer.whatif.player import generations_of, messages_of_prompt
 
-        request = request_of_messages(_from_prompt(prompt), system=None, tools=None)
+        request = request_of_messages(messages_of_prompt(prompt), system=None, tools=None)
         with self.lock:
             everything = []
             for c in self.cassettes:
@@ -211,7 +211,7 @@ class _CassetteSession:
                     if isinstance(found, ModelCall):
                         self.used.add(id(found))
                         self.served += 1
-                        return _answer(found.outcomes[0]) if found.outcomes else None
+                        return generations_of(found.outcomes[0]) if found.outcomes else None
                     everything += [m for m in calls if hook is None or m.hook == hook]
             self.misses += 1
             if self.record:

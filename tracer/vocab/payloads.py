@@ -54,7 +54,8 @@ class ModelEnterPayload(TypedDict, total=False):
     ``messages``: how many messages the request held. ``message_keys`` (with
     ``inline_messages`` / ``inline_keys``): what it held when a layer rewrote the
     conversation. ``system`` / ``system_same`` and ``tools`` / ``tool_names``: each
-    written when it changed, else named. ``signatures``: with ``tools``, by tool name.
+    written when it changed, else named (``tracer.vocab.calls.Requests`` reads a call's
+    whole request back). ``signatures``: with ``tools``, by tool name.
     """
 
     messages: int
@@ -272,30 +273,7 @@ def read_payload(kind: type[P], payload: object) -> P:
     return cast("P", payload if isinstance(payload, dict) else {})
 
 
-def tool_names(payload: dict[str, Any]) -> list[str] | None:
-    """The tool names a model call's ``enter`` payload offers.
-
-    Args:
-        payload: a ``ModelEnterPayload`` as read back (``tool_names``, or the schemas in
-            ``tools``: OpenAI's function format or flat).
-
-    Returns:
-        The names in order, or None when the payload does not say (unchanged tools).
-    """
-    if "tool_names" in payload:
-        return [str(n) for n in payload["tool_names"] or []]
-    tools = payload.get("tools")
-    if isinstance(tools, list):
-        names = []
-        for t in tools:
-            if isinstance(t, dict):
-                fn: Any = t.get("function") if isinstance(t.get("function"), dict) else t
-                names.append(str(fn.get("name", "?")))
-        return names
-    return None
-
-
 __all__ = ["ErrorPath", "ErrorPayload", "HistoryPayload", "InterruptItem", "InterruptPayload",
            "LayerPayload", "ModelEnterPayload", "ModelExitPayload", "NodePayload",
            "ResumePayload", "RunEndPayload", "RunStartPayload", "Signature", "ToolEnterPayload",
-           "ToolExitPayload", "payload_type", "read_payload", "tool_names"]
+           "ToolExitPayload", "payload_type", "read_payload"]

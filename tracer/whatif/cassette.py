@@ -39,9 +39,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tracer.errors import ReplayError
+from tracer.read.calls import ModelCall as Decoded
+from tracer.read.calls import call_at
 from tracer.read.loader import Message, Run, TraceDB, content_text
 from tracer.read.steps import Replay, build_replay
-from tracer.vocab.payloads import tool_names
+from tracer.vocab.calls import CallRequest, Usage
+from tracer.vocab.payloads import ResumePayload, read_payload
 from tracer.vocab.records import MODEL_HOOKS, TOOL_HOOKS
 
 from .tool_writes import StateWrite, StoreWrite, store_writes_of, writes_of
@@ -233,8 +236,9 @@ class Cassette:
         tools = {rid: _tool_calls(rp) for rid, rp in replays.items()}
         resumes: list[Any] = []
         for ev in root.events:
-            if ev.hook == "resume" and isinstance(ev.payload, dict):
-                value = ev.payload.get("resume")
+            resumed = read_payload(ResumePayload, ev.payload)
+            if ev.hook == "resume" and "resume" in resumed:
+                value = resumed["resume"]
                 if isinstance(value, list) and len(value) == 1:
                     value = value[0]  # (the middleware records the task's resume values)
                 resumes.append(value)
@@ -304,9 +308,8 @@ def _error_outcome(p: dict[str, Any]) -> Outcome:
 
 def _model_calls(rp: Replay) -> list[ModelCall]:
     out: list[ModelCall] = []
-    system: str | None = None
-    tools: list[str] | None = None
     current: ModelCall | None = None
+    decoded: Decoded | None = None
     by_key = rp.run.message_by_key
     for step in rp.steps:
         ev = step.event
@@ -314,21 +317,14 @@ def _model_calls(rp: Replay) -> list[ModelCall]:
             continue
         p = ev.payload if isinstance(ev.payload, dict) else {}
         if ev.phase == "enter":
-            if isinstance(p.get("system"), str):
-                system = p["system"]
-            elif isinstance(p.get("system"), list):
-                # content blocks (Anthropic's prompt caching marks the system prompt's
-                # last block): compared as text, as the live request's system message is
-                system = content_text(p["system"])
-            elif not p.get("system_same"):
-                system = None
-            names = tool_names(p)
-            if names is not None:
-                tools = names
+            # (the system prompt as text, content blocks too: as the live request's
+            # system message is compared)
+            decoded = call_at(rp.run, ev.seq)
+            req = decoded.request if decoded is not None else CallRequest()
             msgs = rp.messages_at(step.index)
             current = ModelCall(rp.run.id, step.index, request_of_messages(
-                msgs, system=system, tools=tools, model=p.get("model"),
-                settings=p.get("model_settings")), hook=ev.hook)
+                msgs, system=req.system, tools=req.tool_names, model=req.model,
+                settings=req.settings), hook=ev.hook)
             out.append(current)
         elif current is None:
             continue
@@ -343,9 +339,7 @@ def _model_calls(rp: Replay) -> list[ModelCall]:
             current.outcomes.append(Outcome(
                 messages=current.own or [by_key[k].data for k in step.new_keys
                                          if k in by_key]))
-            usage = p.get("usage")
-            current.tokens = int(usage.get("total_tokens") or 0) if isinstance(
-                usage, dict) else 0
+            current.tokens = (decoded.usage.total or 0) if decoded is not None else 0
             current.seconds = (ev.duration_ms or 0.0) / 1000
             current.end = step.index
             current = None
@@ -372,14 +366,12 @@ def _hook_calls(rp: Replay) -> list[ModelCall]:
             msgs = [Message(i, 0, (d.get("data") or {}).get("id"), str(d.get("type")),
                             (d.get("data") or {}).get("tool_call_id"), "", d)
                     for i, d in enumerate(c["messages"]) if isinstance(d, dict)]
-            usage = c.get("usage")
-            usage = usage if isinstance(usage, dict) else {}
             response = c.get("response")
             out.append(ModelCall(
                 rp.run.id, step.index, request_of_messages(msgs, system=None, tools=None),
                 hook="node", end=step.index,
                 outcomes=[Outcome(messages=[response] if isinstance(response, dict) else [])],
-                tokens=int(usage.get("total_tokens") or 0)))
+                tokens=Usage.of(c).total or 0))
     return out
 
 

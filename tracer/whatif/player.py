@@ -68,7 +68,8 @@ from .cassette import Cassette, Miss, ModelCall, Outcome, Request, ToolCall
 from .cassette import request_of_messages as _request_of
 from .tool_writes import StateWrite, StoreWrite, faithful, update_for
 
-__all__ = ["RecordedError", "ReplayCache", "ReplayDiverged", "ReplayMiddleware", "Session"]
+__all__ = ["RecordedError", "ReplayCache", "ReplayDiverged", "ReplayMiddleware", "Session",
+           "generations_of", "messages_of_prompt"]
 
 
 class RecordedError(Exception):
@@ -170,7 +171,7 @@ class Session:
         with self.lock:
             if serving.queue is not None:
                 if serving.queue:
-                    return _answer(serving.queue.pop(0))
+                    return generations_of(serving.queue.pop(0))
                 if not self.may_go_live():
                     raise self.diverged(f"model call {self.model_calls_seen}", None,
                                         "the model was called more often than recorded")
@@ -180,19 +181,19 @@ class Session:
                 # a call outside the agent's model calls (a summariser's own model, in a
                 # before_model hook): answered from the hook's record; one the record does
                 # not hold runs (after the fork, as part of the live run)
-                request = _request_of(_from_prompt(prompt), system=None, tools=None)
+                request = _request_of(messages_of_prompt(prompt), system=None, tools=None)
                 hooked = self.cassette.match_hook_call(serving.run_id, request, self.used)
                 if hooked is not None and hooked.outcomes and hooked.outcomes[0].messages:
                     self.used.add(id(hooked))
                     self.stats.model_calls += 1
                     self.stats.tokens += hooked.tokens
-                    return _answer(hooked.outcomes[0])
+                    return generations_of(hooked.outcomes[0])
                 if not self.fork_applied:
                     self.stats.unrecorded_model_calls += 1
                     return None
                 self.go_live("a model call the record does not hold", None)
             elif serving.run_id is not None and not serving.live and not self.live:
-                request = _request_of(_from_prompt(prompt), system=None, tools=None)
+                request = _request_of(messages_of_prompt(prompt), system=None, tools=None)
                 found = self.cassette.match_model(serving.run_id, request, self.used,
                                                   hook="model")
                 if isinstance(found, ModelCall):
@@ -200,7 +201,7 @@ class Session:
                     self.stats.model_calls += 1
                     self.stats.tokens += found.tokens
                     self.stats.seconds += found.seconds
-                    return _answer(found.outcomes[0]) if found.outcomes else None
+                    return generations_of(found.outcomes[0]) if found.outcomes else None
                 if not self.may_go_live():
                     name = self.cassette.runs[serving.run_id].summary.name
                     raise self.diverged(f"a model call of run {name!r}", found)
@@ -208,7 +209,7 @@ class Session:
             self.stats.live_model_calls += 1
             offline = None if serving.no_offline else self.offline
         if offline is not None:
-            msgs = messages_from_dict([m.data for m in _from_prompt(prompt)])
+            msgs = messages_from_dict([m.data for m in messages_of_prompt(prompt)])
             return list(offline._generate(msgs).generations)
         return None
 
@@ -230,7 +231,9 @@ _SERVE: contextvars.ContextVar[Serving | None] = contextvars.ContextVar(
     "looptrace_replay_serving", default=None)
 
 
-def _answer(outcome: Outcome) -> list[ChatGeneration]:
+def generations_of(outcome: Outcome) -> list[ChatGeneration]:
+    """A recorded outcome as the LLM cache hands it back (its AI message), or its
+    recorded exception raised again (``rebuild_error``)."""
     if outcome.is_error:
         raise rebuild_error(outcome)
     msgs = messages_from_dict(outcome.messages) if outcome.messages else [AIMessage("")]
@@ -276,7 +279,7 @@ _LC_TYPES = {"AIMessage": "ai", "HumanMessage": "human", "SystemMessage": "syste
              "SystemMessageChunk": "SystemMessageChunk", "ToolMessageChunk": "ToolMessageChunk"}
 
 
-def _from_prompt(prompt: str) -> list[Message]:
+def messages_of_prompt(prompt: str) -> list[Message]:
     """The messages of an LLM cache key (``dumps`` of the message list), in their
     recorded form (redacted as the writer redacts)."""
     out = []

@@ -166,7 +166,7 @@ class WireServer:
             try:
                 self.recorder.record(ex)
             except Exception as err:  # noqa: BLE001 - recording never breaks the traffic
-                self.recorder.writer._warn("wire", f"looptrace could not record an exchange: "
+                self.recorder.writer.warn("wire", f"looptrace could not record an exchange: "
                                                    f"{err!r}")
         if self.on_exchange is not None:
             self.on_exchange(ex)

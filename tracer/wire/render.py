@@ -21,9 +21,11 @@ from typing import Any
 from langchain_core.messages import BaseMessage, SystemMessage
 
 from tracer.errors import RenderError
+from tracer.read import calls
 from tracer.read.loader import Event, Run
-from tracer.read.requests import model_request
 from tracer.read.steps import Replay
+from tracer.vocab.calls import CallRequest
+from tracer.vocab.payloads import ModelEnterPayload, read_payload
 from tracer.vocab.records import MODEL_HOOKS
 
 from .providers import DEFAULT_MODELS, PROVIDERS
@@ -94,17 +96,12 @@ def _to_openai_tool(t: Any) -> dict[str, Any]:
 def model_call(replay: Replay, enter: Event) -> ModelCall:
     """Rebuild the LangChain side of the model call that ``enter`` opened."""
     run = replay.run
-    req = model_request(run, enter.seq)  # (the system prompt and tools, carried forward)
-    system = req.system if req is not None else None
-    tools: list[Any] = req.tools if req is not None else []
-    tool_names = req.tool_names if req is not None else None
-    otools = [_to_openai_tool(t) for t in tools]
-    if tool_names is not None:
-        otools = [t for t in otools if t["function"].get("name") in tool_names]
+    call = calls.call_at(run, enter.seq)  # (the system prompt and tools, carried forward)
+    req = call.request if call is not None else CallRequest()
+    otools = [_to_openai_tool(t) for t in req.tools]
     step = next((s.index for s in replay.steps if s.event.seq == enter.seq), None)
     msgs = replay.messages_at(step) if step is not None else list(run.messages)
-    p = enter.payload if isinstance(enter.payload, dict) else {}
-    keys = p.get("message_keys")
+    keys = read_payload(ModelEnterPayload, enter.payload).get("message_keys")
     if isinstance(keys, list):
         by_key = {m.key: m for m in run.messages}
         msgs = [by_key[k] for k in keys if k in by_key]
@@ -117,9 +114,8 @@ def model_call(replay: Replay, enter: Event) -> ModelCall:
     lc = [m for m in lc if not isinstance(m, SystemMessage)]
     seqs = [e.seq for e in model_call_events(run)]
     index = seqs.index(enter.seq) if enter.seq in seqs else 0
-    return ModelCall(run.id, enter.seq, index, enter.lap, lc, system, otools,
-                     p.get("model") or run.summary.model, run.summary.provider,
-                     p.get("tool_choice"))
+    return ModelCall(run.id, enter.seq, index, enter.lap, lc, req.system, otools,
+                     req.model or run.summary.model, run.summary.provider, req.tool_choice)
 
 
 def model_for(provider: str, call: ModelCall) -> str:
