@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage
@@ -158,3 +159,43 @@ def test_the_summary_says_what_the_run_was_asked_and_answered(
     code, out, _ = show(capsys, "footgun-no-bound", "--db", str(sample_db), "--json")
     d = json.loads(out)
     assert d["answered"] is None and d["asked"]  # (it failed on the rate limit: no answer)
+
+
+class _NamelessModel(ScriptedChatModel):
+    """A model whose replies name no model (as ``FakeToolModel``'s do)."""
+
+    def _generate(self, messages: list[Any], stop: list[str] | None = None,
+                  run_manager: Any = None, **kwargs: Any) -> Any:
+        result = super()._generate(messages, stop, run_manager, **kwargs)
+        result.generations[0].message.response_metadata = {}
+        return result
+
+
+def test_a_model_that_answered_without_its_name_is_not_none_answered(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 47, untrue 1: a run whose model calls all answered, with replies naming no
+    model, read "(asked; none answered)"."""
+    db = tmp_path / "t.db"
+    trace = TraceMiddleware(db=db)
+    agent = make_agent(_NamelessModel(model_name="nameless", script=turn_script([
+        AIMessage("", tool_calls=[call("fetch_page", {"url": "http://x"}, "c1")]),
+        AIMessage("done")])), [fetch_page], [trace])
+    agent.invoke({"messages": [("user", "fetch it")]})
+    trace.flush()
+    code, out, _ = show(capsys, run_id(db, "agent"), "--db", str(db))
+    model_line = next(ln for ln in out.splitlines() if ln.startswith("  model"))
+    assert model_line.startswith("  model nameless (asked; no model name in its replies)")
+
+    def refuse(_messages: Any) -> AIMessage:
+        raise RuntimeError("rate limited")
+
+    db2 = tmp_path / "t2.db"
+    trace2 = TraceMiddleware(db=db2)
+    agent = make_agent(ScriptedChatModel(model_name="nameless", script=refuse),
+                       [fetch_page], [trace2])
+    with pytest.raises(RuntimeError):
+        agent.invoke({"messages": [("user", "fetch it")]})
+    trace2.flush()
+    code, out, _ = show(capsys, run_id(db2, "agent"), "--db", str(db2))
+    model_line = next(ln for ln in out.splitlines() if ln.startswith("  model"))
+    assert model_line.startswith("  model nameless (asked; none answered)")
