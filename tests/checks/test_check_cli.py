@@ -44,7 +44,7 @@ def test_the_list_names_each_run(sample_db: Path, capsys) -> None:  # type: igno
     rid = _id(sample_db, "footgun-wrong-id")
     main(["check", "--db", str(sample_db)])
     lines = capsys.readouterr().out.splitlines()
-    assert f"run {rid[:12]} footgun-wrong-id: 6 errors" in lines
+    assert f"run {rid[:12]} footgun-wrong-id: 6 errors, 3 warnings" in lines
     assert f"run {_id(sample_db, 'weather')[:12]} weather: ok" in lines
 
 

@@ -41,7 +41,7 @@ def test_summary_lists_the_findings_at_their_steps(sample_db: Path,
     lines = out.splitlines()
     assert lines[0] == f"run {rid}  footgun-wrong-id"
     assert lines[2] == "  2 laps, 2 model calls, 2 tool calls, 0 errors, 58 tokens, 10 steps"
-    assert "health: 6 errors" in lines
+    assert "health: 6 errors, 3 warnings" in lines
     assert "  ERROR   dangling-tool-call [openai] at step 8" in lines
     assert "  ERROR   orphan-tool-result [anthropic] at step 8" in lines
     assert lines[-1] == f"(looptrace show {rid[:12]} --step N: the messages at a step)"
