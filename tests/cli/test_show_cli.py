@@ -93,7 +93,7 @@ def test_long_contents_are_cut_and_control_characters_shown(
         AIMessage("done")])), [fetch_page], [trace])
     agent.invoke({"messages": [("user", "fetch it")]})
     trace.flush()
-    rid = run_id(db, "agent")
+    rid = run_id(db, "LangGraph")
     with TraceDB(db) as tdb:
         steps = len(tdb.run(rid).events)
     code, out, _ = show(capsys, rid, "--db", str(db), "--step", str(steps))
@@ -106,7 +106,7 @@ def test_long_contents_are_cut_and_control_characters_shown(
     code, full, _ = show(capsys, rid, "--db", str(db), "--step", str(steps), "--full")
     assert "x" * 3000 in full and "cut at" not in full
     code, summary, _ = show(capsys, rid, "--db", str(db))
-    assert summary.splitlines()[0] == f"run {rid}  agent"
+    assert summary.splitlines()[0] == f"run {rid}  LangGraph"
 
 
 def test_terminal_text_keeps_newlines_tabs_and_letters() -> None:
@@ -182,7 +182,7 @@ def test_a_model_that_answered_without_its_name_is_not_none_answered(
         AIMessage("done")])), [fetch_page], [trace])
     agent.invoke({"messages": [("user", "fetch it")]})
     trace.flush()
-    code, out, _ = show(capsys, run_id(db, "agent"), "--db", str(db))
+    code, out, _ = show(capsys, run_id(db, "LangGraph"), "--db", str(db))
     model_line = next(ln for ln in out.splitlines() if ln.startswith("  model"))
     assert model_line.startswith("  model nameless (asked; no model name in its replies)")
 
@@ -196,6 +196,6 @@ def test_a_model_that_answered_without_its_name_is_not_none_answered(
     with pytest.raises(RuntimeError):
         agent.invoke({"messages": [("user", "fetch it")]})
     trace2.flush()
-    code, out, _ = show(capsys, run_id(db2, "agent"), "--db", str(db2))
+    code, out, _ = show(capsys, run_id(db2, "LangGraph"), "--db", str(db2))
     model_line = next(ln for ln in out.splitlines() if ln.startswith("  model"))
     assert model_line.startswith("  model nameless (asked; none answered)")
