@@ -52,3 +52,27 @@ def test_a_run_is_named_the_same_with_and_without_attach(
     with TraceDB(db) as tdb:
         names = [r.name for r in sorted(tdb.runs(), key=lambda r: r.started_at)]
     assert names == [want, want]
+
+
+def test_step_numbers_differ_by_the_run_start_as_the_guide_says(tmp_path: Path) -> None:
+    """Issue 47, in the way 6: without ``attach`` a middleware-traced run has no run-start
+    step, so its step numbers are one less than the same agent's under ``attach``; the
+    tracing guide says so (step N there is step N + 1 here, the same hook firing)."""
+    db = tmp_path / "t.db"
+    alone = TraceMiddleware(db=db)
+    make("create_agent", alone).invoke({"messages": [("user", "Weather in Oslo?")]})
+    alone.flush()
+    attached = TraceMiddleware(db=db)
+    attached.attach(make("create_agent", attached)).invoke(
+        {"messages": [("user", "Weather in Oslo?")]})
+    attached.flush()
+    with TraceDB(db) as tdb:
+        a, b = sorted(tdb.runs(), key=lambda r: r.started_at)
+        hooks_a = [(e.hook, e.phase) for e in tdb.run(a.id).events]
+        hooks_b = [(e.hook, e.phase) for e in tdb.run(b.id).events]
+    assert hooks_b[0] == ("run", "start") and hooks_a[0] == ("before_agent", "fire")
+    assert hooks_b[1:7] == hooks_a[:6]  # step N alone is step N + 1 attached
+    guide = " ".join((Path(__file__).resolve().parents[2] / "docs" / "guide" / "tracing.md")
+                     .read_text().split())
+    assert ("without `attach` every step of the same agent's run is numbered one less: "
+            "step N there is step N + 1 under `attach`") in guide
