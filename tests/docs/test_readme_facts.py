@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 README = all_docs()  # README.md and every page under docs/
 # Names in backticks that are code, not runs (the guide speaks of both).
 CODE = {"tool_call_id", "handle_tool_error", "before_*", "after_*", "task", "tool", "user",
-        "openai", "anthropic", "ollama", "&floorplan=1"}
+        "openai", "anthropic", "ollama", "&floorplan=1", "$OPENAI_BASE_URL"}
 
 
 def section(title: str) -> str:
