@@ -53,7 +53,7 @@ GRAPH_ONLY = {"controls": False, "caption": False, "messages": False}
 def run_label(r: Any) -> str:
     name = r.name or r.agent_name or "run"
     child = "  (subagent)" if r.parent_id else ""
-    return f"{name}  ·  {r.status}  ·  {plural(r.laps, 'lap')}  ·  {r.id[:10]}{child}"
+    return f"{name}  ·  {r.status}  ·  {plural(r.laps, 'lap')}  ·  {r.id[:12]}{child}"
 
 
 def step_at(d: RunDiff, row: int, side: str) -> tuple[int | None, bool]:

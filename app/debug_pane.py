@@ -188,7 +188,7 @@ def _subagent_note(k: int, p: dict[str, Any]) -> None:
     step = p.get("step")
     name = str(p.get("run_name") or "subagent")
     with st.container(horizontal=True, vertical_alignment="center", key=f"debug_sub_{k}"):
-        st.warning(md_escape(f"Paused in subagent {name} ({str(p.get('run'))[:8]}) at step "
+        st.warning(md_escape(f"Paused in subagent {name} ({str(p.get('run'))[:12]}) at step "
                              f"{step}: {p.get('hook')} {AT.get(str(p.get('at')), '')}"),
                    icon=":material/pause_circle:")
         st.button("Open it", key=f"debug_open_{k}", icon=":material/subdirectory_arrow_right:",

@@ -3,6 +3,8 @@ the way into and out of nested subagent runs (each opens as its own replay)."""
 
 from __future__ import annotations
 
+import time
+
 import streamlit as st
 
 from . import data, loads, state
@@ -16,8 +18,12 @@ STATUS_COLOUR = {"completed": "green", "running": "blue", "error": "red", "inter
 
 
 def run_label(r: RunSummary) -> str:
+    """A run as the pickers list it: its name, status, its id's first 12 characters and
+    the time it started (runs of one name started in the same second share 8
+    characters; issue 47)."""
     name = r.name or r.agent_name or "run"
-    return f"{'↳ ' if r.parent_id else ''}{name} · {r.status} · {r.id[:8]}"
+    started = time.strftime("%H:%M:%S", time.localtime(r.started_at)) if r.started_at else "–"
+    return f"{'↳ ' if r.parent_id else ''}{name} · {r.status} · {r.id[:12]} · {started}"
 
 
 def _pick() -> None:

@@ -117,13 +117,12 @@ def timeline_figure(replay: Replay, notes: Sequence[Note] = ()) -> go.Figure:
     for kind in ("model", "tool", "error", "interrupt", "hook"):
         bars = [r for r in rows if r["kind"] == kind and r["span"]]
         points = [r for r in rows if r["kind"] == kind and not r["span"]]
-        if bars:
+        for name, colour, group in _bar_groups(kind, bars, calls):
             fig.add_bar(
-                y=[r["lane"] for r in bars], x=[r["duration"] for r in bars],
-                base=[r["start"] for r in bars], orientation="h", name=kind,
-                marker_color=([calls.get(r.get("call") or "", KIND_COLOURS[kind]) for r in bars]
-                              if kind == "tool" else KIND_COLOURS[kind]), opacity=0.85,
-                customdata=[[r["step"] + 1, r["lap"], r["label"]] for r in bars],
+                y=[r["lane"] for r in group], x=[r["duration"] for r in group],
+                base=[r["start"] for r in group], orientation="h", name=name,
+                legendgroup=kind, marker_color=colour, opacity=0.85,
+                customdata=[[r["step"] + 1, r["lap"], r["label"]] for r in group],
                 hovertemplate="%{y}<br>%{customdata[2]}<br>start %{base:.1f} ms, "
                               "%{x:.1f} ms<br>step %{customdata[0]}, lap %{customdata[1]}"
                               "<extra></extra>")
@@ -147,6 +146,26 @@ def timeline_figure(replay: Replay, notes: Sequence[Note] = ()) -> go.Figure:
         xaxis_title="time since the run started (ms)")
     fig.update_yaxes(categoryorder="array", categoryarray=lanes[::-1], type="category")
     return fig
+
+
+def _bar_groups(kind: str, bars: list[dict[str, Any]], calls: dict[str, str],
+                ) -> list[tuple[str, str, list[dict[str, Any]]]]:
+    """The bars of one kind as traces, each of one colour, so that the legend's swatch
+    is the colour of its bars: a tool call's bar has its call's colour, so tool bars are
+    one trace per colour, named by its lane ("tool get_price · call_1") or by the tools
+    drawn in it ("tool get_price, check_stock")."""
+    if kind != "tool":
+        return [(kind, KIND_COLOURS[kind], bars)] if bars else []
+    by_colour: dict[str, list[dict[str, Any]]] = {}
+    for r in bars:
+        by_colour.setdefault(calls.get(r.get("call") or "", KIND_COLOURS["tool"]), []).append(r)
+    out = []
+    for colour, group in by_colour.items():
+        lanes = list(dict.fromkeys(str(r["lane"]) for r in group))
+        names = list(dict.fromkeys(ln.split(" · ")[0].removeprefix("tool ") for ln in lanes))
+        shown = ", ".join(names[:3]) + (f" +{len(names) - 3}" if len(names) > 3 else "")
+        out.append((lanes[0] if len(lanes) == 1 else f"tool {shown}", colour, group))
+    return out
 
 
 def tokens_per_lap(replay: Replay) -> list[dict[str, Any]]:

@@ -2,7 +2,7 @@
 
     uv run --frozen python benchmarks/bench_scale.py [--sizes 1000 10000 100000] [--dir DIR]
 
-For each size, a file of that many one-lap runs (plus a subagent run for every
+For each size, a file of that many two-lap runs (plus a subagent run for every
 10th) is built by writing copies of a real recorded ``create_agent`` run through
 ``tracer.db.writer.Writer``, the tracer's own writer (``tests/scale_kit.py``: the
 records are serialised, redacted and committed as when recording; every 7th run
@@ -14,7 +14,7 @@ Files are kept in ``--dir`` and reused when they are there. Then, per size:
             this file and in an empty one, alternately in blocks of 25 runs, 200
             runs each; and their ratio;
 - size:     file bytes per run;
-- open:     ``TraceDB.run(id)`` of a one-lap run (median of 50 random runs); and
+- open:     ``TraceDB.run(id)`` of a two-lap run (median of 50 random runs); and
             with ``build_replay`` (what the app does to open it);
 - list:     one page of the Runs page: 100 top-level runs, their subagent runs and
             the count (``RunFilter(top_level=True)``); with a status filter; with a

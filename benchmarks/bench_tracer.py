@@ -2,8 +2,9 @@
 
     uv run python benchmarks/bench_tracer.py [--runs N] [--quick] [--back-to-back | --group | --peers]
 
-Scenarios: 1 lap (2 model calls + 1 tool call) and 10 laps x 3 parallel tool calls, both a
-real ``create_agent`` driven by a scripted model. Variants are interleaved run by run, in a
+Scenarios ("lap" as the glossary counts it: one model call and what it asked for): 1x1,
+2 laps (2 model calls, 1 tool call), and 10x3, 11 laps (10 of them asking for 3 parallel
+tool calls), both a real ``create_agent`` driven by a scripted model. Variants are interleaved run by run, in a
 new shuffled order each round (seeded), so that drift in the machine's load, and what the
 run before leaves in the CPU caches, hit every variant alike:
 
@@ -27,8 +28,8 @@ exporter's) counts the same way. ``--group``: interleaved, but no flush after a 
 writers commit on their own timer (as when an agent runs with the tracer on); each run's
 CPU leaves out what the writer threads did meanwhile (their own CPU clocks), and each
 writer's CPU over the whole measurement is shared by its variant's runs.
-On a 2-core machine the 1-lap ratios move by a few hundredths from one invocation to the
-next (one lap is about 3 ms): run it twice before reading a difference that small.
+On a 2-core machine the 2-lap ratios move by a few hundredths from one invocation to the
+next (a 2-lap run is about 3 ms): run it twice before reading a difference that small.
 """
 
 from __future__ import annotations
@@ -64,6 +65,16 @@ from tracer.record.watch import _LIVE as _WATCHED
 def get_price(item: str) -> str:
     """Price of an item."""
     return f"{item}: 10 EUR"
+
+
+def shape(tool_laps: int, width: int) -> str:
+    """A scenario as the glossary counts it: ``scripted(tool_laps, width)`` asks for
+    ``width`` tool calls ``tool_laps`` times, then answers: ``tool_laps + 1`` model calls,
+    each a lap ("1x1" is 2 laps, "10x3" is 11)."""
+    laps, calls = tool_laps + 1, tool_laps * width
+    at_once = f", {width} at a time" if width > 1 else ""
+    return (f"{laps} laps ({laps} model calls, {calls} tool call{'s' if calls != 1 else ''}"
+            f"{at_once})")
 
 
 def scripted(laps: int, width: int) -> ScriptedChatModel:
@@ -501,12 +512,13 @@ def main() -> None:
     ap.add_argument("--peers", action="store_true",
                     help="looptrace, lean and the peers (LangSmith, Langfuse, OpenInference,"
                          " each exporting to a local sink or in memory) beside the floor:"
-                         " 1 lap and 10x3, interleaved and back to back, in one run")
+                         " 2 laps and 10x3, interleaved and back to back, in one run")
     ap.add_argument("--group", action="store_true",
                     help="interleaved without a flush after each run: the writers commit"
                          " on their own timer, their thread's CPU shared by their runs")
     ap.add_argument("--scenario", choices=("1x1", "10x3"), default=None,
-                    help="only this scenario (1 lap x 1 tool call, or 10 laps x 3)")
+                    help="only this scenario (1x1: 2 laps, 1 tool call; 10x3: 11 laps, 30 tool"
+                         " calls, 3 at a time)")
     ap.add_argument("--layers", action="store_true",
                     help="only the cost of trace.around (a probe in each of 4 wrap layers)")
     args = ap.parse_args()
@@ -524,7 +536,7 @@ def main() -> None:
         if args.layers:
             for laps, width, runs in _scenarios(args, ((1, 1, 300), (10, 3, 40))):
                 n = args.runs or (5 if args.quick else runs)
-                title = f"\n== {laps} lap(s) x {width}, 4 wrap layers: {n} runs per variant =="
+                title = f"\n== {shape(laps, width)}, 4 wrap layers: {n} runs per variant =="
                 variants = bench(laps, width, n, 2 if args.quick else 5, tmp,
                                  build_layer_variants)
                 print(table(title, variants[:1] + variants[1:]), flush=True)
@@ -534,11 +546,10 @@ def main() -> None:
             how = ("back to back" if args.back_to_back else
                    "interleaved, the writers committing on their own" if args.group else
                    "interleaved")
-            title = (f"\n== {laps} lap{'s' if laps > 1 else ''} x {width} tool call"
-                     f"{'s' if width > 1 else ''}: {n} runs per variant, {how} ==")
+            title = f"\n== {shape(laps, width)}: {n} runs per variant, {how} =="
             print(table(title, bench(laps, width, n, 2 if args.quick else 5, tmp)), flush=True)
         rows_bytes, file_bytes = storage_10x3(tmp)
-        print(f"\nstorage of one 10x3 run: {rows_bytes} bytes of row data; "
+        print(f"\nstorage of one 10x3 run ({shape(10, 3)}): {rows_bytes} bytes of row data; "
               f"a VACUUMed file grows by {file_bytes} bytes (target: at most 40 KiB, 40960)")
 
 
@@ -568,7 +579,7 @@ def peers(args: Any, tmp: Path) -> None:
                 before = _load()
                 variants = bench(laps, width, n, 2 if args.quick else 3, tmp,
                                  build_peer_variants)
-                title = (f"\n== peers, {laps} lap{'s' if laps > 1 else ''} x {width}: {n} runs"
+                title = (f"\n== peers, {shape(laps, width)}: {n} runs"
                          f" per variant, {how} ({before} before, {_load()} after) ==")
                 print(table(title, variants), flush=True)
         hosts = {ln.split()[1].split("?")[0] for ln in sink.requests() if ln.strip()}

@@ -2,7 +2,7 @@
 
     uv run python benchmarks/bench_tracer_memory.py [--runs 10000] [--thread-ids]
 
-One process records ``--runs`` one-lap runs (a real ``create_agent``, a scripted model)
+One process records ``--runs`` two-lap runs (a real ``create_agent``, a scripted model)
 into one file, and prints its resident set size every tenth of the way: after a first
 thousand runs (warm: imports, caches, SQLite's page cache) it should stay flat. With
 ``--thread-ids`` each run has a thread id of its own (what a server does), which the
@@ -61,7 +61,7 @@ def main() -> None:
     ap.add_argument("--thread-ids", action="store_true")
     args = ap.parse_args()
     load = "load average {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
-    print(f"{args.runs} one-lap runs in one process ({load} at the start)")
+    print(f"{args.runs} two-lap runs in one process ({load} at the start)")
     bare = series(create_agent(scripted(1, 1), tools=[get_price]), args.runs, args.thread_ids)
     print("  no tracer, RSS MB:", " ".join(f"{v:.1f}" for v in bare))
     with tempfile.TemporaryDirectory() as d:

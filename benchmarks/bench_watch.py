@@ -2,8 +2,9 @@
 
     uv run python benchmarks/bench_watch.py [--runs N]
 
-The same traced ``create_agent`` (``TraceMiddleware``, no ``attach``), 1 lap and 10 laps
-x 3 parallel tool calls, run with the watcher in the run's callbacks and without it
+The same traced ``create_agent`` (``TraceMiddleware``, no ``attach``), 2 laps (one tool
+call) and 11 laps (10 of them asking for 3 parallel tool calls), run with the watcher in
+the run's callbacks and without it
 (its switch turned off), interleaved run by run in a shuffled order; and an untraced
 agent with the watcher on and off (what every other run in a process that holds a
 tracer pays). Medians of the wall time of ``invoke``.
@@ -23,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # the test kits
 
-from bench_tracer import get_price, scripted
+from bench_tracer import get_price, scripted, shape
 from langchain.agents import create_agent
 
 from tracer import TraceMiddleware
@@ -62,7 +63,7 @@ def main() -> None:
                 if i >= 5:  # (warm-up)
                     times[name].append(dt)
         watch._Switch.get = _ON  # type: ignore[method-assign]
-        print(f"{laps} lap(s) x {width} tool call(s), {args.runs} runs each, median ms:")
+        print(f"{shape(laps, width)}, {args.runs} runs each, median ms:")
         for name, ts in times.items():
             print(f"  {name:24s} {statistics.median(ts):7.2f}")
         on, off = (statistics.median(times[k]) for k in ("traced, watcher on",

@@ -2,7 +2,7 @@
 
     uv run python benchmarks/bench_writer.py [--runs 300] [--profile] [--split] [--pages]
 
-Records ``--runs`` one-lap runs of a real ``create_agent`` (scripted model) and keeps
+Records ``--runs`` two-lap runs of a real ``create_agent`` (scripted model) and keeps
 the records the tracer puts on its writer's queue instead of writing them; then, on
 this thread, times what the writer does with them: building the rows (serialising,
 redacting, the deferred bookkeeping) and committing them, with one commit per run
@@ -62,7 +62,7 @@ def records(runs: int, db: Path) -> tuple[Writer, list[list[Any]]]:
 
 
 def split(runs: int, tmp: Path) -> None:
-    """Where looptrace's CPU goes in a 1-lap run (see the module docstring)."""
+    """Where looptrace's CPU goes in a 2-lap run (see the module docstring)."""
     import statistics
 
     spent = {"build": 0.0, "commit": 0.0}
@@ -108,7 +108,7 @@ def split(runs: int, tmp: Path) -> None:
     trace.close()
     med = {k: statistics.median(v) * 1e3 for k, v in got.items()}
     load = "load average {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
-    print(f"{runs} one-lap runs, floor and looptrace in turn, each flushed; {load}")
+    print(f"{runs} two-lap runs, floor and looptrace in turn, each flushed; {load}")
     print(f"  process CPU        floor {med['fp']:.3f} ms, looptrace {med['lp']:.3f} ms"
           f" ({med['lp'] / med['fp']:.2f}x, +{med['lp'] - med['fp']:.3f} ms)")
     print(f"  agent's thread     floor {med['ft']:.3f} ms, looptrace {med['lt']:.3f} ms"
@@ -118,7 +118,7 @@ def split(runs: int, tmp: Path) -> None:
 
 
 def pages(runs: int, tmp: Path) -> None:
-    """The pages of the write-ahead log each 1-lap run's commit writes, by table: read
+    """The pages of the write-ahead log each 2-lap run's commit writes, by table: read
     from the log's frame headers (automatic checkpoints off), each page named by
     SQLite's ``dbstat``. A page written by several commits counts once per commit."""
     import collections
@@ -154,7 +154,7 @@ def pages(runs: int, tmp: Path) -> None:
     conn.close()
     trace.close()
     count = collections.Counter(owner.get(p, "(new, or free)") for p in frames)
-    print(f"{runs} one-lap runs, each flushed: {len(frames) / runs:.1f} pages of the"
+    print(f"{runs} two-lap runs, each flushed: {len(frames) / runs:.1f} pages of the"
           " write-ahead log a run (sqlite_schema: page 1, the file's header)")
     for name, n in count.most_common():
         print(f"  {n / runs:5.2f}  {name}")
@@ -167,7 +167,7 @@ def main() -> None:
     ap.add_argument("--split", action="store_true",
                     help="split looptrace's CPU per run: agent thread, writer (build, commit)")
     ap.add_argument("--pages", action="store_true",
-                    help="the pages of the write-ahead log a 1-lap run's commit writes, by table")
+                    help="the pages of the write-ahead log a 2-lap run's commit writes, by table")
     args = ap.parse_args()
     if args.pages:
         with tempfile.TemporaryDirectory() as d:
@@ -187,7 +187,7 @@ def main() -> None:
         rows = prof.runcall(w._rows, flat) if prof else w._rows(flat)
         build = time.process_time() - c0
         n = len(rows.events) + len(rows.messages)
-        print(f"{args.runs} one-lap runs: {len(flat)} records, {n} rows "
+        print(f"{args.runs} two-lap runs: {len(flat)} records, {n} rows "
               f"({len(rows.events)} events, {len(rows.messages)} messages); {load}")
         print(f"  build (serialise, redact, bookkeeping)  {build / n * 1e6:6.1f} us/row CPU")
         by_run: dict[str, list[list[Any]]] = {}

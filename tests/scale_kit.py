@@ -1,6 +1,6 @@
 """Many realistic runs, quickly: copies of a recorded run written through the store.
 
-``write_runs(path, n)`` takes the one-lap ``weather`` run that looptrace recorded
+``write_runs(path, n)`` takes the two-lap ``weather`` run that looptrace recorded
 into ``tests/fixtures/schema2.db`` (a real ``create_agent`` run: 14 events, 4
 messages) and writes ``n`` copies of it through ``tracer.db.writer.Writer``, the
 tracer's own writer (its records serialised, redacted and committed as when

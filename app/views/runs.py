@@ -159,9 +159,9 @@ def _paused(path: str) -> None:
                    icon=":material/pause_circle:")
         for p in paused[:10]:
             name = str(p.get("run_name") or "run")
-            where = f"{name} · {str(p.get('run'))[:8]} · step {p.get('step')} · {p.get('hook')}"
+            where = f"{name} · {str(p.get('run'))[:12]} · step {p.get('step')} · {p.get('hook')}"
             if p.get("parent_run"):
-                where += f" (a subagent of {str(p['parent_run'])[:8]})"
+                where += f" (a subagent of {str(p['parent_run'])[:12]})"
             step = p.get("step")
             query = {"run": str(p.get("run"))}
             if isinstance(step, int):

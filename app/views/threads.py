@@ -98,7 +98,7 @@ def _turn(turn: Turn) -> None:
             f"tokens {md_escape(_tokens(turn.tokens))} · cost {md_escape(turn.cost.short())}"
             + (f" · {turn.subagent_runs} subagent run"
                f"{'s' if turn.subagent_runs != 1 else ''}" if turn.subagent_runs else ""))
-        head[1].page_link(navigation.page("replay"), label=f"Replay {r.id[:8]}",
+        head[1].page_link(navigation.page("replay"), label=f"Replay turn {turn.number} · {r.id[:12]}",
                           icon=":material/play_circle:", query_params={"run": r.id})
         for q in turn.asked:
             st.caption("Asked")

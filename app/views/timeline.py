@@ -13,6 +13,7 @@ from .. import data, navigation, state, timeline
 from ..data import plural
 from ..replay_view import load
 from ..run_picker import run_picker
+from ..safe import md_escape
 
 
 def timeline_page() -> None:
@@ -48,4 +49,9 @@ def timeline_page() -> None:
         return
     st.text(f"The run's own model calls: {cost.own.text()}"
             + (f"; with its subagent runs: {cost.total.text()}" if cost.subagents else ""))
+    if all(r["usd"] is None for r in rows):  # (a chart of nothing on a made-up axis)
+        models = ", ".join(dict.fromkeys(str(k.model or "an unnamed model")
+                                         for k in cost.calls)) or "its model"
+        st.caption(f"No price known for {md_escape(models)}: no cost to chart.")
+        return
     st.plotly_chart(timeline.cost_figure(rows), key="cost_chart")

@@ -120,4 +120,4 @@ def wire_page() -> None:
 
 def _run_label(r: RunSummary) -> str:
     return (f"{r.name or r.agent_name or 'run'}  ·  {r.provider or '?'}  ·  "
-            f"{plural(r.model_calls, 'model call')}  ·  {r.id[:10]}")
+            f"{plural(r.model_calls, 'model call')}  ·  {r.id[:12]}")

@@ -255,6 +255,26 @@ def test_timeline_lanes_one_per_tool_call_and_tokens_per_lap(sample_db: Path) ->
     assert fig.layout.xaxis.title.text.startswith("time")
 
 
+def test_the_timeline_legend_shows_each_bar_in_its_own_colour(sample_db: Path) -> None:
+    """Issue 47, untrue 5: the legend's "tool" was steel blue (the trace's first colour)
+    while a tool's bar had its call's colour: every bar trace is of one colour now, the
+    colour its legend swatch shows, and each tool call's bar is its call's colour."""
+    with TraceDB(sample_db) as db:
+        run = next(r for r in db.runs() if r.name == "shopping")  # five calls, three tools
+        rp = build_replay(db.run(run.id))
+    fig = timeline_figure(rp)
+    bars = [t for t in fig.data if t.type == "bar"]
+    assert all(isinstance(t.marker.color, str) for t in bars)
+    tool_bars = [t for t in bars if t.name.startswith("tool ")]
+    # calls 1, 2 and 5 answered (3 and 4 failed: red error bars), in palette colours 1, 2, 5
+    assert {t.name: t.marker.color for t in tool_bars} == {
+        "tool get_price · call_price_laptop": "#1f77b4",
+        "tool get_price · call_price_mouse": "#8c6d1f",
+        "tool apply_discount · call_discount": "#e377c2"}
+    assert all(t.legendgroup == "tool" for t in tool_bars)
+    assert next(t for t in bars if t.name == "model").marker.color == "#3b82f6"
+
+
 def test_runs_frame_nests_children_under_parents(sample_db: Path) -> None:
     with TraceDB(sample_db) as db:
         runs = db.runs()

@@ -288,7 +288,7 @@ def test_the_runs_page_lists_the_paused_runs(agents: list[Paused], tmp_path: Pat
     at = app_test("runs").run()
     assert any("1 run paused in the debugger" in str(w.value) for w in at.warning)
     links = [el for el in at.get("page_link")]
-    assert any(p["run"][:8] in str(el.proto.label) for el in links)
+    assert any(p["run"][:12] in str(el.proto.label) for el in links)
     a.finish()
 
 
@@ -387,7 +387,7 @@ def test_a_pause_in_a_subagent_shows_under_its_parent(tmp_path: Path,
         at = replay_page(parent)
         assert not panel_shown(at)  # (the parent waits on its task call: not paused itself)
         said = [str(w.value).replace("\\", "") for w in at.warning]
-        assert any("Paused in subagent researcher" in w and p["run"][:8] in w for w in said), said
+        assert any("Paused in subagent researcher" in w and p["run"][:12] in w for w in said), said
         at.button(key="debug_open_0").click().run()
         assert replayer(at)["run"]["run"]["id"] == p["run"]
         assert panel_shown(at) and "breakpoint: tool:lookup_fact" in texts(at)

@@ -517,3 +517,8 @@ def test_the_timeline_and_the_run_header_say_the_cost(samples: Path) -> None:
     weather = run_named(samples, "weather")  # a scripted model: unknown, never $0
     at = open_page("timeline", run=weather.id)
     assert "The run's own model calls: unknown" in [t.value for t in at.text]
+    # (issue 47, in the way 4: an unknown price was an empty chart on a -1..1 USD axis)
+    assert "No price known for scripted-weather: no cost to chart." in [
+        c.value for c in at.caption]
+    assert "cost_chart" not in [getattr(c, "key", None) for c in at.get("plotly_chart")]
+    assert len(at.get("plotly_chart")) == 2  # the timeline and the tokens, not the cost

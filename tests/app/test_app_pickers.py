@@ -31,17 +31,17 @@ def newest_first(specs: list[Spec]) -> list[str]:
 
 
 def offered(at: AppTest, key: str) -> list[str]:
-    """The ids (their first 10 characters: the labels end with them) a picker offers."""
+    """The ids (their first 12 characters: the labels end with them) a picker offers."""
     out = []
     for label in at.selectbox(key=key).options:
-        m = re.search(r"([0-9a-f]{10})(  \(subagent\))?$", label)
+        m = re.search(r"([0-9a-f]{12})(  \(subagent\))?$", label)
         assert m, label
         out.append(m.group(1))
     return out
 
 
 def short(ids: list[str]) -> list[str]:
-    return [i[:10] for i in ids]
+    return [i[:12] for i in ids]
 
 
 def caption(at: AppTest, text: str) -> bool:
@@ -114,3 +114,28 @@ def test_wire_picker_pages_and_follows_a_link(made, monkeypatch) -> None:  # typ
     assert linked.selectbox(key="wire_run").value == old
     assert offered(linked, "wire_run") == short([old, *ids[:PAGE]])
     assert not linked.error, [e.value for e in linked.error]
+
+
+def test_run_labels_tell_same_named_runs_apart() -> None:
+    """Issue 47, in the way 1 (issue 44, item 10): the pickers labelled runs with 8
+    characters of their id, and runs of one name started in the same seconds share
+    them ("shopper · completed · 6b16d8d7" three times). A label has 12 characters of
+    the id and the time the run started."""
+    import time
+
+    from app.subagents import run_label
+
+    from tracer.read.loader import RunSummary
+
+    def summary(rid: str, started: float) -> RunSummary:
+        return RunSummary(id=rid, parent_id=None, parent_tool_call_id=None, name="shopper",
+                          thread_id="t", agent_name=None, status="completed",
+                          started_at=started, ended_at=started + 1, error=None, model=None,
+                          provider=None, input_tokens=None, output_tokens=None,
+                          total_tokens=None, source=None)
+
+    t = time.mktime((2026, 12, 7, 17, 3, 12, 0, 0, -1))
+    a = run_label(summary("6b16d8d7a1b2c3d4", t))
+    b = run_label(summary("6b16d8d7e5f6a7b8", t + 2))
+    assert a == "shopper · completed · 6b16d8d7a1b2 · 17:03:12"
+    assert b == "shopper · completed · 6b16d8d7e5f6 · 17:03:14"

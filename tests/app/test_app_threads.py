@@ -60,7 +60,9 @@ def test_a_three_turn_thread_is_shown_as_three_turns_in_order(db) -> None:
     assert metrics["Turns"] == "3" and (metrics["Interrupts"], metrics["Resumes"]) == ("0", "0")
     assert metrics["Tokens"] not in ("0", "not reported")
     links = [p for p in at.get("page_link") if p.proto.label.startswith("Replay ")]
-    assert [p.proto.label for p in links] == [f"Replay {i[:8]}" for i in ids]
+    # (issue 47, in the way 1: three identical "Replay 6b16d8d7" buttons)
+    assert [p.proto.label for p in links] == [
+        f"Replay turn {n} · {i[:12]}" for n, i in enumerate(ids, 1)]
     added = [c.value for c in at.caption if c.value.startswith("Added to the conversation")]
     assert added == ["Added to the conversation: 1 human, 2 ai, 1 tool",
                      "Added to the conversation: 1 human, 1 ai",

@@ -13,8 +13,9 @@ from tracer.checks.saved import health_badge
 def test_health_badge() -> None:
     assert health_badge({}) == "ok"
     assert health_badge({"info": 1}) == "1 info"
-    assert health_badge({"warning": 2, "info": 1}) == "2 warnings"
-    assert health_badge({"warning": 1, "error": 1}) == "1 error"
+    # (issue 47, untrue 8: the worst severity alone hid the others: "1 error")
+    assert health_badge({"warning": 2, "info": 1}) == "2 warnings, 1 info"
+    assert health_badge({"warning": 1, "error": 1}) == "1 error, 1 warning"
 
 
 def _panel_app(db: str) -> None:
@@ -43,7 +44,7 @@ def _panel_app(db: str) -> None:
 def test_panel_lists_findings_as_text_and_jumps(sample_db: Path) -> None:
     at = AppTest.from_function(_panel_app, args=(str(sample_db),), default_timeout=30).run()
     assert not at.exception, at.exception
-    assert at.expander[0].label == "Findings (1 error)"
+    assert at.expander[0].label == "Findings (1 error, 1 warning)"
     texts = [t.value for t in at.text]
     assert "dangling-tool-call · openai" in texts
     assert "no-final-answer · all providers" in texts

@@ -7,6 +7,7 @@ what is expected is computed from the specs of the runs written (tests/scale_kit
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -159,7 +160,7 @@ def test_opens_a_run(browser, made) -> None:  # type: ignore[no-untyped-def]
     expect(row).to_have_attribute("aria-selected", "true")
     # the server heard it: the picker shows the run (app.subagents.run_label)
     expect(page.locator(".st-key-open_pick input")).to_have_value(
-        f"↳ researcher · completed · {child.id[:8]}")
+        re.compile(rf"^↳ researcher · completed · {child.id[:12]} · \d\d:\d\d:\d\d$"))
     page.get_by_text("Open in replay").click()
     page.wait_for_url(f"**/replay?run={child.id}*", timeout=60_000)
     expect(page.locator('[data-testid="lt-replayer"]')).to_have_attribute(

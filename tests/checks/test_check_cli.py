@@ -35,7 +35,17 @@ def test_errors_exit_1_with_readable_output(sample_db: Path, capsys) -> None:  #
 def test_clean_run_exits_0(sample_db: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     rid = _id(sample_db, "weather")
     assert main(["check", "--db", str(sample_db), rid[:12]]) == 0
-    assert f"run {rid[:12]}: ok" in capsys.readouterr().out
+    assert f"run {rid[:12]} weather: ok" in capsys.readouterr().out
+
+
+def test_the_list_names_each_run(sample_db: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """Issue 47, in the way 7 (issue 44, item 10): ``check`` listed runs by id alone
+    ("run 6b11824db415: 6 errors")."""
+    rid = _id(sample_db, "footgun-wrong-id")
+    main(["check", "--db", str(sample_db)])
+    lines = capsys.readouterr().out.splitlines()
+    assert f"run {rid[:12]} footgun-wrong-id: 6 errors, 3 warnings" in lines
+    assert f"run {_id(sample_db, 'weather')[:12]} weather: ok" in lines
 
 
 def test_warnings_alone_exit_0(sample_db: Path, capsys) -> None:  # type: ignore[no-untyped-def]

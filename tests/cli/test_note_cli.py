@@ -29,7 +29,8 @@ def test_write_list_and_delete(db, capsys) -> None:
     assert out == f"note 1 on step 3 of run {rid[:12]} [workshop, bug]\n"
     code, out, _ = cli(capsys, "note", rid[:8], "the whole run answers in two laps",
                        "--db", str(path))
-    assert out == f"note 2 on the run of run {rid[:12]}\n"
+    # (issue 47, in the way 5: it said "note 2 on the run of run ...")
+    assert out == f"note 2 on run {rid[:12]}\n"
     code, out, _ = cli(capsys, "note", "weather", "--db", str(path))
     assert code == 0
     assert out.splitlines() == [

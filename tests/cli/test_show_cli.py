@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage
@@ -40,7 +41,7 @@ def test_summary_lists_the_findings_at_their_steps(sample_db: Path,
     lines = out.splitlines()
     assert lines[0] == f"run {rid}  footgun-wrong-id"
     assert lines[2] == "  2 laps, 2 model calls, 2 tool calls, 0 errors, 58 tokens, 10 steps"
-    assert "health: 6 errors" in lines
+    assert "health: 6 errors, 3 warnings" in lines
     assert "  ERROR   dangling-tool-call [openai] at step 8" in lines
     assert "  ERROR   orphan-tool-result [anthropic] at step 8" in lines
     assert lines[-1] == f"(looptrace show {rid[:12]} --step N: the messages at a step)"
@@ -92,7 +93,7 @@ def test_long_contents_are_cut_and_control_characters_shown(
         AIMessage("done")])), [fetch_page], [trace])
     agent.invoke({"messages": [("user", "fetch it")]})
     trace.flush()
-    rid = run_id(db, "agent")
+    rid = run_id(db, "LangGraph")
     with TraceDB(db) as tdb:
         steps = len(tdb.run(rid).events)
     code, out, _ = show(capsys, rid, "--db", str(db), "--step", str(steps))
@@ -105,7 +106,7 @@ def test_long_contents_are_cut_and_control_characters_shown(
     code, full, _ = show(capsys, rid, "--db", str(db), "--step", str(steps), "--full")
     assert "x" * 3000 in full and "cut at" not in full
     code, summary, _ = show(capsys, rid, "--db", str(db))
-    assert summary.splitlines()[0] == f"run {rid}  agent"
+    assert summary.splitlines()[0] == f"run {rid}  LangGraph"
 
 
 def test_terminal_text_keeps_newlines_tabs_and_letters() -> None:
@@ -158,3 +159,43 @@ def test_the_summary_says_what_the_run_was_asked_and_answered(
     code, out, _ = show(capsys, "footgun-no-bound", "--db", str(sample_db), "--json")
     d = json.loads(out)
     assert d["answered"] is None and d["asked"]  # (it failed on the rate limit: no answer)
+
+
+class _NamelessModel(ScriptedChatModel):
+    """A model whose replies name no model (as ``FakeToolModel``'s do)."""
+
+    def _generate(self, messages: list[Any], stop: list[str] | None = None,
+                  run_manager: Any = None, **kwargs: Any) -> Any:
+        result = super()._generate(messages, stop, run_manager, **kwargs)
+        result.generations[0].message.response_metadata = {}
+        return result
+
+
+def test_a_model_that_answered_without_its_name_is_not_none_answered(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 47, untrue 1: a run whose model calls all answered, with replies naming no
+    model, read "(asked; none answered)"."""
+    db = tmp_path / "t.db"
+    trace = TraceMiddleware(db=db)
+    agent = make_agent(_NamelessModel(model_name="nameless", script=turn_script([
+        AIMessage("", tool_calls=[call("fetch_page", {"url": "http://x"}, "c1")]),
+        AIMessage("done")])), [fetch_page], [trace])
+    agent.invoke({"messages": [("user", "fetch it")]})
+    trace.flush()
+    code, out, _ = show(capsys, run_id(db, "LangGraph"), "--db", str(db))
+    model_line = next(ln for ln in out.splitlines() if ln.startswith("  model"))
+    assert model_line.startswith("  model nameless (asked; no model name in its replies)")
+
+    def refuse(_messages: Any) -> AIMessage:
+        raise RuntimeError("rate limited")
+
+    db2 = tmp_path / "t2.db"
+    trace2 = TraceMiddleware(db=db2)
+    agent = make_agent(ScriptedChatModel(model_name="nameless", script=refuse),
+                       [fetch_page], [trace2])
+    with pytest.raises(RuntimeError):
+        agent.invoke({"messages": [("user", "fetch it")]})
+    trace2.flush()
+    code, out, _ = show(capsys, run_id(db2, "LangGraph"), "--db", str(db2))
+    model_line = next(ln for ln in out.splitlines() if ln.startswith("  model"))
+    assert model_line.startswith("  model nameless (asked; none answered)")

@@ -2,7 +2,7 @@
 
 The writer commits whatever has queued on its own timer (``tracer.db.writer.LINGER_S``): a
 run that ended is committed at most that long after its end (plus the commit itself).
-Here processes record 1,000 one-lap runs into one file (``LOOPTRACE_KILL_RUNS`` to
+Here processes record 1,000 two-lap runs into one file (``LOOPTRACE_KILL_RUNS`` to
 change it) and each is killed with SIGKILL at a random moment (about
 ``LOOPTRACE_KILLS`` of them, 5 by default); after every kill:
 

@@ -141,7 +141,7 @@ def test_around_block_records_each_layer(tmp_path: Path,
                                          monkeypatch: pytest.MonkeyPatch) -> None:
     run_block("around", tmp_path, monkeypatch)
     db = tmp_path / "looptrace.db"
-    assert counts(db) == [("agent", "completed", 2, 2, 1, None)]
+    assert counts(db) == [("LangGraph", "completed", 2, 2, 1, None)]
     # each model call: the primary failed inside the fallback layer, which called the
     # rest again with the backup model
     layers = db_rows(db, "SELECT middleware, json_extract(payload, '$.what'),"
@@ -264,7 +264,7 @@ def test_read_side_block_prints_the_newest_run(tmp_path: Path, monkeypatch: pyte
     run_block(first, tmp_path, monkeypatch)
     out = run_block("read", tmp_path, monkeypatch).splitlines()
     name = {"write": "LangGraph", "hand-rolled": "loop", "deep": "researcher",
-            "around": "agent"}[first]
+            "around": "LangGraph"}[first]
     assert out[0] == f"{name} completed 2 laps 1 tool calls"
     steps = [line for line in out if re.match(r"\d+ ", line)]
     assert steps and steps[0].startswith("0 ")

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 README = all_docs()  # README.md and every page under docs/
 # Names in backticks that are code, not runs (the guide speaks of both).
 CODE = {"tool_call_id", "handle_tool_error", "before_*", "after_*", "task", "tool", "user",
-        "openai", "anthropic", "ollama", "&floorplan=1"}
+        "openai", "anthropic", "ollama", "&floorplan=1", "$OPENAI_BASE_URL"}
 
 
 def section(title: str) -> str:
@@ -138,3 +138,17 @@ def test_the_floor_plan_is_drawn_below_the_graph() -> None:
         assert part.index("_replayer(") < part.index("render_floor_plan_section(")
     assert body.index("_replayer(path, view, i, presenter=False") < body.rindex(
         "render_floor_plan_section(")
+
+
+def test_the_readme_says_everything_ci_run_does() -> None:
+    """Issue 47, untrue 6: the README's gloss on ``bash .ci/run`` said "ruff, mypy, then
+    pytest" and left out the Phoenix and MLflow environments and ``lint-imports``. Each
+    tool ``.ci/run`` runs, and each backend it makes a venv for, is in the gloss."""
+    script = (ROOT / ".ci" / "run").read_text()
+    tools = re.findall(r"^uv run --frozen (\S+)", script, re.MULTILINE)
+    (backends,) = re.findall(r"^for backend in ([\w ]+); do", script, re.MULTILINE)
+    assert tools == ["ruff", "mypy", "lint-imports", "pytest"]  # (the list read right)
+    (gloss,) = [ln for ln in README.splitlines() if ln.startswith("bash .ci/run ")]
+    gloss = gloss.lower()
+    assert all(t in gloss for t in tools), gloss
+    assert all(b in gloss for b in backends.split()), gloss

@@ -43,7 +43,7 @@ def test_runs_check_diff_export_read_a_read_only_filesystem(ro_db: Path, tmp_pat
     assert err == "" and root[:12] in out
     assert main(["check", "--db", str(ro_db), root]) in (0, 1)
     out, err = capsys.readouterr()
-    assert err == "" and out.startswith(f"run {root[:12]}: ")
+    assert err == "" and out.startswith(f"run {root[:12]} weather: ")
     assert main(["diff", root, root, "--db", str(ro_db)]) == 0
     assert "identical" in capsys.readouterr().out
     assert main(["export", root, "--db", str(ro_db), "-o", str(tmp_path / "w.jsonl")]) == 0

@@ -167,7 +167,7 @@ def test_every_tool(samples: Path, tmp_path: Path, transport: str) -> None:
         assert summ["run"]["name"] == "footgun-wrong-id" and summ["steps"] == 10
         # (6 errors and 3 warnings: the Ollama-ids warning is only on runs that talked to
         # Ollama since the rules' version 3)
-        assert summ["findings_total"] == 9 and summ["health"] == "6 errors"
+        assert summ["findings_total"] == 9 and summ["health"] == "6 errors, 3 warnings"
         assert {(f["rule"], f["provider"], f["step"]) for f in summ["findings"]} >= {
             ("dangling-tool-call", "openai", 8), ("orphan-tool-result", "anthropic", 8)}
         paged = await c.call("run_summary", run=wrong["id"], findings_offset=7,

@@ -109,3 +109,49 @@ def test_hand_rolled_loop(db_path):
     assert [m.type for m in replay.messages_at(2)] == ["human", "ai"]
     assert replay.pending_calls(3) == {"h1", "h2"}
     assert replay.pending_calls(4) == {"h2"}
+
+
+BARE_LOOP = '''
+import sys
+from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.tools import tool
+from tracer import TraceCallbackHandler
+from tracer.testing import ScriptedChatModel, tool_call
+
+@tool
+def get_weather(city: str) -> str:
+    """Weather for a city."""
+    return f"Sunny in {city}"
+
+llm = ScriptedChatModel(script=[
+    AIMessage("", tool_calls=[tool_call("get_weather", {"city": "Oslo"}, "c1")]),
+    AIMessage("Sunny in Oslo.")])
+handler = TraceCallbackHandler(db=sys.argv[1])
+cfg = {"callbacks": [handler]}
+messages = [HumanMessage("Weather in Oslo?")]
+while True:
+    ai = llm.bind_tools([get_weather]).invoke(messages, config=cfg)
+    messages.append(ai)
+    if not ai.tool_calls:
+        break
+    for tc in ai.tool_calls:
+        messages.append(get_weather.invoke(tc, config=cfg))
+'''
+
+
+def test_a_bare_handlers_loop_that_exits_normally_is_completed(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Issue 47, untrue 9: a hand-rolled loop traced with a bare ``TraceCallbackHandler``
+    (no ``@chain`` parent, no ``close()``) was recorded as ``error``, "the process exited
+    while it was still running", when its process exited normally with every call
+    answered."""
+    import subprocess
+    import sys
+
+    db = tmp_path / "bare.db"
+    script = tmp_path / "bare_loop.py"
+    script.write_text(BARE_LOOP)
+    subprocess.run([sys.executable, str(script), str(db)], check=True, timeout=120)
+    with TraceDB(db) as tdb:
+        (run,) = tdb.runs()
+    assert (run.name, run.status, run.error) == ("loop", "completed", None)
+    assert (run.model_calls, run.tool_calls) == (2, 1)

@@ -2,7 +2,7 @@
 
 Every truth scenario (``tests/truth/``: prebuilt middleware, human in the loop,
 Deep Agents with state keys and a subagent, failing agents) and the benchmark's agents
-(1 lap, 10 laps x 3 parallel calls, ``lean``) are recorded, with and without the
+(2 laps, 11 laps, 10 of them asking for 3 parallel calls, ``lean``) are recorded, with and without the
 callback handler, and every row of every table is compared with
 ``tests/fixtures/same_rows.json``: the rows the tracer wrote for the same runs before
 the writer was made cheaper (issue 29), written by this file's ``--write`` with that

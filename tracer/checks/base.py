@@ -54,7 +54,8 @@ class Finding:
 
 
 def health(found: Iterable[Finding] | Mapping[str, int]) -> str:
-    """A run's health in words: the worst severity with its count, or ``"ok"``.
+    """A run's health in words: each severity found with its count, the worst first
+    (a warning is not hidden behind an error), or ``"ok"``.
 
     The one health function: ``looptrace check``, ``looptrace show``, the Runs page's
     badge and the replay page's findings pane all say it this way.
@@ -64,7 +65,8 @@ def health(found: Iterable[Finding] | Mapping[str, int]) -> str:
             ``run_checks``).
 
     Returns:
-        ``"1 error"``, ``"2 warnings"``, ``"1 info"`` ... or ``"ok"``.
+        ``"1 error"``, ``"1 error, 1 warning"``, ``"2 warnings, 1 info"`` ... or
+        ``"ok"``.
     """
     if isinstance(found, Mapping):
         counts = found
@@ -72,11 +74,9 @@ def health(found: Iterable[Finding] | Mapping[str, int]) -> str:
         counts = {}
         for f in found:
             counts[f.severity] = counts.get(f.severity, 0) + 1
-    for sev in SEVERITIES:
-        n = counts.get(sev, 0)
-        if n:
-            return f"{n} {sev}{'' if n == 1 else 's'}"
-    return "ok"
+    said = [f"{n} {sev}{'' if n == 1 else 's'}"
+            for sev in SEVERITIES if (n := counts.get(sev, 0))]
+    return ", ".join(said) or "ok"
 
 
 def health_class(found: Iterable[Finding]) -> str:

@@ -256,16 +256,18 @@ def where(f: Finding, steps: StepNumbers | None) -> str:
     return f"step {step}" if step is not None else f"seq {f.seq}"
 
 
-def format_text(results: dict[str, list[Finding]], steps: StepNumbers | None = None) -> str:
-    """``check_db``'s findings as ``looptrace check`` prints them: per run its health and
-    each finding at its step (``step_numbers``), then the totals (lines ending in a
-    newline; "no runs" for none)."""
+def format_text(results: dict[str, list[Finding]], steps: StepNumbers | None = None,
+                names: Mapping[str, str | None] | None = None) -> str:
+    """``check_db``'s findings as ``looptrace check`` prints them: per run (its id's 12
+    characters and its name, from ``names``) its health and each finding at its step
+    (``step_numbers``), then the totals (lines ending in a newline; "no runs" for none)."""
     if not results:
         return "no runs\n"
     lines = []
     total = {s: 0 for s in SEVERITIES}
     for rid, findings in results.items():
-        lines.append(f"run {rid[:12]}: {health(findings)}")
+        name = (names or {}).get(rid)
+        lines.append(f"run {rid[:12]}{' ' + name if name else ''}: {health(findings)}")
         for f in findings:
             total[f.severity] = total.get(f.severity, 0) + 1
             lines.append(f"  {f.severity.upper():7} {f.rule} [{f.provider or 'all'}] "

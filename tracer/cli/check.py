@@ -79,7 +79,12 @@ def run(args: argparse.Namespace) -> int:
                            if f.seq is not None else None} for f in findings],
                          indent=2, ensure_ascii=False))
     else:
-        sys.stdout.write(safe_text(format_text(results, steps), keep_newlines=True))
+        from tracer.read.loader import TraceDB
+
+        with TraceDB(args.db) as db:
+            names = {str(i): n for i, n in db.query("SELECT id, name FROM runs")
+                     if i in results and isinstance(n, str)}
+        sys.stdout.write(safe_text(format_text(results, steps, names), keep_newlines=True))
     over = False
     if args.max_cost is not None or args.max_total_cost is not None:
         from tracer.checks.budget import cost_gate

@@ -326,8 +326,8 @@ class Prompt:
 
     def show(self, p: dict[str, Any]) -> None:
         who = p.get("run_name") or "run"
-        sub = f" (a subagent of {p['parent_run'][:8]})" if p.get("parent_run") else ""
-        self.say(f"\nlooptrace debug: paused {who} {p['run'][:8]}{sub} at step "
+        sub = f" (a subagent of {p['parent_run'][:12]})" if p.get("parent_run") else ""
+        self.say(f"\nlooptrace debug: paused {who} {p['run'][:12]}{sub} at step "
                  f"{p.get('step') or '?'}: {p['hook']} {p['at']} (breakpoint "
                  f"{p.get('reason')})")
         self.say(summary(p.get("pending") or {}))

@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(note.to_dict(), indent=2, ensure_ascii=False))
         return 0
-    where = f"step {note.step}" if note.step is not None else "the run"
+    where = f"step {note.step} of run" if note.step is not None else "run"
     tags = f" [{', '.join(note.tags)}]" if note.tags else ""
-    print(safe_text(f"note {note.id} on {where} of run {rid[:12]}{tags}"))
+    print(safe_text(f"note {note.id} on {where} {rid[:12]}{tags}"))
     return 0

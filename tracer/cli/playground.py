@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
         for line in text.split("\n"):  # (each line made safe: its newlines are ours)
             print(safe_text(line))
 
-    say(f"model call {res.call} of run {res.run[:8]} (step {res.step})"
+    say(f"model call {res.call} of run {res.run[:12]} (step {res.step})"
                     + (f", edited: {json.dumps(res.edit)}" if res.edit else ""))
     say(summary(res.request))
     say(f"\nrecorded answer:\n{_answer(res.recorded)}")

@@ -65,7 +65,7 @@ def traffic(args: argparse.Namespace) -> int:
     link_wire(args.db)
     ids = build_runs(args.db)
     print(safe_text(f"{len(ids)} run{'' if len(ids) == 1 else 's'} from traffic"
-                    + (": " + ", ".join(i[:8] for i in ids) if ids else "")))
+                    + (": " + ", ".join(i[:12] for i in ids) if ids else "")))
     return 0
 
 

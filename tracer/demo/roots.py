@@ -25,4 +25,4 @@ def run_name(db: str, run_id: str) -> str:
         row = conn.execute("SELECT name FROM runs WHERE id = ?", [run_id]).fetchone()
     finally:
         conn.close()
-    return str(row[0]) if row and row[0] else run_id[:8]
+    return str(row[0]) if row and row[0] else run_id[:12]

@@ -23,6 +23,7 @@ from tracer.read.captions import captions
 from tracer.read.loader import Message, Run, RunSummary, TraceDB, tokens_text
 from tracer.read.steps import Replay, build_replay
 from tracer.vocab.content import content_text
+from tracer.vocab.records import MODEL_HOOKS
 from tracer.vocab.terminal import safe_text
 from tracer.vocab.words import plural
 
@@ -113,7 +114,9 @@ def overview(db: TraceDB, run_ref: str) -> dict[str, Any]:
     from tracer.checks.run import health
 
     return {
-        "run": {**_summary(run.summary), "models": db.models([run.id])[run.id]},
+        "run": {**_summary(run.summary), "models": db.models([run.id])[run.id],
+                "answered_calls": sum(1 for e in run.events
+                                      if e.hook in MODEL_HOOKS and e.phase == "exit")},
         "steps": len(replay.steps),
         "metadata": run.metadata,
         "subagent_runs": [{"id": c.id, "name": c.name, "status": c.status,
@@ -274,9 +277,12 @@ def render_overview(d: dict[str, Any]) -> str:
                      else "  answered: (no final answer: the run did not end in plain text)")
     models = r.get("models") or []
     if models or r.get("model") or r.get("provider"):
-        # the models that answered (a fallback's), else the model asked
+        # the models that answered (a fallback's), else the model asked: and whether
+        # it answered with no name in its replies, or did not answer at all
         said = (f"model{'s' if len(models) > 1 else ''} {', '.join(models)}" if models
-                else f"model {r.get('model') or '-'} (asked; none answered)")
+                else f"model {r.get('model') or '-'} (asked; no model name in its replies)"
+                if r.get("answered_calls") else
+                f"model {r.get('model') or '-'} (asked; none answered)")
         lines.append(f"  {said} ({r.get('provider') or '-'})"
                      f"   source {r.get('source') or '-'}")
     cost = d.get("cost")

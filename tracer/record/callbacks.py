@@ -9,9 +9,11 @@ Agents subagents, whose runs are nested under the parent's ``task`` call.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import time
+import weakref
 from typing import Any, TypeVar
 from uuid import UUID
 
@@ -39,6 +41,21 @@ from .state_keys import note_state, note_tool_end
 # what ``create_agent`` puts in its graph's metadata (``ls_integration``)
 CREATE_AGENT = "langchain_create_agent"
 _SKIP_NODES = frozenset({"model", "tools", "__start__", "__end__"})
+# handlers that started a run of root-less calls: ended at exit (``end_loose_at_exit``)
+_LOOSE: weakref.WeakSet[TraceCallbackHandler] = weakref.WeakSet()
+
+
+def _at_exit() -> None:
+    """Registered after ``tracer.record.recorder``'s exit hook, so it runs before it
+    (``atexit`` runs in reverse order), and before the writers' exit flush."""
+    for handler in list(_LOOSE):
+        try:
+            handler.end_loose_at_exit()
+        except Exception:  # noqa: BLE001, S110 - never fail the interpreter's exit
+            pass
+
+
+atexit.register(_at_exit)
 _Entry = TypeVar("_Entry")  # what a model or tool call's start keeps until its end
 
 
@@ -134,7 +151,21 @@ class TraceCallbackHandler(BaseCallbackHandler):
             return run
         if self._loose is None or self._loose.ended:
             self._loose = self.recorder.start_run(name="loop", source="callbacks")
+            _LOOSE.add(self)
         return self._loose
+
+    def end_loose_at_exit(self) -> None:
+        """At interpreter exit: the run of root-less calls (a hand-rolled loop with no
+        ``@chain`` parent) has no end of its own, and a process that exits normally
+        ends it ``completed``, as ``looptrace run`` does, when every call of it has
+        answered. One with a call still open is left to the recorder's own exit hook
+        (``error``: the process exited while it was still running)."""
+        run = self._loose
+        if run is None or run.ended:
+            return
+        open_calls = [e for e in (*self._llm.values(), *self._tools.values()) if e[0] is run]
+        if not open_calls:
+            self.recorder.end_run(run, "completed")
 
     # -- chains: graphs and their nodes ---------------------------------------
     def on_chain_start(self, serialized: dict[str, Any] | None, inputs: Any, *, run_id: UUID,

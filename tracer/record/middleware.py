@@ -305,8 +305,10 @@ class _TraceBase(AgentMiddleware):
                 return run
         meta = config.get("metadata") or {}
         agent_name = meta.get("lc_agent_name")
+        # (one agent, one name however it is traced: the graph run's, as the callback
+        # handler of ``attach`` and ``looptrace run`` name it; issue 47)
         run = self.recorder.start_run(
-            name=self.run_name or agent_name or "agent",
+            name=self.run_name or agent_name or self._watcher.graph_name(config) or "agent",
             thread_id=str(thread_id) if thread_id else None, source="middleware",
             agent_name=agent_name, metadata=user_metadata(meta),
         )

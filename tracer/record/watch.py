@@ -91,6 +91,14 @@ class InvocationWatcher(BaseCallbackHandler):
             cur = parent
         return None
 
+    def graph_name(self, config: Mapping[str, Any]) -> str | None:
+        """The name of the graph run a hook called with ``config`` runs inside (what a
+        callback handler names the run: ``create_agent(name=...)``, else LangGraph's
+        ``LangGraph``), or None when the graph run is not known."""
+        graph = self.graph_of(config)
+        entry = self._chains.get(graph) if graph is not None else None
+        return (entry[1] or None) if entry is not None else None
+
     def claim(self, config: Mapping[str, Any], owner: Owner, run: Any) -> bool:
         """``owner`` records the invocation of ``config`` into ``run``: tell it how the
         graph run ends. False when the graph run is not known (no watcher in it)."""
