@@ -242,7 +242,7 @@ def _after(dbg: Debugger, site: Site) -> _Visit:
                                 structured_response=response.structured_response)
         return out, message_json(ai), message_json(new)
 
-    return _Visit(dbg.moment(site.run, site.hook, AFTER),
+    return _Visit(dbg.moment(site.run, site.hook, AFTER, reply=ai),
                   lambda: {"kind": "model_reply", "message": message_json(ai) if ai else None},
                   apply, response)
 
