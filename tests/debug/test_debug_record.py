@@ -93,3 +93,26 @@ def test_a_result_given_at_an_error_is_the_debuggers(tmp_path: Path) -> None:
     (ev,) = [e for e in loaded.events if e.seq == exit_seq]
     assert recorded is not None and recorded >= HELD * 1000
     assert ev.duration_ms is not None and ev.duration_ms < HELD * 1000
+
+
+def test_diff_of_a_debugged_run_and_its_rerun_counts_no_pause_as_behaviour(
+        tmp_path: Path, capsys: Any) -> None:
+    """``looptrace diff ORIGINAL RERUN`` of a debugged run exited 1: its pause and debug
+    steps, which the rerun (answered from the record, edit included) does not have,
+    were counted as hooks fired on one side only."""
+    from tracer.cli import main
+    from tracer.whatif.rerun import replay_run
+
+    db = tmp_path / "dbg.db"
+    run = _debugged(db, ["tool:get_weather"], {"kind": "tool_result", "text": "Snowing"})
+    own = [TraceMiddleware(db=db)]
+
+    def factory(middleware: list[Any] = own) -> Any:
+        return make_agent(quoting_model(), [get_weather], list(middleware))
+
+    again = replay_run(run, agent=factory, db=db)
+    capsys.readouterr()
+    code = main(["diff", run, again.run_id, "--db", str(db)])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "hook_sequence" not in out and "pause" not in out
