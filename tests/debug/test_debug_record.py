@@ -116,3 +116,29 @@ def test_diff_of_a_debugged_run_and_its_rerun_counts_no_pause_as_behaviour(
     out = capsys.readouterr().out
     assert code == 0, out
     assert "hook_sequence" not in out and "pause" not in out
+
+
+def test_show_says_a_result_was_typed_in_and_the_edit_step_shows_before_and_after(
+        tmp_path: Path, capsys: Any) -> None:
+    """``show`` said "health: ok" with no word of the tool result typed in by hand, and
+    ``show --step`` at the edit did not print what it changed."""
+    from tracer.cli import main
+
+    db = tmp_path / "dbg.db"
+    run = _debugged(db, ["tool:get_weather"], {"kind": "tool_result", "text": "Snowing"})
+    ((debug_seq, _, _),) = _raw(db, run, "debug")
+    with TraceDB(db) as t:
+        step = [e.seq for e in t.run(run).events].index(debug_seq) + 1
+    capsys.readouterr()
+    assert main(["show", run, "--db", str(db)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("health: "))
+    assert lines[at + 1].startswith(f"  changed in the debugger at step {step}, wrap_tool_call "
+                                    "(tool call c1): ")
+    assert lines[at + 1].endswith(
+        "tool result given in the debugger (not what the agent did by itself)")
+    assert main(["show", run, "--db", str(db), "--step", str(step)]) == 0
+    out = capsys.readouterr().out
+    before, _, after = out.partition("\n  after:\n")
+    assert "\n  before:\n" in before and '"get_weather"' in before.split("\n  before:\n")[1]
+    assert '"Snowing"' in after.split("\nmessages (")[0]
