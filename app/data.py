@@ -171,6 +171,7 @@ __all__ = [
     "paused_status",
     "plural",
     "preload",
+    "raised_lines",
     "recent_runs",
     "replay_json",
     "run_stack",
@@ -547,6 +548,14 @@ def armed_for(path: str, run_id: str) -> list[str]:
         return []
     finally:
         conn.close()
+
+
+def raised_lines(pending: dict[str, Any]) -> list[str]:
+    """An error pause's exception: ``Type: message`` and the frames of the user's code
+    (``tracer.debug.raised.raised_lines``)."""
+    from tracer.debug.raised import raised_lines as lines
+
+    return lines(pending)
 
 
 def debug_answer(path: str, run_id: str, command: str,

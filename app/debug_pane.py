@@ -304,7 +304,7 @@ def _show_result(pend: dict[str, Any]) -> None:
 def _show_error(pend: dict[str, Any]) -> None:
     where = "a tool" if pend.get("where") == "tool" else "the model"
     st.text(f"The call raised ({where}):")
-    _code(pend.get("error") or "")
+    _code("\n".join(data.raised_lines(pend)))
     if pend.get("tool_call"):
         _show_tool_call({"tool_call": pend["tool_call"]})
 

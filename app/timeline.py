@@ -38,6 +38,11 @@ def spans(replay: Replay) -> list[dict[str, Any]]:
     names: dict[str, str] = {}
     for i, ev in enumerate(events):
         ms = (ev.ts - t0) * 1000
+        if ev.phase in ("pause", "debug"):  # (the debugger's: a mark, never a call's bar)
+            out.append({"lane": "debugger", "start": ms, "duration": 0.0, "kind": "interrupt",
+                        "step": i, "lap": ev.lap, "label": f"{ev.hook} {ev.phase}",
+                        "span": False})
+            continue
         if ev.hook in MODEL_HOOKS | TOOL_HOOKS:
             is_model = ev.hook in MODEL_HOOKS
             key = ("model" if is_model else "tool", None if is_model else ev.tool_call_id)

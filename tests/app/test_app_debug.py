@@ -458,7 +458,12 @@ def test_at_an_error_a_result_instead(agents: list[Paused], tmp_path: Path) -> N
     assert p["pending_kind"] == "error"
     at = replay_page(p["run"])
     assert "The call raised (a tool):" in texts(at)
-    assert any("the weather service is down" in str(c.value) for c in at.code)
+    # the exception's type and message, then this file's frame (issue 44 item 11)
+    shown = next(str(c.value) for c in at.code if "the weather service is down" in str(c.value))
+    assert shown.splitlines()[:2] == ["RuntimeError: the weather service is down",
+                                      "Traceback (your code, most recent call last):"]
+    assert f'File "{Path(__file__).resolve()}", line ' in shown
+    assert shown.splitlines()[-1] == '    raise RuntimeError("the weather service is down")'
     at.text_area(key="dbg_text").input("Fog in Oslo")
     at.button(key="debug_continue").click().run()
     assert a.bg.result(30)["messages"][-1].content == "It says: Fog in Oslo"

@@ -166,3 +166,48 @@ def test_runs_still_lists_without_an_events_table(sample_db: Path, tmp_path: Pat
     header, *lines = out.splitlines()
     assert header.split()[8] == "cost" and lines
     assert [line.split()[-1] for line in lines] == ["-"] * len(lines)  # (no parent column)
+
+
+@pytest.mark.parametrize("text, why", [
+    ("x = " + "[" * 5000 + "]" * 5000 + "\n", "nested too deep"),  # (RecursionError)
+    ("x = " + "{a = " * 5000 + "1" + "}" * 5000 + "\n", "nested too deep"),
+    ('[models."m"]\ninput_per_mtok = ' + "9" * 5000 + "\noutput_per_mtok = 1\n",
+     "Exceeds the limit (4300 digits)"),  # (ValueError)
+    ("# " + "x" * (5 * 2**20) + "\n", "over 4 MiB, not a prices file"),
+])
+def test_a_hostile_prices_file_is_one_line(sample_db: Path, tmp_path: Path, text: str,
+                                           why: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Deeply nested arrays or inline tables gave a RecursionError traceback, an integer
+    of 5,000 digits a ValueError one, a big file was read whole: one line and exit 1."""
+    f = tmp_path / "prices.toml"
+    f.write_text(text, "utf-8")
+    code, out, err = run_cli(capsys, "runs", "--db", str(sample_db), "--prices", str(f))
+    assert code == 1 and out == ""
+    assert err.startswith(f"looptrace runs: prices file {f}: ") and why in err
+    assert err.count("\n") == 1
+
+
+_BOUNDED = ("import resource, sys\n"
+            "resource.setrlimit(resource.RLIMIT_AS, (2**30, 2**30))\n"
+            "from tracer.cli import main\n"
+            "sys.exit(main(['runs', '--db', sys.argv[1], '--prices', sys.argv[2]]))\n")
+
+
+@pytest.mark.parametrize("kind", ["/dev/zero", "fifo"])
+def test_a_prices_file_that_never_ends_is_refused(sample_db: Path, tmp_path: Path,
+                                                  kind: str) -> None:
+    """``--prices /dev/zero`` read until memory ran out; a FIFO with no writer waited
+    for ever: each is one line and exit 1 (in a process held to 1 GiB and 60 s)."""
+    import os
+    import subprocess
+    import sys
+
+    path = kind
+    if kind == "fifo":
+        path = str(tmp_path / "prices.fifo")
+        os.mkfifo(path)
+    env = {k: v for k, v in os.environ.items() if k != "LOOPTRACE_PRICES"}
+    done = subprocess.run([sys.executable, "-c", _BOUNDED, str(sample_db), path], env=env,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr == f"looptrace runs: prices file {path}: not a regular file\n"

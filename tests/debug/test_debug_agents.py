@@ -270,8 +270,9 @@ def test_the_finding_breakpoint_stops_at_the_third_identical_tool_call(tmp_path)
                              f"c{sum(isinstance(m, AIMessage) for m in msgs) + 1}")]))
     s = Session(tmp_path, ["finding:repeated-tool-call"], llm=stuck)
     p = s.paused()
-    assert (p["hook"], p["at"]) == ("wrap_tool_call", "before")
-    assert p["pending"]["tool_call"]["id"] == "c3"  # the third identical call, before it runs
+    # the model's reply that asks for it the third time, before that call runs
+    assert (p["hook"], p["at"]) == ("wrap_model_call", "after")
+    assert [c["id"] for c in p["pending"]["message"]["tool_calls"]] == ["c3"]
     s.go("abort")
     with pytest.raises(DebugAborted):
         s.finish()

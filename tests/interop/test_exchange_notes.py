@@ -81,3 +81,33 @@ def test_a_notes_row_with_bad_tags_is_refused_by_line(noted: tuple[Path, str],
     with pytest.raises(TraceFileError, match=rf":{n}: notes.tags .*expected a JSON list of tags"):
         import_trace(out, tmp_path / "b.db")
     assert not (tmp_path / "b.db").exists() or rows(tmp_path / "b.db", "SELECT COUNT(*) FROM runs") == [(0,)]
+
+
+@pytest.mark.parametrize("change, problem", [
+    ({"text": ""}, "notes: a note needs text (it is empty)"),
+    ({"text": " \n\t "}, "notes: a note needs text (it is empty)"),
+    ({"text": "x" * 2_000_000}, "notes: a note is at most 10,000 characters (this one has "
+                                "2,000,000)"),
+    ({"author": "a\x1b[2Jb"}, "notes: author 'a\\x1b[2Jb': a name of 1 to 100 printable"),
+    ({"seq": 10_000}, "a note on event 10000 of run "),
+])
+def test_an_imported_note_goes_through_add_notes_checks(
+        noted: tuple[Path, str], tmp_path: Path, change: dict[str, object], problem: str) -> None:
+    """A trace file's note is held to what ``add_note`` holds a note to: an empty note,
+    a 2 MB note, an author with terminal escapes, or a note on an event the run does not
+    have (shown as "step 8" of a run of 7 steps) was imported as it was. Now the line is
+    named and nothing is imported."""
+    db, rid = noted
+    out = export_run(db, rid, tmp_path / "run.jsonl")
+    lines = out.read_text(encoding="utf-8").splitlines()
+    n = next(i for i, ln in enumerate(lines) if '"table": "notes"' in ln)
+    rec = json.loads(lines[n])
+    rec["row"].update(change)
+    lines[n] = json.dumps(rec)
+    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(TraceFileError) as err:
+        import_trace(out, tmp_path / "b.db")
+    assert str(err.value).startswith(f"{out}:{n + 1}: {problem}")
+    assert "\n" not in str(err.value)
+    assert not (tmp_path / "b.db").exists() or rows(tmp_path / "b.db",
+                                                    "SELECT COUNT(*) FROM runs") == [(0,)]

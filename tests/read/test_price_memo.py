@@ -148,3 +148,65 @@ def test_a_damaged_memo_is_asked_again_not_believed(tmp_path: Path, held: object
     path.write_text(good + " " * price_memo.MAX_FILE_BYTES, "utf-8")  # (over: not read)
     memo = PriceMemo(path)
     assert cost.Prices().price(usage, "claude-haiku-4-5", "anthropic", 1.8e9) == truth
+
+
+@pytest.mark.parametrize("held", ["NaN", "sNaN", "-1", "Infinity", "-Infinity", "-0.5E-3"])
+def test_a_memo_number_that_is_not_a_price_is_asked_again(tmp_path: Path, held: str,
+                                                           monkeypatch: pytest.MonkeyPatch):
+    """A kept amount that is a number but not a price (NaN and sNaN crashed ``runs`` and
+    ``show``; -1 and Infinity were shown as ``$-1.00`` and ``$-inf``) is not believed:
+    the call is priced by genai-prices."""
+    usage = {"input_tokens": 1000, "output_tokens": 100}
+    truth = cost.Prices().price(usage, "claude-haiku-4-5", "anthropic", 1.8e9)
+    assert truth[0] is not None and truth[0] > 0
+    path = tmp_path / "m.json"
+    memo = PriceMemo(path)
+    monkeypatch.setattr(cost, "memo", lambda: memo)
+    cost.Prices().price(usage, "claude-haiku-4-5", "anthropic", 1.8e9)
+    memo.save()
+    (key,) = json.loads(path.read_text("utf-8"))
+    for at in range(3):  # (the total, the input's or the output's amount)
+        row: list[str | None] = [str(v) if v is not None else None for v in truth]
+        row[at] = held
+        path.write_text(json.dumps({key: row}), "utf-8")
+        memo = PriceMemo(path)
+        assert cost.Prices().price(usage, "claude-haiku-4-5", "anthropic", 1.8e9) == truth
+
+
+def _poison(cache: Path, held: str) -> None:
+    """Every kept answer's amounts set to ``held``, as a shared or restored cache might."""
+    (kept,) = cache.glob("genai-prices-*.json")
+    data = json.loads(kept.read_text("utf-8"))
+    kept.write_text(json.dumps({k: [held if v is not None and i < 3 else v
+                                    for i, v in enumerate(row)]
+                                for k, row in data.items()}), "utf-8")
+
+
+@pytest.mark.parametrize("held", ["-1", "NaN", "sNaN", "-Infinity", "Infinity"])
+def test_check_max_cost_is_not_fooled_by_a_poisoned_memo(
+        sample_db: Path, tmp_path: Path, held: str, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]):
+    """The CI cost gate through a shared cache: with every kept amount -1 (or NaN...),
+    ``check --max-cost`` passed a run genai-prices' table puts over the limit (or
+    crashed); ``runs`` and ``show`` showed ``$-1.00`` or crashed."""
+    from tracer.cli import main
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("LOOPTRACE_CACHE_DIR", str(cache))
+    monkeypatch.delenv("LOOPTRACE_PRICES", raising=False)
+    monkeypatch.setattr(price_memo, "_memos", {})
+    assert main(["runs", "--db", str(sample_db)]) == 0
+    _poison(cache, held)
+    monkeypatch.setattr(price_memo, "_memos", {})  # (a new process: reads the file)
+    capsys.readouterr()
+    code = main(["check", "anthropic-shopping", "--db", str(sample_db), "--max-cost", "0.0005"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert out.splitlines()[-1].endswith(
+        "anthropic-shopping cost $0.000828, over --max-cost $0.0005")
+    for argv in (["runs", "--db", str(sample_db)],
+                 ["show", "anthropic-shopping", "--db", str(sample_db)]):
+        assert main(argv) == 0
+        out = capsys.readouterr().out
+        assert "$0.000828" in out
+        assert "$-" not in out and "inf" not in out.lower() and "nan" not in out.lower()

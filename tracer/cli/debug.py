@@ -39,6 +39,7 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from tracer.db.url import safe
+from tracer.debug.raised import raised_lines
 from tracer.errors import LooptraceError, UsageError
 from tracer.vocab.edits import Edit, edits_of
 from tracer.vocab.words import plural
@@ -485,7 +486,9 @@ def summary(pend: dict[str, Any]) -> str:
                          f"{_cut(m.get('text'))}{extra}")
         return "\n".join(lines)
     if kind == "error":
-        return f"  the {pend.get('where')} raised {_cut(pend.get('error'))}"
+        lines = raised_lines(pend)
+        return "\n".join([f"  the {pend.get('where')} raised {_cut(lines[0], 400)}",
+                          *(f"  {ln}" for ln in lines[1:])])
     if kind == "state":
         return f"  {plural(pend.get('messages_count'), 'message')} in the state"
     return ""

@@ -42,7 +42,8 @@ from tracer.errors import (
 from .schema import connect
 from .url import is_url, safe
 
-__all__ = ["MAX_TAGS", "MAX_TEXT", "TAGS_SQL", "Note", "add_note", "check_tags", "check_text",
+__all__ = ["MAX_TAGS", "MAX_TEXT", "TAGS_SQL", "Note", "add_note", "check_author", "check_tags",
+           "check_text",
            "delete_note", "read_notes"]
 
 MAX_TEXT = 10_000  # characters of one note
@@ -116,7 +117,8 @@ def check_tags(tags: Iterable[Any] | None) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _check_author(author: Any) -> str | None:
+def check_author(author: Any) -> str | None:
+    """The author's name, stripped (None: none given); ``InvalidOption`` otherwise."""
     if author is None:
         return None
     if not isinstance(author, str) or not author.strip() or len(author) > MAX_AUTHOR or any(
@@ -159,7 +161,7 @@ def add_note(db_path: str | Path, run_id: str, text: str, *, step: int | None = 
     migrated first, as any write does), then closed."""
     text = check_text(text)
     tagged = check_tags(tags)
-    author = _check_author(author)
+    author = check_author(author)
     step = _check_step(step)
     if not is_url(db_path) and not Path(db_path).exists():
         msg = f"{db_path}: no such database"

@@ -10,8 +10,9 @@ A breakpoint is written as one word, with a value after a colon for most kinds::
     tool:NAME       every call of the tool NAME, before it runs
     lap:N           the model call of lap N and of every lap after it
     error           a tool or the model raising, or a tool result with status "error"
-    finding:RULE    a finding of the checks (tracer.checks.run.RULES), as soon as the
-                    record shows it: repeated-tool-call pauses before the repeated call
+    finding:RULE    a finding of the checks (tracer.checks.run.RULES), once, as soon as
+                    the record shows it (the model's reply included): repeated-tool-call
+                    pauses after the reply that repeats the call, before it runs
     text:WORDS      a model call whose request contains WORDS (any case)
     layer:NAME      inside the layer of the middleware NAME (``trace.around``): the
                     model or tool call as NAME passes it down to the rest of the onion
@@ -69,6 +70,7 @@ class Moment:
     error: bool = False
     text: Any = None  # () -> str
     findings: Any = None  # () -> set[str]
+    reply: Any = None  # the model's reply, at a model call's ``after`` (for ``finding:``)
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from tracer.record.processors import AFTER, BEFORE, ERROR, FIRE, LAYER, Site, Wo
 from tracer.vocab.edits import Edit, describe_json, edits_of
 
 from .breakpoints import Moment
+from .raised import exception_json
 from .session import (
     Debugger,
     aimessage_of,
@@ -267,7 +268,7 @@ def _after(dbg: Debugger, site: Site) -> _Visit:
                                 structured_response=response.structured_response)
         return out, message_json(ai), message_json(new)
 
-    return _Visit(dbg.moment(site.run, site.hook, AFTER),
+    return _Visit(dbg.moment(site.run, site.hook, AFTER, reply=ai),
                   lambda: {"kind": "model_reply", "message": message_json(ai) if ai else None},
                   apply, response)
 
@@ -317,7 +318,7 @@ def _error(dbg: Debugger, site: Site) -> _Visit | None:
         return new, {"error": repr(exc)[:500]}, message_json(new)
 
     pending: JSON = {"kind": "error", "where": "tool" if tool else "model",
-                     "error": repr(exc)[:2000]}
+                     "error": repr(exc)[:2000], "exception": exception_json(exc)}
     if call is not None:
         pending["tool_call"] = call
     m = dbg.moment(site.run, site.hook, ERROR, tool=call["name"] if call else None,

@@ -47,6 +47,7 @@ from tracer.vocab.records import tool_name
 
 from . import channel, owner
 from .breakpoints import Breakpoint, Moment, parse, parse_all
+from .findings import FindingWatch, with_reply
 
 __all__ = ["DebugAborted", "Debugger", "aimessage_of", "arm", "from_env", "in_thread", "message_json",
            "request_json", "tool_call_json"]
@@ -73,8 +74,7 @@ class _RunDebug:
     step: bool = False  # pause at its next hook firing
     lap_target: int | None = None  # pause at the model call of this lap
     done: bool = False  # run to the end: no more pauses
-    findings: set[str] = field(default_factory=set)  # rules new since the last moment
-    seen: set[tuple[str, int | None]] = field(default_factory=set)
+    findings: FindingWatch = field(default_factory=FindingWatch)  # each finding once
     # edits marked from_now_on (tracer.vocab.edits): made again at every later model call
     sticky: list[dict[str, Any]] = field(default_factory=list)
 
@@ -157,8 +157,21 @@ class Debugger:
         if hook == "wrap_model_call" and at == "before":
             rd.model_calls += 1
         m = Moment(hook, at, lap=int(run.lap or 0), model_call=rd.model_calls, **kw)
-        m.findings = lambda: rd.findings
+        taken: list[set[str]] = []
+
+        def findings() -> set[str]:  # (the new ones, taken by the first moment that asks)
+            if not taken:
+                taken.append(rd.findings.take())
+            return taken[0]
+
+        m.findings = findings
         return m
+
+    @staticmethod
+    def _sees_findings(m: Moment) -> bool:
+        """Whether the findings are looked for at ``m``: before a call, and after the
+        model answered (its reply may make one, and the run may end before the next)."""
+        return m.at == "before" or (m.hook == "wrap_model_call" and m.at == "after")
 
     def io_due(self, m: Moment) -> bool:
         """Whether deciding on ``m`` needs the database first (run it off the loop): at
@@ -177,8 +190,8 @@ class Debugger:
         try:
             self.refresh()
             self._live = [r for r in self._remote if not owner.gone(r[4])]
-            if m.at == "before" and self.finding_armed():
-                self._findings(rec, run)
+            if self._sees_findings(m) and self.finding_armed():
+                self._findings(rec, run, m.reply)
         except (sqlite3.Error, LooptraceError, OSError) as exc:
             self._warn("io", f"looptrace debug: the channel cannot be read ({exc})")
 
@@ -202,7 +215,7 @@ class Debugger:
                 self._warn(f"bad-{bid}", str(exc))
         self._remote = fresh
 
-    def _findings(self, rec: Any, run: Any) -> None:
+    def _findings(self, rec: Any, run: Any, reply: Any = None) -> None:
         from tracer.checks.run import check_run
         from tracer.read.loader import TraceDB
 
@@ -210,10 +223,7 @@ class Debugger:
         rec.writer.flush()
         with TraceDB(self._db or "") as db:
             loaded = db.run(run.id)
-        found = check_run(loaded)
-        new = {f.rule for f in found if (f.rule, f.seq) not in rd.seen}
-        rd.seen.update((f.rule, f.seq) for f in found)
-        rd.findings = new
+        rd.findings.update(check_run(with_reply(loaded, reply)))
 
     def decide(self, run: Any, m: Moment) -> str | None:
         """Why ``m`` is a breakpoint of ``run`` (the spec that hit, ``step``, ``lap``), or

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from tracer.db.notes import TAG
+from tracer.db.notes import TAG, check_author, check_text
 from tracer.db.schema import (
     EVENTS_COLUMNS,
     MESSAGES_COLUMNS,
@@ -170,7 +170,7 @@ def read_trace(path: str | Path) -> tuple[dict[str, Any], list[tuple[str, dict[s
     if not any(t == "runs" for t, _ in rows):
         msg = f"{p}: the trace file holds no run"
         raise TraceFileError(msg)
-    stray = foreign_row(rows) or parent_cycle(rows)
+    stray = foreign_row(rows) or parent_cycle(rows) or stray_note(rows)
     if stray is not None:
         msg = f"{p}:{numbers[stray[0]]}: {stray[1]}; nothing imported"
         raise TraceFileError(msg)
@@ -247,6 +247,30 @@ def foreign_row(rows: list[tuple[str, dict[str, Any]]]) -> tuple[int, str] | Non
     return None
 
 
+def stray_note(rows: list[tuple[str, dict[str, Any]]]) -> tuple[int, str] | None:
+    """The first notes row (its index, and what is wrong) on a step its run does not
+    have: a ``seq`` with no event of the run in the file (``add_note`` refuses it; shown,
+    it would name a step the run never took)."""
+    seqs = {(r.get("run_id"), r.get("seq")) for t, r in rows if t == "events"}
+    for i, (table, row) in enumerate(rows):
+        if table == "notes" and row.get("seq") is not None and (
+                row.get("run_id"), row["seq"]) not in seqs:
+            return i, (f"a note on event {row['seq']} of run {row.get('run_id')!r}, which "
+                       "the run does not have")
+    return None
+
+
+def _note_problem(row: dict[str, Any]) -> str | None:
+    """What ``add_note`` would refuse in a notes row: empty or too long a text, an author
+    that is not a short printable name."""
+    try:
+        check_text(row.get("text"))
+        check_author(row.get("author"))
+    except InvalidOption as exc:
+        return f"notes: {exc}"
+    return None
+
+
 def row_problem(rec: Any) -> str | None:
     """What is wrong with one ``{"table": ..., "row": {...}}`` record (None: nothing)."""
     if not isinstance(rec, dict) or rec.get("table") not in TABLES or not isinstance(
@@ -260,7 +284,7 @@ def row_problem(rec: Any) -> str | None:
         problem = value_problem(table, col, row.get(col))
         if problem:
             return problem
-    return None
+    return _note_problem(row) if table == "notes" else None
 
 
 # -- the values a row may hold: the schema's types (tracer.db.schema), in SQLite's ranges ---

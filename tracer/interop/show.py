@@ -123,6 +123,7 @@ def overview(db: TraceDB, run_ref: str) -> dict[str, Any]:
                            "parent_tool_call_id": c.parent_tool_call_id}
                           for c in run.children],
         "health": health(found),
+        "debugger_edits": debugger_edits(replay),
         "findings": findings,
         "cost": cost_of(db, run, replay),
         **asked_and_answered(run),
@@ -219,12 +220,36 @@ def step_view(db: TraceDB, run_ref: str, step: int, *, cut: int = DEFAULT_CUT,
         # (at a model call: the rest of what the model received, resolved)
         **({"request": call.request.to_dict()} if model_call and (
             call := call_of(run, ev.seq)) is not None else {}),
+        **_edit_of(ev),
         "notes": [n.to_dict() for n in db.notes(run.id) if n.step == step],
         "messages_total": len(msgs),
         "messages_offset": offset,
         "messages": [_message(m, offset + i, cut, hint, replay)
                      for i, m in enumerate(shown)],
     }
+
+
+def _edit_of(ev: Any) -> dict[str, Any]:
+    """At a debugger's ``debug`` step that changed something: ``{"edit": {"change",
+    "before", "after"}}`` (what the person changed, as recorded); else nothing."""
+    p = ev.payload if isinstance(ev.payload, dict) else {}
+    if ev.phase != "debug" or p.get("outcome") != "edited":
+        return {}
+    return {"edit": {"change": p.get("change"), "before": p.get("before"),
+                     "after": p.get("after")}}
+
+
+def debugger_edits(replay: Replay) -> list[dict[str, Any]]:
+    """The changes made in the debugger during the run, in order: ``{"step", "hook",
+    "tool_call_id", "change"}`` (a tool result typed in by hand among them)."""
+    out = []
+    for s in replay.steps:
+        ev = s.event
+        edit = _edit_of(ev).get("edit")
+        if edit is not None:
+            out.append({"step": s.index + 1, "hook": ev.hook, "tool_call_id": ev.tool_call_id,
+                        "change": edit["change"]})
+    return out
 
 
 def message_text(db: TraceDB, run_ref: str, step: int, index: int, *, offset: int = 0,
@@ -310,6 +335,10 @@ def render_overview(d: dict[str, Any]) -> str:
             tokens = "usage not reported" if i is None and o is None else f"{i} in, {o} out"
             lines.append(f"  step {k['step']}  {k['model'] or '-'}  {tokens}  {k['text']}")
     lines.append(f"health: {d['health']}")
+    for e in d.get("debugger_edits") or []:
+        call = f" (tool call {e['tool_call_id']})" if e.get("tool_call_id") else ""
+        lines.append(f"  changed in the debugger at step {e['step']}, {e['hook']}{call}: "
+                     f"{e.get('change') or 'an edit'} (not what the agent did by itself)")
     for f in d["findings"]:
         where = f"step {f['step']}" if f.get("step") else "the run"
         lines.append(f"  {f['severity'].upper():7} {f['rule']} [{f['provider'] or 'all'}] "
@@ -359,6 +388,12 @@ def render_step(d: dict[str, Any]) -> str:
              f"  {d['caption']}"]
     if d["pending_tool_calls"]:
         lines.append(f"  tool calls without a result yet: {', '.join(d['pending_tool_calls'])}")
+    if d.get("edit"):
+        lines.append(f"  changed in the debugger: {d['edit'].get('change') or 'an edit'}")
+        for side in ("before", "after"):
+            shown = json.dumps(d["edit"].get(side), ensure_ascii=False, indent=2, default=str)
+            lines.append(f"  {side}:")
+            lines.extend("    " + ln for ln in shown.splitlines())
     if d.get("notes"):
         lines.append(f"notes at this step ({len(d['notes'])}):")
         lines.append(render_notes(d["notes"]).rstrip("\n"))

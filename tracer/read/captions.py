@@ -429,6 +429,9 @@ def _tool_error_caption(ev: Event, p: dict[str, Any], what: str, run: Run,
         return f"{what} {PROPAGATED}."
     if facts.status == "running" and not went_on:
         return f"{what} {PROPAGATES}."
+    if answer is not None and _given_in_debugger(run, ev, after=True) is not None:
+        return (f"{what} The debugger gave this call's result instead (typed in by hand at "
+                "the pause), so the run went on.")
     if answer is not None:
         return (f"{what} A layer outside TraceMiddleware turned the exception into a "
                 "ToolMessage for this call, so the run went on.")
@@ -578,6 +581,19 @@ def caption(ev: Event, run: Run, tool_calls: int = 0, *,
                     + ("the loop sends its result back in a ToolMessage with the call's id."
                        if answer is not None else "no ToolMessage with this call's id was "
                        "sent back: the model cannot match a result to this call."))
+        given = _given_in_debugger(run, ev)
+        if given == "before":
+            return (f"The debugger gave the result of tool call {ev.tool_call_id} (typed in "
+                    "by hand at the pause: the tool never ran); its ToolMessage answers the "
+                    "call with the same tool_call_id.")
+        if given == "error":
+            return (f"The tool call {ev.tool_call_id} raised, and the debugger gave its result "
+                    "instead (typed in by hand at the pause); its ToolMessage answers the call "
+                    "with the same tool_call_id.")
+        if given == "after":
+            return (f"The tool call {ev.tool_call_id} returned{dur}, and its result was changed "
+                    "in the debugger; the ToolMessage answers the call with the same "
+                    "tool_call_id.")
         return (f"The tool call {ev.tool_call_id} returned{dur}; its ToolMessage answers the "
                 "call with the same tool_call_id.")
     if known:
@@ -686,13 +702,41 @@ _AT = {"before": "before the call", "after": "after the call", "fire": "as it fi
        "error": "where the call raised"}
 
 
+def _given_in_debugger(run: Run, ev: Event, *, after: bool = False) -> str | None:
+    """Where the debugger gave or changed the result of ``ev``'s tool call (the ``at``
+    of its pause: ``before`` the tool ran, ``after`` it returned, at its ``error``), or
+    None. ``after``: look at the pauses after ``ev`` (an error's, answered later)."""
+    if not ev.tool_call_id:
+        return None
+    at = None
+    for e in run.events:
+        if e.tool_call_id != ev.tool_call_id or e.hook not in TOOL_HOOKS or (
+                (e.seq > ev.seq) != after):
+            continue
+        p = e.payload if isinstance(e.payload, dict) else {}
+        if e.phase == "pause":
+            at = p.get("at")
+        elif e.phase == "debug" and p.get("outcome") == "edited" and isinstance(
+                p.get("edit"), dict) and p["edit"].get("kind") in ("tool_result", "result"):
+            return str(at) if at else None
+        elif after and e.phase in ("exit",):
+            break
+    return None
+
+
 def _pause_caption(ev: Event, p: dict[str, Any]) -> str:
     """A pause of the debugger (``tracer.debug``)."""
     where = _AT.get(str(p.get("at")), str(p.get("at") or ""))
     what = ""
     call = p.get("tool_call")
     if isinstance(call, dict) and call.get("name"):
-        what = f" The tool call {call['name']} waits to run."
+        what = {"before": f" The tool call {call['name']} waits to run.",
+                "layer": f" The tool call {call['name']} waits to run.",
+                "after": f" The tool call {call['name']} has returned; its result waits to "
+                         "go on to the agent.",
+                "error": f" The tool call {call['name']} raised; the exception waits to go "
+                         "on (or a result given in the debugger instead)."}.get(
+                    str(p.get("at")), "")
     return (f"Paused in the debugger at {ev.hook}, {where} (breakpoint: "
             f"{p.get('reason', '?')}).{what}")
 

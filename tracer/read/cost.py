@@ -36,6 +36,7 @@ import datetime as dt
 import json
 import math
 import os
+import stat
 import threading
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
@@ -57,6 +58,7 @@ __all__ = ["ENV_VAR", "CallCost", "Cost", "Prices", "RunCost", "call_costs",
            "run_costs"]
 
 ENV_VAR = "LOOPTRACE_PRICES"
+MAX_PRICES_BYTES = 4 * 2**20  # (a prices file of a thousand models is under 200 kB)
 
 # LangChain's provider names (``ls_provider``, what runs.provider holds) that genai-prices
 # spells otherwise; a name not here is given to genai-prices as it is (it matches its own
@@ -255,13 +257,17 @@ class Prices:
         if not path:
             return cls()
         p = Path(path)
+        text = _read_prices_file(p)
         try:
-            data = tomllib.loads(p.read_text("utf-8"))
-        except OSError as exc:
-            msg = f"prices file {p}: cannot read it ({exc.strerror or exc})"
-            raise PricesFileError(msg) from None
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
             msg = f"prices file {p}: not TOML ({exc})"
+            raise PricesFileError(msg) from None
+        except RecursionError:  # (arrays or inline tables nested thousands deep)
+            msg = f"prices file {p}: not a prices file (nested too deep)"
+            raise PricesFileError(msg) from None
+        except ValueError as exc:  # (an integer of more digits than Python converts)
+            msg = f"prices file {p}: not a prices file ({exc})"
             raise PricesFileError(msg) from None
         return cls.from_dict(data, source=str(p))
 
@@ -306,6 +312,36 @@ class Prices:
         if not model:
             return None, None, None, "no model recorded", None
         return _priced_by_genai_prices(tokens, model, provider, ts)
+
+
+def _read_prices_file(p: Path) -> str:
+    """The text of a prices file: a regular file of at most ``MAX_PRICES_BYTES``, read
+    without waiting on anyone (a FIFO or ``/dev/zero`` is refused before it is read:
+    one blocks until a writer comes, the other never ends)."""
+    try:
+        fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        msg = f"prices file {p}: cannot read it ({exc.strerror or exc})"
+        raise PricesFileError(msg) from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            msg = f"prices file {p}: not a regular file"
+            raise PricesFileError(msg)
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            raw = f.read(MAX_PRICES_BYTES + 1)
+    except OSError as exc:
+        msg = f"prices file {p}: cannot read it ({exc.strerror or exc})"
+        raise PricesFileError(msg) from None
+    finally:
+        os.close(fd)
+    if len(raw) > MAX_PRICES_BYTES:
+        msg = f"prices file {p}: over {MAX_PRICES_BYTES // 2**20} MiB, not a prices file"
+        raise PricesFileError(msg)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        msg = f"prices file {p}: not TOML ({exc})"
+        raise PricesFileError(msg) from None
 
 
 def _entry(source: str, where: str, entry: Any, is_model: bool) -> _Override:

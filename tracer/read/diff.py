@@ -57,6 +57,10 @@ KINDS: tuple[str, ...] = (
     "status",  # the runs ended differently (completed / error / interrupted)
 )
 
+# The debugger's own steps (``tracer.debug``: a pause, and how it was answered): not
+# behaviour of the agent, so not compared; what an edit changed shows in the steps after.
+DEBUGGER_PHASES = frozenset({"pause", "debug"})
+
 # A random id inside a text (Deep Agents names a summary's file after one).
 _RANDOM_ID = re.compile(
     r"(?<![0-9a-f])[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}(?![0-9a-f])")
@@ -274,6 +278,8 @@ def _segments(rp: Replay) -> dict[tuple[int, str], list[Step]]:
     segs: dict[tuple[int, str], list[Step]] = {}
     s: Step | None
     for s in rp.steps:
+        if s.event.phase in DEBUGGER_PHASES:  # (a person at a pause: not the agent's doing)
+            continue
         segs.setdefault(_segment(s), []).append(s)
     order = _call_order(rp.run)
     for key, steps in segs.items():

@@ -27,6 +27,7 @@ from tracer.vocab.content import content_text as content_text  # noqa: PLC0414 -
 from tracer.vocab.records import MODEL_HOOKS, EventRecord
 
 from . import run_list
+from .pause_time import without_pauses
 from .run_list import RunFilter
 from .state_at import StateLog, load_state
 
@@ -453,6 +454,7 @@ class TraceDB:
                 "SELECT run_id, seq, ts, hook, phase, duration_ms, middleware, lap, tool_call_id,"
                 " task, payload FROM events WHERE run_id = ? ORDER BY seq", [run_id])
         ]
+        events = without_pauses(events)  # (a debugger's pause is not the call's time)
         extra = "version, key" if self._has_versions else "0, NULL"
         messages: list[Message] = []
         revisions: list[Message] = []

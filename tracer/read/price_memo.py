@@ -73,7 +73,14 @@ def _key(tokens: Mapping[str, int], model: str, provider: object, ts: float) -> 
 
 
 def _dec(v: object) -> Decimal | None:
-    return Decimal(v) if isinstance(v, str) else None
+    """An amount read back: a finite number of dollars from 0, or None; anything else
+    (``NaN``, ``sNaN``, ``-1``, ``Infinity``: not a price) is ``ValueError``."""
+    if not isinstance(v, str):
+        return None
+    d = Decimal(v)
+    if not d.is_finite() or d < 0:
+        raise ValueError(v)
+    return d
 
 
 class PriceMemo:
@@ -113,7 +120,7 @@ class PriceMemo:
             return None
         if not all(v is None or isinstance(v, str) for v in a):
             return None  # (a damaged file: ask genai-prices)
-        try:
+        try:  # (a number that is not a price: NaN, sNaN, negative or infinite)
             return _dec(a[0]), _dec(a[1]), _dec(a[2]), a[3], a[4]
         except (InvalidOperation, ValueError):  # (a damaged file: ask genai-prices)
             return None
