@@ -254,3 +254,57 @@ def test_copy_moves_every_run_between_engines(store_db: str, tmp_path: Path,
     assert rows(dst, "SELECT COUNT(*) FROM run_checks") == [(3,)]
     assert rows(dst, "SELECT COUNT(*) FROM findings") == rows(store_db,
                                                               "SELECT COUNT(*) FROM findings")
+
+
+def _written_by_schema_6(db: str) -> None:
+    """Make ``db`` what schema 6 wrote: no owner columns (schema 7's), version 6."""
+    drops = ["ALTER TABLE debug_breaks DROP COLUMN owner",
+             "ALTER TABLE debug_breaks DROP COLUMN owner_only",
+             "ALTER TABLE debug_pauses DROP COLUMN owner",
+             "UPDATE meta SET value = '6' WHERE key = 'schema_version'"]
+    if db.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(db) as pg:
+            for sql in drops:
+                pg.execute(sql)
+    else:
+        import sqlite3
+
+        conn = sqlite3.connect(db)
+        with conn:
+            for sql in drops:
+                conn.execute(sql)
+        conn.close()
+
+
+def _columns(db: str, table: str) -> set[str]:
+    if db.startswith("postgresql://"):
+        return {r[0] for r in rows(db, "SELECT column_name FROM information_schema.columns "
+                                       "WHERE table_name = ? AND table_schema = "
+                                       "current_schema()", [table])}
+    return {r[1] for r in rows(db, f"PRAGMA table_info({table})")}
+
+
+def test_a_store_written_by_the_previous_schema_opens_and_migrates_on_each_engine(
+        store_db: str) -> None:
+    """A store of schema 6 (no debugger owners) with a run in it: opened for writing,
+    it is brought to 7 in place, on either engine, and the run is all still there (a
+    PostgreSQL store created before schema 7 kept its old debug tables: CREATE TABLE
+    IF NOT EXISTS adds no column)."""
+    assert SCHEMA_VERSION == 7
+    rid = record_weather_run(store_db, "old")
+    before = rows(store_db, "SELECT seq, hook, phase FROM events WHERE run_id = ? ORDER BY seq",
+                  [rid])
+    _written_by_schema_6(store_db)
+    assert "owner" not in _columns(store_db, "debug_pauses")
+    conn = connect(store_db)
+    conn.close()
+    assert rows(store_db, "SELECT value FROM meta WHERE key = 'schema_version'") == [("7",)]
+    assert {"owner", "owner_only"} <= _columns(store_db, "debug_breaks")
+    assert "owner" in _columns(store_db, "debug_pauses")
+    assert rows(store_db, "SELECT seq, hook, phase FROM events WHERE run_id = ? ORDER BY seq",
+                [rid]) == before
+    with TraceDB(store_db) as db:
+        (run,) = db.runs()
+        assert (run.id, run.status, run.model_calls) == (rid, "completed", 2)
