@@ -460,7 +460,7 @@ def test_lean_adds_no_graph_node(tmp_path: Path) -> None:
     make_agent(two_lap_model(), [get_weather], [lean]).invoke({"messages": [("user", "hi")]})
     lean.flush()
     db = tmp_path / "lean.db"
-    assert counts(db) == [("agent", "completed", 2, 2, 1, None)]
+    assert counts(db) == [("LangGraph", "completed", 2, 2, 1, None)]
     hooks = db_rows(db, "SELECT hook, phase FROM events ORDER BY seq")
     assert hooks == [("wrap_model_call", "enter"), ("wrap_model_call", "exit"),
                      ("wrap_tool_call", "enter"), ("wrap_tool_call", "exit"),
