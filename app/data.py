@@ -531,6 +531,16 @@ def paused_status(path: str) -> dict[str, str]:
         return {}
 
 
+def shown_statuses(path: str, runs: list[RunSummary]) -> dict[str, str]:
+    """{run id: the status to show}: "paused" (or "paused at an error") for a run paused
+    in the debugger now, else the status recorded. The header, the run pickers and the
+    replayer all read it, so they agree (issue 44: the picker said "running" beside a
+    "paused" header)."""
+    paused = paused_status(path) if any(r.status in ("running", "error") for r in runs) else {}
+    return {r.id: paused.get(r.id, r.status) if r.status in ("running", "error") else r.status
+            for r in runs}
+
+
 def armed_for(path: str, run_id: str) -> list[str]:
     """The breakpoints armed from outside for ``run_id`` (its specs), read-only."""
     import sqlite3

@@ -112,12 +112,18 @@ def show_replay(*, presenter: bool = False) -> None:
         with back:
             st.page_link(navigation.page("replay"), label="Replay",
                          icon=":material/play_circle:", query_params={"run": view.replay.run.id})
-    st.session_state[state.PAGE_STATUS] = view.replay.run.summary.status
+    st.session_state[state.PAGE_STATUS] = _status(path, view)
     if not st.session_state.pop(state.KEEP_HELD, False):
         st.session_state[state.HELD] = None  # (a full run: the replayer may be a new one)
     st.fragment(_body)(path, presenter)
     if not lean and not presenter:
         render_findings(view)
+
+
+def _status(path: str, view: RunView) -> str:
+    """The run's status as the header shows it ("paused" while paused in the debugger)."""
+    s = view.replay.run.summary
+    return data.shown_statuses(path, [s])[s.id]
 
 
 def _running(view: RunView) -> bool:
@@ -139,10 +145,11 @@ def _advance(view: RunView) -> int:
     return i
 
 
-def _key(view: RunView, window: tuple[int, int] | None) -> str:
-    """The version of the run the browser holds: a new key makes it load the run again."""
+def _key(view: RunView, window: tuple[int, int] | None, status: str) -> str:
+    """The version of the run the browser holds: a new key makes it load the run again
+    (``status``: as shown, so a pause's end sends it again)."""
     s = view.replay.run.summary
-    return f"{s.id}:{len(view.replay)}:{s.status}" + (f":{window[0]}" if window else "")
+    return f"{s.id}:{len(view.replay)}:{status}" + (f":{window[0]}" if window else "")
 
 
 def _window(view: RunView, i: int) -> tuple[int, int] | None:
@@ -233,10 +240,15 @@ def _on_open(view: RunView) -> None:
 def _replayer(path: str, view: RunView, i: int, *, presenter: bool, live: bool = False) -> None:
     """The replayer at step ``i``: the browser's from here on."""
     window = _window(view, i)
-    key = _key(view, window)
+    status = _status(path, view)
+    key = _key(view, window, status)
     held = st.session_state.get(state.HELD) == key
+    run_json = None if held else view.json(window)
+    if run_json is not None and status != run_json["run"]["status"]:
+        # (paused in the debugger: its calls still wait, none "ended"; not cached)
+        run_json = {**run_json, "run": {**run_json["run"], "status": status}}
     data = replayer_data(
-        None if held else view.json(window), i, key=key, goto=int(st.session_state.get(state.GOTO) or 0),
+        run_json, i, key=key, goto=int(st.session_state.get(state.GOTO) or 0),
         live_ms=state.LIVE_MS if live or _running(view) else 0, presenter=presenter,
         markers=_markers(path, view), highlight=tuple(st.session_state.get(state.HIGHLIGHT) or ()),
         speed=float(st.session_state.get(state.SPEED) or 1.0), subagents=not presenter,
@@ -273,7 +285,7 @@ def _draw(path: str, presenter: bool) -> None:
     if pause is not None:
         debug_pane.follow(view, pause)  # (a new pause: the replay jumps to its step)
     i = _advance(view)
-    if view.replay.run.summary.status != st.session_state.get(state.PAGE_STATUS) or (
+    if _status(path, view) != st.session_state.get(state.PAGE_STATUS) or (
             not presenter and view.replay.run.id != st.session_state.get(state.HEADER_RUN)):
         st.rerun(scope="app")  # the header shows another run, or another status
     state.sync_url(view.replay.run.id, i)

@@ -14,7 +14,7 @@ import streamlit as st
 
 from . import data, loads, state
 from .data import LooptraceError
-from .subagents import run_label
+from .subagents import run_labels
 
 
 def _picked() -> None:
@@ -32,7 +32,7 @@ def run_picker(path: str, current: str, *, title: str = "Run") -> None:
             runs = [loads.load_run(path, current).summary, *runs]
         except LooptraceError:  # (an unknown run: the page says so itself)
             pass
-    labels = {r.id: run_label(r) for r in runs}
+    labels = run_labels(path, runs)
     if st.session_state.get(state.RUN_PICK) != current:
         st.session_state[state.RUN_PICK] = current if current in labels else None
     st.selectbox(title, list(labels), format_func=lambda i: labels.get(i, i),

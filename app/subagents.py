@@ -17,13 +17,21 @@ STATUS_COLOUR = {"completed": "green", "running": "blue", "error": "red", "inter
                  "paused at an error": "red"}
 
 
-def run_label(r: RunSummary) -> str:
-    """A run as the pickers list it: its name, status, its id's first 12 characters and
-    the time it started (runs of one name started in the same second share 8
-    characters; issue 47)."""
+def run_label(r: RunSummary, status: str | None = None) -> str:
+    """A run as the pickers list it: its name, status (``status``: the one shown, as
+    ``data.shown_statuses`` gives it; else the one recorded), its id's first 12
+    characters and the time it started (runs of one name started in the same second
+    share 8 characters; issue 47)."""
     name = r.name or r.agent_name or "run"
     started = time.strftime("%H:%M:%S", time.localtime(r.started_at)) if r.started_at else "–"
-    return f"{'↳ ' if r.parent_id else ''}{name} · {r.status} · {r.id[:12]} · {started}"
+    return (f"{'↳ ' if r.parent_id else ''}{name} · {status or r.status} · {r.id[:12]} · "
+            f"{started}")
+
+
+def run_labels(path: str, runs: list[RunSummary]) -> dict[str, str]:
+    """{run id: its picker label}, with the status the header shows."""
+    shown = data.shown_statuses(path, runs)
+    return {r.id: run_label(r, shown.get(r.id)) for r in runs}
 
 
 def _pick() -> None:
@@ -49,10 +57,11 @@ def _picker(path: str, view: RunView) -> None:
     """The sidebar's run picker."""
     run = view.replay.run
     runs = data.recent_runs(path)  # (the newest: not every run of a large file)
-    if all(r.id != run.id for r in runs):
-        runs = [run.summary, *runs]
+    # (the run shown as the header has it: the same load, so the same status)
+    runs = [run.summary, *(r for r in runs if r.id != run.id)] if all(
+        r.id != run.id for r in runs) else [run.summary if r.id == run.id else r for r in runs]
     ids = [r.id for r in runs]
-    labels = {r.id: run_label(r) for r in runs}
+    labels = run_labels(path, runs)
     if st.session_state.get(state.RUN_PICK) != run.id:
         st.session_state[state.RUN_PICK] = run.id if run.id in labels else None
     with st.sidebar:
@@ -83,8 +92,7 @@ def render_run_header(path: str, view: RunView, *, picker: bool = True) -> None:
         st.text(f"{s.name or s.agent_name or 'run'}  ·  {s.id}  ·  {s.tokens_phrase}{cost}")
     with head[1]:
         # (a run paused in the debugger: "paused", not the "running" or "error" recorded)
-        status = data.paused_status(path).get(s.id, s.status) if s.status in (
-            "running", "error") else s.status
+        status = data.shown_statuses(path, [s])[s.id]
         status = status if status in STATUS_COLOUR else "unknown status"  # badges are markdown
         st.badge(status, color=STATUS_COLOUR.get(status, "gray"))  # type: ignore[arg-type]
     if s.parent_id:

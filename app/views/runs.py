@@ -19,7 +19,7 @@ import streamlit as st
 from .. import data, navigation, runs_grid, runs_table, state
 from ..data import HEALTH_CLASSES, LooptraceError, RunFilter, RunSummary, ThreadSummary
 from ..safe import md_escape
-from ..subagents import run_label
+from ..subagents import run_labels
 
 PAGE_SIZE = 100
 # One period for good: changing a fragment's run_every takes a full app run, and
@@ -144,7 +144,7 @@ def _table(path: str, flt: RunFilter) -> None:
         st.session_state[state.OPEN_PICK] = ids[0]
     runs_grid.render_runs_grid(runs_grid.grid_data(df, st.session_state[state.OPEN_PICK]),
                                on_select=_select)
-    _open_a_run(ids, {r.id: run_label(r) for r in shown},
+    _open_a_run(ids, run_labels(path, shown),
                 {r.id: r.thread_id for r in shown if r.thread_id})
 
 

@@ -774,3 +774,103 @@ def test_parallel_pauses_are_listed_and_the_one_picked_is_answered(
         out = bg.result(30)
         trace.close()
     assert out["messages"][-1].content == "p1=item1: 10 EUR; p2=two; p3=item3: 10 EUR"
+
+
+# -- the page around a pause agrees with it (issue 44 item 9) -----------------------------
+def picker_label(at: AppTest, run_id: str) -> str:
+    from app import state
+
+    pick = at.selectbox(key=state.RUN_PICK)
+    return next(str(o) for o in pick.options if run_id[:12] in str(o))
+
+
+def test_the_run_picker_says_paused_with_the_header_and_completed_after(
+        agents: list[Paused], tmp_path: Path) -> None:
+    """The sidebar's Run picker said "running" beside a "paused" header (its label read
+    the status recorded), and still "running" once the run had completed."""
+    a = start(agents, tmp_path, ["tool:get_weather"])
+    rid = a.wait()["run"]
+    at = replay_page(rid)
+    at.run()  # (the first page is lean: the picker comes with the full page)
+    assert "-badge[paused]" in " ".join(str(m.value) for m in at.markdown)
+    assert " · paused · " in picker_label(at, rid)
+    at.text_area(key="dbg_text").input("Fog in Oslo")
+    at.button(key="debug_continue").click().run()
+    assert a.bg.result(30)["messages"][-1].content == "It says: Fog in Oslo"
+    a.trace.close()
+    at.run()
+    assert "-badge[completed]" in " ".join(str(m.value) for m in at.markdown)
+    assert " · completed · " in picker_label(at, rid)
+
+
+def test_a_typed_tool_result_is_marked_given_in_the_debugger(
+        agents: list[Paused], tmp_path: Path) -> None:
+    """The ToolMessage card of a result typed in the debugger says so (``given``); the
+    tool's own results do not. Its text, hostile or not, is data (the replayer sets it
+    as text)."""
+    a = start(agents, tmp_path, ["tool:get_weather"])
+    rid = a.wait()["run"]
+    at = replay_page(rid)
+    at.text_area(key="dbg_text").input("<b>Fog</b> in Oslo")
+    at.button(key="debug_continue").click().run()
+    a.bg.result(30)
+    a.trace.close()
+    at.run()
+    rows = replayer(at)["run"]["messages"]
+    tool_rows = [(r["tcid"], r.get("given"), r["text"]) for r in rows if r["type"] == "tool"]
+    assert tool_rows == [("c1", 1, "<b>Fog</b> in Oslo")]
+    # a run the debugger did not touch: no mark
+    b = start(agents, tmp_path, [])
+    b.bg.result(30)
+    b.trace.close()
+    other = next(r.id for r in __import__("tracer").TraceDB(a.db).runs() if r.id != rid)
+    rows = replayer(replay_page(other))["run"]["messages"]
+    assert [(r["tcid"], r.get("given")) for r in rows if r["type"] == "tool"] == [("c1", None)]
+
+
+def test_parallel_calls_beside_an_error_pause_read_as_waiting_not_ended(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Paused at the error of one of three parallel calls (the run's recorded status is
+    ``error`` meanwhile), the replayer was told the run had ended, and marked the other
+    calls "no result: the run ended". It is told "paused at an error"; once answered, the
+    run's own status again."""
+    from langchain_core.messages import AIMessage, ToolMessage
+
+    from tracer.demo.models import call, turn_script
+
+    @tool
+    async def fetch_price(item: str) -> str:
+        """Price of an item."""
+        if item == "item2":
+            raise RuntimeError("no price for item2")
+        return f"{item}: 10 EUR"
+
+    def by_call(msgs: Any) -> AIMessage:
+        got = sorted((m.tool_call_id, m.content) for m in msgs if isinstance(m, ToolMessage))
+        return AIMessage("; ".join(f"{k}={v}" for k, v in got))
+
+    db = tmp_path / "debug.db"
+    monkeypatch.setenv("LOOPTRACE_DB", str(db))
+    calls = [call("fetch_price", {"item": f"item{i}"}, f"p{i}") for i in (1, 2, 3)]
+    model = ScriptedChatModel(script=turn_script([AIMessage("", tool_calls=calls), by_call]))
+    trace = TraceMiddleware(db=db, debug=["error"])
+    agent = make_agent(model, [fetch_price], [trace])
+    bg = Background(lambda: agent.ainvoke({"messages": [("user", "Prices?")]}), is_async=True)
+    try:
+        (p,) = wait_paused(db, alive=bg.alive)
+        at = replay_page(p["run"])
+        assert not at.exception, at.exception
+        assert replayer(at)["run"]["run"]["status"] == "paused at an error"
+        at.text_area(key="dbg_text").input("two")
+        at.button(key="debug_continue").click().run()
+        out = bg.result(30)
+        trace.close()
+        at.run()
+        assert replayer(at)["run"]["run"]["status"] == "completed"
+    finally:
+        for q in channel.list_paused(db):
+            channel.answer(db, q["run"], "continue", pause=q["pause"])
+        if bg.alive():
+            bg.result(30)
+        trace.close()
+    assert out["messages"][-1].content == "p1=item1: 10 EUR; p2=two; p3=item3: 10 EUR"

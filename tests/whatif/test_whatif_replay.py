@@ -392,3 +392,67 @@ def test_a_tool_that_runs_again_is_said_with_its_reason(tmp_path: Path) -> None:
         "  0 model calls, 1 tool call live (a tool of a kind the replay cannot stand in "
         "for (WeatherTool))")
     assert res.to_dict()["live"]["why"] == res.stats.live_why
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_callbacks_only_record_of_a_retried_tool_replays(tmp_path: Path, mode: str) -> None:
+    """Issue 44, item 12: a run recorded from callbacks alone (``looptrace run``: no
+    middleware, the handler in the config) whose ``get_order`` failed once and was
+    retried by ``ToolRetryMiddleware`` holds two starts of one call (same id). They were
+    read as two calls: the replay layer served only the first (the error), the retry
+    inside it got the error again, and the rerun diverged at the next model call ("Tool
+    'get_order' failed after 2 attempts")."""
+    from langchain.agents import create_agent
+    from langchain.agents.middleware import ToolRetryMiddleware
+    from langchain.tools import tool
+    from langchain_core.messages import AIMessage
+
+    from tracer import TraceMiddleware
+    from tracer.demo.models import call, turn_script
+
+    attempts: list[str] = []
+
+    @tool
+    def get_order(order_id: str) -> str:
+        """Look up an order."""
+        attempts.append(order_id)
+        if attempts.count("A-1") == 1 and order_id == "A-1":  # (A-1's first attempt)
+            raise ConnectionError("carrier API timed out")
+        return f"{order_id}: shipped"
+
+    def factory(middleware: Any = ()) -> Any:
+        model = ScriptedChatModel(script=turn_script([
+            AIMessage("", tool_calls=[call("get_order", {"order_id": "A-1"}, "c1"),
+                                      call("get_order", {"order_id": "A-2"}, "c2")]),
+            AIMessage("Both shipped.")]))
+        return create_agent(model, tools=[get_order], middleware=[
+            *middleware, ToolRetryMiddleware(max_retries=1, initial_delay=0.0,
+                                             backoff_factor=0.0, jitter=False)],
+            name="desk")
+
+    db = tmp_path / "cb.db"
+    trace = TraceMiddleware(db=db)
+    config = {"callbacks": [trace.callback_handler()]}
+    question = {"messages": [("user", "Where are my orders?")]}
+    if mode == "async":
+        asyncio.run(factory().ainvoke(question, config=config))
+    else:
+        factory().invoke(question, config=config)
+    trace.flush()
+    run_id = root_run(db)
+    with TraceDB(db) as t:  # (the record: c1 started twice, the first start raised)
+        starts = [e.tool_call_id for e in t.run(run_id).events
+                  if e.hook == "tool" and e.phase == "enter"]
+    assert sorted(starts) == ["c1", "c1", "c2"]
+    assert sorted(attempts) == ["A-1", "A-1", "A-2"]
+    attempts.clear()
+    if mode == "async":
+        res = asyncio.run(areplay_run(run_id, agent=factory, db=db))
+    else:
+        res = replay_run(run_id, agent=factory, db=db)
+    assert res.error is None, res.error
+    assert res.stats.live_from is None and res.stats.model_calls == 2
+    assert attempts == []  # (every attempt answered from the record)
+    with TraceDB(db) as t:
+        last = t.run(res.run_id).messages[-1]
+    assert last.text == "Both shipped."

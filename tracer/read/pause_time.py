@@ -18,7 +18,7 @@ from typing import Any
 
 from tracer.vocab.records import MODEL_HOOKS, TOOL_HOOKS
 
-__all__ = ["paused_ms", "without_pauses"]
+__all__ = ["given_in_debugger", "paused_ms", "without_pauses"]
 
 
 def _waited_ms(ev: Any) -> float:
@@ -67,3 +67,19 @@ def without_pauses(events: list[Any]) -> list[Any]:
         return events
     return [ev._replace(duration_ms=max(ev.duration_ms - paused[ev.seq], 0.0))
             if ev.seq in paused and ev.duration_ms is not None else ev for ev in events]
+
+
+def given_in_debugger(events: Sequence[Any]) -> set[str]:
+    """The ``tool_call_id`` of each tool call whose result was typed in the debugger (a
+    ``debug`` event with outcome ``edited`` and an edit of kind ``tool_result``, or
+    ``result`` after the call): its ToolMessage is the person's, not the tool's."""
+    out: set[str] = set()
+    for ev in events:
+        if ev.phase != "debug" or ev.hook not in TOOL_HOOKS or not ev.tool_call_id:
+            continue
+        p = ev.payload if isinstance(ev.payload, dict) else {}
+        edit = p.get("edit")
+        if p.get("outcome") == "edited" and isinstance(edit, dict) and edit.get("kind") in (
+                "tool_result", "result"):
+            out.add(str(ev.tool_call_id))
+    return out

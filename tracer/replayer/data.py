@@ -45,6 +45,7 @@ from tracer.read.graph_layout import (
 )
 from tracer.read.loader import Message, content_text
 from tracer.read.palette import colour_map
+from tracer.read.pause_time import given_in_debugger
 from tracer.read.steps import GRAPH_NODES, Replay, Step
 from tracer.vocab.payloads import ToolEnterPayload, read_payload
 
@@ -83,12 +84,15 @@ class _MessageTable:
         self.rows: list[dict[str, Any]] = []
         self._ids: dict[int, int] = {}
         self._keep: list[Message] = []  # (ids stay unique while the objects live)
+        self._given = given_in_debugger(rp.run.events)
 
     def index(self, m: Message) -> int:
         i = self._ids.get(id(m))
         if i is None:
             i = self._ids[id(m)] = len(self.rows)
             row = _message(m)
+            if m.type == "tool" and m.tool_call_id in self._given:
+                row["given"] = 1  # (its result was typed in the debugger)
             note = self.rp.version_note(m)
             if note:
                 row["vn"] = note

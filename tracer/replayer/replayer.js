@@ -378,6 +378,7 @@ function createReplayer(host, options) {
         e.classList.add("error");
         head.appendChild(h("span", "lt-tag lt-error", "error"));
       }
+      if (m.given) head.appendChild(h("span", "lt-tag lt-given", "given in the debugger"));
     }
     head.appendChild(h("span", "lt-pos", "#" + m.pos));
     e.appendChild(head);
@@ -880,7 +881,9 @@ function createReplayer(host, options) {
       ui.open.setAttribute("data-target", ch[0].id);
     } else ui.open.setAttribute("hidden", "");
     root.setAttribute("data-step", String(cur));
-    root.setAttribute("data-final", cur >= N - 1 && R.run.status !== "running" ? "1" : "0");
+    // (a run paused in the debugger has not ended: its calls still wait, app/replay_view.py)
+    root.setAttribute("data-final", cur >= N - 1 && R.run.status !== "running" &&
+      !String(R.run.status).startsWith("paused") ? "1" : "0");
     root.setAttribute("data-active-node", st ? st.n : "START");
     root.setAttribute("data-kind", st ? st.k : "run");
     if (opts.onStep) opts.onStep(cur, cause || "user");

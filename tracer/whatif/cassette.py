@@ -378,14 +378,25 @@ def _hook_calls(rp: Replay) -> list[ModelCall]:
 def _tool_calls(rp: Replay) -> list[ToolCall]:
     out: list[ToolCall] = []
     open_: dict[str, ToolCall] = {}
+    # A call that raised, by id, until the next model call: recorded from callbacks
+    # alone (``looptrace run``), a retry inside the agent (ToolRetryMiddleware) is
+    # another start of the same call, not another call (the replay layer, outermost,
+    # sees one request and serves its outcomes in turn, as for a recorded layer's).
+    raised: dict[str, ToolCall] = {}
     by_key = rp.run.message_by_key
     for step in rp.steps:
         ev = step.event
+        if ev.hook in MODEL_HOOKS:
+            raised.clear()
         if ev.hook not in TOOL_HOOKS:
             continue
         p = ev.payload if isinstance(ev.payload, dict) else {}
         tcid = ev.tool_call_id or ""
         if ev.phase == "enter":
+            again = raised.pop(tcid, None) if tcid else None
+            if again is not None and again.matches(str(p.get("name")), p.get("args")):
+                open_[tcid] = again  # (a retry: its outcome is the call's next)
+                continue
             call = ToolCall(rp.run.id, step.index, ev.tool_call_id, str(p.get("name")),
                             p.get("args"))
             out.append(call)
@@ -413,6 +424,8 @@ def _tool_calls(rp: Replay) -> list[ToolCall]:
             found.seconds = (ev.duration_ms or 0.0) / 1000
             found.end = step.index
             del open_[tcid]
+            if tcid:
+                raised[tcid] = found
         elif ev.phase == "interrupt":
             del open_[tcid]
     for call in out:
