@@ -13,7 +13,11 @@ its arguments. Which kinds apply depends on what is pending:
   does not run), ``raise`` (text: the tool call raises instead);
 - after a tool (``tool_result``): ``tool_result`` (text);
 - at an error (``error``): ``tool_result`` (a tool's: this result instead of the
-  exception) or ``reply`` (the model's: this answer instead).
+  exception) or ``reply`` (the model's: this answer instead), ``state`` (a graph
+  node's: this update instead);
+- at a graph node (``node``, before or after it ran): ``state`` (values: an object of
+  state keys, or text: that object as JSON), merged into what the node receives or
+  into its update through the graph's reducers (``tracer.debug.nodes``).
 
 ``validate`` runs in the driver's process, against the pending JSON, and raises
 ``InvalidOption`` with one line; the ``apply_*`` functions run in the agent's process on
@@ -39,8 +43,9 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "model_reply": ("reply",),
     "tool_call": ("tool_args", "tool_result", "raise"),
     "tool_result": ("tool_result",),
-    "error": ("tool_result", "reply"),
+    "error": ("tool_result", "reply", "state"),
     "state": (),
+    "node": ("state",),
 }
 
 
@@ -149,6 +154,8 @@ def validate(edit: Any, pending: dict[str, Any]) -> dict[str, Any]:
         if not text and not calls and "text" not in edit:
             raise _bad("the reply edit needs text or tool_calls")
         out["text"], out["tool_calls"] = text, calls
+    elif kind == "state":
+        out["values"] = _state_values(edit, pending)
     elif kind == "tool_args":
         args = edit.get("args")
         if not isinstance(args, dict):
@@ -156,10 +163,32 @@ def validate(edit: Any, pending: dict[str, Any]) -> dict[str, Any]:
         out["args"] = args
     if what == "error":
         where = pending.get("where")
-        if (kind == "tool_result") != (where == "tool"):
-            raise _bad(f"at a {where} error the edit is "
-                       f"{'tool_result' if where == 'tool' else 'reply'}")
+        want = {"tool": "tool_result", "node": "state"}.get(str(where), "reply")
+        if kind != want:
+            raise _bad(f"at a {where} error the edit is {want}")
     return out
+
+
+def _state_values(edit: dict[str, Any], pending: dict[str, Any]) -> dict[str, Any]:
+    """A state edit's values: ``values`` (or ``state``) as an object, or ``text`` holding
+    one as JSON; every key one the state has (``pending["keys"]``, when it says)."""
+    values = edit.get("values", edit.get("state"))
+    if values is None and isinstance(edit.get("text"), str):
+        try:
+            values = json.loads(edit["text"])
+        except json.JSONDecodeError as exc:
+            raise _bad(f"the state edit is not valid JSON ({exc.msg} at column "
+                       f"{exc.colno})") from None
+    if not isinstance(values, dict) or not values:
+        raise _bad("the state edit is a JSON object of state keys and their new values, "
+                   "e.g. {\"count\": 3}")
+    keys = pending.get("keys")
+    if keys:
+        unknown = [k for k in values if k not in keys]
+        if unknown:
+            raise _bad(f"the state has no key {unknown[0]!r} (its keys: "
+                       f"{', '.join(str(k) for k in keys)})")
+    return values
 
 
 def describe(edit: dict[str, Any]) -> str:
@@ -177,6 +206,7 @@ def describe(edit: dict[str, Any]) -> str:
         "tool_args": "tool arguments changed",
         "tool_result": "tool result given in the debugger",
         "raise": "the tool call made to raise",
+        "state": "state changed: " + ", ".join(str(k) for k in edit.get("values") or {}),
     }.get(str(k), str(k))
 
 

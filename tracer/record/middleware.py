@@ -111,7 +111,7 @@ class _TraceBase(AgentMiddleware):
         # (tells this middleware how each invocation ended: ``tracer.record.watch``)
         self._watcher = watch(self)
         # (the debugger: None unless armed; one check of it per hook firing)
-        self._debug: Any = _arm_debugger(debug, db)
+        self._debug: Any = _arm_debugger(debug, db, self)
 
     @property
     def name(self) -> str:
@@ -848,7 +848,7 @@ class LeanTraceMiddleware(_TraceBase):
 
 
 # -- helpers -----------------------------------------------------------------
-def _arm_debugger(debug: Any, db: str | os.PathLike[str]) -> Any:
+def _arm_debugger(debug: Any, db: str | os.PathLike[str], mw: Any = None) -> Any:
     """The debugger ``debug=`` arms (a ``tracer.debug.Debugger``; ``True``: one with no
     breakpoint yet; specs: one with those), or ``LOOPTRACE_DEBUG`` when ``debug`` is
     None; None when neither asks for one (the tracer then only records)."""
@@ -861,6 +861,9 @@ def _arm_debugger(debug: Any, db: str | os.PathLike[str]) -> Any:
         debug if isinstance(debug, Debugger) else Debugger(debug))
     if dbg is not None:
         dbg.bind(os.fspath(db))
+        from tracer.debug.nodes import watch  # (node:NAME breakpoints: its graph's nodes)
+
+        watch(dbg, mw)
     return dbg
 
 
