@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from tracer.vocab.content import content_text
+
 from .breakpoints import Moment
 from .edits import DebugRaised, apply_reply, apply_request, apply_tool_call, apply_tool_result
 from .session import (
@@ -70,9 +72,11 @@ def _node(dbg: Debugger, run: Any, hook: str, state: Any) -> _Visit:
     msgs = state.get("messages") if isinstance(state, dict) else None
 
     def pending() -> dict[str, Any]:
+        from .nodes import state_json
+
         last = [message_json(m, i) for i, m in enumerate(msgs or [])][-3:]
         return {"kind": "state", "hook": hook, "messages_count": len(msgs or []),
-                "last_messages": last}
+                "last_messages": last, "state": state_json(state)}
 
     return (dbg.moment(run, hook, "fire"), pending, lambda e: None, None, None)
 
@@ -99,7 +103,9 @@ def _model_before(dbg: Debugger, run: Any, request: Any, layer: str | None = Non
         return (new, reply), _changed(before, after, edit), _changed(after, before, edit)
 
     at = "before" if layer is None else "layer"
-    return (dbg.moment(run, "wrap_model_call", at, text=text, layer=layer),
+    model = getattr(request, "model", None)
+    name = str(getattr(model, "model_name", None) or getattr(model, "model", None) or "")
+    return (dbg.moment(run, "wrap_model_call", at, text=text, layer=layer, model=name),
             lambda: request_json(request), apply, (request, None), None)
 
 
@@ -131,7 +137,10 @@ def _model_after(dbg: Debugger, run: Any, response: Any) -> _Visit:
                                                              None))
         return out, message_json(ai), message_json(new)
 
-    return (dbg.moment(run, "wrap_model_call", "after"),
+    def text() -> str:
+        return str(content_text(ai.content)) if ai is not None else ""
+
+    return (dbg.moment(run, "wrap_model_call", "after", result=text, text=text),
             lambda: {"kind": "model_reply", "message": message_json(ai) if ai else None},
             apply, response, None)
 
@@ -157,7 +166,8 @@ def _tool_before(dbg: Debugger, run: Any, request: Any, layer: str | None = None
         return (new, given), {"tool_call": call}, after
 
     at = "before" if layer is None else "layer"
-    return (dbg.moment(run, "wrap_tool_call", at, tool=call["name"], layer=layer),
+    return (dbg.moment(run, "wrap_tool_call", at, tool=call["name"], layer=layer,
+                       args=call["args"]),
             lambda: {"kind": "tool_call", "tool_call": call}, apply, (request, None),
             call["id"])
 
@@ -189,7 +199,11 @@ def _tool_after(dbg: Debugger, run: Any, request: Any, result: Any) -> _Visit:
 
     pending = {"kind": "tool_result", "tool_call": call,
                "message": message_json(msg) if msg is not None else None}
-    return (dbg.moment(run, "wrap_tool_call", "after", tool=call["name"], error=error),
+    def text() -> str:
+        return str(content_text(msg.content)) if msg is not None else ""
+
+    return (dbg.moment(run, "wrap_tool_call", "after", tool=call["name"], error=error,
+                       args=call["args"], result=text, text=text),
             lambda: pending, apply, result, call["id"])
 
 
@@ -240,7 +254,11 @@ def _error(dbg: Debugger, run: Any, hook: str, request: Any, exc: BaseException)
                                "error": repr(exc)[:2000]}
     if call is not None:
         pending["tool_call"] = call
-    return (dbg.moment(run, hook, "error", tool=call["name"] if call else None, error=True),
+    def text() -> str:
+        return f"{type(exc).__name__}: {exc}".lower()
+
+    return (dbg.moment(run, hook, "error", tool=call["name"] if call else None, error=True,
+                       args=call["args"] if call else None, text=text),
             lambda: pending, apply, None, call["id"] if call else None)
 
 

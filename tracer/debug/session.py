@@ -59,6 +59,7 @@ class _RunDebug:
     done: bool = False  # run to the end: no more pauses
     findings: set[str] = field(default_factory=set)  # rules new since the last moment
     seen: set[tuple[str, int | None]] = field(default_factory=set)
+    hits: dict[str, int] = field(default_factory=dict)  # spec -> its place reached
 
 
 @dataclass
@@ -117,8 +118,11 @@ class Debugger:
         rd = self.state(run)
         if hook == "wrap_model_call" and at == "before":
             rd.model_calls += 1
-        m = Moment(hook, at, lap=int(run.lap or 0), model_call=rd.model_calls, **kw)
+        tokens = getattr(run, "tokens", None)
+        m = Moment(hook, at, lap=int(run.lap or 0), model_call=rd.model_calls,
+                   tokens=int(tokens[2] or 0) if tokens else 0, **kw)
         m.findings = lambda: rd.findings
+        m.cost = lambda: run_cost(run)
         return m
 
     def io_due(self, m: Moment) -> bool:
@@ -170,14 +174,15 @@ class Debugger:
         rd = self.state(run)
         if rd.done:
             return None
-        if rd.step:
-            return "step"
         if rd.lap_target is not None and m.hook == "wrap_model_call" and m.at == "before" \
                 and m.lap >= rd.lap_target:
             return "next lap"
+        if rd.step and (m.hook != "node" or (not m.in_agent and m.at != "after")):
+            return "step"  # (a plain graph's steps: before each node, and its errors)
+        hit = None
         for b in self.breaks:
-            if b.hits(m):
-                return b.spec
+            if self._hits(rd, b, m) and hit is None:
+                hit = b.spec
         if self._remote:
             parent = getattr(getattr(run, "parent", None), "id", None)
             for _bid, b, rid, tid in self._remote:
@@ -185,15 +190,26 @@ class Debugger:
                     continue
                 if tid is not None and tid != run.thread_id:
                     continue
-                if b.hits(m):
-                    return b.spec
-        return None
+                if self._hits(rd, b, m) and hit is None:
+                    hit = b.spec
+        return hit
+
+    @staticmethod
+    def _hits(rd: _RunDebug, b: Breakpoint, m: Moment) -> bool:
+        """``b`` stops at ``m``; its place reached counts as a hit (``hits`` of its
+        condition) whether or not its condition holds."""
+        if not b.at(m):
+            return False
+        n = rd.hits[b.spec] = rd.hits.get(b.spec, 0) + 1
+        return b.cond is None or b.cond.holds(m, n)
 
     # -- pausing ----------------------------------------------------------------------
     def _pause(self, rec: Any, run: Any, mw: str, m: Moment, reason: str,
                pending: dict[str, Any], tcid: str | None) -> _Answer:
         """Record the pause, write it to the channel, wait for the answer (blocking)."""
         small = {"at": m.at, "reason": reason, "pending_kind": pending.get("kind")}
+        if m.node is not None:
+            small["node"] = m.node
         if pending.get("tool_call"):
             small["tool_call"] = pending["tool_call"]
         seq = rec.event(run, m.hook, "pause", middleware=mw, tool_call_id=tcid, payload=small)
@@ -298,7 +314,43 @@ def from_env(env: dict[str, str]) -> Debugger | None:
             raise LooptraceError(msg) from None
     else:
         timeout = SERVER_TIMEOUT
-    return Debugger(spec, timeout=timeout)
+    return Debugger(_good_specs(spec), timeout=timeout)
+
+
+def _good_specs(spec: str) -> Any:
+    """The specs of ``LOOPTRACE_DEBUG`` that parse; each bad one is one line on stderr
+    and is not armed (the user's ``TraceMiddleware()`` never raises for it)."""
+    from tracer.checks.run import RULES
+
+    from .breakpoints import split_specs
+
+    if spec.strip().lower() in ("1", "on", "true", "yes", ""):
+        return spec
+    good = []
+    for one in split_specs(spec):
+        try:
+            parse(one, rules=tuple(RULES))
+        except LooptraceError as exc:
+            import sys
+
+            print(f"looptrace: {ENV}: {exc}; not armed", file=sys.stderr)
+            continue
+        good.append(one)
+    return good
+
+
+def run_cost(run: Any) -> float | None:
+    """The run's cost so far in USD (its tokens so far priced for its model, as
+    ``looptrace runs`` prices a call), or None when it cannot be priced."""
+    tokens = getattr(run, "tokens", None)
+    model = getattr(run, "model", None)
+    if not tokens or not model:
+        return None
+    from tracer.read.cost import default_prices
+
+    total = default_prices().price({"input_tokens": tokens[0], "output_tokens": tokens[1]},
+                                   str(model), getattr(run, "provider", None))[0]
+    return float(total) if total is not None else None
 
 
 # -- what is pending, as JSON ---------------------------------------------------------

@@ -7,7 +7,7 @@ import os
 from typing import Any
 
 from tracer.debug import channel
-from tracer.debug.breakpoints import FORMS
+from tracer.debug.breakpoints import CONDITION_HELP, FORMS
 from tracer.debug.edits import ALLOWED
 from tracer.read.loader import TraceDB
 
@@ -19,7 +19,9 @@ _EDITS = ("edit_kind names the edit, with the same arguments as fork_run's: mess
           "tool_args (args), and the debugger's own: tools (names: the tools to keep "
           "offering), settings (settings: an object), reply (text and/or tool_calls: "
           "[{name, args}]: answer the model call yourself, or replace its answer), raise "
-          "(text: the tool call raises). Which apply: " + "; ".join(
+          "(text: the tool call raises), state (text: a JSON object of state keys: at a graph "
+          "node, merged into what it receives (before) or into its update (after) through "
+          "the graph's reducers; at a node's error, its update instead). Which apply: " + "; ".join(
               f"{k.replace('_', ' ')}: {', '.join(v) or 'none'}" for k, v in ALLOWED.items())
           + ".")
 
@@ -35,7 +37,11 @@ DEBUG_TOOLS: dict[str, str] = {
         "What a paused run is about to do: the model request as the model will receive "
         "it (messages with their positions, system prompt, tool names, settings, model), "
         "the tool call with its arguments, the AIMessage that just came back, the "
-        "ToolMessage, or the exception raised. An error if the run is not paused."),
+        "ToolMessage, the exception raised, or at a graph node (kind node) its `state`: "
+        "the input the node will receive (before) or the update it returned (after), "
+        "every key as the State view shows it, and `keys`, the state's keys; at a hook "
+        "of create_agent (kind state) the whole state. An error if the run is not "
+        "paused."),
     "resume": (
         "WRITES to the database (the debugger's channel): let a paused run go on. "
         "command: continue (to the next breakpoint), step (the next hook firing), lap "
@@ -48,7 +54,8 @@ DEBUG_TOOLS: dict[str, str] = {
         "WRITES to the database: arm a breakpoint for the agents debugged into it (they "
         "read it within half a second), for one run (and its subagents), one thread, or "
         "every run (neither given). spec: " + "; ".join(
-            f"{form}: {what}" for form, what in FORMS.values()) + "."),
+            f"{form}: {what}" for form, what in FORMS.values()) + ". " + CONDITION_HELP
+        + ". A bad spec or expression is an error and arms nothing."),
     "playground": (
         "Re-send a recorded model call, edited, to a chosen model, and see the new answer "
         "beside the recorded one: the call at or after `step` of `run`, exactly as the "
