@@ -4,10 +4,10 @@ EXPR is a safe expression, never Python run as code: a breakpoint can come from 
 the app, written by someone (or something) other than the person who runs the agent.
 It is parsed and evaluated by simpleeval (``EvalWithCompoundTypes``): comparisons,
 ``and`` / ``or`` / ``not``, ``in``, arithmetic, literals (also lists), ``a.b`` on an
-object (for ``args``: its key ``b``) and ``a["b"]``; no imports, no dunder attributes,
-no functions but simpleeval's few harmless ones (``int``, ``float``, ``str``). Only the
-names in ``NAMES`` exist: any other name, a syntax error, or an empty EXPR is one line
-when the breakpoint is armed.
+object (for ``args``: its key ``b``) and ``a["b"]``; no imports, no function calls, no
+attribute starting with ``_``. Only the names in ``NAMES`` exist: any other name (a
+function's too), a syntax error, or an empty EXPR is one line when the breakpoint is
+armed.
 
 At a moment the names are (what does not apply there is empty: ``""``, ``{}``, 0):
 
@@ -70,6 +70,9 @@ class Condition:
         except (ValueError, RecursionError, MemoryError) as exc:
             msg = f"breakpoint {spec!r}: the condition cannot be read ({type(exc).__name__})"
             raise InvalidOption(msg) from None
+        if any(isinstance(n, ast.Attribute) and n.attr.startswith("_") for n in ast.walk(tree)):
+            msg = f"breakpoint {spec!r}: the condition may use no name starting with '_'"
+            raise InvalidOption(msg)
         used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
         unknown = sorted(used - set(NAMES) - set(_CONSTANTS))
         if unknown:

@@ -105,7 +105,8 @@ def _model_before(dbg: Debugger, run: Any, request: Any, layer: str | None = Non
     at = "before" if layer is None else "layer"
     model = getattr(request, "model", None)
     name = str(getattr(model, "model_name", None) or getattr(model, "model", None) or "")
-    return (dbg.moment(run, "wrap_model_call", at, text=text, layer=layer, model=name),
+    return (dbg.moment(run, "wrap_model_call", at, text=text, layer=layer, model=name,
+                       messages=request.messages),
             lambda: request_json(request), apply, (request, None), None)
 
 
@@ -167,7 +168,7 @@ def _tool_before(dbg: Debugger, run: Any, request: Any, layer: str | None = None
 
     at = "before" if layer is None else "layer"
     return (dbg.moment(run, "wrap_tool_call", at, tool=call["name"], layer=layer,
-                       args=call["args"]),
+                       args=call["args"], messages=_messages(request)),
             lambda: {"kind": "tool_call", "tool_call": call}, apply, (request, None),
             call["id"])
 
@@ -203,7 +204,8 @@ def _tool_after(dbg: Debugger, run: Any, request: Any, result: Any) -> _Visit:
         return str(content_text(msg.content)) if msg is not None else ""
 
     return (dbg.moment(run, "wrap_tool_call", "after", tool=call["name"], error=error,
-                       args=call["args"], result=text, text=text),
+                       args=call["args"], result=text, text=text,
+                       messages=_messages(request)),
             lambda: pending, apply, result, call["id"])
 
 
@@ -272,6 +274,12 @@ def on_error(dbg: Debugger, mw: Any, run: Any, hook: str, request: Any,
 async def aon_error(dbg: Debugger, mw: Any, run: Any, hook: str, request: Any,
                     exc: BaseException) -> Any:
     return await _ago(dbg, mw, run, _error(dbg, run, hook, request, exc))
+
+
+def _messages(request: Any) -> Any:
+    """The conversation a tool call request carries in its state, or None."""
+    state = getattr(request, "state", None)
+    return state.get("messages") if isinstance(state, dict) else None
 
 
 def _changed(a: dict[str, Any], b: dict[str, Any], edit: dict[str, Any]) -> dict[str, Any]:

@@ -114,21 +114,25 @@ class Debugger:
             rd = self._runs[run.id] = _RunDebug()
         return rd
 
-    def moment(self, run: Any, hook: str, at: str, **kw: Any) -> Moment:
+    def moment(self, run: Any, hook: str, at: str, messages: Any = None, **kw: Any) -> Moment:
+        """The moment ``hook`` fires ``at``; ``messages``: the conversation there (the
+        run's tokens so far are its replies' usage)."""
         rd = self.state(run)
         if hook == "wrap_model_call" and at == "before":
             rd.model_calls += 1
-        tokens = getattr(run, "tokens", None)
+        used = usage_of(messages) if messages is not None else None
+        if used is None:
+            used = list(getattr(run, "tokens", None) or (0, 0, 0))
         m = Moment(hook, at, lap=int(run.lap or 0), model_call=rd.model_calls,
-                   tokens=int(tokens[2] or 0) if tokens else 0, **kw)
+                   tokens=int(used[2] or 0), **kw)
         m.findings = lambda: rd.findings
-        m.cost = lambda: run_cost(run)
+        m.cost = lambda: run_cost(run, used)
         return m
 
     def io_due(self, m: Moment) -> bool:
         """Whether deciding on ``m`` needs the database first (run it off the loop)."""
         return (time.monotonic() - self._remote_at >= REFRESH_S) or (
-            m.at == "before" and self._finding_armed())
+            m.at == "before" and m.hook != "node" and self._finding_armed())
 
     def _finding_armed(self) -> bool:
         return any(b.kind == "finding" for b in self.breaks) or any(
@@ -150,7 +154,7 @@ class Debugger:
                     except LooptraceError as exc:
                         self._warn(f"bad-{bid}", str(exc))
                 self._remote = fresh
-            if m.at == "before" and self._finding_armed():
+            if m.at == "before" and m.hook != "node" and self._finding_armed():
                 self._findings(rec, run)
         except (sqlite3.Error, LooptraceError, OSError) as exc:
             self._warn("io", f"looptrace debug: the channel cannot be read ({exc})")
@@ -339,10 +343,24 @@ def _good_specs(spec: str) -> Any:
     return good
 
 
-def run_cost(run: Any) -> float | None:
+def usage_of(messages: Any) -> list[int] | None:
+    """(input, output, total) tokens the replies among ``messages`` reported, or None
+    when none did."""
+    out = [0, 0, 0]
+    seen = False
+    for m in messages or ():
+        u = getattr(m, "usage_metadata", None)
+        if isinstance(u, dict):
+            seen = True
+            for i, k in enumerate(("input_tokens", "output_tokens", "total_tokens")):
+                out[i] += int(u.get(k) or 0)
+    return out if seen else None
+
+
+def run_cost(run: Any, tokens: Any = None) -> float | None:
     """The run's cost so far in USD (its tokens so far priced for its model, as
     ``looptrace runs`` prices a call), or None when it cannot be priced."""
-    tokens = getattr(run, "tokens", None)
+    tokens = tokens if tokens is not None else getattr(run, "tokens", None)
     model = getattr(run, "model", None)
     if not tokens or not model:
         return None
