@@ -189,3 +189,36 @@ def test_trace_middleware_under_a_bad_looptrace_debug_does_not_raise(
 def test_a_comma_inside_a_condition_stays_in_it() -> None:
     got = parse_all("tool:x if tool in ['a', 'b'],model:2")
     assert [b.spec for b in got] == ["tool:x if tool in ['a', 'b']", "model:2"]
+
+
+def test_a_layer_breakpoint_on_a_middleware_not_wrapped_is_said_when_the_agent_starts(
+        tmp_path: Path, capsys: Any) -> None:
+    from test_debug_agents import Shout
+
+    llm = _laps(_ask("get_weather", {"city": "Oslo"}, "c1"))
+    trace = TraceMiddleware(db=tmp_path / "l.db", debug=Debugger(["layer:NoSuchMiddleware"]))
+    make_agent(llm, [get_weather], trace.around(Shout.make())).invoke(
+        {"messages": [("user", "go")]})
+    err = [x for x in capsys.readouterr().err.splitlines() if "layer:NoSuchMiddleware" in x]
+    assert err == ["looptrace debug: breakpoint layer:NoSuchMiddleware cannot hit in this "
+                   "agent: 'NoSuchMiddleware' is not a middleware wrapped with trace.around "
+                   "(wrapped: ShoutMiddleware)"]
+
+
+def test_set_breakpoint_on_a_layer_no_recorded_agent_has_says_so(tmp_path: Path) -> None:
+    from test_debug_agents import Shout
+
+    from tracer.mcp.debug_tools import Debug
+
+    db = tmp_path / "m.db"
+    trace = TraceMiddleware(db=db)
+    agent = trace.attach(make_agent(_laps(_ask("get_weather", {"city": "Oslo"}, "c1")),
+                                    [get_weather], trace.around(Shout.make())))
+    agent.invoke({"messages": [("user", "go")]})
+    trace.flush()
+    got = Debug(db).set_breakpoint("layer:NoSuchMiddleware")
+    assert got["warning"] == (
+        "breakpoint layer:NoSuchMiddleware: 'NoSuchMiddleware' is no middleware of the "
+        "agents recorded here (layers: ShoutMiddleware); it hits only inside a layer "
+        "trace.around made")
+    assert "warning" not in Debug(db).set_breakpoint("layer:ShoutMiddleware")

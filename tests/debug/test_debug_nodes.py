@@ -8,7 +8,11 @@ from __future__ import annotations
 import asyncio
 import json
 import operator
+import os
 import sqlite3
+import subprocess
+import sys
+import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
@@ -291,3 +295,62 @@ def test_a_hook_pause_of_create_agent_holds_the_whole_state(tmp_path: Path) -> N
     assert [m["text"] for m in state["messages"]] == ["Weather in Oslo?"]
     channel.answer(db, p["run"], "continue")
     bg.result()
+
+
+PLAIN = textwrap.dedent("""
+    import operator
+    from typing import Annotated, TypedDict
+    from langgraph.graph import END, START, StateGraph
+
+    class S(TypedDict):
+        items: Annotated[list, operator.add]
+        count: int
+
+    def bump(s):
+        return {"count": s["count"] + 1, "items": ["bumped"]}
+
+    def report(s):
+        print("REPORT:", s["count"], s["items"], flush=True)
+        return {}
+
+    g = StateGraph(S)
+    g.add_node("bump", bump)
+    g.add_node("report", report)
+    g.add_edge(START, "bump")
+    g.add_edge("bump", "report")
+    g.add_edge("report", END)
+    g.compile().invoke({"items": [], "count": 0})
+""")
+
+
+def _debug_cli(tmp_path: Path, args: list[str], stdin: str) -> subprocess.CompletedProcess[str]:
+    script = tmp_path / "plain.py"
+    script.write_text(PLAIN)
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env.pop("LOOPTRACE_DEBUG", None)
+    return subprocess.run(
+        [sys.executable, "-m", "tracer", "debug", "--db", str(tmp_path / "t.db"), *args,
+         "--", sys.executable, str(script)],
+        input=stdin, capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
+
+
+def test_looptrace_debug_pauses_a_plain_graph_with_no_code_change_and_takes_a_state_edit(
+        tmp_path: Path) -> None:
+    r = _debug_cli(tmp_path, ["--break", "node:report if lap == 0"],
+                   'state {"count": 5, "colour": 1}\nstate {"count": 5, "items": ["typed"]}\n')
+    assert r.returncode == 0, r.stderr
+    assert "node before (breakpoint node:report if lap == 0)" in r.stdout
+    assert "the node will receive:" in r.stdout and "  count: 1" in r.stdout
+    # a key the state does not have: one line, and the prompt stays
+    assert "the state has no key 'colour' (its keys: items, count)" in r.stdout
+    assert "REPORT: 5 ['bumped', 'typed']" in r.stdout
+    with sqlite3.connect(tmp_path / "t.db") as c:
+        phases = [(h, p) for h, p in c.execute("SELECT hook, phase FROM events ORDER BY seq")]
+    assert ("node", "pause") in phases and ("node", "debug") in phases
+
+
+def test_looptrace_debug_says_a_node_breakpoint_no_graph_can_hit(tmp_path: Path) -> None:
+    r = _debug_cli(tmp_path, ["--break", "node:reprot"], "")
+    assert r.returncode == 0, r.stderr
+    assert ("breakpoint node:reprot: no graph run so far has a node 'reprot' (graph "
+            "'LangGraph' has: bump, report)") in r.stderr

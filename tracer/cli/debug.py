@@ -207,6 +207,7 @@ class Prompt:
         if word == "b" and rest:
             channel.arm(self.db, rest.strip(), source="cli")
             self.say(f"breakpoint {rest.strip()} armed")
+            self._say_unreachable(rest.strip())
             return False
         edit = self.edit_of(word, rest, pend)
         if edit is None:
@@ -215,6 +216,14 @@ class Prompt:
         channel.answer(self.db, p["run"], "continue", edit)
         self.say("changed in the debugger; going on")
         return True
+
+    def _say_unreachable(self, spec: str) -> None:
+        from tracer.debug.breakpoints import parse
+        from tracer.debug.reach import unreachable
+
+        said = unreachable(self.db, parse(spec))
+        if said is not None:
+            self.say(f"looptrace debug: {said}")
 
     def edit_of(self, word: str, rest: str, pend: dict[str, Any]) -> dict[str, Any] | None:
         kind = pend.get("kind")

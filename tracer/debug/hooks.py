@@ -50,6 +50,7 @@ def _go(dbg: Debugger, mw: Any, run: Any, v: _Visit) -> Any:
     m, pending, apply, unchanged, tcid = v
     if dbg.io_due(m):
         dbg.io(mw.recorder, run, m)
+    dbg.check_layers(mw)
     reason = dbg.decide(run, m)
     if reason is None:
         return unchanged
@@ -60,6 +61,7 @@ async def _ago(dbg: Debugger, mw: Any, run: Any, v: _Visit) -> Any:
     m, pending, apply, unchanged, tcid = v
     if dbg.io_due(m):
         await in_thread(dbg.io, mw.recorder, run, m)
+    dbg.check_layers(mw)
     reason = dbg.decide(run, m)
     if reason is None:
         return unchanged

@@ -134,6 +134,26 @@ class Debugger:
         return (time.monotonic() - self._remote_at >= REFRESH_S) or (
             m.at == "before" and m.hook != "node" and self._finding_armed())
 
+    def check_layers(self, mw: Any) -> None:
+        """Say once, on stderr, each ``layer:NAME`` breakpoint that cannot hit in the
+        agent of ``mw`` (a ``TraceMiddleware``): NAME is no middleware it wraps with
+        ``trace.around``."""
+        specs = [b for b in self.breaks if b.kind == "layer"] + [
+            r[1] for r in self._remote if r[1].kind == "layer"]
+        if not specs:
+            return
+        layers = [str(x) for x in getattr(mw, "_around", None) or () if x != mw.name]
+        for b in specs:
+            key = f"layer:{id(mw)}:{b.spec}"
+            if b.value in layers or key in self._warned:
+                continue
+            self._warned.add(key)
+            import sys
+
+            print(f"looptrace debug: breakpoint {b.spec} cannot hit in this agent: "
+                  f"{b.value!r} is not a middleware wrapped with trace.around (wrapped: "
+                  f"{', '.join(layers) or 'none'})", file=sys.stderr)
+
     def _finding_armed(self) -> bool:
         return any(b.kind == "finding" for b in self.breaks) or any(
             r[1].kind == "finding" for r in self._remote)

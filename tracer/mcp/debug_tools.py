@@ -7,8 +7,9 @@ import os
 from typing import Any
 
 from tracer.debug import channel
-from tracer.debug.breakpoints import CONDITION_HELP, FORMS
+from tracer.debug.breakpoints import CONDITION_HELP, FORMS, parse
 from tracer.debug.edits import ALLOWED
+from tracer.debug.reach import unreachable
 from tracer.read.loader import TraceDB
 
 __all__ = ["DEBUG_TOOLS", "Debug"]
@@ -107,7 +108,11 @@ class Debug:
                        thread: str | None = None) -> dict[str, Any]:
         rid = self._rid(run) if run else None
         bid = channel.arm(self.db, spec, run=rid, thread=thread, source="mcp")
-        return {"id": bid, "spec": spec, "run": rid, "thread": thread}
+        out: dict[str, Any] = {"id": bid, "spec": spec, "run": rid, "thread": thread}
+        said = unreachable(self.db, parse(spec))
+        if said is not None:
+            out["warning"] = said
+        return out
 
     def playground(self, run: str, step: int, model: str = "offline",
                    edit_kind: str | None = None, position: int | None = None,
