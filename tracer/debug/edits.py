@@ -173,6 +173,8 @@ def _state_values(edit: dict[str, Any], pending: dict[str, Any]) -> dict[str, An
     """A state edit's values: ``values`` (or ``state``) as an object, or ``text`` holding
     one as JSON; every key one the state has (``pending["keys"]``, when it says)."""
     values = edit.get("values", edit.get("state"))
+    if values is None and isinstance(edit.get("text"), dict):  # (already parsed)
+        values = edit["text"]
     if values is None and isinstance(edit.get("text"), str):
         try:
             values = json.loads(edit["text"])

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any
 
@@ -38,7 +39,8 @@ DEBUG_TOOLS: dict[str, str] = {
         "What a paused run is about to do: the model request as the model will receive "
         "it (messages with their positions, system prompt, tool names, settings, model), "
         "the tool call with its arguments, the AIMessage that just came back, the "
-        "ToolMessage, the exception raised, or at a graph node (kind node) its `state`: "
+        "ToolMessage, the exception raised, or at a graph node (kind node) its `state` "
+        "(also at the answer's top level): "
         "the input the node will receive (before) or the update it returned (after), "
         "every key as the State view shows it, and `keys`, the state's keys; at a hook "
         "of create_agent (kind state) the whole state. An error if the run is not "
@@ -87,14 +89,22 @@ class Debug:
         return {"paused": channel.list_paused(self.db)}
 
     def get_pending(self, run: str) -> dict[str, Any]:
-        return channel.pending(self.db, self._rid(run))
+        out = channel.pending(self.db, self._rid(run))
+        pend = out.get("pending")
+        if isinstance(pend, dict) and "state" in pend:  # (a node's or a hook's: at the top)
+            out["state"] = pend["state"]
+        return out
 
     def resume(self, run: str, command: str = "continue", edit_kind: str | None = None,
-               position: int | None = None, text: str | None = None, role: str = "human",
+               position: int | None = None,
+               text: str | dict[str, Any] | list[Any] | None = None, role: str = "human",
                model: str | None = None, args: dict[str, Any] | None = None,
                names: list[str] | None = None, settings: dict[str, Any] | None = None,
                tool_calls: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         edit: dict[str, Any] | None = None
+        if text is not None and not isinstance(text, str):
+            # (a client's JSON text arrives parsed: it is text again, e.g. a state edit's)
+            text = json.dumps(text, ensure_ascii=False)
         if edit_kind is not None:
             edit = {"kind": edit_kind, "role": role}
             for name, value in (("position", position), ("text", text), ("model", model),
