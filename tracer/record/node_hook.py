@@ -199,10 +199,21 @@ def _control(exc: BaseException) -> bool:
                             SystemExit, GeneratorExit))
 
 
+def _watched(w: Any, task: Any) -> Any:
+    """The watcher's view of ``task``, or None (not watched; a watcher that fails to
+    look never stops the graph)."""
+    if w is None:
+        return None
+    try:
+        return w.task(task)
+    except Exception:  # noqa: BLE001
+        return None
+
+
 def _wrap(original: Callable[..., Any]) -> Callable[..., Any]:
     def run_with_retry(task: Any, *args: Any, **kwargs: Any) -> Any:
         w = watcher()
-        nt = w.task(task) if w is not None else None
+        nt = _watched(w, task)
         if nt is None:
             return original(task, *args, **kwargs)
         new = w.before(nt)
@@ -222,7 +233,7 @@ def _wrap(original: Callable[..., Any]) -> Callable[..., Any]:
 def _awrap(original: Callable[..., Any]) -> Callable[..., Any]:
     async def arun_with_retry(task: Any, *args: Any, **kwargs: Any) -> Any:
         w = watcher()
-        nt = w.task(task) if w is not None else None
+        nt = _watched(w, task)
         if nt is None:
             return await original(task, *args, **kwargs)
         new = await w.abefore(nt)
