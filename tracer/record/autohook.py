@@ -16,7 +16,7 @@ import importlib.util
 import sys
 from typing import Any
 
-__all__ = ["FACTORY", "GRAPH", "TARGET", "arm", "arm_debug", "debug_every_node"]
+__all__ = ["FACTORY", "GRAPH", "TARGET", "arm", "arm_debug"]
 
 TARGET = "langchain_core.tracers.context"
 # (``looptrace debug``: every agent ``create_agent`` builds gets a debugging
@@ -86,20 +86,9 @@ class _GraphFinder(_Finder):
     target = GRAPH
 
     def loaded(self, module: Any) -> None:
+        from .node_hook import debug_every_node
+
         debug_every_node()
-
-
-def debug_every_node() -> None:
-    """``looptrace debug``: the debugger watches every graph node (``node:NAME``), armed
-    when the first graph runs (``tracer.debug.nodes.arm_from_env``)."""
-    import importlib
-
-    from .node_hook import Deferred, register, watcher
-
-    if watcher() is not None:  # (armed already)
-        return
-    register(Deferred(lambda: importlib.import_module("tracer.debug.nodes").arm_from_env()),
-             weak=False)
 
 
 class _FactoryFinder(_Finder):
@@ -144,6 +133,8 @@ def arm_debug() -> None:
     elif not any(isinstance(f, _FactoryFinder) for f in sys.meta_path):
         sys.meta_path.insert(0, _FactoryFinder())
     if sys.modules.get(GRAPH) is not None:
+        from .node_hook import debug_every_node
+
         debug_every_node()
     elif not any(isinstance(f, _GraphFinder) for f in sys.meta_path):
         sys.meta_path.insert(0, _GraphFinder())

@@ -28,7 +28,8 @@ import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["NodeTask", "install", "register", "unregister", "watcher"]
+__all__ = ["Deferred", "NodeTask", "debug_every_node", "install", "register", "unregister",
+           "watcher"]
 
 # The watcher (the debugger's node side) and how it finds the run of a task that no
 # callback handler records (a TraceMiddleware's own run): weak, so a debugger that is
@@ -288,6 +289,18 @@ def _noting(original: Callable[..., Any]) -> Callable[..., Any]:
     stream.__doc__ = original.__doc__
     stream.__name__ = original.__name__
     return stream
+
+
+def debug_every_node() -> None:
+    """``looptrace debug`` / ``LOOPTRACE_DEBUG``: the debugger watches every graph node
+    (``node:NAME``), armed when the first graph runs (``tracer.debug.nodes.arm_from_env``,
+    named, not imported: the debugger is a layer above)."""
+    import importlib
+
+    if watcher() is not None:  # (armed already)
+        return
+    register(Deferred(lambda: importlib.import_module("tracer.debug.nodes").arm_from_env()),
+             weak=False)
 
 
 def graph_nodes(graph: Any) -> set[str]:
