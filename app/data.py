@@ -30,6 +30,7 @@ from tracer.checks.saved import health_badge, stored_health
 from tracer.db.notes import Note
 from tracer.db.notes import add_note as _add_note
 from tracer.db.url import for_child, is_url, safe
+from tracer.debug.breakpoints import CONDITION_HELP, FORMS
 from tracer.errors import LooptraceError, NotALooptraceDatabase, RunNotFound
 from tracer.interop.exchange import build_sample_db, sample_db_path, sample_files
 from tracer.read.captions import captions
@@ -69,6 +70,10 @@ from tracer.wire.providers import PROVIDERS
 
 from .safe import md_escape
 
+# (the breakpoint field's help: every form, and SPEC if EXPR)
+BREAKPOINT_HELP = ("A breakpoint for this run: " + "; ".join(
+    f"{form}: {what}" for form, what in FORMS.values()) + ". " + CONDITION_HELP)
+
 if TYPE_CHECKING:  # (imported on first use: ``EXPORTS``; listed here for the type checker)
     from tracer.wire.render import call_at, model_call_events
     from tracer.wire.view import (
@@ -89,6 +94,7 @@ if TYPE_CHECKING:  # (imported on first use: ``EXPORTS``; listed here for the ty
 __all__ = [
     "ACTIVE",
     "AGENT_ENV",
+    "BREAKPOINT_HELP",
     "CAPTURED",
     "HEALTH_CLASSES",
     "KIND_COLOURS",

@@ -302,7 +302,8 @@ def _show_result(pend: dict[str, Any]) -> None:
 
 
 def _show_error(pend: dict[str, Any]) -> None:
-    where = "a tool" if pend.get("where") == "tool" else "the model"
+    where = {"tool": "a tool", "node": f"the node {pend.get('node')}"}.get(
+        str(pend.get("where")), "the model")
     st.text(f"The call raised ({where}):")
     _code("\n".join(data.raised_lines(pend)))
     if pend.get("tool_call"):
@@ -314,11 +315,22 @@ def _show_state(pend: dict[str, Any]) -> None:
             "the last ones below). Nothing to change here.")
     for m in pend.get("last_messages") or []:
         _show_message(m)
+    if pend.get("state"):
+        st.text("The whole state:")
+        _code(json.dumps(pend["state"], indent=2, ensure_ascii=False))
+
+
+def _show_node(pend: dict[str, Any]) -> None:
+    what = ("before it runs: the state it will receive" if pend.get("at") == "before"
+            else "after it ran: the update it returned")
+    st.text(f"The graph node {pend.get('node')}, {what}:")
+    _code(json.dumps(pend.get("state") or {}, indent=2, ensure_ascii=False))
 
 
 SHOW: dict[str, Callable[[dict[str, Any]], None]] = {
     "model_request": _show_request, "tool_call": _show_tool_call, "model_reply": _show_reply,
     "tool_result": _show_result, "error": _show_error, "state": _show_state,
+    "node": _show_node,
 }
 
 
@@ -403,7 +415,17 @@ def _fields_result(pend: dict[str, Any]) -> None:
     st.text_area("The ToolMessage's text", key=state.DEBUG_TEXT, height=120)
 
 
+def _fields_node(pend: dict[str, Any]) -> None:
+    st.text_area("State keys to change: a JSON object, merged through the graph's reducers "
+                 "into what the node receives (before) or into its update (after); empty: "
+                 "no change", key=state.DEBUG_TEXT, height=100,
+                 placeholder='{"count": 3}')
+
+
 def _fields_error(pend: dict[str, Any]) -> None:
+    if pend.get("where") == "node":
+        _fields_node(pend)
+        return
     what = ("A result instead of the error (empty: it raises)" if pend.get("where") == "tool"
             else "An answer instead of the error (empty: it raises)")
     st.text_area(what, key=state.DEBUG_TEXT, height=100)
@@ -412,6 +434,7 @@ def _fields_error(pend: dict[str, Any]) -> None:
 FIELDS: dict[str, Callable[[dict[str, Any]], None]] = {
     "model_request": _fields_request, "tool_call": _fields_tool_call,
     "model_reply": _fields_reply, "tool_result": _fields_result, "error": _fields_error,
+    "node": _fields_node,
 }
 
 
@@ -473,6 +496,8 @@ def edit_of(pend: dict[str, Any], values: dict[str, Any]) -> dict[str, Any] | No
     if kind == "tool_result":
         same = text == str((pend.get("message") or {}).get("text") or "")
         return None if same else {"kind": "tool_result", "text": text}
+    if (kind == "node" or (kind == "error" and pend.get("where") == "node")) and text.strip():
+        return {"kind": "state", "text": text}
     if kind == "error" and text.strip():
         return {"kind": "tool_result" if pend.get("where") == "tool" else "reply", "text": text}
     return None
@@ -550,6 +575,12 @@ def _arm_buttons(path: str, run_id: str) -> None:
                   args=(path, "model", run_id))
         st.button("Pause at the next hook", key="debug_arm_step", icon=":material/pause:",
                   help=ARM_NOTE, on_click=_arm, args=(path, "step", run_id))
+        spec = st.text_input("Breakpoint", key=state.DEBUG_SPEC, label_visibility="collapsed",
+                             placeholder="node:NAME, tool:get_order if args.order_id == 42",
+                             help=data.BREAKPOINT_HELP)
+        st.button("Arm", key="debug_arm_spec", icon=":material/pause:", help=ARM_NOTE,
+                  on_click=_arm, args=(path, str(spec or "").strip(), run_id),
+                  disabled=not str(spec or "").strip())
         if armed:
             st.caption(md_escape("Armed for this run: " + ", ".join(armed)))
             st.button("Clear", key="debug_arm_clear", icon=":material/close:",

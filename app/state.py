@@ -101,6 +101,7 @@ DEBUG_SETTINGS = "dbg_settings"  # at a model call: the model settings as JSON
 DEBUG_MODEL = "dbg_model"  # at a model call: another model (an init_chat_model name or offline)
 DEBUG_RAISE = "dbg_raise"  # at a tool call: raise instead of running it (a checkbox)
 DEBUG_RAISE_TEXT = "dbg_raise_text"  # the error's text
+DEBUG_SPEC = "dbg_spec"  # a breakpoint to arm for the run shown (any spec, SPEC if EXPR)
 
 # -- notes (app/notes_pane.py) ----------------------------------------------------------------
 NOTE_TEXT = "note_text"  # the notes box's text

@@ -447,6 +447,26 @@ def test_a_node_hook_pause_shows_the_state_and_goes_on(agents: list[Paused],
     a.trace.close()
 
 
+def test_a_graph_node_pause_shows_its_input_and_a_state_edit_goes_through_the_reducer(
+        agents: list[Paused], tmp_path: Path) -> None:
+    a = start(agents, tmp_path, ["node:model"])
+    p = a.wait()
+    assert p["pending_kind"] == "node"
+    at = replay_page(p["run"])
+    assert not at.exception, at.exception
+    assert "The graph node model, before it runs: the state it will receive:" in texts(at)
+    assert any('"text": "Weather in Oslo?"' in str(c.value) for c in at.code)
+    at.text_area(key="dbg_text").input('{"messages": [{"role": "user", "content": "And Bergen?"}]}')
+    at.button(key="debug_continue").click().run()
+    assert not at.error, [e.value for e in at.error]
+    nxt = a.wait()  # (the model node runs again after the tool: paused there too)
+    channel.answer(a.db, nxt["run"], "run")
+    out = a.bg.result(30)
+    a.trace.close()
+    # add_messages appended the edit to what the model node received, and kept it
+    assert [m.content for m in out["messages"]][:2] == ["Weather in Oslo?", "And Bergen?"]
+
+
 def test_at_an_error_a_result_instead(agents: list[Paused], tmp_path: Path) -> None:
     @tool
     def get_weather(city: str) -> str:  # (a tool that raises)

@@ -4,14 +4,21 @@ list_paused, get_pending, then resume with an edit; breakpoints set and cleared.
 from __future__ import annotations
 
 import asyncio
+import operator
 import time
 from pathlib import Path
+from typing import Annotated, TypedDict
 
 from debug_kit import Background
 from test_mcp_server import run_with
 from tracer_kit import get_price, get_weather, make_agent
 
-from tracer import TraceMiddleware
+from langgraph.graph import END, START, StateGraph
+
+from tracer import TraceCallbackHandler, TraceMiddleware
+from tracer.debug import Debugger
+from tracer.debug.nodes import watch
+from tracer.record import node_hook
 from tracer.demo.models import ScriptedChatModel, call, turn_script
 
 
@@ -149,3 +156,47 @@ def test_parallel_pauses_answered_over_mcp_by_their_ids_with_json_text(tmp_path)
     out = bg.result()
     assert out["messages"][-1].content == (
         'p1=[1, 2]; p2=item2: 10 EUR; p3={"price": 3, "currency": "EUR"}')
+
+
+class _Items(TypedDict):
+    items: Annotated[list, operator.add]
+    count: int
+
+
+def test_a_plain_graph_s_node_pause_over_mcp_state_and_a_state_edit(tmp_path):
+    """``get_pending``'s ``state`` and ``resume(edit_kind="state", text=JSON)`` at a node
+    of a plain StateGraph (no middleware), as a coding agent drives it."""
+    g = StateGraph(_Items)
+    g.add_node("bump", lambda s: {"count": s["count"] + 1, "items": ["bumped"]})
+    g.add_node("report", lambda s: {"items": [f"saw {s['count']}"]})
+    g.add_edge(START, "bump")
+    g.add_edge("bump", "report")
+    g.add_edge("report", END)
+    db = tmp_path / "g.db"
+    dbg = Debugger(["node:report"])
+    dbg.bind(db)
+    w = watch(dbg)
+    handler = TraceCallbackHandler(db=db)
+    bg = Background(lambda: g.compile().invoke({"items": [], "count": 0},
+                                               config={"callbacks": [handler]}))
+
+    async def body(client) -> None:  # noqa: ANN001
+        got = await _until(client, "list_paused", lambda g: g["paused"])
+        p = got["paused"][0]
+        assert (p["hook"], p["at"], p["pending_kind"]) == ("node", "before", "node")
+        pend = await client.call("get_pending", run=p["run"])
+        assert pend["state"] == {"items": ["bumped"], "count": 1}
+        said = await client.error("resume", run=p["run"], edit_kind="state",
+                                  text='{"colour": "red"}')
+        assert "the state has no key 'colour' (its keys: items, count)" in said
+        out = await client.call("resume", run=p["run"], edit_kind="state",
+                                text='{"count": 41, "items": ["typed"]}')
+        assert out["edit"] == {"kind": "state", "values": {"count": 41, "items": ["typed"]}}
+
+    try:
+        run_with("stdio", db, body)
+        out = bg.result()
+    finally:
+        node_hook.unregister(w)
+    # through the reducers: items appended (before the node's own write), count set
+    assert out == {"items": ["bumped", "typed", "saw 41"], "count": 41}

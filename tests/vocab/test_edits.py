@@ -22,6 +22,7 @@ ONE_OF_EACH = {
     "tool_result": {"kind": "tool_result", "text": "Fog"},
     "tool_args": {"kind": "tool_args", "args": {"city": "Bergen"}},
     "raise": {"kind": "raise", "text": "boom"},
+    "state": {"kind": "state", "values": {"count": 3, "items": ["typed"]}},
     "drop_middleware": {"kind": "drop_middleware", "middleware": "PIIMiddleware[email]"},
     "move_middleware": {"kind": "move_middleware", "middleware": "Summarization", "index": 0},
 }
@@ -72,7 +73,7 @@ def test_recorded_edits_are_described(edit: object, short: str, long: str) -> No
     ([1, 2], 'an edit is an object with a kind, e.g. {"kind": "tool_result", "text": "..."}'),
     ({"kind": "rewind"}, "unknown edit 'rewind' (one of: message, drop, insert, system, "
                          "model, tools, settings, reply, tool_result, tool_args, raise, "
-                         "drop_middleware, move_middleware)"),
+                         "state, drop_middleware, move_middleware)"),
     ({"kind": "message", "text": "x"}, "the message edit needs position"),
     ({"kind": "drop", "position": True}, "the drop edit needs a whole-number position from "
                                           "0, not True"),
@@ -92,6 +93,12 @@ def test_recorded_edits_are_described(edit: object, short: str, long: str) -> No
     ({"kind": "system", "text": "x", "colour": "red"}, "the system edit has no field 'colour'"),
     ({"kind": "system", "text": "x", "from_now_on": "yes"},
      "the system edit's from_now_on must be true or false"),
+    ({"kind": "state", "text": "{bad"}, "the state edit is not valid JSON (Expecting "
+                                        "property name enclosed in double quotes at column 2)"),
+    ({"kind": "state", "values": {}}, 'the state edit is a JSON object of state keys and '
+                                      'their new values, e.g. {"count": 3}'),
+    ({"kind": "state", "text": "[1]"}, 'the state edit is a JSON object of state keys and '
+                                       'their new values, e.g. {"count": 3}'),
 ])
 def test_bad_edits_are_one_line(edit: object, error: str) -> None:
     with pytest.raises(BadEdit) as info:
@@ -131,6 +138,15 @@ REQUEST = {"kind": "model_request", "messages": [{"position": 0}, {"position": 1
     ({"kind": "tool_result", "text": "x"}, {"kind": "state"},
      "a 'tool_result' edit does not apply to a pending state (here: no edit (continue, "
      "step, lap, run or abort))"),
+    ({"kind": "state", "values": {"colour": "red"}}, {"kind": "node", "keys": ["count"]},
+     "the state has no key 'colour' (its keys: count)"),
+    ({"kind": "reply", "text": "x"}, {"kind": "error", "where": "node"},
+     "at a node error the edit is state"),
+    ({"kind": "state", "values": {"count": 1}}, {"kind": "error", "where": "model"},
+     "at a model error the edit is reply"),
+    ({"kind": "state", "values": {"count": 1}}, {"kind": "tool_call"},
+     "a 'state' edit does not apply to a pending tool call (here: tool_result, "
+     "tool_args, raise)"),
     ({"kind": "drop_middleware", "middleware": "X"}, {"kind": "tool_call"},
      "a 'drop_middleware' edit does not apply to a pending tool call (here: tool_result, "
      "tool_args, raise)"),
@@ -163,3 +179,18 @@ def test_where_each_kind_is_made_by_a_fork() -> None:
                                                                      "tool_args"}
     assert {k for k in KINDS if Edit.of(ONE_OF_EACH[k]).everywhere} == {
         "drop_middleware", "move_middleware"}
+
+
+def test_a_state_edit_takes_its_values_as_an_object_as_json_text_or_parsed_text() -> None:
+    # (the prompt's ``state JSON``, MCP's resume(edit_kind="state", text=JSON), the app)
+    want = {"kind": "state", "values": {"count": 41}}
+    assert Edit.of({"kind": "state", "text": '{"count": 41}'}).to_json() == want
+    assert Edit.of({"kind": "state", "text": {"count": 41}}).to_json() == want
+    assert Edit.of({"kind": "state", "state": {"count": 41}}).to_json() == want
+    assert Edit("state", text='{"count": 41}').to_json() == want
+    e = Edit.of(want)
+    assert e.check({"kind": "node", "keys": ["count", "items"]}) is e
+    assert e.check({"kind": "error", "where": "node"}) is e
+    assert e.describe() == "state changed: count"
+    assert e.what() == 'the state\'s count set to {"count": 41}'
+    assert describe_json(want) == "state changed: count"

@@ -34,6 +34,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 from collections.abc import Callable
 from typing import Any, TextIO
@@ -57,6 +58,8 @@ HELP = """\
   reply TEXT          at a model call: answer it yourself (after the model: the new answer)
   result TEXT         at a tool call: give its result yourself (after it: the new result)
   args JSON           at a tool call: run it with these arguments
+  state JSON          at a graph node: merge these keys into what it receives (before)
+                      or into its update (after), through the graph's reducers
   edit JSON           continue with this edit (tracer.vocab.edits: {"kind": ..., ...}),
                       or a list of them ([{...}, {...}]: made in order)
   b SPEC              arm another breakpoint (for as long as this debugger runs)
@@ -65,7 +68,7 @@ HELP = """\
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    from tracer.debug.breakpoints import FORMS
+    from tracer.debug.breakpoints import CONDITION_HELP, FORMS
 
     forms = "\n".join(f"  {form:<26} {what}" for form, what in FORMS.values())
     p = sub.add_parser(
@@ -78,7 +81,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
             "change it, go on. Without COMMAND, drive the pauses of agents already "
             "running into the database (armed with LOOPTRACE_DEBUG=1 or "
             "TraceMiddleware(debug=True)).\n\nBreakpoints (--break, repeatable):\n"
-            + forms + "\n\nAt the prompt:\n" + HELP
+            + forms + "\n\n" + "\n".join(textwrap.wrap(CONDITION_HELP, 86))
+            + "\n\nAt the prompt:\n" + HELP
             + "\n\nExample: looptrace debug --break tool:get_weather -- python agent.py"))
     p.add_argument("--db", default=DEFAULT_DB, help=f"trace database (default {DEFAULT_DB})")
     p.add_argument("--break", dest="breaks", action="append", default=[], metavar="SPEC",
@@ -358,6 +362,7 @@ class Prompt:
             channel.arm(self.db, rest.strip(), source="cli", owner=self.owner,
                         owner_only=self.pid is not None)
             self.say(f"breakpoint {rest.strip()} armed")
+            self._say_unreachable(rest.strip())
             return False
         edit = self.edit_of(word, rest, pend)
         if edit is None:
@@ -382,6 +387,14 @@ class Prompt:
         self.current = n
         return True
 
+    def _say_unreachable(self, spec: str) -> None:
+        from tracer.debug.breakpoints import parse
+        from tracer.debug.reach import unreachable
+
+        said = unreachable(self.db, parse(spec))
+        if said is not None:
+            self.say(f"looptrace debug: {said}")
+
     def edit_of(self, word: str, rest: str, pend: dict[str, Any]) -> Edit | list[Edit] | None:
         """The edit a prompt line asks, or the list ``edit [...]`` gives (``BadEdit``,
         one line, for one that is not)."""
@@ -395,6 +408,11 @@ class Prompt:
             except json.JSONDecodeError as exc:
                 msg = f"args: not valid JSON ({exc.msg} at column {exc.colno})"
                 raise UsageError(msg) from None
+        if word == "state":
+            if not rest.strip():
+                msg = 'state: give a JSON object of state keys, e.g. state {"count": 3}'
+                raise UsageError(msg)
+            return Edit("state", text=rest)
         if word == "edit" and rest:
             if rest.strip().startswith("["):
                 return list(edits_of(rest))
@@ -451,7 +469,11 @@ def template(kind: Any, pend: dict[str, Any]) -> dict[str, Any]:
                 "tool_calls": m.get("tool_calls") or []}
     if kind == "model_request":
         return {"kind": "system", "text": pend.get("system") or ""}
+    if kind == "node":
+        return {"kind": "state", "values": pend.get("state") or {}}
     if kind == "error":
+        if pend.get("where") == "node":
+            return {"kind": "state", "values": {}}
         return ({"kind": "tool_result", "text": ""} if pend.get("where") == "tool"
                 else {"kind": "reply", "text": ""})
     return {"kind": "?"}
@@ -487,11 +509,31 @@ def summary(pend: dict[str, Any]) -> str:
         return "\n".join(lines)
     if kind == "error":
         lines = raised_lines(pend)
-        return "\n".join([f"  the {pend.get('where')} raised {_cut(lines[0], 400)}",
+        where = f"node {pend.get('node')}" if pend.get("where") == "node" else pend.get("where")
+        return "\n".join([f"  the {where} raised {_cut(lines[0], 400)}",
                           *(f"  {ln}" for ln in lines[1:])])
+    if kind == "node":
+        what = ("the node will receive" if pend.get("at") == "before"
+                else "the node returned the update")
+        return f"  {what}:\n" + _state_lines(pend.get("state") or {})
     if kind == "state":
-        return f"  {plural(pend.get('messages_count'), 'message')} in the state"
+        head = f"  {plural(pend.get('messages_count'), 'message')} in the state"
+        return head + ("\n" + _state_lines(pend["state"]) if pend.get("state") else "")
     return ""
+
+
+def _state_lines(state: dict[str, Any]) -> str:
+    """A state, one line per key (messages: their count and the last one)."""
+    lines = []
+    for key, value in state.items():
+        if isinstance(value, list) and value and all(
+                isinstance(m, dict) and "type" in m and "text" in m for m in value):
+            last = value[-1]
+            lines.append(f"  {key}: {plural(len(value), 'message')}, the last "
+                         f"{last.get('type')}: {_cut(last.get('text'), 120)}")
+        else:
+            lines.append(f"  {key}: {_cut(json.dumps(value, ensure_ascii=False), 160)}")
+    return "\n".join(lines) or "  (nothing)"
 
 
 def _cut(text: Any, n: int = 200) -> str:

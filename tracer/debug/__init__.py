@@ -3,8 +3,12 @@
 - ``tracer.debug.breakpoints``: where and when (``--break`` specs);
 - ``tracer.debug.session``: the debugger inside the agent's process
   (``TraceMiddleware(debug=...)``, ``LOOPTRACE_DEBUG``);
-- ``tracer.debug.hooks``: where the middleware asks it;
-- ``tracer.debug.edits``: what may change at a pause;
+- ``tracer.debug.hooks``: where the middleware asks it (``tracer.record.processors``);
+- ``tracer.debug.nodes``: at a graph's nodes (``node:NAME``, ``tracer.record.node_hook``),
+  and a ``state`` edit made through the graph's reducers;
+- ``tracer.debug.condition``, ``tracer.debug.reach``: ``SPEC if EXPR``, and breakpoints
+  that cannot hit;
+- what may change at a pause: ``tracer.vocab.edits`` (made by ``tracer.record.edit_apply``);
 - ``tracer.debug.channel``: the trace database's tables between the agent and whoever
   drives it (the app, ``looptrace debug``'s terminal, MCP).
 """

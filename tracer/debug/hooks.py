@@ -10,6 +10,7 @@ are ``tracer.vocab.edits.Edit``s, made by ``tracer.record.edit_apply``.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias, cast
@@ -27,6 +28,7 @@ from tracer.record.edit_apply import (
     tool_message_of,
 )
 from tracer.record.processors import AFTER, BEFORE, ERROR, FIRE, LAYER, Site, Work
+from tracer.vocab.content import content_text
 from tracer.vocab.edits import Edit, describe_json, edits_of
 
 from .breakpoints import Moment
@@ -70,15 +72,29 @@ class DebugProcessor:
     """The debugger as ``TraceMiddleware`` holds it: a ``tracer.record.processors``
     ``HookProcessor`` over one ``Debugger``."""
 
-    __slots__ = ("debugger",)
+    __slots__ = ("_mw", "debugger")
 
     def __init__(self, debugger: Debugger) -> None:
         self.debugger = debugger
+        self._mw: Callable[[], object] | None = None
 
     def bind(self, db: str) -> None:
         self.debugger.bind(db)
 
+    def attach(self, middleware: object) -> None:
+        """The middleware that holds this processor (``tracer.record.processors.arm``):
+        the debugger watches the nodes of its graph too (``node:NAME``,
+        ``tracer.debug.nodes``), and says the ``layer:NAME`` breakpoints its agent
+        cannot hit."""
+        from .nodes import watch
+
+        self._mw = weakref.ref(middleware)
+        watch(self.debugger, middleware)
+
     def visit(self, site: Site) -> Work | None:
+        mw = self._mw() if self._mw is not None else None
+        if mw is not None:
+            self.debugger.check_layers(mw)
         return visit(self.debugger, site)
 
 
@@ -141,9 +157,11 @@ def _node(dbg: Debugger, site: Site) -> _Visit:
     msgs = msgs if isinstance(msgs, list) else []
 
     def pending() -> JSON:
+        from .nodes import state_json
+
         last = [message_json(m, i) for i, m in enumerate(msgs)][-3:]
         return {"kind": "state", "hook": site.hook, "messages_count": len(msgs),
-                "last_messages": last}
+                "last_messages": last, "state": state_json(state)}
 
     return _Visit(dbg.moment(site.run, site.hook, FIRE), pending, lambda e: None, None)
 
@@ -185,8 +203,10 @@ def _before(dbg: Debugger, site: Site) -> _Visit:
     def pending() -> JSON:
         return {**request_json(request), "seen_at": _seen_at(site)}
 
+    model = getattr(request, "model", None)
+    name = str(getattr(model, "model_name", None) or getattr(model, "model", None) or "")
     m = dbg.moment(site.run, site.hook, BEFORE if site.at == BEFORE else LAYER, text=text,
-                   layer=site.layer)
+                   layer=site.layer, model=name, messages=request.messages)
     if site.inner and dbg.finding_armed():
         # (the request as the model receives it is checked itself: a middleware may have
         # made it break the provider's protocol after the record was written)
@@ -245,7 +265,8 @@ def _tool_before(dbg: Debugger, site: Site) -> _Visit:
         return (new, given), {"tool_call": call}, after
 
     m = dbg.moment(site.run, site.hook, BEFORE if site.at == BEFORE else LAYER,
-                   tool=call["name"], layer=site.layer)
+                   tool=call["name"], layer=site.layer, args=call["args"],
+                   messages=_messages(request))
     return _Visit(m, lambda: {"kind": "tool_call", "tool_call": call}, apply,
                   (request, None), call["id"])
 
@@ -268,7 +289,11 @@ def _after(dbg: Debugger, site: Site) -> _Visit:
                                 structured_response=response.structured_response)
         return out, message_json(ai), message_json(new)
 
-    return _Visit(dbg.moment(site.run, site.hook, AFTER, reply=ai),
+    def text() -> str:
+        return str(content_text(ai.content)) if ai is not None else ""
+
+    return _Visit(dbg.moment(site.run, site.hook, AFTER, result=text, text=text,
+                            reply=ai),
                   lambda: {"kind": "model_reply", "message": message_json(ai) if ai else None},
                   apply, response)
 
@@ -292,8 +317,13 @@ def _tool_after(dbg: Debugger, site: Site) -> _Visit:
 
     pending: JSON = {"kind": "tool_result", "tool_call": call,
                      "message": message_json(msg) if msg is not None else None}
-    return _Visit(dbg.moment(site.run, site.hook, AFTER, tool=call["name"], error=error),
-                  lambda: pending, apply, result, tcid)
+
+    def text() -> str:
+        return str(content_text(msg.content)) if msg is not None else ""
+
+    m = dbg.moment(site.run, site.hook, AFTER, tool=call["name"], error=error,
+                   args=call["args"], result=text, text=text, messages=_messages(request))
+    return _Visit(m, lambda: pending, apply, result, tcid)
 
 
 # -- a tool or the model raised -------------------------------------------------------
@@ -321,13 +351,23 @@ def _error(dbg: Debugger, site: Site) -> _Visit | None:
                      "error": repr(exc)[:2000], "exception": exception_json(exc)}
     if call is not None:
         pending["tool_call"] = call
+
+    def text() -> str:
+        return f"{type(exc).__name__}: {exc}".lower()
+
     m = dbg.moment(site.run, site.hook, ERROR, tool=call["name"] if call else None,
-                   error=True)
+                   error=True, args=call["args"] if call else None, text=text)
     return _Visit(m, lambda: pending, apply, None, call["id"] if call else None)
 
 
 _VISITS: dict[str, Callable[[Debugger, Site], _Visit | None]] = {
     FIRE: _node, BEFORE: _before, LAYER: _before, AFTER: _after, ERROR: _error}
+
+
+def _messages(request: object) -> object:
+    """The conversation a tool call request carries in its state, or None."""
+    state = getattr(request, "state", None)
+    return state.get("messages") if isinstance(state, dict) else None
 
 
 def _changed(a: JSON, edit: Edit) -> JSON:

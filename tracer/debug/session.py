@@ -77,6 +77,7 @@ class _RunDebug:
     findings: FindingWatch = field(default_factory=FindingWatch)  # each finding once
     # edits marked from_now_on (tracer.vocab.edits): made again at every later model call
     sticky: list[dict[str, Any]] = field(default_factory=list)
+    hits: dict[str, int] = field(default_factory=dict)  # spec -> its place reached
 
 
 @dataclass
@@ -152,11 +153,17 @@ class Debugger:
             rd = self._runs[run.id] = _RunDebug()
         return rd
 
-    def moment(self, run: Any, hook: str, at: str, **kw: Any) -> Moment:
+    def moment(self, run: Any, hook: str, at: str, messages: Any = None, **kw: Any) -> Moment:
+        """The moment ``hook`` fires ``at``; ``messages``: the conversation there (the
+        run's tokens so far are its replies' usage)."""
         rd = self.state(run)
         if hook == "wrap_model_call" and at == "before":
             rd.model_calls += 1
-        m = Moment(hook, at, lap=int(run.lap or 0), model_call=rd.model_calls, **kw)
+        used = usage_of(messages) if messages is not None else None
+        if used is None:
+            used = list(getattr(run, "tokens", None) or (0, 0, 0))
+        m = Moment(hook, at, lap=int(run.lap or 0), model_call=rd.model_calls,
+                   tokens=int(used[2] or 0), **kw)
         taken: list[set[str]] = []
 
         def findings() -> set[str]:  # (the new ones, taken by the first moment that asks)
@@ -165,6 +172,7 @@ class Debugger:
             return taken[0]
 
         m.findings = findings
+        m.cost = lambda: run_cost(run, used)
         return m
 
     @staticmethod
@@ -179,6 +187,26 @@ class Debugger:
         the next one (``refresh``: a memory read, unless the file changed)."""
         return True
 
+    def check_layers(self, mw: Any) -> None:
+        """Say once, on stderr, each ``layer:NAME`` breakpoint that cannot hit in the
+        agent of ``mw`` (a ``TraceMiddleware``): NAME is no middleware it wraps with
+        ``trace.around``."""
+        specs = [b for b in self.breaks if b.kind == "layer"] + [
+            r[1] for r in self._remote if r[1].kind == "layer"]
+        if not specs:
+            return
+        layers = [str(x) for x in getattr(mw, "_around", None) or () if x != mw.name]
+        for b in specs:
+            key = f"layer:{id(mw)}:{b.spec}"
+            if b.value in layers or key in self._warned:
+                continue
+            self._warned.add(key)
+            import sys
+
+            print(f"looptrace debug: breakpoint {b.spec} cannot hit in this agent: "
+                  f"{b.value!r} is not a middleware wrapped with trace.around (wrapped: "
+                  f"{', '.join(layers) or 'none'})", file=sys.stderr)
+
     def finding_armed(self) -> bool:
         """Whether a ``finding:`` breakpoint is armed (here or from outside)."""
         return any(b.kind == "finding" for b in self.breaks) or any(
@@ -190,7 +218,7 @@ class Debugger:
         try:
             self.refresh()
             self._live = [r for r in self._remote if not owner.gone(r[4])]
-            if self._sees_findings(m) and self.finding_armed():
+            if self._sees_findings(m) and m.hook != "node" and self.finding_armed():
                 self._findings(rec, run, m.reply)
         except (sqlite3.Error, LooptraceError, OSError) as exc:
             self._warn("io", f"looptrace debug: the channel cannot be read ({exc})")
@@ -231,14 +259,15 @@ class Debugger:
         rd = self.state(run)
         if rd.done:
             return None
-        if rd.step:
-            return "step"
         if rd.lap_target is not None and m.hook == "wrap_model_call" and m.at == "before" \
                 and m.lap >= rd.lap_target:
             return "next lap"
+        if rd.step and (m.hook != "node" or (not m.in_agent and m.at != "after")):
+            return "step"  # (a plain graph's steps: before each node, and its errors)
+        hit = None
         for b in self.breaks:
-            if b.hits(m):
-                return b.spec
+            if self._hits(rd, b, m) and hit is None:
+                hit = b.spec
         if self._live:
             parent = getattr(getattr(run, "parent", None), "id", None)
             for _bid, b, rid, tid, own, only in self._live:
@@ -248,15 +277,26 @@ class Debugger:
                     continue
                 if only and own != self.owner:
                     continue  # (armed at the prompt of a looptrace debug for its own agents)
-                if b.hits(m):
-                    return b.spec
-        return None
+                if self._hits(rd, b, m) and hit is None:
+                    hit = b.spec
+        return hit
+
+    @staticmethod
+    def _hits(rd: _RunDebug, b: Breakpoint, m: Moment) -> bool:
+        """``b`` stops at ``m``; its place reached counts as a hit (``hits`` of its
+        condition) whether or not its condition holds."""
+        if not b.at(m):
+            return False
+        n = rd.hits[b.spec] = rd.hits.get(b.spec, 0) + 1
+        return b.cond is None or b.cond.holds(m, n)
 
     # -- pausing ----------------------------------------------------------------------
     def _pause(self, rec: Any, run: Any, mw: str, m: Moment, reason: str,
                pending: dict[str, Any], tcid: str | None) -> _Answer:
         """Record the pause, write it to the channel, wait for the answer (blocking)."""
         small = {"at": m.at, "reason": reason, "pending_kind": pending.get("kind")}
+        if m.node is not None:
+            small["node"] = m.node
         if pending.get("tool_call"):
             small["tool_call"] = pending["tool_call"]
         seq = rec.event(run, m.hook, "pause", middleware=mw, tool_call_id=tcid, payload=small)
@@ -412,7 +452,57 @@ def from_env(env: dict[str, str]) -> Debugger | None:
             raise LooptraceError(msg) from None
     else:
         timeout = SERVER_TIMEOUT
-    return Debugger(spec, timeout=timeout)
+    return Debugger(_good_specs(spec), timeout=timeout)
+
+
+def _good_specs(spec: str) -> Any:
+    """The specs of ``LOOPTRACE_DEBUG`` that parse; each bad one is one line on stderr
+    and is not armed (the user's ``TraceMiddleware()`` never raises for it)."""
+    from tracer.checks.run import RULES
+
+    from .breakpoints import split_specs
+
+    if spec.strip().lower() in ("1", "on", "true", "yes", ""):
+        return spec
+    good = []
+    for one in split_specs(spec):
+        try:
+            parse(one, rules=tuple(RULES))
+        except LooptraceError as exc:
+            import sys
+
+            print(f"looptrace: {ENV}: {exc}; not armed", file=sys.stderr)
+            continue
+        good.append(one)
+    return good
+
+
+def usage_of(messages: Any) -> list[int] | None:
+    """(input, output, total) tokens the replies among ``messages`` reported, or None
+    when none did."""
+    out = [0, 0, 0]
+    seen = False
+    for m in messages or ():
+        u = getattr(m, "usage_metadata", None)
+        if isinstance(u, dict):
+            seen = True
+            for i, k in enumerate(("input_tokens", "output_tokens", "total_tokens")):
+                out[i] += int(u.get(k) or 0)
+    return out if seen else None
+
+
+def run_cost(run: Any, tokens: Any = None) -> float | None:
+    """The run's cost so far in USD (its tokens so far priced for its model, as
+    ``looptrace runs`` prices a call), or None when it cannot be priced."""
+    tokens = tokens if tokens is not None else getattr(run, "tokens", None)
+    model = getattr(run, "model", None)
+    if not tokens or not model:
+        return None
+    from tracer.read.cost import default_prices
+
+    total = default_prices().price({"input_tokens": tokens[0], "output_tokens": tokens[1]},
+                                   str(model), getattr(run, "provider", None))[0]
+    return float(total) if total is not None else None
 
 
 # -- what is pending, as JSON ---------------------------------------------------------

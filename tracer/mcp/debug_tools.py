@@ -7,7 +7,8 @@ import os
 from typing import Any
 
 from tracer.debug import channel
-from tracer.debug.breakpoints import FORMS
+from tracer.debug.breakpoints import CONDITION_HELP, FORMS, parse
+from tracer.debug.reach import unreachable
 from tracer.errors import UsageError
 from tracer.read.loader import TraceDB
 from tracer.vocab.edits import AT, KINDS
@@ -21,7 +22,10 @@ _EDITS = ("edit_kind names the edit, with the same arguments as fork_run's: mess
           "tool_args (args), and the debugger's own: tools (names: the tools to keep "
           "offering), settings (settings: an object), reply (text and/or tool_calls: "
           "[{name, args}]: answer the model call yourself, or replace its answer), raise "
-          "(text: the tool call raises). Which apply: " + "; ".join(
+          "(text: the tool call raises), state (text: a JSON object of state keys: at a graph "
+          "node, merged into what it receives (before) or into its update (after) through "
+          "the graph's reducers; at a node's error, its update instead). Which apply: "
+          + "; ".join(
               f"{at.replace('_', ' ')}: {', '.join(k.name for k in KINDS.values() if at in k.at)}"
               for at in AT if at != "stack") + "; state: none.")
 
@@ -39,8 +43,13 @@ DEBUG_TOOLS: dict[str, str] = {
         "What a paused run is about to do: the model request as the model will receive "
         "it (messages with their positions, system prompt, tool names, settings, model), "
         "the tool call with its arguments, the AIMessage that just came back, the "
-        "ToolMessage, or the exception raised. pause: the pause's id (from list_paused), "
-        "needed when the run has several pauses at once. An error if the run is not "
+        "ToolMessage, the exception raised, or at a graph node (kind node) its `state` "
+        "(also at the answer's top level): "
+        "the input the node will receive (before) or the update it returned (after), "
+        "every key as the State view shows it, and `keys`, the state's keys; at a hook "
+        "of create_agent (kind state) the whole state. pause: the pause's id (from "
+        "list_paused), needed when the run has several pauses at once. An error if the "
+        "run is not "
         "paused."),
     "resume": (
         "WRITES to the database (the debugger's channel): let a paused run go on. pause: "
@@ -58,7 +67,8 @@ DEBUG_TOOLS: dict[str, str] = {
         "WRITES to the database: arm a breakpoint for the agents debugged into it (it "
         "applies at their next hook firing), for one run (and its subagents), one thread, or "
         "every run (neither given). spec: " + "; ".join(
-            f"{form}: {what}" for form, what in FORMS.values()) + "."),
+            f"{form}: {what}" for form, what in FORMS.values()) + ". " + CONDITION_HELP
+        + ". A bad spec or expression is an error and arms nothing."),
     "playground": (
         "Re-send a recorded model call, edited, to a chosen model, and see the new answer "
         "beside the recorded one: the call at or after `step` of `run`, exactly as the "
@@ -89,7 +99,11 @@ class Debug:
         return {"paused": channel.list_paused(self.db)}
 
     def get_pending(self, run: str, pause: int | None = None) -> dict[str, Any]:
-        return channel.pending(self.db, self._rid(run), pause)
+        out = channel.pending(self.db, self._rid(run), pause)
+        pend = out.get("pending")
+        if isinstance(pend, dict) and "state" in pend:  # (a node's or a hook's: at the top)
+            out["state"] = pend["state"]
+        return out
 
     # ``text: str = None``: annotated ``str`` alone, so that the MCP server takes it as
     # it is: it parses a string given for any other annotation (``str | None``) as JSON
@@ -123,7 +137,11 @@ class Debug:
                        thread: str | None = None) -> dict[str, Any]:
         rid = self._rid(run) if run else None
         bid = channel.arm(self.db, spec, run=rid, thread=thread, source="mcp")
-        return {"id": bid, "spec": spec, "run": rid, "thread": thread}
+        out: dict[str, Any] = {"id": bid, "spec": spec, "run": rid, "thread": thread}
+        said = unreachable(self.db, parse(spec))
+        if said is not None:
+            out["warning"] = said
+        return out
 
     def playground(self, run: str, step: int, model: str = "offline",
                    edit_kind: str | None = None, position: int | None = None,

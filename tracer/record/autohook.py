@@ -16,12 +16,14 @@ import importlib.util
 import sys
 from typing import Any
 
-__all__ = ["FACTORY", "TARGET", "arm", "arm_debug"]
+__all__ = ["FACTORY", "GRAPH", "TARGET", "arm", "arm_debug"]
 
 TARGET = "langchain_core.tracers.context"
 # (``looptrace debug``: every agent ``create_agent`` builds gets a debugging
 # TraceMiddleware, the innermost, when it has none of its own)
 FACTORY = "langchain.agents.factory"
+# (and every node of every graph: ``tracer.record.node_hook``)
+GRAPH = "langgraph.pregel.main"
 
 
 class _HandlerVar:
@@ -80,6 +82,15 @@ class _Finder(importlib.abc.MetaPathFinder):
         _register(module)
 
 
+class _GraphFinder(_Finder):
+    target = GRAPH
+
+    def loaded(self, module: Any) -> None:
+        from .node_hook import debug_every_node
+
+        debug_every_node()
+
+
 class _FactoryFinder(_Finder):
     target = FACTORY
 
@@ -129,6 +140,12 @@ def arm_debug() -> None:
         _debug_every_agent(mod)
     elif not any(isinstance(f, _FactoryFinder) for f in sys.meta_path):
         sys.meta_path.insert(0, _FactoryFinder())
+    if sys.modules.get(GRAPH) is not None:
+        from .node_hook import debug_every_node
+
+        debug_every_node()
+    elif not any(isinstance(f, _GraphFinder) for f in sys.meta_path):
+        sys.meta_path.insert(0, _GraphFinder())
 
 
 def arm() -> None:

@@ -162,6 +162,10 @@ def install(db: str | os.PathLike[str], *, how: str = "LOOPTRACE_DB") -> AutoTra
                                                           default=handler)
     register_configure_hook(var, True, TraceCallbackHandler)
     _installed.append(handler)
+    if os.environ.get("LOOPTRACE_DEBUG"):  # (a server armed too: every graph's nodes)
+        from .node_hook import debug_every_node
+
+        debug_every_node()
     atexit.register(handler.close)  # (before the writers' own exit hook: registered later)
     return handler
 

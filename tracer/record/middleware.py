@@ -126,8 +126,8 @@ class _TraceBase(AgentMiddleware):
         # (tells this middleware how each invocation ended: ``tracer.record.watch``)
         self._watcher = watch(self)
         # (what else each hook firing is asked of: the debugger, when armed;
-        # tracer.record.processors)
-        self._processors: tuple[HookProcessor, ...] = arm(debug, db)
+        # tracer.record.processors; it watches this agent's graph nodes too)
+        self._processors: tuple[HookProcessor, ...] = arm(debug, db, self)
 
     @property
     def name(self) -> str:

@@ -20,7 +20,9 @@ event loop never blocks. What the work returns is what the hook goes on with:
 Arming: ``TraceMiddleware(debug=...)`` or ``LOOPTRACE_DEBUG`` asks ``arm``, which asks
 the armers registered with ``register`` (the package's root registers the
 debugger's, ``tracer/__init__.py``); a processor object passed as ``debug=`` is
-registered as it is.
+registered as it is. A processor may also have ``attach(middleware)``: it is then told
+the middleware that holds it (the debugger watches that middleware's graph nodes and
+its ``trace.around`` layers), never imported from here.
 """
 
 from __future__ import annotations
@@ -91,19 +93,28 @@ def _is_processor(obj: object) -> bool:
     return callable(getattr(obj, "visit", None)) and callable(getattr(obj, "bind", None))
 
 
-def arm(debug: object, db: str | os.PathLike[str]) -> tuple[HookProcessor, ...]:
-    """The processors a middleware made with ``debug=`` (and the environment) holds."""
+def arm(debug: object, db: str | os.PathLike[str],
+        owner: object = None) -> tuple[HookProcessor, ...]:
+    """The processors a middleware made with ``debug=`` (and the environment) holds;
+    ``owner``: that middleware, told to each processor that has ``attach``."""
     if debug is False or (debug is None and not os.environ.get("LOOPTRACE_DEBUG")):
         return ()
     path = os.fspath(db)
+    out: tuple[HookProcessor, ...]
     if _is_processor(debug):
         proc: HookProcessor = debug  # type: ignore[assignment]  # (checked: it has both)
         proc.bind(path)
-        return (proc,)
-    out = tuple(p for p in (armer(debug, path) for armer in _ARMERS) if p is not None)
+        out = (proc,)
+    else:
+        out = tuple(p for p in (armer(debug, path) for armer in _ARMERS) if p is not None)
     if not out:
         msg = "debug= asks for the debugger, and none is registered (import tracer.debug)"
         raise UsageError(msg)
+    if owner is not None:
+        for p in out:
+            attach = getattr(p, "attach", None)
+            if callable(attach):
+                attach(owner)
     return out
 
 

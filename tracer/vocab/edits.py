@@ -37,8 +37,9 @@ MODEL_REPLY: Final = "model_reply"
 TOOL_CALL: Final = "tool_call"
 TOOL_RESULT: Final = "tool_result"
 ERROR: Final = "error"
+NODE: Final = "node"  # a graph node, before or after it ran (``tracer.debug.nodes``)
 STACK: Final = "stack"
-AT: Final = (MODEL_REQUEST, MODEL_REPLY, TOOL_CALL, TOOL_RESULT, ERROR, STACK)
+AT: Final = (MODEL_REQUEST, MODEL_REPLY, TOOL_CALL, TOOL_RESULT, ERROR, NODE, STACK)
 
 ROLES: Final = ("human", "ai", "system", "tool")
 
@@ -97,6 +98,11 @@ KINDS: Final[dict[str, Kind]] = {k.name: k for k in (
          "tool arguments changed", "the tool call's arguments changed to {args}"),
     Kind("raise", (), (TOOL_CALL,), None, "make the tool call raise (text: the message)",
          "the tool call made to raise", "the tool call made to raise {quoted}"),
+    Kind("state", ("values",), (NODE, ERROR), None,
+         "at a graph node: merge these state keys into what it receives (before) or into "
+         "its update (after), through the graph's reducers (values: an object, or text: "
+         "that object as JSON); at a node's error: its update instead of the exception",
+         "state changed: {keys_text}", "the state's {keys_text} set to {values_text}"),
     Kind("drop_middleware", ("middleware",), (STACK,), "stack",
          "remove a middleware from the agent's list", "middleware {middleware} removed",
          "the middleware {middleware} removed from the agent's list"),
@@ -107,7 +113,7 @@ KINDS: Final[dict[str, Kind]] = {k.name: k for k in (
 )}
 
 _FIELDS = ("position", "text", "role", "tool_call_id", "args", "model", "middleware",
-           "index", "names", "settings", "tool_calls", "from_now_on")
+           "index", "names", "settings", "tool_calls", "values", "from_now_on")
 # the edits a debugger answer may mark "from now on": made again at every later model
 # call of the same run (a subagent's system prompt for each of its calls ...)
 STICKY = frozenset({"system", "model", "tools", "settings"})
@@ -150,6 +156,7 @@ class Edit:
     names: tuple[str, ...] | None = None  # tools: the tools to keep offering
     settings: dict[str, Any] | None = None  # settings (JSON values)
     tool_calls: tuple[dict[str, Any], ...] | None = None  # reply: [{name, args, id}]
+    values: dict[str, Any] | None = None  # state: state keys -> their new values (JSON)
     from_now_on: bool = False  # (the debugger) made again at every later model call
 
     def __post_init__(self) -> None:
@@ -157,6 +164,9 @@ class Edit:
         if kind is None:
             msg = f"unknown edit {self.kind!r} (one of: {', '.join(KINDS)})"
             raise _bad(msg)
+        if self.kind == "state":
+            object.__setattr__(self, "values", _state_values(self.values, self.text))
+            object.__setattr__(self, "text", None)
         for name in kind.needs:
             if getattr(self, name) is None:
                 raise _bad(f"the {self.kind} edit needs {name}")
@@ -226,6 +236,14 @@ class Edit:
         if not isinstance(value, Mapping) or not isinstance(value.get("kind"), str):
             raise _bad("an edit is an object with a kind, e.g. {\"kind\": \"tool_result\", "
                        "\"text\": \"...\"}")
+        if value["kind"] == "state" and value.get("values") is None:
+            # (a state edit's values may come as ``state``, or as ``text``: its JSON, or
+            # already parsed, as MCP clients send JSON text)
+            value = {**value, "values": value.get("state")}
+            if isinstance(value.get("text"), Mapping):
+                value["values"], value["text"] = value["text"], None
+        if value["kind"] == "state":
+            value = {k: v for k, v in value.items() if k != "state"}
         unknown = sorted(set(value) - {"kind", *_FIELDS})
         if unknown:
             raise _bad(f"the {value['kind']} edit has no field {unknown[0]!r}")
@@ -291,11 +309,17 @@ class Edit:
             if unknown:
                 raise _bad(f"the request offers no tool {unknown[0]!r} (it offers: "
                            f"{', '.join(offered) or 'none'})")
+        if self.kind == "state":
+            keys = [str(k) for k in pending.get("keys") or ()]
+            unknown = [k for k in self.values or () if keys and k not in keys]
+            if unknown:
+                raise _bad(f"the state has no key {unknown[0]!r} (its keys: "
+                           f"{', '.join(keys)})")
         if what == ERROR:
-            where = pending.get("where")
-            if (self.kind == "tool_result") != (where == "tool"):
-                raise _bad(f"at a {where} error the edit is "
-                           f"{'tool_result' if where == 'tool' else 'reply'}")
+            where = str(pending.get("where"))
+            want = {"tool": "tool_result", "node": "state"}.get(where, "reply")
+            if self.kind != want:
+                raise _bad(f"at a {where} error the edit is {want}")
         return self
 
     # -- in words and as JSON ----------------------------------------------------------
@@ -305,6 +329,9 @@ class Edit:
         d["quoted"] = f"“{text[:60]}{'…' if len(text) > 60 else ''}”"
         d["model_label"] = _model_label(self.model)
         d["names_text"] = ", ".join(self.names or ()) or "none"
+        d["keys_text"] = ", ".join(str(k) for k in self.values or {})
+        shown = json.dumps(self.values, ensure_ascii=False, default=str)
+        d["values_text"] = shown if len(shown) <= 120 else shown[:117] + "..."
         return d
 
     def describe(self) -> str:
@@ -333,6 +360,22 @@ class Edit:
             elif v is not None:
                 out[name] = list(v) if isinstance(v, tuple) else v
         return out
+
+
+def _state_values(values: object, text: object) -> dict[str, Any]:
+    """A state edit's values: an object of state keys, or ``text`` holding one as JSON."""
+    if values is None and isinstance(text, Mapping):  # (already parsed)
+        values = text
+    if values is None and isinstance(text, str):
+        try:
+            values = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise _bad(f"the state edit is not valid JSON ({exc.msg} at column "
+                       f"{exc.colno})") from None
+    if not isinstance(values, Mapping) or not values:
+        raise _bad("the state edit is a JSON object of state keys and their new values, "
+                   "e.g. {\"count\": 3}")
+    return {str(k): v for k, v in values.items()}
 
 
 def _tool_calls(value: object) -> tuple[dict[str, Any], ...]:
