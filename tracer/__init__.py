@@ -49,7 +49,7 @@ from .record import processors as _processors
 
 if TYPE_CHECKING:
     from .checks.run import Finding, Thresholds, check_db, check_run
-    from .db.schema import SCHEMA_VERSION
+    from .db.tables import SCHEMA_VERSION
     from .errors import (
         DatabaseUnavailable,
         LooptraceError,

@@ -54,6 +54,11 @@ class DatabaseUnavailable(LooptraceError):
     """The database cannot be opened or written right now (locked, read-only, missing dir)."""
 
 
+class AccessDenied(DatabaseUnavailable):
+    """A PostgreSQL store's server refused the credentials (wrong password, unknown role,
+    not allowed)."""
+
+
 class NewerSchemaError(LooptraceError):
     """The database was written by a newer looptrace."""
 

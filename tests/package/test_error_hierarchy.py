@@ -24,7 +24,9 @@ from tracer.cli import main
 # (signals caught inside the package, never reported: the proxy forwards what an emulator
 # script raises ForwardUpstream for)
 INTERNAL = {"tracer.vocab.httpbody.BodyError", "tracer.mcp.server._Err", "tracer.whatif.player.RecordedError",
-            "tracer.wire.proxy.ForwardUpstream"}
+            "tracer.wire.proxy.ForwardUpstream",
+            # (a signal to stop, raised through the prompt: a BaseException on purpose)
+            "tracer.cli.debug._Stopped"}
 # (importing these runs something: the sitecustomize arms a hook, __main__ runs the CLI)
 SKIP = ("tracer._autotrace", "tracer.__main__", "tracer.cli.__main__")
 

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 
 from tracer.cli import add_prices, int_range, use_prices
-from tracer.db.schema import RUN_STATUSES
+from tracer.db.tables import RUN_STATUSES
 from tracer.debug.channel import paused_status
 from tracer.errors import LooptraceError
 from tracer.read.cost import RunCost, run_costs

@@ -30,6 +30,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any, Self
 
 from tracer.errors import (
+    AccessDenied,
     DatabaseUnavailable,
     InvalidOption,
     LooptraceError,
@@ -53,10 +54,6 @@ SERIAL = frozenset({"wire", "search_pending", "debug_breaks", "debug_pauses", "n
 
 ACCESS_DENIED = ("password authentication failed", "authentication failed",
                  "no pg_hba.conf entry", "role \"", "permission denied")
-
-
-class AccessDenied(DatabaseUnavailable):
-    """The server refused the credentials (wrong password, unknown role, not allowed)."""
 
 
 # -- the dialect ---------------------------------------------------------------------
@@ -456,7 +453,7 @@ def _table(name: str, cols: dict[str, type], key: tuple[str, ...],
 def schema_sql() -> list[str]:
     """Every table, index and trigger of the store, as the SQLite file has them (the
     column lists are ``tracer.db.schema``'s), and the functions of the dialect."""
-    from . import schema as s
+    from . import tables as s
 
     out = list(FUNCTIONS_SQL)
     out += [
@@ -535,7 +532,7 @@ _LOCK_KEY = 0x6C6F6F70  # "loop": the advisory lock of creating and migrating a 
 def check_schema(conn: PgConnection) -> int:
     """The schema version of the store (0: the schema holds no table yet); a one-line
     error for a database that is someone else's or a newer looptrace's."""
-    from .schema import APP_ID, SCHEMA_VERSION
+    from .tables import APP_ID, SCHEMA_VERSION
 
     shown = conn.url
     tables = {r[0] for r in conn.execute(
@@ -570,7 +567,7 @@ def create_or_migrate(conn: PgConnection, version: int) -> None:
     """Create the schema (``version`` 0) or bring it to ``SCHEMA_VERSION``, in one
     transaction under an advisory lock: processes starting together never see half a
     schema, and a failure leaves the store as it was."""
-    from .schema import APP_ID, SCHEMA_VERSION
+    from .tables import APP_ID, SCHEMA_VERSION
 
     if version >= SCHEMA_VERSION:
         return

@@ -40,7 +40,8 @@ import sqlite3
 from collections.abc import Callable
 from typing import Any
 
-from .schema import FTS_BLOCK, SCHEMA_VERSION
+from .schema import FTS_BLOCK
+from .tables import SCHEMA_VERSION
 from .url import engine_of
 
 MIN_INDEXED = 3  # the trigram tokenizer indexes three-character pieces

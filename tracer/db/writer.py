@@ -35,7 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from tracer.errors import DatabaseUnavailable, LooptraceError, NotALooptraceDatabase
+from tracer.errors import AccessDenied, DatabaseUnavailable, LooptraceError, NotALooptraceDatabase
 from tracer.vocab.records import (
     Deferred,
     EventRecord,
@@ -47,7 +47,6 @@ from tracer.vocab.records import (
 from tracer.vocab.redact import DEFAULT_REDACTOR, Redactor
 
 from . import search
-from .pg import AccessDenied
 from .processes import _gone
 from .schema import connect
 from .serialize import dumps, message_json, message_key, search_text, tool_call_id_of

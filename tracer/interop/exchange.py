@@ -26,6 +26,14 @@ from typing import Any
 
 from tracer.db.notes import TAG, check_author, check_text
 from tracer.db.schema import (
+    connect,
+    refuse_database,
+    written_whole,
+)
+from tracer.db.search import BATCH as SEARCH_BATCH
+from tracer.db.search import catch_up
+from tracer.db.summaries import refresh
+from tracer.db.tables import (
     EVENTS_COLUMNS,
     MESSAGES_COLUMNS,
     NOTES_COLUMNS,
@@ -35,13 +43,7 @@ from tracer.db.schema import (
     STATE_COLUMNS,
     STATE_VALUES_COLUMNS,
     WIRE_COLUMNS,
-    connect,
-    refuse_database,
-    written_whole,
 )
-from tracer.db.search import BATCH as SEARCH_BATCH
-from tracer.db.search import catch_up
-from tracer.db.summaries import refresh
 from tracer.db.url import is_url
 from tracer.errors import (
     InvalidOption,

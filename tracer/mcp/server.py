@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from tracer.db.notes import check_tags
-from tracer.db.schema import RUN_STATUSES
+from tracer.db.tables import RUN_STATUSES
 from tracer.errors import LooptraceError
 from tracer.read.cost import RunCost, run_costs
 from tracer.read.loader import RunSummary, TraceDB

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tracer.db.schema import SCHEMA_VERSION
+from tracer.db.tables import SCHEMA_VERSION
 from tracer.interop.exchange import import_rows
 
 from .otlp import read_otlp_file

@@ -32,7 +32,7 @@ import json
 import re
 from typing import Any
 
-from tracer.db.schema import SCHEMA_VERSION
+from tracer.db.tables import SCHEMA_VERSION
 from tracer.interop.exchange import export_lines
 from tracer.read.loader import TraceDB, content_text
 from tracer.vocab.calls import Requests, Usage

@@ -28,8 +28,8 @@ from typing import Any
 
 from tracer.db.notes import TAGS_SQL
 from tracer.db.prune import parse_age
-from tracer.db.schema import SCHEMA_VERSION
 from tracer.db.search import matching_runs, run_has
+from tracer.db.tables import SCHEMA_VERSION
 from tracer.errors import InvalidOption, LooptraceError
 from tracer.vocab.rules_version import RULES_VERSION
 

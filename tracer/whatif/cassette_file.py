@@ -18,7 +18,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from tracer.db.schema import SCHEMA_VERSION
+from tracer.db.tables import SCHEMA_VERSION
 from tracer.errors import LooptraceError
 from tracer.interop.exchange import FORMAT, FORMAT_VERSION, export_lines, read_trace
 from tracer.read.loader import TraceDB
