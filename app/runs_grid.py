@@ -56,7 +56,8 @@ SHOWN = (
     Column("model_calls", "model_calls", "int"),
     Column("tool_calls", "tool_calls", "int"),
     Column("errors", "errors", "int", "each once: a tool call that failed, a model call's "
-           "exception, the run's own failure (not its findings: see health)"),
+           "exception, the run's own failure (not a person's rejection, not its "
+           "findings: see health)"),
     Column("tokens", "tokens", "tokens", "not reported: no model call of the run reported usage"),
     Column("what_if", "what if", "text", "a fork's step and edit, or the run a replay replays"),
     Column("open", "open", "link"),

@@ -199,3 +199,18 @@ def test_a_model_that_answered_without_its_name_is_not_none_answered(
     code, out, _ = show(capsys, run_id(db2, "LangGraph"), "--db", str(db2))
     model_line = next(ln for ln in out.splitlines() if ln.startswith("  model"))
     assert model_line.startswith("  model nameless (asked; none answered)")
+
+
+def test_a_run_streamed_without_usage_says_why_it_has_no_tokens(
+        sample_db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """openai-shopping streamed through ChatOpenAI at a URL not OpenAI's, which asks for
+    no usage then: show says so; openai-weather (not streamed) has its tokens and no
+    such line (issue 47 untrue 12: "not reported" and nothing said why)."""
+    code, out, _ = show(capsys, run_id(sample_db, "openai-shopping")[:12], "--db",
+                        str(sample_db))
+    assert code == 0
+    assert ("  usage not reported: streamed without stream_options.include_usage: OpenAI"
+            " sends no usage then (ChatOpenAI(stream_usage=True) asks for it)") in out
+    code, out, _ = show(capsys, run_id(sample_db, "openai-weather")[:12], "--db",
+                        str(sample_db))
+    assert code == 0 and "usage not reported" not in out

@@ -289,10 +289,10 @@ def _columns(db: str, table: str) -> set[str]:
 def test_a_store_written_by_the_previous_schema_opens_and_migrates_on_each_engine(
         store_db: str) -> None:
     """A store of schema 6 (no debugger owners) with a run in it: opened for writing,
-    it is brought to 7 in place, on either engine, and the run is all still there (a
+    it is brought to 8 in place, on either engine, and the run is all still there (a
     PostgreSQL store created before schema 7 kept its old debug tables: CREATE TABLE
     IF NOT EXISTS adds no column)."""
-    assert SCHEMA_VERSION == 7
+    assert SCHEMA_VERSION == 8
     rid = record_weather_run(store_db, "old")
     before = rows(store_db, "SELECT seq, hook, phase FROM events WHERE run_id = ? ORDER BY seq",
                   [rid])
@@ -300,7 +300,7 @@ def test_a_store_written_by_the_previous_schema_opens_and_migrates_on_each_engin
     assert "owner" not in _columns(store_db, "debug_pauses")
     conn = connect(store_db)
     conn.close()
-    assert rows(store_db, "SELECT value FROM meta WHERE key = 'schema_version'") == [("7",)]
+    assert rows(store_db, "SELECT value FROM meta WHERE key = 'schema_version'") == [("8",)]
     assert {"owner", "owner_only"} <= _columns(store_db, "debug_breaks")
     assert "owner" in _columns(store_db, "debug_pauses")
     assert rows(store_db, "SELECT seq, hook, phase FROM events WHERE run_id = ? ORDER BY seq",

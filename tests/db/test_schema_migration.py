@@ -71,7 +71,7 @@ def test_opening_for_writing_migrates_in_place_and_keeps_everything(tmp_path):
     path = _copy(tmp_path)
     before = _dump(path)
     connect(path).close()
-    assert _version(path) == SCHEMA_VERSION == 7
+    assert _version(path) == SCHEMA_VERSION == 8
     assert _dump(path) == before  # nothing lost, nothing changed
     cols = [r[1] for r in sqlite3.connect(path).execute("PRAGMA table_info(messages)")]
     assert "version" in cols
@@ -171,7 +171,7 @@ def test_a_schema_2_file_is_migrated_in_place_and_nothing_is_lost(tmp_path):
     path = _copy2(tmp_path)
     before = _everything(path)
     connect(path).close()
-    assert _version(path) == SCHEMA_VERSION == 7
+    assert _version(path) == SCHEMA_VERSION == 8
     assert _everything(path) == before
     conn = sqlite3.connect(path)
     stats = {r[0]: r[1:] for r in conn.execute(
@@ -288,7 +288,7 @@ def test_a_schema_3_file_is_migrated_in_place_and_nothing_is_lost(tmp_path):
     shutil.copyfile(FIXTURE3, path)
     before = _everything3(path)
     connect(path).close()
-    assert _version(path) == SCHEMA_VERSION == 7
+    assert _version(path) == SCHEMA_VERSION == 8
     assert {"state", "state_values"} <= _tables(path)
     assert _everything3(path) == before
     # and a run recorded into it now has its state
@@ -381,7 +381,7 @@ def test_a_schema_4_file_is_migrated_in_place_and_nothing_is_lost(tmp_path):
     before = _everything4(path)
     searches = {t: _hits(path, t) for t in ("quarterly summary", "the meeting is at 10", "nowhere")}
     connect(path).close()
-    assert _version(path) == SCHEMA_VERSION == 7
+    assert _version(path) == SCHEMA_VERSION == 8
     assert _everything4(path) == before
     # what waited is in the index now, under each run's block, as schema 4 would have put it
     assert _one(path, "SELECT COUNT(*) FROM search_pending") == [(0,)]
@@ -451,7 +451,7 @@ def test_a_schema_5_file_is_read_as_it_is_and_migrated_in_place(tmp_path):
     tokens = "SELECT name, input_tokens, output_tokens, total_tokens FROM runs ORDER BY name"
     assert _one(path, tokens) == [("no-usage", 0, 0, 0), ("weather", 31, 11, 42)]
     connect(path).close()
-    assert _version(path) == SCHEMA_VERSION == 7
+    assert _version(path) == SCHEMA_VERSION == 8
     # the one change to what was recorded: tokens no model call reported are NULL ("not
     # reported"), no longer 0; the weather run's tokens are kept
     assert _one(path, tokens) == [("no-usage", None, None, None), ("weather", 31, 11, 42)]
@@ -522,7 +522,7 @@ def test_a_schema_6_file_is_read_as_it_is_and_migrated_in_place(tmp_path):
     assert path.read_bytes() == before_bytes
     before = _everything4(path)
     connect(path).close()
-    assert _version(path) == SCHEMA_VERSION == 7
+    assert _version(path) == SCHEMA_VERSION == 8
     assert _cols(path, "debug_breaks")[-2:] == ["owner", "owner_only"]
     assert _cols(path, "debug_pauses")[-1] == "owner"
     assert _everything4(path) == before

@@ -44,10 +44,12 @@ class Session:
     """An agent paused in the background, and the test as its debugger."""
 
     def __init__(self, tmp: Path, breaks: Any, *, mode: str = "sync", timeout: float | None = None,
-                 tools: list[Any] | None = None, llm: Any = None) -> None:
+                 tools: list[Any] | None = None, llm: Any = None, attach: bool = False) -> None:
         self.db = tmp / "dbg.db"
         self.trace = TraceMiddleware(db=self.db, debug=Debugger(breaks, timeout=timeout))
         agent = make_agent(llm or model(), tools or [get_weather, get_price], [self.trace])
+        if attach:  # (the callbacks too, as ``looptrace debug`` records: "sent" events)
+            agent = self.trace.attach(agent)
         if mode == "async":
             async def go() -> Any:
                 with blockbuster_ctx():
@@ -595,3 +597,26 @@ def test_only_a_request_setting_may_be_made_from_now_on(tmp_path):
                        {"kind": "drop", "position": 0, "from_now_on": True})
     channel.answer(s.db, p["run"], "run")
     s.finish()
+
+
+def test_a_tool_result_dropped_in_the_debugger_is_a_finding_where_the_request_was_sent(
+        tmp_path):
+    """After a ``drop`` of the ToolMessage at model call 2, ``dangling-tool-call`` points
+    at the event that shows the request sent without it, not at the model call's
+    ``enter``, where the request still held the result (issue 47 untrue 4: "at step
+    12", the enter; the drop was at 14, the request sent at 15)."""
+    from tracer.checks.run import check_replay
+
+    s = Session(tmp_path, ["model:2"], attach=True)
+    s.go(edit={"kind": "drop", "position": 2})
+    s.finish()
+    with TraceDB(s.db) as db:
+        run = db.run(db.runs()[0].id)
+    rp = build_replay(run)
+    dangling = [f for f in check_replay(rp) if f.rule == "dangling-tool-call"]
+    enters = [e.seq for e in run.events if e.hook == "wrap_model_call" and e.phase == "enter"]
+    debug = [e.seq for e in run.events if e.phase == "debug"]
+    sent = [e.seq for e in run.events if e.phase == "sent"]
+    assert len(enters) == 2 and len(debug) == 1 and len(sent) == 1
+    assert enters[1] < debug[0] < sent[0]
+    assert dangling and {f.seq for f in dangling} == {sent[0]}  # (one per provider)

@@ -50,8 +50,9 @@ EXPECTED = {
     "footgun-swallowed-error": [7],
     # the arguments failed validation: an error ToolMessage
     "booking": [8],
-    # the person rejected delete_file: an error ToolMessage
-    "approvals": [8],
+    # the person rejected delete_file: an error ToolMessage, but a decision, not a
+    # failure (the Runs page counted it as 1 error; issue 47 untrue 7)
+    "approvals": [],
     # the primary model raised (the fallback took over: step 7); the carrier API raised
     # in track_order (ToolRetryMiddleware retried it: one tool call, step 22)
     "support-desk": [7, 22],
@@ -187,3 +188,22 @@ def test_a_schema_5_file_has_its_errors_counted_again(tmp_path: Path) -> None:
     conn.close()
     with TraceDB(path) as db:
         assert db.summary(rid).errors == 1
+
+
+def test_a_file_of_schema_7_counts_its_rejection_again_as_no_error(
+        sample_db: Path, tmp_path: Path) -> None:
+    """Schema 7 kept the approvals run's rejection as 1 error in ``run_stats``; opened,
+    the file is brought to schema 8 and the kept count is 0 (issue 47 untrue 7)."""
+    path = tmp_path / "seven.db"
+    shutil.copy(sample_db, path)
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("UPDATE run_stats SET errors = 1 WHERE run_id IN"
+                     " (SELECT id FROM runs WHERE name = 'approvals')")
+        conn.execute("UPDATE meta SET value = '7' WHERE key = 'schema_version'")
+    conn.close()
+    connect(path).close()
+    with TraceDB(path) as db:
+        by_name = {s.name: s.errors for s in db.runs()}
+    assert by_name["approvals"] == 0
+    assert by_name["shopping"] == 2  # a failed tool call still counts

@@ -158,6 +158,12 @@ class ModelInput:
     has_system_prompt: bool
     offered: frozenset[str] | None  # tool names offered, None when never recorded
     reply_keys: tuple[str, ...] = field(default_factory=tuple)
+    # when the request was changed after the call's ``enter`` (a debugger's edit, a layer
+    # inside the tracer): the seq of the event that first shows what was sent, and the
+    # conversation as it was at the ``enter``. A finding true only of what was sent
+    # points there (issue 47 untrue 4)
+    sent_seq: int | None = None
+    entered: list[Turn] | None = None
 
 
 _ROLE = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system",
@@ -254,8 +260,13 @@ def model_inputs(run: Run, replay: Replay | None = None) -> list[ModelInput]:
         if later_view and out:
             # what the model finally received, after the layers inside the tracer
             last = out[-1]
-            out[-1] = ModelInput(last.seq, last.step, turns_of(replay.messages_at(step.index)),
-                                last.has_system_prompt, last.offered, last.reply_keys)
+            turns = turns_of(replay.messages_at(step.index))
+            changed = turns != last.turns
+            entered = last.entered if last.entered is not None else last.turns
+            out[-1] = ModelInput(last.seq, last.step, turns, last.has_system_prompt,
+                                 last.offered, last.reply_keys,
+                                 ev.seq if changed else last.sent_seq,
+                                 entered if changed else last.entered)
             continue
         if ev.phase != "enter":
             continue

@@ -21,6 +21,7 @@ the first model call that carries it. Loop findings look at the whole run.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,7 @@ from .base import SEVERITIES, Finding, Thresholds, health, model_inputs
 from .captured import check_wire
 from .handling import runaway, swallowed_errors
 from .loops import endings, model_replies, repeated_calls, repeated_failures, token_jumps
-from .protocol import ProtocolScan, collapse_ollama_order
+from .protocol import ProtocolScan, check_model_call, collapse_ollama_order
 from .whole_state import state_findings
 
 OnRun = Callable[[str, list[Finding]], None]
@@ -124,8 +125,17 @@ def check_replay(replay: Replay, *, providers: Iterable[str] = PROVIDERS,
     seen: set[tuple[str, str | None, tuple[str, ...]]] = set()
     scan = ProtocolScan(run.id, provs)  # (each call's conversation checked once)
     for mc in calls:
+        before: set[tuple[str, str | None, tuple[str, ...]]] | None = None
         for f in scan.check(mc):
             key = (f.rule, f.provider, f.message_keys)
+            if mc.sent_seq is not None and mc.entered is not None:
+                # (a request changed after its enter: what was not true of it then is
+                # first true where the changed request shows)
+                if before is None:
+                    before = {(g.rule, g.provider, g.message_keys) for g in check_model_call(
+                        run.id, replace(mc, turns=mc.entered), provs)}
+                if key not in before:
+                    f = replace(f, seq=mc.sent_seq)
             if key not in seen:
                 seen.add(key)
                 found.append(f)

@@ -524,7 +524,15 @@ def _debug_owners(conn: PgConnection) -> None:
 
 # version -> the step that takes a store from that version to the next (as the SQLite
 # file's ``tracer.db.schema.MIGRATIONS``; a PostgreSQL store starts at 6)
-MIGRATIONS: dict[int, Any] = {6: _debug_owners}
+def _to_schema_8(conn: PgConnection) -> None:
+    """Schema 8 (``tracer.db.schema._to_schema_8``): the kept errors counted again (a
+    person's rejection is not one)."""
+    from .summaries import recount_errors
+
+    recount_errors(conn)  # type: ignore[arg-type]
+
+
+MIGRATIONS: dict[int, Any] = {6: _debug_owners, 7: _to_schema_8}
 FIRST_VERSION = 6
 _LOCK_KEY = 0x6C6F6F70  # "loop": the advisory lock of creating and migrating a store
 

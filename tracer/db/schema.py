@@ -324,6 +324,15 @@ def _debug_owners(conn: sqlite3.Connection) -> None:
                 conn.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
 
 
+def _to_schema_8(conn: sqlite3.Connection) -> None:
+    """Schema 8: the kept errors counted again (``tracer.db.summaries.ERRORS``): a
+    person's rejection of a tool call is no longer one. Idempotent: counting again
+    gives the same counts."""
+    from .summaries import recount_errors
+
+    recount_errors(conn)
+
+
 # version -> the step that takes a file from that version to the next
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     1: _add_message_versions,
@@ -332,6 +341,7 @@ MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     4: _pending_by_run,
     5: _to_schema_6,
     6: _debug_owners,
+    7: _to_schema_8,
 }
 
 

@@ -58,6 +58,17 @@ def _came_up(before: str | None, text: str) -> str:
             f"{f' AND y.seq < {before}' if before else ''} AND y.hook IN ({_MODEL}, {_TOOL})"
             f" AND {_seen('y')} AND ({y} IS NULL OR {y} = {text}))")
 
+# A tool result ``m`` that is a person's rejection, not a failure: its call never ran (no
+# tool hook saw it) and a resume before it carried a "reject" decision (a human in the
+# loop said no: ``HumanInTheLoopMiddleware`` writes an error ``ToolMessage`` for it).
+_REJECTED = (
+    "(NOT EXISTS (SELECT 1 FROM events t WHERE t.run_id = r.id"
+    f" AND t.hook IN ({_TOOL}) AND t.tool_call_id = m.tool_call_id)"
+    " AND EXISTS (SELECT 1 FROM events v WHERE v.run_id = r.id AND v.hook = 'resume'"
+    " AND v.seq <= m.seq AND (v.payload LIKE '%\"type\":\"reject\"%'"
+    " OR v.payload LIKE '%\"type\": \"reject\"%')))"
+)
+
 # A run's errors, each counted once (``tracer.read.errors`` says what counts, and gives
 # the step of each): the tool calls that failed (a result with status "error", or the
 # tool raised), the exceptions of model calls (the same one seen again by the layer
@@ -70,7 +81,7 @@ ERRORS = (
     f" AND x.payload LIKE '%error%' AND {_json('x.payload', '$.status')} = 'error'))"
     " UNION SELECT m.tool_call_id FROM messages m WHERE m.run_id = r.id AND m.type = 'tool'"
     " AND m.tool_call_id IS NOT NULL AND m.data LIKE '%error%'"
-    f" AND {_json('m.data', '$.data.status')} = 'error') AS u)"
+    f" AND {_json('m.data', '$.data.status')} = 'error' AND NOT {_REJECTED}) AS u)"
     f" + (SELECT COUNT(*) FROM events x WHERE x.run_id = r.id AND {_seen('x')}"
     f" AND (x.hook IN ({_MODEL}) OR (x.hook IN ({_TOOL}) AND x.tool_call_id IS NULL))"
     " AND NOT EXISTS (SELECT 1 FROM events p WHERE p.run_id = r.id AND p.seq = x.seq - 1"

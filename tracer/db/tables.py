@@ -5,7 +5,7 @@ the other for them)."""
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 # Schema history (every older file is migrated in place when opened for writing;
 # read-only, it is read as it is):
 #   1  first release
@@ -25,6 +25,8 @@ SCHEMA_VERSION = 7
 #   7  debug_breaks.owner, debug_breaks.owner_only, debug_pauses.owner: the
 #      ``looptrace debug`` process a breakpoint or a pause belongs to ("PID@START"; a
 #      breakpoint it armed applies only while it lives)
+#   8  run_stats.errors counted again: a person's rejection (human in the loop) is a
+#      decision, not an error (tracer.db.summaries.recount_errors); nothing added
 APP_ID = "looptrace"
 
 # ``handoff``: the run handed the conversation to its parent graph (a ``Command`` to

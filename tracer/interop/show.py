@@ -126,9 +126,31 @@ def overview(db: TraceDB, run_ref: str) -> dict[str, Any]:
         "debugger_edits": debugger_edits(replay),
         "findings": findings,
         "cost": cost_of(db, run, replay),
+        "usage_why": usage_why(db.wire(run.id)) if run.summary.total_tokens is None else None,
         **asked_and_answered(run),
         **notes_of(db, run),
     }
+
+
+def usage_why(wire: list[dict[str, Any]]) -> str | None:
+    """Why a run's model calls reported no usage, when its recorded requests say: an
+    OpenAI chat request streamed without ``stream_options.include_usage`` gets no usage
+    back (the API sends it only when asked; ``ChatOpenAI`` asks with
+    ``stream_usage=True``, and by default only of OpenAI's own URL). None: not known."""
+    for w in wire:
+        if w.get("provider") != "openai":
+            continue
+        try:
+            body = json.loads(w.get("request_body") or "")
+        except (TypeError, ValueError):
+            continue
+        if not isinstance(body, dict) or body.get("stream") is not True:
+            continue
+        opts = body.get("stream_options")
+        if not (isinstance(opts, dict) and opts.get("include_usage")):
+            return ("streamed without stream_options.include_usage: OpenAI sends no usage"
+                    " then (ChatOpenAI(stream_usage=True) asks for it)")
+    return None
 
 
 ASKED_CUT = 200  # characters of the question and of the answer in the summary
@@ -334,6 +356,8 @@ def render_overview(d: dict[str, Any]) -> str:
             i, o = k["tokens"]
             tokens = "usage not reported" if i is None and o is None else f"{i} in, {o} out"
             lines.append(f"  step {k['step']}  {k['model'] or '-'}  {tokens}  {k['text']}")
+    if d.get("usage_why"):
+        lines.append(f"  usage not reported: {d['usage_why']}")
     lines.append(f"health: {d['health']}")
     for e in d.get("debugger_edits") or []:
         call = f" (tool call {e['tool_call_id']})" if e.get("tool_call_id") else ""

@@ -16,6 +16,10 @@ for the runs list, and ``tests/read/test_errors.py`` holds the two to each other
   text, or with no text recorded): one ``TimeoutError`` raised by a tool, seen at the
   tool, at the graph's ``tools`` node and as the run's failure, is one error.
 
+A person's rejection is not an error: a tool call a human in the loop said no to (a
+resume carried a "reject" decision, and the tool never ran) has an error
+``ToolMessage`` for an answer, but nothing failed: it was a decision.
+
 An exception seen only at a graph node (a middleware's hook raising) counts through
 the run's failure it causes. ``error_steps`` gives the steps the replayer's "Next error"
 visits: one per error, where it is first seen.
@@ -52,6 +56,21 @@ def _failed_tool_result(ev: Event) -> bool:
     return ev.phase == "exit" and isinstance(p, dict) and p.get("status") == "error"
 
 
+def _rejects(ev: Event) -> bool:
+    """``ev`` is a resume that carried a person's "reject" decision (a human in the loop
+    said no to a tool call: ``HumanInTheLoopMiddleware`` answers it with an error
+    ``ToolMessage`` and the tool never runs). ``tracer.db.summaries`` says the same."""
+    if ev.hook != "resume" or not isinstance(ev.payload, dict):
+        return False
+    values = ev.payload.get("resume")
+    for v in values if isinstance(values, list) else [values]:
+        decisions = v.get("decisions") if isinstance(v, dict) else None
+        if isinstance(decisions, list) and any(
+                isinstance(d, dict) and d.get("type") == "reject" for d in decisions):
+            return True
+    return False
+
+
 def error_steps(rp: Replay) -> list[int]:
     """The index of the step where each of the run's errors is first seen, one per
     error, in order (two errors first seen at one step: that step twice; see the
@@ -77,10 +96,14 @@ def error_steps(rp: Replay) -> list[int]:
             if prev is None or sighting(prev) is _NOT or sighting(prev) != text:
                 out.append(st.index)
             texts.append((ev.seq, text))
-    # error results the events did not say (a tool result seen in the conversation only)
+    # error results the events did not say (a tool result seen in the conversation only),
+    # but a person's rejection (a decision, not a failure)
+    ran = {st.event.tool_call_id for st in steps if st.event.hook in TOOL_HOOKS}
+    rejects = [st.event.seq for st in steps if _rejects(st.event)]
     for m in [*run.messages, *run.revisions]:
         if m.type == "tool" and m.tool_call_id and m.status == "error" and (
-                m.tool_call_id not in tools):
+                m.tool_call_id not in tools) and not (
+                m.tool_call_id not in ran and any(seq <= m.seq for seq in rejects)):
             tools.add(m.tool_call_id)
             i = rp.index_of_seq(m.seq)
             if i is not None:
