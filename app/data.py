@@ -30,9 +30,9 @@ from tracer.checks.saved import health_badge, stored_health
 from tracer.db.notes import Note
 from tracer.db.notes import add_note as _add_note
 from tracer.db.url import for_child, is_url, safe
-from tracer.debug.breakpoints import CONDITION_HELP, FORMS
 from tracer.errors import LooptraceError, NotALooptraceDatabase, RunNotFound
 from tracer.interop.exchange import build_sample_db, sample_db_path, sample_files
+from tracer.read.calls import tokens_by_lap
 from tracer.read.captions import captions
 from tracer.read.cost import Cost, RunCost, cost_difference, money, prices_stamp, run_costs
 from tracer.read.diff import Divergence, RunDiff, diff_replays, message_text
@@ -64,15 +64,21 @@ from tracer.read.steps import Replay, build_replay, plural
 from tracer.read.threads import Thread, ThreadSummary, Turn, list_threads, load_thread
 from tracer.read.tool_life import signature_note, tool_life
 from tracer.replayer import KIND_LETTER, STEP_MS, kinds, replay_json, script, style
+from tracer.vocab.payloads import LayerPayload, ToolExitPayload, read_payload
 from tracer.vocab.records import MODEL_HOOKS, TOOL_HOOKS
 from tracer.wire.annotate import annotated_text, earlier_turns
 from tracer.wire.providers import PROVIDERS
 
 from .safe import md_escape
 
-# (the breakpoint field's help: every form, and SPEC if EXPR)
-BREAKPOINT_HELP = ("A breakpoint for this run: " + "; ".join(
-    f"{form}: {what}" for form, what in FORMS.values()) + ". " + CONDITION_HELP)
+
+def breakpoint_help() -> str:
+    """The breakpoint field's help: every form, and SPEC if EXPR (the debugger is
+    imported on first use: ``import app.data`` imports no LangChain)."""
+    from tracer.debug.breakpoints import CONDITION_HELP, FORMS
+
+    return ("A breakpoint for this run: " + "; ".join(
+        f"{form}: {what}" for form, what in FORMS.values()) + ". " + CONDITION_HELP)
 
 if TYPE_CHECKING:  # (imported on first use: ``EXPORTS``; listed here for the type checker)
     from tracer.wire.render import call_at, model_call_events
@@ -94,7 +100,6 @@ if TYPE_CHECKING:  # (imported on first use: ``EXPORTS``; listed here for the ty
 __all__ = [
     "ACTIVE",
     "AGENT_ENV",
-    "BREAKPOINT_HELP",
     "CAPTURED",
     "HEALTH_CLASSES",
     "KIND_COLOURS",
@@ -114,6 +119,7 @@ __all__ = [
     "Divergence",
     "Finding",
     "Fork",
+    "LayerPayload",
     "LooptraceError",
     "NotALooptraceDatabase",
     "Note",
@@ -128,6 +134,7 @@ __all__ = [
     "RunSummary",
     "Thread",
     "ThreadSummary",
+    "ToolExitPayload",
     "TraceDB",
     "Turn",
     "TurnView",
@@ -135,6 +142,7 @@ __all__ = [
     "armed_for",
     "aspect_rows",
     "body_diff",
+    "breakpoint_help",
     "build_replay",
     "call_at",
     "captions",
@@ -178,6 +186,7 @@ __all__ = [
     "plural",
     "preload",
     "raised_lines",
+    "read_payload",
     "recent_runs",
     "replay_json",
     "run_stack",
@@ -193,6 +202,7 @@ __all__ = [
     "style",
     "thread",
     "threads",
+    "tokens_by_lap",
     "tool_life",
     "turn_label",
     "turn_view",

@@ -577,7 +577,7 @@ def _arm_buttons(path: str, run_id: str) -> None:
                   help=ARM_NOTE, on_click=_arm, args=(path, "step", run_id))
         spec = st.text_input("Breakpoint", key=state.DEBUG_SPEC, label_visibility="collapsed",
                              placeholder="node:NAME, tool:get_order if args.order_id == 42",
-                             help=data.BREAKPOINT_HELP)
+                             help=data.breakpoint_help())
         st.button("Arm", key="debug_arm_spec", icon=":material/pause:", help=ARM_NOTE,
                   on_click=_arm, args=(path, str(spec or "").strip(), run_id),
                   disabled=not str(spec or "").strip())

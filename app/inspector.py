@@ -12,9 +12,7 @@ from typing import Any
 
 import streamlit as st
 
-from tracer.vocab.payloads import LayerPayload, read_payload
-
-from .data import content_text, signature_note, tool_life
+from .data import LayerPayload, content_text, read_payload, signature_note, tool_life
 from .notes_pane import render_notes_box
 from .run_view import RunView
 

@@ -12,10 +12,18 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from tracer.read.calls import tokens_by_lap
-from tracer.vocab.payloads import ToolExitPayload, read_payload
-
-from .data import KIND_COLOURS, MODEL_HOOKS, TOOL_HOOKS, Note, Replay, RunCost, colour_map
+from .data import (
+    KIND_COLOURS,
+    MODEL_HOOKS,
+    TOOL_HOOKS,
+    Note,
+    Replay,
+    RunCost,
+    ToolExitPayload,
+    colour_map,
+    read_payload,
+    tokens_by_lap,
+)
 
 NODE_HOOKS = ("before_agent", "before_model", "after_model", "after_agent")
 
