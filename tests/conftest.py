@@ -31,14 +31,22 @@ def pytest_configure(config: pytest.Config) -> None:
             continue
 
 
+SLOW_FILES = frozenset(
+    line.split("#")[0].strip()
+    for line in (Path(__file__).parent / "slow_files.txt").read_text().splitlines()
+    if line.split("#")[0].strip())
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The tiers: every test in ``tests/browser/`` (a real Chromium) and the real
-    tracing backends is ``slow``; other slow modules say so with ``pytestmark``
-    (tests/README.md, "Tiers")."""
+    """The tiers: every test in ``tests/browser/`` (a real Chromium), of the real
+    tracing backends, and of the files ``tests/slow_files.txt`` lists (measured) is
+    ``slow``; ``-m "not slow"`` is the fast tier (tests/README.md, "Tiers")."""
     slow = pytest.mark.slow
+    root = Path(__file__).parent.parent
     for item in items:
         parts = item.path.parts
-        if "browser" in parts or item.get_closest_marker("backends") is not None:
+        if ("browser" in parts or item.get_closest_marker("backends") is not None
+                or item.path.relative_to(root).as_posix() in SLOW_FILES):
             item.add_marker(slow)
 
 
