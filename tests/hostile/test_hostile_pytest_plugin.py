@@ -8,13 +8,14 @@ from __future__ import annotations
 import sqlite3
 
 import pytest
+from pytester_kit import run_inner
 
 pytest_plugins = ["pytester"]
 
 
 def _run(p: pytest.Pytester, *args: str) -> pytest.RunResult:
     p.makepyfile(test_one="def test_one():\n    assert True\n")
-    return p.runpytest_subprocess("-p", "no:cacheprovider", *args)
+    return run_inner(p, *args)
 
 
 def _one_error_line(res: pytest.RunResult) -> str:

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from pytester_kit import run_inner
 
 from tracer.db.schema import SCHEMA_VERSION
 
@@ -65,7 +66,7 @@ def inner(pytester: pytest.Pytester) -> pytest.Pytester:
 
 
 def _run(p: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return p.runpytest_subprocess("-p", "no:cacheprovider", *args)
+    return run_inner(p, *args)
 
 
 def _runs(db: Path) -> list[tuple[str, str | None, dict]]:

@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from pytester_kit import run_inner
 
 pytest_plugins = ["pytester"]
 
@@ -122,7 +123,7 @@ def test_cassettes_recorded_through_the_emulator_replay_offline(
     proc, url = _emulator(pytester.path)
     try:
         monkeypatch.setenv("EMULATOR_URL", url)
-        rec = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--looptrace=rec.db",
+        rec = run_inner(pytester, "--looptrace=rec.db",
                                             "--looptrace-record")
         rec.assert_outcomes(passed=2)
     finally:
@@ -138,5 +139,5 @@ def test_cassettes_recorded_through_the_emulator_replay_offline(
     assert len(openai) == 1 and len(deep) == 2  # the deep agent and its researcher
     assert [r["parent_id"] is None for r in deep] == [True, False]
     # offline: the emulator is gone, the adapters still point at its port
-    again = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    again = run_inner(pytester)
     again.assert_outcomes(passed=2)
