@@ -23,16 +23,25 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
             "prompt, the tool schemas), make one edit, ask a model, and print its answer "
             "beside the recorded one, with the request in each provider's wire format "
             "(--json). Nothing is written. Example: looptrace playground weather --at 9 "
-            "--edit '{\"kind\": \"drop\", \"position\": 2}' --model openai:gpt-4o-mini"))
+            "--edit '{\"kind\": \"drop\", \"position\": 2}' --model openai:gpt-4o-mini; "
+            "--agent MODULE:FACTORY asks the agent's own model."))
     p.add_argument("run", help="run id, prefix or name")
     p.add_argument("--at", type=int_range(1), required=True, metavar="STEP",
                    help="a step (from 1); the model call at or after it is re-sent")
     p.add_argument("--edit", default=None, metavar="JSON",
                    help='one edit: {"kind": "message"|"drop"|"insert"|"system"|"tools"|'
                         '"settings", ...} (the debugger\'s edits)')
-    p.add_argument("--model", default="offline",
-                   help="an init_chat_model name (with your key), 'recorded' (the recorded "
-                        "provider and model), or 'offline' (an echo model; the default)")
+    p.add_argument("--model", default=None,
+                   help="who answers: an init_chat_model name (with your key); 'recorded' "
+                        "(the recorded provider and model); 'agent' (the model of the "
+                        "--agent factory; the default with --agent); or 'offline' (the "
+                        "default: no network, no key; the recorded answer when this run, "
+                        "its subagents or its reruns and forks recorded a call with the same "
+                        "request, else an answer saying it is offline and what the model "
+                        "would have been sent)")
+    p.add_argument("--agent", default=None, metavar="MODULE:FACTORY",
+                   help="the agent factory a rerun takes (see looptrace replay): its own "
+                        "model answers (the model create_agent was given)")
     p.add_argument("--db", default=DEFAULT_DB, help=f"trace database (default {DEFAULT_DB})")
     p.add_argument("--json", action="store_true",
                    help="print everything as JSON, the wire formats included")
@@ -51,7 +60,9 @@ def run(args: argparse.Namespace) -> int:
         except json.JSONDecodeError as exc:
             msg = f"--edit is not valid JSON ({exc.msg} at column {exc.colno})"
             raise UsageError(msg) from None
-    res = playground(read_db(args.db), args.run, args.at, edit=edit, model=args.model)
+    model = args.model or ("agent" if args.agent else "offline")
+    res = playground(read_db(args.db), args.run, args.at, edit=edit, model=model,
+                     agent=args.agent)
     if args.json:
         print(json.dumps(res.to_dict(), indent=2, ensure_ascii=False, default=str))
         return 0
@@ -65,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
                     + (f", edited: {json.dumps(res.edit)}" if res.edit else ""))
     say(summary(res.request))
     say(f"\nrecorded answer:\n{_answer(res.recorded)}")
-    say(f"\n{res.model} answers:\n{_answer(res.answer)}")
+    say(f"\n{res.model} answers ({res.served}):\n{_answer(res.answer)}")
     return 0
 
 

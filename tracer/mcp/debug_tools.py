@@ -76,8 +76,11 @@ DEBUG_TOOLS: dict[str, str] = {
         "prompt, the tool schemas), one edit (edit_kind: message, drop, insert, system, "
         "tools, settings, with the arguments resume takes), then `model`: an "
         "init_chat_model name (the server's keys), 'recorded' (the recorded provider and "
-        "model), or 'offline' (an echo model, the default). Answer: the request, the "
-        "recorded answer, the new answer, and the request in each provider's wire format "
+        "model), or 'offline' (the default: no network, no key; the recorded answer when "
+        "the run, its subagent runs or its reruns and forks recorded a call with the same "
+        "request, else an answer saying it is offline and what the model would have been "
+        "sent). Answer: the request, the recorded answer, the new answer, `served` (where "
+        "the answer came from, one line), and the request in each provider's wire format "
         "(OpenAI, Anthropic, Ollama). Writes nothing."),
     "clear_breakpoints": (
         "WRITES to the database: clear the breakpoints armed from outside (only those of "
