@@ -363,9 +363,22 @@ def _prefill(pend: dict[str, Any]) -> None:
     st.session_state[state.DEBUG_TEXT] = text
 
 
-def _fields_request(pend: dict[str, Any]) -> None:
+def request_form(pend: dict[str, Any], *, answer: bool = True, model: bool = True) -> None:
+    """The fields that change a model call (one edit; ``edit_of`` reads them), filled
+    for ``pend`` by ``fill_request`` first: the debugger's, and the playground's
+    (``answer``/``model`` False: no "answer it yourself", no other model field)."""
+    _fields_request(pend, CHANGES if answer else CHANGES[:-1], model=model)
+
+
+def fill_request(pend: dict[str, Any]) -> None:
+    """The request form's first values for the model call ``pend``."""
+    _fill(pend)
+
+
+def _fields_request(pend: dict[str, Any], changes: tuple[str, ...] = CHANGES, *,
+                    model: bool = True) -> None:
     msgs = list(pend.get("messages") or [])
-    change = st.selectbox("Change before the call", CHANGES, key=state.DEBUG_CHANGE,
+    change = st.selectbox("Change before the call", changes, key=state.DEBUG_CHANGE,
                           on_change=_prefill, args=(pend,))
     if change in (MESSAGE, DROP) and msgs:
         st.selectbox("Message", list(range(len(msgs))), key=state.DEBUG_POSITION,
@@ -380,15 +393,16 @@ def _fields_request(pend: dict[str, Any]) -> None:
         st.text_area("The answer (the model is not asked)", key=state.DEBUG_TEXT)
         st.text_area("Tool calls of the answer (JSON, optional)", key=state.DEBUG_CALLS,
                      placeholder='[{"name": "get_weather", "args": {"city": "Oslo"}}]')
-    _more_request(pend, msgs)
+    _more_request(pend, msgs, model=model)
 
 
-def _more_request(pend: dict[str, Any], msgs: list[dict[str, Any]]) -> None:
+def _more_request(pend: dict[str, Any], msgs: list[dict[str, Any]], *,
+                  model: bool = True) -> None:
     """The less common changes of a model call, one at a time: a field left as it was
     filled is no change."""
     offered = [str(t) for t in pend.get("tools") or ()]
     with st.expander("More changes: insert a message, the tools offered, the model "
-                     "settings, the model", key="debug_more_request"):
+                     "settings" + (", the model" if model else ""), key="debug_more_request"):
         st.text_area("Insert a message (empty: none)", key=state.DEBUG_INSERT, height=80)
         cols = st.columns(2)
         cols[0].number_input("At position (0 first; " + str(len(msgs)) + ": at the end)",
@@ -399,9 +413,10 @@ def _more_request(pend: dict[str, Any], msgs: list[dict[str, Any]]) -> None:
                        offered, key=state.DEBUG_TOOLS)
         st.text_area("The model settings (JSON object, merged into the call's)",
                      key=state.DEBUG_SETTINGS, height=80)
-        st.text_input("Another model (an init_chat_model name such as "
-                      "openai:gpt-4.1-mini, or offline; empty: the same)",
-                      key=state.DEBUG_MODEL)
+        if model:
+            st.text_input("Another model (an init_chat_model name such as "
+                          "openai:gpt-4.1-mini, or offline; empty: the same)",
+                          key=state.DEBUG_MODEL)
 
 
 def _fields_reply(pend: dict[str, Any]) -> None:

@@ -2,7 +2,7 @@
 
 The page at ``/name`` is the function ``name_page`` of ``views/name.py``;
 ``main()`` sets the page config and runs the page the URL names (``/runs``,
-``/replay``, ``/timeline``, ``/presenter``, ``/wire``, ``/compare``, ``/threads``, each also
+``/replay``, ``/timeline``, ``/presenter``, ``/wire``, ``/compare``, ``/threads``, ``/playground``, each also
 with a trailing ``/``), and at ``/`` the default page (the Runs page). Streamlit
 serves its default page at ``/`` only (``/runs`` would be "Page not found"), so
 the default is a hidden page of its own (``/start``) that draws the default
@@ -49,6 +49,7 @@ SCREENS = (
     Screen("wire", "Wire", ":material/swap_horiz:"),
     Screen("compare", "Compare", ":material/compare:"),
     Screen("threads", "Conversations", ":material/forum:"),
+    Screen("playground", "Playground", ":material/science:"),
 )
 DEFAULT = "runs"
 START = "start"  # the hidden default page's own path (Streamlit serves it at ``/``)

@@ -30,6 +30,7 @@ from .floorplan_pane import render_floor_plan_section
 from .fork_pane import render_fork_pane
 from .inspector import render_inspector
 from .notes_pane import note_markers, render_presenter_notes
+from .playground_pane import render_link as render_playground_link
 from .replayer_component import event, render_replayer, replayer_data, window_at
 from .run_picker import run_picker
 from .run_view import RunView
@@ -305,6 +306,7 @@ def _draw(path: str, presenter: bool) -> None:
     render_inspector(view, i, path)
     _wire(path, view, i)
     render_fork_pane(path, view, i)  # (app/fork_pane.py: what if)
+    render_playground_link(view, i)  # (app/playground_pane.py: this call, re-sent)
 
 
 def _wire(path: str, view: RunView, i: int) -> None:

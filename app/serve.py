@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 MAIN = Path(__file__).resolve().parent / "main.py"
-PAGES = ("runs", "replay", "timeline", "presenter", "wire", "compare")
+PAGES = ("runs", "replay", "timeline", "presenter", "wire", "compare", "playground")
 LINK_ENV = "LOOPTRACE_UI_LINK"  # (tracer/cli/ui.py sets it)
 # (Streamlit's caches called before its runtime exists log a warning each: expected here)
 QUIET = ("streamlit.runtime.caching.cache_data_api",

@@ -103,6 +103,15 @@ DEBUG_RAISE = "dbg_raise"  # at a tool call: raise instead of running it (a chec
 DEBUG_RAISE_TEXT = "dbg_raise_text"  # the error's text
 DEBUG_SPEC = "dbg_spec"  # a breakpoint to arm for the run shown (any spec, SPEC if EXPR)
 
+# -- the Playground page (app/playground_pane.py; its edit form is the debugger's, DEBUG_*) --
+PLAY_RUN = "play_run"  # its run picker
+PLAY_CALL = "play_call"  # its model call picker
+PLAY_ASK = "play_ask"  # who answers: offline, recorded, the agent's own model, another
+PLAY_MODEL = "play_model"  # another model's init_chat_model name
+PLAY_FILLED = "lt_play_filled"  # the call (run:step) the edit form was filled for (a plain key)
+PLAY_RESULT = "lt_play_result"  # (call, the last answer's JSON) (a plain key)
+PLAY_ERROR = "lt_play_error"  # (call, why the last send failed, one line) (a plain key)
+
 # -- notes (app/notes_pane.py) ----------------------------------------------------------------
 NOTE_TEXT = "note_text"  # the notes box's text
 NOTE_TAGS = "note_tags"  # its tags

@@ -22,7 +22,7 @@ from typing import Any
 from streamlit.testing.v1 import AppTest
 
 MAIN = str(Path(__file__).resolve().parent.parent / "app" / "main.py")
-PAGES = ("runs", "replay", "timeline", "presenter", "wire", "compare", "threads")
+PAGES = ("runs", "replay", "timeline", "presenter", "wire", "compare", "threads", "playground")
 
 
 def _app(page: str) -> None:
