@@ -94,8 +94,18 @@ def test_unedited_offline_is_the_recorded_answer(db: Path) -> None:
     assert len(answers) == 2  # the recorded one, and the same served offline
 
 
-def test_a_bad_model_name_is_one_line(db: Path) -> None:
+def test_a_bad_model_name_or_a_missing_key_is_one_line(
+        db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     at = open_playground(db, "openai-weather", 1)
+    at.radio(key="play_ask").set_value("another model").run()
+    at.text_input(key="play_model").input("openai:gpt-4o-mini").run()
+    at.button(key="play_send").click().run()
+    assert not at.exception, at.exception
+    (err,) = at.error
+    # (escaped: the line is markdown, app/safe.py)
+    assert "cannot build the model 'openai\\:gpt-4o-mini'\\: Missing credentials" in err.value
+    assert "\n" not in err.value
     at.radio(key="play_ask").set_value("another model").run()
     at.text_input(key="play_model").input("no-such-provider:nothing").run()
     at.button(key="play_send").click().run()
