@@ -136,6 +136,7 @@ def _fill(pend: dict[str, Any]) -> None:
     """The fields' first values for a new pause."""
     kind = pend.get("kind")
     st.session_state.pop(state.DEBUG_ERROR, None)
+    st.session_state.pop(state.PLAY_FILLED, None)  # (the playground fills them again)
     st.session_state[state.DEBUG_TEXT] = ""
     st.session_state[state.DEBUG_CALLS] = ""
     if kind == "tool_call":
@@ -371,8 +372,10 @@ def request_form(pend: dict[str, Any], *, answer: bool = True, model: bool = Tru
 
 
 def fill_request(pend: dict[str, Any]) -> None:
-    """The request form's first values for the model call ``pend``."""
+    """The request form's first values for the model call ``pend`` (another page's, the
+    playground's: the panel fills its fields again at its pause)."""
     _fill(pend)
+    st.session_state.pop(state.DEBUG_PAUSE, None)
 
 
 def _fields_request(pend: dict[str, Any], changes: tuple[str, ...] = CHANGES, *,
