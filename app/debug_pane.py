@@ -11,7 +11,9 @@ the channel, read-only, whether it is paused:
   reply, a tool's result), fields to change it (the less common edits, ``insert``,
   ``tools``, ``settings``, ``model`` and a tool call's ``raise``, in a "More" expander;
   one edit per answer, as ``tracer.debug.edits`` takes them), and the controls Continue, Step,
-  Next lap, Run to the end and Abort (keys F8, F10, F9, Shift+F8, heard when no text
+  Step out (where there is something to step out of: a subagent, a subgraph; the panel
+  says where it goes back to, and names the subagent a step went into), Next lap, Run to
+  the end and Abort (keys F8, F10, Shift+F11, F9, Shift+F8, heard when no text
   field has focus; Abort has none);
 - paused at several places at once (parallel tool calls): the pauses listed, one
   picked; the panel shows that one and its controls answer that one, by its id;
@@ -44,13 +46,17 @@ from .safe import md_escape
 CONTROLS: tuple[tuple[str, str, str, str | None], ...] = (
     ("continue", "Continue", ":material/play_arrow:", "F8"),
     ("step", "Step", ":material/redo:", "F10"),
+    ("out", "Step out", ":material/north_west:", "Shift+F11"),
     ("lap", "Next lap", ":material/skip_next:", "F9"),
     ("run", "Run to the end", ":material/fast_forward:", "Shift+F8"),
     ("abort", "Abort", ":material/stop_circle:", None),
 )
 HELP = {
     "continue": "Go on to the next breakpoint, with the change below if any (F8)",
-    "step": "Go on to the next hook firing of this run (F10)",
+    "step": ("Go on to the next hook firing of this run; at a tool call (before it runs): "
+             "into the subagent it runs, at its first hook (F10)"),
+    "out": ("Step out: run this subagent (or subgraph) to its end, breakpoints on the way "
+            "still hitting, and pause back in its parent after the call (Shift+F11)"),
     "lap": "Go on to the next lap's model call (F9)",
     "run": "Run to the end: no more pauses in this run (Shift+F8)",
     "abort": "End the run here as an error: 'aborted in the debugger'",
@@ -215,6 +221,7 @@ def _panel(path: str, p: dict[str, Any]) -> None:
         st.markdown("##### :material/pause_circle: Paused in the debugger")
         _pick(p.get("siblings") or [p])
         st.text(_where(p))
+        _nested(pend)
         SHOW.get(kind, _show_state)(pend)
         FIELDS.get(kind, _no_fields)(pend)
         failed = st.session_state.get(state.DEBUG_ERROR)
@@ -222,11 +229,27 @@ def _panel(path: str, p: dict[str, Any]) -> None:
             st.error(md_escape(failed[1]), icon=":material/error:")
         with st.container(horizontal=True, key="debug_controls"):
             for command, label, icon, key in CONTROLS:
+                if command == "out" and not isinstance(pend.get("out"), dict):
+                    continue  # (nothing to step out of)
                 st.button(label, key=f"debug_{command}", icon=icon, help=HELP[command],
                           shortcut=key, type="primary" if command == "continue" else "secondary",
                           on_click=_answer,
                           args=(path, str(p.get("run")), p.get("parent_run"), command, pend,
                                 tag, p.get("pause")))
+
+
+def _nested(pend: dict[str, Any]) -> None:
+    """Where the pause stands among nested runs: the subagent stepped into (its parent
+    run and the call), and where Step out goes back to."""
+    into = pend.get("into")
+    if isinstance(into, dict):
+        st.text(f"Stepped into subagent {into.get('subagent')}, from run "
+                f"{str(into.get('parent_run'))[:12]}'s {into.get('tool') or 'tool'} call "
+                f"{into.get('tool_call')}")
+    out = pend.get("out")
+    if isinstance(out, dict):
+        st.caption(md_escape(f"Step out: {out.get('from')} runs to its end, then the run "
+                             f"pauses {out.get('to')}"))
 
 
 def _label(p: dict[str, Any]) -> str:

@@ -49,7 +49,10 @@ from . import DEFAULT_DB
 
 HELP = """\
   c, continue         go on to the next breakpoint
-  s, step             go on to the next hook firing of this run
+  s, step             go on to the next hook firing of this run; at a tool call (before
+                      it runs): into the subagent it runs, at its first hook
+  o, out, finish      step out: run to the end of this subagent (or subgraph) and pause
+                      back in its parent after the call (breakpoints on the way hit)
   n, next             go on to the next lap's model call
   r, run              run this run to the end (no more pauses)
   a, abort            end the run here as an error ("aborted in the debugger")
@@ -336,6 +339,9 @@ class Prompt:
                  f"{p.get('step') or '?'}: {p['hook']} {p['at']} (breakpoint "
                  f"{p.get('reason')})")
         self.say(summary(p.get("pending") or {}))
+        nested = frame_lines(p.get("pending") or {})
+        if nested:
+            self.say(nested)
 
     def command(self, p: dict[str, Any], line: str) -> bool:
         from tracer.debug import channel
@@ -344,7 +350,8 @@ class Prompt:
         word = word.lower()
         moves = {"c": "continue", "continue": "continue", "s": "step", "step": "step",
                  "n": "lap", "next": "lap", "lap": "lap", "r": "run", "run": "run",
-                 "a": "abort", "abort": "abort", "q": "abort"}
+                 "a": "abort", "abort": "abort", "q": "abort",
+                 "o": "out", "out": "out", "finish": "out"}
         pend = p.get("pending") or {}
         pause = int(p["pause"])
         if word in moves and not rest:
@@ -520,6 +527,21 @@ def summary(pend: dict[str, Any]) -> str:
         head = f"  {plural(pend.get('messages_count'), 'message')} in the state"
         return head + ("\n" + _state_lines(pend["state"]) if pend.get("state") else "")
     return ""
+
+
+def frame_lines(pend: dict[str, Any]) -> str:
+    """Where a pause stands among nested runs: the subagent stepped into (its parent
+    run and the call), and where ``o`` (out) goes back to."""
+    lines = []
+    into = pend.get("into")
+    if isinstance(into, dict):
+        lines.append(f"  stepped into subagent {into.get('subagent')}, from run "
+                     f"{str(into.get('parent_run'))[:12]}'s {into.get('tool') or 'tool'} call "
+                     f"{into.get('tool_call')}")
+    out = pend.get("out")
+    if isinstance(out, dict):
+        lines.append(f"  o (out): run {out.get('from')} to its end, then pause {out.get('to')}")
+    return "\n".join(lines)
 
 
 def _state_lines(state: dict[str, Any]) -> str:

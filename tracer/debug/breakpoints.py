@@ -112,6 +112,8 @@ class Moment:
     model: str | None = None  # the model asked
     tokens: int = 0  # the run's tokens so far
     cost: Any = None  # () -> float | None: the run's cost so far (USD)
+    call_id: str | None = None  # the tool call's id (stepping into and out of it)
+    ns: str | None = None  # a node's checkpoint namespace (stepping out of a subgraph)
 
 
 @dataclass(frozen=True)

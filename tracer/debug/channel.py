@@ -41,7 +41,10 @@ __all__ = ["COMMANDS", "NotPaused", "answer", "arm", "armed_breaks", "clear", "c
 # command -> what it does
 COMMANDS: dict[str, str] = {
     "continue": "go on to the next breakpoint",
-    "step": "go on to the next hook firing of this run",
+    "step": ("go on to the next hook firing of this run (at a tool call before it runs: "
+             "into the subagent it runs, at its first hook)"),
+    "out": ("step out: run to the end of this subagent (or subgraph), breakpoints still "
+            "hitting, and pause back in its parent after the call"),
     "lap": "go on to the next lap's model call",
     "run": "run to the end: clear this run's breakpoints and stop pausing it",
     "abort": "end the run here as an error, 'aborted in the debugger'",
@@ -304,6 +307,8 @@ def answer(db: str | Path, run: str, command: str = "continue",
     conn = connect(db)
     try:
         row = _pick(conn, run, pause)
+        if command == "out":
+            _can_step_out(row)
         clean = None
         if edit is not None:
             if command == "abort":
@@ -324,6 +329,16 @@ def answer(db: str | Path, run: str, command: str = "continue",
         return {"run": run, "pause": int(row["id"]), "command": command, "edit": clean}
     finally:
         conn.close()
+
+
+def _can_step_out(row: sqlite3.Row) -> None:
+    """``out`` needs somewhere to go back to: what is pending says where (``out``, set by
+    the agent's process, ``tracer.debug.frames``); one line when it does not."""
+    pend = json.loads(row["pending"] or "{}")
+    if not isinstance(pend.get("out"), dict):
+        msg = (f"pause {row['id']}: nothing to step out of (run {row['run_id']} is no "
+               "subagent under a parent's call, and the pause is in no subgraph)")
+        raise UsageError(msg)
 
 
 def release(db: str | Path, pauses: list[int], command: str = "run") -> int:

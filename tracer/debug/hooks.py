@@ -266,7 +266,7 @@ def _tool_before(dbg: Debugger, site: Site) -> _Visit:
 
     m = dbg.moment(site.run, site.hook, BEFORE if site.at == BEFORE else LAYER,
                    tool=call["name"], layer=site.layer, args=call["args"],
-                   messages=_messages(request))
+                   messages=_messages(request), call_id=call["id"])
     return _Visit(m, lambda: {"kind": "tool_call", "tool_call": call}, apply,
                   (request, None), call["id"])
 
@@ -322,7 +322,8 @@ def _tool_after(dbg: Debugger, site: Site) -> _Visit:
         return str(content_text(msg.content)) if msg is not None else ""
 
     m = dbg.moment(site.run, site.hook, AFTER, tool=call["name"], error=error,
-                   args=call["args"], result=text, text=text, messages=_messages(request))
+                   args=call["args"], result=text, text=text, messages=_messages(request),
+                   call_id=tcid)
     return _Visit(m, lambda: pending, apply, result, tcid)
 
 
@@ -356,7 +357,8 @@ def _error(dbg: Debugger, site: Site) -> _Visit | None:
         return f"{type(exc).__name__}: {exc}".lower()
 
     m = dbg.moment(site.run, site.hook, ERROR, tool=call["name"] if call else None,
-                   error=True, args=call["args"] if call else None, text=text)
+                   error=True, args=call["args"] if call else None, text=text,
+                   call_id=call["id"] if call else None)
     return _Visit(m, lambda: pending, apply, None, call["id"] if call else None)
 
 

@@ -125,7 +125,8 @@ class NodeWatch:
             return json.dumps(state_json(value), ensure_ascii=False, default=str).lower()
 
         return nt.dbg.moment(nt.run, "node", at, node=nt.name, in_agent=nt.create_agent,
-                               error=exc is not None, text=text)
+                               error=exc is not None, text=text,
+                               ns=nt.graph_meta.get("langgraph_checkpoint_ns"))
 
     def _pending(self, nt: NodeTask, at: str, value: Any,
                  exc: BaseException | None = None) -> dict[str, Any]:

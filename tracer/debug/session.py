@@ -45,7 +45,7 @@ from tracer.vocab.content import content_text
 from tracer.vocab.edits import describe_json
 from tracer.vocab.records import tool_name
 
-from . import channel, owner
+from . import channel, frames, owner
 from .breakpoints import Breakpoint, Moment, parse, parse_all
 from .findings import FindingWatch, with_reply
 
@@ -259,10 +259,19 @@ class Debugger:
         rd = self.state(run)
         if rd.done:
             return None
+        into = frames.entered(run)  # (the first hook firing inside a call stepped into)
+        if m.hook != "node":
+            frames.hooked(run)
+        if into is not None:
+            return frames.into_reason(into)
+        back = frames.back_reason(run, m)  # (a call stepped into, or out of, came back)
+        if back is not None:
+            return back
         if rd.lap_target is not None and m.hook == "wrap_model_call" and m.at == "before" \
                 and m.lap >= rd.lap_target:
             return "next lap"
-        if rd.step and (m.hook != "node" or (not m.in_agent and m.at != "after")):
+        if (rd.step or frames.stepping(run)) and (m.hook != "node" or (
+                m.at != "after" and (not m.in_agent or frames.bare(run)))):
             return "step"  # (a plain graph's steps: before each node, and its errors)
         hit = None
         for b in self.breaks:
@@ -363,7 +372,13 @@ class Debugger:
                 self._busy(lambda c: channel.close_pause(c, ans.pause_id, outcome,
                                                          ans.command))
         rd = self.state(run)
-        rd.step = ans.command == "step"
+        # (a run stepped into steps as its Into says, whoever decides its hook firings)
+        stepped_into = frames.answered(run, ans.command)
+        rd.step = ans.command == "step" and not stepped_into
+        if ans.command == "step" and m.hook == "wrap_tool_call" and m.at in ("before", "layer"):
+            frames.mark_into(run, rd, m.call_id, m.tool)  # (into the graph it runs, if any)
+        elif ans.command == "out":
+            frames.out_to(run, m)
         if ans.command == "lap":
             rd.lap_target = int(run.lap or 0) + 1
         elif outcome != "rejected":
@@ -379,6 +394,7 @@ class Debugger:
         an async hook runs it in a worker thread."""
         if self._gone(None) is not None:
             return apply(None)  # (its looptrace debug is gone: nobody to answer)
+        pending = frames.noted(pending, run, m, reason)
         while True:
             ans = self._pause(rec, run, mw, m, reason, pending, tcid)
             if ans.ended is not None:
@@ -591,8 +607,10 @@ async def in_thread(fn: Callable[..., Any], *args: Any) -> Any:
     token = _CANCELLED.set(cancelled)
     try:
         ctx = contextvars.copy_context()
-        return await asyncio.get_running_loop().run_in_executor(
+        out = await asyncio.get_running_loop().run_in_executor(
             _pool(), functools.partial(ctx.run, fn, *args))
+        frames.carry(ctx)  # (a step into the call, answered in the worker)
+        return out
     except asyncio.CancelledError:
         cancelled.set()
         raise

@@ -37,6 +37,9 @@ __all__ = ["Deferred", "NodeTask", "debug_every_node", "install", "register", "u
 _WATCHER: list[Any] = []
 _LOCK = threading.Lock()
 _INSTALLED: list[tuple[Any, Any]] = []
+# the graphs whose nodes are create_agent's (a Deep Agents agent is create_agent's graph
+# under its own ``ls_integration``)
+_AGENT_GRAPHS = ("langchain_create_agent", "deepagents")
 
 
 class NodeTask:
@@ -105,7 +108,7 @@ class NodeTask:
     @property
     def create_agent(self) -> bool:
         """The node belongs to a ``create_agent`` graph (its own hooks are its steps)."""
-        return self.graph_meta.get("ls_integration") == "langchain_create_agent"
+        return self.graph_meta.get("ls_integration") in _AGENT_GRAPHS
 
 
 class _Many(list):  # type: ignore[type-arg]
