@@ -114,6 +114,7 @@ class Moment:
     cost: Any = None  # () -> float | None: the run's cost so far (USD)
     call_id: str | None = None  # the tool call's id (stepping into and out of it)
     ns: str | None = None  # a node's checkpoint namespace (stepping out of a subgraph)
+    calls: Any = None  # () -> the tool call ids a node's update answers (after a tools node)
 
 
 @dataclass(frozen=True)

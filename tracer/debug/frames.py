@@ -211,8 +211,11 @@ def back_reason(run: Any, m: Any) -> str | None:
                 name = _OUT.pop((rid, "call", str(m.call_id)), None)
             elif m.hook == "node" and m.ns:
                 name = _OUT.pop((rid, "node", str(m.ns)), None)
-                if name is None and m.at == "after":  # (the parent's tracer has no debugger)
-                    key = next((k for k in _OUT if k[0] == rid and k[1] == "call"), None)
+                if name is None and m.at == "after" and m.calls is not None:
+                    # (the parent's tracer has no debugger: after its node that made the
+                    # call, whose update answers it)
+                    key = next((k for k in _OUT if k[0] == rid and k[1] == "call"
+                                and k[2] in m.calls()), None)
                     name = _OUT.pop(key) if key is not None else None
         if name is not None:
             return f"step out of {name}"

@@ -124,8 +124,11 @@ class NodeWatch:
                 return f"{type(exc).__name__}: {exc}".lower()
             return json.dumps(state_json(value), ensure_ascii=False, default=str).lower()
 
+        def calls() -> set[str]:
+            return _answered_calls(value) if at == "after" else set()
+
         return nt.dbg.moment(nt.run, "node", at, node=nt.name, in_agent=nt.create_agent,
-                               error=exc is not None, text=text,
+                               error=exc is not None, text=text, calls=calls,
                                ns=nt.graph_meta.get("langgraph_checkpoint_ns"))
 
     def _pending(self, nt: NodeTask, at: str, value: Any,
@@ -229,6 +232,13 @@ class NodeWatch:
             return False
         _mark(exc)
         return bool(await self._avisit(nt, "error", None, self._error(nt, exc), False, exc))
+
+
+def _answered_calls(update: Any) -> set[str]:
+    """The tool call ids the ToolMessages of a node's update answer."""
+    msgs = update.get("messages") if isinstance(update, dict) else None
+    items = msgs if isinstance(msgs, list) else [msgs]
+    return {str(m.tool_call_id) for m in items if getattr(m, "tool_call_id", None)}
 
 
 def _values(raw: Any) -> dict[str, Any]:
