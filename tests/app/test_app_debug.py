@@ -894,3 +894,43 @@ def test_parallel_calls_beside_an_error_pause_read_as_waiting_not_ended(
             bg.result(30)
         trace.close()
     assert out["messages"][-1].content == "p1=item1: 10 EUR; p2=two; p3=item3: 10 EUR"
+
+
+def test_step_into_a_subagent_and_step_out_from_the_panel(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Step at a Deep Agents task call opens nothing by itself: the subagent's run pauses
+    at its first hook, its panel names the subagent, the parent run and the call, and its
+    Step out pauses the parent after the call (a top-level pause has no Step out)."""
+    from subagent_kit import Deep
+
+    monkeypatch.setenv("LOOPTRACE_DB", str(tmp_path / "deep.db"))
+    d = Deep(tmp_path)
+    try:
+        top = d.next()[0]
+        at = replay_page(top["run"])
+        assert panel_shown(at)
+        keys = [b.key for b in at.button]
+        assert "debug_step" in keys and "debug_out" not in keys  # (nothing to step out of)
+        at.button(key="debug_step").click().run()
+        into = d.next()[0]
+        assert (into["run_name"], into["parent_run"]) == ("researcher", top["run"])
+        at = replay_page(into["run"])
+        shown = texts(at)
+        assert (f"Stepped into subagent researcher, from run {top['run'][:12]}'s task call "
+                "c_no") in shown
+        assert "breakpoint: step into researcher" in shown
+        at.button(key="debug_out").click().run()
+        back = d.next()[0]
+        assert (back["run"], back["hook"], back["at"], back["reason"]) == (
+            top["run"], "wrap_tool_call", "after", "step out of researcher")
+        at = replay_page(top["run"])
+        assert "breakpoint: step out of researcher" in texts(at)
+        at.button(key="debug_continue").click().run()
+        out = d.finish()
+        assert out["messages"][-1].content == (
+            "Researcher says: Found: Norway: the capital is Oslo.")
+    finally:
+        if d.bg.alive():
+            for q in channel.list_paused(d.db):
+                channel.answer(d.db, q["run"], "run")
+            d.finish()

@@ -200,3 +200,35 @@ def test_a_plain_graph_s_node_pause_over_mcp_state_and_a_state_edit(tmp_path):
         node_hook.unregister(w)
     # through the reducers: items appended (before the node's own write), count set
     assert out == {"items": ["bumped", "typed", "saw 41"], "count": 41}
+
+
+def test_step_into_a_subagent_and_out_over_mcp(tmp_path):
+    from subagent_kit import Deep
+
+    d = Deep(tmp_path)
+
+    async def body(client) -> None:  # noqa: ANN001
+        got = await _until(client, "list_paused", lambda g: g["paused"])
+        top = got["paused"][0]
+        said = await client.error("resume", run=top["run"], command="out")
+        assert "nothing to step out of" in said  # (the top run: one line, still paused)
+        await client.call("resume", run=top["run"], command="step")
+        got = await _until(client, "list_paused",
+                           lambda g: g["paused"] and g["paused"][0]["run"] != top["run"])
+        into = got["paused"][0]
+        assert (into["run_name"], into["parent_run"]) == ("researcher", top["run"])
+        pend = await client.call("get_pending", run=into["run"])
+        assert pend["pending"]["into"] == {"subagent": "researcher", "parent_run": top["run"],
+                                           "tool": "task", "tool_call": "c_no"}
+        assert pend["pending"]["out"]["tool_call"] == "c_no"
+        await client.call("resume", run=into["run"], command="out")
+        got = await _until(client, "list_paused",
+                           lambda g: g["paused"] and g["paused"][0]["run"] == top["run"])
+        back = got["paused"][0]
+        assert (back["hook"], back["at"], back["reason"]) == (
+            "wrap_tool_call", "after", "step out of researcher")
+        await client.call("resume", run=top["run"], command="continue")
+
+    run_with("stdio", tmp_path / "deep.db", body)
+    out = d.finish()
+    assert out["messages"][-1].content == "Researcher says: Found: Norway: the capital is Oslo."
