@@ -5,6 +5,7 @@ subagent's own, parallel task calls; the record shows each pause in its own run.
 
 from __future__ import annotations
 
+import io
 import time
 from typing import TypedDict
 
@@ -14,6 +15,7 @@ from langgraph.graph import END, START, StateGraph
 from subagent_kit import Deep
 
 from tracer import TraceMiddleware
+from tracer.cli.debug import Prompt
 from tracer.debug import Debugger, channel
 from tracer.errors import UsageError
 from tracer.read.loader import TraceDB
@@ -148,6 +150,28 @@ def test_out_with_nothing_to_step_out_of_is_one_line_and_the_run_stays_paused(tm
         d.answer(top, "out")
     assert [p["pause"] for p in channel.list_paused(d.db)] == [top["pause"]]
     d.answer(top, "run")
+    d.finish()
+
+
+def test_at_the_prompt_s_steps_in_o_steps_out_and_the_pause_names_the_subagent(tmp_path):
+    d = Deep(tmp_path)
+    top = d.next()[0]
+    said = io.StringIO()
+    Prompt(str(d.db), io.StringIO("o\ns\n"), said).handle(top)
+    lines = said.getvalue().splitlines()
+    assert any("nothing to step out of" in ln for ln in lines)  # (one line, still paused)
+    into = d.next()[0]
+    said = io.StringIO()
+    Prompt(str(d.db), io.StringIO("out\n"), said).handle(into)
+    shown = said.getvalue()
+    assert (f"paused researcher {into['run'][:12]} (a subagent of {top['run'][:12]})" in shown)
+    assert (f"  stepped into subagent researcher, from run {top['run'][:12]}'s task call c_no"
+            in shown)
+    assert (f"  o (out): run researcher to its end, then pause back in run {top['run'][:12]} "
+            "after its task call c_no") in shown
+    back = d.next()[0]
+    assert (back["run"], back["reason"]) == (top["run"], "step out of researcher")
+    Prompt(str(d.db), io.StringIO("c\n"), io.StringIO()).handle(back)
     d.finish()
 
 
