@@ -8,6 +8,8 @@
   and a ``state`` edit made through the graph's reducers;
 - ``tracer.debug.condition``, ``tracer.debug.reach``: ``SPEC if EXPR``, and breakpoints
   that cannot hit;
+- ``tracer.debug.frames``: stepping into a subagent (``step`` at its tool call) and out
+  of it (``out``), and out of a subgraph;
 - what may change at a pause: ``tracer.vocab.edits`` (made by ``tracer.record.edit_apply``);
 - ``tracer.debug.channel``: the trace database's tables between the agent and whoever
   drives it (the app, ``looptrace debug``'s terminal, MCP).

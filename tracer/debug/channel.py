@@ -297,8 +297,9 @@ def answer(db: str | Path, run: str, command: str = "continue",
            edit: Edit | dict[str, Any] | list[Any] | None = None, *,
            pause: int | None = None) -> dict[str, Any]:
     """Answer a pause of run ``run`` (``pause``: its id; needed when the run has several
-    at once): ``command`` (one of ``COMMANDS``) and, for ``continue`` / ``step`` /
-    ``lap``, an optional ``edit`` (``tracer.vocab.edits.Edit`` or its JSON, or a list of
+    at once): ``command`` (one of ``COMMANDS``; ``out`` only where what is pending says
+    where it goes back to, else ``UsageError``) and, for ``continue`` / ``step`` /
+    ``out`` / ``lap``, an optional ``edit`` (``tracer.vocab.edits.Edit`` or its JSON, or a list of
     them), validated against what is pending before anything is written. An edit that
     changes nothing is no edit."""
     if command not in COMMANDS:
