@@ -238,7 +238,8 @@ def _answered_calls(update: Any) -> set[str]:
     """The tool call ids the ToolMessages of a node's update answer."""
     msgs = update.get("messages") if isinstance(update, dict) else None
     items = msgs if isinstance(msgs, list) else [msgs]
-    return {str(m.tool_call_id) for m in items if getattr(m, "tool_call_id", None)}
+    ids = (getattr(m, "tool_call_id", None) for m in items)
+    return {str(i) for i in ids if i}
 
 
 def _values(raw: Any) -> dict[str, Any]:
