@@ -35,7 +35,7 @@ from typing import Any
 
 import streamlit as st
 
-from . import data, state
+from . import data, rewind_pane, state
 from .data import LooptraceError
 from .run_view import RunView
 from .safe import md_escape
@@ -227,6 +227,7 @@ def _panel(path: str, p: dict[str, Any]) -> None:
                           on_click=_answer,
                           args=(path, str(p.get("run")), p.get("parent_run"), command, pend,
                                 tag, p.get("pause")))
+        rewind_pane.render(path, p)
 
 
 def _label(p: dict[str, Any]) -> str:

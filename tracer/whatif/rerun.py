@@ -362,7 +362,7 @@ async def areplay_run(run_id: str, *, agent: Any, db: str | Path = "looptrace.db
     """``replay_run`` through the agent's async API (``ainvoke``); the file is read in a
     worker thread, so nothing blocks the event loop."""
     db = str(db)
-    session, built, config, token = await asyncio.to_thread(
+    session, built, config, made = await asyncio.to_thread(
         _prepare, run_id, agent, db, at, edit, offline, continue_live, token, more, rewind)
     from .player import install, serve, stop, uninstall
 
@@ -387,7 +387,7 @@ async def areplay_run(run_id: str, *, agent: Any, db: str | Path = "looptrace.db
         stop(ctx)
         uninstall()
     at_ = at if edit is None or at is not None else 1
-    return await asyncio.to_thread(_finish, session, db, token, session.cassette.root.id,
+    return await asyncio.to_thread(_finish, session, db, made, session.cassette.root.id,
                                    at_, edit, error, t0)
 
 
