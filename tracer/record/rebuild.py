@@ -47,6 +47,14 @@ class Build:
         name = self.kwargs.get("name")
         return name if isinstance(name, str) else None
 
+    def same_agent(self, other: Build) -> bool:
+        """``other`` builds the same agent: the same function, given the same objects
+        (the middleware aside)."""
+        return (self.create is other.create and len(self.args) == len(other.args)
+                and all(a is b for a, b in zip(self.args, other.args, strict=True))
+                and self.kwargs.keys() == other.kwargs.keys()
+                and all(self.kwargs[k] is other.kwargs[k] for k in self.kwargs))
+
     def factory(self) -> Callable[..., Any]:
         """A factory of the kind ``replay_run`` takes: its ``middleware`` parameter
         defaults to the script's list."""
@@ -59,6 +67,8 @@ class Build:
 def keep(middleware: object, build: Build) -> None:
     """Remember on ``middleware`` (the agent's tracer) that ``build`` made an agent."""
     got = builds_of(middleware)
+    if any(b.same_agent(build) for b in got):
+        return  # (a rewind's own rebuild: the same call again)
     try:
         setattr(middleware, _ATTR, [*got, build])
     except (AttributeError, TypeError):  # (a middleware that takes no attribute)
