@@ -244,8 +244,6 @@ def test_several_edits_at_k_and_none(tmp_path: Path) -> None:
     channel.answer(db, run, "run", pause=_wait_original(db, run)["pause"])
     bg.result()
     trace.flush()
-    with TraceDB(db) as tdb:
-        pass
     meta, plain_meta = _meta(db, fork["run"]), _meta(db, plain[0]["run"])
     assert meta["forked_from"]["edits"] == [
         {"kind": "system", "text": "Be verbose."},
@@ -260,8 +258,8 @@ def test_what_cannot_be_rewound_is_one_line_and_the_run_stays_paused(tmp_path: P
     p = wait_paused(db, alive=bg.alive)[0]
     run, pause = p["run"], p["pause"]
     for step, edits, said in (
-            (17, None, f"rewind: step 17 is out of range: this run is paused at step "
-                       f"{PAUSED_AT}, it rewinds to a step from 1 to {PAUSED_AT}"),
+            (17, None, (f"rewind: step 17 is out of range: this run is paused at step "
+                        f"{PAUSED_AT}, it rewinds to a step from 1 to {PAUSED_AT}")),
             (0, None, "rewind: step 0 is out of range"),
             (K, {"kind": "reply", "text": "x"}, "a rewind makes the edits a fork makes"),
             (K, [{"kind": "system", "text": "a"}, {"kind": "tool_result", "text": "b"}],

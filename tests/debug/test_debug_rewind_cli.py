@@ -69,7 +69,8 @@ def _debug(tmp_path: Path, script: str, args: list[str],
     return subprocess.run(
         [sys.executable, "-m", "tracer", "debug", "--db", str(tmp_path / "t.db"), *args,
          "--", sys.executable, str(path)],
-        input=stdin, capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
+        input=stdin, capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path,
+        check=False)
 
 
 def test_rewind_at_the_prompt_forks_the_scripts_agent(tmp_path: Path) -> None:
