@@ -24,10 +24,10 @@ from pathlib import Path
 sys.path[:0] = [str(Path(__file__).resolve().parents[1] / "tests"),
                 str(Path(__file__).resolve().parents[1] / "tests" / "debug")]
 
-from debug_kit import wait_paused  # noqa: E402
-from test_debug_rewind import K, Counted, _agent, _wait_original, _wait_other  # noqa: E402
+from debug_kit import wait_paused
+from test_debug_rewind import Counted, K, _agent, _wait_original, _wait_other
 
-from tracer.debug import channel  # noqa: E402
+from tracer.debug import channel
 
 
 def one(mode: str, n: int, tmp: Path) -> list[float]:
