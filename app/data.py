@@ -594,6 +594,22 @@ def debug_answer(path: str, run_id: str, command: str,
     return answer(path, run_id, command, edit, pause=pause)
 
 
+def debug_rewind(path: str, run_id: str, step: int, edits: Any = None,
+                 pause: int | None = None) -> dict[str, Any]:
+    """Answer pause ``pause`` of ``run_id`` with a rewind to ``step`` with ``edits``
+    (``tracer.debug.channel.rewind``), checked against the record first
+    (``tracer.whatif.rewind.check``): one line (a ``LooptraceError``) for one that
+    cannot be, and nothing is written."""
+    from tracer.debug.channel import pending, rewind, rewind_edits
+    from tracer.whatif.rewind import check
+
+    made = [e.to_json() for e in rewind_edits(edits)]
+    said = (pending(path, run_id, pause).get("pending") or {}).get("rewind") or {}
+    if said.get("can"):
+        check(path, run_id, step, made)
+    return rewind(path, run_id, step, made, pause=pause)
+
+
 def debug_arm(path: str, spec: str, run_id: str) -> int:
     """Arm ``spec`` for ``run_id`` (and its subagent runs) from the app."""
     from tracer.debug.channel import arm

@@ -37,7 +37,7 @@ from typing import Any
 
 import streamlit as st
 
-from . import data, state
+from . import data, rewind_pane, state
 from .data import LooptraceError
 from .run_view import RunView
 from .safe import md_escape
@@ -236,6 +236,7 @@ def _panel(path: str, p: dict[str, Any]) -> None:
                           on_click=_answer,
                           args=(path, str(p.get("run")), p.get("parent_run"), command, pend,
                                 tag, p.get("pause")))
+        rewind_pane.render(path, p)
 
 
 def _nested(pend: dict[str, Any]) -> None:

@@ -101,6 +101,8 @@ DEBUG_SETTINGS = "dbg_settings"  # at a model call: the model settings as JSON
 DEBUG_MODEL = "dbg_model"  # at a model call: another model (an init_chat_model name or offline)
 DEBUG_RAISE = "dbg_raise"  # at a tool call: raise instead of running it (a checkbox)
 DEBUG_RAISE_TEXT = "dbg_raise_text"  # the error's text
+DEBUG_REWIND_STEP = "dbg_rewind_step"  # the step a rewind goes back to (app/rewind_pane.py)
+DEBUG_REWIND_EDIT = "dbg_rewind_edit"  # the edit made there, as JSON (optional)
 DEBUG_SPEC = "dbg_spec"  # a breakpoint to arm for the run shown (any spec, SPEC if EXPR)
 
 # -- the Playground page (app/playground_pane.py; its edit form is the debugger's, DEBUG_*) --

@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING
 
 from ._lazy import lazy_getattr
 from .record import processors as _processors
+from .record import rebuild as _rebuild
 
 if TYPE_CHECKING:
     from .checks.run import Finding, Thresholds, check_db, check_run
@@ -190,6 +191,17 @@ def _arm_debugger(debug: object, db: str) -> _processors.HookProcessor | None:
 
 
 _processors.register(_arm_debugger)
+
+
+def _start_rewind(**kw: object) -> dict[str, object]:
+    """A rewind asked at a pause (``tracer.debug.rewind``): the fork machinery starts it
+    (``tracer.whatif.rewind``, imported then)."""
+    from .whatif.rewind import start
+
+    return start(**kw)  # type: ignore[arg-type]
+
+
+_rebuild.register(_start_rewind)
 
 
 def __dir__() -> list[str]:

@@ -166,3 +166,62 @@ def test_a_replay_served_whole_says_nothing_ran_live(recorded: tuple[Path, str, 
     assert lines[1].startswith("  from the record: 2 of 2 model calls (77 tokens, ")
     assert lines[1].endswith(" as recorded), 1 tool call")
     assert lines[2] == "  nothing ran live: every model and tool call came from the record"
+
+
+ASYNC_AGENT = '''
+import os
+from langchain.agents import create_agent
+from langchain_core.messages import AIMessage
+from langchain_core.tools import tool
+from tracer import TraceMiddleware
+from tracer.demo.models import ScriptedChatModel, call, turn_script
+
+@tool
+async def fetch_price(item: str) -> str:
+    """Price of an item (async only)."""
+    return f"{item}: 10 EUR"
+
+model = ScriptedChatModel(script=turn_script([
+    AIMessage("", tool_calls=[call("fetch_price", {"item": "tea"}, "p1")]),
+    AIMessage("Tea is 10 EUR.")]))
+trace = TraceMiddleware(db=os.environ["LOOPTRACE_TEST_DB"])
+
+def make_agent(middleware=(trace,)):
+    return create_agent(model, tools=[fetch_price], middleware=list(middleware))
+'''
+
+
+def test_an_agent_with_async_only_tools_reruns_with_async(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # (issue 44's leftover: the CLI ran every rerun through invoke, so an agent whose
+    # tools are async only ended with "does not support sync invocation")
+    import asyncio
+    import importlib
+
+    db = tmp_path / "trace.db"
+    monkeypatch.setenv("LOOPTRACE_TEST_DB", str(db))
+    monkeypatch.chdir(tmp_path)
+    name = f"agent_{uuid.uuid4().hex[:8]}"
+    (tmp_path / f"{name}.py").write_text(ASYNC_AGENT)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        mod = importlib.import_module(name)
+        asyncio.run(mod.make_agent().ainvoke({"messages": [("user", "Price of tea?")]}))
+        mod.trace.flush()
+        run_id = root_run(db)
+        fork = ["replay", run_id, "--agent", f"{name}:make_agent", "--db", str(db),
+                "--at", "6", "--tool-args", '{"item": "coffee"}', "--json"]
+        assert main(fork) == 0  # (the tool runs live, with the new arguments)
+        sync = json.loads(capsys.readouterr().out)
+        assert "does not support sync invocation" in (sync["error"] or "")
+        assert main([*fork, "--async"]) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert out["error"] is None
+        assert out["served"]["model_calls"] == 1 and out["served"]["tool_calls"] == 0
+        assert out["live"]["tool_calls"] == 1 and out["live"]["model_calls"] == 1
+        with TraceDB(db) as t:
+            msgs = t.run(out["run"]).messages
+        assert [m.text for m in msgs if m.type == "tool"] == ["coffee: 10 EUR"]
+    finally:
+        sys.modules.pop(name, None)

@@ -65,6 +65,10 @@ HELP = """\
                       or into its update (after), through the graph's reducers
   edit JSON           continue with this edit (tracer.vocab.edits: {"kind": ..., ...}),
                       or a list of them ([{...}, {...}]: made in order)
+  rewind K [EDIT]     go back to step K of this run and go on from there, as a fork of it:
+                      the steps before K come from the record (no model or tool call),
+                      EDIT (a JSON edit a fork makes, or a list of model-call edits) is
+                      made at K, the same breakpoints hit after it; this run stays paused
   b SPEC              arm another breakpoint (for as long as this debugger runs)
   pause N             answer pause N (of the pauses listed at once) next
   h, help             this list"""
@@ -94,6 +98,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--timeout", type=float, default=None,
                    help="seconds a pause waits for an answer before the run continues "
                         "(default: it waits)")
+    p.add_argument("--agent", metavar="MODULE:FACTORY",
+                   help="how rewind builds the agent again: a factory as looptrace replay "
+                        "takes (default: the create_agent call the command made)")
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- COMMAND ...",
                    help="the command to run")
     p.set_defaults(func=run)
@@ -164,6 +171,10 @@ def _serve_command(args: argparse.Namespace, cmd: list[str], specs: list[str], m
     env["LOOPTRACE_DEBUG"] = ",".join(specs) or "1"
     env["LOOPTRACE_DEBUG_TIMEOUT"] = "none" if args.timeout is None else str(args.timeout)
     env[owner.ENV] = me
+    if getattr(args, "agent", None):
+        from tracer.debug.rewind import AGENT_ENV
+
+        env[AGENT_ENV] = args.agent
     try:
         child = subprocess.Popen(cmd, env=env)
     except OSError as exc:
@@ -365,6 +376,8 @@ class Prompt:
         if word in ("p", "print"):
             self.say(json.dumps(pend, indent=2, ensure_ascii=False))
             return False
+        if word == "rewind":
+            return self.rewind(p, rest)
         if word == "b" and rest:
             channel.arm(self.db, rest.strip(), source="cli", owner=self.owner,
                         owner_only=self.pid is not None)
@@ -378,6 +391,22 @@ class Prompt:
         got = channel.answer(self.db, p["run"], "continue", edit, pause=pause)
         self.say("changed in the debugger; going on" if got.get("edit") is not None
                  else "nothing changed; going on")
+        return True
+
+    def rewind(self, p: dict[str, Any], rest: str) -> bool:
+        """``rewind K [EDIT]``: a fork of this run from step K (``tracer.debug.rewind``);
+        one line for one that cannot be (the run stays paused)."""
+        from tracer.debug import channel
+
+        step, edits = rewind_args(rest)
+        said = (p.get("pending") or {}).get("rewind") or {}
+        if said.get("can"):  # (checked against the record first: a step, an edit's place)
+            from tracer.whatif.rewind import check
+
+            check(self.db, p["run"], step, [e.to_json() for e in channel.rewind_edits(edits)])
+        channel.rewind(self.db, p["run"], step, edits, pause=int(p["pause"]))
+        self.say(f"rewinding to step {step}: a fork of this run (it pauses at the "
+                 "breakpoints after the step); this run stays paused")
         return True
 
     def switch(self, which: str) -> bool:
@@ -454,6 +483,18 @@ class Prompt:
             msg = "the edit must be a JSON object"
             raise UsageError(msg)
         return out
+
+
+def rewind_args(rest: str) -> tuple[int, str | None]:
+    """``K [EDIT]`` of ``rewind``: the step and the edit's JSON (or None)."""
+    first, _, edit = rest.strip().partition(" ")
+    try:
+        step = int(first)
+    except ValueError:
+        msg = ("rewind K [EDIT]: K is the step to go back to (1 to the step paused at), "
+               f"not {first or 'nothing'!r}")
+        raise UsageError(msg) from None
+    return step, edit.strip() or None
 
 
 def template(kind: Any, pend: dict[str, Any]) -> dict[str, Any]:

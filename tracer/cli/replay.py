@@ -77,6 +77,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                         "(default: a scripted model that echoes the last message)")
     p.add_argument("--continue-live", action="store_true",
                    help="go on live when the agent diverges from the record before the fork")
+    p.add_argument("--async", dest="use_async", action="store_true",
+                   help="run the agent through its async API (ainvoke): an agent with "
+                        "async-only tools reruns only so")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--token", metavar="HEX", type=_token,
                    help="the new run's replay_token metadata (default: a new one): how a "
@@ -213,9 +216,17 @@ def run(args: argparse.Namespace) -> int:
     if args.at is not None and edit is None:
         msg = "--at needs an edit (--message, --drop, --insert, --system, --model, ...)"
         raise UsageError(msg)
-    res = replay_run(args.run, agent=args.agent, db=args.db, at=args.at, edit=edit,
-                     offline=offline_model(args.offline), continue_live=args.continue_live,
-                     token=args.token)
+    kw: dict[str, Any] = {"agent": args.agent, "db": args.db, "at": args.at, "edit": edit,
+                          "offline": offline_model(args.offline),
+                          "continue_live": args.continue_live, "token": args.token}
+    if getattr(args, "use_async", False):
+        import asyncio
+
+        from tracer.whatif.rerun import areplay_run
+
+        res = asyncio.run(areplay_run(args.run, **kw))
+    else:
+        res = replay_run(args.run, **kw)
     if args.json:
         print(json.dumps(res.to_dict(), indent=2, ensure_ascii=False))
     else:

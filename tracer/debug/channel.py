@@ -36,7 +36,7 @@ from .breakpoints import parse
 
 __all__ = ["COMMANDS", "NotPaused", "answer", "arm", "armed_breaks", "clear", "close_pause",
            "list_paused", "open_pause", "paused_status", "pending", "poll", "release",
-           "unchanged"]
+           "rewind", "rewind_edits", "unchanged"]
 
 # command -> what it does
 COMMANDS: dict[str, str] = {
@@ -340,6 +340,64 @@ def _can_step_out(row: sqlite3.Row) -> None:
         msg = (f"pause {row['id']}: nothing to step out of (run {row['run_id']} is no "
                "subagent under a parent's call, and the pause is in no subgraph)")
         raise UsageError(msg)
+
+
+def rewind_edits(edits: Edit | dict[str, Any] | list[Any] | str | None) -> list[Edit]:
+    """The edits a rewind makes at its step (a fork's kinds): one edit, or several made
+    at one model call in order; ``BadEdit`` / ``UsageError`` (one line) otherwise."""
+    if edits is None or edits == [] or (isinstance(edits, str) and not edits.strip()):
+        return []
+    made = list(edits_of(edits))
+    for e in made:
+        if e.spec.fork is None:
+            from tracer.vocab.edits import KINDS
+
+            kinds = ", ".join(k.name for k in KINDS.values() if k.fork)
+            msg = f"a rewind makes the edits a fork makes ({kinds}), not {e.kind!r}"
+            raise UsageError(msg)
+    if len(made) > 1 and not all(e.on_model for e in made):
+        msg = ("several edits at a rewind are made at one model call: message, drop, "
+               "insert, system, model (a tool or middleware edit goes alone)")
+        raise UsageError(msg)
+    return made
+
+
+def rewind(db: str | Path, run: str, step: int,
+           edits: Edit | dict[str, Any] | list[Any] | str | None = None, *,
+           pause: int | None = None) -> dict[str, Any]:
+    """Answer a pause of ``run`` with a rewind: a fork of the run from its step ``step``
+    (1-based, as shown; at most the pause's own) with ``edits`` made there
+    (``tracer.debug.rewind``). Checked here, before anything is written: a run whose
+    agent cannot be built again, a step out of range or an edit a fork does not make
+    is one line, and the run stays paused. The paused run stays paused."""
+    if isinstance(step, bool) or not isinstance(step, int):
+        msg = f"rewind: the step is a whole number from 1, not {step!r}"
+        raise UsageError(msg)
+    made = rewind_edits(edits)
+    conn = connect(db)
+    try:
+        row = _pick(conn, run, pause)
+        pend = json.loads(row["pending"] or "{}")
+        said = pend.get("rewind") if isinstance(pend.get("rewind"), dict) else {}
+        if not said.get("can"):
+            why = said.get("why") or "this pause was made by a looptrace that cannot rewind"
+            raise UsageError(f"cannot rewind: {why}")
+        top = _describe(db, row, False).get("step")
+        if step < 1 or (isinstance(top, int) and step > top):
+            msg = (f"rewind: step {step} is out of range: this run is paused at step "
+                   f"{top}, it rewinds to a step from 1 to {top}")
+            raise UsageError(msg)
+        what = {"step": step, "edits": [e.to_json() for e in made]}
+        with conn:
+            n = conn.execute(
+                "UPDATE debug_pauses SET command = 'rewind', edit = ?, commanded_at = ?"
+                " WHERE id = ? AND command IS NULL AND resumed_at IS NULL",
+                [json.dumps(what), time.time(), row["id"]]).rowcount
+        if n != 1:
+            raise NotPaused(_why_not(conn, run, int(row["id"])))
+        return {"run": run, "pause": int(row["id"]), "command": "rewind", **what}
+    finally:
+        conn.close()
 
 
 def release(db: str | Path, pauses: list[int], command: str = "run") -> int:

@@ -89,6 +89,7 @@ class DebugProcessor:
         from .nodes import watch
 
         self._mw = weakref.ref(middleware)
+        self.debugger.hold(middleware)
         watch(self.debugger, middleware)
 
     def visit(self, site: Site) -> Work | None:

@@ -34,18 +34,20 @@ import os
 import sqlite3
 import threading
 import time
+import weakref
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from tracer.db.schema import connect
 from tracer.errors import DebugAborted, DebugRaised, LooptraceError
+from tracer.record.rebuild import quiet
 from tracer.vocab.content import content_text
 from tracer.vocab.edits import describe_json
 from tracer.vocab.records import tool_name
 
-from . import channel, frames, owner
+from . import channel, frames, owner, rewind
 from .breakpoints import Breakpoint, Moment, parse, parse_all
 from .findings import FindingWatch, with_reply
 
@@ -121,6 +123,16 @@ class Debugger:
         self._conn: sqlite3.Connection | None = None
         self._db: str | None = None
         self._warned: set[str] = set()
+        self._holders: list[weakref.ref[Any]] = []  # the tracers holding it (a rewind's)
+
+    def hold(self, middleware: object) -> None:
+        """``middleware`` (a ``TraceMiddleware``) holds this debugger: a rewind builds
+        its agent again from the call it keeps (``tracer.record.rebuild``)."""
+        with contextlib.suppress(TypeError):
+            self._holders.append(weakref.ref(middleware))
+
+    def holders(self) -> list[Any]:
+        return [m for m in (r() for r in self._holders) if m is not None]
 
     # -- the channel's connection -----------------------------------------------------
     def bind(self, db: str | Path) -> None:
@@ -257,8 +269,8 @@ class Debugger:
         """Why ``m`` is a breakpoint of ``run`` (the spec that hit, ``step``, ``lap``), or
         None."""
         rd = self.state(run)
-        if rd.done:
-            return None
+        if rd.done or quiet():
+            return None  # (quiet: a rewound run's part served from the record, before K)
         into = frames.entered(run)  # (the first hook firing inside a call stepped into)
         if m.hook != "node":
             frames.hooked(run)
@@ -313,6 +325,7 @@ class Debugger:
         red = getattr(rec.writer, "redactor", None)
         if red is not None and getattr(red, "enabled", True):
             pending = json.loads(red(json.dumps(pending, default=str)))
+        pending = {**pending, "rewind": rewind.status(self, run)}
         cancelled = _CANCELLED.get()
         pid = self._busy(lambda c: channel.open_pause(
             c, run_id=run.id, seq=seq, hook=m.hook, at=m.at, reason=reason, pending=pending,
@@ -400,6 +413,12 @@ class Debugger:
             if ans.ended is not None:
                 self._close(rec, run, mw, m, ans, ans.ended, tcid)
                 return apply(None)
+            if ans.command == "rewind":  # (a fork of this run; this one stays paused)
+                said = rewind.start(self, rec, run, ans.edit)
+                self._close(rec, run, mw, m, replace(ans, edit=None), said["outcome"], tcid,
+                            rewind=said)
+                reason = said["line"]
+                continue
             if ans.command == "abort":
                 self._close(rec, run, mw, m, ans, "aborted", tcid)
                 rec.writer.flush()

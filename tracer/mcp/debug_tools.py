@@ -88,6 +88,19 @@ DEBUG_TOOLS: dict[str, str] = {
         "sent). Answer: the request, the recorded answer, the new answer, `served` (where "
         "the answer came from, one line), and the request in each provider's wire format "
         "(OpenAI, Anthropic, Ollama). Writes nothing."),
+    "rewind": (
+        "WRITES to the database: at a pause, go back to step `step` of the paused run "
+        "(from 1, as list_steps counts; at most the step paused at) and go on from there "
+        "as a fork of it, in the agent's process: the steps before it come from the "
+        "record with no model or tool call, the edit (edit_kind with resume's arguments, "
+        "or edits: a list of model-call edits made in order; the kinds fork_run makes) "
+        "is made at the first call at or after the step, and the same breakpoints pause "
+        "the fork after it (list_paused shows its pauses). The fork is linked as forks "
+        "are (forked_from, with rewind: true). The paused run stays paused (a new pause, "
+        "its breakpoint naming the fork): answer it with resume. An agent that cannot "
+        "be built again (a graph the script compiled itself, no create_agent seen under "
+        "looptrace debug and no --agent; a subagent's run), a step out of range or a bad "
+        "edit is an error and changes nothing."),
     "clear_breakpoints": (
         "WRITES to the database: clear the breakpoints armed from outside (only those of "
         "`run` when given); returns how many."),
@@ -141,6 +154,32 @@ class Debug:
                 if value is not None:
                     edit[name] = value
         return channel.answer(self.db, self._rid(run), command, edit, pause=pause)
+
+    def rewind(self, run: str, step: int, edit_kind: str | None = None,
+               position: int | None = None,
+               text: str = None,  # type: ignore[assignment]  # noqa: RUF013 - as resume's
+               role: str = "human", model: str | None = None,
+               args: dict[str, Any] | None = None,
+               edits: list[dict[str, Any]] | None = None,
+               pause: int | None = None) -> dict[str, Any]:
+        from tracer.whatif.rewind import check
+
+        if edits is not None and edit_kind is not None:
+            msg = "give edit_kind (one edit) or edits (a list), not both"
+            raise UsageError(msg)
+        edit: Any = edits
+        if edit_kind is not None:
+            edit = {"kind": edit_kind, "role": role}
+            for name, value in (("position", position), ("text", text), ("model", model),
+                                ("args", args)):
+                if value is not None:
+                    edit[name] = value
+        rid = self._rid(run)
+        made = [e.to_json() for e in channel.rewind_edits(edit)]
+        said = (channel.pending(self.db, rid, pause).get("pending") or {}).get("rewind") or {}
+        if said.get("can"):  # (checked against the record first: a step, an edit's place)
+            check(self.db, rid, step, made)
+        return channel.rewind(self.db, rid, step, made, pause=pause)
 
     def set_breakpoint(self, spec: str, run: str | None = None,
                        thread: str | None = None) -> dict[str, Any]:

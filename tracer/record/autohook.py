@@ -16,7 +16,7 @@ import importlib.util
 import sys
 from typing import Any
 
-__all__ = ["FACTORY", "GRAPH", "TARGET", "arm", "arm_debug"]
+__all__ = ["FACTORY", "GRAPH", "TARGET", "arm", "arm_debug", "capturing"]
 
 TARGET = "langchain_core.tracers.context"
 # (``looptrace debug``: every agent ``create_agent`` builds gets a debugging
@@ -99,37 +99,49 @@ class _FactoryFinder(_Finder):
 
 
 def _debug_every_agent(module: Any) -> None:
-    """Wrap ``create_agent`` of ``module``: an agent with no ``TraceMiddleware`` gets one
-    (into ``$LOOPTRACE_DB``, armed by ``$LOOPTRACE_DEBUG``) as its innermost middleware;
-    one whose armed tracer is not the innermost gets its innermost probe
-    (``TraceMiddleware.innermost``) last."""
+    """Wrap ``create_agent`` of ``module`` (``capturing``)."""
     original = module.create_agent
     if getattr(original, "__looptrace__", False):
         return
+    module.create_agent = capturing(original)
+
+
+def capturing(original: Any) -> Any:
+    """``create_agent`` wrapped: an agent with no ``TraceMiddleware`` gets one (into
+    ``$LOOPTRACE_DB``, armed by ``$LOOPTRACE_DEBUG``) as its innermost middleware; one
+    whose armed tracer is not the innermost gets its innermost probe
+    (``TraceMiddleware.innermost``) last. The call is kept on that tracer
+    (``tracer.record.rebuild``): a rewind builds the agent again from it."""
 
     def create_agent(*args: Any, **kwargs: Any) -> Any:
         import os
 
         from .middleware import _TraceBase
+        from .rebuild import Build, keep
 
-        stack = list(kwargs.get("middleware") or ())
+        given = tuple(kwargs.get("middleware") or ())
+        stack = list(given)
         traced = [m for m in stack if isinstance(m, _TraceBase)]
         if not traced:
             from .middleware import TraceMiddleware
 
             stack.append(TraceMiddleware(db=os.environ.get("LOOPTRACE_DB") or "looptrace.db"))
+            traced = [stack[-1]]
         elif stack[-1] is not traced[0] and traced[0].processors and (
                 traced[0].innermost() not in stack):
             # (the user's own tracer, outside other middleware: the debugger asks at
             # the innermost layer, where the request is what the model receives)
             stack.append(traced[0].innermost())
         kwargs["middleware"] = stack
-        return original(*args, **kwargs)
+        agent = original(*args, **kwargs)
+        rest = {k: v for k, v in kwargs.items() if k != "middleware"}
+        keep(traced[0], Build(create_agent, args, rest, given))
+        return agent
 
     create_agent.__looptrace__ = True  # type: ignore[attr-defined]
     create_agent.__wrapped__ = original  # type: ignore[attr-defined]
     create_agent.__doc__ = original.__doc__
-    module.create_agent = create_agent
+    return create_agent
 
 
 def arm_debug() -> None:

@@ -85,12 +85,14 @@ def fork_request(edit: Edit, request: ModelRequest[Any], session: Session,
     """The request with a fork's model-call edit made, and the state update that keeps
     it (a message edit is written into the conversation, as the fork's record shows);
     a system prompt or model edit holds from the fork on (``Session``'s overrides)."""
-    new, _ = apply_request(request, edit)
-    if edit.kind == "system":
-        session.system_override = edit.text
-    elif edit.kind == "model":
-        session.model_override = new.model
-    if edit.spec.messages:
+    new = request
+    for one in (edit, *session.more):  # (a rewind's several edits, made in order)
+        new, _ = apply_request(new, one)
+        if one.kind == "system":
+            session.system_override = one.text
+        elif one.kind == "model":
+            session.model_override = new.model
+    if any(e.spec.messages for e in (edit, *session.more)):
         return new, persist(list(request.messages), list(new.messages))
     return new, None
 
@@ -135,6 +137,20 @@ class Session:
     model_override: BaseChatModel | None = None
     channels: dict[str, Any] = field(default_factory=dict)  # the replayed graph's state
     lock: threading.Lock = field(default_factory=threading.Lock)
+    more: tuple[Edit, ...] = ()  # (a rewind) more model-call edits, made after ``edit``
+    reached: bool = False  # a call at or after the fork step was reached
+
+    @property
+    def before_fork(self) -> bool:
+        """The run is still in its part served from the record, before the fork step
+        (a rewound run's debugger keeps quiet there: ``tracer.record.rebuild``)."""
+        return not (self.reached or self.live or self.fork_applied)
+
+    def reach(self, call: ModelCall | ToolCall | None) -> None:
+        """Note ``call`` (recorded), matched: at or after the fork step, the fork is reached."""
+        if call is not None and self.fork_step is not None and max(
+                call.step, call.end) >= self.fork_step:
+            self.reached = True
 
     @property
     def root_id(self) -> str:
@@ -621,6 +637,7 @@ class ReplayMiddleware(AgentMiddleware):
                 return self._forked(request), self._live_serving(), None
             view = request_view(request)
             found = s.cassette.match_model(s.root_id, view, s.used)
+            s.reach(found if isinstance(found, ModelCall) else None)
             command = None
             edit = s.edit
             if (edit is not None and isinstance(found, ModelCall) and s.at_fork(found)
@@ -701,6 +718,7 @@ class ReplayMiddleware(AgentMiddleware):
                 s.stats.live_tool_calls += 1
                 return request, None
             found: ToolCall | None = s.cassette.match_tool(s.root_id, tcid, name, args, s.used)
+            s.reach(found)
             edit = s.edit
             if edit is not None and found is not None and s.at_fork(found) and edit.on_tool:
                 s.fork_applied = True

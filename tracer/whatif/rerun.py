@@ -216,8 +216,9 @@ def _check(cassette: Cassette, at: int | None, edit: Edit | None) -> None:
 
 
 def _prepare(run_id: str, agent: Any, db: str, at: int | None, edit: Edit | None,
-             offline: Any, continue_live: bool,
-             token: str | None = None) -> tuple[Session, Any, dict[str, Any], str]:
+             offline: Any, continue_live: bool, token: str | None = None,
+             more: tuple[Edit, ...] = (), rewind: bool = False,
+             ) -> tuple[Session, Any, dict[str, Any], str]:
     # (the record is read and checked before the user's module is imported: a module
     # that makes its tracer on import must not touch a file that cannot be replayed)
     with TraceDB(db) as tdb:
@@ -230,17 +231,23 @@ def _prepare(run_id: str, agent: Any, db: str, at: int | None, edit: Edit | None
     _check(cassette, at, edit)
     if edit is not None:
         edit = _fork_model(edit)
+    more = tuple(_fork_model(e) for e in more)
     if isinstance(agent, str):
         agent = load_factory(agent)
     stack = default_stack(agent)
     if edit is not None:
         stack = apply_stack(stack, edit)
     session = Session(cassette, edit=edit, fork_step=None if at is None else at - 1,
-                      offline=offline, continue_live=continue_live)
+                      offline=offline, continue_live=continue_live, more=more)
     token = token or uuid.uuid4().hex
     meta: dict[str, Any] = {"replay_of": cassette.root.id, "replay_token": token}
-    if edit is not None:
-        meta["forked_from"] = {"run": cassette.root.id, "step": at, "edit": edit.to_json()}
+    if edit is not None or rewind:
+        meta["forked_from"] = {"run": cassette.root.id, "step": at,
+                               "edit": edit.to_json() if edit is not None else None}
+        if more:
+            meta["forked_from"]["edits"] = [e.to_json() for e in (edit, *more) if e]
+        if rewind:  # (a rewind at a pause: tracer.whatif.rewind)
+            meta["forked_from"]["rewind"] = True
     config: dict[str, Any] = {"metadata": meta}
     if cassette.thread_id:
         config["configurable"] = {"thread_id": f"looptrace-replay-{token[:16]}"}
@@ -304,11 +311,16 @@ def _finish(session: Session, db: str, token: str, of: str, at: int | None,
 
 def replay_run(run_id: str, *, agent: Any, db: str | Path = "looptrace.db",
                at: int | None = None, edit: Edit | None = None, offline: Any = None,
-               continue_live: bool = False, token: str | None = None) -> ReplayResult:
+               continue_live: bool = False, token: str | None = None,
+               more: tuple[Edit, ...] = (), rewind: bool = False) -> ReplayResult:
     """Replay run ``run_id`` of ``db`` through ``agent`` (a factory, or ``module:attr``),
     or fork it at step ``at`` (counted from 1, as the replay shows it) with ``edit``.
     ``token`` (default: a new one) is kept as the new run's ``replay_token`` metadata:
     a caller that runs this in another process finds the run by it while it records.
+
+    ``more``: model-call edits made after ``edit`` at the same call; ``rewind``: a
+    rewind at a pause (``tracer.whatif.rewind``): the debugger keeps quiet before the
+    fork step, and the fork is marked so.
 
     Raises ``ReplayError`` for bad input (nothing written) and ``ReplayDiverged`` when
     the agent asks for something the record does not hold before the fork (unless
@@ -316,8 +328,10 @@ def replay_run(run_id: str, *, agent: Any, db: str | Path = "looptrace.db",
     """
     db = str(db)
     session, built, config, token = _prepare(run_id, agent, db, at, edit, offline,
-                                             continue_live, token)
+                                             continue_live, token, more, rewind)
     from .player import install, serve, stop, uninstall
+
+    _quiet_before_fork(session, rewind)
 
     t0 = time.perf_counter()
     error: str | None = None
@@ -343,13 +357,16 @@ def replay_run(run_id: str, *, agent: Any, db: str | Path = "looptrace.db",
 
 async def areplay_run(run_id: str, *, agent: Any, db: str | Path = "looptrace.db",
                       at: int | None = None, edit: Edit | None = None, offline: Any = None,
-                      continue_live: bool = False) -> ReplayResult:
+                      continue_live: bool = False, token: str | None = None,
+                      more: tuple[Edit, ...] = (), rewind: bool = False) -> ReplayResult:
     """``replay_run`` through the agent's async API (``ainvoke``); the file is read in a
     worker thread, so nothing blocks the event loop."""
     db = str(db)
-    session, built, config, token = await asyncio.to_thread(
-        _prepare, run_id, agent, db, at, edit, offline, continue_live)
+    session, built, config, made = await asyncio.to_thread(
+        _prepare, run_id, agent, db, at, edit, offline, continue_live, token, more, rewind)
     from .player import install, serve, stop, uninstall
+
+    _quiet_before_fork(session, rewind)
 
     t0 = time.perf_counter()
     error: str | None = None
@@ -370,8 +387,16 @@ async def areplay_run(run_id: str, *, agent: Any, db: str | Path = "looptrace.db
         stop(ctx)
         uninstall()
     at_ = at if edit is None or at is not None else 1
-    return await asyncio.to_thread(_finish, session, db, token, session.cassette.root.id,
+    return await asyncio.to_thread(_finish, session, db, made, session.cassette.root.id,
                                    at_, edit, error, t0)
+
+
+def _quiet_before_fork(session: Session, rewind: bool) -> None:
+    """A rewind: the debugger of this context pauses from the fork step on only."""
+    if rewind:
+        from tracer.record.rebuild import BEFORE_FORK
+
+        BEFORE_FORK.set(lambda: session.before_fork)
 
 
 def _finish_quietly() -> None:
