@@ -25,8 +25,8 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from tracer.mcp.server import TOOLS
 from tracer.mcp.debug_tools import DEBUG_TOOLS
+from tracer.mcp.server import TOOLS
 from tracer.mcp.whatif_tools import WHATIF_TOOLS
 
 ROOT = Path(__file__).resolve().parents[2]

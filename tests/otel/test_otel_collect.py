@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 from google.rpc.status_pb2 import Status
-from tracer_kit import rows
 from otel_kit import (
     JSON,
     PROTOBUF,
@@ -28,6 +27,7 @@ from otel_kit import (
     response,
     wait_for,
 )
+from tracer_kit import rows
 
 from tracer.db.url import is_url
 from tracer.errors import OtlpExportError
