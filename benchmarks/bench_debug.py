@@ -1,6 +1,6 @@
 """Benchmark: the debugger's pause.  (Not a pytest test.)
 
-    uv run --frozen python benchmarks/bench_debug.py [--pauses N]
+    uv run --frozen python benchmarks/bench_debug.py [--pauses N] [--db postgresql://...]
 
 A real ``create_agent`` (scripted model) armed with ``step`` pauses at every hook
 firing; this process answers each pause through the database as the app, the terminal
@@ -8,7 +8,9 @@ and MCP do (``tracer.debug.channel.answer``). Printed: the time from Continue (t
 answer committed) to the agent moving on (the pause closed by the agent's process),
 median and 90th percentile, sync and async, and for 1, 3 and 20 parallel tool calls
 of an async agent paused at once, each answered by its pause id; goal: median under
-200 ms. The unarmed
+200 ms. ``--db URL``: each agent records into a new store (a schema of its own) of
+that PostgreSQL database, where the answer's NOTIFY wakes the paused agent
+(``tracer.debug.wake``); without it, a new SQLite file each. The unarmed
 cost is in ``bench_tracer.py`` ("looptrace" is unarmed: one ``is None`` check per
 hook; "looptrace debug armed": armed, no breakpoint hit).
 """
@@ -17,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import sqlite3
 import statistics
 import sys
 import tempfile
@@ -30,14 +31,43 @@ from debug_kit import Background  # noqa: E402
 from tracer_kit import get_weather, make_agent, two_lap_model  # noqa: E402
 
 from tracer import TraceMiddleware  # noqa: E402
+from tracer.db.schema import connect  # noqa: E402
 from tracer.debug import Debugger, channel  # noqa: E402
+
+PG: str | None = None  # --db: a PostgreSQL database
+
+
+def store(tmp: Path, name: str) -> str:
+    """A new store: a SQLite file in ``tmp``, or a schema of its own in ``PG``."""
+    if PG is None:
+        return str(tmp / f"{name}.db")
+    from pg_kit import fresh_store
+
+    return fresh_store(PG)
+
+
+def paused(db: str) -> list[dict[str, object]]:
+    try:
+        return channel.list_paused(db)
+    except Exception:  # noqa: BLE001 - not created yet
+        return []
+
+
+def latencies(db: str) -> list[float]:
+    """Continue (committed) -> the pause closed by the agent's process, in ms."""
+    conn = connect(db, readonly=True)
+    try:
+        return [(r - a) * 1000 for a, r in conn.execute(
+            "SELECT commanded_at, resumed_at FROM debug_pauses WHERE resumed_at IS NOT NULL")]
+    finally:
+        conn.close()
 
 
 def one(mode: str, pauses: int, tmp: Path) -> list[float]:
     out: list[float] = []
     i = 0
     while len(out) < pauses:
-        db = tmp / f"{mode}-{i}.db"
+        db = store(tmp, f"{mode}-{i}")
         i += 1
         trace = TraceMiddleware(db=db, debug=Debugger(["step"]))
         agent = make_agent(two_lap_model(), [get_weather], [trace])
@@ -45,16 +75,14 @@ def one(mode: str, pauses: int, tmp: Path) -> list[float]:
         bg = (Background(lambda a=agent: a.ainvoke(q), is_async=True) if mode == "async"
               else Background(lambda a=agent: a.invoke(q)))
         while bg.alive():
-            paused = channel.list_paused(db) if db.exists() else []
-            if not paused:
+            now = paused(db)
+            if not now:
                 time.sleep(0.005)
                 continue
-            channel.answer(db, paused[0]["run"], "step")
+            channel.answer(db, str(now[0]["run"]), "step")
         bg.result()
         trace.flush()
-        with sqlite3.connect(db) as c:
-            out += [(r - a) * 1000 for a, r in c.execute(
-                "SELECT commanded_at, resumed_at FROM debug_pauses WHERE resumed_at IS NOT NULL")]
+        out += latencies(db)
     return out[:pauses]
 
 
@@ -73,7 +101,7 @@ def parallel(n: int, rounds: int, tmp: Path) -> list[float]:
 
     out: list[float] = []
     for r in range(rounds):
-        db = tmp / f"par-{n}-{r}.db"
+        db = store(tmp, f"par-{n}-{r}")
         calls = [call("fetch_price", {"item": f"i{i}"}, f"p{i}") for i in range(n)]
         model = ScriptedChatModel(script=turn_script([AIMessage("", tool_calls=calls),
                                                       AIMessage("done")]))
@@ -83,20 +111,18 @@ def parallel(n: int, rounds: int, tmp: Path) -> list[float]:
         bg = Background(lambda a=agent: a.ainvoke(q), is_async=True)
         answered: set[int] = set()
         while bg.alive():
-            paused = channel.list_paused(db) if db.exists() else []
-            fresh = [p for p in paused if p["pause"] not in answered]
-            if len(paused) < n and len(answered) == 0:
+            now = paused(db)
+            fresh = [p for p in now if p["pause"] not in answered]
+            if len(now) < n and len(answered) == 0:
                 time.sleep(0.005)  # (all n paused first: they are answered at once)
                 continue
             for p in fresh:
-                channel.answer(db, p["run"], "continue", pause=p["pause"])
-                answered.add(p["pause"])
+                channel.answer(db, str(p["run"]), "continue", pause=int(str(p["pause"])))
+                answered.add(int(str(p["pause"])))
             time.sleep(0.005)
         bg.result()
         trace.flush()
-        with sqlite3.connect(db) as c:
-            out += [(r2 - a) * 1000 for a, r2 in c.execute(
-                "SELECT commanded_at, resumed_at FROM debug_pauses WHERE resumed_at IS NOT NULL")]
+        out += latencies(db)
     return out
 
 
@@ -111,7 +137,12 @@ def _line(label: str, ms: list[float]) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--pauses", type=int, default=60)
+    ap.add_argument("--db", default=None,
+                    help="a postgresql:// URL: record into new stores there (default: SQLite)")
     args = ap.parse_args()
+    global PG
+    PG = args.db
+    print(f"engine: {'PostgreSQL' if PG else 'SQLite'}")
     with tempfile.TemporaryDirectory() as d:
         for mode in ("sync", "async"):
             print(_line(f"{mode:5}", one(mode, args.pauses, Path(d))))

@@ -12,6 +12,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
+from tracer.db.url import is_url
 from tracer.debug import channel
 from tracer.demo.models import ScriptedChatModel, call, turn_script
 
@@ -32,12 +33,13 @@ def quoting_model() -> ScriptedChatModel:
     ]))
 
 
-def wait_paused(db: Path, *, timeout: float = 30.0, n: int = 1,
+def wait_paused(db: Path | str, *, timeout: float = 30.0, n: int = 1,
                 alive: Callable[[], bool] | None = None) -> list[dict[str, Any]]:
-    """The paused runs of ``db`` once there are ``n`` (fails after ``timeout``)."""
+    """The paused runs of ``db`` (a file, or a PostgreSQL store's URL) once there are
+    ``n`` (fails after ``timeout``)."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
-        if db.exists():
+        if is_url(str(db)) or Path(db).exists():
             try:
                 got = channel.list_paused(db, with_pending=True)
             except Exception:  # noqa: BLE001 - the file may be being created

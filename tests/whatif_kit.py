@@ -4,7 +4,6 @@ a run's stored rows (to show that a replay never changes them)."""
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -25,20 +24,19 @@ def root_run(db: Path | str) -> str:
 
 
 def rows_of(db: Path | str, run_id: str) -> list[tuple[Any, ...]]:
-    """Every stored row of ``run_id`` and of its subagent runs, byte for byte."""
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    try:
-        ids = [run_id] + [r[0] for r in conn.execute(
-            "SELECT id FROM runs WHERE parent_id = ?", [run_id])]
-        out: list[tuple[Any, ...]] = []
-        for rid in ids:
-            for table, key in (("runs", "id"), ("events", "run_id"), ("messages", "run_id"),
-                               ("wire", "run_id"), ("run_stats", "run_id")):
-                out += [(table, *r) for r in conn.execute(
-                    f"SELECT * FROM {table} WHERE {key} = ? ORDER BY 1, 2", [rid])]
-        return out
-    finally:
-        conn.close()
+    """Every stored row of ``run_id`` and of its subagent runs, byte for byte (a SQLite
+    file, or a PostgreSQL store: ``tracer_kit.rows``)."""
+    from tracer_kit import rows
+
+    ids = [run_id] + [r[0] for r in rows(db, "SELECT id FROM runs WHERE parent_id = ?",
+                                         [run_id])]
+    out: list[tuple[Any, ...]] = []
+    for rid in ids:
+        for table, key in (("runs", "id"), ("events", "run_id"), ("messages", "run_id"),
+                           ("wire", "run_id"), ("run_stats", "run_id")):
+            out += [(table, *r) for r in rows(
+                db, f"SELECT * FROM {table} WHERE {key} = ? ORDER BY 1, 2", [rid])]
+    return out
 
 
 class TruthAgent:

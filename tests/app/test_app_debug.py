@@ -112,6 +112,28 @@ def test_a_paused_tool_call_shows_and_a_typed_result_is_what_the_agent_gets(
     a.trace.close()
 
 
+def test_the_panel_answers_a_pause_on_each_engine(store_db: str,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The app on a SQLite file, then on a PostgreSQL store: the pause shown, a typed
+    result sent, the agent goes on with it (woken by NOTIFY on PostgreSQL)."""
+    monkeypatch.setenv("LOOPTRACE_DB", store_db)
+    a = Paused(store_db, ["tool:get_weather"])  # type: ignore[arg-type]
+    try:
+        p = a.wait()
+        at = replay_page(p["run"])
+        assert not at.exception, at.exception
+        assert "A tool call waits to run: get_weather (id c1)" in texts(at)
+        at.text_area(key="dbg_text").input("Hail in Oslo, 1 C")
+        at.button(key="debug_continue").click().run()
+        assert not at.error, [e.value for e in at.error]
+        out = a.bg.result(30)
+        assert out["messages"][-1].content == "It says: Hail in Oslo, 1 C"
+    finally:
+        if a.bg.alive():
+            a.finish()
+        a.trace.close()
+
+
 def test_the_replay_jumps_to_the_pause(agents: list[Paused], tmp_path: Path) -> None:
     """Opened at another step (a link to step 1), the page moves the replay to the pause
     once; the person may then step elsewhere and is not pulled back."""

@@ -11,6 +11,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from tracer_kit import rows
 
 AGENT = textwrap.dedent("""
     from langchain.agents import create_agent
@@ -35,28 +36,29 @@ AGENT = textwrap.dedent("""
 """)
 
 
-def _debug(tmp_path: Path, args: list[str], stdin: str) -> subprocess.CompletedProcess[str]:
+def _debug(tmp_path: Path, args: list[str], stdin: str,
+           db: str | None = None) -> subprocess.CompletedProcess[str]:
     script = tmp_path / "agent.py"
     script.write_text(AGENT)
     env = {**os.environ, "EDITOR": "true", "PYTHONUNBUFFERED": "1"}
     env.pop("LOOPTRACE_DEBUG", None)
     return subprocess.run(
-        [sys.executable, "-m", "tracer", "debug", "--db", str(tmp_path / "t.db"), *args,
+        [sys.executable, "-m", "tracer", "debug", "--db", db or str(tmp_path / "t.db"), *args,
          "--", sys.executable, str(script)],
         input=stdin, capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
 
 
-def test_a_tool_result_typed_at_the_prompt_reaches_the_model(tmp_path):
-    r = _debug(tmp_path, ["--break", "tool:get_weather"], "p\nresult Snowing, -5 C\n")
+def test_a_tool_result_typed_at_the_prompt_reaches_the_model(tmp_path, store_db):
+    """On each engine (``--db`` a file, then a PostgreSQL URL)."""
+    r = _debug(tmp_path, ["--break", "tool:get_weather"], "p\nresult Snowing, -5 C\n", store_db)
     assert r.returncode == 0, r.stderr
     assert "paused" in r.stdout and "wrap_tool_call before (breakpoint tool:get_weather)" in r.stdout
     assert 'tool call get_weather {"city": "Oslo"} (id c1)' in r.stdout
     assert '"kind": "tool_call"' in r.stdout  # p printed the pending call as JSON
     assert "FINAL: The tool said: Snowing, -5 C" in r.stdout
-    with sqlite3.connect(tmp_path / "t.db") as c:
-        phases = [p for (p,) in c.execute("SELECT phase FROM events ORDER BY seq")]
-        outcome = c.execute("SELECT outcome FROM debug_pauses").fetchall()
-        n_runs = c.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
+    phases = [p for (p,) in rows(store_db, "SELECT phase FROM events ORDER BY seq")]
+    outcome = rows(store_db, "SELECT outcome FROM debug_pauses")
+    ((n_runs,),) = rows(store_db, "SELECT COUNT(*) FROM runs")
     assert "pause" in phases and "debug" in phases and outcome == [("edited",)]
     assert n_runs == 1  # one run: the callbacks' and the added middleware's
 

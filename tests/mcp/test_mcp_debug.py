@@ -46,8 +46,9 @@ async def _until(client, tool: str, test, timeout: float = 30.0):  # noqa: ANN00
     raise AssertionError(f"{tool}: nothing after {timeout} s")
 
 
-def test_list_paused_get_pending_and_resume_with_an_edit(tmp_path):
-    db = tmp_path / "t.db"
+def test_list_paused_get_pending_and_resume_with_an_edit(store_db):
+    """On each engine (``looptrace mcp --db`` a file, then a PostgreSQL URL)."""
+    db = store_db
     bg = _agent(db, ["tool:get_weather"])
 
     async def body(client) -> None:  # noqa: ANN001
@@ -72,8 +73,9 @@ def test_list_paused_get_pending_and_resume_with_an_edit(tmp_path):
     assert out["messages"][-1].content == "The tool said: Hail, 2 C"
 
 
-def test_a_breakpoint_set_over_mcp_pauses_a_listening_agent(tmp_path):
-    db = tmp_path / "t.db"
+def test_a_breakpoint_set_over_mcp_pauses_a_listening_agent(store_db):
+    """On each engine: on PostgreSQL the breakpoint reaches the agent by NOTIFY."""
+    db = store_db
     TraceMiddleware(db=db).recorder.writer.flush()  # (the file exists for the server)
 
     async def body(client) -> None:  # noqa: ANN001

@@ -25,8 +25,8 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from tracer.mcp.server import TOOLS
 from tracer.mcp.debug_tools import DEBUG_TOOLS
+from tracer.mcp.server import TOOLS
 from tracer.mcp.whatif_tools import WHATIF_TOOLS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -134,6 +134,34 @@ def fingerprint(db: Path) -> tuple[Any, ...]:
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 def test_every_tool(samples: Path, tmp_path: Path, transport: str) -> None:
     before = samples.stat().st_mtime_ns, fingerprint(samples)
+    run_with(transport, samples, every_tool(tmp_path))
+    assert (samples.stat().st_mtime_ns, fingerprint(samples)) == before
+
+
+def test_every_tool_on_postgresql(sample_db: Path, pg_url: str | None, tmp_path: Path) -> None:
+    """The same questions and answers with the samples in a PostgreSQL store (``looptrace
+    copy``'s ``copy_store``), over stdio; the read tools write nothing there either."""
+    if pg_url is None:
+        if os.environ.get("CI"):
+            pytest.fail("no PostgreSQL: .ci/run must start one (LOOPTRACE_TEST_PG_URL)")
+        pytest.skip("no PostgreSQL here")
+    from pg_kit import fresh_store
+    from tracer_kit import rows
+
+    from tracer.interop.copy import copy_store
+
+    store = fresh_store(pg_url)
+    copy_store(str(sample_db), store)
+    counts = ("SELECT (SELECT COUNT(*) FROM runs), (SELECT COUNT(*) FROM events),"
+              " (SELECT COUNT(*) FROM messages), (SELECT COUNT(*) FROM wire),"
+              " (SELECT COUNT(*) FROM notes), (SELECT COUNT(*) FROM run_checks)")
+    before = rows(store, counts)
+    run_with("stdio", store, every_tool(tmp_path))  # type: ignore[arg-type]
+    assert rows(store, counts) == before
+
+
+def every_tool(tmp_path: Path) -> Callable[[Client], Awaitable[None]]:
+    """Every read tool asked about the samples, each answer checked by hand."""
 
     async def body(c: Client) -> None:
         listed = await c.session.list_tools()
@@ -227,8 +255,7 @@ def test_every_tool(samples: Path, tmp_path: Path, transport: str) -> None:
         html = Path(out["path"]).read_text(encoding="utf-8")
         assert out["run_id"] == ow["id"] and html.startswith("<!DOCTYPE html>")
 
-    run_with(transport, samples, body)
-    assert (samples.stat().st_mtime_ns, fingerprint(samples)) == before
+    return body
 
 
 def test_errors_name_the_problem(samples: Path, tmp_path: Path) -> None:

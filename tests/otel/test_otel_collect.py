@@ -27,7 +27,9 @@ from otel_kit import (
     response,
     wait_for,
 )
+from tracer_kit import rows
 
+from tracer.db.url import is_url
 from tracer.errors import OtlpExportError
 from tracer.interop.exchange import build_sample_db, import_rows, read_trace, sample_files
 from tracer.otel.collect import CollectServer
@@ -47,9 +49,18 @@ def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def srv(tmp_path: Path) -> Iterator[CollectServer]:
-    with CollectServer(tmp_path / "got.db", port=0, quiet=0.1, orphan_timeout=0.4) as s:
+def srv(store_db: str) -> Iterator[CollectServer]:
+    """The receiver, storing into a new store of each engine (``store_db``)."""
+    with CollectServer(store_db, port=0, quiet=0.1, orphan_timeout=0.4) as s:
         yield s
+
+
+def _stored(db: str) -> object:
+    """What the store holds: a file's bytes; a PostgreSQL store's rows, counted."""
+    if is_url(db):
+        return rows(db, "SELECT (SELECT COUNT(*) FROM runs), (SELECT COUNT(*) FROM events),"
+                        " (SELECT COUNT(*) FROM messages), (SELECT COUNT(*) FROM meta)")
+    return Path(db).read_bytes()
 
 
 def _root(path: Path) -> str:
@@ -88,7 +99,7 @@ def test_malformed_bodies_are_400_and_change_nothing(source: Path, srv: CollectS
     root = _root(WEATHER)
     export_otlp(source, root, srv.url)
     before = lines(srv.buffer.db, root)
-    db_bytes = Path(srv.buffer.db).read_bytes()
+    stored = _stored(srv.buffer.db)
     url = srv.url + "/v1/traces"
     good = json.loads(json_body(_spans(source, WEATHER)))
     bad_id = json.loads(json.dumps(good))
@@ -119,7 +130,7 @@ def test_malformed_bodies_are_400_and_change_nothing(source: Path, srv: CollectS
     status, _, _ = post(srv.url + "/v1/metrics", b"", PROTOBUF)
     assert status == 404
     assert lines(srv.buffer.db, root) == before
-    assert Path(srv.buffer.db).read_bytes() == db_bytes
+    assert _stored(srv.buffer.db) == stored
     assert srv.buffer.pending == 0
 
 

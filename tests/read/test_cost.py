@@ -161,9 +161,11 @@ def _usage(i: int, o: int, read: int, reasoning: int) -> dict[str, object]:
             "output_token_details": {"reasoning": reasoning}}
 
 
-def test_cached_and_reasoning_tokens_are_priced(db_path: Path) -> None:
+def test_cached_and_reasoning_tokens_are_priced(store_db: str) -> None:
     """A real agent whose model (a scripted one, named as OpenAI's o4-mini) reports cache
-    reads and reasoning tokens: each call priced with them, as genai-prices prices them."""
+    reads and reasoning tokens: each call priced with them, as genai-prices prices them
+    (on each engine)."""
+    db_path = store_db
 
     class O4Mini(ScriptedChatModel):
         def _get_ls_params(self, stop: list[str] | None = None, **kwargs: object) -> object:

@@ -226,9 +226,10 @@ def test_unreachable_upstream_is_a_502_row(tmp_path: Path) -> None:
     assert proxy.exchanges[0].error and "unreachable" in proxy.exchanges[0].error
 
 
-def test_cli_proxy_in_another_process_links_to_the_run(tmp_path: Path) -> None:
-    """`looptrace proxy` as its own process; the agent and its tracer in this one."""
-    db = tmp_path / "cli.db"
+def test_cli_proxy_in_another_process_links_to_the_run(store_db: str) -> None:
+    """`looptrace proxy` as its own process; the agent and its tracer in this one; on
+    each engine (the proxy's exchanges and the tracer's run in one store)."""
+    db = store_db
     proc = subprocess.Popen(
         [sys.executable, "-m", "tracer", "proxy", "--provider", "openai", "--emulate", "auto",
          "--db", str(db)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,

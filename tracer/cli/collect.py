@@ -49,7 +49,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def run(args: argparse.Namespace) -> int:
+    from tracer.db import pool
     from tracer.otel.collect import CollectServer
+
+    pool.enable()  # (a PostgreSQL store: its connections from a pool)
 
     if not 0 <= args.port < 65536:
         msg = f"--port {args.port} is not a port number"

@@ -44,6 +44,9 @@ def run(args: argparse.Namespace) -> int:
     if not 0 < args.port < 65536:
         msg = f"--port {args.port} is not a port number"
         raise UsageError(msg)
+    from tracer.db import pool
+
+    pool.enable()  # (a PostgreSQL store: a connection per tool call, from a pool)
     server = build_server(args.db, export_dir=args.export_dir, agent=args.agent)
     if args.http:
         print(f"looptrace mcp: http://127.0.0.1:{args.port}/mcp (database {safe(args.db)})",

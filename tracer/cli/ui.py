@@ -143,6 +143,9 @@ def run(args: argparse.Namespace) -> int:
     if args.db:
         TraceDB(args.db).close()  # fail here, clearly, for a bad file
         env["LOOPTRACE_DB"] = absolute(args.db)
+    from tracer.db import pool
+
+    env[pool.ENV] = "1"  # (a PostgreSQL store: the app's connections from a pool)
     # (app/serve.py is ``streamlit run main.py`` with what the first page needs imported
     # before the server waits for a browser: the first visit is as fast as the next)
     cmd = [sys.executable, str(APP.parent / "serve.py"), "--server.address", args.host,

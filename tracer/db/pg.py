@@ -208,8 +208,10 @@ class PgConnection:
 
     dialect = "postgresql"
 
-    def __init__(self, raw: Any, url: str) -> None:
+    def __init__(self, raw: Any, url: str, release: Any = None) -> None:
         self.raw = raw
+        self._release = release  # (a pooled connection: gives it back, tracer.db.pool)
+        self._released = False
         self.url = store_url.safe(url)
         self.row_factory: Any = None
         self.isolation_level: str | None = ""
@@ -320,12 +322,17 @@ class PgConnection:
     def close(self) -> None:
         import contextlib
 
+        if self._release is not None:
+            release, self._release = self._release, None
+            self._released = True
+            release(self.raw)
+            return
         with contextlib.suppress(Exception):
             self.raw.close()
 
     @property
     def closed(self) -> bool:
-        return bool(self.raw.closed)
+        return self._released or bool(self.raw.closed)
 
     def __enter__(self) -> Self:
         return self

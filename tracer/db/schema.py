@@ -547,8 +547,11 @@ def connect(path: str | Path, *, create: bool = True, readonly: bool = False,
     """
     path_s = str(path)
     if is_url(path_s):  # a PostgreSQL store (tracer.db.pg)
-        from . import pg
+        from . import pg, pool
 
+        if pool.enabled():  # (a long-lived process: the app, MCP, collect)
+            return pool.connect(path_s, create=create,  # type: ignore[no-any-return]
+                                readonly=readonly, busy_timeout=busy_timeout)
         return pg.connect(path_s, create=create, readonly=readonly,  # type: ignore[return-value]
                           busy_timeout=busy_timeout)
     if readonly and not Path(path_s).exists():

@@ -4,7 +4,8 @@ it (the app, the terminal of ``looptrace debug``, an MCP client).
 
 - A breakpoint armed from outside is a row of ``debug_breaks`` (``arm``; ``clear``
   clears them). The agent's process reads them again whenever the file changed since
-  it last read them (``PRAGMA data_version``): a change applies to the next hook firing.
+  it last read them (``PRAGMA data_version``; on PostgreSQL, whenever a NOTIFY said
+  they changed: ``tracer.debug.wake``): a change applies to the next hook firing.
   One armed by a ``looptrace debug`` process (``owner``) applies only while it lives.
 - A pause is a row of ``debug_pauses`` the agent's process writes (``open_pause``),
   with what is pending as JSON; its row id is the pause's id. The driver answers it
@@ -15,7 +16,9 @@ it (the app, the terminal of ``looptrace debug``, an MCP client).
 - A pause is open while nobody answered it and the process that opened it lives (its
   pid, and a process start time before the pause: a reused pid is not it).
 
-Nothing here leaves the file: no socket, nothing beyond 127.0.0.1.
+Nothing here leaves the file: no socket, nothing beyond 127.0.0.1. On a PostgreSQL
+store each write also sends a NOTIFY in its transaction (``tracer.debug.wake``), so an
+answer reaches a paused agent at once, from any machine.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from tracer.vocab.edits import Edit, edits_of
 
 from . import owner as owners
 from .breakpoints import parse
+from .wake import notify
 
 __all__ = ["COMMANDS", "NotPaused", "answer", "arm", "armed_breaks", "clear", "close_pause",
            "list_paused", "open_pause", "paused_status", "pending", "poll", "release",
@@ -71,6 +75,7 @@ def arm(db: str | Path, spec: str, *, run: str | None = None, thread: str | None
                 "INSERT INTO debug_breaks(spec, run_id, thread_id, source, created_at, owner,"
                 " owner_only) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 [bp.spec, run, thread, source, time.time(), owner, 1 if owner_only else 0])
+            notify(conn, "breaks")
         return int(cur.lastrowid or 0)
     finally:
         conn.close()
@@ -90,7 +95,10 @@ def clear(db: str | Path, *, run: str | None = None, owner: str | None = None) -
             if owner is not None:
                 sql += " AND owner = ?"
                 args.append(owner)
-            return conn.execute(sql, args).rowcount
+            n = conn.execute(sql, args).rowcount
+            if n:
+                notify(conn, "breaks")
+            return n
     finally:
         conn.close()
 
@@ -120,6 +128,7 @@ def open_pause(conn: sqlite3.Connection, *, run_id: str, seq: int, hook: str, at
             " owner) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [run_id, seq, hook, at, reason, json.dumps(pending, default=str), os.getpid(),
              time.time(), owner])
+        notify(conn, f"paused:{int(cur.lastrowid or 0)}")
     return int(cur.lastrowid or 0)
 
 
@@ -325,6 +334,8 @@ def answer(db: str | Path, run: str, command: str = "continue",
                 " WHERE id = ? AND command IS NULL AND resumed_at IS NULL",
                 [command, json.dumps(clean) if clean is not None else None, time.time(),
                  row["id"]]).rowcount
+            if n == 1:
+                notify(conn, f"answered:{int(row['id'])}")
         if n != 1:
             raise NotPaused(_why_not(conn, run, int(row["id"])))
         return {"run": run, "pause": int(row["id"]), "command": command, "edit": clean}
@@ -409,10 +420,13 @@ def release(db: str | Path, pauses: list[int], command: str = "run") -> int:
     try:
         with conn:
             marks = ", ".join("?" for _ in pauses)
-            return conn.execute(
+            n = conn.execute(
                 "UPDATE debug_pauses SET command = ?, commanded_at = ? WHERE command IS NULL"
                 f" AND resumed_at IS NULL AND id IN ({marks})",
                 [command, time.time(), *pauses]).rowcount
+            for p in pauses:
+                notify(conn, f"answered:{int(p)}")
+            return int(n)
     finally:
         conn.close()
 

@@ -58,6 +58,10 @@ ENV = "LOOPTRACE_DEBUG"
 ENV_TIMEOUT = "LOOPTRACE_DEBUG_TIMEOUT"
 SERVER_TIMEOUT = 600.0  # a server armed through LOOPTRACE_DEBUG continues after this
 POLL_S = 0.02  # how often a paused run asks for its answer
+# PostgreSQL: a paused run is woken by its answer's NOTIFY (tracer.debug.wake) and asks
+# again after this anyway; the breakpoints are read again after a NOTIFY, or this long
+PG_WAIT_S = 0.2
+PG_REREAD_S = 5.0
 WATCH_S = 0.5  # how often a paused run asks whether its debugger and its file are there
 BUSY_S = 10.0  # a busy database: wait this long, then warn and try again
 # characters of one message's text in the pending JSON (a longer one is cut, marked
@@ -119,6 +123,8 @@ class Debugger:
                                  bool]] = []
         self._live = self._remote  # those whose owner lives, at this hook firing
         self._version: int | None = None  # PRAGMA data_version when the breaks were read
+        self._read_at = 0.0  # (monotonic) when they were read
+        self._waker: Any = None  # PostgreSQL: tracer.debug.wake.Waker
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self._db: str | None = None
@@ -138,6 +144,17 @@ class Debugger:
     def bind(self, db: str | Path) -> None:
         self._db = str(db)
 
+    def _wake(self) -> Any:
+        """The store's listening connection (None: a SQLite file)."""
+        if self._waker is None and self._db is not None:
+            from tracer.db.url import is_url
+
+            if is_url(self._db):
+                from .wake import Waker
+
+                self._waker = Waker(self._db)
+        return self._waker
+
     def _c(self) -> sqlite3.Connection:
         if self._conn is None:
             self._conn = connect(self._db or "looptrace.db", busy_timeout=BUSY_S)
@@ -149,7 +166,11 @@ class Debugger:
         while True:
             try:
                 with self._lock:
-                    return fn(self._c())
+                    conn = self._c()
+                    try:
+                        return fn(conn)
+                    finally:
+                        _end_read(conn)
             except sqlite3.OperationalError as exc:
                 text = str(exc).lower()
                 if "locked" not in text and "busy" not in text:
@@ -240,12 +261,27 @@ class Debugger:
         were last read (``PRAGMA data_version``: a read of shared memory; the table is
         read only after a change), so that one armed or cleared applies to the next
         hook firing."""
+        waker = self._wake()
         with self._lock:
             conn = self._c()
-            version = int(conn.execute("PRAGMA data_version").fetchone()[0])
-            if version == self._version:
-                return
-            rows = channel.armed_breaks(conn)
+            if waker is not None:  # PostgreSQL: after a NOTIFY (or PG_REREAD_S)
+                now = time.monotonic()
+                if not waker.breaks_changed() and now - self._read_at < PG_REREAD_S:
+                    return
+                self._read_at = now
+                version = 0
+            else:
+                version = int(conn.execute("PRAGMA data_version").fetchone()[0])
+                if version == self._version:
+                    return
+            try:
+                rows = channel.armed_breaks(conn)
+            except sqlite3.Error:
+                if waker is not None:
+                    self._read_at = 0.0  # (read again at the next firing)
+                raise
+            finally:
+                _end_read(conn)
             self._version = version
         fresh = []
         for bid, spec, rid, tid, own, only in rows:
@@ -330,6 +366,18 @@ class Debugger:
         pid = self._busy(lambda c: channel.open_pause(
             c, run_id=run.id, seq=seq, hook=m.hook, at=m.at, reason=reason, pending=pending,
             owner=self.owner))
+        waker = self._wake()
+        if waker is not None:
+            waker.expect(pid)
+        try:
+            return self._wait(pid, cancelled, waker)
+        finally:
+            if waker is not None:
+                waker.forget(pid)
+
+    def _wait(self, pid: int, cancelled: threading.Event | None, waker: Any) -> _Answer:
+        """Wait for pause ``pid``'s answer: a SQLite file asked every ``POLL_S``; a
+        PostgreSQL store woken by its NOTIFY (asked again every ``PG_WAIT_S``)."""
         t0 = time.monotonic()
         deadline = None if self.timeout is None else t0 + self.timeout
         file = self._file()
@@ -350,7 +398,12 @@ class Debugger:
                     self._warn(f"released-{gone}", f"looptrace debug: {gone}; the paused "
                                "run goes on to its end")
                     return _Answer(pid, "run", None, now - t0, ended="released")
-            time.sleep(POLL_S)
+            if waker is not None:
+                wait = PG_WAIT_S if deadline is None else max(0.0, min(PG_WAIT_S,
+                                                                       deadline - now))
+                waker.wait(pid, wait)
+            else:
+                time.sleep(POLL_S)
 
     def _file(self) -> tuple[int, int] | None:
         """The database file's (device, inode), to notice it deleted or replaced."""
@@ -448,10 +501,22 @@ class Debugger:
         warnings.warn(text, RuntimeWarning, stacklevel=3)
 
     def close(self) -> None:
+        if self._waker is not None:
+            self._waker.close()
+            self._waker = None
         if self._conn is not None:
             with contextlib.suppress(sqlite3.Error):
                 self._conn.close()
             self._conn = None
+
+
+def _end_read(conn: Any) -> None:
+    """End the transaction a read began on a PostgreSQL connection: a paused agent's
+    connection left idle in a transaction would hold its snapshot and its table locks
+    for as long as it waits (a SQLite read holds nothing after it)."""
+    if getattr(conn, "dialect", None) == "postgresql" and conn.in_transaction:
+        with contextlib.suppress(sqlite3.Error):
+            conn.commit()
 
 
 def arm(debug: object, db: str) -> Debugger | None:

@@ -9,8 +9,12 @@ import sys
 
 try:
     if os.environ.get("LOOPTRACE_DB"):
-        # (absolute now: the handler may be created on an event loop, where it is not read)
-        os.environ["LOOPTRACE_DB"] = os.path.abspath(os.environ["LOOPTRACE_DB"])
+        # (a path made absolute now: the handler may be created on an event loop, where it
+        # is not read; a postgresql:// URL is left as it is, never taken for a path)
+        from tracer.db.url import is_url
+
+        if not is_url(os.environ["LOOPTRACE_DB"]):
+            os.environ["LOOPTRACE_DB"] = os.path.abspath(os.environ["LOOPTRACE_DB"])
         from tracer.record.autohook import arm, arm_debug  # (imports no LangChain)
 
         arm()
