@@ -117,9 +117,14 @@ class Spool:
         name (atomic: of two processes claiming at once, one gets it, the other finds
         it gone); their half-written files removed. How many were claimed."""
         me, got = os.getpid(), 0
+        gone: dict[int, bool] = {}  # (each process looked at once: /proc per file is slow)
         for p in self._files():
             f = _fields(p.name)
-            if f is None or f[1] == me or not _dead(f[1], f[0]):
+            if f is None or f[1] == me:
+                continue
+            if f[1] not in gone:
+                gone[f[1]] = _dead(f[1], f[0])  # (its oldest file's time: the earliest
+            if not gone[f[1]]:                  # it was known alive)
                 continue
             t, pid, n, origin = f
             name = f"{t:020d}-{me}-{n}-{origin if origin is not None else pid}.json"
