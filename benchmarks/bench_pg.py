@@ -1,7 +1,7 @@
 """SQLite and PostgreSQL side by side (run on demand, not by pytest; as root, with
 Debian's PostgreSQL installed: it starts throwaway clusters with .ci/pg-start).
 
-    .venv/bin/python benchmarks/bench_pg.py [--runs 25] [--scale 10000] [--outage 1000]
+    .venv/bin/python benchmarks/bench_pg.py [--runs 15] [--scale 10000,100000] [--outage 1000]
 
 Prints, for each engine:
 
@@ -11,9 +11,12 @@ Prints, for each engine:
 - BYTES/EVENT: the store's size over its events (SQLite: the file and its log;
   PostgreSQL: its tables and indexes);
 - HOOK: the cost of tracing per hook, one process: (traced run - untraced run) / hooks;
-- RUNS LIST and SEARCH at ``--scale`` top-level runs (made by copying the recorded ones
-  in SQL): ``runs --json`` (the command, in process) and the first page of a search for
-  a text in one run, p50/p95 of 7;
+- RUNS LIST, FIRST PAINT and SEARCH at each ``--scale`` (top-level runs, made by
+  copying the recorded runs' rows in SQL, INSERT ... SELECT: their runs, counts and
+  messages, not their events; running agents to 100,000 runs would take hours here):
+  ``runs --json`` (the command, in process), the Runs page's first script run in
+  AppTest (streamlit's caches cleared before each: a cold first paint of the server's
+  side; no browser), and the first page of a search for a text in one run, p50/p95 of 7;
 - DRAIN (PostgreSQL): ``--outage`` runs recorded while the server is stopped, then the
   time from its start to the last of them stored.
 """
@@ -113,46 +116,54 @@ def hook_cost(db: str, n: int = 15) -> float:
 
 
 def grow(db: str, total: int) -> None:
-    """Copy the top-level runs (with their messages and counts) until ``total``."""
+    """Copy the recorded top-level runs (their run, counts and messages; ids
+    ``ID~K``) until there are ``total`` runs."""
     from tracer.db.schema import connect
 
+    orig = "instr(r.id, '~') = 0"
     conn = connect(db)
-    have = int(conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0])
-    times = max(0, (total - have) // max(have, 1))
-    if times:
-        k = ("WITH RECURSIVE k(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM k WHERE n < ?)")
+    (n0,) = conn.execute(f"SELECT COUNT(*) FROM runs r WHERE {orig}").fetchone()
+    (have,) = conn.execute("SELECT COUNT(*) FROM runs").fetchone()
+    lo, hi = int(have) // int(n0), total // int(n0)  # copies K in [lo, hi)
+    if hi > lo:
+        k = ("WITH RECURSIVE k(n) AS (SELECT CAST(? AS INTEGER) UNION ALL SELECT n + 1 FROM k"
+             " WHERE n < ?)")
         with conn:
             conn.execute(f"{k} INSERT INTO runs(id, name, thread_id, status, started_at, ended_at,"
                          " model, input_tokens, output_tokens, total_tokens, source, pid)"
-                         " SELECT r.id || '-' || k.n, r.name, r.thread_id, r.status,"
+                         " SELECT r.id || '~' || k.n, r.name, r.thread_id, r.status,"
                          " r.started_at - k.n, r.ended_at - k.n, r.model, r.input_tokens,"
-                         " r.output_tokens, r.total_tokens, r.source, r.pid FROM runs r, k",
-                         [times])
+                         f" r.output_tokens, r.total_tokens, r.source, r.pid FROM runs r, k"
+                         f" WHERE {orig}", [lo, hi - 1])
             conn.execute(f"{k} INSERT INTO run_stats(run_id, laps, model_calls, tool_calls,"
-                         " errors, events, gen) SELECT s.run_id || '-' || k.n, s.laps,"
+                         " errors, events, gen) SELECT s.run_id || '~' || k.n, s.laps,"
                          " s.model_calls, s.tool_calls, s.errors, s.events, 1"
-                         " FROM run_stats s, k WHERE s.run_id NOT LIKE '%-%'", [times])
+                         " FROM run_stats s, k WHERE instr(s.run_id, '~') = 0", [lo, hi - 1])
             conn.execute(f"{k} INSERT INTO messages(run_id, position, seq, msg_id, type, text,"
-                         " data) SELECT m.run_id || '-' || k.n, m.position, m.seq, m.msg_id,"
-                         " m.type, m.text || ' #' || m.run_id || '-' || k.n, m.data"
-                         " FROM messages m, k WHERE m.run_id NOT LIKE '%-%'", [times])
+                         " data) SELECT m.run_id || '~' || k.n, m.position, m.seq, m.msg_id,"
+                         " m.type, m.text || ' #' || m.run_id || '~' || k.n, m.data"
+                         " FROM messages m, k WHERE instr(m.run_id, '~') = 0", [lo, hi - 1])
     with conn:
         from tracer.db.search import catch_up
 
         catch_up(conn)
+    conn.close()
     if db.startswith("postgresql"):
-        conn.close()
         import psycopg
 
         from tracer.db.url import parse
 
         with psycopg.connect(parse(db), autocommit=True) as raw:
-            raw.execute("ANALYZE")
-    else:
-        conn.close()
+            raw.execute("VACUUM ANALYZE")
+
+
+def load() -> str:
+    return f"load {os.getloadavg()[0]:.2f}"
 
 
 def timed(fn: object, reps: int = 7) -> tuple[float, float]:
+    """p50 and p95 of ``reps`` calls, after one not counted (the imports it makes)."""
+    fn()  # type: ignore[operator]
     times = []
     for _ in range(reps):
         t = time.perf_counter()
@@ -167,8 +178,8 @@ def reads(db: str) -> dict[str, tuple[float, float]]:
     from tracer.read.loader import TraceDB
     from tracer.read.run_list import RunFilter
 
-    (rid,) = q(db, "SELECT id FROM runs WHERE instr(id, '-') > 0"
-                  " ORDER BY LENGTH(id) DESC, id DESC LIMIT 1")[0]
+    (rid,) = q(db, "SELECT id FROM runs WHERE instr(id, '~') > 0"
+                  " ORDER BY started_at LIMIT 1")[0]
 
     def runs_json() -> None:
         with contextlib.redirect_stdout(io.StringIO()):
@@ -179,7 +190,24 @@ def reads(db: str) -> dict[str, tuple[float, float]]:
             got = t.runs(RunFilter(search=f"#{rid}"), limit=50)
             assert [r.id for r in got] == [rid], got
 
-    return {"runs --json": timed(runs_json), "search (one run)": timed(search)}
+    return {"runs --json": timed(runs_json), "Runs page first paint (AppTest)":
+            timed(lambda: first_paint(db)), "search (one run)": timed(search)}
+
+
+def first_paint(db: str) -> None:
+    """The Runs page's first script run, as a new session, its caches cleared."""
+    import streamlit as st
+    from app_kit import app_test, runs_table
+
+    os.environ["LOOPTRACE_DB"] = db
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    main = sys.modules["__main__"]
+    try:
+        at = app_test("runs", timeout=120).run()
+    finally:  # (AppTest replaces __main__: the writer processes spawned later need it)
+        sys.modules["__main__"] = main
+    assert not at.exception and len(runs_table(at)) > 0, [e.value for e in at.exception]
 
 
 def drain(runs: int) -> float | None:
@@ -201,11 +229,18 @@ def drain(runs: int) -> float | None:
         for i in range(runs):
             _agent(trace).invoke({"messages": [("user", f"Weather in Oslo? o{i}")]})  # type: ignore[attr-defined]
         trace.flush()
+        spool = trace.recorder.writer._spool  # type: ignore[attr-defined]
+        kept = sum(p.stat().st_size for p in spool.held())
+        print(f"  spool: {len(spool.held())} batches, {kept / 1e6:.1f} MB for {runs} runs")
         t = time.perf_counter()
         c.start()
-        trace.flush()
+        n = 0
+        while time.perf_counter() - t < 900:
+            trace.flush()  # (the writer also sends on its own, every few seconds)
+            (n,) = q(url, "SELECT COUNT(*) FROM runs WHERE name = 'outage'")[0]
+            if int(n) >= runs and not spool.held():  # type: ignore[call-overload]
+                break
         took = time.perf_counter() - t
-        (n,) = q(url, "SELECT COUNT(*) FROM runs WHERE name = 'outage'")[0]
         print(f"  drain: {n} of {runs} outage runs stored")
         return took
     finally:
@@ -215,37 +250,49 @@ def drain(runs: int) -> float | None:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--runs", type=int, default=25, help="runs per writer process")
-    ap.add_argument("--scale", type=int, default=10_000)
+    ap.add_argument("--runs", type=int, default=15, help="runs per writer process")
+    ap.add_argument("--scale", default="10000,100000", help="run counts to read at")
     ap.add_argument("--outage", type=int, default=1000)
     ap.add_argument("--engines", default="sqlite,postgresql")
+    ap.add_argument("--keep", metavar="DIR", help="keep the SQLite file here (and print the"
+                    " PostgreSQL URL) instead of deleting them")
     args = ap.parse_args()
+    scales = [int(x) for x in args.scale.split(",") if x]
     from pg_kit import cluster, fresh_store
 
     with cluster() as pg, tempfile.TemporaryDirectory() as tmp:
         if pg is None:
             sys.exit("no PostgreSQL here (Debian's postgresql, as root)")
-        for engine, db in (("sqlite", str(Path(tmp) / "bench.db")), ("postgresql",
+        where = Path(args.keep or tmp)
+        for engine, db in (("sqlite", str(where / "bench.db")), ("postgresql",
                                                                    fresh_store(pg))):
             if engine not in args.engines.split(","):
                 continue
-            print(f"== {engine}")
+            print(f"== {engine} ({load()})", flush=True)
             took, ok = ingest(db, args.runs)
             (runs,) = q(db, "SELECT COUNT(*) FROM runs")[0]
             (events,) = q(db, "SELECT COUNT(*) FROM events")[0]
             print(f"  ingest, 4 processes x {args.runs} runs: {ok}/4 ok, {runs} runs,"
                   f" {events} events in {took:.2f} s: {int(runs) / took:.1f} runs/s,"  # type: ignore[call-overload]
-                  f" {int(events) / took:.0f} events/s")  # type: ignore[call-overload]
-            print(f"  bytes/event: {size(db) / int(events):.0f}")  # type: ignore[call-overload]
-            print(f"  per-hook overhead: {hook_cost(db):.0f} us")
-            grow(db, args.scale)
-            (runs,) = q(db, "SELECT COUNT(*) FROM runs")[0]
-            for what, (p50, p95) in reads(db).items():
-                print(f"  {what} at {runs} runs: p50 {p50:.0f} ms, p95 {p95:.0f} ms")
+                  f" {int(events) / took:.0f} events/s ({load()})", flush=True)  # type: ignore[call-overload]
+            print(f"  bytes/event: {size(db) / int(events):.0f}", flush=True)  # type: ignore[call-overload]
+            print(f"  per-hook overhead (traced - untraced run, over its events): "
+                  f"{hook_cost(db):.0f} us ({load()})", flush=True)
+            for scale in scales:
+                t = time.perf_counter()
+                grow(db, scale)
+                (runs,) = q(db, "SELECT COUNT(*) FROM runs")[0]
+                print(f"  grown to {runs} runs in {time.perf_counter() - t:.0f} s", flush=True)
+                for what, (p50, p95) in reads(db).items():
+                    print(f"  {what} at {runs} runs: p50 {p50:.0f} ms, p95 {p95:.0f} ms"
+                          f" ({load()})", flush=True)
+            if args.keep:
+                print(f"  kept: {db}")
     if args.outage:
         took_drain = drain(args.outage)
         if took_drain is not None:
-            print(f"== postgresql outage of {args.outage} runs: drained in {took_drain:.2f} s")
+            print(f"== postgresql outage of {args.outage} runs: drained in {took_drain:.2f} s"
+                  f" ({load()})")
 
 
 if __name__ == "__main__":

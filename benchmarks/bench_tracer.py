@@ -1,6 +1,7 @@
 """Benchmark: what does tracing cost a real ``create_agent`` loop?  (Not a pytest test.)
 
     uv run python benchmarks/bench_tracer.py [--runs N] [--quick] [--back-to-back | --group | --peers]
+        [--db postgresql://...]   (looptrace writing to that store too, beside SQLite)
 
 Scenarios ("lap" as the glossary counts it: one model call and what it asked for): 1x1,
 2 laps (2 model calls, 1 tool call), and 10x3, 11 laps (10 of them asking for 3 parallel
@@ -194,6 +195,9 @@ def build_variants(laps: int, width: int, tmp: Path) -> list[Variant]:
         Variant("floor (6 no-op hooks)", agent([DoNothing()])),
         Variant("floor (2 no-op wrap hooks)", agent([WrapOnly()])),
         Variant("looptrace", agent([trace]), trace=trace),
+        *([Variant(f"looptrace on {engine_of_url(OTHER_DB[0])}", agent([other]), trace=other)
+           for other in [TraceMiddleware(db=OTHER_DB[0], name="OtherTrace")]]
+          if OTHER_DB[0] else []),
         Variant("looptrace lean", agent([lean]), trace=lean),
         # the debugger armed with no breakpoint that hits (it still reads the
         # breakpoints armed from outside every half second): its cost per hook
@@ -365,6 +369,9 @@ def build_peer_variants(laps: int, width: int, tmp: Path) -> list[Variant]:
         Variant("baseline", agent([])),
         Variant("floor (6 no-op hooks)", agent([DoNothing()])),
         Variant("looptrace", agent([trace]), trace=trace),
+        *([Variant(f"looptrace on {engine_of_url(OTHER_DB[0])}", agent([other]), trace=other)
+           for other in [TraceMiddleware(db=OTHER_DB[0], name="OtherTrace")]]
+          if OTHER_DB[0] else []),
         Variant("looptrace lean", agent([lean]), trace=lean),
     ]
     sink = SINKS[0]
@@ -453,6 +460,15 @@ def _grouped(variants: list[Variant], runs: int, shuffle: Any) -> list[Variant]:
     return variants
 
 
+OTHER_DB: list[str | None] = [None]  # ``--db``: looptrace writing there too, beside SQLite
+
+
+def engine_of_url(db: str) -> str:
+    from tracer.db.url import is_url
+
+    return "PostgreSQL" if is_url(db) else "another SQLite file"
+
+
 BACK_TO_BACK = [False]
 GROUP = [False]  # interleaved, the writers committing on their own (``--group``)
 
@@ -521,7 +537,11 @@ def main() -> None:
                          " calls, 3 at a time)")
     ap.add_argument("--layers", action="store_true",
                     help="only the cost of trace.around (a probe in each of 4 wrap layers)")
+    ap.add_argument("--db", metavar="URL",
+                    help="also a looptrace writing to this store (a postgresql:// URL: a"
+                         " PostgreSQL store beside the SQLite one, against the same floor)")
     args = ap.parse_args()
+    OTHER_DB[0] = args.db
     if args.runs < 0:
         ap.error("--runs must be 0 (the default) or more")
     BACK_TO_BACK[0] = args.back_to_back

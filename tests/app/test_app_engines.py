@@ -28,3 +28,17 @@ def test_the_runs_page_and_a_replay_on_each_engine(store_db: str,
         assert "postgres\\:\\*\\*\\*\\*@127.0.0.1" in page
     at = app_test("replay", run=rid[:12]).run()
     assert not at.exception and not at.error, [e.value for e in at.error]
+
+
+def test_the_stores_stamp_moves_at_once_with_any_write(store_db: str) -> None:
+    """The app's caches are keyed by ``db_stamp``: a note added must change it at once
+    (PostgreSQL: the write-ahead log's position; the server's statistics it read
+    before lag up to a second, and its runs count scanned 100,000 runs per page). (The
+    server's own upkeep, autovacuum, moves it too: a cache reloaded, nothing wrong.)"""
+    from app.data import db_stamp
+    from tracer.db.notes import add_note
+
+    rid = record_weather_run(store_db, "stamped")
+    before = db_stamp(store_db)
+    add_note(store_db, rid, "seen")
+    assert db_stamp(store_db) != before

@@ -63,6 +63,7 @@ class PruneResult:
     top_level: int  # of which top-level runs
     bytes_before: int  # the file and its write-ahead log
     bytes_after: int  # a dry run: the size the prune would leave (``size_after``)
+    oldest_kept: float | None = None  # the start of the oldest top-level run left (None: none)
 
 
 def file_bytes(path: str | Path, conn: sqlite3.Connection | None = None) -> int:
@@ -90,7 +91,7 @@ _RECORDING = ("EXISTS (WITH RECURSIVE tree(id, status) AS (SELECT r.id, r.status
 def check_limits(older_than: float | None, keep: int | None) -> None:
     """One clear error for limits that say nothing, or nonsense."""
     if older_than is None and keep is None:
-        msg = "say what to prune: --older-than AGE and/or --keep N"
+        msg = "say what to prune: --older-than AGE and/or --keep N (or LOOPTRACE_RETAIN)"
         raise LooptraceError(msg)
     if keep is not None and (isinstance(keep, bool) or not isinstance(keep, int) or keep < 0):
         msg = f"--keep {keep}: the number of runs to keep, 0 or more"
@@ -281,6 +282,22 @@ def prune(path: str | Path, *, older_than: float | None = None, keep: int | None
                 else:
                     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         after = file_bytes(path, conn) if estimate is None else estimate
+        oldest = oldest_kept(conn, roots, dry_run=dry_run)
     finally:
         conn.close()
-    return PruneResult(gone, len(roots), before, after)
+    return PruneResult(gone, len(roots), before, after, oldest)
+
+
+def oldest_kept(conn: sqlite3.Connection, doomed_roots: list[str], *,
+                dry_run: bool) -> float | None:
+    """The start of the oldest top-level run left after the prune (a dry run: the
+    oldest not among ``doomed_roots``, which were not deleted)."""
+    if not dry_run:
+        row = conn.execute(f"SELECT MIN(r.started_at) FROM runs r WHERE {_ROOTS}").fetchone()
+        return None if row is None or row[0] is None else float(row[0])
+    gone = set(doomed_roots)
+    for rid, started in conn.execute(
+            f"SELECT r.id, r.started_at FROM runs r WHERE {_ROOTS} ORDER BY r.started_at"):
+        if rid not in gone:
+            return float(started)
+    return None

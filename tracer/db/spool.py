@@ -7,8 +7,13 @@ One folder per store (the URL without its password), under ``LOOPTRACE_SPOOL_DIR
 (default ``$XDG_CACHE_HOME/looptrace/spool``, else ``~/.cache/looptrace/spool``). A
 batch file is written whole (a temporary file renamed) and named by the process that
 wrote it: each process sends its own in order (a run's later rows never reach the
-store before its earlier ones); a dead process's files are sent by the next process
-that writes to the store. Its size is bounded (``LOOPTRACE_SPOOL_MB``, default 512):
+store before its earlier ones). A dead process's files are sent by the next process
+that writes to the store, which first claims them: each is renamed (``os.rename``,
+atomic) to a name of the claimer's that keeps its place in the order and the dead
+process's id (``T-CLAIMER-N-DEAD.json``), so that of two processes draining at once
+only one gets each file, and a claimer that dies in its turn leaves them to the next.
+A dead process's half-written file (``.*.tmp``) is removed, never sent. Its size is
+bounded (``LOOPTRACE_SPOOL_MB``, default 512):
 past that, batches are dropped, and that is said once.
 """
 
@@ -23,6 +28,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from .processes import _gone
 from .url import store_key
 
 DIR_ENV = "LOOPTRACE_SPOOL_DIR"
@@ -46,16 +52,19 @@ def max_bytes() -> int:
     return max(0, int(mb * 1024 * 1024))
 
 
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True
-    return True
+def _fields(name: str) -> tuple[int, int, str, int | None] | None:
+    """A batch file's name ``T-PID-N[-DEAD].json``: its time (ns), the process that
+    holds it, its number, and the dead process it was claimed from (None: its own)."""
+    parts = name.removesuffix(".json").split("-")
+    if len(parts) not in (3, 4) or not all(p.isdigit() for p in parts):
+        return None
+    return (int(parts[0]), int(parts[1]), parts[2],
+            int(parts[3]) if len(parts) == 4 else None)
+
+
+def _dead(pid: int, at_ns: int) -> bool:
+    """Whether process ``pid``, alive at ``at_ns``, is gone (its pid reused counts)."""
+    return pid != os.getpid() and _gone(pid, at_ns / 1e9)
 
 
 class Spool:
@@ -103,23 +112,55 @@ class Spool:
             return False
         return True
 
-    def mine(self) -> list[Path]:
-        """The batches this process may send now, oldest first: its own, and those of
-        processes that are gone."""
-        out = []
+    def claim(self) -> int:
+        """Take the batches of processes that are gone: each renamed to this process's
+        name (atomic: of two processes claiming at once, one gets it, the other finds
+        it gone); their half-written files removed. How many were claimed."""
+        me, got = os.getpid(), 0
+        gone: dict[int, bool] = {}  # (each process looked at once: /proc per file is slow)
         for p in self._files():
-            try:
-                pid = int(p.name.split("-")[1])
-            except (IndexError, ValueError):
+            f = _fields(p.name)
+            if f is None or f[1] == me:
                 continue
-            if pid == os.getpid() or not _alive(pid):
-                out.append(p)
-        return out
+            if f[1] not in gone:
+                gone[f[1]] = _dead(f[1], f[0])  # (its oldest file's time: the earliest
+            if not gone[f[1]]:                  # it was known alive)
+                continue
+            t, pid, n, origin = f
+            name = f"{t:020d}-{me}-{n}-{origin if origin is not None else pid}.json"
+            try:
+                os.rename(p, self.folder / name)
+            except OSError:  # (another process claimed it first)
+                continue
+            got += 1
+        with contextlib.suppress(OSError):
+            for tmp in self.folder.glob(".*.json.tmp"):
+                f = _fields(tmp.name[1:].removesuffix(".tmp"))
+                if f is not None and _dead(f[1], f[0]):
+                    with contextlib.suppress(OSError):
+                        tmp.unlink()
+        return got
+
+    def mine(self) -> list[Path]:
+        """The batches this process may send now, oldest first: its own, and those it
+        claimed from processes that are gone (``claim``)."""
+        self.claim()
+        return self.held()
+
+    def held(self) -> list[Path]:
+        """The batches this process holds, oldest first (claims nothing)."""
+        me = os.getpid()
+        return [p for p in self._files() if (f := _fields(p.name)) is not None and f[1] == me]
+
+    @staticmethod
+    def origin(path: Path) -> int | None:
+        """The dead process a claimed batch came from (None: this process's own)."""
+        f = _fields(path.name)
+        return None if f is None else f[3]
 
     def pending(self) -> bool:
         """Whether this process has batches waiting (then new ones wait behind them)."""
-        return any(int(p.name.split("-")[1]) == os.getpid() for p in self._files()
-                   if p.name.count("-") >= 2 and p.name.split("-")[1].isdigit())
+        return bool(self.held())
 
     def read(self, path: Path) -> dict[str, Any] | None:
         """The batch kept in ``path`` (None: gone meanwhile, or unreadable, which is

@@ -190,6 +190,7 @@ class Writer:
         self._spool: Spool | None = Spool(path) if is_url(path) else None
         self._spool_next = 0.0  # (monotonic) when to try sending the spool again
         self.spooled = 0  # batches kept in the spool by this writer
+        self.unspooled = 0  # batches it sent from the spool (its own, or claimed)
         # Open once up front so a foreign or newer-schema file fails loudly at
         # construction time (in the user's code), not silently later. A file that
         # is merely unavailable (locked, read-only) only warns: writes retry later.
@@ -479,8 +480,10 @@ class Writer:
                 data = spool.read(path)
                 if data is None:
                     continue
-                self._write(conn, Rows.from_json(data))
+                # (a batch claimed from a dead process: its runs still running end)
+                self._write(conn, Rows.from_json(data), dead=spool.origin(path))
                 spool.done(path)
+                self.unspooled += 1
         except Exception as exc:  # noqa: BLE001 - still away: the next tick tries again
             self._drop_conn()
             log.debug("looptrace spool for %s not sent yet: %r", safe(self.path), exc)
@@ -494,8 +497,10 @@ class Writer:
             with contextlib.suppress(Exception):
                 conn.close()
 
-    def _write(self, conn: sqlite3.Connection, rows: Rows) -> None:
-        """Write ``rows`` in one transaction (all of them or none)."""
+    def _write(self, conn: sqlite3.Connection, rows: Rows, dead: int | None = None) -> None:
+        """Write ``rows`` in one transaction (all of them or none). ``dead``: the rows
+        were recorded by that process, gone (a spooled batch claimed from it): its runs
+        among them still ``running`` are closed (``close_spooled``)."""
         with conn:
             # (one statement per set of columns, its text made once: SQLite's
             # prepared statement is reused for every run that sets the same ones)
@@ -516,6 +521,8 @@ class Writer:
             if rows.state:
                 conn.executemany(STATE_SQL, rows.state)
             closed = _close_stale(conn, rows.stale) if rows.stale else set()
+            if dead is not None:
+                closed |= close_spooled(conn, rows.run_ids(), dead)
             if not self._reaped and engine_of(conn) == "sqlite":
                 # (the first commit of this writer: the file opened. Not in a
                 # PostgreSQL store, which processes on other hosts share: a pid
@@ -729,6 +736,26 @@ def close_dead(conn: sqlite3.Connection, now: float | None = None) -> set[str]:
                      " WHERE id = ? AND status = 'running'",
                      [(DEAD.format(pid=pid), ended, rid) for rid, pid in dead])
     return {rid for rid, _ in dead}
+
+
+def close_spooled(conn: sqlite3.Connection, run_ids: set[Any], pid: int,
+                  now: float | None = None) -> set[str]:
+    """Close ``run_ids`` left ``running`` by process ``pid``, which is gone (its spooled
+    rows are being sent by another process: no end of them can come); their ids. The
+    runs a batch names, not every run of that pid: a shared store holds other hosts'
+    processes of the same pid."""
+    ids = sorted(r for r in run_ids if isinstance(r, str))
+    if not ids:
+        return set()
+    marks = ",".join("?" * len(ids))
+    found = [r[0] for r in conn.execute(
+        f"SELECT id FROM runs WHERE id IN ({marks}) AND status = 'running' AND pid = ?",
+        [*ids, pid])]
+    ended = time.time() if now is None else now
+    conn.executemany("UPDATE runs SET status = 'error', error = ?, ended_at = ?"
+                     " WHERE id = ? AND status = 'running'",
+                     [(DEAD.format(pid=pid), ended, rid) for rid in found])
+    return set(found)
 
 
 _writers: dict[tuple[str, int], Writer] = {}
