@@ -273,8 +273,8 @@ def shown_db(path: str) -> str:
 
 def db_stamp(path: str) -> tuple[float, int, float]:
     """Changes whenever the database (or its write-ahead log) changes; a PostgreSQL
-    store's: the server's write-ahead log position (any write moves it at once; a
-    replica: the position it replayed)."""
+    store's: the server's write-ahead log insert position (any write moves it at once,
+    with ``synchronous_commit=off`` too; a replica: the position it replayed)."""
     if is_url(path):
         return _store_stamp(path)
     p = Path(path)
@@ -302,7 +302,7 @@ def _store_stamp(url: str) -> tuple[float, int, float]:
         # table, 60-70 ms each, a dozen times per page: 2.7 s of the Runs page's paint)
         (lsn,) = conn.execute(
             "SELECT CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn()"
-            " ELSE pg_current_wal_lsn() END - '0/0'::pg_lsn").fetchone()
+            " ELSE pg_current_wal_insert_lsn() END - '0/0'::pg_lsn").fetchone()
         return (float(lsn or 0.0), 0, 0.0)
     finally:
         conn.close()
