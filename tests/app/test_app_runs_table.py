@@ -71,8 +71,8 @@ def test_grid_data_is_json_as_the_table_shows_it() -> None:
          "duration_s": None, "laps": 0, "tokens": None, "id": "r2",
          "open": "replay?run=r2"}]
     assert type(data["rows"][0]["laps"]) is int and type(data["rows"][0]["tokens"]) is int
-    assert [c["key"] for c in data["columns"]] == ["run", "status", "started", "duration_s",
-                                                   "laps", "tokens", "open", "id"]
+    assert [c["key"] for c in data["columns"]] == ["run", "id", "status", "started",
+                                                   "duration_s", "laps", "tokens", "open"]
     kinds = {c["key"]: c["kind"] for c in data["columns"]}
     assert (kinds["tokens"], kinds["duration_s"], kinds["laps"], kinds["open"]) == (
         "tokens", "seconds", "int", "link")
@@ -83,8 +83,8 @@ def test_the_table_is_given_every_column_the_page_showed(page: AppTest) -> None:
     data = runs_grid(page)
     assert data is not None
     assert [c["key"] for c in data["columns"]] == [
-        "run", "status", "health", "cost", "agent", "started", "duration_s", "laps",
-        "model_calls", "tool_calls", "errors", "tokens", "what_if", "open", "id"]
+        "run", "id", "status", "health", "cost", "agent", "started", "duration_s", "laps",
+        "model_calls", "tool_calls", "errors", "tokens", "what_if", "open"]
     row = data["rows"][0]
     assert row["open"] == "replay?run=" + row["id"]
     assert not page.dataframe  # (the data grid's 35 scripts are not loaded on this page)
