@@ -224,7 +224,8 @@ def general_purpose_script(messages: Sequence[BaseMessage]) -> AIMessage:
     return AIMessage("Done.")
 
 
-@pytest.mark.parametrize("mode", ["invoke", "ainvoke", "astream-updates", "astream-messages"])
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke", "astream-updates", "astream-messages",
+                                  "invoke-langsmith"])
 def test_an_attached_subagent_inside_an_attached_agent_is_one_nested_run(
         db_path, mode, monkeypatch):
     """Issue 47, untrue 11: Deep Agents' own suite, with a TraceMiddleware in every
@@ -232,9 +233,9 @@ def test_an_attached_subagent_inside_an_attached_agent_is_one_nested_run(
     under the parent's task call (the parent's handler) and again top-level (the
     subagent's own tracer and handler). The general-purpose subagent here is made by
     ``create_deep_agent`` itself, so the tracer goes in where the suite put it."""
-    import langchain.agents as la
     import deepagents.graph as dg
     import deepagents.middleware.subagents as dsub
+    import langchain.agents as la
 
     made: list[TraceMiddleware] = []
     real = la.create_agent
@@ -254,6 +255,16 @@ def test_an_attached_subagent_inside_an_attached_agent_is_one_nested_run(
         agent.invoke(inp)
     elif mode == "ainvoke":
         asyncio.run(agent.ainvoke(inp))
+    elif mode == "invoke-langsmith":
+        # (LangSmith on, posting nowhere: its spans become the parents of the calls made
+        # inside each middleware's wrap hooks, spans no callback handler sees start)
+        from unittest.mock import MagicMock
+
+        from langsmith import Client, tracing_context
+
+        client = Client(session=MagicMock(), api_key="test", auto_batch_tracing=False)
+        with tracing_context(client=client, enabled=True):
+            agent.invoke(inp)
     else:
         async def stream() -> None:
             async for _ in agent.astream(inp, stream_mode=mode.split("-")[1]):

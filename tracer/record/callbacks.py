@@ -14,6 +14,7 @@ import json
 import os
 import time
 import weakref
+from collections.abc import Container
 from typing import Any, TypeVar
 from uuid import UUID
 
@@ -162,12 +163,18 @@ class TraceCallbackHandler(BaseCallbackHandler):
         middleware writes into that run (``TraceMiddleware._outer_handler_run``);
         recording it here too made a second, top-level run (issue 47)."""
         return any(h is not self and h.recorder.writer is self.recorder.writer
-                   and h._mw_name == self._mw_name and parent_run_id in h.recorder.lc_runs
+                   and h._mw_name == self._mw_name
+                   and h._known(parent_run_id) in h.recorder.lc_runs
                    for h in list(_HANDLERS))
 
     def _skipped(self, run_id: UUID, parent_run_id: UUID | None) -> bool:
         """A call or graph under one an outer handler records: noted, not recorded."""
-        if parent_run_id is not None and parent_run_id in self._elsewhere:
+        if parent_run_id is None or not self._elsewhere:
+            return False
+        if parent_run_id in self._elsewhere or (
+                parent_run_id not in self.recorder.lc_runs
+                and _traced_ancestor(parent_run_id, self._elsewhere) is not None):
+            # (with LangSmith on, a call's parent may be a span inside the subagent)
             self._elsewhere.add(run_id)
             return True
         return False
@@ -563,7 +570,7 @@ class TraceCallbackHandler(BaseCallbackHandler):
             self._guard("on_tool_error", exc)
 
 
-def _traced_ancestor(span_id: UUID, known: dict[Any, RunState]) -> UUID | None:
+def _traced_ancestor(span_id: UUID, known: Container[Any]) -> UUID | None:
     """The nearest run in ``known`` above the LangSmith span ``span_id``, read from the
     current tracing context's ``dotted_order`` (``<time>Z<id>.<time>Z<id>...``, the
     root first); None when no such span is current (tracing off: nothing to find)."""

@@ -342,7 +342,7 @@ class _TraceBase(AgentMiddleware):
         for h in getattr(cbs, "handlers", None) or ():
             if (isinstance(h, TraceCallbackHandler) and h is not self._handler and
                     h.recorder.writer is self.recorder.writer and h._mw_name == self._name):
-                run = h.recorder.lc_runs.get(parent)
+                run = h.recorder.lc_runs.get(h._known(parent))
                 if run is not None:
                     return run
         return None
