@@ -154,3 +154,23 @@ def test_a_runs_id_is_one_query_value_in_its_replay_link(tmp_path: Path,
     [row] = data["rows"]
     assert row["id"] == odd
     assert row["open"] == "replay?run=x%20y%26step%3D9%23frag%2F..%3F"
+
+
+def test_the_picked_run_says_why_its_tokens_are_not_reported(
+        sample_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 47, untrue 12: openai-shopping's tokens read "not reported" and the Runs page
+    said no more; ``looptrace show`` says why (streamed without include_usage). Picked,
+    the run says it under the picker; openai-weather (usage reported) says nothing."""
+    from tracer.read.loader import TraceDB
+
+    with TraceDB(sample_db) as db:
+        ids = {r.name: r.id for r in db.runs()}
+    monkeypatch.setenv("LOOPTRACE_DB", str(sample_db))
+    at = app_test("runs", timeout=60).run()
+    assert not at.exception
+    at.selectbox(key="open_pick").set_value(ids["openai-shopping"]).run()
+    said = [c for c in captions(at) if c.startswith("Tokens not reported")]
+    assert said == [("Tokens not reported: streamed without stream_options.include_usage: "
+                    "OpenAI sends no usage then (ChatOpenAI(stream_usage=True) asks for it).")]
+    at.selectbox(key="open_pick").set_value(ids["openai-weather"]).run()
+    assert not [c for c in captions(at) if c.startswith("Tokens not reported")]
