@@ -63,6 +63,7 @@ from tracer.read.state_at import key_label
 from tracer.read.steps import Replay, build_replay, plural
 from tracer.read.threads import Thread, ThreadSummary, Turn, list_threads, load_thread
 from tracer.read.tool_life import signature_note, tool_life
+from tracer.read.usage_why import usage_why as _usage_why
 from tracer.replayer import KIND_LETTER, STEP_MS, kinds, replay_json, script, style
 from tracer.vocab.payloads import LayerPayload, ToolExitPayload, read_payload
 from tracer.vocab.records import MODEL_HOOKS, TOOL_HOOKS
@@ -206,6 +207,7 @@ __all__ = [
     "tool_life",
     "turn_label",
     "turn_view",
+    "usage_why",
     "wire_rows",
     "write_note",
 ]
@@ -365,6 +367,12 @@ def _wire_rows(path: str, run_id: str, stamp: Any) -> list[dict[str, Any]]:
 def wire_rows(path: str, run_id: str) -> list[dict[str, Any]]:
     """The HTTP exchanges captured for ``run_id`` (``TraceDB.wire``), cached."""
     return _wire_rows(path, run_id, db_stamp(path))
+
+
+def usage_why(path: str, run_id: str) -> str | None:
+    """Why ``run_id``'s model calls reported no token usage, when its captured requests
+    say (``tracer.read.usage_why``, as ``looptrace show`` says it); None: not known."""
+    return _usage_why(wire_rows(path, run_id))
 
 
 def forks_of(path: str, run_id: str) -> list[Fork]:

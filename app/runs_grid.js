@@ -92,8 +92,9 @@ function drawBody(S) {
           td.appendChild(a);
         }
       } else {
-        td.textContent = show(c.kind, v);
-        if (c.kind === "id" || c.kind === "run" || c.kind === "text") td.title = td.textContent;
+        // (an id: its first 12 characters, as the app's pickers show ids; the whole on hover)
+        td.textContent = c.kind === "id" ? show(c.kind, v).slice(0, 12) : show(c.kind, v);
+        if (c.kind === "id" || c.kind === "run" || c.kind === "text") td.title = show(c.kind, v);
       }
       tr.appendChild(td);
     }

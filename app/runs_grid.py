@@ -44,6 +44,10 @@ class Column(NamedTuple):
 # are sent too, as st.dataframe was sent the whole frame, and not shown).
 SHOWN = (
     Column("run", "run", "run", "subagent runs, forks and replays are nested (↳)"),
+    # (second, so that it is in view on a laptop's screen, not behind the sideways
+    # scroll; its first 12 characters, as the pickers show ids, the whole on hover)
+    Column("id", "id", "id", "the run's id: its first 12 characters (a unique prefix is "
+           "enough for looptrace show); the whole id on hover"),
     Column("status", "status", "text"),
     Column("health", "health", "text"),
     Column("cost", "cost", "cost", "USD, with its subagent runs (genai-prices, or your "
@@ -61,7 +65,6 @@ SHOWN = (
     Column("tokens", "tokens", "tokens", "not reported: no model call of the run reported usage"),
     Column("what_if", "what if", "text", "a fork's step and edit, or the run a replay replays"),
     Column("open", "open", "link"),
-    Column("id", "id", "id"),
 )
 
 

@@ -82,12 +82,17 @@ def main(argv: list[str] | None = None) -> int:
             findings = page.get_by_text("Findings (", exact=False).first
             findings.click()
             settle(page)
-            findings.scroll_into_view_if_needed()
-            page.mouse.wheel(0, 300)
+            # (the findings' header at the top of the picture, its findings below it)
+            findings.evaluate("e => e.scrollIntoView({block: 'start'})")
+            page.mouse.wheel(0, -60)
             settle(page)
             shoot(page, args.out, "findings")
 
             page.goto(f"{url}/wire?run={ids['openai-weather']}")
+            # (the bodies come after the wire modules' first import: wait for them, not
+            # for their grey placeholders)
+            page.locator('[data-testid="stCode"]', has_text="messages").first.wait_for(
+                timeout=60_000)
             settle(page)
             shoot(page, args.out, "wire")
 

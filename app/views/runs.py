@@ -146,6 +146,19 @@ def _table(path: str, flt: RunFilter) -> None:
                                on_select=_select)
     _open_a_run(ids, run_labels(path, shown),
                 {r.id: r.thread_id for r in shown if r.thread_id})
+    picked = next((r for r in shown if r.id == st.session_state.get(state.OPEN_PICK)), None)
+    if picked is not None and picked.total_tokens is None and picked.model_calls:
+        _no_usage(path, picked)
+
+
+def _no_usage(path: str, run: RunSummary) -> None:
+    """Under the picker: why the picked run's tokens read "not reported" (issue 47), as
+    ``looptrace show`` says it, when its captured requests say."""
+    why = data.usage_why(path, run.id)
+    st.caption(md_escape(
+        f"Tokens not reported: {why}." if why else
+        "Tokens not reported: no model call of this run reported usage (its provider sent "
+        "none, and no captured request says why)."))
 
 
 def _paused(path: str) -> None:

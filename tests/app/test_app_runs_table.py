@@ -71,8 +71,8 @@ def test_grid_data_is_json_as_the_table_shows_it() -> None:
          "duration_s": None, "laps": 0, "tokens": None, "id": "r2",
          "open": "replay?run=r2"}]
     assert type(data["rows"][0]["laps"]) is int and type(data["rows"][0]["tokens"]) is int
-    assert [c["key"] for c in data["columns"]] == ["run", "status", "started", "duration_s",
-                                                   "laps", "tokens", "open", "id"]
+    assert [c["key"] for c in data["columns"]] == ["run", "id", "status", "started",
+                                                   "duration_s", "laps", "tokens", "open"]
     kinds = {c["key"]: c["kind"] for c in data["columns"]}
     assert (kinds["tokens"], kinds["duration_s"], kinds["laps"], kinds["open"]) == (
         "tokens", "seconds", "int", "link")
@@ -83,8 +83,8 @@ def test_the_table_is_given_every_column_the_page_showed(page: AppTest) -> None:
     data = runs_grid(page)
     assert data is not None
     assert [c["key"] for c in data["columns"]] == [
-        "run", "status", "health", "cost", "agent", "started", "duration_s", "laps",
-        "model_calls", "tool_calls", "errors", "tokens", "what_if", "open", "id"]
+        "run", "id", "status", "health", "cost", "agent", "started", "duration_s", "laps",
+        "model_calls", "tool_calls", "errors", "tokens", "what_if", "open"]
     row = data["rows"][0]
     assert row["open"] == "replay?run=" + row["id"]
     assert not page.dataframe  # (the data grid's 35 scripts are not loaded on this page)
@@ -154,3 +154,23 @@ def test_a_runs_id_is_one_query_value_in_its_replay_link(tmp_path: Path,
     [row] = data["rows"]
     assert row["id"] == odd
     assert row["open"] == "replay?run=x%20y%26step%3D9%23frag%2F..%3F"
+
+
+def test_the_picked_run_says_why_its_tokens_are_not_reported(
+        sample_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 47, untrue 12: openai-shopping's tokens read "not reported" and the Runs page
+    said no more; ``looptrace show`` says why (streamed without include_usage). Picked,
+    the run says it under the picker; openai-weather (usage reported) says nothing."""
+    from tracer.read.loader import TraceDB
+
+    with TraceDB(sample_db) as db:
+        ids = {r.name: r.id for r in db.runs()}
+    monkeypatch.setenv("LOOPTRACE_DB", str(sample_db))
+    at = app_test("runs", timeout=60).run()
+    assert not at.exception
+    at.selectbox(key="open_pick").set_value(ids["openai-shopping"]).run()
+    said = [c for c in captions(at) if c.startswith("Tokens not reported")]
+    assert said == [("Tokens not reported: streamed without stream_options.include_usage: "
+                    "OpenAI sends no usage then (ChatOpenAI(stream_usage=True) asks for it).")]
+    at.selectbox(key="open_pick").set_value(ids["openai-weather"]).run()
+    assert not [c for c in captions(at) if c.startswith("Tokens not reported")]

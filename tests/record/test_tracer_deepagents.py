@@ -208,3 +208,85 @@ def test_parallel_subagents_each_nested_under_their_call(db_path, mode):
         calls = rows(db_path, "SELECT DISTINCT tool_call_id FROM events WHERE run_id = ? AND"
                               " tool_call_id IS NOT NULL", [child[0]])
         assert calls == [(look,)]
+
+
+def general_purpose_script(messages: Sequence[BaseMessage]) -> AIMessage:
+    human = next((m for m in messages if m.type == "human"), None)
+    n_ai = sum(1 for m in messages if isinstance(m, AIMessage))
+    if human is not None and str(human.content).startswith("SUB:"):
+        if n_ai == 0:
+            return AIMessage("", tool_calls=[call("lookup_fact", {"topic": "Norway"}, "c_look")])
+        return AIMessage("Oslo.")
+    if n_ai == 0:
+        return AIMessage("", tool_calls=[call(
+            "task", {"description": "SUB: capital of Norway?",
+                     "subagent_type": "general-purpose"}, "c_task")])
+    return AIMessage("Done.")
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke", "astream-updates", "astream-messages",
+                                  "invoke-langsmith"])
+def test_an_attached_subagent_inside_an_attached_agent_is_one_nested_run(
+        db_path, mode, monkeypatch):
+    """Issue 47, untrue 11: Deep Agents' own suite, with a TraceMiddleware in every
+    ``create_agent`` call and each agent attached, recorded each subagent twice: nested
+    under the parent's task call (the parent's handler) and again top-level (the
+    subagent's own tracer and handler). The general-purpose subagent here is made by
+    ``create_deep_agent`` itself, so the tracer goes in where the suite put it."""
+    import deepagents.graph as dg
+    import deepagents.middleware.subagents as dsub
+    import langchain.agents as la
+
+    made: list[TraceMiddleware] = []
+    real = la.create_agent
+
+    def create_agent(*a, **kw):
+        trace = TraceMiddleware(db=db_path)
+        made.append(trace)
+        kw["middleware"] = [trace, *(kw.get("middleware") or ())]
+        return trace.attach(real(*a, **kw))
+
+    for mod in (la, dg, dsub):
+        monkeypatch.setattr(mod, "create_agent", create_agent)
+    model = ScriptedChatModel(script=general_purpose_script, model_name="scripted-deep")
+    agent = deepagents.create_deep_agent(model=model, tools=[lookup_fact])
+    inp = {"messages": [("user", "What is the capital of Norway?")]}
+    if mode == "invoke":
+        agent.invoke(inp)
+    elif mode == "ainvoke":
+        asyncio.run(agent.ainvoke(inp))
+    elif mode == "invoke-langsmith":
+        # (LangSmith on, posting nowhere: its spans become the parents of the calls made
+        # inside each middleware's wrap hooks, spans no callback handler sees start)
+        from unittest.mock import MagicMock
+
+        from langsmith import Client, tracing_context
+
+        client = Client(session=MagicMock(), api_key="test", auto_batch_tracing=False)
+        with tracing_context(client=client, enabled=True):
+            agent.invoke(inp)
+    else:
+        async def stream() -> None:
+            async for _ in agent.astream(inp, stream_mode=mode.split("-")[1]):
+                pass
+        asyncio.run(stream())
+    for trace in made:
+        trace.flush()
+    runs = rows(db_path, "SELECT id, parent_id, parent_tool_call_id, status, name FROM runs"
+                         " ORDER BY started_at")
+    assert [(r[1] is None, r[2], r[3], r[4]) for r in runs] == [
+        (True, None, "completed", "LangGraph"),
+        (False, "c_task", "completed", "general-purpose")]
+    parent, child = runs
+    assert child[1] == parent[0]
+    assert_gapless(db_path, child[0])
+    # The child's own calls, each once: two model calls, one tool call.
+    cmodel = rows(db_path, "SELECT COUNT(*) FROM events WHERE run_id = ? AND phase = 'enter'"
+                           " AND hook IN ('model', 'wrap_model_call')", [child[0]])[0][0]
+    assert cmodel == 2
+    ctools = rows(db_path, "SELECT phase FROM events WHERE run_id = ? AND"
+                           " tool_call_id = 'c_look' ORDER BY seq", [child[0]])
+    assert [p for (p,) in ctools] == ["enter", "exit"]
+    ctypes = [t for (t,) in rows(db_path, "SELECT type FROM messages WHERE run_id = ?"
+                                          " ORDER BY position", [child[0]])]
+    assert ctypes == ["human", "ai", "tool", "ai"]

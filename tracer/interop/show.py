@@ -22,6 +22,7 @@ from tracer.read.calls import call_of
 from tracer.read.captions import captions
 from tracer.read.loader import Message, Run, RunSummary, TraceDB, tokens_text
 from tracer.read.steps import Replay, build_replay
+from tracer.read.usage_why import usage_why
 from tracer.vocab.content import content_text
 from tracer.vocab.records import MODEL_HOOKS
 from tracer.vocab.terminal import safe_text
@@ -130,27 +131,6 @@ def overview(db: TraceDB, run_ref: str) -> dict[str, Any]:
         **asked_and_answered(run),
         **notes_of(db, run),
     }
-
-
-def usage_why(wire: list[dict[str, Any]]) -> str | None:
-    """Why a run's model calls reported no usage, when its recorded requests say: an
-    OpenAI chat request streamed without ``stream_options.include_usage`` gets no usage
-    back (the API sends it only when asked; ``ChatOpenAI`` asks with
-    ``stream_usage=True``, and by default only of OpenAI's own URL). None: not known."""
-    for w in wire:
-        if w.get("provider") != "openai":
-            continue
-        try:
-            body = json.loads(w.get("request_body") or "")
-        except (TypeError, ValueError):
-            continue
-        if not isinstance(body, dict) or body.get("stream") is not True:
-            continue
-        opts = body.get("stream_options")
-        if not (isinstance(opts, dict) and opts.get("include_usage")):
-            return ("streamed without stream_options.include_usage: OpenAI sends no usage"
-                    " then (ChatOpenAI(stream_usage=True) asks for it)")
-    return None
 
 
 ASKED_CUT = 200  # characters of the question and of the answer in the summary

@@ -14,6 +14,7 @@ import json
 import os
 import time
 import weakref
+from collections.abc import Container
 from typing import Any, TypeVar
 from uuid import UUID
 
@@ -43,6 +44,9 @@ CREATE_AGENT = "langchain_create_agent"
 _SKIP_NODES = frozenset({"model", "tools", "__start__", "__end__"})
 # handlers that started a run of root-less calls: ended at exit (``end_loose_at_exit``)
 _LOOSE: weakref.WeakSet[TraceCallbackHandler] = weakref.WeakSet()
+# every handler alive: a subagent's own handler looks here for an outer one that records
+# its runs already (``_recorded_elsewhere``)
+_HANDLERS: weakref.WeakSet[TraceCallbackHandler] = weakref.WeakSet()
 
 
 def _at_exit() -> None:
@@ -102,6 +106,10 @@ class TraceCallbackHandler(BaseCallbackHandler):
         # graph name -> its middleware stack (``TraceMiddleware.attach``), and the latest
         self._stacks: dict[str, list[dict[str, Any]]] = {}
         self._stack: list[dict[str, Any]] | None = None
+        # callback runs an outer handler records (a subagent attached inside an attached
+        # agent), and everything started under them: not recorded here again
+        self._elsewhere: set[UUID] = set()
+        _HANDLERS.add(self)
 
     def note_stack(self, agent: Any, stack: list[dict[str, Any]]) -> None:
         """Remember ``agent``'s middleware stack (``tracer.record.agent_stack``), to be written
@@ -131,6 +139,7 @@ class TraceCallbackHandler(BaseCallbackHandler):
         """The entry the start of model or tool call ``run_id`` left in ``started``
         (``_llm``, ``_tools``), taken out together with the call's link to its run
         (``lc_runs``); None for a call this handler did not see start."""
+        self._elsewhere.discard(run_id)
         self.recorder.lc_runs.pop(run_id, None)
         return started.pop(run_id, None)
 
@@ -144,6 +153,31 @@ class TraceCallbackHandler(BaseCallbackHandler):
         if parent_run_id is None or parent_run_id in self.recorder.lc_runs:
             return parent_run_id
         return _traced_ancestor(parent_run_id, self.recorder.lc_runs) or parent_run_id
+
+    def _recorded_elsewhere(self, parent_run_id: UUID) -> bool:
+        """A graph starting under ``parent_run_id``, a call this handler never saw, is
+        recorded by another handler into the same file under the same tracer's name:
+        a subagent attached to its own tracer, inside an agent attached to another
+        (a ``TraceMiddleware`` in every ``create_agent`` call, each agent attached).
+        That handler nests the subagent's run under its tool call, and this one's
+        middleware writes into that run (``TraceMiddleware._outer_handler_run``);
+        recording it here too made a second, top-level run (issue 47)."""
+        return any(h is not self and h.recorder.writer is self.recorder.writer
+                   and h._mw_name == self._mw_name
+                   and h._known(parent_run_id) in h.recorder.lc_runs
+                   for h in list(_HANDLERS))
+
+    def _skipped(self, run_id: UUID, parent_run_id: UUID | None) -> bool:
+        """A call or graph under one an outer handler records: noted, not recorded."""
+        if parent_run_id is None or not self._elsewhere:
+            return False
+        if parent_run_id in self._elsewhere or (
+                parent_run_id not in self.recorder.lc_runs
+                and _traced_ancestor(parent_run_id, self._elsewhere) is not None):
+            # (with LangSmith on, a call's parent may be a span inside the subagent)
+            self._elsewhere.add(run_id)
+            return True
+        return False
 
     def _run_of(self, parent_run_id: UUID | None) -> RunState:
         run = self.recorder.lc_runs.get(parent_run_id) if parent_run_id else None
@@ -172,12 +206,18 @@ class TraceCallbackHandler(BaseCallbackHandler):
                        parent_run_id: UUID | None = None, tags: list[str] | None = None,
                        metadata: dict[str, Any] | None = None, **kwargs: Any) -> None:
         try:
+            if self._skipped(run_id, parent_run_id):
+                return
             name = kwargs.get("name") or (serialized or {}).get("name") or "chain"
             meta = metadata or {}
             rec = self.recorder
             parent_run_id = self._known(parent_run_id)
             parent = rec.lc_runs.get(parent_run_id) if parent_run_id else None
             tool = self._tools.get(parent_run_id) if parent_run_id else None
+            if (parent_run_id is not None and parent is None
+                    and self._recorded_elsewhere(parent_run_id)):
+                self._elsewhere.add(run_id)
+                return
             if parent_run_id is None or tool is not None or parent is None:
                 # A root run, or a graph started inside a tool call (a subagent).
                 thread_id = meta.get("thread_id")
@@ -230,6 +270,9 @@ class TraceCallbackHandler(BaseCallbackHandler):
 
     def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
         try:
+            if self._elsewhere and run_id in self._elsewhere:
+                self._elsewhere.discard(run_id)
+                return
             rec = self.recorder
             root = self._roots.pop(run_id, None)
             if root is not None:
@@ -262,6 +305,9 @@ class TraceCallbackHandler(BaseCallbackHandler):
 
     def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         try:
+            if self._elsewhere and run_id in self._elsewhere:
+                self._elsewhere.discard(run_id)
+                return
             rec = self.recorder
             root = self._roots.pop(run_id, None)
             owner = rec.lc_runs.pop(run_id, None)
@@ -329,6 +375,8 @@ class TraceCallbackHandler(BaseCallbackHandler):
                             invocation_params: dict[str, Any] | None = None,
                             metadata: dict[str, Any] | None = None, **kwargs: Any) -> None:
         try:
+            if self._skipped(run_id, parent_run_id):
+                return
             run = self._run_of(self._known(parent_run_id))
             if run.middleware:
                 meta = metadata or {}
@@ -464,6 +512,8 @@ class TraceCallbackHandler(BaseCallbackHandler):
                       run_id: UUID, parent_run_id: UUID | None = None,
                       inputs: dict[str, Any] | None = None, **kwargs: Any) -> None:
         try:
+            if self._skipped(run_id, parent_run_id):
+                return
             run = self._run_of(self._known(parent_run_id))
             name = kwargs.get("name") or (serialized or {}).get("name") or "tool"
             tcid = kwargs.get("tool_call_id") or self._call_of(run, name, inputs)
@@ -520,7 +570,7 @@ class TraceCallbackHandler(BaseCallbackHandler):
             self._guard("on_tool_error", exc)
 
 
-def _traced_ancestor(span_id: UUID, known: dict[Any, RunState]) -> UUID | None:
+def _traced_ancestor(span_id: UUID, known: Container[Any]) -> UUID | None:
     """The nearest run in ``known`` above the LangSmith span ``span_id``, read from the
     current tracing context's ``dotted_order`` (``<time>Z<id>.<time>Z<id>...``, the
     root first); None when no such span is current (tracing off: nothing to find)."""

@@ -326,8 +326,11 @@ class _TraceBase(AgentMiddleware):
             # the configure hook's handler started for this invocation, handed over.
             auto = sys.modules.get("tracer.record.autotrace")
             run = auto.adopt(cbs, parent, self) if auto is not None else None
-            return run if run is not None else self._outer_handler_run(cbs, parent)
-        return self.recorder.lc_runs.get(parent)
+        else:
+            run = self.recorder.lc_runs.get(parent)
+        # (attached, but the handler left this invocation to an outer one: a subagent
+        # attached inside an attached agent, ``TraceCallbackHandler._recorded_elsewhere``)
+        return run if run is not None else self._outer_handler_run(cbs, parent)
 
     def _outer_handler_run(self, cbs: Any, parent: Any) -> RunState | None:
         """A subagent's own TraceMiddleware (not attached) inside an attached agent: the
@@ -337,9 +340,11 @@ class _TraceBase(AgentMiddleware):
         from .callbacks import TraceCallbackHandler
 
         for h in getattr(cbs, "handlers", None) or ():
-            if (isinstance(h, TraceCallbackHandler) and h.recorder.writer is
-                    self.recorder.writer and h._mw_name == self._name):
-                return h.recorder.lc_runs.get(parent)
+            if (isinstance(h, TraceCallbackHandler) and h is not self._handler and
+                    h.recorder.writer is self.recorder.writer and h._mw_name == self._name):
+                run = h.recorder.lc_runs.get(h._known(parent))
+                if run is not None:
+                    return run
         return None
 
     def _invocation_gone(self, key: int) -> None:
