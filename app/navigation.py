@@ -1,6 +1,6 @@
-"""The app's pages and its navigation (``st.navigation`` over ``app/views/``).
+"""The app's pages and its navigation (``st.navigation`` over ``app/screens/``).
 
-The page at ``/name`` is the function ``name_page`` of ``views/name.py``;
+The page at ``/name`` is the function ``name_page`` of ``screens/name/page.py``;
 ``main()`` sets the page config and runs the page the URL names (``/runs``,
 ``/replay``, ``/timeline``, ``/presenter``, ``/wire``, ``/compare``, ``/threads``, ``/playground``, each also
 with a trailing ``/``), and at ``/`` the default page (the Runs page). Streamlit
@@ -20,7 +20,7 @@ from typing import NamedTuple, cast
 
 import streamlit as st
 
-from .access import gate
+from .kit.access import gate
 
 
 class Screen(NamedTuple):
@@ -33,7 +33,7 @@ class Screen(NamedTuple):
         """The function that draws the page, imported when first asked for (a page's
         imports wait until it is opened; and the pages link to each other through
         this module)."""
-        module = importlib.import_module(f"{__package__}.views.{self.url_path}")
+        module = importlib.import_module(f"{__package__}.screens.{self.url_path}.page")
         show: Callable[[], None] = getattr(module, f"{self.url_path}_page")
         return show
 

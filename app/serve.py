@@ -9,9 +9,9 @@ its URL) it does what a first visit would otherwise wait for, in this process:
   and the wire formats' adapters);
 - loads, into the app's own caches (``st.cache_data`` / ``st.cache_resource``,
   which live in this process and which the pages then find filled): the Runs
-  page's first page of runs with their health (``app.views.runs.warm``), and
+  page's first page of runs with their health (``app.screens.runs.page.warm``), and
   the run a bare ``/replay`` opens, the newest, with its replay, the JSON the
-  browser is sent first and its findings (``app.replay_view.warm``).
+  browser is sent first and its findings (``app.screens.replay.page.warm``).
 
 A database that cannot be read is left for the page to say so: a warm-up that
 fails only makes the first visit slower. ``LOOPTRACE_NO_WARM=1`` skips it. When
@@ -21,7 +21,7 @@ Streamlit prints its own URL once it listens, after all this. The link that
 ``looptrace ui --token`` / ``--password`` makes (``$LOOPTRACE_UI_LINK``: Streamlit
 knows no token) is printed at the same moment, by a hook on the server's start.
 
-Before the server starts, ``guard`` puts ``app.access.Guard`` in front of it: only a
+Before the server starts, ``guard`` puts ``app.kit.access.Guard`` in front of it: only a
 Host (and a WebSocket's Origin) that names this machine or ``--host``, the metrics and
 Streamlit's "clear cache" only with the password.
 
@@ -78,8 +78,8 @@ def preload(pkg: str) -> None:
 
     importlib.import_module(f"{pkg}.data").preload()
     for page in PAGES:
-        importlib.import_module(f"{pkg}.views.{page}")
-    importlib.import_module(f"{pkg}.wire_pane").import_adapters()
+        importlib.import_module(f"{pkg}.screens.{page}.page")
+    importlib.import_module(f"{pkg}.panes.wire_pane").import_adapters()
 
 
 def warm_inspect() -> None:
@@ -126,8 +126,8 @@ def warm(pkg: str) -> float:
         preload(pkg)
         data = importlib.import_module(f"{pkg}.data")
         path = data.db_path()
-        importlib.import_module(f"{pkg}.views.runs").warm(path)
-        importlib.import_module(f"{pkg}.replay_view").warm(path)
+        importlib.import_module(f"{pkg}.screens.runs.page").warm(path)
+        importlib.import_module(f"{pkg}.screens.replay.page").warm(path)
         warm_inspect()
         skip_use_warning()
         freeze()
@@ -163,7 +163,7 @@ def guard(pkg: str) -> None:
     from streamlit.runtime.app_session import AppSession
     from streamlit.web.server.starlette import starlette_server
 
-    access = importlib.import_module(f"{pkg}.access")
+    access = importlib.import_module(f"{pkg}.kit.access")
     make = starlette_server.create_starlette_app  # type: ignore[attr-defined]
 
     def guarded(runtime: Any) -> Any:

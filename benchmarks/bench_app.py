@@ -7,7 +7,7 @@ model: ``laps`` laps of ``width`` parallel tool calls (500 x 3 gives about
 5,000 steps and 2,000 messages; about 15 s), or reuses ``--db``. Then prints:
 
 - what loading the run costs in Python: the database load, ``build_replay``,
-  the run view (``app.run_view.build_run_view``), ``replay_json`` (the run as
+  the run view (``app.data.run_view.build_run_view``), ``replay_json`` (the run as
   the browser's replayer plays it) with the size of its JSON, and
   ``tracer.checks.run``;
 - OPEN: the replay page's first script run in AppTest with cold caches (the
@@ -16,7 +16,7 @@ model: ``laps`` laps of ``width`` parallel tool calls (500 x 3 gives about
   the size of the component's data (the run's JSON included);
 - STEP at the start, the middle and the end of the run: the server side of a
   step the browser reported. The browser steps and plays the run by itself
-  (``app/replayer_component.py``) and reports the step it settled on (sent
+  (``app/panes/replayer_component.py``) and reports the step it settled on (sent
   here as the component's trigger, ``tests/app_kit.report_step``); the replay
   fragment then reruns (URL, inspector, floor plan) and gives the component
   its data again, without the run, which the browser holds. Timed as the
@@ -103,8 +103,8 @@ def main() -> int:
     import streamlit as st
     from app_kit import app_test, replayer, report_step
 
-    from app import state
-    from app.run_view import SYNC_CHECK_STEPS, build_run_view
+    from app.kit import state
+    from app.data.run_view import SYNC_CHECK_STEPS, build_run_view
     from tracer.read.steps import build_replay
     from tracer.replayer import replay_json
 
@@ -150,7 +150,7 @@ def main() -> int:
     print(f"OPEN replay (cold caches, server side): {t_open * 1000:.0f} ms, of which the replay "
           f"fragment {at.session_state[state.RENDER_MS]:.0f} ms (target for the page in the "
           f"browser < 2000 ms); the component's data: {sent / 1e6:.2f} MB of JSON")
-    from app import loads
+    from app.data import loads
 
     view = loads.load_view(str(db), run_id)
     while view.findings_pending:  # let the background check finish before timing steps

@@ -246,7 +246,7 @@ def search_cost(db: TraceDB, word: str, repeat: int = 5) -> float:
 
 
 PAGES = ("runs", "replay", "timeline", "presenter", "wire", "compare")
-# The Runs page's table drawn: its first row (app/runs_grid.py, in a component's shadow
+# The Runs page's table drawn: its first row (app/screens/runs/runs_grid.py, in a component's shadow
 # root: Playwright's CSS reaches in), or the canvas of the st.dataframe it replaced (an
 # earlier checkout's, ``--root``).
 TABLE = '[data-testid="lt-runs-table"] tbody tr, [data-testid="stDataFrame"] canvas'

@@ -7,7 +7,7 @@ The app's pages are functions (``st.Page(function)``, listed in
 ``AppTest.from_file(MAIN)`` (tests/app/test_app_structure.py) and by the browser tests.
 
 The replay is played in the browser by the replayer component
-(``app/replayer_component.py``), and AppTest runs no JavaScript: ``replayer(at)``
+(``app/panes/replayer_component.py``), and AppTest runs no JavaScript: ``replayer(at)``
 reads what the component was given, and ``browser_sends`` / ``report_step`` play
 the browser's part, sending the component's events (a step it settled on, a
 speed, "Open subagent", a reload) so the app's callbacks run as they do live.
@@ -33,7 +33,7 @@ def _app(page: str) -> None:
 
 class PaintingAppTest(AppTest):
     """AppTest that plays the browser's "painted": a session's first replay page is drawn
-    lean (the replayer only, ``app/replay_view.py``) and a real browser says at once when
+    lean (the replayer only, ``app/screens/replay/page.py``) and a real browser says at once when
     it has painted the run; after each run that drew a lean page, this sends it (as
     ``browser_sends``), so the page is drawn whole, as live. ``paint = False``: not sent
     (a test of the lean page itself)."""
@@ -68,12 +68,12 @@ def app_test(page: str = "runs", *, timeout: float = 30, paint: bool = True,
 
 
 # -- the replayer component in AppTest (it runs no JavaScript) ---------------------------
-REPLAYER_KEY = "lt_replayer"  # the replay page's replayer (app/state.py: REPLAYER)
+REPLAYER_KEY = "lt_replayer"  # the replay page's replayer (app/kit/state.py: REPLAYER)
 
 
 def replayer(at: AppTest, key: str = REPLAYER_KEY) -> dict[str, Any]:
     """The data the replayer component ``key`` was given on the last run (see
-    ``app/replayer_component.py``: ``replayer_data``). Where the app sent no run
+    ``app/panes/replayer_component.py``: ``replayer_data``). Where the app sent no run
     because the browser holds that version (``run: null``), the run it holds, as the
     browser plays it, with ``held`` True (``PaintingAppTest`` keeps what was sent)."""
     for c in at.get("bidi_component"):
@@ -117,8 +117,8 @@ def report_step(at: AppTest, index: int, held: str | None = None) -> AppTest:
     return browser_sends(at, "step", f"{version}|{index}")
 
 
-# -- the Runs page's table (app/runs_grid.py, a component: AppTest runs no JavaScript) ----
-RUNS_TABLE_KEY = "runs_table"  # (app/state.py: RUNS_TABLE)
+# -- the Runs page's table (app/screens/runs/runs_grid.py, a component: AppTest runs no JavaScript) ----
+RUNS_TABLE_KEY = "runs_table"  # (app/kit/state.py: RUNS_TABLE)
 
 
 def runs_grid(at: AppTest) -> dict[str, Any] | None:

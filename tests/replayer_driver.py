@@ -1,7 +1,7 @@
 """One driver for the one replayer (``tracer/replayer/replayer.js``), wherever it runs.
 
 The HTML export inlines the replayer in a page; the app's Streamlit component
-(``app/replayer_component.py``) mounts the same script in a shadow root. Both
+(``app/panes/replayer_component.py``) mounts the same script in a shadow root. Both
 expose the same DOM contract (see the top of ``replayer.js``), so the browser
 tests of the export and of the app drive and read it through this one class:
 

@@ -230,7 +230,7 @@ def test_the_wire_pane_is_drawn_when_switched_on(samples: Path) -> None:
     """openai-weather was recorded through ChatOpenAI and the emulator: at its first
     model call the pane shows the three providers, OpenAI's body captured on the wire,
     the others rendered by their adapters."""
-    import app.wire_pane  # noqa: F401 - a broken pane must fail here, not skip
+    import app.panes.wire_pane  # noqa: F401 - a broken pane must fail here, not skip
 
     run = run_named(samples, "openai-weather")
     rp = replay_of(samples, run.id)

@@ -16,9 +16,9 @@ from streamlit.testing.v1 import AppTest
 from test_app_pages import graph
 from test_replayer_data import messages_at as views_at  # (the browser's messagesAt)
 
-from app.run_view import build_run_view
-from app.runs_table import runs_frame
-from app.timeline import spans, timeline_figure, tokens_per_lap
+from app.data.run_view import build_run_view
+from app.screens.runs.runs_table import runs_frame
+from app.screens.timeline.timeline import spans, timeline_figure, tokens_per_lap
 from tracer.db.schema import SCHEMA_VERSION, connect
 from tracer.read.graph_layout import EDGES, NODES, drawing, passthrough_hooks, route
 from tracer.read.loader import TraceDB
@@ -387,7 +387,7 @@ def test_a_live_run_watched_before_its_end_stays_where_it_is(
 
 def test_timeline_groups_tool_lanes_by_name_for_many_calls(
         sample_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import app.timeline as tl
+    import app.screens.timeline.timeline as tl
 
     with TraceDB(sample_db) as db:
         run = next(r for r in db.runs() if r.name == "shopping")  # five calls, three tools

@@ -1,4 +1,4 @@
-"""The debugger's panel on the Replay page (``app/debug_pane.py``) in AppTest, driving a
+"""The debugger's panel on the Replay page (``app/screens/replay/debug_pane.py``) in AppTest, driving a
 real agent paused in a background thread (``tests/debug_kit.py``) through the trace
 database, as a person in the app does: the panel shows what is pending, the replay
 jumps to the pause, a control sends the answer and the agent goes on with the edit;
@@ -198,7 +198,7 @@ def test_bad_input_is_one_error_line_and_the_run_stays_paused(
     if result:
         at.text_area(key="dbg_text").input(result)
     at.button(key="debug_continue").click().run()
-    shown = [str(e.value).replace("\\", "") for e in at.error]  # (escaped: app/safe.py)
+    shown = [str(e.value).replace("\\", "") for e in at.error]  # (escaped: app/kit/safe.py)
     assert len(shown) == 1 and said in shown[0] and "\n" not in shown[0]
     assert panel_shown(at)  # still paused: nothing was sent
     assert [q["run"] for q in channel.list_paused(a.db)] == [p["run"]]
@@ -820,7 +820,7 @@ def test_parallel_pauses_are_listed_and_the_one_picked_is_answered(
 
 # -- the page around a pause agrees with it (issue 44 item 9) -----------------------------
 def picker_label(at: AppTest, run_id: str) -> str:
-    from app import state
+    from app.kit import state
 
     pick = at.selectbox(key=state.RUN_PICK)
     return next(str(o) for o in pick.options if run_id[:12] in str(o))

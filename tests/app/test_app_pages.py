@@ -60,7 +60,7 @@ def problems(at: AppTest) -> list[str]:
 
 def graph(at: AppTest) -> dict[str, Any]:
     """The data the replay page's replayer component was given on the last run
-    (``app/replayer_component.py``: ``replayer_data``)."""
+    (``app/panes/replayer_component.py``: ``replayer_data``)."""
     return replayer(at)
 
 
@@ -230,7 +230,7 @@ def test_state_move_to_and_shown_step() -> None:
     def script() -> None:
         import streamlit as st
 
-        from app import state
+        from app.kit import state
 
         state.init()
         log = []
@@ -498,7 +498,7 @@ def test_versions_and_layers_are_shown(samples: Path) -> None:
 def test_the_timeline_and_the_run_header_say_the_cost(samples: Path) -> None:
     """Issue 37: the Timeline's cost per lap (its text per lap, written out by hand from
     claude-haiku-4-5's $1 in and $5 out per million tokens) and the replay's header."""
-    from app.timeline import cost_per_lap
+    from app.screens.timeline.timeline import cost_per_lap
     from tracer.read.cost import run_costs
 
     run = run_named(samples, "anthropic-shopping")

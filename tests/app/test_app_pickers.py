@@ -123,7 +123,7 @@ def test_run_labels_tell_same_named_runs_apart() -> None:
     the id and the time the run started."""
     import time
 
-    from app.subagents import run_label
+    from app.panes.subagents import run_label
 
     from tracer.read.loader import RunSummary
 

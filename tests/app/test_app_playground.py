@@ -1,4 +1,4 @@
-"""AppTest tests of the Playground page (app/views/playground.py, app/playground_pane.py):
+"""AppTest tests of the Playground page (app/screens/playground/page.py, app/panes/playground_pane.py):
 one edit made with the debugger's form, sent offline or to the agent's own model, the
 new answer beside the recorded one, the request in the three providers' forms; a bad
 model name is one line; nothing is written."""
@@ -103,7 +103,7 @@ def test_a_bad_model_name_or_a_missing_key_is_one_line(
     at.button(key="play_send").click().run()
     assert not at.exception, at.exception
     (err,) = at.error
-    # (escaped: the line is markdown, app/safe.py)
+    # (escaped: the line is markdown, app/kit/safe.py)
     assert "cannot build the model 'openai\\:gpt-4o-mini'\\: Missing credentials" in err.value
     assert "\n" not in err.value
     at.radio(key="play_ask").set_value("another model").run()

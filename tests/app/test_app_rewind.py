@@ -1,4 +1,4 @@
-"""Rewind in the debugger's panel (``app/rewind_pane.py``, issue 45, item 6) in AppTest:
+"""Rewind in the debugger's panel (``app/screens/replay/rewind_pane.py``, issue 45, item 6) in AppTest:
 a real agent paused in a background thread (built as ``looptrace debug``'s wrapper of
 ``create_agent`` builds a script's), a step picked, an edit typed, the button: the fork
 pauses at the same breakpoint after the step, the paused run stays paused. Bad input is

@@ -1,4 +1,4 @@
-"""The Runs page's table (``app/runs_grid.py``: an HTML table in a component, which a
+"""The Runs page's table (``app/screens/runs/runs_grid.py``: an HTML table in a component, which a
 first visit loads instead of st.dataframe's data grid, issue 29) and the filters a first
 visit does not load (in the "More filters" popover), in AppTest: what the browser's
 table is given, a click on a row that the "Open a run" picker and its links follow,
@@ -19,7 +19,7 @@ from app_kit import app_test, click_run_row, runs_grid, runs_table
 from scale_kit import Spec, write_runs
 from streamlit.testing.v1 import AppTest
 
-from app.runs_grid import grid_data
+from app.screens.runs.runs_grid import grid_data
 
 pytestmark = pytest.mark.usefixtures("clean_streamlit_caches")
 

@@ -1,6 +1,6 @@
 """The app is Streamlit used as documented: ``st.navigation`` over page functions in
-``app/views/`` (not the legacy ``pages/`` folder), every session-state key declared
-in ``app/state.py``, no ``sys.path`` edits, no private Streamlit API, no import
+``app/screens/`` (not the legacy ``pages/`` folder), every session-state key declared
+in ``app/kit/state.py``, no ``sys.path`` edits, no private Streamlit API, no import
 guards, a viewer's toolbar."""
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ def _tree(path: Path) -> ast.Module:
 
 
 def declared_keys() -> dict[str, str]:
-    """The module-level string constants of app/state.py: the session-state keys."""
+    """The module-level string constants of app/kit/state.py: the session-state keys."""
     out = {}
-    for node in _tree(APP / "state.py").body:
+    for node in _tree(APP / "kit" / "state.py").body:
         if (isinstance(node, ast.Assign) and len(node.targets) == 1
                 and isinstance(node.targets[0], ast.Name)
                 and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)):
@@ -39,7 +39,7 @@ def _is_session_state(node: ast.AST) -> bool:
 
 
 def _key_ok(node: ast.AST, keys: dict[str, str]) -> bool:
-    """``state.NAME`` with NAME declared in app/state.py."""
+    """``state.NAME`` with NAME declared in app/kit/state.py."""
     return (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
             and node.value.id == "state" and node.attr in keys)
 
@@ -69,18 +69,18 @@ def test_every_session_state_key_is_declared_in_state_py() -> None:
     assert len(set(keys.values())) == len(keys), "two names for one key"
     raw = []
     for path in SOURCES:
-        if path.name == "state.py" and path.parent == APP:
+        if path == APP / "kit" / "state.py":
             continue
         for line, key in session_state_uses(path):
             if key is None or not _key_ok(key, keys):
                 what = ast.unparse(key) if key is not None else "st.session_state.<attribute>"
                 raw.append(f"{path.relative_to(APP.parent)}:{line}: {what}")
-    assert not raw, "session-state keys not declared in app/state.py:\n" + "\n".join(raw)
+    assert not raw, "session-state keys not declared in app/kit/state.py:\n" + "\n".join(raw)
 
 
 def test_state_py_itself_uses_its_names() -> None:
-    for line, key in session_state_uses(APP / "state.py"):
-        assert not isinstance(key, ast.Constant), f"app/state.py:{line}: a literal key"
+    for line, key in session_state_uses(APP / "kit" / "state.py"):
+        assert not isinstance(key, ast.Constant), f"app/kit/state.py:{line}: a literal key"
 
 
 def test_widgets_whose_value_is_read_take_their_key_from_state_py() -> None:
@@ -142,17 +142,17 @@ def test_no_sys_path_edits_private_streamlit_or_import_guards() -> None:
     assert not problems, problems
 
 
-def test_pages_are_functions_in_views_listed_by_the_navigation() -> None:
+def test_pages_are_functions_in_screens_listed_by_the_navigation() -> None:
     from app import navigation
 
     assert not (APP / "pages").exists(), "app/pages/ is Streamlit's legacy auto-discovery"
     assert tuple(s.url_path for s in navigation.SCREENS) == PAGES
-    views = {p.stem for p in (APP / "views").glob("*.py") if p.stem != "__init__"}
-    assert views == {s.show.__module__.rsplit(".", 1)[1] for s in navigation.SCREENS}
-    for p in (APP / "views").glob("*.py"):
+    screens = {p.parent.name for p in (APP / "screens").glob("*/page.py")}
+    assert screens == {s.show.__module__.rsplit(".", 2)[1] for s in navigation.SCREENS}
+    for p in (APP / "screens").glob("*/page.py"):
         tree = _tree(p)
-        assert ast.get_docstring(tree), f"{p.name}: say what the screen shows"
-        assert len(p.read_text(encoding="utf-8").splitlines()) < 300, p.name
+        assert ast.get_docstring(tree), f"{p.parent.name}/page.py: say what the screen shows"
+        assert len(p.read_text(encoding="utf-8").splitlines()) < 300, p.parent.name
 
 
 def test_the_toolbar_is_a_viewers() -> None:
@@ -178,6 +178,6 @@ def test_the_test_kit_reads_the_apps_replayer() -> None:
     """tests/app_kit.py finds the replay page's replayer component by its key."""
     import app_kit
 
-    from app import state
+    from app.kit import state
 
     assert app_kit.REPLAYER_KEY == state.REPLAYER == declared_keys()["REPLAYER"]

@@ -1,7 +1,7 @@
 """A run too big to send at once, in AppTest: which window of it the app gives the
 replayer, and how a "window" event or a step outside the window moves it.
 
-The window size is shrunk for the test (``app.replayer_component.WINDOW_STEPS``) so
+The window size is shrunk for the test (``app.panes.replayer_component.WINDOW_STEPS``) so
 the shopping sample (34 steps) is "too big"; the real-browser side is
 tests/browser/test_browser_window.py.
 """
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from app_kit import app_test, browser_sends, replayer, report_step
 
-import app.replayer_component as rc
+import app.panes.replayer_component as rc
 from tracer.read.loader import TraceDB
 from tracer.read.steps import build_replay
 

@@ -1,4 +1,4 @@
-"""The replay's findings panel (app/findings_pane.py), driven by AppTest, and the one
+"""The replay's findings panel (app/screens/replay/findings_pane.py), driven by AppTest, and the one
 health badge the app shows (``tracer.checks.saved.health_badge``)."""
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ def test_health_badge() -> None:
 def _panel_app(db: str) -> None:
     import streamlit as st
 
-    from app import state
-    from app.findings_pane import render_findings
-    from app.run_view import build_run_view
+    from app.kit import state
+    from app.screens.replay.findings_pane import render_findings
+    from app.data.run_view import build_run_view
     from tracer.checks.run import Finding
     from tracer.read.loader import TraceDB
     from tracer.read.steps import build_replay

@@ -221,7 +221,7 @@ def test_the_next_buttons_go_where_the_app_said(replays: dict[str, Replay],
                                                datas: dict[str, dict[str, Any]]) -> None:
     """The browser's "Next ..." jumps, from every step of every sample, are the app's
     ``RunView.find`` (the one definition of a step's kind letter)."""
-    from app.run_view import build_run_view
+    from app.data.run_view import build_run_view
 
     for rid, rp in replays.items():
         view = build_run_view(rp, with_findings=False)
@@ -311,7 +311,7 @@ def test_step_ms_is_the_scripts_default() -> None:
     (default,) = re.findall(r"const STEP_MS = opts\.stepMs \|\| (\d+);", js)
     assert int(default) == STEP_MS == 1200
     # the speeds the app offers are the script's
-    from app.state import SPEEDS
+    from app.kit.state import SPEEDS
 
     (speeds,) = re.findall(r"const SPEEDS = \[([^\]]*)\];", js)
     assert [float(x) for x in speeds.split(",")] == list(SPEEDS)

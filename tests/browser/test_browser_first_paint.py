@@ -1,7 +1,7 @@
 """The replay page's first visit in Chromium: the replayer first, then the whole page.
 
 A session's first replay page is drawn lean (the run's header and the replayer:
-``app/replay_view.py``); the replayer says when it has painted the run and the app
+``app/screens/replay/page.py``); the replayer says when it has painted the run and the app
 draws the rest (the sidebar's run picker, the toggles, the step inspector, the
 findings). What only a browser shows: the rest does arrive, the run's JSON is sent
 once (not again for the whole page), the replayer is the same element throughout (not

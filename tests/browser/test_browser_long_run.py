@@ -21,7 +21,7 @@ from bench_app import record  # (a real agent, scripted: laps x parallel calls)
 from browser_support import collect_console_errors, streamlit_server, wait_connected
 from replayer_driver import Replayer, steps_shown
 
-from app import replayer_component as rc
+from app.panes import replayer_component as rc
 from tracer.interop.html_export import export_html
 from tracer.read.loader import TraceDB
 from tracer.read.steps import Replay, build_replay

@@ -26,7 +26,7 @@ def test_a_new_run_appears_on_the_open_runs_page(browser, tmp_path: Path) -> Non
         page = browser.new_page(viewport={"width": 1400, "height": 900})
         page.goto(url + "/")
         wait_connected(page, 60_000)
-        # the table (app/runs_grid.py, in a component's shadow root: Playwright's CSS
+        # the table (app/screens/runs/runs_grid.py, in a component's shadow root: Playwright's CSS
         # selectors reach into it); one cell per run in its "run" column
         cells = page.locator('[data-testid="lt-runs-table"] td[data-key="run"]')
         expect(cells.filter(has_text="first-run")).to_have_count(1, timeout=60_000)

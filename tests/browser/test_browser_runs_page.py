@@ -1,4 +1,4 @@
-"""The Runs page's table (``app/runs_grid.py``, an HTML table in a component) in a real
+"""The Runs page's table (``app/screens/runs/runs_grid.py``, an HTML table in a component) in a real
 browser: it lists the newest runs with their subagent runs nested, pages, sorts by a
 column (numbers as numbers, empty cells last), searches, opens a run (a clicked row is
 picked, "Open in replay" opens it), shows a run's name as text, and keeps a filter set
@@ -158,7 +158,7 @@ def test_opens_a_run(browser, made) -> None:  # type: ignore[no-untyped-def]
     row = page.locator(f'{ROWS}[data-id="{child.id}"]')
     row.locator('td[data-key="status"]').click()
     expect(row).to_have_attribute("aria-selected", "true")
-    # the server heard it: the picker shows the run (app.subagents.run_label)
+    # the server heard it: the picker shows the run (app.panes.subagents.run_label)
     expect(page.locator(".st-key-open_pick input")).to_have_value(
         re.compile(rf"^↳ researcher · completed · {child.id[:12]} · \d\d:\d\d:\d\d$"))
     page.get_by_text("Open in replay").click()

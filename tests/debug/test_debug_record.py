@@ -16,7 +16,7 @@ from debug_kit import Background, quoting_model, wait_paused
 from langchain_core.tools import tool
 from tracer_kit import get_weather, make_agent
 
-from app.timeline import spans
+from app.screens.timeline.timeline import spans
 from tracer import TraceMiddleware
 from tracer.debug import Debugger, channel
 from tracer.read.captions import captions

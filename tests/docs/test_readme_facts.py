@@ -132,7 +132,7 @@ def test_the_floor_plan_is_drawn_below_the_graph() -> None:
     the replayer (graph and messages), in the app's page and the Presenter's."""
     assert "shows the floor plan below\nthe graph" in README or (
         "floor plan below the graph" in re.sub(r"\s+", " ", README))
-    src = (ROOT / "app" / "replay_view.py").read_text(encoding="utf-8")
+    src = (ROOT / "app" / "screens" / "replay" / "page.py").read_text(encoding="utf-8")
     body = src[src.index("def _draw("):]
     for part in re.split(r"\n    if presenter:", body)[1:]:
         assert part.index("_replayer(") < part.index("render_floor_plan_section(")

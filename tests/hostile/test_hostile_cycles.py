@@ -146,7 +146,7 @@ def test_diff_finishes(cyclic_db: Path, capsys) -> None:  # type: ignore[no-unty
 
 
 def test_the_runs_table_shows_every_run_once(cyclic_db: Path) -> None:
-    from app.runs_table import nested
+    from app.screens.runs.runs_table import nested
 
     with TraceDB(cyclic_db) as db:
         runs = list(db.runs())

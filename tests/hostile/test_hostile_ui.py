@@ -1,5 +1,5 @@
 """``looptrace ui --host``: a non-loopback address needs ``--password`` or ``--token``,
-and then every page asks for it (``app/access.py``). On the main branch before issue
+and then every page asks for it (``app/kit/access.py``). On the main branch before issue
 21, ``--host 0.0.0.0`` served every run to the network with no question asked."""
 
 from __future__ import annotations

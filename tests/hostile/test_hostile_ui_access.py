@@ -1,4 +1,4 @@
-"""The app's door in pure form (``app/access.py``): which Host and Origin headers name
+"""The app's door in pure form (``app/kit/access.py``): which Host and Origin headers name
 this server, and how wrong passwords are limited. The real server meets the same
 clients in ``test_hostile_ui_server.py``.
 
@@ -14,7 +14,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.access import FORGET, Limiter, attempt, host_allowed, origin_allowed
+from app.kit.access import FORGET, Limiter, attempt, host_allowed, origin_allowed
 
 OCTET = r"(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
 LABELS = st.from_regex(r"[a-z0-9]([a-z0-9-]{0,12}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,12}"

@@ -1,4 +1,4 @@
-"""AppTest smoke tests of the Compare page (app/views/compare.py) over real recorded runs."""
+"""AppTest smoke tests of the Compare page (app/screens/compare/page.py) over real recorded runs."""
 
 from __future__ import annotations
 

@@ -42,7 +42,7 @@ def _count_replays(monkeypatch: pytest.MonkeyPatch) -> Count:
 
 def test_an_opened_run_is_replayed_once(sample_db: Path,
                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    from app.run_view import build_run_view
+    from app.data.run_view import build_run_view
 
     with TraceDB(sample_db) as db:
         summary = next(r for r in db.runs() if r.name == "support-desk")

@@ -206,7 +206,7 @@ def test_the_otlp_export_gives_each_chat_its_system_prompt_and_tools(
 
 def test_the_wire_render_and_the_app_give_each_call_its_system_prompt_and_tools(
         loops: tuple[Path, str, str]) -> None:
-    from app.wire_pane import turn_view as app_turn_view
+    from app.panes.wire_pane import turn_view as app_turn_view
 
     db, rid, _ = loops
     with TraceDB(db) as tdb:
@@ -229,7 +229,7 @@ def test_the_wire_render_and_the_app_give_each_call_its_system_prompt_and_tools(
 
 def test_each_lap_has_the_same_tokens_in_every_reader(loops: tuple[Path, str, str],
                                                        tmp_path: Path) -> None:
-    from app.timeline import tokens_per_lap
+    from app.screens.timeline.timeline import tokens_per_lap
 
     db, rid, _ = loops
     with TraceDB(db) as tdb:

@@ -166,15 +166,15 @@ def test_the_schema_5_no_usage_run_reads_not_reported_everywhere(
             run = t.run(ids[name])
             assert run.summary.tokens_phrase == phrase
             assert replay_json(build_replay(run))["run"]["tokens"] == phrase
-    from app.runs_grid import SHOWN
-    from app.runs_table import runs_frame
+    from app.screens.runs.runs_grid import SHOWN
+    from app.screens.runs.runs_table import runs_frame
 
     with TraceDB(migrated) as t:
         frame = runs_frame(t.runs())
     got = dict(zip(frame["name"], frame["tokens"], strict=True))
     assert got["no-usage"] is pd_na() and got["weather"] == 42
     assert "not reported" in next(c.help for c in SHOWN if c.key == "tokens")
-    js = (Path(__file__).parents[2] / "app" / "runs_grid.js").read_text()
+    js = (Path(__file__).parents[2] / "app" / "screens" / "runs" / "runs_grid.js").read_text()
     assert 'kind === "tokens" ? "not reported"' in js
     # the HTML export's header says it (the template puts R.run.tokens in #run-meta)
     from tracer.interop.html_export import export_html

@@ -18,8 +18,8 @@ import pytest
 from app_kit import app_test, runs_table
 from whatif_kit import root_run
 
-from app import state
-from app.wire_pane import import_adapters
+from app.kit import state
+from app.panes.wire_pane import import_adapters
 from tracer.read.fork_links import fork_argv, forks_of, origin_of
 from tracer.read.loader import TraceDB
 from tracer.whatif.rerun import Edit, replay_run
@@ -27,7 +27,7 @@ from tracer.whatif.rerun import Edit, replay_run
 pytestmark = pytest.mark.usefixtures("clean_streamlit_caches")
 
 # The Replay page warms the provider adapters up in a thread a few seconds after it
-# renders (``app.wire_pane.warm_up``): that thread, still importing
+# renders (``app.panes.wire_pane.warm_up``): that thread, still importing
 # ``langchain_anthropic`` while the next test's Deep Agents run reads it from
 # ``sys.modules`` half made, failed that run. Imported here first, it has nothing to do.
 import_adapters()

@@ -1,4 +1,4 @@
-"""AppTest tests of the Wire page and the Wire pane (app/views/wire.py, app/wire_pane.py)."""
+"""AppTest tests of the Wire page and the Wire pane (app/screens/wire/page.py, app/panes/wire_pane.py)."""
 
 from __future__ import annotations
 
@@ -103,7 +103,7 @@ def test_wire_page_renders_every_sample_run(sample_db: Path,
 def _pane_script() -> None:
     import os
 
-    from app.wire_pane import render_wire_pane
+    from app.panes.wire_pane import render_wire_pane
     from tracer.read.loader import TraceDB
     from tracer.read.steps import build_replay
 

@@ -17,7 +17,7 @@ from tracer.errors import UsageError
 from tracer.read.loader import TraceDB
 from tracer.vocab.terminal import safe_text
 
-ENV = "LOOPTRACE_TOKEN"  # (app/access.py reads it: the password reaches the server there,
+ENV = "LOOPTRACE_TOKEN"  # (app/kit/access.py reads it: the password reaches the server there,
 # in its environment, which only its user can read, never in its command line)
 PASSWORD_ENV = "LOOPTRACE_PASSWORD"  # a password chosen without the command line
 LINK_ENV = "LOOPTRACE_UI_LINK"  # (app/serve.py prints it when the server listens)

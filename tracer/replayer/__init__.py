@@ -2,7 +2,7 @@
 
 Python builds a run's JSON once (``replay_json``); ``replayer.js`` steps and
 plays it in the browser, with ``replayer.css``. The HTML export inlines the
-three in one file; the app's Streamlit component (``app/replayer_component.py``)
+three in one file; the app's Streamlit component (``app/panes/replayer_component.py``)
 loads the same script and style. One drawing (``tracer.read.graph_layout.drawing``),
 one message list, one colour per tool call (``tracer.read.palette``).
 """

@@ -1,7 +1,7 @@
 /* looptrace's replayer: one run stepped and played in the browser.
 
    One script for both hosts: the HTML export inlines it in a page, the app's
-   Streamlit component (app/replayer_component.py) loads it into a shadow root.
+   Streamlit component (app/panes/replayer_component.py) loads it into a shadow root.
    Python builds the run's JSON once (tracer/replayer/data.py: replay_json);
    this script only picks from it, so a step is a few class changes and a
    message-list edit, with no server round trip.
@@ -881,7 +881,7 @@ function createReplayer(host, options) {
       ui.open.setAttribute("data-target", ch[0].id);
     } else ui.open.setAttribute("hidden", "");
     root.setAttribute("data-step", String(cur));
-    // (a run paused in the debugger has not ended: its calls still wait, app/replay_view.py)
+    // (a run paused in the debugger has not ended: its calls still wait, app/screens/replay/page.py)
     root.setAttribute("data-final", cur >= N - 1 && R.run.status !== "running" &&
       !String(R.run.status).startsWith("paused") ? "1" : "0");
     root.setAttribute("data-active-node", st ? st.n : "START");

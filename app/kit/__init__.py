@@ -1,0 +1,1 @@
+"""What every screen uses: the session state's keys, safe markdown, the app's lock."""

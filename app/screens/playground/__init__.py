@@ -1,0 +1,1 @@
+"""The Playground screen (``/playground``): one model call re-sent, edited."""

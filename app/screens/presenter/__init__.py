@@ -1,0 +1,1 @@
+"""The Presenter screen (``/presenter``)."""

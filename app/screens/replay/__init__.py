@@ -1,0 +1,1 @@
+"""The Replay screen (``/replay``): its page and the panes only it draws."""

@@ -1,0 +1,1 @@
+"""The Runs screen (``/runs``, ``/``): its page and its table."""

@@ -1,0 +1,1 @@
+"""The Conversations screen (``/threads``)."""

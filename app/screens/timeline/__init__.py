@@ -1,0 +1,1 @@
+"""The Timeline screen (``/timeline``): its page and its figures."""
