@@ -1,7 +1,8 @@
 """The run picker every page shows, and the one run they all open on.
 
 The run a page shows is ``state.RUN`` (a plain key: kept from page to page), so the
-Replay, Presenter, Timeline and Wire pages open on the same run; a deep link
+Replay, Presenter, Timeline and Wire pages open on the same run (``choose_run``,
+``load_chosen``); a deep link
 (``?run=``) or a pick on any page changes it for all of them. The Replay page
 keeps its picker in the sidebar (``app/panes/subagents.py``); the Presenter, whose
 sidebar is hidden for the projector, and the Timeline use ``run_picker`` (the same
@@ -12,9 +13,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from .. import data
-from ..data import LooptraceError, loads
+from .. import data, navigation
+from ..data import LooptraceError, RunNotFound, loads
+from ..data.run_view import RunView
 from ..kit import state
+from ..kit.safe import md_escape
 from .subagents import run_labels
 
 
@@ -45,3 +48,38 @@ def adopt(run_id: str) -> None:
     if run_id != st.session_state.get(state.RUN):
         state.open_run(run_id)
         st.session_state[state.STACK] = []
+
+
+def choose_run(path: str) -> str | None:
+    """The run to show: the state (after a deep link), else the newest top-level run."""
+    current = st.session_state.get(state.RUN)
+    if current:
+        return str(current)
+    newest = data.newest_top_level(path)  # (one row: not every run of the file)
+    if newest is None:
+        return None
+    st.session_state[state.RUN] = newest.id
+    st.session_state[state.NO_STEP] = True
+    return newest.id
+
+
+def load_chosen(path: str) -> RunView:
+    """The run view of the run every page opens on (``choose_run``); an unknown run is a clear message, not a traceback."""
+    run_id = choose_run(path)
+    if run_id is None:
+        st.info("No runs recorded in this database yet. Record one with TraceMiddleware, "
+                "or run `looptrace demo`.", icon=":material/info:")
+        st.stop()
+    try:
+        view = loads.load_view(path, run_id)
+    except RunNotFound as exc:
+        st.error(f"{md_escape(str(exc))}. Pick a run on the Runs page.", icon=":material/error:")
+        st.page_link(navigation.page("runs"), label="Runs", icon=":material/list:")
+        st.stop()
+    except LooptraceError as exc:
+        data.show_error(exc)
+    if view.replay.run.id != run_id:  # a prefix was given
+        st.session_state[state.RUN] = view.replay.run.id
+    if st.session_state.pop(state.NO_STEP, False) and view.replay.run.summary.status == "running" and len(view.replay):
+        st.session_state[state.STEP] = len(view.replay) - 1  # watch a live run at its end
+    return view

@@ -24,13 +24,13 @@ from typing import Any
 import streamlit as st
 
 from ... import data, navigation
-from ...data import LooptraceError, RunNotFound, loads
+from ...data import LooptraceError, loads
 from ...data.run_view import RunView
 from ...kit import state
 from ...kit.safe import md_escape
 from ...panes.playground_pane import render_link as render_playground_link
 from ...panes.replayer_component import event, render_replayer, replayer_data, window_at
-from ...panes.run_picker import run_picker
+from ...panes.run_picker import load_chosen, run_picker
 from ...panes.subagents import render_run_header
 from ...panes.wire_pane import render_wire_pane, warm_up
 from . import debug_pane
@@ -43,19 +43,6 @@ from .notes_pane import note_markers, render_presenter_notes
 STYLE = """<style>
 [data-testid="stMainBlockContainer"] { padding-top: 3.6rem; }
 </style>"""
-
-
-def choose_run(path: str) -> str | None:
-    """The run to show: the state (after a deep link), else the newest top-level run."""
-    current = st.session_state.get(state.RUN)
-    if current:
-        return str(current)
-    newest = data.newest_top_level(path)  # (one row: not every run of the file)
-    if newest is None:
-        return None
-    st.session_state[state.RUN] = newest.id
-    st.session_state[state.NO_STEP] = True
-    return newest.id
 
 
 def warm(path: str, *, wait_s: float = 120.0) -> None:
@@ -73,28 +60,6 @@ def warm(path: str, *, wait_s: float = 120.0) -> None:
         time.sleep(0.1)
 
 
-def load(path: str) -> RunView:
-    """The run view for the state's run; an unknown run is a clear message, not a traceback."""
-    run_id = choose_run(path)
-    if run_id is None:
-        st.info("No runs recorded in this database yet. Record one with TraceMiddleware, "
-                "or run `looptrace demo`.", icon=":material/info:")
-        st.stop()
-    try:
-        view = loads.load_view(path, run_id)
-    except RunNotFound as exc:
-        st.error(f"{md_escape(str(exc))}. Pick a run on the Runs page.", icon=":material/error:")
-        st.page_link(navigation.page("runs"), label="Runs", icon=":material/list:")
-        st.stop()
-    except LooptraceError as exc:
-        data.show_error(exc)
-    if view.replay.run.id != run_id:  # a prefix was given
-        st.session_state[state.RUN] = view.replay.run.id
-    if st.session_state.pop(state.NO_STEP, False) and _running(view) and len(view.replay):
-        st.session_state[state.STEP] = len(view.replay) - 1  # watch a live run at its end
-    return view
-
-
 def replay_page() -> None:
     """The Replay page: the run as an animated two-pane walkthrough."""
     show_replay()
@@ -105,7 +70,7 @@ def show_replay(*, presenter: bool = False) -> None:
     path = data.open_db()
     state.init()
     state.adopt_query_params()
-    view = load(path)
+    view = load_chosen(path)
     lean = not presenter and not st.session_state.get(state.PAINTED)
     st.session_state[state.LEAN] = lean
     if not presenter:

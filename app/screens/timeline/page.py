@@ -13,8 +13,7 @@ from ... import data, navigation
 from ...data import plural
 from ...kit import state
 from ...kit.safe import md_escape
-from ...panes.run_picker import run_picker
-from ..replay.page import load
+from ...panes.run_picker import load_chosen, run_picker
 from . import timeline
 
 
@@ -23,7 +22,7 @@ def timeline_page() -> None:
     path = data.open_db()
     state.init()
     state.adopt_query_params()
-    view = load(path)
+    view = load_chosen(path)
     run = view.replay.run
     run_picker(path, run.id)
     if st.query_params.get("run") != run.id:  # (a reload opens the run shown)

@@ -30,9 +30,8 @@ from ...data import (
 )
 from ...kit import state
 from ...panes.paged_picker import paged_run_picker
-from ...panes.run_picker import adopt
+from ...panes.run_picker import adopt, choose_run
 from ...panes.wire_pane import TITLES, render_turn, turn_view, warm_up
-from ..replay.page import choose_run
 
 
 def wire_page() -> None:
