@@ -5,7 +5,7 @@
 its URL) it does what a first visit would otherwise wait for, in this process:
 
 - imports: pandas and pyarrow (every table), plotly (the timeline), the app's
-  pages and panes, the read side (``app.data.preload``: the tracer's modules
+  pages and panes, the read side (``app.data.wire.preload``: the tracer's modules
   and the wire formats' adapters);
 - loads, into the app's own caches (``st.cache_data`` / ``st.cache_resource``,
   which live in this process and which the pages then find filled): the Runs
@@ -76,7 +76,7 @@ def preload(pkg: str) -> None:
     import streamlit.emojis
     import streamlit.material_icon_names  # noqa: F401
 
-    importlib.import_module(f"{pkg}.data").preload()
+    importlib.import_module(f"{pkg}.data.wire").preload()
     for page in PAGES:
         importlib.import_module(f"{pkg}.screens.{page}.page")
     importlib.import_module(f"{pkg}.panes.wire_pane").import_adapters()
@@ -124,8 +124,7 @@ def warm(pkg: str) -> float:
         logging.getLogger(name).addFilter(_errors_only)
     try:
         preload(pkg)
-        data = importlib.import_module(f"{pkg}.data")
-        path = data.db_path()
+        path = importlib.import_module(f"{pkg}.data.store").db_path()
         importlib.import_module(f"{pkg}.screens.runs.page").warm(path)
         importlib.import_module(f"{pkg}.screens.replay.page").warm(path)
         warm_inspect()

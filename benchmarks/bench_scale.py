@@ -24,7 +24,7 @@ Files are kept in ``--dir`` and reused when they are there. Then, per size:
             findings found and kept) and again (read back): runs per second;
 - search:   a search of a word in every run ("weather") as the Runs page makes it:
             the first page of 100 top-level runs, their subagent runs and the count
-            up to the next page (``app.data.runs_page``), median of 5;
+            up to the next page (``app.data.runs.runs_page``), median of 5;
 - browser:  the Runs page in Chromium (Playwright, Debian's /usr/bin/chromium), from
             ``page.goto`` until the table and its "of N" caption show: the first
             visit after ``streamlit run`` starts the server (the 100 newest runs,
@@ -232,7 +232,7 @@ def browser_times(path: Path, total_roots: int) -> dict[str, float] | None:
 
 
 def search_cost(db: TraceDB, word: str, repeat: int = 5) -> float:
-    """A search as the Runs page makes it (``app.data.runs_page``): the first page of
+    """A search as the Runs page makes it (``app.data.runs.runs_page``): the first page of
     100 top-level runs, their subagent runs, and the count up to the next page."""
     flt = RunFilter(top_level=True, search=word)
     times = []

@@ -15,11 +15,12 @@ from collections.abc import Callable
 from typing import Any
 
 
-def lazy_getattr(package: str, exports: dict[str, str]) -> Callable[[str], Any]:
+def lazy_getattr(package: str, exports: dict[str, str], *,
+                 base: str | None = None) -> Callable[[str], Any]:
     """The module ``__getattr__`` of ``package``: a name in ``exports`` is imported
-    from its submodule (relative to ``package``) and kept in the package's
-    namespace, so the next use is a plain attribute; any other name raises
-    ``AttributeError`` as a module does."""
+    from its submodule (relative to ``base``, by default ``package`` itself) and kept
+    in the package's namespace, so the next use is a plain attribute; any other name
+    raises ``AttributeError`` as a module does."""
     namespace = vars(sys.modules[package])
 
     def __getattr__(name: str) -> Any:
@@ -27,7 +28,7 @@ def lazy_getattr(package: str, exports: dict[str, str]) -> Callable[[str], Any]:
         if module is None:
             msg = f"module {package!r} has no attribute {name!r}"
             raise AttributeError(msg)
-        value = getattr(importlib.import_module(f".{module}", package), name)
+        value = getattr(importlib.import_module(f".{module}", base or package), name)
         namespace[name] = value
         return value
 

@@ -2,7 +2,7 @@
 database stamp), so a run still being recorded is reloaded and a finished one never is.
 
 ``load_view`` gives the ``RunView`` (``app/data/run_view.py``) of a run; ``load_replay`` and
-``load_run`` its replay and its record. The read side's names come from ``app/data/``.
+``load_run`` its replay and its record.
 """
 
 from __future__ import annotations
@@ -11,8 +11,13 @@ from typing import Any
 
 import streamlit as st
 
-from . import Replay, Run, TraceDB, build_replay, db_stamp
+from tracer.read.loader import Run, TraceDB
+from tracer.read.steps import Replay, build_replay
+
 from .run_view import RunView, build_run_view
+from .store import db_stamp
+
+__all__ = ["load_replay", "load_run", "load_view"]
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)

@@ -12,7 +12,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import KIND_LETTER, Finding, Replay, check_replay, kinds, replay_json
+from tracer.checks.run import Finding, check_replay
+from tracer.read.steps import Replay
+from tracer.replayer import KIND_LETTER, kinds, replay_json
+
+__all__ = ["CHECK_DELAY_S", "SYNC_CHECK_STEPS", "RunView", "build_run_view"]
 
 # Runs with more steps than this are checked on a background thread, so a
 # large run opens at once and its findings appear when ready.

@@ -12,18 +12,12 @@ from typing import Any
 
 import streamlit as st
 
-from .. import data, navigation
-from ..data import (
-    Divergence,
-    Replay,
-    RunDiff,
-    captions,
-    diff_replays,
-    loads,
-    message_text,
-    plural,
-    replay_json,
-)
+from .. import navigation
+from ..data import loads
+from ..data.diff import Divergence, RunDiff, diff_replays, message_text
+from ..data.drawing import replay_json
+from ..data.steps import Replay, captions, key_label, plural
+from ..data.store import db_stamp
 from ..kit import state
 from .replayer_component import render_replayer, replayer_data
 
@@ -41,7 +35,7 @@ def _diff(path: str, a: str, b: str, stamp: Any) -> RunDiff:
 
 def run_diff(path: str, a: str, b: str) -> RunDiff:
     """The (cached) alignment and differences of runs ``a`` and ``b``."""
-    return _diff(path, a, b, data.db_stamp(path))
+    return _diff(path, a, b, db_stamp(path))
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
@@ -85,7 +79,7 @@ def render_side(path: str, tag: str, rp: Replay, idx: int | None, exact: bool) -
     st.text(where if exact or idx is None else f"{where}  (no counterpart in {tag} here)")
     with st.container(key=f"cmp_gbox_{tag}"):
         # The replayer, its graph only, held at the aligned step by the page.
-        run_json = _json(path, s.id, data.db_stamp(path))
+        run_json = _json(path, s.id, db_stamp(path))
         render_replayer(replayer_data(run_json, i, key=s.id, goto=i, keyboard=False,
                                       parts=GRAPH_ONLY), key=f"cmp_graph_{tag}")
     st.text(captions(rp)[i])
@@ -115,7 +109,7 @@ def render_state_values(d: RunDiff, x: Divergence) -> None:
     its aligned step, side by side (the diff of the two is ``x.detail``, above)."""
     if x.kind != "state" or not x.key:
         return
-    label = data.key_label(x.key)
+    label = key_label(x.key)
     st.text(f"The runs part in their state, not in their messages: the {label} "
             "differs. Its value in each run at that step:")
     cols = st.columns(2, gap="medium")

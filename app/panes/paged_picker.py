@@ -2,7 +2,7 @@
 
 A file of a hundred thousand runs cannot be one selectbox: the picker offers one
 page of ``PAGE_SIZE`` runs (newest first, as the Runs page, read in SQL by
-``data.runs_page``), with Previous / Next and "runs 101–200 of 110,000", plus
+``runs_page``), with Previous / Next and "runs 101–200 of 110,000", plus
 the run already picked (from a link, or picked on another page of the list),
 first, so that turning pages never changes what is picked.
 
@@ -17,8 +17,8 @@ from typing import Any
 
 import streamlit as st
 
-from .. import data
-from ..data import LooptraceError, RunFilter, RunSummary
+from ..data.runs import RunFilter, RunSummary, find_run, runs_page
+from ..data.store import LooptraceError
 from ..kit import state
 
 PAGE_SIZE = 100
@@ -43,10 +43,10 @@ def page_of_runs(path: str, key: str,
     flt = flt or RunFilter()
     pages = _pages()
     page_no = pages.get(key, 0)
-    runs, _, total = data.runs_page(path, flt, PAGE_SIZE, page_no * PAGE_SIZE)
+    runs, _, total = runs_page(path, flt, PAGE_SIZE, page_no * PAGE_SIZE)
     if not runs and page_no and total:
         pages[key] = page_no = (total - 1) // PAGE_SIZE
-        runs, _, total = data.runs_page(path, flt, PAGE_SIZE, page_no * PAGE_SIZE)
+        runs, _, total = runs_page(path, flt, PAGE_SIZE, page_no * PAGE_SIZE)
     return runs, page_no, total
 
 
@@ -62,7 +62,7 @@ def paged_run_picker(path: str, label: str, *, key: str, current: str | None,
     by_id = {r.id: r for r in runs}
     if current is not None and current not in by_id:
         try:
-            by_id = {current: data.find_run(path, current), **by_id}
+            by_id = {current: find_run(path, current), **by_id}
         except LooptraceError:  # (gone since it was picked: not offered)
             current = None
     ids = list(by_id)

@@ -23,9 +23,10 @@ from typing import Any
 
 import streamlit as st
 
-from .. import data, navigation
-from ..data import LooptraceError
+from .. import navigation
+from ..data.playground import playground, playground_call
 from ..data.run_view import RunView
+from ..data.store import LooptraceError
 from ..kit import state
 from ..kit.safe import md_escape
 from ..screens.replay import debug_pane
@@ -54,7 +55,7 @@ def render_link(view: RunView, i: int) -> None:
 def render_playground(path: str, run_id: str, step: int, agent: str | None) -> None:
     """The pane for the model call at or after ``step`` (from 1) of ``run_id``."""
     try:
-        call = data.playground_call(path, run_id, step)
+        call = playground_call(path, run_id, step)
     except LooptraceError as exc:
         st.error(md_escape(str(exc)), icon=":material/error:")
         return
@@ -122,7 +123,7 @@ def _send(path: str, call: dict[str, Any], pend: dict[str, Any], model: str,
             msg = "name the model: an init_chat_model name such as openai:gpt-4.1-mini"
             raise debug_pane.BadEdit(msg)
         edit = debug_pane.edit_of(pend, values)
-        out = data.playground(path, str(call["run"]), int(call["step"]), edit, model, agent)
+        out = playground(path, str(call["run"]), int(call["step"]), edit, model, agent)
     except (debug_pane.BadEdit, LooptraceError) as exc:
         st.session_state[state.PLAY_ERROR] = (tag, _one_line(str(exc)))
         return

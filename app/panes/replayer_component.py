@@ -41,7 +41,7 @@ from typing import Any
 
 import streamlit as st
 
-from ..data import STEP_MS, drawing, script, style
+from ..data.drawing import STEP_MS, drawing, script, style
 from ..kit import state
 
 ADAPTER = """

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from .. import data, navigation
-from ..data import LooptraceError, RunNotFound, loads
+from .. import navigation
+from ..data import loads
 from ..data.run_view import RunView
+from ..data.runs import newest_top_level, recent_runs
+from ..data.store import LooptraceError, RunNotFound, show_error
 from ..kit import state
 from ..kit.safe import md_escape
 from .subagents import run_labels
@@ -30,7 +32,7 @@ def _picked() -> None:
 def run_picker(path: str, current: str, *, title: str = "Run") -> None:
     """A picker of the newest runs (and ``current``, the run shown): picking one opens
     it on every page."""
-    runs = data.recent_runs(path)
+    runs = recent_runs(path)
     if all(r.id != current for r in runs):
         try:
             runs = [loads.load_run(path, current).summary, *runs]
@@ -55,7 +57,7 @@ def choose_run(path: str) -> str | None:
     current = st.session_state.get(state.RUN)
     if current:
         return str(current)
-    newest = data.newest_top_level(path)  # (one row: not every run of the file)
+    newest = newest_top_level(path)  # (one row: not every run of the file)
     if newest is None:
         return None
     st.session_state[state.RUN] = newest.id
@@ -77,7 +79,7 @@ def load_chosen(path: str) -> RunView:
         st.page_link(navigation.page("runs"), label="Runs", icon=":material/list:")
         st.stop()
     except LooptraceError as exc:
-        data.show_error(exc)
+        show_error(exc)
     if view.replay.run.id != run_id:  # a prefix was given
         st.session_state[state.RUN] = view.replay.run.id
     if st.session_state.pop(state.NO_STEP, False) and view.replay.run.summary.status == "running" and len(view.replay):

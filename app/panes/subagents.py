@@ -7,9 +7,11 @@ import time
 
 import streamlit as st
 
-from .. import data
-from ..data import LooptraceError, RunSummary, loads
+from ..data import loads
+from ..data.debugger import shown_statuses
 from ..data.run_view import RunView
+from ..data.runs import RunSummary, costs, recent_runs
+from ..data.store import LooptraceError
 from ..kit import state
 from ..kit.safe import md_escape
 
@@ -20,7 +22,7 @@ STATUS_COLOUR = {"completed": "green", "running": "blue", "error": "red", "inter
 
 def run_label(r: RunSummary, status: str | None = None) -> str:
     """A run as the pickers list it: its name, status (``status``: the one shown, as
-    ``data.shown_statuses`` gives it; else the one recorded), its id's first 12
+    ``shown_statuses`` gives it; else the one recorded), its id's first 12
     characters and the time it started (runs of one name started in the same second
     share 8 characters; issue 47)."""
     name = r.name or r.agent_name or "run"
@@ -31,7 +33,7 @@ def run_label(r: RunSummary, status: str | None = None) -> str:
 
 def run_labels(path: str, runs: list[RunSummary]) -> dict[str, str]:
     """{run id: its picker label}, with the status the header shows."""
-    shown = data.shown_statuses(path, runs)
+    shown = shown_statuses(path, runs)
     return {r.id: run_label(r, shown.get(r.id)) for r in runs}
 
 
@@ -57,7 +59,7 @@ def _to_parent(parent_id: str, step: int) -> None:
 def _picker(path: str, view: RunView) -> None:
     """The sidebar's run picker."""
     run = view.replay.run
-    runs = data.recent_runs(path)  # (the newest: not every run of a large file)
+    runs = recent_runs(path)  # (the newest: not every run of a large file)
     # (the run shown as the header has it: the same load, so the same status)
     runs = [run.summary, *(r for r in runs if r.id != run.id)] if all(
         r.id != run.id for r in runs) else [run.summary if r.id == run.id else r for r in runs]
@@ -73,7 +75,7 @@ def _picker(path: str, view: RunView) -> None:
 def cost_line(path: str, run_id: str) -> str:
     """"  ·  cost $0.0123" (with the subagent runs: ``tracer.read.cost``), or nothing when
     the costs cannot be had."""
-    c = data.costs(path, [run_id])[0].get(run_id)
+    c = costs(path, [run_id])[0].get(run_id)
     return f"  ·  cost {c.text()}" if c is not None else ""
 
 
@@ -93,7 +95,7 @@ def render_run_header(path: str, view: RunView, *, picker: bool = True) -> None:
         st.text(f"{s.name or s.agent_name or 'run'}  ·  {s.id}  ·  {s.tokens_phrase}{cost}")
     with head[1]:
         # (a run paused in the debugger: "paused", not the "running" or "error" recorded)
-        status = data.shown_statuses(path, [s])[s.id]
+        status = shown_statuses(path, [s])[s.id]
         status = status if status in STATUS_COLOUR else "unknown status"  # badges are markdown
         st.badge(status, color=STATUS_COLOUR.get(status, "gray"))  # type: ignore[arg-type]
     if s.parent_id:

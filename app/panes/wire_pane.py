@@ -17,25 +17,26 @@ from typing import Any
 
 import streamlit as st
 
-from .. import data
-from ..data import (
+from ..data.steps import Replay, plural
+from ..data.store import db_stamp
+from ..data.wire import (
     CAPTURED,
     LANGCHAIN,
     PROVIDERS,
     RECORDED,
     RENDERED,
     ProviderBody,
-    Replay,
     TurnView,
     annotated_text,
     aspect_rows,
     call_at,
-    db_stamp,
     earlier_turns,
-    plural,
     turn_label,
+    wire_rows,
 )
-from ..data import turn_view as _turn_view
+from ..data.wire import (
+    turn_view as _turn_view,
+)
 from ..kit.safe import md_escape
 
 TITLES = {"langchain": "LangChain", "openai": "OpenAI", "anthropic": "Anthropic",
@@ -83,7 +84,7 @@ def import_adapters() -> None:
 @st.cache_resource(show_spinner=False, max_entries=64)
 def _cached_view(path: str, run_id: str, seq: int, stamp: Any, _replay: Replay) -> TurnView:
     enter = next(e for e in _replay.run.events if e.seq == seq)
-    return _turn_view(_replay, enter, data.wire_rows(path, run_id))
+    return _turn_view(_replay, enter, wire_rows(path, run_id))
 
 
 def turn_view(path: str, replay: Replay, seq: int) -> TurnView:

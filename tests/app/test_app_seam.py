@@ -1,10 +1,11 @@
-"""``app/`` reads the tracer through one module: ``app/data/``.
+"""``app/`` reads the tracer through one folder: ``app/data/``, the seam.
 
-Every other module of ``app/`` takes the read side's names from ``app.data``
-(``from .data import Replay``), never from ``tracer`` itself. ``app.data`` imports
-them when it is imported, except those of the modules that import LangChain (the
-wire formats' adapters), which it imports on first use (``EXPORTS``): importing it
-imports no LangChain, and only those modules are lazy.
+Every other module of ``app/`` takes what it reads from a module of ``app/data/``
+(``from ..data.runs import runs_page``), never from ``tracer`` itself. The seam is not a
+barrel: its package holds no names, and each of its modules (one concern) offers what
+its ``__all__`` lists, and only that is taken from it. Importing any of them imports no
+LangChain: the wire formats' adapters (``app.data.wire``) are imported on first use
+(``EXPORTS``), and only those modules are lazy.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ import sys
 from pathlib import Path
 
 APP = Path(__file__).resolve().parents[2] / "app"
-SEAM = APP / "data" / "__init__.py"
+SEAM = APP / "data"
+SEAM_MODULES = sorted(p.stem for p in SEAM.glob("*.py") if p.stem != "__init__")
 
 
 def tracer_imports(path: Path) -> list[str]:
@@ -41,11 +43,16 @@ def tracer_imports(path: Path) -> list[str]:
     return found
 
 
-def test_only_app_data_imports_the_tracer() -> None:
-    others = [p for p in sorted(APP.rglob("*.py")) if (APP / "data") not in p.parents]
-    assert len(others) > 20  # (the whole app: its panes, pages, picker, serve.py)
+def outside_the_seam() -> list[Path]:
+    return [p for p in sorted(APP.rglob("*.py")) if SEAM not in p.parents]
+
+
+def test_only_the_seam_imports_the_tracer() -> None:
+    others = outside_the_seam()
+    assert len(others) > 20  # (the whole app: its screens, panes, kit, serve.py)
     found = [hit for p in others for hit in tracer_imports(p)]
     assert not found, "app/ modules importing tracer around app/data/:\n" + "\n".join(found)
+    assert all(tracer_imports(SEAM / f"{m}.py") for m in SEAM_MODULES)  # (each reads it)
 
 
 def test_the_check_sees_each_way_of_importing(tmp_path: Path) -> None:
@@ -54,7 +61,7 @@ def test_the_check_sees_each_way_of_importing(tmp_path: Path) -> None:
                    "import tracer.read.loader as L\n"
                    "from tracer.read.steps import Replay\n"
                    "from . import data\n"
-                   "from .data import Replay as R\n"
+                   "from .data.steps import Replay as R\n"
                    "import tracery\n"
                    "def f():\n"
                    "    from tracer import check\n"
@@ -64,9 +71,63 @@ def test_the_check_sees_each_way_of_importing(tmp_path: Path) -> None:
         "tracer", "tracer.read.loader", "tracer.read.steps", "tracer", "tracer.wire.view", "tracer.read.diff"]
 
 
+def _all(module: str) -> list[str]:
+    tree = ast.parse((SEAM / f"{module}.py").read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            return [str(e.value) for e in node.value.elts]  # type: ignore[attr-defined]
+    return []
+
+
+def seam_uses(path: Path) -> list[tuple[int, str, str]]:
+    """(line, seam module, name) of every name ``path`` imports from a seam module
+    (``from ..data.runs import runs_page``); ("", name) for one taken from the package."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    depth = len(path.relative_to(APP).parts)  # (the dots that reach app/ from path)
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == depth and node.module:
+            parts = node.module.split(".")
+            if parts[0] == "data":
+                out += [(node.lineno, ".".join(parts[1:]), a.name) for a in node.names]
+    return out
+
+
+def test_no_barrel_each_module_offers_its_all_and_only_that_is_taken() -> None:
+    package = ast.parse((SEAM / "__init__.py").read_text(encoding="utf-8"))
+    assert [type(n).__name__ for n in package.body] == ["Expr"], \
+        "app/data/__init__.py holds names: the seam would be a barrel again"
+    offered = {m: set(_all(m)) for m in SEAM_MODULES}
+    assert all(offered.values()), [m for m, names in offered.items() if not names]
+    assert max(len(n) for n in offered.values()) <= 20  # (thin: one concern each)
+    wrong = []
+    for path in outside_the_seam():
+        for line, module, name in seam_uses(path):
+            ok = (name in SEAM_MODULES) if module == "" else name in offered.get(module, ())
+            if not ok:
+                wrong.append(f"{path.relative_to(APP.parent)}:{line}: {module or 'data'}.{name}")
+    assert not wrong, "taken from the seam but not offered by it (its __all__):\n" + \
+        "\n".join(wrong)
+
+
+def test_the_seam_check_sees_a_name_not_offered(tmp_path: Path) -> None:
+    bad = APP / "screens" / "replay" / "_seam_probe.py"  # (3 dots reach app/)
+    bad.write_text("from ...data.runs import TraceDB, runs_page\n"
+                   "from ...data import store, Replay\n", encoding="utf-8")
+    try:
+        uses = seam_uses(bad)
+    finally:
+        bad.unlink()
+    assert uses == [(1, "runs", "TraceDB"), (1, "runs", "runs_page"), (2, "", "store"),
+                    (2, "", "Replay")]
+    assert "TraceDB" not in _all("runs") and "runs_page" in _all("runs")
+    assert "store" in SEAM_MODULES and "Replay" not in SEAM_MODULES
+
+
 def _type_checking_imports() -> dict[str, str]:
-    """name -> module of the imports under ``if TYPE_CHECKING:`` in app/data/."""
-    tree = ast.parse(SEAM.read_text(encoding="utf-8"))
+    """name -> module of the imports under ``if TYPE_CHECKING:`` in app/data/wire.py."""
+    tree = ast.parse((SEAM / "wire.py").read_text(encoding="utf-8"))
     out: dict[str, str] = {}
     for node in tree.body:
         if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
@@ -77,25 +138,25 @@ def _type_checking_imports() -> dict[str, str]:
 
 
 def test_the_lazy_names_are_the_typed_names_and_resolve() -> None:
-    from app import data
+    from app.data import wire
 
-    assert _type_checking_imports() == data.EXPORTS
-    for name, module in data.EXPORTS.items():
-        assert getattr(data, name) is getattr(importlib.import_module(module), name), name
-        assert name in data.__all__, name
+    lazy = {name: f"{wire.BASE}.{module}" for name, module in wire.EXPORTS.items()}
+    assert _type_checking_imports() == lazy
+    for name, module in lazy.items():
+        assert getattr(wire, name) is getattr(importlib.import_module(module), name), name
+        assert name in wire.__all__, name
 
 
 def test_the_runs_page_imports_no_wire_adapter() -> None:
-    """``import app.data`` (what every page imports) leaves the wire formats out; a
-    name of theirs imports them when asked for."""
+    """The Runs screen (and every seam module) leaves the wire formats out; a name of
+    theirs imports them when asked for."""
     code = ("import sys\n"
-            "from app import data\n"
-            "from app.screens.runs import runs_table\n"
-            "from app.screens.runs import page\n"
+            "from app.data import " + ", ".join(SEAM_MODULES) + "\n"
+            "from app.screens.runs import page, runs_table\n"
             "heavy = sorted(m for m in sys.modules if m.startswith(('tracer.wire.render', "
             "'tracer.wire.view', 'langchain_openai', 'langchain_anthropic')))\n"
             "assert not heavy, heavy\n"
-            "data.call_at\n"
+            "wire.call_at\n"
             "assert 'tracer.wire.render' in sys.modules\n")
     done = subprocess.run([sys.executable, "-c", code], cwd=APP.parent, capture_output=True,
                           text=True, timeout=120, check=False)
@@ -103,14 +164,14 @@ def test_the_runs_page_imports_no_wire_adapter() -> None:
 
 
 def test_only_what_imports_langchain_is_lazy() -> None:
-    """``import app.data`` imports no LangChain, and each module whose names it imports
+    """Importing the seam imports no LangChain, and each module whose names it imports
     on first use (``EXPORTS``) does: a name that costs nothing to import is imported
     with the others, written once, not three times (issue 38)."""
-    from app import data
+    from app.data import wire
 
     def langchain_after(module: str) -> list[str]:
         code = ("import sys, importlib\n"
-                "from app import data\n"
+                "from app.data import " + ", ".join(SEAM_MODULES) + "\n"
                 f"importlib.import_module({module!r}) if {module!r} else None\n"
                 "print(sorted({m.split('.')[0] for m in sys.modules\n"
                 "              if m.startswith(('langchain', 'langgraph'))}))\n")
@@ -120,7 +181,7 @@ def test_only_what_imports_langchain_is_lazy() -> None:
         return list(ast.literal_eval(done.stdout.strip().splitlines()[-1]))
 
     assert langchain_after("") == []
-    modules = sorted(set(data.EXPORTS.values()))
+    modules = sorted({f"{wire.BASE}.{m}" for m in wire.EXPORTS.values()})
     assert modules  # (the provider adapters stay lazy)
     light = [m for m in modules if not langchain_after(m)]
-    assert light == [], f"lazy in app/data/, and light to import: {light}"
+    assert light == [], f"lazy in app/data/wire.py, and light to import: {light}"

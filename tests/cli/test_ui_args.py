@@ -48,12 +48,15 @@ def test_the_server_command_and_a_plain_start(served: list, capsys: pytest.Captu
 
 
 def test_agent_is_passed_to_the_app(served: list) -> None:
-    """``--agent`` reaches the app as ``$LOOPTRACE_AGENT`` (``tracer.read.fork_links``), so
+    """``--agent`` reaches the app as ``$LOOPTRACE_AGENT`` (``app.data.forks.AGENT_ENV``), so
     that "Fork here" runs forks; without it the variable is not set."""
+    from app.data.forks import AGENT_ENV  # (the name the app reads)
+
+    assert AGENT_ENV == "LOOPTRACE_AGENT"
     assert main(["ui", "--agent", "tests.whatif_kit:make_agent"]) == 0
-    assert served[-1][1]["LOOPTRACE_AGENT"] == "tests.whatif_kit:make_agent"
+    assert served[-1][1][AGENT_ENV] == "tests.whatif_kit:make_agent"
     assert main(["ui"]) == 0
-    assert "LOOPTRACE_AGENT" not in served[-1][1]
+    assert AGENT_ENV not in served[-1][1]
 
 
 def test_secrets_left_in_the_environment_are_not_passed_on(

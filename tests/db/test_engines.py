@@ -207,7 +207,7 @@ def test_a_child_gets_the_url_without_its_password_on_its_command_line() -> None
     """``looptrace replay --db`` started by the app or MCP: process listings show the
     command line, so the password goes in the child's environment."""
     from tracer.db.url import for_child
-    from tracer.read.fork_links import fork_argv
+    from app.data.forks import fork_argv
 
     url = "postgresql://ann:pa%40ss@db:5432/lt?sslmode=require"
     argv = fork_argv("r1", 2, {"kind": "system", "text": "x"}, agent="m:f", db=url)

@@ -1,6 +1,6 @@
 """The demo agents as factories (``tracer.demo.factories``): every bundled sample run of
 an agent demo reruns and forks through the factory its name and model resolve to
-(``tracer.read.fork_links.demo_agent``), as ``looptrace replay RUN --agent ... --db DB``
+(``tracer.demo.catalog.demo_agent``), as ``looptrace replay RUN --agent ... --db DB``
 and the app's "Fork here" run it (issue 39, item 16: "Fork here" could not run on the
 bundled samples). The factories carry no tracer: the rerun adds one writing to ``--db``.
 """
@@ -17,7 +17,7 @@ from tracer.cli import main
 from tracer.demo import factories
 from tracer.demo.scenarios import AGENTS
 from tracer.read.diff import diff_tree, format_text
-from tracer.read.fork_links import DEMO_FACTORIES, demo_agent
+from tracer.demo.catalog import DEMO_FACTORIES, demo_agent
 from tracer.read.loader import TraceDB
 from tracer.whatif.rerun import default_stack, load_factory
 

@@ -1,7 +1,7 @@
 """What if in the app: a run's replays and forks, and "Fork here" on the Replay page.
 
-``tracer.read.fork_links`` finds a run's replays and forks from their metadata and builds
-the ``looptrace replay`` command; the Replay page lists them with links to Compare at
+``tracer.read.fork_links`` finds a run's replays and forks from their metadata,
+``app.data.forks.fork_argv`` builds the ``looptrace replay`` command; the Replay page lists them with links to Compare at
 the fork's row, shows the command for an edit at the current step, and, when the app
 was started with ``--agent``, runs the fork and links it.
 """
@@ -20,7 +20,8 @@ from whatif_kit import root_run
 
 from app.kit import state
 from app.panes.wire_pane import import_adapters
-from tracer.read.fork_links import fork_argv, forks_of, origin_of
+from app.data.forks import fork_argv
+from tracer.read.fork_links import forks_of, origin_of
 from tracer.read.loader import TraceDB
 from tracer.whatif.rerun import Edit, replay_run
 

@@ -124,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
     use_prices(args)  # (the app, a child, finds the file in $LOOPTRACE_PRICES)
     env = dict(os.environ)
     if getattr(args, "agent", None):
-        env["LOOPTRACE_AGENT"] = args.agent  # (tracer.read.fork_links.AGENT_ENV)
+        env["LOOPTRACE_AGENT"] = args.agent  # (the app's AGENT_ENV: app/data/forks.py)
     env.pop(ENV, None)
     env.pop(LINK_ENV, None)
     env.pop(PASSWORD_ENV, None)

@@ -1,7 +1,7 @@
 """The demo agents as factories, for reruns and forks of the demo's runs and the bundled
 sample traces: ``looptrace replay RUN --agent tracer.demo.factories:weather --db DB``,
-and the app's "Fork here" on a sample run (``tracer.read.fork_links.demo_agent`` names
-the factory from the run's name, ``DEMO_FACTORIES``).
+and the app's "Fork here" on a sample run (``tracer.demo.catalog.demo_agent`` names
+the factory from the run's name and model, ``DEMO_FACTORIES``).
 
 Each factory builds the demo agent of its name (``tracer.demo.scenarios.AGENTS``) with
 the scripted model it was recorded with. Its ``middleware`` parameter defaults to the
@@ -27,9 +27,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from tracer.read.fork_links import DEMO_FACTORIES
 from tracer.record.middleware import TraceMiddleware
 
+from .catalog import DEMO_FACTORIES
 from .scenarios import AGENTS, approvals_hitl, stuck_limit
 
 

@@ -2,9 +2,9 @@
 
 A replay or fork (``tracer.whatif.rerun``) is a run whose ``runs.metadata`` holds
 ``replay_of`` (the run it replays) and, for a fork, ``forked_from`` (run, step, edit).
-``forks_of`` lists them for a run; ``fork_argv`` is the exact ``looptrace replay``
-command that forks a run at a step with an edit (what the app shows, or runs when
-``looptrace ui --agent`` named the agent).
+``forks_of`` lists them for a run, ``forks_among`` for many, ``tagged_run`` finds the
+run whose metadata holds a token (a fork the app started tags its run so). The command
+line that forks a run is the app's (``app/data/forks.py``).
 """
 
 from __future__ import annotations
@@ -13,36 +13,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from tracer.db.url import for_child
-from tracer.vocab.edits import BadEdit, Edit
-
 from .loader import TraceDB
-
-# the environment variable ``looptrace ui --agent`` sets for the app
-AGENT_ENV = "LOOPTRACE_AGENT"
-
-# The demo agents' runs (``looptrace demo``, the bundled sample traces), by run name and
-# the scripted model that answered: the factory that builds the agent again
-# (``tracer.demo.factories``), for a rerun or a fork of one of them.
-DEMO_FACTORIES: dict[tuple[str, str], str] = {
-    (name, model): f"tracer.demo.factories:{attr}" for name, model, attr in (
-        ("weather", "scripted-weather", "weather"),
-        ("shopping", "scripted-shop", "shopping"),
-        ("stuck-search", "scripted-stuck", "repeated_tool"),
-        ("deep-research", "scripted-deep", "deep_agent"),
-        ("release-notes", "scripted-workspace", "deep_workspace"),
-        ("approvals", "scripted-hitl", "human_in_the_loop"),
-        ("hostile-page", "scripted-web", "hostile_content"),
-        ("booking", "scripted-booking", "tool_validation_error"),
-        ("stock-check", "scripted-stock", "tool_exception"),
-    )}
-
-
-def demo_agent(name: str | None, model: str | None) -> str | None:
-    """The ``--agent`` of the demo agent that recorded a run named ``name`` whose model
-    was ``model`` (a demo run, a bundled sample, or a rerun or fork of one); None for
-    any other run."""
-    return DEMO_FACTORIES.get((name or "", model or ""))
 
 
 @dataclass(frozen=True)
@@ -148,22 +119,9 @@ def origin_of(metadata: Any) -> tuple[str, int | None] | None:
     return of, int(step) if isinstance(step, int) else None
 
 
-def fork_argv(run_id: str, step: int, edit: dict[str, Any], *, agent: str, db: str) -> list[str]:
-    """``looptrace replay`` arguments that fork ``run_id`` at ``step`` with ``edit`` (any
-    edit a fork makes, ``tracer.vocab.edits.Edit`` or its JSON): a message, tool result or
-    system prompt edit by its own option, any other as ``--edit JSON``; ``BadEdit`` for
-    one that is not an edit a fork makes."""
-    made = Edit.of(edit)
-    if not made.spec.fork:
-        msg = f"a fork does not make a {made.kind!r} edit"
-        raise BadEdit(msg)
-    # (a URL's password is not put on a command line: for_child gives it as PGPASSWORD)
-    argv = ["looptrace", "replay", run_id, "--agent", agent, "--db", for_child(db)[0],
-            "--at", str(step)]
-    if made.kind == "message":
-        return [*argv, "--message", f"{made.position}={made.text}"]
-    if made.kind == "tool_result":
-        return [*argv, "--tool-result", str(made.text)]
-    if made.kind == "system":
-        return [*argv, "--system", str(made.text)]
-    return [*argv, "--edit", json.dumps(made.to_json(), ensure_ascii=False)]
+def tagged_run(db: TraceDB, token: str) -> str | None:
+    """The top-level run whose metadata holds ``token`` (a fork started from the app
+    tags its run so); None while there is none."""
+    rows = db.query("SELECT id FROM runs WHERE parent_id IS NULL AND metadata LIKE ?",
+                    [f"%{token}%"])
+    return str(rows[0][0]) if rows else None

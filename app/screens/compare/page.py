@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ... import data
-from ...data import LooptraceError, RunCost, RunDiff, RunFilter, RunSummary, cost_difference
+from ...data import runs as run_list
+from ...data.diff import RunDiff, cost_difference
+from ...data.runs import RunCost, RunFilter, RunSummary, find_run, runs_page
+from ...data.store import LooptraceError, open_db, show_error
 from ...kit import state
 from ...panes.compare_pane import (
     STYLE,
@@ -32,12 +34,12 @@ from ...panes.paged_picker import PAGE_SIZE, paged_run_picker
 def compare_page() -> None:
     st.title("Compare two runs")
     st.html(STYLE)
-    path = data.open_db()
+    path = open_db()
     try:  # (the newest top-level runs: the default pair, without a link)
-        newest, _, total = data.runs_page(path, RunFilter(top_level=True), PAGE_SIZE, 0)
+        newest, _, total = runs_page(path, RunFilter(top_level=True), PAGE_SIZE, 0)
     except LooptraceError as exc:
-        data.show_error(exc)
-    if not total and not data.runs_page(path, RunFilter(), 1, 0)[0]:
+        show_error(exc)
+    if not total and not runs_page(path, RunFilter(), 1, 0)[0]:
         st.info("No runs in this database yet.", icon=":material/info:")
         st.stop()
     qp = st.query_params
@@ -62,7 +64,7 @@ def compare_page() -> None:
     try:
         d = run_diff(path, a, b)
     except LooptraceError as exc:
-        data.show_error(exc)
+        show_error(exc)
     _summary(d)
     _cost(path, a, b)
     if not d.rows:
@@ -107,7 +109,7 @@ def _default(path: str, wanted: str | None, fallback: str | None) -> str | None:
     (nothing picked) without either."""
     if wanted:
         try:
-            return data.find_run(path, wanted).id
+            return find_run(path, wanted).id
         except LooptraceError:  # (not a run of this file: the default instead)
             pass
     return fallback
@@ -157,7 +159,7 @@ def cost_text(a: RunCost | None, b: RunCost | None) -> str:
 
 def _cost(path: str, a: str, b: str) -> None:
     """What each run cost and the difference (a fork against the run it forks)."""
-    costs = data.costs(path, [a, b])[0]
+    costs = run_list.costs(path, [a, b])[0]
     st.text(cost_text(costs.get(a), costs.get(b)))
 
 

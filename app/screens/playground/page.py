@@ -12,33 +12,29 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ... import data, navigation
-from ...data import (
-    LooptraceError,
-    RunFilter,
-    RunSummary,
-    loads,
-    model_call_events,
-    plural,
-    turn_label,
-)
+from ... import navigation
+from ...data import loads
+from ...data.playground import agent_of
+from ...data.runs import RunFilter, RunSummary, find_run, runs_page
+from ...data.steps import plural
+from ...data.store import LooptraceError, open_db, show_error
+from ...data.wire import model_call_events, turn_label
 from ...kit import state
 from ...panes.paged_picker import paged_run_picker
 from ...panes.playground_pane import render_playground
-from ...panes.run_picker import adopt
-from ..replay.page import choose_run
+from ...panes.run_picker import adopt, choose_run
 
 
 def playground_page() -> None:
     st.title("Playground")
     st.caption("Re-send a recorded model call, edited, to a model of your choice, and see "
                "its answer beside the recorded one. Nothing is written.")
-    path = data.open_db()
+    path = open_db()
     qp = st.query_params
     try:
-        newest = data.runs_page(path, RunFilter(), 1, 0)[0]
+        newest = runs_page(path, RunFilter(), 1, 0)[0]
     except LooptraceError as exc:
-        data.show_error(exc)
+        show_error(exc)
     if not newest:
         st.info("No runs recorded in this database yet.", icon=":material/info:")
         st.stop()
@@ -47,7 +43,7 @@ def playground_page() -> None:
     linked: str | None = None
     if wanted:
         try:
-            linked = data.find_run(path, wanted).id
+            linked = find_run(path, wanted).id
         except LooptraceError:
             st.error(f"no run {wanted!r} in this database; showing the newest run instead",
                      icon=":material/error:")
@@ -61,7 +57,7 @@ def playground_page() -> None:
     try:
         replay = loads.load_replay(path, run_id)
     except LooptraceError as exc:
-        data.show_error(exc)
+        show_error(exc)
     calls = model_call_events(replay.run)
     if not calls:
         st.info("This run made no model call.", icon=":material/info:")
@@ -82,7 +78,7 @@ def playground_page() -> None:
         qp["step"] = step
     st.page_link(navigation.page("replay"), label="Open this step in the replay",
                  icon=":material/play_circle:", query_params={"run": run_id, "step": step})
-    render_playground(path, run_id, int(step), data.agent_of(replay.run.summary))
+    render_playground(path, run_id, int(step), agent_of(replay.run.summary))
 
 
 def _run_label(r: RunSummary) -> str:

@@ -37,9 +37,18 @@ from typing import Any
 
 import streamlit as st
 
-from ... import data
-from ...data import LooptraceError
+from ...data.debugger import (
+    armed_for,
+    breakpoint_help,
+    debug_answer,
+    debug_arm,
+    debug_clear,
+    debug_validate,
+    paused_runs,
+    raised_lines,
+)
 from ...data.run_view import RunView
+from ...data.store import LooptraceError
 from ...kit import state
 from ...kit.safe import md_escape
 from . import rewind_pane
@@ -97,7 +106,7 @@ def pauses(path: str, view: RunView) -> tuple[dict[str, Any] | None, list[dict[s
     run = view.replay.run
     if run.summary.status == "completed":
         return None, []
-    found = data.paused_runs(path)
+    found = paused_runs(path)
     own = [p for p in found if p.get("run") == run.id]
     below = [p for p in found if p.get("parent_run") == run.id]
     if not own:
@@ -332,7 +341,7 @@ def _show_error(pend: dict[str, Any]) -> None:
     where = {"tool": "a tool", "node": f"the node {pend.get('node')}"}.get(
         str(pend.get("where")), "the model")
     st.text(f"The call raised ({where}):")
-    _code("\n".join(data.raised_lines(pend)))
+    _code("\n".join(raised_lines(pend)))
     if pend.get("tool_call"):
         _show_tool_call({"tool_call": pend["tool_call"]})
 
@@ -595,14 +604,14 @@ def _answer(path: str, run_id: str, parent: str | None, command: str, pend: dict
     try:
         edit = None if command == "abort" else edit_of(pend, values)
         if edit is not None:
-            edit = data.debug_validate(edit, pend)
+            edit = debug_validate(edit, pend)
         armed = set(st.session_state.get(state.DEBUG_ARMED) or ())
         for rid in (run_id, parent):
             if rid and rid in armed:  # ("pause at the next ..." pauses once)
-                data.debug_clear(path, rid)
+                debug_clear(path, rid)
                 armed.discard(rid)
         st.session_state[state.DEBUG_ARMED] = sorted(armed)
-        data.debug_answer(path, run_id, command, edit, pause)
+        debug_answer(path, run_id, command, edit, pause)
     except (BadEdit, LooptraceError) as exc:
         st.session_state[state.DEBUG_ERROR] = (tag, _one_line(str(exc)))
         return
@@ -612,7 +621,7 @@ def _answer(path: str, run_id: str, parent: str | None, command: str, pend: dict
 
 # -- pausing a run that is not paused ---------------------------------------------------------
 def _arm_buttons(path: str, run_id: str) -> None:
-    armed = data.armed_for(path, run_id)
+    armed = armed_for(path, run_id)
     with st.container(horizontal=True, vertical_alignment="center", key="debug_arm"):
         st.button("Pause at the next model call", key="debug_arm_model",
                   icon=":material/pause:", help=ARM_NOTE, on_click=_arm,
@@ -621,7 +630,7 @@ def _arm_buttons(path: str, run_id: str) -> None:
                   help=ARM_NOTE, on_click=_arm, args=(path, "step", run_id))
         spec = st.text_input("Breakpoint", key=state.DEBUG_SPEC, label_visibility="collapsed",
                              placeholder="node:NAME, tool:get_order if args.order_id == 42",
-                             help=data.breakpoint_help())
+                             help=breakpoint_help())
         st.button("Arm", key="debug_arm_spec", icon=":material/pause:", help=ARM_NOTE,
                   on_click=_arm, args=(path, str(spec or "").strip(), run_id),
                   disabled=not str(spec or "").strip())
@@ -636,7 +645,7 @@ def _arm_buttons(path: str, run_id: str) -> None:
 
 def _arm(path: str, spec: str, run_id: str) -> None:
     try:
-        data.debug_arm(path, spec, run_id)
+        debug_arm(path, spec, run_id)
     except LooptraceError as exc:
         st.session_state[state.DEBUG_ERROR] = (f"arm:{run_id}", _one_line(str(exc)))
         return
@@ -646,7 +655,7 @@ def _arm(path: str, spec: str, run_id: str) -> None:
 
 def _clear(path: str, run_id: str) -> None:
     try:
-        data.debug_clear(path, run_id)
+        debug_clear(path, run_id)
     except LooptraceError as exc:
         st.session_state[state.DEBUG_ERROR] = (f"arm:{run_id}", _one_line(str(exc)))
         return

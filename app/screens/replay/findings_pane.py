@@ -12,8 +12,8 @@ from collections import Counter
 
 import streamlit as st
 
-from ...data import health_badge
 from ...data.run_view import RunView
+from ...data.runs import health_badge
 from ...kit import state
 
 SEVERITY_COLOUR = {"error": "red", "warning": "orange", "info": "blue"}

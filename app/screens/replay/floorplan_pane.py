@@ -12,7 +12,17 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ...data import ACTIVE, NOW, STATE_LABEL, UNSEEN, Cell, Row, floor_plan, run_stack, shape
+from ...data.drawing import (
+    ACTIVE,
+    NOW,
+    STATE_LABEL,
+    UNSEEN,
+    Cell,
+    Row,
+    floor_plan,
+    run_stack,
+    shape,
+)
 from ...data.run_view import RunView
 from ...kit import state
 

@@ -24,18 +24,19 @@ from pathlib import Path
 
 import streamlit as st
 
-from ... import data, navigation
-from ...data import (
+from ... import navigation
+from ...data.forks import (
     AGENT_ENV,
-    TOOL_HOOKS,
     Fork,
     child_env,
-    content_text,
     demo_agent,
     fork_argv,
+    forks_of,
     origin_of,
+    run_tagged,
 )
 from ...data.run_view import RunView
+from ...data.steps import TOOL_HOOKS, content_text
 from ...kit import state
 from ...panes.compare_pane import run_diff
 
@@ -63,7 +64,7 @@ def render_fork_pane(path: str, view: RunView, i: int) -> None:
         what = f"forks run {of[:12]} at step {step}" if step else f"replays run {of[:12]}"
         st.text(f"This run {what}.")
         _compare_link(path, of, run.id, step, f"Compare with run {of[:12]}")
-    forks: list[Fork] = data.forks_of(path, run.id)
+    forks: list[Fork] = forks_of(path, run.id)
     for f in forks:
         _compare_link(path, run.id, f.run_id, f.step, f"Compare with its {f.label}")
     if not st.toggle("Fork here (what if)", key=state.FORK_TOGGLE):
@@ -140,7 +141,7 @@ def _wait_for_run(path: str, token: str, proc: subprocess.Popen[bytes]) -> str |
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
         ended = proc.poll() is not None
-        found = data.run_tagged(path, token)
+        found = run_tagged(path, token)
         if found is not None:
             return found
         if ended:

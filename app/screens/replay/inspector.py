@@ -12,8 +12,8 @@ from typing import Any
 
 import streamlit as st
 
-from ...data import LayerPayload, content_text, read_payload, signature_note, tool_life
 from ...data.run_view import RunView
+from ...data.steps import LayerPayload, content_text, read_payload, signature_note, tool_life
 from .notes_pane import render_notes_box
 
 

@@ -2,7 +2,7 @@
 (``tracer.db.notes``), read and written in the step inspector.
 
 The notes on this step and on the run are listed (``st.text``: a note is untrusted text,
-never markdown or HTML); a form writes a new one through ``data.write_note`` (the app's
+never markdown or HTML); a form writes a new one through ``write_note`` (the app's
 one write: the file opened for writing for that row only). A fork or replay shows the
 notes of the run it came from. The notes are also marks on the replayer's tick strip
 (``note_markers``) and, on the Presenter page, the current step's notes under the
@@ -16,9 +16,11 @@ from typing import Any
 
 import streamlit as st
 
-from ... import data
-from ...data import LooptraceError, Note, origin_of
+from ...data import notes as notebook
+from ...data.forks import origin_of
+from ...data.notes import Note, write_note
 from ...data.run_view import RunView
+from ...data.store import LooptraceError
 from ...kit import state
 from ...kit.safe import md_escape
 
@@ -52,7 +54,7 @@ def _show(notes: list[Note]) -> None:
 def render_notes_box(path: str, view: RunView, index: int) -> None:
     """The notes at step ``index`` (0-based) and on the run, and the box that writes one."""
     run = view.replay.run
-    notes = data.notes(path, run.id)
+    notes = notebook.notes(path, run.id)
     here = [n for n in notes if n.step == index + 1]
     on_run = [n for n in notes if n.step is None]
     elsewhere = len(notes) - len(here) - len(on_run)
@@ -62,7 +64,7 @@ def render_notes_box(path: str, view: RunView, index: int) -> None:
         _show([*on_run, *here])
         origin = origin_of(run.metadata)
         if origin is not None:
-            source = data.notes(path, origin[0])
+            source = notebook.notes(path, origin[0])
             st.text(f"Notes on the source run {origin[0][:12]}: {len(source)}")
             if source:
                 with st.expander("The source run's notes"):
@@ -90,7 +92,7 @@ def _write(path: str, run_id: str, step: int) -> None:
     tags = str(st.session_state.get(state.NOTE_TAGS) or "")
     on_step = st.session_state.get(state.NOTE_ON, ON_STEP) == ON_STEP
     try:
-        note = data.write_note(path, run_id, text, step=step if on_step else None,
+        note = write_note(path, run_id, text, step=step if on_step else None,
                                tags=split_tags(tags))
     except LooptraceError as exc:
         st.session_state[state.NOTE_SAID] = ("error", str(exc))
@@ -100,7 +102,7 @@ def _write(path: str, run_id: str, step: int) -> None:
 
 def render_presenter_notes(path: str, view: RunView, index: int) -> None:
     """On the Presenter page: the notes on the current step (a workshop's talking points)."""
-    here = [n for n in data.notes(path, view.replay.run.id) if n.step == index + 1]
+    here = [n for n in notebook.notes(path, view.replay.run.id) if n.step == index + 1]
     if here:
         with st.container(key="presenter_notes", border=True):
             for n in here:

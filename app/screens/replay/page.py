@@ -23,9 +23,13 @@ from typing import Any
 
 import streamlit as st
 
-from ... import data, navigation
-from ...data import LooptraceError, loads
+from ... import navigation
+from ...data import loads
+from ...data.debugger import shown_statuses
+from ...data.notes import notes
 from ...data.run_view import RunView
+from ...data.runs import newest_top_level
+from ...data.store import LooptraceError, open_db
 from ...kit import state
 from ...kit.safe import md_escape
 from ...panes.playground_pane import render_link as render_playground_link
@@ -50,7 +54,7 @@ def warm(path: str, *, wait_s: float = 120.0) -> None:
     visit would: the run, its replay, the JSON of the window the browser is sent first
     and its findings (a large run's are found on a thread: waited for, up to
     ``wait_s``), so that its caches hold them (``app/serve.py``)."""
-    newest = data.newest_top_level(path)
+    newest = newest_top_level(path)
     if newest is None:
         return
     view = loads.load_view(path, newest.id)
@@ -67,7 +71,7 @@ def replay_page() -> None:
 
 def show_replay(*, presenter: bool = False) -> None:
     """The Replay page (or, with ``presenter``, the Presenter page) of the state's run."""
-    path = data.open_db()
+    path = open_db()
     state.init()
     state.adopt_query_params()
     view = load_chosen(path)
@@ -96,7 +100,7 @@ def show_replay(*, presenter: bool = False) -> None:
 def _status(path: str, view: RunView) -> str:
     """The run's status as the header shows it ("paused" while paused in the debugger)."""
     s = view.replay.run.summary
-    return data.shown_statuses(path, [s])[s.id]
+    return shown_statuses(path, [s])[s.id]
 
 
 def _running(view: RunView) -> bool:
@@ -161,7 +165,7 @@ def _markers(path: str, view: RunView) -> list[dict[str, Any]]:
     """The findings and the notes on steps as marks on the scrubber's tick strip."""
     return [{"step": st, "severity": f.severity}
             for f, st in zip(view.findings, view.finding_steps) if st is not None
-            ] + note_markers(data.notes(path, view.replay.run.id))
+            ] + note_markers(notes(path, view.replay.run.id))
 
 
 def _on_step(view: RunView) -> None:

@@ -19,8 +19,8 @@ from typing import Any
 
 import streamlit as st
 
-from ... import data
-from ...data import LooptraceError
+from ...data.debugger import debug_rewind
+from ...data.store import LooptraceError
 from ...kit import state
 from ...kit.safe import md_escape
 
@@ -65,7 +65,7 @@ def _rewind(path: str, p: dict[str, Any]) -> None:
             msg = f"the edit is not valid JSON ({exc.msg} at column {exc.colno})"
             raise LooptraceError(msg) from None
         step = int(state.get(state.DEBUG_REWIND_STEP) or 1)
-        data.debug_rewind(path, str(p.get("run")), step, edits, p.get("pause"))
+        debug_rewind(path, str(p.get("run")), step, edits, p.get("pause"))
     except LooptraceError as exc:
         st.session_state[state.DEBUG_ERROR] = (_tag(p), " ".join(str(exc).split())[:300])
         return

@@ -16,8 +16,16 @@ from urllib.parse import quote
 import pandas as pd
 import streamlit as st
 
-from ... import data, navigation
-from ...data import HEALTH_CLASSES, LooptraceError, RunFilter, RunSummary, ThreadSummary
+from ... import navigation
+from ...data import runs as run_list
+from ...data import threads as conversations
+from ...data.debugger import paused_runs, paused_status
+from ...data.forks import forks_below
+from ...data.notes import note_tags
+from ...data.runs import HEALTH_CLASSES, RunFilter, RunSummary, health
+from ...data.store import LooptraceError, open_db, shown_db
+from ...data.threads import ThreadSummary
+from ...data.wire import usage_why
 from ...kit import state
 from ...kit.safe import md_escape
 from ...panes.subagents import run_labels
@@ -35,8 +43,8 @@ TAGS_SHOWN = 12  # the most used tags offered as a filter  # what the page shows
 
 def runs_page() -> None:
     st.title("Runs")
-    path = data.open_db()
-    st.caption(f"Database: {md_escape(data.shown_db(path))}")
+    path = open_db()
+    st.caption(f"Database: {md_escape(shown_db(path))}")
     flt = _filters(path)
     if st.toggle("Group by thread", key=state.GROUP_THREADS,
                  help="the conversations: the runs of one thread id as turns"):
@@ -63,7 +71,7 @@ def _filters(path: str) -> RunFilter:
                              key="started_filter", help="a day, or a first and a last day")
         parent = st.text_input("Subagent runs of", key="parent_filter",
                                placeholder="a run id: its subagent runs, listed").strip()
-    tags = [t for t, _n in data.note_tags(path)][:TAGS_SHOWN]
+    tags = [t for t, _n in note_tags(path)][:TAGS_SHOWN]
     # (six statuses, five healths; the tags of the notes in the file, when there are some)
     more = st.columns([3, 2, 2] if tags else [3, 2], vertical_alignment="bottom")
     statuses = more[0].pills("Status", STATUSES, selection_mode="multi", key="status_filter")
@@ -113,10 +121,10 @@ def _turn(delta: int) -> None:
 def _table(path: str, flt: RunFilter) -> None:
     page_no = int(st.session_state.get(state.RUNS_PAGE, 0))
     try:
-        runs, below, total = data.runs_page(path, flt, PAGE_SIZE, page_no * PAGE_SIZE)
+        runs, below, total = run_list.runs_page(path, flt, PAGE_SIZE, page_no * PAGE_SIZE)
         if not runs and page_no and total:  # (the runs on the last page went)
             st.session_state[state.RUNS_PAGE] = page_no = (total - 1) // PAGE_SIZE
-            runs, below, total = data.runs_page(path, flt, PAGE_SIZE, page_no * PAGE_SIZE)
+            runs, below, total = run_list.runs_page(path, flt, PAGE_SIZE, page_no * PAGE_SIZE)
     except LooptraceError as exc:
         st.error(md_escape(str(exc)), icon=":material/error:")
         return
@@ -137,7 +145,7 @@ def _table(path: str, flt: RunFilter) -> None:
     kind = ("top-level runs (their subagent runs, forks and replays nested)" if flt.top_level
             else "runs")
     last = first + len(runs) - 1
-    # (a search counts no further than the next page: tracer.db.search, data.runs_page)
+    # (a search counts no further than the next page: tracer.db.search, run_list.runs_page)
     of = (f"more than {first + PAGE_SIZE - 1:,}" if flt.search and total > first + PAGE_SIZE - 1
           else f"{total:,}")
     nav[2].caption(f"{kind} {first:,}–{last:,} of {of}")
@@ -156,7 +164,7 @@ def _table(path: str, flt: RunFilter) -> None:
 def _no_usage(path: str, run: RunSummary) -> None:
     """Under the picker: why the picked run's tokens read "not reported" (issue 47), as
     ``looptrace show`` says it, when its captured requests say."""
-    why = data.usage_why(path, run.id)
+    why = usage_why(path, run.id)
     st.caption(md_escape(
         f"Tokens not reported: {why}." if why else
         "Tokens not reported: no model call of this run reported usage (its provider sent "
@@ -165,7 +173,7 @@ def _no_usage(path: str, run: RunSummary) -> None:
 
 def _paused(path: str) -> None:
     """The runs paused in the debugger now, with a link to each one's pause."""
-    paused = data.paused_runs(path)
+    paused = paused_runs(path)
     if not paused:
         return
     n = len(paused)
@@ -192,16 +200,16 @@ def table_frame(path: str, flt: RunFilter, runs: list[RunSummary],
     in it."""
     shown = [*runs, *below]
     if flt.top_level:  # forks and replays under the run they fork or replay
-        more, forks = data.forks_below(path, shown)
+        more, forks = forks_below(path, shown)
         shown += more
     else:
         forks = {}
-    badges = data.health(path, [r.id for r in shown])
-    costs, problem = data.costs(path, [r.id for r in shown])
+    badges = health(path, [r.id for r in shown])
+    costs, problem = run_list.costs(path, [r.id for r in shown])
     if problem:
         st.warning(md_escape(f"No costs: {problem}"), icon=":material/warning:")
     return runs_table.runs_frame(shown, lambda r: badges.get(r.id, "–"), forks, costs,
-                                 data.paused_status(path)), shown
+                                 paused_status(path)), shown
 
 
 def warm(path: str) -> None:
@@ -210,7 +218,7 @@ def warm(path: str) -> None:
     health found the first time is kept in the file, which changes its stamp (the
     caches' key); the second time reads it back."""
     for _ in range(2):
-        runs, below, _total = data.runs_page(path, FIRST, PAGE_SIZE, 0)
+        runs, below, _total = run_list.runs_page(path, FIRST, PAGE_SIZE, 0)
         table_frame(path, FIRST, runs, below)
 
 
@@ -247,9 +255,9 @@ def _threads(path: str, flt: RunFilter) -> None:
     tokens, cost, interrupts and resumes), and a link to open one. With a filter set, the
     threads of the newest runs it selects."""
     try:
-        rows = data.threads(path)
+        rows = conversations.threads(path)
         if flt != FIRST:
-            runs, _below, _total = data.runs_page(path, flt, GROUP_RUNS, 0)
+            runs, _below, _total = run_list.runs_page(path, flt, GROUP_RUNS, 0)
             keep = {r.thread_id for r in runs if r.thread_id}
             rows = [t for t in rows if t.thread_id in keep]
     except LooptraceError as exc:

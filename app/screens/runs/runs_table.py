@@ -15,7 +15,8 @@ from collections.abc import Callable, Mapping, Sequence
 
 import pandas as pd
 
-from ...data import Fork, RunCost, RunSummary
+from ...data.forks import Fork
+from ...data.runs import RunCost, RunSummary
 
 COLUMNS = ["run", "name", "agent", "status", "health", "started", "duration_s", "laps",
            "model_calls", "tool_calls", "errors", "tokens", "cost", "cost_usd", "what_if",

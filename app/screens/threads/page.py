@@ -15,19 +15,21 @@ import datetime as dt
 
 import streamlit as st
 
-from ... import data, navigation
-from ...data import LooptraceError, Thread, ThreadSummary, Turn
+from ... import navigation
+from ...data import threads as conversations
+from ...data.store import LooptraceError, open_db, show_error
+from ...data.threads import Thread, ThreadSummary, Turn
 from ...kit import state
 from ...kit.safe import md_escape
 
 
 def threads_page() -> None:
     st.title("Conversations")
-    path = data.open_db()
+    path = open_db()
     try:
-        rows = data.threads(path)
+        rows = conversations.threads(path)
     except LooptraceError as exc:
-        data.show_error(exc)
+        show_error(exc)
     if not rows:
         st.info("No conversations: no run recorded a thread id (runs invoked with "
                 "`config={\"configurable\": {\"thread_id\": ...}}` do).",
@@ -38,7 +40,7 @@ def threads_page() -> None:
     wanted = st.query_params.get("thread")
     if wanted is not None and wanted not in by_id:
         try:  # (a thread beyond the listed ones)
-            data.thread(path, wanted)
+            conversations.thread(path, wanted)
             ids.append(wanted)
         except LooptraceError as exc:
             st.error(md_escape(str(exc)), icon=":material/error:")
@@ -51,9 +53,9 @@ def threads_page() -> None:
                           format_func=lambda t: _label(t, by_id.get(t)))
     st.query_params["thread"] = chosen
     try:
-        thread = data.thread(path, chosen)
+        thread = conversations.thread(path, chosen)
     except LooptraceError as exc:
-        data.show_error(exc)
+        show_error(exc)
     show_thread(thread)
 
 

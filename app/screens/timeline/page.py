@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ... import data, navigation
-from ...data import plural
+from ... import navigation
+from ...data.notes import notes
+from ...data.runs import costs
+from ...data.steps import plural
+from ...data.store import open_db
 from ...kit import state
 from ...kit.safe import md_escape
 from ...panes.run_picker import load_chosen, run_picker
@@ -19,7 +22,7 @@ from . import timeline
 
 def timeline_page() -> None:
     st.title("Timeline")
-    path = data.open_db()
+    path = open_db()
     state.init()
     state.adopt_query_params()
     view = load_chosen(path)
@@ -35,7 +38,7 @@ def timeline_page() -> None:
         st.info("This run has no events.", icon=":material/info:")
         st.stop()
     st.subheader("Hooks, model calls and tool calls over time")
-    st.plotly_chart(timeline.timeline_figure(view.replay, data.notes(path, run.id)),
+    st.plotly_chart(timeline.timeline_figure(view.replay, notes(path, run.id)),
                     key="timeline_chart")
     st.subheader("Tokens per lap")
     if timeline.tokens_per_lap(view.replay):
@@ -43,7 +46,7 @@ def timeline_page() -> None:
     else:
         st.caption("No token usage was recorded for this run.")
     st.subheader("Cost per lap")
-    cost = data.costs(path, [run.id])[0].get(run.id)
+    cost = costs(path, [run.id])[0].get(run.id)
     rows = timeline.cost_per_lap(cost) if cost is not None else []
     if cost is None or not rows:
         st.caption("No model call to price in this run.")

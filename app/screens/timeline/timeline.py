@@ -12,13 +12,13 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from ...data import (
+from ...data.notes import Note
+from ...data.runs import RunCost
+from ...data.steps import (
     KIND_COLOURS,
     MODEL_HOOKS,
     TOOL_HOOKS,
-    Note,
     Replay,
-    RunCost,
     ToolExitPayload,
     colour_map,
     read_payload,

@@ -15,19 +15,12 @@ from typing import cast
 
 import streamlit as st
 
-from ... import data, navigation
-from ...data import (
-    PROVIDERS,
-    LooptraceError,
-    RunFilter,
-    RunSummary,
-    body_diff,
-    call_at,
-    loads,
-    model_call_events,
-    plural,
-    turn_label,
-)
+from ... import navigation
+from ...data import loads
+from ...data.runs import RunFilter, RunSummary, find_run, runs_page
+from ...data.steps import plural
+from ...data.store import LooptraceError, open_db, show_error
+from ...data.wire import PROVIDERS, body_diff, call_at, model_call_events, turn_label
 from ...kit import state
 from ...panes.paged_picker import paged_run_picker
 from ...panes.run_picker import adopt, choose_run
@@ -37,12 +30,12 @@ from ...panes.wire_pane import TITLES, render_turn, turn_view, warm_up
 def wire_page() -> None:
     st.title("Wire formats")
     warm_up()
-    path = data.open_db()
+    path = open_db()
     qp = st.query_params
     try:
-        newest = data.runs_page(path, RunFilter(), 1, 0)[0]
+        newest = runs_page(path, RunFilter(), 1, 0)[0]
     except LooptraceError as exc:
-        data.show_error(exc)
+        show_error(exc)
     if not newest:
         st.info("No runs recorded in this database yet.", icon=":material/info:")
         st.stop()
@@ -53,7 +46,7 @@ def wire_page() -> None:
     linked: str | None = None
     if wanted:
         try:
-            linked = data.find_run(path, wanted).id
+            linked = find_run(path, wanted).id
         except LooptraceError:
             st.error(f"no run {wanted!r} in this database; showing the newest run instead",
                      icon=":material/error:")
@@ -67,7 +60,7 @@ def wire_page() -> None:
     try:
         replay = loads.load_replay(path, run_id)
     except LooptraceError as exc:
-        data.show_error(exc)
+        show_error(exc)
     calls = model_call_events(replay.run)
     if not calls:
         st.info("This run made no model call.", icon=":material/info:")
