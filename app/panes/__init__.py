@@ -1,2 +1,2 @@
 """Panes more than one screen draws: the replayer, the run pickers, the run header, the
-Compare and Wire panes."""
+Compare, Wire and Playground panes."""
