@@ -1,4 +1,4 @@
-"""Rewind, in the debugger's panel (``app/debug_pane.py``): go back to a step of the
+"""Rewind, in the debugger's panel (``app/screens/replay/debug_pane.py``): go back to a step of the
 paused run and go on from there with an edit, as a fork of it
 (``tracer.debug.channel.rewind``, through ``app.data.debug_rewind``).
 
