@@ -35,7 +35,7 @@ def test_the_stores_stamp_moves_at_once_with_any_write(store_db: str) -> None:
     (PostgreSQL: the write-ahead log's position; the server's statistics it read
     before lag up to a second, and its runs count scanned 100,000 runs per page). (The
     server's own upkeep, autovacuum, moves it too: a cache reloaded, nothing wrong.)"""
-    from app.data import db_stamp
+    from app.data.store import db_stamp
     from tracer.db.notes import add_note
 
     rid = record_weather_run(store_db, "stamped")
