@@ -66,10 +66,11 @@ def status(dbg: Any, run: Any) -> dict[str, Any]:
     return {"can": False, "agent": None, "why": why}
 
 
-def start(dbg: Any, rec: Any, run: Any, raw: Any) -> dict[str, Any]:
+def start(dbg: Any, rec: Any, run: Any, raw: Any, *, is_async: bool = False) -> dict[str, Any]:
     """Start the rewind a pause was answered with (``raw``: ``{"step": K, "edits":
     [...]}``): what the record says of it (``outcome`` rewound or rejected, and the
-    ``line`` the run pauses again with)."""
+    ``line`` the run pauses again with). ``is_async``: the paused run is async (the
+    fork then runs on an event loop of its own)."""
     raw = raw if isinstance(raw, dict) else {}
     step, edits = raw.get("step"), raw.get("edits") or []
     out: dict[str, Any] = {"step": step, "edits": edits}
@@ -80,11 +81,9 @@ def start(dbg: Any, rec: Any, run: Any, raw: Any) -> dict[str, Any]:
         return {**out, "outcome": "rejected", "line": f"cannot rewind: {why}"[:300]}
     agent: Any = os.environ.get(AGENT_ENV) or _builds(dbg, run)[0][0]
     rec.writer.flush()  # (the fork reads the record up to this pause)
-    from .session import _CANCELLED
-
     try:
         got = start_fork(db=dbg._db or "looptrace.db", run_id=run.id, step=step,
-                         edits=edits, agent=agent, is_async=_CANCELLED.get() is not None)
+                         edits=edits, agent=agent, is_async=is_async)
     except LooptraceError as exc:
         return {**out, "outcome": "rejected", "line": f"cannot rewind: {exc}"[:300]}
     fork = got.get("run")

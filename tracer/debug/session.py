@@ -467,7 +467,8 @@ class Debugger:
                 self._close(rec, run, mw, m, ans, ans.ended, tcid)
                 return apply(None)
             if ans.command == "rewind":  # (a fork of this run; this one stays paused)
-                said = rewind.start(self, rec, run, ans.edit)
+                said = rewind.start(self, rec, run, ans.edit,
+                                     is_async=_CANCELLED.get() is not None)
                 self._close(rec, run, mw, m, replace(ans, edit=None), said["outcome"], tcid,
                             rewind=said)
                 reason = said["line"]
