@@ -58,7 +58,7 @@ from langchain_core.tools import tool
 
 from tracer import TraceMiddleware
 from tracer.demo.models import ScriptedChatModel, call, turn_script
-from tracer.record.middleware import _TraceBase
+from tracer.record.middleware import TraceBase
 from tracer.record.watch import _LIVE as _WATCHED
 
 
@@ -144,7 +144,7 @@ class Variant:
         self.check = check
         self.wall: list[float] = []
         self.cpu: list[float] = []
-        self.looptrace = isinstance(trace, _TraceBase)
+        self.looptrace = isinstance(trace, TraceBase)
 
     def run_once(self, question: str, flush: bool = True,
                  others: Any = None) -> None:

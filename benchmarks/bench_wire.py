@@ -86,7 +86,7 @@ def main(n: int = 50) -> None:
     from tracer.read.steps import build_replay
 
     from tracer.wire.render import model_call, model_call_events, render_request
-    from tracer.wire.view import turn_view
+    from tracer.wire.view import call_view
 
     per: dict[str, list[float]] = {p: [] for p in PROVIDERS}
     views: list[float] = []
@@ -102,11 +102,11 @@ def main(n: int = 50) -> None:
                     render_request(p, call.lc_messages(), model="m", tools=call.tools)
                     per[p].append((time.perf_counter() - t0) * 1000)
                 t0 = time.perf_counter()
-                turn_view(replay, enter, rows)
+                call_view(replay, enter, rows)
                 views.append((time.perf_counter() - t0) * 1000)
     for p, xs in per.items():
         print(f"render_request {p:9} median {statistics.median(xs):6.2f} ms over {len(xs)} calls")
-    print(f"turn_view (3 bodies + annotations) median {statistics.median(views):.2f} ms, "
+    print(f"call_view (3 bodies + annotations) median {statistics.median(views):.2f} ms, "
           f"max {max(views):.2f} ms over {len(views)} model calls")
 
 

@@ -13,8 +13,8 @@ Read (no LangChain):
     ``RunDiff``, its ``Divergence``s).
 
 What if (imports LangChain):
-    ``replay_run`` / ``areplay_run`` (a run replayed through its agent from its
-    record, or forked at a step with an ``Edit``; a ``ReplayResult``).
+    ``rerun`` / ``arerun`` (a run replayed through its agent from its
+    record, or forked at a step with an ``Edit``; a ``RerunResult``).
 
 Files:
     ``export_run``, ``import_trace``, ``import_many`` (JSON Lines trace files),
@@ -25,7 +25,7 @@ Files:
 Errors (one-line messages, all ``LooptraceError``):
     ``NotALooptraceDatabase``, ``DatabaseUnavailable``, ``NewerSchemaError``,
     ``RunNotFound``, ``TraceFileError``, ``OtelUnavailable``, ``OtlpExportError``,
-    ``ReplayError`` (and ``ReplayDiverged``).
+    ``RerunError`` (and ``RerunDiverged``).
 
 Example:
     ```python
@@ -58,8 +58,8 @@ if TYPE_CHECKING:
         NotALooptraceDatabase,
         OtelUnavailable,
         OtlpExportError,
-        ReplayDiverged,
-        ReplayError,
+        RerunDiverged,
+        RerunError,
         RunNotFound,
         TraceFileError,
     )
@@ -76,7 +76,7 @@ if TYPE_CHECKING:
     from .record.middleware import LeanTraceMiddleware, TraceMiddleware
     from .vocab.hooks import HOOK_NAMES, HOOKS
     from .vocab.redact import Redactor
-    from .whatif.rerun import Edit, ReplayResult, areplay_run, replay_run
+    from .whatif.rerun import Edit, RerunResult, arerun, rerun
 
 __all__ = [  # (the groups: see the docstring above)
     "HOOKS",
@@ -97,9 +97,9 @@ __all__ = [  # (the groups: see the docstring above)
     "OtlpExportError",
     "Redactor",
     "Replay",
-    "ReplayDiverged",
-    "ReplayError",
-    "ReplayResult",
+    "RerunDiverged",
+    "RerunError",
+    "RerunResult",
     "Run",
     "RunDiff",
     "RunFilter",
@@ -111,7 +111,7 @@ __all__ = [  # (the groups: see the docstring above)
     "TraceDB",
     "TraceFileError",
     "TraceMiddleware",
-    "areplay_run",
+    "arerun",
     "build_replay",
     "check_db",
     "check_run",
@@ -123,7 +123,7 @@ __all__ = [  # (the groups: see the docstring above)
     "import_many",
     "import_otlp_file",
     "import_trace",
-    "replay_run",
+    "rerun",
     "step_captions",
 ]
 
@@ -169,12 +169,12 @@ _EXPORTS: dict[str, str] = {
     "OtlpExportError": "errors",
     "RunNotFound": "errors",
     "TraceFileError": "errors",
-    "ReplayError": "errors",
-    "ReplayDiverged": "errors",
+    "RerunError": "errors",
+    "RerunDiverged": "errors",
     "Edit": "whatif.rerun",
-    "ReplayResult": "whatif.rerun",
-    "areplay_run": "whatif.rerun",
-    "replay_run": "whatif.rerun",
+    "RerunResult": "whatif.rerun",
+    "arerun": "whatif.rerun",
+    "rerun": "whatif.rerun",
 }
 
 

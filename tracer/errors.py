@@ -21,12 +21,12 @@ The tree::
     ├── OtlpExportError
     ├── UsageError
     │   ├── InvalidOption (also ValueError)
-    │   │   └── BadEdit (also ReplayError)
+    │   │   └── BadEdit (also RerunError)
     │   └── PricesFileError
     ├── StepOutOfRange
     ├── StoreFailed
-    ├── ReplayError
-    │   ├── ReplayDiverged
+    ├── RerunError
+    │   ├── RerunDiverged
     │   ├── BadEdit (also InvalidOption)
     │   └── CassetteMiss
     ├── MalformedStream (also ValueError)
@@ -116,21 +116,21 @@ class DebugRaised(LooptraceError):
     """What a tool call raises when the debugger's ``raise`` edit says so."""
 
 
-class ReplayError(LooptraceError):
+class RerunError(LooptraceError):
     """A run cannot be replayed or forked as asked (no recorded input, a step out of
     range, an edit the step cannot take, an agent factory that cannot be imported)."""
 
 
-class BadEdit(InvalidOption, ReplayError):
+class BadEdit(InvalidOption, RerunError):
     """An edit (``tracer.vocab.edits.Edit``) that is not one, or does not apply where it
     is asked: one line, and nothing is written."""
 
 
-class ReplayDiverged(ReplayError):
+class RerunDiverged(RerunError):
     """A replayed agent asked for something its record does not hold, before the fork."""
 
 
-class CassetteMiss(ReplayError):
+class CassetteMiss(RerunError):
     """A model call the cassette does not hold (with the diff to the nearest one)."""
 
 

@@ -1,8 +1,8 @@
 """Forks and replays (reruns) of a run: those recorded (``tracer.read.fork_links``),
-and the ``looptrace replay`` command line that makes a new one ("Fork here").
+and the ``looptrace rerun`` command line that makes a new one ("Fork here").
 
 The command line is the app's own: ``fork_argv`` builds it from an ``Edit``
-(``tracer.vocab.edits``), ``looptrace replay`` parses it back. The agent is the one
+(``tracer.vocab.edits``), ``looptrace rerun`` parses it back. The agent is the one
 ``looptrace ui --agent`` named (``$LOOPTRACE_AGENT``), else, for a demo run or a bundled
 sample, the demo's factory (``tracer.demo.catalog``).
 """
@@ -31,7 +31,7 @@ AGENT_ENV = "LOOPTRACE_AGENT"
 
 
 def fork_argv(run_id: str, step: int, edit: dict[str, Any], *, agent: str, db: str) -> list[str]:
-    """``looptrace replay`` arguments that fork ``run_id`` at ``step`` with ``edit`` (any
+    """``looptrace rerun`` arguments that fork ``run_id`` at ``step`` with ``edit`` (any
     edit a fork makes, ``tracer.vocab.edits.Edit`` or its JSON): a message, tool result or
     system prompt edit by its own option, any other as ``--edit JSON``; ``BadEdit`` for
     one that is not an edit a fork makes."""
@@ -40,7 +40,7 @@ def fork_argv(run_id: str, step: int, edit: dict[str, Any], *, agent: str, db: s
         msg = f"a fork does not make a {made.kind!r} edit"
         raise BadEdit(msg)
     # (a URL's password is not put on a command line: for_child gives it as PGPASSWORD)
-    argv = ["looptrace", "replay", run_id, "--agent", agent, "--db", for_child(db)[0],
+    argv = ["looptrace", "rerun", run_id, "--agent", agent, "--db", for_child(db)[0],
             "--at", str(step)]
     if made.kind == "message":
         return [*argv, "--message", f"{made.position}={made.text}"]
@@ -58,7 +58,7 @@ def child_env(path: str) -> dict[str, str]:
 
 
 def forks_of(path: str, run_id: str) -> list[Fork]:
-    """The forks and replays of ``run_id`` (``tracer.read.fork_links.forks_of``), read now."""
+    """The forks and reruns of ``run_id`` (``tracer.read.fork_links.forks_of``), read now."""
     with TraceDB(path) as db:
         return _forks_of(db, run_id)
 
@@ -80,7 +80,7 @@ def _load_forks(path: str, stamp: Any, run_ids: tuple[str, ...],
 
 
 def forks_below(path: str, runs: list[RunSummary]) -> tuple[list[RunSummary], dict[str, Fork]]:
-    """The forks and replays of ``runs`` (``tracer.read.fork_links``), by run id, and those of
+    """The forks and reruns of ``runs`` (``tracer.read.fork_links``), by run id, and those of
     them not among ``runs``: what the Runs page nests under the run they fork."""
     starts = [r.started_at for r in runs if r.started_at is not None]
     return _load_forks(path, db_stamp(path), tuple(r.id for r in runs),

@@ -32,7 +32,7 @@ class RunView:
     kinds: str  # one letter per step (see KIND_LETTER)
     findings: list[Finding] = field(default_factory=list)
     findings_error: str | None = None
-    finding_steps: list[int | None] = field(default_factory=list)  # step of each finding
+    finding_indexes: list[int | None] = field(default_factory=list)  # step of each finding
     findings_pending: bool = False
     _json: dict[int | None, dict[str, Any]] = field(default_factory=dict)
 
@@ -48,7 +48,7 @@ class RunView:
         return self._json[at]
 
     def set_findings(self, findings: list[Finding], error: str | None) -> None:
-        self.finding_steps = [self.step_of_seq(f.seq) for f in findings]
+        self.finding_indexes = [self.index_of_seq(f.seq) for f in findings]
         self.findings, self.findings_error = findings, error
         self.findings_pending = False
 
@@ -67,7 +67,7 @@ class RunView:
 
         threading.Thread(target=later, name="looptrace-check", daemon=True).start()
 
-    def step_of_seq(self, seq: int | None) -> int | None:
+    def index_of_seq(self, seq: int | None) -> int | None:
         """The index of the step of event ``seq`` (``Replay.index_of_seq``)."""
         return self.replay.index_of_seq(seq)
 
@@ -77,7 +77,7 @@ class RunView:
         i = self.kinds.find(letter, index + 1)
         return None if i < 0 else i
 
-    def step_of_tool_call(self, tool_call_id: str | None) -> int | None:
+    def index_of_tool_call(self, tool_call_id: str | None) -> int | None:
         for s in self.replay.steps:
             if s.event.tool_call_id == tool_call_id:
                 return s.index

@@ -29,26 +29,42 @@ if TYPE_CHECKING:  # (imported on first use: ``EXPORTS``; listed here for the ty
         LANGCHAIN,
         RECORDED,
         RENDERED,
+        CallView,
         ProviderBody,
-        TurnView,
         aspect_rows,
         body_diff,
-        turn_label,
-        turn_view,
+        call_label,
+        call_view,
     )
 
 BASE = "tracer.wire"
 EXPORTS: dict[str, str] = {
     **dict.fromkeys(("call_at", "model_call_events"), "render"),
     **dict.fromkeys(("CAPTURED", "LANGCHAIN", "RECORDED", "RENDERED", "ProviderBody",
-                     "TurnView", "aspect_rows", "body_diff", "turn_label", "turn_view"),
+                     "CallView", "aspect_rows", "body_diff", "call_label", "call_view"),
                     "view"),
 }
 
-__all__ = ["CAPTURED", "LANGCHAIN", "PROVIDERS", "RECORDED", "RENDERED", "ProviderBody",
-           "TurnView", "annotated_text", "aspect_rows", "body_diff", "call_at",
-           "earlier_turns", "model_call_events", "preload", "turn_label", "turn_view",
-           "usage_why", "wire_rows"]
+__all__ = [
+    "CAPTURED",
+    "LANGCHAIN",
+    "PROVIDERS",
+    "RECORDED",
+    "RENDERED",
+    "CallView",
+    "ProviderBody",
+    "annotated_text",
+    "aspect_rows",
+    "body_diff",
+    "call_at",
+    "call_label",
+    "call_view",
+    "earlier_turns",
+    "model_call_events",
+    "preload",
+    "usage_why",
+    "wire_rows",
+]
 
 __getattr__ = lazy_getattr(__name__, EXPORTS, base=BASE)
 

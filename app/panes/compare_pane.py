@@ -55,7 +55,7 @@ def run_label(r: Any) -> str:
 def step_at(d: RunDiff, row: int, side: str) -> tuple[int | None, bool]:
     """The step of one side at ``row`` (or its last step before it) and whether it is exact."""
     for i in range(row, -1, -1):
-        idx = d.rows[i].step_a if side == "a" else d.rows[i].step_b
+        idx = d.rows[i].index_a if side == "a" else d.rows[i].index_b
         if idx is not None:
             return idx, i == row
     return None, False
@@ -113,7 +113,7 @@ def render_state_values(d: RunDiff, x: Divergence) -> None:
     st.text(f"The runs part in their state, not in their messages: the {label} "
             "differs. Its value in each run at that step:")
     cols = st.columns(2, gap="medium")
-    for col, tag, rp, idx in ((cols[0], "A", d.a, x.step_a), (cols[1], "B", d.b, x.step_b)):
+    for col, tag, rp, idx in ((cols[0], "A", d.a, x.index_a), (cols[1], "B", d.b, x.index_b)):
         with col, st.container(key=f"cmp_state_{tag}"):
             values = rp.run.state.compared_at(rp.steps[idx].event.seq) if idx is not None else {}
             if x.key not in values:

@@ -100,7 +100,7 @@ def render_run_header(path: str, view: RunView, *, picker: bool = True) -> None:
         st.badge(status, color=STATUS_COLOUR.get(status, "gray"))  # type: ignore[arg-type]
     if s.parent_id:
         try:
-            back = loads.load_view(path, s.parent_id).step_of_tool_call(
+            back = loads.load_view(path, s.parent_id).index_of_tool_call(
                 s.parent_tool_call_id) or 0
         except LooptraceError:  # the parent is not in this database
             back = 0

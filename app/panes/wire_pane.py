@@ -25,17 +25,17 @@ from ..data.wire import (
     PROVIDERS,
     RECORDED,
     RENDERED,
+    CallView,
     ProviderBody,
-    TurnView,
     annotated_text,
     aspect_rows,
     call_at,
+    call_label,
     earlier_turns,
-    turn_label,
     wire_rows,
 )
 from ..data.wire import (
-    turn_view as _turn_view,
+    call_view as _call_view,
 )
 from ..kit.safe import md_escape
 
@@ -82,12 +82,12 @@ def import_adapters() -> None:
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
-def _cached_view(path: str, run_id: str, seq: int, stamp: Any, _replay: Replay) -> TurnView:
+def _cached_view(path: str, run_id: str, seq: int, stamp: Any, _replay: Replay) -> CallView:
     enter = next(e for e in _replay.run.events if e.seq == seq)
-    return _turn_view(_replay, enter, wire_rows(path, run_id))
+    return _call_view(_replay, enter, wire_rows(path, run_id))
 
 
-def turn_view(path: str, replay: Replay, seq: int) -> TurnView:
+def call_view(path: str, replay: Replay, seq: int) -> CallView:
     """The (cached) side-by-side view of the model call whose enter event is ``seq``."""
     return _cached_view(path, replay.run.id, seq, db_stamp(path), replay)
 
@@ -105,8 +105,8 @@ def render_wire_pane(db_path: str, replay: Replay, step_index: int) -> None:
                        "the model is called.")
             return
         with st.spinner("Rendering the three wire formats ..."):
-            view = turn_view(db_path, replay, enter.seq)
-        render_turn(view, key="pane")
+            view = call_view(db_path, replay, enter.seq)
+        render_call(view, key="pane")
 
 
 def _badge(body: ProviderBody) -> None:
@@ -197,14 +197,14 @@ def _pretty(text: Any) -> str:
         return str(text or "")
 
 
-def render_turn(view: TurnView, *, key: str, height: int | None = 520,
+def render_call(view: CallView, *, key: str, height: int | None = 520,
                 per_row: int | None = None) -> None:
     """The whole side by side for one model call (used by the pane and the Wire page).
 
     ``height``: each body's height (None: as tall as its text, the page scrolls once);
     ``per_row``: how many bodies share a row (None: all of them)."""
     sources = ", ".join(f"{TITLES[p]} {b.source}" for p, b in view.bodies.items())
-    st.caption(f"Model {turn_label(view)}: {plural(len(view.call.messages), 'message')}"
+    st.caption(f"Model {call_label(view)}: {plural(len(view.call.messages), 'message')}"
                f"{' + system prompt' if view.call.system else ''}. {sources}. "
                "Captured = recorded on the wire; rendered = built offline by the "
                "adapter's own request builder from the recorded messages.")

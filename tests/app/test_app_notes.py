@@ -108,7 +108,7 @@ def test_a_fork_shows_the_notes_of_its_source_run(two_runs: tuple[Path, str, str
 
     conn = sqlite3.connect(db)  # b, as a fork of a records itself (tracer.whatif)
     conn.execute("UPDATE runs SET metadata = ? WHERE id = ?",
-                 [json.dumps({"replay_of": a, "forked_from": {"run": a, "step": 3}}), b])
+                 [json.dumps({"rerun_of": a, "forked_from": {"run": a, "step": 3}}), b])
     conn.commit()
     conn.close()
     at = app_test("replay", run=b, step="1").run()

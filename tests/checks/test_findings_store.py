@@ -15,7 +15,7 @@ from scale_kit import T0, Spec, records, template, write_runs
 
 from tracer import checks
 from tracer.checks import saved as findings_store
-from tracer.checks.base import Call, ModelInput, Turn
+from tracer.checks.base import Call, ModelInput, ProtocolMessage
 from tracer.checks.protocol import ProtocolScan, check_model_call
 from tracer.checks.run import PROVIDERS, check_db, check_run
 from tracer.db.writer import Writer
@@ -120,7 +120,7 @@ def _random_calls(rng: random.Random, n: int) -> list[ModelInput]:
     """Model calls whose conversations mostly extend the one before (sometimes not),
     full of broken histories: dangling, duplicate, orphan and misplaced results, user
     and system messages in odd places, empty assistant messages, invalid calls."""
-    turns: list[Turn] = []
+    turns: list[ProtocolMessage] = []
     out: list[ModelInput] = []
     ids = 0
     pending: list[str] = []
@@ -136,20 +136,20 @@ def _random_calls(rng: random.Random, n: int) -> list[ModelInput]:
                     calls.append(Call(cid, rng.choice(("a", "b")), rng.random() > 0.1))
                     if cid:
                         pending.append(cid)
-                turns.append(Turn(f"k{k}", "assistant", tuple(calls),
+                turns.append(ProtocolMessage(f"k{k}", "assistant", tuple(calls),
                                   empty=not calls and rng.random() < 0.3))
             elif r < 0.65 and pending:
                 cid = pending.pop(rng.randrange(len(pending))) if rng.random() < 0.8 else (
                     rng.choice(("zz", None, f"c{ids}")))
-                turns.append(Turn(f"k{k}", "tool", tool_call_id=cid))
+                turns.append(ProtocolMessage(f"k{k}", "tool", tool_call_id=cid))
             elif r < 0.8:
-                turns.append(Turn(f"k{k}", "user"))
+                turns.append(ProtocolMessage(f"k{k}", "user"))
             elif r < 0.87:
-                turns.append(Turn(f"k{k}", "system"))
+                turns.append(ProtocolMessage(f"k{k}", "system"))
             elif r < 0.93 and turns:
                 del turns[rng.randrange(len(turns))]  # a rewritten history
             else:
-                turns.append(Turn(f"k{k}", "other"))
+                turns.append(ProtocolMessage(f"k{k}", "other"))
         out.append(ModelInput(step, step, list(turns), rng.random() < 0.5, None))
     return out
 

@@ -97,7 +97,7 @@ def test_a_fork_shows_how_many_notes_its_source_run_has(tmp_path: Path, capsys) 
 
     conn = sqlite3.connect(path)  # (the metadata a fork records: tracer.whatif)
     conn.execute("UPDATE runs SET metadata = ? WHERE id = ?",
-                 [json.dumps({"replay_of": src, "forked_from": {"run": src, "step": 4}}), fork])
+                 [json.dumps({"rerun_of": src, "forked_from": {"run": src, "step": 4}}), fork])
     conn.commit()
     conn.close()
     cli(capsys, "note", "source", "--db", str(path), "--step", "4", "why fork here")

@@ -1,4 +1,4 @@
-"""``looptrace replay`` on the command line: what it saved, and bad input.
+"""``looptrace rerun`` on the command line: what it saved, and bad input.
 
 Bad input (a factory that cannot be imported, a run with no recorded input, a step out
 of range, an edit naming a message the step does not have, a record of an older
@@ -53,7 +53,7 @@ def recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str
 def test_replay_reports_what_it_served(recorded: tuple[Path, str, str],
                                        capsys: pytest.CaptureFixture[str]) -> None:
     db, run_id, module = recorded
-    assert main(["replay", run_id[:12], "--agent", f"{module}:make_agent", "--db", str(db),
+    assert main(["rerun", run_id[:12], "--agent", f"{module}:make_agent", "--db", str(db),
                  "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     with TraceDB(db) as t:
@@ -68,7 +68,7 @@ def test_replay_reports_what_it_served(recorded: tuple[Path, str, str],
 def test_fork_reports_where_the_live_part_began(recorded: tuple[Path, str, str],
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     db, run_id, module = recorded
-    assert main(["replay", run_id, "--agent", f"{module}:make_agent", "--db", str(db),
+    assert main(["rerun", run_id, "--agent", f"{module}:make_agent", "--db", str(db),
                  "--at", "10", "--message", "0=And in Bergen?"]) == 0
     text = capsys.readouterr().out
     assert "from the record: 1 of 2 model calls (30 tokens" in text
@@ -99,9 +99,9 @@ def test_bad_input_is_one_line_and_writes_nothing(
     db, run_id, module = recorded
     before = dump(db)
     args = [a.format(module=module) for a in args]
-    assert main(["replay", run_id, "--db", str(db), *args]) == 1
+    assert main(["rerun", run_id, "--db", str(db), *args]) == 1
     err = capsys.readouterr().err
-    assert err.startswith("looptrace replay: ")
+    assert err.startswith("looptrace rerun: ")
     assert error.format(run12=run_id[:12]) in err
     assert err.count("\n") == 1
     assert dump(db) == before
@@ -115,9 +115,9 @@ def test_a_run_without_recorded_input(recorded: tuple[Path, str, str],
         conn.execute("DELETE FROM messages WHERE run_id = ?", [run_id])
     conn.close()
     before = dump(db)
-    assert main(["replay", run_id, "--db", str(db), "--agent", f"{module}:make_agent"]) == 1
+    assert main(["rerun", run_id, "--db", str(db), "--agent", f"{module}:make_agent"]) == 1
     err = capsys.readouterr().err
-    assert f"run {run_id[:12]} has no recorded input to replay it from" in err
+    assert f"run {run_id[:12]} has no recorded input to rerun it from" in err
     assert dump(db) == before
 
 
@@ -127,10 +127,10 @@ def test_a_record_of_an_older_schema(tmp_path: Path, recorded: tuple[Path, str, 
     old = tmp_path / "schema2.db"
     shutil.copy(FIXTURES / "schema2.db", old)
     data = old.read_bytes()
-    assert main(["replay", "f79cc547", "--db", str(old), "--agent",
+    assert main(["rerun", "f79cc547", "--db", str(old), "--agent",
                  f"{module}:make_agent"]) == 1
     err = capsys.readouterr().err
-    assert "was recorded with schema 2; replay reads schema 4" in err
+    assert "was recorded with schema 2; rerun reads schema 4" in err
     assert old.read_bytes() == data
 
 
@@ -142,12 +142,12 @@ def test_an_agent_that_diverges_before_the_fork_stops_there(
     (tmp_path / f"{name}.py").write_text(CHANGED_MODULE)
     before = rows_of(db, run_id)
     try:
-        assert main(["replay", run_id, "--db", str(db), "--agent", f"{name}:make_agent"]) == 1
+        assert main(["rerun", run_id, "--db", str(db), "--agent", f"{name}:make_agent"]) == 1
         err = capsys.readouterr().err
-        assert "the replay diverged from the record at model call 1" in err
+        assert "the rerun diverged from the record at model call 1" in err
         assert "-[system] You are a helpful weather assistant. Use the tools." in err
         assert "+[system] You are terse." in err
-        assert main(["replay", run_id, "--db", str(db), "--agent", f"{name}:make_agent",
+        assert main(["rerun", run_id, "--db", str(db), "--agent", f"{name}:make_agent",
                      "--continue-live", "--json"]) == 0
         out = json.loads(capsys.readouterr().out)
         assert out["live"]["from"]["call"] == 1 and out["served"]["model_calls"] == 0
@@ -161,7 +161,7 @@ def test_a_replay_served_whole_says_nothing_ran_live(recorded: tuple[Path, str, 
     """Issue 39, item 10: "live: 0 model calls, 0 tool calls (a tool the agent lacks, a
     result the record holds only as a repr)" explained nothing when nothing ran live."""
     db, run_id, module = recorded
-    assert main(["replay", run_id, "--agent", f"{module}:make_agent", "--db", str(db)]) == 0
+    assert main(["rerun", run_id, "--agent", f"{module}:make_agent", "--db", str(db)]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[1].startswith("  from the record: 2 of 2 model calls (77 tokens, ")
     assert lines[1].endswith(" as recorded), 1 tool call")
@@ -210,7 +210,7 @@ def test_an_agent_with_async_only_tools_reruns_with_async(
         asyncio.run(mod.make_agent().ainvoke({"messages": [("user", "Price of tea?")]}))
         mod.trace.flush()
         run_id = root_run(db)
-        fork = ["replay", run_id, "--agent", f"{name}:make_agent", "--db", str(db),
+        fork = ["rerun", run_id, "--agent", f"{name}:make_agent", "--db", str(db),
                 "--at", "6", "--tool-args", '{"item": "coffee"}', "--json"]
         assert main(fork) == 0  # (the tool runs live, with the new arguments)
         sync = json.loads(capsys.readouterr().out)

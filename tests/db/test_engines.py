@@ -204,7 +204,7 @@ def test_an_empty_store_read_is_one_line(pg_url: str | None) -> None:
 
 
 def test_a_child_gets_the_url_without_its_password_on_its_command_line() -> None:
-    """``looptrace replay --db`` started by the app or MCP: process listings show the
+    """``looptrace rerun --db`` started by the app or MCP: process listings show the
     command line, so the password goes in the child's environment."""
     from tracer.db.url import for_child
     from app.data.forks import fork_argv

@@ -417,11 +417,11 @@ def test_a_layer_breakpoint_pauses_inside_that_middleware_with_its_rewrite(tmp_p
 
 
 def test_a_debugged_run_replays_to_its_record_and_diffs_at_the_edit(tmp_path):
-    """``looptrace replay`` of a debugged run reproduces it (the edited result comes from
+    """``looptrace rerun`` of a debugged run reproduces it (the edited result comes from
     the record), and a diff against the same agent undebugged finds the first divergence
     at the edit."""
     from tracer.read.diff import diff_runs
-    from tracer.whatif.rerun import replay_run
+    from tracer.whatif.rerun import rerun
 
     s = Session(tmp_path, ["tool:get_weather"])
     s.go(edit={"kind": "tool_result", "text": "Snowing, -5 C"})
@@ -434,7 +434,7 @@ def test_a_debugged_run_replays_to_its_record_and_diffs_at_the_edit(tmp_path):
     def factory(middleware: list[Any] = own) -> Any:  # noqa: B006 - the agent's own list
         return make_agent(model(), [get_weather, get_price], list(middleware))
 
-    again = replay_run(debugged, agent=factory, db=s.db)
+    again = rerun(debugged, agent=factory, db=s.db)
     plain = TraceMiddleware(db=s.db)
     make_agent(model(), [get_weather, get_price], [plain]).invoke(QUESTION)
     plain.flush()

@@ -21,7 +21,7 @@ from langchain_core.messages import AIMessage
 from tracer_kit import get_weather, make_agent
 
 from tracer import TraceMiddleware
-from tracer.db.processes import _gone
+from tracer.db.processes import process_gone
 from tracer.debug import Debugger, channel
 from tracer.demo.models import ScriptedChatModel, call, turn_script
 from tracer.errors import NotPaused
@@ -131,7 +131,7 @@ def debugs():
 def _until_gone(pid: int, since: float, timeout: float = 60) -> bool:
     end = time.monotonic() + timeout
     while time.monotonic() < end:
-        if _gone(pid, since):
+        if process_gone(pid, since):
             return True
         time.sleep(0.05)
     return False

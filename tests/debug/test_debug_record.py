@@ -101,7 +101,7 @@ def test_diff_of_a_debugged_run_and_its_rerun_counts_no_pause_as_behaviour(
     steps, which the rerun (answered from the record, edit included) does not have,
     were counted as hooks fired on one side only."""
     from tracer.cli import main
-    from tracer.whatif.rerun import replay_run
+    from tracer.whatif.rerun import rerun
 
     db = tmp_path / "dbg.db"
     run = _debugged(db, ["tool:get_weather"], {"kind": "tool_result", "text": "Snowing"})
@@ -110,7 +110,7 @@ def test_diff_of_a_debugged_run_and_its_rerun_counts_no_pause_as_behaviour(
     def factory(middleware: list[Any] = own) -> Any:
         return make_agent(quoting_model(), [get_weather], list(middleware))
 
-    again = replay_run(run, agent=factory, db=db)
+    again = rerun(run, agent=factory, db=db)
     capsys.readouterr()
     code = main(["diff", run, again.run_id, "--db", str(db)])
     out = capsys.readouterr().out

@@ -94,7 +94,7 @@ def test_offline_serves_a_forks_recorded_answer_to_the_same_edit(sample_db, tmp_
     with the same edit at the same call, answers what the fork's model answered."""
     from tracer.read.loader import TraceDB
     from tracer.vocab.edits import Edit
-    from tracer.whatif.rerun import replay_run
+    from tracer.whatif.rerun import rerun
 
     db = tmp_path / "samples.db"
     shutil.copy(sample_db, db)
@@ -103,7 +103,7 @@ def test_offline_serves_a_forks_recorded_answer_to_the_same_edit(sample_db, tmp_
     edit = {"kind": "system", "text": "Answer like a pirate."}
     before = playground(db, run, step, edit=edit)
     assert before.served.startswith("offline: no recorded call")
-    fork = replay_run(run, agent="tracer.demo.factories:weather", db=db, at=step,
+    fork = rerun(run, agent="tracer.demo.factories:weather", db=db, at=step,
                       edit=Edit.of(edit))
     after = playground(db, run, step, edit=edit)
     assert after.served.startswith("offline: the recorded answer of the same request")

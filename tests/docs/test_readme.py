@@ -178,7 +178,7 @@ def test_what_if_block_replays_and_forks(tmp_path: Path,
     runs = db_rows(db, "SELECT id, metadata FROM runs ORDER BY started_at")
     assert len(runs) == 3  # the run, its replay, the fork
     original, replay, fork = runs
-    assert json.loads(replay[1])["replay_of"] == original[0]
+    assert json.loads(replay[1])["rerun_of"] == original[0]
     assert json.loads(fork[1])["forked_from"] == {
         "run": original[0], "step": 9,
         "edit": {"kind": "tool_result", "text": "Heavy rain, 9°C"}}
@@ -216,7 +216,7 @@ def test_what_if_commands_run_on_the_blocks_agent(tmp_path: Path,
             new = out.split()[3] if not out.startswith("{") else json.loads(out)["run"]
             meta = json.loads(db_rows(db, f"SELECT metadata FROM runs WHERE id = '{new}'")[0][0])
             if not edit:
-                assert meta["replay_of"] == run_id and "nothing ran live" in out
+                assert meta["rerun_of"] == run_id and "nothing ran live" in out
             elif "drop-middleware" in edit:
                 got = json.loads(out)
                 assert got["edit"] == {"kind": "drop_middleware",

@@ -24,8 +24,8 @@ TOP = 2**63 - 1
 # Every integer option, by hand: (command, option, lowest, highest).
 INT_OPTIONS = [
     ("runs", "--limit", 0, TOP), ("runs", "--offset", 0, TOP), ("prune", "--keep", 0, TOP),
-    ("show", "--step", -TOP - 1, TOP), ("replay", "--at", -TOP - 1, TOP),
-    ("replay", "--drop", -TOP - 1, TOP), ("ui", "--port", 1, 65535),
+    ("show", "--step", -TOP - 1, TOP), ("rerun", "--at", -TOP - 1, TOP),
+    ("rerun", "--drop", -TOP - 1, TOP), ("ui", "--port", 1, 65535),
     ("proxy", "--port", 0, 65535), ("collect", "--port", 0, 65535),
     ("collect", "--max-spans", 1, TOP), ("collect", "--max-traces", 1, TOP),
     ("mcp", "--port", 0, 65535), ("note", "--step", -TOP - 1, TOP),
@@ -33,7 +33,7 @@ INT_OPTIONS = [
     ("threads", "--limit", 0, TOP), ("threads", "--offset", 0, TOP),
 ]
 # what each command needs besides the option, to parse
-REQUIRED = {"show": ["RUN"], "note": ["RUN"], "playground": ["RUN"], "replay": ["RUN", "--agent", "m:f"],
+REQUIRED = {"show": ["RUN"], "note": ["RUN"], "playground": ["RUN"], "rerun": ["RUN", "--agent", "m:f"],
             "proxy": ["--provider", "openai"]}
 SAMPLE = "weather"  # (weather.jsonl's run, by its name: 14 events, one step each)
 SAMPLE_STEPS = 14

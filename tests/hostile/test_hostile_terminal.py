@@ -2,9 +2,9 @@
 ``ESC ] 0 ; title BEL`` (set the window title), ``ESC [ 2 J`` (clear the screen), a C1
 CSI and a bidi override go through every command that prints them (``runs``, ``diff``,
 ``check``, ``export``, ``import``, ``prune``, the proxy's request lines, the diff ``proxy
---replay`` prints of a request it does not hold, ``replay``'s summary, errors) and come
+--rerun`` prints of a request it does not hold, ``replay``'s summary, errors) and come
 out escaped; ``--json`` stays exact. On the main branch before issue 21, ``runs``,
-``diff`` and ``check`` printed them raw; before issue 36, ``proxy --replay``'s diff and
+``diff`` and ``check`` printed them raw; before issue 36, ``proxy --rerun``'s diff and
 ``replay``'s summary."""
 
 from __future__ import annotations
@@ -126,7 +126,7 @@ def test_the_proxy_prints_request_paths_escaped(tmp_path: Path, capsys) -> None:
 
 
 def test_proxy_replay_prints_the_diff_of_a_request_escaped(tmp_path: Path) -> None:
-    """``looptrace proxy --replay``: a client's request the record does not hold is
+    """``looptrace proxy --rerun``: a client's request the record does not hold is
     printed as a diff to the nearest recorded one; the client's text in it comes out
     escaped (issue 36, item 12: it was printed raw, the one line of the proxy that was)."""
     import io
@@ -154,17 +154,17 @@ def test_proxy_replay_prints_the_diff_of_a_request_escaped(tmp_path: Path) -> No
 
 def test_replay_prints_the_agents_error_escaped(db: Path, capsys,  # type: ignore[no-untyped-def]
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    """``looptrace replay``'s summary holds the agent's own text (the exception it ended
+    """``looptrace rerun``'s summary holds the agent's own text (the exception it ended
     with, why the live part began): escaped too (issue 36, item 12's neighbour). The
     replay itself is stood in for: what is under test is the printing."""
     import tracer.whatif.rerun
     from tracer.whatif.player import Stats
 
-    def replay_run(run: str, **_: object) -> tracer.whatif.rerun.ReplayResult:
+    def rerun(run: str, **_: object) -> tracer.whatif.rerun.RerunResult:
         stats = Stats(live_from={"call": 1, "step": 0, "why": f"a request {HOSTILE}"})
-        return tracer.whatif.rerun.ReplayResult(run_id="run-new", of=run, at=None, edit=None,
+        return tracer.whatif.rerun.RerunResult(run_id="run-new", of=run, at=None, edit=None,
                                           stats=stats, error=f"ValueError({HOSTILE!s})")
 
-    monkeypatch.setattr(tracer.whatif.rerun, "replay_run", replay_run)
-    code, out, _ = cli(capsys, "replay", "run-a", "--db", str(db), "--agent", "m:f")
+    monkeypatch.setattr(tracer.whatif.rerun, "rerun", rerun)
+    code, out, _ = cli(capsys, "rerun", "run-a", "--db", str(db), "--agent", "m:f")
     assert code == 0 and out.count(ESCAPED) == 2, out

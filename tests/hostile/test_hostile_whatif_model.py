@@ -1,7 +1,7 @@
 """``replay --at N --model os:sep`` (or ``os:getcwd``) exited 0 having written an error
 run, and MCP ``fork_run`` did the same (issue 36, item 11): ``--model`` named a string,
 not a chat model. It is now refused, one line, before anything is written (the CLI, the
-``Edit`` of the API, and so the MCP tool, which runs ``looptrace replay``)."""
+``Edit`` of the API, and so the MCP tool, which runs ``looptrace rerun``)."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from whatif_kit import root_run
 
 from tracer.cli import main
-from tracer.errors import ReplayError
-from tracer.whatif.rerun import Edit, replay_run
+from tracer.errors import RerunError
+from tracer.whatif.rerun import Edit, rerun
 
 # the weather demo agent (as tests/cli/test_whatif_cli.py has it)
 AGENT_MODULE = '''
@@ -67,30 +67,30 @@ def test_a_model_that_is_no_chat_model_is_refused_before_anything_is_written(
     monkeypatch.chdir(db.parent)
     monkeypatch.setenv("LOOPTRACE_TEST_DB", str(db))
     before = dump(db)
-    code = main(["replay", run_id, "--agent", f"{module}:make_agent", "--db", str(db),
+    code = main(["rerun", run_id, "--agent", f"{module}:make_agent", "--db", str(db),
                  "--at", "4", "--model", spec])
     out, err = capsys.readouterr()
     assert (code, out) == (1, "")
     assert err.count("\n") == 1, err
     if spec == "json:dumps":  # (a function that needs its arguments)
-        assert err.startswith("looptrace replay: --model 'json:dumps': calling it failed: "
+        assert err.startswith("looptrace rerun: --model 'json:dumps': calling it failed: "
                               "TypeError: "), err
     elif says is None:  # (a chat model class that needs its arguments: pydantic says so)
-        assert err.startswith(f"looptrace replay: --model '{spec}': calling it failed: "
+        assert err.startswith(f"looptrace rerun: --model '{spec}': calling it failed: "
                               "ValidationError: "), err
     else:
         # (a long repr is cut to 37 characters and "...": the temporary folder's path is
         # longer under xdist, so what is shown depends on where the test runs)
         cwd = repr(os.getcwd())
         shown = says.format(cwd=cwd if len(cwd) <= 40 else cwd[:37] + "...")
-        assert err == f"looptrace replay: --model {spec!r}: {shown} {SUFFIX}\n"
+        assert err == f"looptrace rerun: --model {spec!r}: {shown} {SUFFIX}\n"
     assert dump(db) == before
 
 
 def test_a_chat_model_factory_is_taken() -> None:
     from langchain_core.language_models import BaseChatModel
 
-    from tracer.cli.replay import _model
+    from tracer.cli.rerun import _model
 
     assert isinstance(_model("tracer.demo.models:echo_model"), BaseChatModel)
 
@@ -102,12 +102,12 @@ def test_the_api_refuses_it_too(recorded: tuple[Path, str, str], monkeypatch) ->
     monkeypatch.chdir(db.parent)
     monkeypatch.setenv("LOOPTRACE_TEST_DB", str(db))
     before = dump(db)
-    with pytest.raises(ReplayError) as info:
-        replay_run(run_id, agent=f"{module}:make_agent", db=db, at=4,
+    with pytest.raises(RerunError) as info:
+        rerun(run_id, agent=f"{module}:make_agent", db=db, at=4,
                    edit=Edit("model", model="/"))
     assert str(info.value).startswith("the model edit needs a chat model: ValueError: ")
     assert "\n" not in str(info.value)
-    with pytest.raises(ReplayError) as info:
+    with pytest.raises(RerunError) as info:
         Edit("model", model=sys.maxsize)
     assert str(info.value) == (f"the model edit needs a chat model: int {sys.maxsize} is not "
                                "a BaseChatModel")

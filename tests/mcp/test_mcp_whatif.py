@@ -1,4 +1,4 @@
-"""The what-if tools of ``looptrace mcp`` (``replay_run``, ``fork_run``) through the MCP
+"""The what-if tools of ``looptrace mcp`` (``rerun``, ``fork_run``) through the MCP
 SDK's own client over stdio: a replay with no edit is a new run identical to its record,
 a fork with an edit leaves the record at the fork step, and bad input (a factory that
 cannot be imported, a step out of range, an edit naming a message the step does not
@@ -73,9 +73,9 @@ def test_a_replay_is_a_new_run_identical_to_its_record(
     async def body() -> dict[str, Any]:
         async with server(db, "--agent", f"{module}:make_agent") as c:
             listed = {t.name: t for t in (await c.session.list_tools()).tools}
-            assert listed["replay_run"].annotations.read_only_hint is False
+            assert listed["rerun"].annotations.read_only_hint is False
             assert listed["get_step"].annotations.read_only_hint is True
-            out = await c.call("replay_run", run=run_id[:12])
+            out = await c.call("rerun", run=run_id[:12])
             diff = await c.call("diff_runs", **out["next"]["diff_runs"])
             assert diff["identical"] is True
             return out
@@ -87,7 +87,7 @@ def test_a_replay_is_a_new_run_identical_to_its_record(
     assert out["served_from_record"]["tokens"] == 77
     assert out["served_from_record"]["tool_calls"] == 1
     assert out["live"]["model_calls"] == 0 and out["live"]["from"] is None
-    assert meta(db, out["run_id"])["replay_of"] == run_id
+    assert meta(db, out["run_id"])["rerun_of"] == run_id
     assert rows_of(db, run_id) == before
 
 
@@ -126,10 +126,10 @@ def test_bad_input_is_an_error_naming_it_with_nothing_written(
     async def body() -> list[str]:
         async with server(db) as c:
             return [
-                await c.error("replay_run", run=run_id),
-                await c.error("replay_run", run=run_id, agent="no_such_module_here:make"),
-                await c.error("replay_run", run=run_id, agent=f"{module}:no_such_factory"),
-                await c.error("replay_run", run="nosuchrun", agent=agent),
+                await c.error("rerun", run=run_id),
+                await c.error("rerun", run=run_id, agent="no_such_module_here:make"),
+                await c.error("rerun", run=run_id, agent=f"{module}:no_such_factory"),
+                await c.error("rerun", run="nosuchrun", agent=agent),
                 await c.error("fork_run", run=run_id, step=99, edit_kind="system",
                               text="x", agent=agent),
                 await c.error("fork_run", run=run_id, step=4, edit_kind="message",
@@ -166,15 +166,15 @@ def test_an_agent_that_leaves_its_record_before_the_fork_is_an_error(
 
     async def body() -> tuple[str, dict[str, Any]]:
         async with server(db, "--agent", f"{name}:make_agent") as c:
-            err = await c.error("replay_run", run=run_id)
-            out = await c.call("replay_run", run=run_id, continue_live=True)
+            err = await c.error("rerun", run=run_id)
+            out = await c.call("rerun", run=run_id, continue_live=True)
             return err, out
 
     err, out = asyncio.run(body())
-    assert "the replay diverged from the record at model call 1" in err
+    assert "the rerun diverged from the record at model call 1" in err
     assert "+[system] You are terse." in err
     partial = err.rsplit("recorded as run ", 1)[1].split(";")[0]
-    assert meta(db, partial)["replay_of"] == run_id and partial != out["run_id"]
+    assert meta(db, partial)["rerun_of"] == run_id and partial != out["run_id"]
     assert out["live"]["from"]["call"] == 1 and out["served_from_record"]["model_calls"] == 0
     assert out["identical_to_original"] is False
     assert rows_of(db, run_id) == before
@@ -189,8 +189,8 @@ def test_a_replay_does_not_hold_up_the_other_tools(recorded: tuple[Path, str, st
     async def body() -> None:
         async with server(db, "--agent", f"{module}:make_agent") as c:
             async def replay() -> None:
-                await c.call("replay_run", run=run_id)
-                done.append("replay_run")
+                await c.call("rerun", run=run_id)
+                done.append("rerun")
 
             async def read() -> None:
                 await asyncio.sleep(0.2)  # (the replay has started)
@@ -200,7 +200,7 @@ def test_a_replay_does_not_hold_up_the_other_tools(recorded: tuple[Path, str, st
             await asyncio.gather(replay(), read())
 
     asyncio.run(body())
-    assert done == ["run_summary", "replay_run"]
+    assert done == ["run_summary", "rerun"]
 
 
 @pytest.mark.parametrize(("fields", "edit"), [
@@ -220,9 +220,9 @@ def test_a_replay_does_not_hold_up_the_other_tools(recorded: tuple[Path, str, st
 ])
 def test_each_edit_kind_reaches_looptrace_replay_as_the_same_edit(
         fields: dict[str, Any], edit: dict[str, Any]) -> None:
-    """fork_run's fields, as ``looptrace replay`` options, parse back to that edit."""
+    """fork_run's fields, as ``looptrace rerun`` options, parse back to that edit."""
     from tracer.cli import build_parser
-    from tracer.cli.replay import edit_of
+    from tracer.cli.rerun import edit_of
     from tracer.mcp.whatif_tools import EDIT_KINDS, edit_flags
 
     assert set(EDIT_KINDS) >= {edit["kind"]}
@@ -230,6 +230,6 @@ def test_each_edit_kind_reaches_looptrace_replay_as_the_same_edit(
                           "args": None, "middleware": None, "index": None}
     kw.update({k: v for k, v in fields.items() if k != "edit_kind"})
     flags = edit_flags(fields["edit_kind"], **kw)
-    args = build_parser("replay").parse_args(
-        ["replay", "RUN", "--agent", "m:f", "--at", "3", *flags])
+    args = build_parser("rerun").parse_args(
+        ["rerun", "RUN", "--agent", "m:f", "--at", "3", *flags])
     assert edit_of(args).to_json() == edit

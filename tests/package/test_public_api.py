@@ -17,11 +17,11 @@ EXPECTED = [
     "HOOKS", "HOOK_NAMES", "SCHEMA_VERSION", "DatabaseUnavailable", "Divergence", "Edit",
     "Event", "Finding", "ImportResult", "LeanTraceMiddleware", "LooptraceError", "Message",
     "NewerSchemaError", "NotALooptraceDatabase", "OtelUnavailable", "OtlpExportError", "Redactor",
-    "Replay", "ReplayDiverged", "ReplayError", "ReplayResult", "Run", "RunDiff", "RunFilter",
+    "Replay", "RerunDiverged", "RerunError", "RerunResult", "Run", "RunDiff", "RunFilter",
     "RunNotFound", "RunSummary", "Step", "Thresholds", "TraceCallbackHandler", "TraceDB",
-    "TraceFileError", "TraceMiddleware", "areplay_run", "build_replay", "check_db", "check_run",
+    "TraceFileError", "TraceMiddleware", "arerun", "build_replay", "check_db", "check_run",
     "diff_runs", "diff_tree", "export_html", "export_otlp", "export_run", "import_many",
-    "import_otlp_file", "import_trace", "replay_run", "step_captions",
+    "import_otlp_file", "import_trace", "rerun", "step_captions",
 ]
 
 
@@ -57,7 +57,7 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
 def test_the_read_side_starts_without_langchain() -> None:
     read = [n for n in EXPECTED if n not in (
         "LeanTraceMiddleware", "TraceCallbackHandler", "TraceMiddleware",
-        "Edit", "ReplayResult", "areplay_run", "replay_run")]  # (the write side)
+        "Edit", "RerunResult", "arerun", "rerun")]  # (the write side)
     code = ("import sys, tracer\n"
             f"for n in {read!r}: getattr(tracer, n)\n"
             "print(sorted({m.split('.')[0] for m in sys.modules} & {'langchain', "

@@ -26,7 +26,7 @@ from tracer.read.graph_layout import shape, step_edges
 from tracer.read.loader import TraceDB
 from tracer.read.steps import Replay, build_replay
 from tracer.replayer.data import replay_json
-from tracer.whatif.rerun import Edit, replay_run
+from tracer.whatif.rerun import Edit, rerun
 
 
 @tool
@@ -268,7 +268,7 @@ def _forked(tmp_path: Path, edit: Edit | None = None) -> tuple[Replay, Replay]:
     original = _replay(db)
     at = [s.index + 1 for s in original.steps
           if (s.event.hook, s.event.phase) == ("wrap_model_call", "enter")][1]
-    res = replay_run(original.run.id, agent=demo.factory, db=db, at=at,
+    res = rerun(original.run.id, agent=demo.factory, db=db, at=at,
                      edit=edit or Edit("message", position=0, text="And in Bergen?"))
     with TraceDB(db) as t:
         return original, build_replay(t.run(res.run_id))

@@ -98,7 +98,7 @@ def test_identical_scenarios_have_no_divergence(runs: tuple[Path, dict[str, str]
     assert d.first_divergence is None
     assert d.differences == []
     assert d.message_diff == ""
-    assert [(r.step_a, r.step_b) for r in d.rows] == [(i, i) for i in range(len(a.events))]
+    assert [(r.index_a, r.index_b) for r in d.rows] == [(i, i) for i in range(len(a.events))]
     assert all(r.same for r in d.rows)
     assert [ld.segment for ld in d.laps] == ["lap 0", "lap 1", "lap 2", "lap 3", "end"]
 
@@ -111,7 +111,7 @@ def test_different_arguments_at_lap_2_is_found_at_that_step(
     first = d.first_divergence
     assert first is not None
     expected = step_of(a, 2, "wrap_model_call", "exit")  # the reply that asked for Berlin
-    assert (first.lap, first.step_a, first.step_b, first.kind) == (
+    assert (first.lap, first.index_a, first.index_b, first.kind) == (
         2, expected, step_of(b, 2, "wrap_model_call", "exit"), "different_arguments")
     assert '{"city": "Rome"}' in first.description
     assert '{"city": "Berlin"}' in first.description
@@ -129,7 +129,7 @@ def test_different_tool(runs: tuple[Path, dict[str, str]]) -> None:
     a, b = load(db, ids["base"], ids["tool"])
     first = diff_runs(a, b).first_divergence
     assert first is not None
-    assert (first.kind, first.lap, first.step_a) == (
+    assert (first.kind, first.lap, first.index_a) == (
         "different_tool", 2, step_of(a, 2, "wrap_model_call", "exit"))
     assert "get_weather in A but get_time in B" in first.description
 
@@ -139,7 +139,7 @@ def test_different_answer(runs: tuple[Path, dict[str, str]]) -> None:
     a, b = load(db, ids["base"], ids["answer"])
     d = diff_runs(a, b)
     assert d.first_divergence is not None
-    assert (d.first_divergence.kind, d.first_divergence.lap, d.first_divergence.step_b) == (
+    assert (d.first_divergence.kind, d.first_divergence.lap, d.first_divergence.index_b) == (
         "different_answer", 3, step_of(b, 3, "wrap_model_call", "exit"))
     assert [x.kind for x in d.differences] == ["different_answer"]
 
@@ -151,7 +151,7 @@ def test_extra_lap(runs: tuple[Path, dict[str, str]]) -> None:
     first = d.first_divergence
     assert first is not None
     # The runs part where lap 3's model asked for one more tool call instead of answering.
-    assert (first.kind, first.lap, first.step_a, first.step_b) == (
+    assert (first.kind, first.lap, first.index_a, first.index_b) == (
         "tool_calls", 3, step_of(a, 3, "wrap_model_call", "exit"),
         step_of(b, 3, "wrap_model_call", "exit"))
     assert "answered in plain text in A but asked for 1 tool call (get_weather) in B" in (
@@ -159,13 +159,13 @@ def test_extra_lap(runs: tuple[Path, dict[str, str]]) -> None:
     kinds = [x.kind for x in d.differences]
     assert kinds.count("extra_lap") == 1
     extra = next(x for x in d.differences if x.kind == "extra_lap")
-    assert (extra.lap, extra.step_a, extra.step_b) == (4, None, step_of(b, 4, "before_model",
+    assert (extra.lap, extra.index_a, extra.index_b) == (4, None, step_of(b, 4, "before_model",
                                                                          "fire"))
     lap4 = next(ld for ld in d.laps if ld.segment == "lap 4")
-    assert all(r.step_a is None and r.step_b is not None for r in lap4.rows)
+    assert all(r.index_a is None and r.index_b is not None for r in lap4.rows)
     # The end of both runs (after_agent) still lines up.
     end = next(ld for ld in d.laps if ld.segment == "end")
-    assert end.identical and end.rows[0].step_a is not None and end.rows[0].step_b is not None
+    assert end.identical and end.rows[0].index_a is not None and end.rows[0].index_b is not None
 
 
 def test_a_different_system_prompt_is_setup_not_behaviour(
@@ -176,7 +176,7 @@ def test_a_different_system_prompt_is_setup_not_behaviour(
     # The scripted model behaves the same with either prompt: no divergence, one setup note.
     assert not d.identical
     assert d.first_divergence is None
-    assert [(x.kind, x.lap, x.step_a) for x in d.setup] == [
+    assert [(x.kind, x.lap, x.index_a) for x in d.setup] == [
         ("system_prompt", 1, step_of(a, 1, "wrap_model_call", "enter"))]
     assert "+You are a pirate weather bot." in d.setup[0].detail
     assert d.same_behaviour
@@ -247,8 +247,8 @@ def test_tool_error_and_status(runs: tuple[Path, dict[str, str]]) -> None:
     assert kinds == [("different_arguments", 2), ("different_arguments", 2), ("error", 2),
                      ("extra_lap", 3), ("status", 3)]
     err = d.differences[2]
-    assert err.step_b == step_of(b, 2, "wrap_tool_call", "error")
-    assert err.step_a == step_of(a, 2, "wrap_tool_call", "exit")
+    assert err.index_b == step_of(b, 2, "wrap_tool_call", "error")
+    assert err.index_a == step_of(a, 2, "wrap_tool_call", "exit")
     assert "tool call forecast raised 'ValueError: no such city' in B" in err.description
     assert "B ended error" in d.differences[-1].description
 
@@ -282,7 +282,7 @@ def test_a_different_human_decision(tmp_path: Path) -> None:
     first = diff_runs(a, b).first_divergence
     assert first is not None
     assert (first.kind, first.lap) == ("human_decision", 1)
-    assert first.step_a == next(i for i, e in enumerate(a.events) if e.hook == "resume")
+    assert first.index_a == next(i for i, e in enumerate(a.events) if e.hook == "resume")
     assert '"type": "reject"' in first.description
     assert diff_runs(a, load(db, record_approval(db, "again", {"type": "approve"}))[0]).identical
 
@@ -297,7 +297,7 @@ def test_parallel_calls_align_in_call_order_not_completion_order(tmp_path: Path)
     a, b = load(db, a_id, b_id)
     d = diff_runs(a, b)
     assert d.identical, [x.description for x in d.differences]
-    paired = [(r.step_a, r.step_b) for r in d.rows if r.step_a is not None]
+    paired = [(r.index_a, r.index_b) for r in d.rows if r.index_a is not None]
     for ia, ib in paired:
         ea, eb = a.events[ia], b.events[ib]
         assert (ea.hook, ea.phase, ea.tool_call_id) == (eb.hook, eb.phase, eb.tool_call_id)

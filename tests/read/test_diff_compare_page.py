@@ -87,13 +87,13 @@ def test_query_params_pick_the_runs_and_jump_goes_to_the_first_divergence(
     with TraceDB(path) as tdb:
         d = diff_runs(tdb.run(ids["base"]), tdb.run(ids["args"]))
     assert d.first_divergence is not None
-    row = d.row_of(step_a=d.first_divergence.step_a)
+    row = d.row_of(index_a=d.first_divergence.index_a)
     assert at.session_state["cmp_row"] == row
     assert at.slider(key="cmp_slider").value == row + 1
     shown = texts(at)
     assert shown.count("step 10 / 19  ·  lap 2  ·  wrap_model_call exit") == 2
     assert graph_nodes(at) == ["model", "model"]
-    assert [g["step"] for g in graphs(at)] == [d.rows[row].step_a, d.rows[row].step_b]
+    assert [g["step"] for g in graphs(at)] == [d.rows[row].index_a, d.rows[row].index_b]
     assert [g["run"]["run"]["id"] for g in graphs(at)] == [ids["base"], ids["args"]]
     # The message difference is shown as a diff, and both panes show their own call.
     diffs = [c.value for c in at.code if c.language == "diff"]

@@ -59,7 +59,7 @@ def test_the_first_divergence_is_a_state_key(tmp_path):
     assert "state key notes" in first.description
     assert "at 10" in first.detail and "at 11" in first.detail
     # the step it names is where the record has the change, in both runs
-    seq_a = d.a.steps[first.step_a].event.seq
+    seq_a = d.a.steps[first.index_a].event.seq
     assert [v.key for v in ra.state.changed_at(seq_a)] == ["notes"]
     assert [x.kind for x in d.differences] == ["state"]  # the messages are the same
     assert diff_runs(ra, rs).identical

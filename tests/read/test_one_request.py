@@ -43,7 +43,7 @@ from tracer.read.diff import diff_runs
 from tracer.read.loader import TraceDB
 from tracer.read.steps import build_replay
 from tracer.whatif.cassette import Cassette
-from tracer.wire.view import turn_view
+from tracer.wire.view import call_view
 
 from tracer.demo.models import ScriptedChatModel, call
 
@@ -206,7 +206,7 @@ def test_the_otlp_export_gives_each_chat_its_system_prompt_and_tools(
 
 def test_the_wire_render_and_the_app_give_each_call_its_system_prompt_and_tools(
         loops: tuple[Path, str, str]) -> None:
-    from app.panes.wire_pane import turn_view as app_turn_view
+    from app.panes.wire_pane import call_view as app_call_view
 
     db, rid, _ = loops
     with TraceDB(db) as tdb:
@@ -214,14 +214,14 @@ def test_the_wire_render_and_the_app_give_each_call_its_system_prompt_and_tools(
     rp = build_replay(run)
     enters = [e for e in run.events if e.hook == "model" and e.phase == "enter"]
     for i, enter in enumerate(enters):
-        view = turn_view(rp, enter, [])
+        view = call_view(rp, enter, [])
         body = view.bodies["openai"].request
         assert body is not None
         assert body["messages"][0] == {"role": "system", "content": SYSTEMS[i]}
         assert [t["function"]["name"] for t in body["tools"]] == TOOLS[i]
         anthropic = view.bodies["anthropic"].request
         assert anthropic is not None and anthropic["system"] == SYSTEMS[i]
-        app = app_turn_view(str(db), rp, enter.seq).call  # (the app's Wire pane)
+        app = app_call_view(str(db), rp, enter.seq).call  # (the app's Wire pane)
         assert app.system == SYSTEMS[i]
         assert [t["function"]["name"] for t in app.tools] == TOOLS[i]
     assert rp.system_prompt() == SYSTEMS[0]  # (the player, the Compare and Fork panes)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tracer.errors import BadEdit, InvalidOption, ReplayError
+from tracer.errors import BadEdit, InvalidOption, RerunError
 from tracer.vocab.edits import KINDS, Edit, describe_json, what_json
 
 # one valid edit of each kind, as JSON (written by hand)
@@ -105,7 +105,7 @@ def test_bad_edits_are_one_line(edit: object, error: str) -> None:
         Edit.of(edit)
     assert str(info.value) == error
     # (caught as the CLI's and the fork API's errors both)
-    assert isinstance(info.value, InvalidOption) and isinstance(info.value, ReplayError)
+    assert isinstance(info.value, InvalidOption) and isinstance(info.value, RerunError)
 
 
 def test_a_model_edit_takes_a_chat_model_object_or_a_name_and_refuses_anything_else() -> None:

@@ -1,6 +1,6 @@
 """The demo agents as factories (``tracer.demo.factories``): every bundled sample run of
 an agent demo reruns and forks through the factory its name and model resolve to
-(``tracer.demo.catalog.demo_agent``), as ``looptrace replay RUN --agent ... --db DB``
+(``tracer.demo.catalog.demo_agent``), as ``looptrace rerun RUN --agent ... --db DB``
 and the app's "Fork here" run it (issue 39, item 16: "Fork here" could not run on the
 bundled samples). The factories carry no tracer: the rerun adds one writing to ``--db``.
 """
@@ -64,7 +64,7 @@ def test_a_bundled_sample_reruns_and_forks_through_its_factory(
     agent = demo_agent(str(row["name"]), str(row["model"]))
     assert agent is not None
     capsys.readouterr()
-    assert main(["replay", run_id, "--db", str(db), "--agent", agent, "--json"]) == 0
+    assert main(["rerun", run_id, "--db", str(db), "--agent", agent, "--json"]) == 0
     rerun = json.loads(capsys.readouterr().out)
     assert rerun["live"]["model_calls"] == 0
     assert rerun["served"]["model_calls"] == rerun["record"]["model_calls"] > 0
@@ -72,7 +72,7 @@ def test_a_bundled_sample_reruns_and_forks_through_its_factory(
         d = diff_tree(t, run_id, t, rerun["run"])
         assert d.identical, format_text(d)
     # a fork at the first model call, its live part answered by the demo's scripted model
-    assert main(["replay", run_id, "--db", str(db), "--agent", agent, "--at", "4",
+    assert main(["rerun", run_id, "--db", str(db), "--agent", agent, "--at", "4",
                  "--system", "Be brief.", "--json"]) == 0
     fork = json.loads(capsys.readouterr().out)
     assert fork["live"]["from"] is not None and fork["live"]["model_calls"] >= 1

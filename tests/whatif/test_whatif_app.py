@@ -1,7 +1,7 @@
 """What if in the app: a run's replays and forks, and "Fork here" on the Replay page.
 
 ``tracer.read.fork_links`` finds a run's replays and forks from their metadata,
-``app.data.forks.fork_argv`` builds the ``looptrace replay`` command; the Replay page lists them with links to Compare at
+``app.data.forks.fork_argv`` builds the ``looptrace rerun`` command; the Replay page lists them with links to Compare at
 the fork's row, shows the command for an edit at the current step, and, when the app
 was started with ``--agent``, runs the fork and links it.
 """
@@ -23,7 +23,7 @@ from app.panes.wire_pane import import_adapters
 from app.data.forks import fork_argv
 from tracer.read.fork_links import forks_of, origin_of
 from tracer.read.loader import TraceDB
-from tracer.whatif.rerun import Edit, replay_run
+from tracer.whatif.rerun import Edit, rerun
 
 pytestmark = pytest.mark.usefixtures("clean_streamlit_caches")
 
@@ -54,8 +54,8 @@ def weather(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str,
 
 def test_forks_of_a_run_and_the_command(weather: tuple[Path, str, object]) -> None:
     db, run_id, factory = weather
-    replay = replay_run(run_id, agent=factory, db=db)
-    fork = replay_run(run_id, agent=factory, db=db, at=8,
+    replay = rerun(run_id, agent=factory, db=db)
+    fork = rerun(run_id, agent=factory, db=db, at=8,
                       edit=Edit("tool_result", text="Heavy rain"))
     with TraceDB(db) as t:
         found = forks_of(t, run_id)
@@ -68,7 +68,7 @@ def test_forks_of_a_run_and_the_command(weather: tuple[Path, str, object]) -> No
         (fork.run_id, 8, {"kind": "tool_result", "text": "Heavy rain"})]
     assert fork_argv(run_id, 10, {"kind": "message", "position": 0, "text": "In Bergen?"},
                      agent="my_agent:make_agent", db="t.db") == [
-        "looptrace", "replay", run_id, "--agent", "my_agent:make_agent", "--db", "t.db",
+        "looptrace", "rerun", run_id, "--agent", "my_agent:make_agent", "--db", "t.db",
         "--at", "10", "--message", "0=In Bergen?"]
 
 
@@ -88,7 +88,7 @@ def test_fork_here_shows_the_command_then_runs_it(
     assert at.radio(key="fork_kind").value == "tool result"  # step 8 is the tool's result
     at.text_area(key="fork_result").input("Heavy rain, 9°C").run()
     codes = [c.value for c in at.code]
-    assert (f"looptrace replay {run_id} --agent MODULE:FACTORY --db {db} --at 8 "
+    assert (f"looptrace rerun {run_id} --agent MODULE:FACTORY --db {db} --at 8 "
             "--tool-result 'Heavy rain, 9°C'") in codes
     assert not [b for b in at.button if b.key == "fork_run"]  # no agent named: no button
 
@@ -135,10 +135,10 @@ def wait_ended(db: Path, run_id: str, timeout: float = 300) -> str:
 def test_runs_page_nests_forks_and_replays_under_their_run(
         weather: tuple[Path, str, object]) -> None:
     db, run_id, factory = weather
-    replay = replay_run(run_id, agent=factory, db=db)
-    fork = replay_run(run_id, agent=factory, db=db, at=8,
+    replay = rerun(run_id, agent=factory, db=db)
+    fork = rerun(run_id, agent=factory, db=db, at=8,
                       edit=Edit("tool_result", text="Heavy rain, 9°C"))
-    again = replay_run(fork.run_id, agent=factory, db=db, at=4,  # a fork of the fork
+    again = rerun(fork.run_id, agent=factory, db=db, at=4,  # a fork of the fork
                        edit=Edit("message", position=0, text="And in Bergen?"))
     at = app_test("runs", timeout=60).run()
     assert not at.exception
@@ -151,12 +151,12 @@ def test_runs_page_nests_forks_and_replays_under_their_run(
     run_col = dict(zip(df["id"], df["run"], strict=True))
     what = dict(zip(df["id"], df["what_if"], strict=True))
     assert run_col[fork.run_id].strip().startswith("↳ fork @ step 8:")
-    assert run_col[replay.run_id].strip().startswith("↳ replay:")
+    assert run_col[replay.run_id].strip().startswith("↳ rerun:")
     assert what[fork.run_id] == (f"fork of {run_id[:12]} at step 8: tool result → "
                                  "Heavy rain, 9°C")
     assert what[again.run_id] == (f"fork of {fork.run_id[:12]} at step 4: message 0 → "
                                   "And in Bergen?")
-    assert what[replay.run_id] == f"replay of {run_id[:12]}" and what[run_id] == ""
+    assert what[replay.run_id] == f"rerun of {run_id[:12]}" and what[run_id] == ""
 
 
 def test_fork_here_runs_on_a_bundled_sample_through_the_demo_factory(
@@ -176,7 +176,7 @@ def test_fork_here_runs_on_a_bundled_sample_through_the_demo_factory(
     at.toggle(key=state.FORK_TOGGLE).set_value(True).run()
     at.text_area(key="fork_result").input("Heavy rain, 9°C").run()
     codes = [c.value for c in at.code]
-    assert (f"looptrace replay {run_id} --agent tracer.demo.factories:weather --db {db} "
+    assert (f"looptrace rerun {run_id} --agent tracer.demo.factories:weather --db {db} "
             "--at 8 --tool-result 'Heavy rain, 9°C'") in codes
     at.button(key="fork_run").click().run(timeout=300)
     assert not at.exception

@@ -13,7 +13,7 @@ from tracer.read.diff import diff_tree
 from tracer.read.loader import TraceDB
 from tracer.read.steps import build_replay
 from tracer.vocab.records import TOOL_HOOKS
-from tracer.whatif.rerun import Edit, replay_run
+from tracer.whatif.rerun import Edit, rerun
 
 
 def test_a_fork_is_written_and_diffed_on_each_engine(
@@ -27,7 +27,7 @@ def test_a_fork_is_written_and_diffed_on_each_engine(
     (at,) = [s.index + 1 for s in rp.steps
              if s.event.hook in TOOL_HOOKS and s.event.phase == "enter"][:1]
     edit = Edit("tool_result", text="Heavy rain, 9°C.")
-    res = replay_run(rid, agent=demo.factory, db=store_db, at=at, edit=edit)
+    res = rerun(rid, agent=demo.factory, db=store_db, at=at, edit=edit)
     with TraceDB(store_db) as t:
         fork = t.run(res.run_id)
         d = diff_tree(t, rid, t, res.run_id)
@@ -37,7 +37,7 @@ def test_a_fork_is_written_and_diffed_on_each_engine(
     tools = [m.text for m in fork.messages if m.type == "tool"]
     assert tools[0] == "Heavy rain, 9°C."
     # the first divergence: the tool call's result, the step after the fork's
-    assert d.first_divergence is not None and d.first_divergence.step_a == at
+    assert d.first_divergence is not None and d.first_divergence.index_a == at
     assert rows_of(store_db, rid) == before  # the original is never changed
     code, out, _ = cli(capsys, "diff", rid, res.run_id, "--db", store_db)
     assert code == 1 and "Heavy rain, 9°C." in out

@@ -23,7 +23,7 @@ from tracer.read.diff import diff_tree, format_text
 from tracer.read.loader import TraceDB
 from tracer.read.steps import build_replay
 from tracer.vocab.records import MODEL_HOOKS, TOOL_HOOKS
-from tracer.whatif.rerun import Edit, replay_run
+from tracer.whatif.rerun import Edit, rerun
 
 
 @pytest.fixture
@@ -91,7 +91,7 @@ def test_fork_with_each_edit(tmp_path: Path, name: str, make: Callable[[], Edit]
     at = (rec.model_steps if kind == "model" else rec.tool_steps)[n]
     edit = make()
     recorded_calls = len(scripted)
-    res = replay_run(rec.run_id, agent=rec.demo.factory, db=rec.db, at=at, edit=edit)
+    res = rerun(rec.run_id, agent=rec.demo.factory, db=rec.db, at=at, edit=edit)
     live = scripted[recorded_calls:]
     # the model calls of the main agent before the fork were answered from the record
     main_before = sum(1 for s in rec.model_steps if s < at)
@@ -105,15 +105,15 @@ def test_fork_with_each_edit(tmp_path: Path, name: str, make: Callable[[], Edit]
     assert not d.identical, "the fork changed nothing"
     everything = [*d.setup, *d.differences]
     # (Divergence steps are 0-based; ``at`` is counted from 1, as the replay shows it)
-    steps = [x.step_a + 1 for x in everything if x.step_a is not None]
+    steps = [x.index_a + 1 for x in everything if x.index_a is not None]
     assert min(steps) >= at, format_text(d)  # nothing differs before the fork
     first = d.first_divergence if edit.kind not in ("system",) else d.setup[0]
     assert first is not None, format_text(d)
-    assert first.step_a is not None
+    assert first.index_a is not None
     # a swapped model differs in its answer, a replaced result in the result: both at
     # the call's exit, the step after the fork's; every other edit at the fork's step
     expected = at + 1 if edit.kind in ("model", "tool_result") else at
-    assert first.step_a + 1 == expected, format_text(d)
+    assert first.index_a + 1 == expected, format_text(d)
     assert rows_of(rec.db, rec.run_id) == before_rows  # the original is never changed
 
 
@@ -126,7 +126,7 @@ def test_fork_steps_before_cost_no_model_call(tmp_path: Path,
     recorded = len(scripted)
     assert recorded == 5
     at = rec.model_steps[3]
-    res = replay_run(rec.run_id, agent=rec.demo.factory, db=rec.db, at=at,
+    res = rerun(rec.run_id, agent=rec.demo.factory, db=rec.db, at=at,
                      edit=Edit("system", text="Quote prices in EUR."))
     live = scripted[recorded:]
     assert [name for name, _ in live] == ["scripted-shop", "scripted-shop"]
@@ -143,7 +143,7 @@ def test_fork_offline_answers_the_live_part_with_a_scripted_model(
         tmp_path: Path, scripted: list[tuple[str, list[BaseMessage]]]) -> None:
     rec = Recorded(tmp_path, "weather")
     recorded = len(scripted)
-    res = replay_run(rec.run_id, agent=rec.demo.factory, db=rec.db, at=rec.tool_steps[0],
+    res = rerun(rec.run_id, agent=rec.demo.factory, db=rec.db, at=rec.tool_steps[0],
                      edit=Edit("tool_result", text="Heavy rain, 9°C."), offline=echo_model())
     # the agent's own model was not called: the offline one answered
     assert [name for name, _ in scripted[recorded:]] == ["offline-echo"]
@@ -160,7 +160,7 @@ def test_fork_removing_a_middleware(tmp_path: Path,
     the first request no longer matches the record, so the run is live from there."""
     rec = Recorded(tmp_path, "middleware-stack")
     recorded = len(scripted)
-    res = replay_run(rec.run_id, agent=rec.demo.factory, db=rec.db,
+    res = rerun(rec.run_id, agent=rec.demo.factory, db=rec.db,
                      edit=Edit("drop_middleware", middleware="PIIMiddleware[email]"))
     assert res.stats.model_calls == 0
     assert res.stats.live_from is not None and res.stats.live_from["call"] == 1
@@ -181,7 +181,7 @@ def test_fork_moving_a_middleware_that_changes_nothing_stays_on_the_record(
     comes from the record."""
     rec = Recorded(tmp_path, "repeated-tool")
     recorded = len(scripted)
-    res = replay_run(rec.run_id, agent=rec.demo.factory, db=rec.db,
+    res = rerun(rec.run_id, agent=rec.demo.factory, db=rec.db,
                      edit=Edit("move_middleware", middleware="ModelCallLimitMiddleware",
                                index=0))
     assert scripted[recorded:] == []

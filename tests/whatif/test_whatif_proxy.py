@@ -1,4 +1,4 @@
-"""``looptrace proxy --replay RUN``: the seed's SDK loop replayed with no upstream.
+"""``looptrace proxy --rerun RUN``: the seed's SDK loop replayed with no upstream.
 
 The loop on each provider's own SDK (``tracer.wire.loops``: OpenAI chat completions and
 Responses, Anthropic, Ollama; JSON and streamed) is recorded through the emulator,
@@ -69,7 +69,7 @@ def test_the_proxy_command_serves_the_record(tmp_path: Path) -> None:
     db = tmp_path / "trace.db"
     run_id = _record(db, "openai", True)
     exe = Path(sys.executable).parent / "looptrace"
-    proc = subprocess.Popen([str(exe), "proxy", "--provider", "openai", "--replay", run_id[:12],
+    proc = subprocess.Popen([str(exe), "proxy", "--provider", "openai", "--rerun", run_id[:12],
                              "--db", str(db)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     try:
@@ -89,7 +89,7 @@ def test_the_proxy_command_serves_the_record(tmp_path: Path) -> None:
 
 
 def test_a_request_the_record_does_not_hold_goes_to_the_upstream(tmp_path: Path) -> None:
-    """``--replay RUN --upstream URL``: the recorded conversation is served from the
+    """``--rerun RUN --upstream URL``: the recorded conversation is served from the
     record (the upstream sees nothing of it); another is forwarded, request by request,
     to the upstream (a second emulator here, standing in for the provider)."""
     db = tmp_path / "trace.db"
@@ -120,7 +120,7 @@ def test_the_proxy_command_forwards_to_its_upstream(tmp_path: Path) -> None:
     run_id = _record(db, "openai", True)
     exe = Path(sys.executable).parent / "looptrace"
     with WireServer(mode="emulate", script="weather") as upstream:
-        proc = subprocess.Popen([str(exe), "proxy", "--provider", "openai", "--replay",
+        proc = subprocess.Popen([str(exe), "proxy", "--provider", "openai", "--rerun",
                                  run_id[:12], "--upstream", upstream.url, "--db", str(db)],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 env={**os.environ, "PYTHONUNBUFFERED": "1"})
@@ -152,6 +152,6 @@ def test_replay_upstream_and_emulate_exclude_each_other(
 
     db = tmp_path / "trace.db"
     run_id = _record(db, "openai", False)
-    assert main(["proxy", "--provider", "openai", "--replay", run_id, "--db", str(db),
+    assert main(["proxy", "--provider", "openai", "--rerun", run_id, "--db", str(db),
                  "--upstream", "http://127.0.0.1:9", "--emulate", "echo"]) == 1
     assert "--emulate and --upstream exclude each other" in capsys.readouterr().err

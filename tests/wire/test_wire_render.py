@@ -15,7 +15,7 @@ from tracer.read.loader import TraceDB
 from tracer.read.steps import build_replay
 from tracer.wire.annotate import annotated_text, resolve
 from tracer.wire.render import model_call, model_call_events, render_request
-from tracer.wire.view import CAPTURED, RECORDED, RENDERED, turn_at_step, turn_view
+from tracer.wire.view import CAPTURED, RECORDED, RENDERED, call_at_step, call_view
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +67,7 @@ def test_rendering_reproduces_every_captured_request(demos: tuple[TraceDB, list[
 def _turn(tdb: TraceDB, rid: str, index: int) -> Any:
     run = tdb.run(rid)
     replay = build_replay(run)
-    return turn_view(replay, model_call_events(run)[index], tdb.wire(rid))
+    return call_view(replay, model_call_events(run)[index], tdb.wire(rid))
 
 
 def test_side_by_side_shows_the_documented_differences(
@@ -176,7 +176,7 @@ def test_every_sample_trace_renders_for_every_provider(sample_db: Path) -> None:
             for i in range(len(replay)):
                 if replay.steps[i].kind != "model" or replay.steps[i].event.phase != "enter":
                     continue
-                view = turn_at_step(replay, i, rows)
+                view = call_at_step(replay, i, rows)
                 assert view is not None
                 for p, body in view.bodies.items():
                     assert body.source in (CAPTURED, RENDERED, RECORDED), (s.name, p, body.error)
@@ -189,7 +189,7 @@ def test_no_model_call_before_the_first_one(sample_db: Path) -> None:
     with TraceDB(sample_db) as tdb:
         s = tdb.runs()[0]
         replay = build_replay(tdb.run(s.id))
-        assert turn_at_step(replay, 0, []) is None
+        assert call_at_step(replay, 0, []) is None
 
 
 def test_folding_earlier_turns_keeps_the_latest_turn_whole() -> None:

@@ -5,7 +5,7 @@ the model received: the replay's conversation at that step, or the exact keys
 a middleware recorded when it rewrote the request (``message_keys``, with any
 message that only lived in the request carried inline), less the recorded
 messages the callback handler saw left out of the request (``omitted_keys``).
-Each message is reduced to a ``Turn``: the little a protocol rule needs.
+Each message is reduced to a ``ProtocolMessage``: the little a protocol rule needs.
 """
 
 from __future__ import annotations
@@ -22,9 +22,21 @@ from tracer.vocab.payloads import LayerPayload, ModelEnterPayload, read_payload
 from tracer.vocab.provider_names import PROVIDERS
 from tracer.vocab.records import MODEL_HOOKS
 
-__all__ = ["PROVIDERS", "SEVERITIES", "Call", "Finding", "ModelInput", "Thresholds", "Turn",
-           "exit_seqs", "health", "is_empty_content", "model_inputs", "own_messages",
-           "turn_of"]
+__all__ = [
+    "PROVIDERS",
+    "SEVERITIES",
+    "Call",
+    "Finding",
+    "ModelInput",
+    "ProtocolMessage",
+    "Thresholds",
+    "exit_seqs",
+    "health",
+    "is_empty_content",
+    "model_inputs",
+    "own_messages",
+    "turn_of",
+]
 
 SEVERITIES: tuple[str, ...] = ("error", "warning", "info")
 
@@ -135,7 +147,7 @@ class Call:
 
 
 @dataclass(frozen=True)
-class Turn:
+class ProtocolMessage:
     """One message as a protocol rule sees it."""
 
     key: str
@@ -147,14 +159,14 @@ class Turn:
 
 @dataclass
 class ModelInput:
-    """What one model call received: its ``enter`` event, the conversation (as ``Turn``s),
+    """What one model call received: its ``enter`` event, the conversation (as ``ProtocolMessage``s),
     whether a system prompt came with it and the tools offered.
 
     (The request itself, in LangChain terms, is ``tracer.wire.render.ModelCall``.)"""
 
     seq: int
     step: int
-    turns: list[Turn]
+    turns: list[ProtocolMessage]
     has_system_prompt: bool
     offered: frozenset[str] | None  # tool names offered, None when never recorded
     reply_keys: tuple[str, ...] = field(default_factory=tuple)
@@ -163,7 +175,7 @@ class ModelInput:
     # conversation as it was at the ``enter``. A finding true only of what was sent
     # points there (issue 47 untrue 4)
     sent_seq: int | None = None
-    entered: list[Turn] | None = None
+    entered: list[ProtocolMessage] | None = None
 
 
 _ROLE = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system",
@@ -192,7 +204,7 @@ def is_empty_content(content: Any) -> bool:
     return False
 
 
-def turn_of(m: Message) -> Turn:
+def turn_of(m: Message) -> ProtocolMessage:
     role = _ROLE.get(m.type, "other")
     calls: list[Call] = []
     for c in m.tool_calls:
@@ -200,33 +212,33 @@ def turn_of(m: Message) -> Turn:
     for c in m.invalid_tool_calls:
         calls.append(Call(c.get("id") or None, str(c.get("name") or "?"), False))
     empty = role == "assistant" and not calls and is_empty_content(m.content)
-    return Turn(m.key, role, tuple(calls), m.tool_call_id if role == "tool" else None, empty)
+    return ProtocolMessage(m.key, role, tuple(calls), m.tool_call_id if role == "tool" else None, empty)
 
 
 class _Turns:
-    """Each message's ``Turn``, made once; and a model call's list of turns made from
+    """Each message's ``ProtocolMessage``, made once; and a model call's list of turns made from
     the previous call's when its messages extend them (a loop sends the history
     again with a few messages more), so that a run's calls cost its length, not its
     square. (The messages a replay hands out are the run's own objects; any other, a
-    request's inline message, gets its Turn on the way.)"""
+    request's inline message, gets its ProtocolMessage on the way.)"""
 
     def __init__(self, run: Run) -> None:
         self.keep: list[Message] = [*run.messages, *run.revisions]  # (ids stay unique)
-        self.by_id: dict[int, Turn] = {id(m): turn_of(m) for m in self.keep}
-        self.last: tuple[list[Message], list[Turn]] = ([], [])
+        self.by_id: dict[int, ProtocolMessage] = {id(m): turn_of(m) for m in self.keep}
+        self.last: tuple[list[Message], list[ProtocolMessage]] = ([], [])
 
-    def of(self, messages: list[Message]) -> list[Turn]:
+    def of(self, messages: list[Message]) -> list[ProtocolMessage]:
         before, turns = self.last
         n = len(before)
         if n and len(messages) >= n and messages[:n] == before:
-            # (shares the previous list's Turn objects: comparing the two is cheap)
+            # (shares the previous list's ProtocolMessage objects: comparing the two is cheap)
             out = turns + self._of(messages[n:])
         else:
             out = self._of(messages)
         self.last = (messages, out)
         return out
 
-    def _of(self, messages: list[Message]) -> list[Turn]:
+    def _of(self, messages: list[Message]) -> list[ProtocolMessage]:
         try:
             return list(map(self.by_id.__getitem__, map(id, messages)))
         except KeyError:

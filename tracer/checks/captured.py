@@ -1,7 +1,7 @@
 """The same protocol rules on a captured provider request (the ``wire`` table).
 
 When the HTTP body a model call really sent was recorded (``looptrace proxy``
-or the wire emulator), it is read back into ``Turn`` records, in the order the
+or the wire emulator), it is read back into ``ProtocolMessage`` records, in the order the
 provider sees them, and checked for that provider. A finding the recorded
 messages already gave for the same step is not repeated.
 """
@@ -15,53 +15,53 @@ from typing import Any
 
 from tracer.read.loader import Run
 
-from .base import Call, Finding, ModelInput, Turn, is_empty_content
+from .base import Call, Finding, ModelInput, ProtocolMessage, is_empty_content
 from .protocol import check_model_call
 
 
-def _openai(body: dict[str, Any]) -> tuple[list[Turn], bool]:
-    out: list[Turn] = []
+def _openai(body: dict[str, Any]) -> tuple[list[ProtocolMessage], bool]:
+    out: list[ProtocolMessage] = []
     for i, m in enumerate(body.get("messages") or []):
         role = m.get("role")
         key = f"wire:{i}"
         if role in ("system", "developer"):
-            out.append(Turn(key, "system"))
+            out.append(ProtocolMessage(key, "system"))
         elif role == "assistant":
             calls = tuple(Call(c.get("id") or None, str((c.get("function") or {}).get("name")),
                                True) for c in m.get("tool_calls") or [])
-            out.append(Turn(key, "assistant", calls,
+            out.append(ProtocolMessage(key, "assistant", calls,
                             empty=not calls and is_empty_content(m.get("content"))))
         elif role == "tool":
-            out.append(Turn(key, "tool", tool_call_id=m.get("tool_call_id") or None))
+            out.append(ProtocolMessage(key, "tool", tool_call_id=m.get("tool_call_id") or None))
         else:
-            out.append(Turn(key, "user"))
+            out.append(ProtocolMessage(key, "user"))
     has_system = bool(out) and out[0].role == "system"
     return out, has_system
 
 
-def _anthropic(body: dict[str, Any]) -> tuple[list[Turn], bool]:
-    out: list[Turn] = []
+def _anthropic(body: dict[str, Any]) -> tuple[list[ProtocolMessage], bool]:
+    out: list[ProtocolMessage] = []
     for i, m in enumerate(body.get("messages") or []):
         content = m.get("content")
         blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
         if m.get("role") == "assistant":
             calls = tuple(Call(b.get("id") or None, str(b.get("name")), True) for b in blocks
                           if isinstance(b, dict) and b.get("type") == "tool_use")
-            out.append(Turn(f"wire:{i}", "assistant", calls,
+            out.append(ProtocolMessage(f"wire:{i}", "assistant", calls,
                             empty=not calls and is_empty_content(content)))
             continue
         for j, b in enumerate(blocks):
             key = f"wire:{i}.{j}"
             if isinstance(b, dict) and b.get("type") == "tool_result":
-                out.append(Turn(key, "tool", tool_call_id=b.get("tool_use_id") or None))
+                out.append(ProtocolMessage(key, "tool", tool_call_id=b.get("tool_use_id") or None))
             else:
-                out.append(Turn(key, "user"))
+                out.append(ProtocolMessage(key, "user"))
     return out, bool(body.get("system"))
 
 
-def _ollama(body: dict[str, Any]) -> tuple[list[Turn], bool]:
+def _ollama(body: dict[str, Any]) -> tuple[list[ProtocolMessage], bool]:
     """No ids on the Ollama wire: calls and results are paired by order here."""
-    out: list[Turn] = []
+    out: list[ProtocolMessage] = []
     queue: list[str] = []
     for i, m in enumerate(body.get("messages") or []):
         role = m.get("role")
@@ -70,12 +70,12 @@ def _ollama(body: dict[str, Any]) -> tuple[list[Turn], bool]:
             calls = tuple(Call(f"#{i}.{k}", str((c.get("function") or {}).get("name")), True)
                           for k, c in enumerate(m.get("tool_calls") or []))
             queue = [c.id for c in calls if c.id]
-            out.append(Turn(key, "assistant", calls,
+            out.append(ProtocolMessage(key, "assistant", calls,
                             empty=not calls and is_empty_content(m.get("content"))))
         elif role == "tool":
-            out.append(Turn(key, "tool", tool_call_id=queue.pop(0) if queue else None))
+            out.append(ProtocolMessage(key, "tool", tool_call_id=queue.pop(0) if queue else None))
         else:
-            out.append(Turn(key, "system" if role == "system" else "user"))
+            out.append(ProtocolMessage(key, "system" if role == "system" else "user"))
     has_system = bool(out) and out[0].role == "system"
     return out, has_system
 
@@ -83,7 +83,7 @@ def _ollama(body: dict[str, Any]) -> tuple[list[Turn], bool]:
 _READERS = {"openai": _openai, "anthropic": _anthropic, "ollama": _ollama}
 
 
-def wire_turns(provider: str, body: Any) -> tuple[list[Turn], bool] | None:
+def wire_turns(provider: str, body: Any) -> tuple[list[ProtocolMessage], bool] | None:
     """The turns of a captured request body, and whether it carries a system prompt."""
     reader = _READERS.get(provider)
     if reader is None or not isinstance(body, dict):
@@ -138,7 +138,7 @@ def check_wire(run: Run, rows: Iterable[dict[str, Any]], providers: Iterable[str
     return out
 
 
-def _run_key(run: Run, turns: list[Turn], wire_key: str) -> str | None:
+def _run_key(run: Run, turns: list[ProtocolMessage], wire_key: str) -> str | None:
     """The recorded message a wire turn stands for, when its call ids tell."""
     turn = next((t for t in turns if t.key == wire_key), None)
     if turn is None:

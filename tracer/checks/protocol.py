@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
-from .base import Call, Finding, ModelInput, Turn
+from .base import Call, Finding, ModelInput, ProtocolMessage
 
 _NAMES = {"openai": "OpenAI", "anthropic": "Anthropic", "ollama": "Ollama"}
 OLLAMA_SWAPPED = "NOT in the order of the calls"
@@ -67,14 +67,14 @@ class _Seen:
     """What a scan knows of the conversation it checked last."""
 
     def __init__(self, providers: tuple[str, ...]) -> None:
-        self.turns: list[Turn] = []
+        self.turns: list[ProtocolMessage] = []
         self.results: dict[str | None, list[int]] = {}  # tool_call_id -> its results
         self.asked: set[str | None] = set()  # call ids asked for so far
         self.answered: dict[str | None, str] = {}  # call id -> key of its first result
         self.systems: list[int] = []  # indexes of system messages
         # assistant messages whose findings a later message may still change
         self.open: dict[str, list[int]] = {p: [] for p in providers}
-        self.alt_last: Turn | None = None  # (Anthropic turns) the last turn kept
+        self.alt_last: ProtocolMessage | None = None  # (Anthropic turns) the last turn kept
         # before the last message
 
 
@@ -136,7 +136,7 @@ class ProtocolScan:
         return ctx.out
 
 
-def _index(st: _Seen, turns: list[Turn], start: int) -> list[int]:
+def _index(st: _Seen, turns: list[ProtocolMessage], start: int) -> list[int]:
     """Note the messages from ``start`` on; return the indexes of assistant messages."""
     calls = []
     for k in range(start, len(turns)):
@@ -150,7 +150,7 @@ def _index(st: _Seen, turns: list[Turn], start: int) -> list[int]:
     return calls
 
 
-def _results(ctx: _Ctx, provider: str, turns: list[Turn], i: int,
+def _results(ctx: _Ctx, provider: str, turns: list[ProtocolMessage], i: int,
              results: dict[str | None, list[int]]) -> bool:
     """Dangling calls, results out of place, tool_result not first (Anthropic), for
     the assistant message ``i``. Returns whether these findings are final: no
@@ -235,7 +235,7 @@ def _results(ctx: _Ctx, provider: str, turns: list[Turn], i: int,
     return final
 
 
-def _results_seen(st: _Seen, turns: list[Turn], start: int) -> list[tuple[str, str | None,
+def _results_seen(st: _Seen, turns: list[ProtocolMessage], start: int) -> list[tuple[str, str | None,
                                                                           list[str]]]:
     """The results from ``start`` on that answer no earlier call, or a call already
     answered: ("orphan" | "duplicate", call id, message keys), in order."""
@@ -280,7 +280,7 @@ def _orphans_and_duplicates(ctx: _Ctx, provider: str,
                     f"{text} Here the result for call {tcid} answers no earlier call.", keys)
 
 
-def _anthropic_alternation(ctx: _Ctx, st: _Seen, turns: list[Turn], start: int) -> None:
+def _anthropic_alternation(ctx: _Ctx, st: _Seen, turns: list[ProtocolMessage], start: int) -> None:
     """Two assistant turns in a row, as langchain-anthropic sends the conversation:
     tool and human messages merged into user turns, system messages and empty
     non-final assistant messages taken out. From ``start`` on (what was kept
@@ -333,7 +333,7 @@ def _anthropic_system(ctx: _Ctx, st: _Seen) -> None:
                 "whole conversation, not from where it stands.", blocks[0])
 
 
-def _ollama_unlinked(ctx: _Ctx, turns: list[Turn], i: int) -> None:
+def _ollama_unlinked(ctx: _Ctx, turns: list[ProtocolMessage], i: int) -> None:
     """Several calls in the assistant message ``i``: linked to results by order only.
     (Its finding names that message alone: the first one given is the one kept.)"""
     t = turns[i]

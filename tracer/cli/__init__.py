@@ -12,7 +12,7 @@ command    module                      API
 runs       ``tracer.cli.runs``         ``TraceDB.runs`` (``RunFilter``)
 check      ``tracer.cli.check``        ``tracer.checks.run.check_db``
 diff       ``tracer.cli.diff``         ``tracer.read.diff.diff_tree``
-replay     ``tracer.cli.replay``       ``tracer.whatif.rerun.replay_run``
+rerun      ``tracer.cli.rerun``        ``tracer.whatif.rerun.rerun``
 export     ``tracer.cli.exchange``     ``tracer.interop.exchange.export_run``,
                                        ``tracer.interop.html_export.export_html``,
                                        ``tracer.otel.export_otlp``
@@ -93,7 +93,7 @@ COMMANDS: dict[str, str] = {
     "ui": "ui",
     "check": "check",
     "diff": "diff",
-    "replay": "replay",
+    "rerun": "rerun",
     "proxy": "proxy",
     "traffic": "proxy",
     "collect": "collect",

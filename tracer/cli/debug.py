@@ -99,7 +99,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                    help="seconds a pause waits for an answer before the run continues "
                         "(default: it waits)")
     p.add_argument("--agent", metavar="MODULE:FACTORY",
-                   help="how rewind builds the agent again: a factory as looptrace replay "
+                   help="how rewind builds the agent again: a factory as looptrace rerun "
                         "takes (default: the create_agent call the command made)")
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- COMMAND ...",
                    help="the command to run")
@@ -130,9 +130,9 @@ def run(args: argparse.Namespace) -> int:
     cmd = list(args.cmd)
     if cmd and cmd[0] == "--":
         cmd = cmd[1:]
-    from .run import _check_db, child_env
+    from .run import check_db_file, child_env
 
-    _check_db(args.db)
+    check_db_file(args.db)
     me = owner.token()
     old = {s: signal.signal(s, _on_signal) for s in (signal.SIGTERM, signal.SIGHUP)}
     try:

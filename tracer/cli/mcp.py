@@ -21,7 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
             "Cursor ...): list and search runs, a run's summary and findings, a step, the "
             "messages at a step, the wire exchange of a model call, the diff of two runs, an "
             "HTML export; a note on a run or a step (add_note: writes that one row); rerun a "
-            "run or fork it at a step with an edit (a new run, through `looptrace replay`). "
+            "run or fork it at a step with an edit (a new run, through `looptrace rerun`). "
             "Every other tool reads the database read-only. Speaks stdio (what an MCP client "
             "starts) unless --http, then streamable HTTP on 127.0.0.1 at /mcp."))
     p.add_argument("--db", default=DEFAULT_DB, type=read_db, help=f"trace database (default {DEFAULT_DB})")
@@ -31,8 +31,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--export-dir", metavar="DIR",
                    help="where export_html writes (default: the temporary directory)")
     p.add_argument("--agent", metavar="MODULE:FACTORY",
-                   help="the agent of the runs, the default of replay_run and fork_run "
-                        "(see looptrace replay)")
+                   help="the agent of the runs, the default of rerun and fork_run "
+                        "(see looptrace rerun)")
     add_prices(p)
     p.set_defaults(func=run)
 

@@ -40,7 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                         "request, else an answer saying it is offline and what the model "
                         "would have been sent)")
     p.add_argument("--agent", default=None, metavar="MODULE:FACTORY",
-                   help="the agent factory a rerun takes (see looptrace replay): its own "
+                   help="the agent factory a rerun takes (see looptrace rerun): its own "
                         "model answers (the model create_agent was given)")
     p.add_argument("--db", default=DEFAULT_DB, help=f"trace database (default {DEFAULT_DB})")
     p.add_argument("--json", action="store_true",

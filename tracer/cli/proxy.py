@@ -33,7 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--emulate", metavar="SCRIPT",
                    help="emulate instead of forwarding: weather, shopping, echo, auto, "
                         "or module:function")
-    p.add_argument("--replay", metavar="RUN",
+    p.add_argument("--rerun", metavar="RUN",
                    help="serve the responses of recorded run RUN (in --db) to requests that "
                         "match it; others are forwarded to --upstream when given, else "
                         "answered by --emulate (default echo)")
@@ -84,10 +84,10 @@ def proxy(args: argparse.Namespace, ready: threading.Event | None = None) -> int
             msg = f"{flag} must be positive, not {value}"
             raise UsageError(msg)
     script = args.emulate
-    if getattr(args, "replay", None):  # (tracer/wire/cassette_script.py)
-        from tracer.wire.cassette_script import replay_script
+    if getattr(args, "rerun", None):  # (tracer/wire/cassette_script.py)
+        from tracer.wire.cassette_script import rerun_script
 
-        script = replay_script(args, UsageError)
+        script = rerun_script(args, UsageError)
     try:
         srv = WireServer(mode="emulate" if script else "forward", provider=args.provider,
                          upstream=args.upstream, script=script, db=args.db,
@@ -99,7 +99,7 @@ def proxy(args: argparse.Namespace, ready: threading.Event | None = None) -> int
         raise UsageError(msg) from None
     paths = ", ".join(f.path for f in formats_of(args.provider))
     base = srv.url + ("/v1" if args.provider == "openai" else "")
-    what = f"emulating {args.provider} ({args.replay or args.emulate})" if script else (
+    what = f"emulating {args.provider} ({args.rerun or args.emulate})" if script else (
         f"forwarding {args.provider} to {srv.upstream}")
     if script and srv.upstream:
         what += f", forwarding what the record does not hold to {srv.upstream}"

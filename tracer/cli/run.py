@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     if not cmd:
         msg = "no command given (looptrace run [--db F] [--wire] -- COMMAND ...)"
         raise UsageError(msg)
-    _check_db(args.db)
+    check_db_file(args.db)
     env = child_env(args.db)
     proxies: list[Any] = []
     try:
@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
             srv.stop()
 
 
-def _check_db(db: str) -> None:
+def check_db_file(db: str) -> None:
     """Fail here, in one line, on a file that is not ours (the child would only warn)."""
     from tracer.db.schema import connect
 

@@ -50,7 +50,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                         "--ask-password")
     p.add_argument("--agent", metavar="MODULE:FACTORY",
                    help="the agent of the runs, so that \"Fork here\" runs forks "
-                        "(see looptrace replay)")
+                        "(see looptrace rerun)")
     add_prices(p)
     p.set_defaults(func=run)
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 import os
 from typing import Any
 
-__all__ = ["PID_SLACK_S", "_gone", "_proc_stat"]
+__all__ = ["PID_SLACK_S", "_proc_stat", "process_gone"]
 
 PID_SLACK_S = 2.0  # a process start time read from /proc is this precise (whole seconds)
 
 
-def _gone(pid: int, started_at: Any) -> bool:
+def process_gone(pid: int, started_at: Any) -> bool:
     """Whether the process ``pid``, which recorded a run started at ``started_at``, is
     gone from this host."""
     if pid <= 0:

@@ -126,7 +126,7 @@ def doomed(conn: sqlite3.Connection, *, older_than: float | None, keep: int | No
 def _paused_roots(conn: sqlite3.Connection) -> set[str]:
     """The top-level runs with a run paused in the debugger under them (or paused
     themselves): an open pause (schema 6's ``debug_pauses``) whose process lives."""
-    from .processes import _gone
+    from .processes import process_gone
 
     try:
         rows = conn.execute("SELECT run_id, pid, paused_at FROM debug_pauses WHERE"
@@ -134,7 +134,7 @@ def _paused_roots(conn: sqlite3.Connection) -> set[str]:
     except sqlite3.OperationalError:  # (a file older than schema 6: no debugger)
         return set()
     paused = {rid for rid, pid, at in rows
-              if not (isinstance(pid, int) and _gone(pid, at))}
+              if not (isinstance(pid, int) and process_gone(pid, at))}
     roots: set[str] = set()
     for rid in paused:
         seen: set[str] = set()

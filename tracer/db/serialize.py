@@ -17,7 +17,7 @@ MAX_MESSAGE_CHARS = 1_000_000
 MAX_SEARCH_TEXT = 4_000
 
 
-def _default(obj: Any) -> Any:
+def json_default(obj: Any) -> Any:
     hook = getattr(obj, "__looptrace_json__", None)
     if hook is not None:
         return hook()
@@ -31,10 +31,10 @@ def _default(obj: Any) -> Any:
         return list(obj)
     if isinstance(obj, bytes):
         return obj.decode("utf-8", "replace")
-    return {"__repr__": _short_repr(obj)}
+    return {"__repr__": short_repr(obj)}
 
 
-def _short_repr(obj: Any) -> str:
+def short_repr(obj: Any) -> str:
     try:
         text = repr(obj)
     except Exception as exc:  # noqa: BLE001
@@ -48,7 +48,7 @@ def truncate_text(text: str, limit: int) -> str:
     return text[:limit] + f"…[looptrace: truncated {len(text) - limit} of {len(text)} chars]"
 
 
-_ENCODER = json.JSONEncoder(default=_default, ensure_ascii=False, separators=(",", ":"))
+_ENCODER = json.JSONEncoder(default=json_default, ensure_ascii=False, separators=(",", ":"))
 
 
 def dumps(obj: Any, limit: int = MAX_PAYLOAD_CHARS) -> str:
@@ -56,7 +56,7 @@ def dumps(obj: Any, limit: int = MAX_PAYLOAD_CHARS) -> str:
     try:
         text = _ENCODER.encode(obj)
     except Exception:  # noqa: BLE001 - circular references, broken __repr__ ...
-        text = json.dumps({"__repr__": _short_repr(obj)}, ensure_ascii=False)
+        text = json.dumps({"__repr__": short_repr(obj)}, ensure_ascii=False)
     if len(text) > limit:
         text = json.dumps(
             {"looptrace_truncated": {"original_chars": len(text), "kept_chars": limit},
@@ -72,7 +72,7 @@ def message_dict(message: BaseMessage) -> dict[str, Any]:
         data = json.loads(message.model_dump_json())
     except Exception:  # noqa: BLE001 - e.g. an artifact JSON cannot carry
         raw = message.model_dump()
-        data = json.loads(json.dumps(raw, default=_default, ensure_ascii=False))
+        data = json.loads(json.dumps(raw, default=json_default, ensure_ascii=False))
         data["looptrace_fallback"] = "repr"
     return {"type": message.type, "data": data}
 

@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .processes import _gone
+from .processes import process_gone
 from .url import store_key
 
 DIR_ENV = "LOOPTRACE_SPOOL_DIR"
@@ -64,7 +64,7 @@ def _fields(name: str) -> tuple[int, int, str, int | None] | None:
 
 def _dead(pid: int, at_ns: int) -> bool:
     """Whether process ``pid``, alive at ``at_ns``, is gone (its pid reused counts)."""
-    return pid != os.getpid() and _gone(pid, at_ns / 1e9)
+    return pid != os.getpid() and process_gone(pid, at_ns / 1e9)
 
 
 class Spool:

@@ -21,7 +21,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from .serialize import _default, _short_repr
+from .serialize import json_default, short_repr
 
 # A state value is cut past this many characters of JSON (with a marker).
 MAX_STATE_CHARS = 2_000_000
@@ -71,7 +71,7 @@ def _state_default(obj: Any) -> Any:
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):  # e.g. a context schema
         with contextlib.suppress(Exception):
             return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
-    out = _default(obj)
+    out = json_default(obj)
     if isinstance(out, dict) and set(out) == {"__repr__"}:
         # (what JSON cannot carry: its type and repr)
         t = type(obj)
@@ -90,7 +90,7 @@ def value_json(value: Any) -> str:
     except Exception:  # noqa: BLE001 - a cycle, a broken __repr__ inside ...
         t = type(value)
         text = json.dumps({"__type__": f"{t.__module__}.{t.__qualname__}",
-                           "__repr__": _short_repr(value)}, ensure_ascii=False)
+                           "__repr__": short_repr(value)}, ensure_ascii=False)
     if len(text) > MAX_STATE_CHARS:
         text = json.dumps({"looptrace_truncated": {"original_chars": len(text),
                                                    "kept_chars": MAX_STATE_CHARS},

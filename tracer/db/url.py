@@ -131,7 +131,7 @@ def engine_of(conn: object) -> str:
 
 
 def for_child(db: str) -> tuple[str, dict[str, str]]:
-    """What to give a child process (``looptrace replay --db ...``) for the store ``db``:
+    """What to give a child process (``looptrace rerun --db ...``) for the store ``db``:
     the URL without its password for its command line (process listings show it), and
     the password in ``PGPASSWORD`` for its environment; a path as it is, and nothing."""
     if not is_url(db):

@@ -47,7 +47,7 @@ from tracer.vocab.records import (
 from tracer.vocab.redact import DEFAULT_REDACTOR, Redactor
 
 from . import search
-from .processes import _gone
+from .processes import process_gone
 from .schema import connect
 from .serialize import dumps, message_json, message_key, search_text, tool_call_id_of
 from .spool import MB_ENV, Spool
@@ -728,7 +728,7 @@ def close_dead(conn: sqlite3.Connection, now: float | None = None) -> set[str]:
     found = conn.execute("SELECT id, pid, started_at FROM runs WHERE status = 'running'"
                          " AND pid IS NOT NULL").fetchall()
     dead = [(rid, pid) for rid, pid, started in found
-            if isinstance(pid, int) and _gone(pid, started)]
+            if isinstance(pid, int) and process_gone(pid, started)]
     if not dead:
         return set()
     ended = time.time() if now is None else now

@@ -219,7 +219,7 @@ def _before(dbg: Debugger, site: Site) -> _Visit:
 def request_rules(run_id: str, messages: Sequence[BaseMessage]) -> set[str]:
     """The protocol rules (``tracer.checks.protocol``) the messages of a request break,
     for any provider: a dangling tool call, a result with no call ..."""
-    from tracer.checks.base import PROVIDERS, Call, ModelInput, Turn, is_empty_content
+    from tracer.checks.base import PROVIDERS, Call, ModelInput, ProtocolMessage, is_empty_content
     from tracer.checks.protocol import check_model_call
 
     role = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system"}
@@ -230,7 +230,7 @@ def request_rules(run_id: str, messages: Sequence[BaseMessage]) -> set[str]:
         calls += tuple(Call(c.get("id"), str(c.get("name")), False)
                        for c in getattr(msg, "invalid_tool_calls", None) or ())
         kind = role.get(msg.type, "other")
-        turns.append(Turn(msg.id or f"request-{i}", kind, calls,
+        turns.append(ProtocolMessage(msg.id or f"request-{i}", kind, calls,
                           getattr(msg, "tool_call_id", None),
                           kind == "assistant" and not calls and is_empty_content(msg.content)))
     mc = ModelInput(0, 0, turns, False, None)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import time
 
-from tracer.db.processes import _gone
+from tracer.db.processes import process_gone
 
 __all__ = ["ENV", "alive", "descends", "gone", "token"]
 
@@ -39,7 +39,7 @@ def gone(tok: str | None) -> bool:
     if not tok:
         return False
     got = _parse(tok)
-    return got is None or _gone(got[0], got[1])
+    return got is None or process_gone(got[0], got[1])
 
 
 def alive(pid: int | None, since: float | None) -> bool:
@@ -47,7 +47,7 @@ def alive(pid: int | None, since: float | None) -> bool:
     if not pid:
         return True  # (no pid written: nothing to say)
     try:
-        return not _gone(int(pid), since)
+        return not process_gone(int(pid), since)
     except (TypeError, ValueError):
         return True
 

@@ -87,6 +87,6 @@ def start(dbg: Any, rec: Any, run: Any, raw: Any, *, is_async: bool = False) -> 
     except LooptraceError as exc:
         return {**out, "outcome": "rejected", "line": f"cannot rewind: {exc}"[:300]}
     fork = got.get("run")
-    named = f"run {str(fork)[:12]}" if fork else f"a new run (replay_token {got.get('token')})"
+    named = f"run {str(fork)[:12]}" if fork else f"a new run (rerun_token {got.get('token')})"
     return {**out, **got, "outcome": "rewound",
             "line": f"rewound to step {step} as {named}; this run stays paused here"}

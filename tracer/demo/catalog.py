@@ -1,6 +1,6 @@
 """Which demo agent recorded a run: the factory (``tracer.demo.factories``) that builds
 it again, for a rerun or a fork of a demo run or a bundled sample trace (the app's
-"Fork here", ``looptrace replay RUN --agent ...``).
+"Fork here", ``looptrace rerun RUN --agent ...``).
 
 Beside the factories and imported without them: no LangChain (the app's data seam reads
 it, ``tracer.demo.factories`` imports it; an import-linter contract holds it light).

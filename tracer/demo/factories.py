@@ -1,11 +1,11 @@
 """The demo agents as factories, for reruns and forks of the demo's runs and the bundled
-sample traces: ``looptrace replay RUN --agent tracer.demo.factories:weather --db DB``,
+sample traces: ``looptrace rerun RUN --agent tracer.demo.factories:weather --db DB``,
 and the app's "Fork here" on a sample run (``tracer.demo.catalog.demo_agent`` names
 the factory from the run's name and model, ``DEMO_FACTORIES``).
 
 Each factory builds the demo agent of its name (``tracer.demo.scenarios.AGENTS``) with
 the scripted model it was recorded with. Its ``middleware`` parameter defaults to the
-agent's own middleware without a tracer: ``looptrace replay`` then puts a
+agent's own middleware without a tracer: ``looptrace rerun`` then puts a
 ``TraceMiddleware`` writing to ``--db`` first in it, and the factory attaches that
 tracer's callback handler, as the demo did when it recorded (``trace.attach``; a Deep
 Agents subagent is then nested under its parent). Called with no tracer in
@@ -16,9 +16,9 @@ tracer (``trace.around``), which a rerun's tracer cannot take over.
 
 Example:
     ```python
-    from tracer import replay_run
+    from tracer import rerun
 
-    replay_run(run_id, agent="tracer.demo.factories:weather", db="looptrace.db")
+    rerun(run_id, agent="tracer.demo.factories:weather", db="looptrace.db")
     ```
 """
 

@@ -22,7 +22,7 @@ __all__ = ["Script", "ScriptedChatModel", "call", "echo_model", "last_tool_resul
 
 
 def echo_model() -> ScriptedChatModel:
-    """An offline stand-in for a live model (``looptrace replay --offline``): it answers
+    """An offline stand-in for a live model (``looptrace rerun --offline``): it answers
     in plain text, quoting the last message it was sent, and asks for no tool."""
 
     def echo(messages: Sequence[BaseMessage]) -> AIMessage:

@@ -484,7 +484,7 @@ def tool_exception_agent(db: str) -> Demo:
     return Demo(factory, tm, "Do you have laptops in stock?", raises=TimeoutError)
 
 
-# The agent scenarios: name -> the Demo of its agent (``looptrace replay`` can run them).
+# The agent scenarios: name -> the Demo of its agent (``looptrace rerun`` can run them).
 AGENTS: dict[str, Callable[[str], Demo]] = {
     "weather": weather_agent,
     "shopping": shopping_agent,

@@ -353,7 +353,7 @@ def render_overview(d: dict[str, Any]) -> str:
     src = d.get("source")
     if src:
         what = f"forks run {src['run'][:12]} at step {src['step']}" if src.get("step") else (
-            f"replays run {src['run'][:12]}")
+            f"reruns run {src['run'][:12]}")
         lines.append(f"this run {what}; notes on the source run: {src['notes']}"
                      + (f" (looptrace note {src['run'][:12]})" if src["notes"] else ""))
     if d.get("notes"):

@@ -9,8 +9,8 @@ the same API as the command line (``TraceDB.runs`` and ``RunFilter``, ``tracer.i
 file, never the database, and says so. ``add_note`` writes one row, a person's (or the
 agent's) note on a run or a step (``tracer.db.notes.add_note``: checked first, one row
 or nothing), and changes nothing else; the what-if tools (``tracer.mcp.whatif_tools``:
-``replay_run``, ``fork_run``) are the only ones that write a run to the database, through
-a ``looptrace replay`` child process. Every other tool only reads it.
+``rerun``, ``fork_run``) are the only ones that write a run to the database, through
+a ``looptrace rerun`` child process. Every other tool only reads it.
 Answers are sized for a model's context: lists are paged (``offset``/``limit`` in,
 ``next_offset`` out), long contents cut (with the call that gives the rest), and each
 answer carries the ids the next call takes. A bad run id, a step out of range, a file
@@ -634,8 +634,8 @@ TOOLS: dict[str, str] = {
         "word) is an error naming the problem, nothing written. Answer: the note as "
         "stored (its id and step)."),
 }
-# (the what-if tools, replay_run and fork_run, are in tracer.mcp.whatif_tools: the only tools
-# that write to the database, through a ``looptrace replay`` child process)
+# (the what-if tools, rerun and fork_run, are in tracer.mcp.whatif_tools: the only tools
+# that write to the database, through a ``looptrace rerun`` child process)
 
 
 def build_server(db: str | os.PathLike[str], *, export_dir: str | None = None,
@@ -678,7 +678,7 @@ def build_server(db: str | os.PathLike[str], *, export_dir: str | None = None,
             open_world_hint=name == "playground"), structured_output=False)(
             _as_text(_tool_errors(getattr(debug, name))))
     whatif = WhatIf(os.fspath(db), agent)
-    aimpl: dict[str, Callable[..., Any]] = {"replay_run": whatif.replay_run,
+    aimpl: dict[str, Callable[..., Any]] = {"rerun": whatif.rerun,
                                            "fork_run": whatif.fork_run}
     for name, description in WHATIF_TOOLS.items():
         server.tool(name=name, description=description, annotations=ToolAnnotations(

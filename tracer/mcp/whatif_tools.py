@@ -1,16 +1,16 @@
-"""The what-if tools of ``looptrace mcp``: ``replay_run`` and ``fork_run``.
+"""The what-if tools of ``looptrace mcp``: ``rerun`` and ``fork_run``.
 
-The only tools that write to the database. Each runs ``looptrace replay ... --json`` as a
+The only tools that write to the database. Each runs ``looptrace rerun ... --json`` as a
 child process (as the app's "Fork here" does), awaited without blocking the server's event
-loop: the user's agent module, its tracer's writer and the replay layer's patches live and
+loop: the user's agent module, its tracer's writer and the rerun layer's patches live and
 die in that child, whether the agent is sync or async; the server process itself still
 opens the database read-only, for these tools too (to check the input's run id and to
 diff the new run against its record). The child records one new run, linked to the one it
-replays (``replay_of``, ``forked_from`` in its metadata); the original never changes. Bad
+replays (``rerun_of``, ``forked_from`` in its metadata); the original never changes. Bad
 input (an agent factory that cannot be imported, a step out of range, an edit naming a
 message the step does not have) is the child's one-line error, nothing written; an agent
 that leaves its record before the fork is an error showing the request's diff, the
-replay up to there recorded (as ``looptrace replay`` does) and named in the error.
+replay up to there recorded (as ``looptrace rerun`` does) and named in the error.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from tracer.read.loader import TraceDB
 
 __all__ = ["EDIT_KINDS", "WHATIF_TOOLS", "WhatIf"]
 
-# kind -> what it needs, in the words of ``looptrace replay``
+# kind -> what it needs, in the words of ``looptrace rerun``
 EDIT_KINDS: dict[str, str] = {
     "message": "position, text: replace the content of message `position` of the request",
     "drop": "position: drop message `position` of the request",
@@ -56,11 +56,11 @@ _COMMON = (
     "with the request's diff, naming the run that recorded the replay up to there.")
 
 WHATIF_TOOLS: dict[str, str] = {
-    "replay_run": (
+    "rerun": (
         "WRITES a new run to the database (the recorded one never changes): run the "
         "agent again on a recorded run's input, every model call, tool call and human "
         "decision answered from the record, at no cost; the new run is linked to the "
-        "original (replay_of) and, when the agent still matches its record, identical to "
+        "original (rerun_of) and, when the agent still matches its record, identical to "
         "it (the answer says whether diff_runs finds anything)." + _COMMON),
     "fork_run": (
         "WRITES a new run to the database (the recorded one never changes): fork a "
@@ -83,7 +83,7 @@ class WhatIf:
         self.db = db
         self.agent = agent
 
-    async def replay_run(self, run: str, agent: str | None = None, offline: bool = False,
+    async def rerun(self, run: str, agent: str | None = None, offline: bool = False,
                          continue_live: bool = False) -> dict[str, Any]:
         argv = self._argv(run, agent, offline, continue_live)
         return await self._run(argv)
@@ -109,7 +109,7 @@ class WhatIf:
             raise LooptraceError(msg)
         with TraceDB(self.db) as db:  # a bad or ambiguous run id fails here, read-only
             rid = db.resolve(run)
-        argv = ["replay", rid, "--agent", spec, "--db", for_child(self.db)[0], "--json"]
+        argv = ["rerun", rid, "--agent", spec, "--db", for_child(self.db)[0], "--json"]
         if offline:
             argv.append("--offline")
         if continue_live:
@@ -119,7 +119,7 @@ class WhatIf:
     async def _run(self, argv: list[str]) -> dict[str, Any]:
         import anyio
 
-        before = await anyio.to_thread.run_sync(self._replays_of, argv[1])
+        before = await anyio.to_thread.run_sync(self._reruns_of, argv[1])
         with anyio.move_on_after(TIMEOUT) as scope:
             done = await anyio.run_process(
                 [sys.executable, "-m", "tracer", *argv], check=False,
@@ -130,9 +130,9 @@ class WhatIf:
             raise LooptraceError(msg)
         if done.returncode != 0:
             err = done.stderr.decode("utf-8", "replace").strip()
-            err = err.removeprefix("looptrace replay: ") or f"exit {done.returncode}"
+            err = err.removeprefix("looptrace rerun: ") or f"exit {done.returncode}"
             err = err[:CUT] + (" ..." if len(err) > CUT else "")
-            partial = await anyio.to_thread.run_sync(self._replays_of, argv[1])
+            partial = await anyio.to_thread.run_sync(self._reruns_of, argv[1])
             if partial - before:  # (a divergence: the replay up to there is recorded)
                 err += (f"\n(the replay up to there is recorded as run "
                         f"{', '.join(sorted(partial - before))}; the original is unchanged)")
@@ -140,15 +140,15 @@ class WhatIf:
         res = json.loads(done.stdout)
         return await anyio.to_thread.run_sync(self._answer, res)
 
-    def _replays_of(self, run_id: str) -> set[str]:
+    def _reruns_of(self, run_id: str) -> set[str]:
         """The ids of the runs replaying ``run_id`` (read-only)."""
         with TraceDB(self.db) as db:
             rows = db.query("SELECT id FROM runs WHERE parent_id IS NULL AND metadata LIKE ?",
-                            [f'%"replay_of":"{run_id}"%'])
+                            [f'%"rerun_of":"{run_id}"%'])
         return {str(r[0]) for r in rows}
 
     def _answer(self, res: dict[str, Any]) -> dict[str, Any]:
-        """``looptrace replay --json``'s result, with the first divergence from the record
+        """``looptrace rerun --json``'s result, with the first divergence from the record
         (``diff_tree``, read-only) and the calls that follow."""
         from tracer.read.diff import diff_tree
 
@@ -159,8 +159,8 @@ class WhatIf:
         div = None
         if first is not None:
             div = {"kind": first.kind, "lap": first.lap, "description": first.description[:600],
-                   "step_in_original": None if first.step_a is None else first.step_a + 1,
-                   "step_in_new_run": None if first.step_b is None else first.step_b + 1,
+                   "step_in_original": None if first.index_a is None else first.index_a + 1,
+                   "step_in_new_run": None if first.index_b is None else first.index_b + 1,
                    "detail": first.detail[:CUT]}
         live = dict(res["live"])
         if isinstance(live.get("from"), dict) and live["from"].get("step") is not None:
@@ -179,7 +179,7 @@ class WhatIf:
 def edit_flags(kind: str, *, position: int | None, text: str | None, role: str,
                model: str | None, args: dict[str, Any] | None, middleware: str | None,
                index: int | None) -> list[str]:
-    """The ``looptrace replay`` options of one edit; a missing field is named."""
+    """The ``looptrace rerun`` options of one edit; a missing field is named."""
     if kind not in EDIT_KINDS:
         msg = f"edit_kind {kind!r} is not one of {', '.join(EDIT_KINDS)}"
         raise LooptraceError(msg)

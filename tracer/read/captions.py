@@ -492,7 +492,7 @@ def caption(ev: Event, run: Run, tool_calls: int = 0, *,
         if f is not None and ev.seq == f.written:
             return (f"The fork's edit, made at step {f.index + 1} ({f.what}), is written into "
                     "the state here, as the model call ends: the fork's own layer "
-                    "(looptrace's ReplayMiddleware, outermost) keeps it, so the conversation "
+                    "(looptrace's RerunMiddleware, outermost) keeps it, so the conversation "
                     "holds the edited version from here on.")
         return _history_caption(p, facts)
     if ev.phase == "layer":
@@ -666,7 +666,7 @@ def _fork_note(ev: Event, facts: RunFacts) -> str:
     if f is None or ev.seq != f.seq:
         return ""
     call = "model" if ev.hook in MODEL_HOOKS else "tool"
-    return (f" This is where the fork made its edit (looptrace replay --at): {f.what}. The "
+    return (f" This is where the fork made its edit (looptrace rerun --at): {f.what}. The "
             f"{call} call gets the edited version; the steps before it came from the record.")
 
 

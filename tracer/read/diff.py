@@ -11,7 +11,7 @@ the same scenario are identical.
 Example:
     >>> with TraceDB("looptrace.db") as db:
     ...     d = diff_runs(db.run(a), db.run(b))
-    >>> d.first_divergence.kind, d.first_divergence.step_a
+    >>> d.first_divergence.kind, d.first_divergence.index_a
     ('different_arguments', 9)
 
 From the command line: ``looptrace diff RUN_A RUN_B``.
@@ -78,8 +78,8 @@ class Divergence:
     lap: int  # the lap it happens in (the lap recorded on the event)
     # 0-based index into run A's replay steps (None: no such step in A); descriptions
     # count steps from 1, as the replay shows them ("Step N / M").
-    step_a: int | None
-    step_b: int | None
+    index_a: int | None
+    index_b: int | None
     kind: str  # one of KINDS
     description: str
     detail: str = ""  # a unified diff of the messages involved, when there are any
@@ -91,8 +91,8 @@ class Row:
     """One line of the alignment: a step of A next to its counterpart in B."""
 
     segment: str  # "lap 0" (before the loop), "lap N", or "end"
-    step_a: int | None
-    step_b: int | None
+    index_a: int | None
+    index_b: int | None
     same: bool
 
 
@@ -154,11 +154,11 @@ class RunDiff:
         in_laps = [x for ld in self.laps for x in ld.differences]
         return [x for x in self.differences if not any(x is y for y in in_laps)]
 
-    def row_of(self, *, step_a: int | None = None, step_b: int | None = None) -> int:
+    def row_of(self, *, index_a: int | None = None, index_b: int | None = None) -> int:
         """The alignment row holding ``step_a`` (or ``step_b``); 0 if none does."""
         for i, r in enumerate(self.rows):
-            if (step_a is not None and r.step_a == step_a) or (
-                    step_b is not None and r.step_b == step_b):
+            if (index_a is not None and r.index_a == index_a) or (
+                    index_b is not None and r.index_b == index_b):
                 return i
         return 0
 
@@ -171,7 +171,7 @@ class RunDiff:
                     "steps": len(rp.steps)}
 
         def div(x: Divergence) -> dict[str, Any]:
-            out = {**asdict(x), "step_a": _one(x.step_a), "step_b": _one(x.step_b)}
+            out = {**asdict(x), "step_a": _one(x.index_a), "step_b": _one(x.index_b)}
             if not x.key:  # (only a state divergence names a key)
                 del out["key"]
             return out
@@ -185,7 +185,7 @@ class RunDiff:
             "laps": [{"segment": ld.segment, "lap": ld.lap,
                       "differences": [div(d) for d in ld.differences],
                       "message_diff": ld.message_diff} for ld in self.laps],
-            "alignment": [[_one(r.step_a), _one(r.step_b)] for r in self.rows],
+            "alignment": [[_one(r.index_a), _one(r.index_b)] for r in self.rows],
             "message_diff": self.message_diff,
             "subagents": [sd.to_dict() for sd in self.subagents],
         }

@@ -1,7 +1,7 @@
 """Forks and replays of a run, as the read side sees them (no LangChain).
 
 A replay or fork (``tracer.whatif.rerun``) is a run whose ``runs.metadata`` holds
-``replay_of`` (the run it replays) and, for a fork, ``forked_from`` (run, step, edit).
+``rerun_of`` (the run it replays) and, for a fork, ``forked_from`` (run, step, edit).
 ``forks_of`` lists them for a run, ``forks_among`` for many, ``tagged_run`` finds the
 run whose metadata holds a token (a fork the app started tags its run so). The command
 line that forks a run is the app's (``app/data/forks.py``).
@@ -37,7 +37,7 @@ class Fork:
     def what(self) -> str:
         """What the Runs page says of it: the step and the edit, shortened."""
         if self.step is None:
-            return f"replay of {self.of[:12]}"
+            return f"rerun of {self.of[:12]}"
         edit = self.edit or {}
         kind = str(edit.get("kind", "edit")).replace("_", " ")
         if edit.get("position") is not None:
@@ -58,7 +58,7 @@ def _meta(text: Any) -> dict[str, Any]:
 
 
 def _fork(rid: Any, meta: dict[str, Any], started: Any) -> Fork | None:
-    of = meta.get("replay_of")
+    of = meta.get("rerun_of")
     if not isinstance(of, str):
         return None
     fork = meta.get("forked_from")
@@ -77,7 +77,7 @@ def forks_among(db: TraceDB, run_ids: list[str],
     if not wanted:
         return {}
     sql = ("SELECT id, metadata, started_at FROM runs WHERE parent_id IS NULL"
-           " AND metadata LIKE '%replay_of%'")
+           " AND metadata LIKE '%rerun_of%'")
     params: list[Any] = []
     if since is not None:
         sql += " AND started_at >= ?"
@@ -97,7 +97,7 @@ def forks_of(db: TraceDB, run_id: str) -> list[Fork]:
     out = []
     for rid, text, started in rows:
         meta = _meta(text)
-        if meta.get("replay_of") != run_id:
+        if meta.get("rerun_of") != run_id:
             continue
         fork = meta.get("forked_from")
         if isinstance(fork, dict):
@@ -111,7 +111,7 @@ def forks_of(db: TraceDB, run_id: str) -> list[Fork]:
 def origin_of(metadata: Any) -> tuple[str, int | None] | None:
     """(the run it replays, the fork step or None) for a replay's or fork's metadata."""
     meta = metadata if isinstance(metadata, dict) else _meta(metadata)
-    of = meta.get("replay_of")
+    of = meta.get("rerun_of")
     if not isinstance(of, str):
         return None
     fork = meta.get("forked_from")

@@ -82,7 +82,7 @@ _ORDER_EDITS = frozenset({"drop", "insert"})
 
 @dataclass(frozen=True, slots=True)
 class ForkEdit:
-    """Where a fork (``looptrace replay RUN --at N`` with an edit) made its edit, as its
+    """Where a fork (``looptrace rerun RUN --at N`` with an edit) made its edit, as its
     record says: the run's ``forked_from`` metadata and the call at or after step N."""
 
     index: int  # the step of the call the edit was made at (its enter)

@@ -116,12 +116,12 @@ def capturing(original: Any) -> Any:
     def create_agent(*args: Any, **kwargs: Any) -> Any:
         import os
 
-        from .middleware import _TraceBase
+        from .middleware import TraceBase
         from .rebuild import Build, keep
 
         given = tuple(kwargs.get("middleware") or ())
         stack = list(given)
-        traced = [m for m in stack if isinstance(m, _TraceBase)]
+        traced = [m for m in stack if isinstance(m, TraceBase)]
         if not traced:
             from .middleware import TraceMiddleware
 

@@ -98,7 +98,7 @@ _ToolResult: TypeAlias = ToolMessage | Command[Any]
 _Entered = tuple["RunState", float] | tuple["RunState", float, str]
 
 
-class _TraceBase(AgentMiddleware):
+class TraceBase(AgentMiddleware):
     """The recording machinery shared by ``TraceMiddleware`` and its lean twin."""
 
     def __init__(self, *, db: str | os.PathLike[str] = "looptrace.db", name: str | None = None,
@@ -659,7 +659,7 @@ class _TraceBase(AgentMiddleware):
         pre = self._tool_enter(request)
         return await adrive(self._call("wrap_tool_call", request, pre), handler)  # type: ignore[arg-type, return-value]
 
-class TraceMiddleware(_TraceBase):
+class TraceMiddleware(TraceBase):
     """Record every hook of an agent loop, and every message, to a SQLite file.
 
     It observes and never changes what the agent does: every hook returns
@@ -721,7 +721,7 @@ class TraceMiddleware(_TraceBase):
         await self._afire("after_agent", state, runtime)
 
 
-class LeanTraceMiddleware(_TraceBase):
+class LeanTraceMiddleware(TraceBase):
     """``TraceMiddleware(lean=True)``: wrap hooks only, no extra graph nodes."""
 
     def __init__(self, **kwargs: Any) -> None:

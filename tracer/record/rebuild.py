@@ -56,7 +56,7 @@ class Build:
                 and all(self.kwargs[k] is other.kwargs[k] for k in self.kwargs))
 
     def factory(self) -> Callable[..., Any]:
-        """A factory of the kind ``replay_run`` takes: its ``middleware`` parameter
+        """A factory of the kind ``rerun`` takes: its ``middleware`` parameter
         defaults to the script's list."""
         def make_agent(middleware: Any = self.middleware) -> Any:
             return self.create(*self.args, **{**self.kwargs, "middleware": list(middleware)})

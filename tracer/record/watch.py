@@ -15,7 +15,7 @@ added to every callback manager LangChain configures, through
 ``TraceMiddleware`` is alive; with none alive it is in no manager. For each chain
 run it keeps ``(parent, name)`` until the run ends. A middleware's first hook of an
 invocation claims the graph run it runs inside (``claim``); when that graph run
-ends, the middleware is told (``_TraceBase.invocation_ended``), with the graph
+ends, the middleware is told (``TraceBase.invocation_ended``), with the graph
 node where an exception surfaced first, or the interrupt that paused a node (the
 graph then ends without error: its output does not say it paused). Unclaimed runs cost a dict insert and a
 pop each.

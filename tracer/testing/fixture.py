@@ -9,7 +9,7 @@
   key but ``messages``: Deep Agents' ``todos`` and ``files``, ``structured_response``, a
   middleware's own keys), each given key equal to its value or passing its predicate;
 - ``cassette(path)``: a context manager that answers the agent's model calls from a
-  recorded run (``tracer.whatif.cassette``'s matcher, through ``tracer.whatif.player.ReplayCache``).
+  recorded run (``tracer.whatif.cassette``'s matcher, through ``tracer.whatif.player.RerunCache``).
 """
 
 from __future__ import annotations
@@ -269,11 +269,11 @@ def play(source: str | Path, *, record: bool = False, recording: Any = None) -> 
         before = set(recording.run_ids(recording.nodeid)) if (
             record and recording is not None and recording.nodeid) else set()
         player.install()
-        token = player._SERVE.set(_Serving(session))  # type: ignore[arg-type]
+        token = player.SERVING.set(_Serving(session))  # type: ignore[arg-type]
         try:
             yield session
         finally:
-            player._SERVE.reset(token)
+            player.SERVING.reset(token)
             player.uninstall()
         if record and recording is not None and (session.misses or not path.exists()):
             from tracer.whatif.cassette_file import append_runs

@@ -1,6 +1,6 @@
 """One edit: what may change in a run, for every interface that changes one.
 
-The fork (``replay_run(..., at=, edit=)``, ``looptrace replay --edit``), the debugger
+The fork (``rerun(..., at=, edit=)``, ``looptrace rerun --edit``), the debugger
 (a paused run's answer, from the terminal, the app or MCP), the playground and MCP's
 ``fork_run`` / ``resume`` / ``playground`` all take an ``Edit``: its kinds
 (``KINDS``), fields, validation, words and JSON are here, and only here. How an edit
@@ -52,7 +52,7 @@ class Kind:
     needs: tuple[str, ...]  # the fields it must have
     at: tuple[str, ...]  # where it applies (``AT``)
     fork: str | None  # what a fork makes it at: "model", "tool", "stack"; None: no fork
-    help: str  # what it changes (``looptrace replay --help``, MCP's tool descriptions)
+    help: str  # what it changes (``looptrace rerun --help``, MCP's tool descriptions)
     short: str  # the edit in a few words (str.format over the edit's fields)
     long: str  # the edit in a sentence, with its text (the captions)
     messages: bool = False  # it changes the request's messages (a fork writes them in)

@@ -10,7 +10,7 @@ one writing to a file of its own in a folder removed at once, and nothing reache
 trace database.
 
 A factory whose graph has no ``create_agent`` model node (a plain ``StateGraph``)
-raises ``ReplayError`` saying so.
+raises ``RerunError`` saying so.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import os
 import tempfile
 from typing import Any
 
-from tracer.errors import ReplayError
+from tracer.errors import RerunError
 
 from .rerun import default_stack, load_factory
 
@@ -41,11 +41,11 @@ def agent_model(agent: Any) -> Any:
             stack = [added, *stack]
         try:
             built = factory(middleware=stack)
-        except ReplayError:
+        except RerunError:
             raise
         except Exception as exc:  # noqa: BLE001 - the user's factory
             msg = f"the agent factory {name} failed: {type(exc).__name__}: {exc}"
-            raise ReplayError(msg.splitlines()[0]) from None
+            raise RerunError(msg.splitlines()[0]) from None
         finally:
             if added is not None:
                 added.close()
@@ -53,7 +53,7 @@ def agent_model(agent: Any) -> Any:
     if model is None:
         msg = (f"the agent factory {name} built no create_agent agent: its graph has no "
                "model node to take the model from")
-        raise ReplayError(msg)
+        raise RerunError(msg)
     return model
 
 

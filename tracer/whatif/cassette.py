@@ -38,7 +38,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from tracer.errors import ReplayError
+from tracer.errors import RerunError
 from tracer.read.calls import ModelCall as Decoded
 from tracer.read.calls import call_at
 from tracer.read.loader import Message, Run, TraceDB, content_text
@@ -49,12 +49,20 @@ from tracer.vocab.records import MODEL_HOOKS, TOOL_HOOKS
 
 from .tool_writes import StateWrite, StoreWrite, store_writes_of, writes_of
 
-__all__ = ["Cassette", "Miss", "ModelCall", "Outcome", "ReplayError", "Request", "ToolCall",
-           "request_of_messages"]
+__all__ = [
+    "Cassette",
+    "Miss",
+    "ModelCall",
+    "Outcome",
+    "Request",
+    "RerunError",
+    "ToolCall",
+    "request_of_messages",
+]
 
 # the oldest schema a replay reads: 4 recorded the state a replay redoes (schema 5 changed
 # only how the search index takes new messages)
-REPLAY_SCHEMA = 4
+RERUN_SCHEMA = 4
 
 
 # A random id inside a message's text (Deep Agents names a summary's file after one) is
@@ -222,11 +230,11 @@ class Cassette:
     # -- reading ---------------------------------------------------------------
     @classmethod
     def load(cls, db: TraceDB, run_id: str) -> Cassette:
-        if db.schema_version < REPLAY_SCHEMA:
+        if db.schema_version < RERUN_SCHEMA:
             msg = (f"{db.path} was recorded with schema {db.schema_version}; replay reads "
-                   f"schema {REPLAY_SCHEMA} and later: record into the file once (that migrates it "
+                   f"schema {RERUN_SCHEMA} and later: record into the file once (that migrates it "
                    "in place) or import its export into a new file, then replay")
-            raise ReplayError(msg)
+            raise RerunError(msg)
         root = db.run(db.resolve(run_id))
         runs = {root.id: root}
         for child in db.subagent_runs([root.id]):
@@ -380,7 +388,7 @@ def _tool_calls(rp: Replay) -> list[ToolCall]:
     open_: dict[str, ToolCall] = {}
     # A call that raised, by id, until the next model call: recorded from callbacks
     # alone (``looptrace run``), a retry inside the agent (ToolRetryMiddleware) is
-    # another start of the same call, not another call (the replay layer, outermost,
+    # another start of the same call, not another call (the rerun layer, outermost,
     # sees one request and serves its outcomes in turn, as for a recorded layer's).
     raised: dict[str, ToolCall] = {}
     by_key = rp.run.message_by_key

@@ -1,8 +1,8 @@
-"""Playing a cassette back into a live agent: the replay layer and the model hook.
+"""Playing a cassette back into a live agent: the rerun layer and the model hook.
 
 Two pieces, driven by one ``Session`` (what is used up, where the live part began):
 
-- ``ReplayMiddleware``, put OUTERMOST in the agent's middleware list (just outside
+- ``RerunMiddleware``, put OUTERMOST in the agent's middleware list (just outside
   the tracer, so it sees each request as the tracer recorded it). At each model call
   it matches the request against the record (``tracer.whatif.cassette``); on a match it lets
   the call go down through every inner layer (the tracer records it as usual) and the
@@ -11,7 +11,7 @@ Two pieces, driven by one ``Session`` (what is used up, where the live part bega
   the recorded exception); a tool call that started a subagent runs, and the
   subagent's model calls are answered from the subagent's record. It only has wrap
   hooks: no graph node is added, so a replay has the graph of its record.
-- ``ReplayCache``, a LangChain LLM cache installed for the time of a replay: every
+- ``RerunCache``, a LangChain LLM cache installed for the time of a replay: every
   chat model called inside the replay's context (the agent's, a fallback's, a
   subagent's, a summariser's) asks it first. It answers from the record what the
   layer above decided, or lets the call through (the live part of a fork), or
@@ -20,7 +20,7 @@ Two pieces, driven by one ``Session`` (what is used up, where the live part bega
 
 A fork's edit (``tracer.vocab.edits.Edit``, made by ``tracer.record.edit_apply``) is applied here, at the first call at or after
 the fork step. A request that matches nothing before the fork stops the replay with
-``ReplayDiverged`` (which call, and the diff to the nearest recorded request), unless
+``RerunDiverged`` (which call, and the diff to the nearest recorded request), unless
 the session may go live.
 """
 
@@ -58,7 +58,7 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.types import Command
 
 from tracer.db.serialize import message_json
-from tracer.errors import ReplayDiverged
+from tracer.errors import RerunDiverged
 from tracer.read.loader import Message
 from tracer.record.edit_apply import apply_request
 from tracer.vocab.edits import Edit
@@ -68,7 +68,7 @@ from .cassette import Cassette, Miss, ModelCall, Outcome, Request, ToolCall
 from .cassette import request_of_messages as _request_of
 from .tool_writes import StateWrite, StoreWrite, faithful, update_for
 
-__all__ = ["RecordedError", "ReplayCache", "ReplayDiverged", "ReplayMiddleware", "Session",
+__all__ = ["RecordedError", "RerunCache", "RerunDiverged", "RerunMiddleware", "Session",
            "generations_of", "messages_of_prompt"]
 
 
@@ -125,7 +125,7 @@ class Session:
 
     cassette: Cassette
     edit: Edit | None = None  # the fork's edit (``tracer.vocab.edits``)
-    fork_step: int | None = None  # 0-based step of the record where the fork is
+    fork_index: int | None = None  # 0-based step of the record where the fork is
     offline: BaseChatModel | None = None  # answers the live part instead of the agent's model
     continue_live: bool = False
     stats: Stats = field(default_factory=Stats)
@@ -148,8 +148,8 @@ class Session:
 
     def reach(self, call: ModelCall | ToolCall | None) -> None:
         """Note ``call`` (recorded), matched: at or after the fork step, the fork is reached."""
-        if call is not None and self.fork_step is not None and max(
-                call.step, call.end) >= self.fork_step:
+        if call is not None and self.fork_index is not None and max(
+                call.step, call.end) >= self.fork_index:
             self.reached = True
 
     @property
@@ -166,19 +166,19 @@ class Session:
             self.stats.live_from = {"call": self.model_calls_seen, "step": step,
                                     "why": why}
 
-    def diverged(self, where: str, miss: Miss | None, why: str = "") -> ReplayDiverged:
-        text = f"the replay diverged from the record at {where}"
+    def diverged(self, where: str, miss: Miss | None, why: str = "") -> RerunDiverged:
+        text = f"the rerun diverged from the record at {where}"
         if miss is not None:
             text += ": " + miss.explain()
         elif why:
             text += ": " + why
         text += " (--continue-live goes on with the agent's own model)"
-        return ReplayDiverged(text)
+        return RerunDiverged(text)
 
     def at_fork(self, call: ModelCall | ToolCall) -> bool:
         """``call`` (recorded) is the first at or after the fork step, or holds it."""
-        return (self.edit is not None and not self.fork_applied and self.fork_step is not None
-                and max(call.step, call.end) >= self.fork_step)
+        return (self.edit is not None and not self.fork_applied and self.fork_index is not None
+                and max(call.step, call.end) >= self.fork_index)
 
     # -- model invocations reaching the cache --------------------------------------
     def invoke_model(self, serving: Serving, prompt: str) -> list[ChatGeneration] | None:
@@ -243,8 +243,8 @@ class Serving:
     parent_call: str | None = None  # a subagent's: the tool call that started it
 
 
-_SERVE: contextvars.ContextVar[Serving | None] = contextvars.ContextVar(
-    "looptrace_replay_serving", default=None)
+SERVING: contextvars.ContextVar[Serving | None] = contextvars.ContextVar(
+    "looptrace_rerun_serving", default=None)
 
 
 def generations_of(outcome: Outcome) -> list[ChatGeneration]:
@@ -342,10 +342,10 @@ def request_view(request: ModelRequest[Any]) -> Request:
 # -- the LLM cache -----------------------------------------------------------------
 
 _INSTALL_LOCK = threading.Lock()
-_INSTALLED: list[Any] = []  # [the ReplayCache, its refcount]
+_INSTALLED: list[Any] = []  # [the RerunCache, its refcount]
 
 
-class ReplayCache(BaseCache):
+class RerunCache(BaseCache):
     """Answers model calls inside a replay's context; passes every other call to the
     cache that was installed before it."""
 
@@ -353,13 +353,13 @@ class ReplayCache(BaseCache):
         self.previous = previous
 
     def lookup(self, prompt: str, llm_string: str) -> RETURN_VAL_TYPE | None:
-        serving = _SERVE.get()
+        serving = SERVING.get()
         if serving is None:
             return self.previous.lookup(prompt, llm_string) if self.previous else None
         return serving.session.invoke_model(serving, prompt)
 
     def update(self, prompt: str, llm_string: str, return_val: RETURN_VAL_TYPE) -> None:
-        if _SERVE.get() is None and self.previous is not None:
+        if SERVING.get() is None and self.previous is not None:
             self.previous.update(prompt, llm_string, return_val)
 
     def clear(self, **kwargs: Any) -> None:
@@ -367,13 +367,13 @@ class ReplayCache(BaseCache):
             self.previous.clear(**kwargs)
 
     async def alookup(self, prompt: str, llm_string: str) -> RETURN_VAL_TYPE | None:
-        if _SERVE.get() is None:
+        if SERVING.get() is None:
             return await self.previous.alookup(prompt, llm_string) if self.previous else None
         return self.lookup(prompt, llm_string)  # (memory only: no blocking call)
 
     async def aupdate(self, prompt: str, llm_string: str,
                       return_val: RETURN_VAL_TYPE) -> None:
-        if _SERVE.get() is None and self.previous is not None:
+        if SERVING.get() is None and self.previous is not None:
             await self.previous.aupdate(prompt, llm_string, return_val)
 
     async def aclear(self, **kwargs: Any) -> None:
@@ -389,7 +389,7 @@ def install() -> None:
         if _INSTALLED:
             _INSTALLED[1] += 1
             return
-        cache = ReplayCache(get_llm_cache())
+        cache = RerunCache(get_llm_cache())
         set_llm_cache(cache)
         _INSTALLED[:] = [cache, 1]
         _patch_tool_node()
@@ -404,7 +404,7 @@ def uninstall() -> None:
         _INSTALLED[1] -= 1
         if _INSTALLED[1] > 0:
             return
-        cache: ReplayCache = _INSTALLED[0]
+        cache: RerunCache = _INSTALLED[0]
         if get_llm_cache() is cache:
             set_llm_cache(cache.previous)
         _INSTALLED.clear()
@@ -413,11 +413,11 @@ def uninstall() -> None:
 
 # -- a subagent's tool calls -------------------------------------------------------
 # A subagent (Deep Agents' ``task``) is an agent of its own, built by its parent with
-# its own middleware: the replay layer is not in it. While a replay runs, the innermost
+# its own middleware: the rerun layer is not in it. While a replay runs, the innermost
 # step of every ``ToolNode`` (below all wrap layers, where the tool is invoked, its
 # callbacks included) asks the session first: inside a subagent being replayed, a call
 # its record holds gets a stand-in of the tool that gives back the recorded result, as
-# the replay layer does for the agent's own calls. Everywhere else nothing changes.
+# the rerun layer does for the agent's own calls. Everywhere else nothing changes.
 
 _TOOL_NODE_REAL: dict[str, Any] = {}
 
@@ -425,7 +425,7 @@ _TOOL_NODE_REAL: dict[str, Any] = {}
 def _subagent_tool(request: ToolCallRequest) -> ToolCallRequest:
     """The request, with the tool answered from the subagent's record when this call
     is a subagent's and its record holds it."""
-    serving = _SERVE.get()
+    serving = SERVING.get()
     # (the pytest plugin's cassettes serve model calls only: their serving has no run)
     if (not isinstance(serving, Serving) or serving.parent_call is None
             or serving.run_id is None or serving.live):
@@ -486,14 +486,14 @@ def _unpatch_tool_node() -> None:
 
 def serve(session: Session) -> contextvars.Token[Serving | None]:
     """Start answering model calls of this context from ``session`` (the root run)."""
-    return _SERVE.set(Serving(session, run_id=session.root_id))
+    return SERVING.set(Serving(session, run_id=session.root_id))
 
 
 def stop(token: contextvars.Token[Serving | None]) -> None:
-    _SERVE.reset(token)
+    SERVING.reset(token)
 
 
-# -- the replay layer ----------------------------------------------------------------
+# -- the rerun layer ----------------------------------------------------------------
 
 
 def _served_tool(tool: BaseTool, outcomes: list[Outcome], tool_call_id: str,
@@ -591,7 +591,7 @@ def _unservable(tool: BaseTool | None, outcomes: list[Outcome], writes: dict[str
     if tool is None:
         return LACKING
     if not isinstance(tool, (StructuredTool, Tool)):
-        return f"a tool of a kind the replay cannot stand in for ({type(tool).__name__})"
+        return f"a tool of a kind the rerun cannot stand in for ({type(tool).__name__})"
     if not outcomes:
         return "a call whose result the record does not hold"
     if not all(faithful(w.after) for w in writes.values()) or not all(
@@ -615,8 +615,8 @@ def _updates(session: Session, call: ToolCall) -> dict[str, Any]:
     return {k: update_for(session.channels.get(k), w) for k, w in call.writes.items()}
 
 
-class ReplayMiddleware(AgentMiddleware):
-    """The replay layer (see the module doc). Put it first in the middleware list."""
+class RerunMiddleware(AgentMiddleware):
+    """The rerun layer (see the module doc). Put it first in the middleware list."""
 
     def __init__(self, session: Session) -> None:
         super().__init__()
@@ -624,7 +624,7 @@ class ReplayMiddleware(AgentMiddleware):
 
     @property
     def name(self) -> str:
-        return "LooptraceReplay"
+        return "LooptraceRerun"
 
     # -- model calls --------------------------------------------------------------
     def _plan(self, request: ModelRequest[Any],
@@ -689,11 +689,11 @@ class ReplayMiddleware(AgentMiddleware):
                         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
                         ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
         request, serving, command = self._plan(request)
-        token = _SERVE.set(serving)
+        token = SERVING.set(serving)
         try:
             response = handler(request)
         finally:
-            _SERVE.reset(token)
+            SERVING.reset(token)
         return self._result(response, command)
 
     async def awrap_model_call(
@@ -701,11 +701,11 @@ class ReplayMiddleware(AgentMiddleware):
             handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
         request, serving, command = self._plan(request)
-        token = _SERVE.set(serving)
+        token = SERVING.set(serving)
         try:
             response = await handler(request)
         finally:
-            _SERVE.reset(token)
+            SERVING.reset(token)
         return self._result(response, command)
 
     # -- tool calls ---------------------------------------------------------------
@@ -757,24 +757,24 @@ class ReplayMiddleware(AgentMiddleware):
                        handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],
                        ) -> ToolMessage | Command[Any]:
         request, serving = self._tool_plan(request)
-        token = _SERVE.set(serving) if serving is not None else None
+        token = SERVING.set(serving) if serving is not None else None
         try:
             return handler(request)
         finally:
             if token is not None:
-                _SERVE.reset(token)
+                SERVING.reset(token)
 
     async def awrap_tool_call(
             self, request: ToolCallRequest,
             handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
     ) -> ToolMessage | Command[Any]:
         request, serving = self._tool_plan(request)
-        token = _SERVE.set(serving) if serving is not None else None
+        token = SERVING.set(serving) if serving is not None else None
         try:
             return await handler(request)
         finally:
             if token is not None:
-                _SERVE.reset(token)
+                SERVING.reset(token)
 
 
 def persist(old: list[BaseMessage], new: list[BaseMessage]) -> Command[Any]:

@@ -1,11 +1,11 @@
 """What if: replay a recorded run from its record, or fork it at a step with an edit.
 
-``replay_run(run_id, agent=factory, db=path)`` runs the user's agent again on the
-run's recorded input, with ``ReplayMiddleware`` outermost (``tracer.whatif.player``): every
+``rerun(run_id, agent=factory, db=path)`` runs the user's agent again on the
+run's recorded input, with ``RerunMiddleware`` outermost (``tracer.whatif.player``): every
 model call whose request matches the record is answered from it, every tool call
 with its recorded result, every pause with the recorded human decision. The agent's
 own tracer records the replay as a new run whose ``runs.metadata`` names the run it
-replays (``replay_of``) and, for a fork, ``forked_from`` (run, step, edit).
+replays (``rerun_of``) and, for a fork, ``forked_from`` (run, step, edit).
 
 With ``at=STEP`` and an ``Edit``, the steps before STEP come from the record; at the
 first call at or after STEP the edit is made, and from the first request that no
@@ -23,7 +23,7 @@ replay layer first (and, for a middleware edit, one removed or moved)::
 
 Bad input (a factory that cannot be imported, a run without recorded input, a step
 out of range, an edit naming a message the step does not have, a record of an older
-schema) raises ``ReplayError`` before the agent runs: nothing is written. The record
+schema) raises ``RerunError`` before the agent runs: nothing is written. The record
 is read only: the original run is never changed.
 """
 
@@ -39,18 +39,18 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from tracer.errors import ReplayDiverged, ReplayError
+from tracer.errors import RerunDiverged, RerunError
 from tracer.read.loader import TraceDB
 from tracer.record.edit_apply import apply_stack, chat_model
 from tracer.vocab.edits import KINDS, Edit
 from tracer.vocab.words import plural
 
 from .cassette import Cassette, ModelCall, ToolCall
-from .player import ReplayMiddleware, Session, Stats
+from .player import RerunMiddleware, Session, Stats
 from .tool_writes import channels_of
 
-__all__ = ["EDIT_KINDS", "Edit", "ReplayDiverged", "ReplayError", "ReplayResult", "areplay_run",
-           "load_factory", "replay_run"]
+__all__ = ["EDIT_KINDS", "Edit", "RerunDiverged", "RerunError", "RerunResult", "arerun",
+           "load_factory", "rerun"]
 
 # edit kind -> what it changes (the kinds a fork makes: ``tracer.vocab.edits.KINDS``)
 EDIT_KINDS: dict[str, str] = {k.name: k.help for k in KINDS.values() if k.fork}
@@ -70,7 +70,7 @@ def chat_model_problem(model: Any) -> str | None:
 
 
 @dataclass
-class ReplayResult:
+class RerunResult:
     """What a replay did: the run it recorded, what it served from the record and
     where its live part began (``stats``), and the agent's own exception if it
     ended with one (as its record may have)."""
@@ -142,7 +142,7 @@ def load_factory(spec: str) -> Any:
     module, _, attr = spec.partition(":")
     if not module or not attr:
         msg = f"--agent {spec!r}: expected module:factory (e.g. my_agent:make_agent)"
-        raise ReplayError(msg)
+        raise RerunError(msg)
     cwd = str(Path.cwd())
     if cwd not in sys.path:
         sys.path.insert(0, cwd)
@@ -150,19 +150,19 @@ def load_factory(spec: str) -> Any:
         mod = importlib.import_module(module)
     except Exception as exc:  # noqa: BLE001 - whatever the user's module raises
         msg = f"cannot import the agent factory {spec!r}: {type(exc).__name__}: {exc}"
-        raise ReplayError(msg) from None
+        raise RerunError(msg) from None
     try:
         return getattr(mod, attr)
     except AttributeError:
         msg = f"cannot import the agent factory {spec!r}: {module} has no {attr!r}"
-        raise ReplayError(msg) from None
+        raise RerunError(msg) from None
 
 
 def default_stack(factory: Any) -> list[Any]:
     """The factory's own middleware list (the default of its ``middleware`` parameter)."""
     if not callable(factory):
         msg = f"the agent factory {factory!r} is not callable"
-        raise ReplayError(msg)
+        raise RerunError(msg)
     try:
         params = inspect.signature(factory).parameters
     except (TypeError, ValueError):
@@ -171,8 +171,8 @@ def default_stack(factory: Any) -> list[Any]:
     if p is None or not isinstance(p.default, (list, tuple)):
         name = getattr(factory, "__name__", repr(factory))
         msg = (f"the agent factory {name} must take middleware= with the agent's middleware "
-               "list as its default (looptrace puts its replay layer first in it)")
-        raise ReplayError(msg)
+               "list as its default (looptrace puts its rerun layer first in it)")
+        raise RerunError(msg)
     return list(p.default)
 
 
@@ -185,7 +185,7 @@ def _check(cassette: Cassette, at: int | None, edit: Edit | None) -> None:
         at = 1
     if at is not None and not 1 <= at <= n:
         msg = f"step {at} is out of range: run {cassette.root.id[:12]} has steps 1 to {n}"
-        raise ReplayError(msg)
+        raise RerunError(msg)
     if edit is None or at is None or edit.everywhere:
         return
     root = cassette.root.id
@@ -195,7 +195,7 @@ def _check(cassette: Cassette, at: int | None, edit: Edit | None) -> None:
                                       None)
         if call is None:
             msg = f"no model call at or after step {at} to make the edit at"
-            raise ReplayError(msg)
+            raise RerunError(msg)
         count = len(call.request.messages)
         if edit.position is not None:
             top = count if edit.kind == "insert" else count - 1
@@ -203,13 +203,13 @@ def _check(cassette: Cassette, at: int | None, edit: Edit | None) -> None:
                 msg = (f"the model call at step {call.step + 1} was sent "
                        f"{plural(count, 'message')} "
                        f"(positions 0 to {count - 1}): there is no message {edit.position}")
-                raise ReplayError(msg)
+                raise RerunError(msg)
     else:
         tcall: ToolCall | None = next((c for c in cassette.tool_calls.get(root, [])
                                        if max(c.step, c.end) >= at - 1), None)
         if tcall is None:
             msg = f"no tool call at or after step {at} to make the edit at"
-            raise ReplayError(msg)
+            raise RerunError(msg)
 
 
 # -- running ---------------------------------------------------------------------
@@ -224,8 +224,8 @@ def _prepare(run_id: str, agent: Any, db: str, at: int | None, edit: Edit | None
     with TraceDB(db) as tdb:
         cassette = Cassette.load(tdb, run_id)
     if not cassette.input:
-        msg = f"run {cassette.root.id[:12]} has no recorded input to replay it from"
-        raise ReplayError(msg)
+        msg = f"run {cassette.root.id[:12]} has no recorded input to rerun it from"
+        raise RerunError(msg)
     if edit is not None and at is None:
         at = 1
     _check(cassette, at, edit)
@@ -237,10 +237,10 @@ def _prepare(run_id: str, agent: Any, db: str, at: int | None, edit: Edit | None
     stack = default_stack(agent)
     if edit is not None:
         stack = apply_stack(stack, edit)
-    session = Session(cassette, edit=edit, fork_step=None if at is None else at - 1,
+    session = Session(cassette, edit=edit, fork_index=None if at is None else at - 1,
                       offline=offline, continue_live=continue_live, more=more)
     token = token or uuid.uuid4().hex
-    meta: dict[str, Any] = {"replay_of": cassette.root.id, "replay_token": token}
+    meta: dict[str, Any] = {"rerun_of": cassette.root.id, "rerun_token": token}
     if edit is not None or rewind:
         meta["forked_from"] = {"run": cassette.root.id, "step": at,
                                "edit": edit.to_json() if edit is not None else None}
@@ -250,25 +250,25 @@ def _prepare(run_id: str, agent: Any, db: str, at: int | None, edit: Edit | None
             meta["forked_from"]["rewind"] = True
     config: dict[str, Any] = {"metadata": meta}
     if cassette.thread_id:
-        config["configurable"] = {"thread_id": f"looptrace-replay-{token[:16]}"}
+        config["configurable"] = {"thread_id": f"looptrace-rerun-{token[:16]}"}
     if not _has_tracer(stack):  # (a factory without TraceMiddleware: one writing to db)
         from tracer.record.middleware import TraceMiddleware
 
         stack = [TraceMiddleware(db=db), *stack]
     try:
-        built = agent(middleware=[ReplayMiddleware(session), *stack])
-    except ReplayError:
+        built = agent(middleware=[RerunMiddleware(session), *stack])
+    except RerunError:
         raise
     except Exception as exc:  # noqa: BLE001 - the user's factory
         msg = f"the agent factory failed: {type(exc).__name__}: {exc}"
-        raise ReplayError(msg) from None
+        raise RerunError(msg) from None
     session.channels = channels_of(built)
     return session, built, config, token
 
 
 def _has_tracer(stack: list[Any]) -> bool:
     """Whether a middleware of ``stack`` is a tracer (``TraceMiddleware``, lean or not,
-    named or not). One writing to another file is the user's choice: ``replay_run``
+    named or not). One writing to another file is the user's choice: ``rerun``
     then says that no run was recorded into the database."""
     return any(hasattr(m, "callback_handler") and getattr(m, "recorder", None) is not None
                for m in stack)
@@ -291,7 +291,7 @@ def _paused(result: Any) -> bool:
 
 
 def _finish(session: Session, db: str, token: str, of: str, at: int | None,
-            edit: Edit | None, error: str | None, t0: float) -> ReplayResult:
+            edit: Edit | None, error: str | None, t0: float) -> RerunResult:
     from tracer.db import writer as store
 
     for w in list(store._writers.values()):
@@ -302,27 +302,27 @@ def _finish(session: Session, db: str, token: str, of: str, at: int | None,
     if not rows:
         msg = (f"the agent recorded no run into {db}: its TraceMiddleware must write to the "
                "file the run was read from")
-        raise ReplayError(msg)
+        raise RerunError(msg)
     c = session.cassette
     calls = [m for ms in (*c.model_calls.values(), *c.hook_calls.values()) for m in ms]
-    return ReplayResult(str(rows[0][0]), of, at, edit, session.stats, error,
+    return RerunResult(str(rows[0][0]), of, at, edit, session.stats, error,
                         time.perf_counter() - t0, len(calls), sum(m.tokens for m in calls))
 
 
-def replay_run(run_id: str, *, agent: Any, db: str | Path = "looptrace.db",
+def rerun(run_id: str, *, agent: Any, db: str | Path = "looptrace.db",
                at: int | None = None, edit: Edit | None = None, offline: Any = None,
                continue_live: bool = False, token: str | None = None,
-               more: tuple[Edit, ...] = (), rewind: bool = False) -> ReplayResult:
+               more: tuple[Edit, ...] = (), rewind: bool = False) -> RerunResult:
     """Replay run ``run_id`` of ``db`` through ``agent`` (a factory, or ``module:attr``),
     or fork it at step ``at`` (counted from 1, as the replay shows it) with ``edit``.
-    ``token`` (default: a new one) is kept as the new run's ``replay_token`` metadata:
+    ``token`` (default: a new one) is kept as the new run's ``rerun_token`` metadata:
     a caller that runs this in another process finds the run by it while it records.
 
     ``more``: model-call edits made after ``edit`` at the same call; ``rewind``: a
     rewind at a pause (``tracer.whatif.rewind``): the debugger keeps quiet before the
     fork step, and the fork is marked so.
 
-    Raises ``ReplayError`` for bad input (nothing written) and ``ReplayDiverged`` when
+    Raises ``RerunError`` for bad input (nothing written) and ``RerunDiverged`` when
     the agent asks for something the record does not hold before the fork (unless
     ``continue_live``; the replay run is then recorded up to there, ended by it).
     """
@@ -343,7 +343,7 @@ def replay_run(run_id: str, *, agent: Any, db: str | Path = "looptrace.db",
             if not _paused(result):
                 break
             result = built.invoke(_resume(value), config=config)
-    except ReplayDiverged:
+    except RerunDiverged:
         _finish_quietly()
         raise
     except Exception as exc:  # noqa: BLE001 - the agent's own failure, as recorded
@@ -355,11 +355,11 @@ def replay_run(run_id: str, *, agent: Any, db: str | Path = "looptrace.db",
     return _finish(session, db, token, session.cassette.root.id, at_, edit, error, t0)
 
 
-async def areplay_run(run_id: str, *, agent: Any, db: str | Path = "looptrace.db",
+async def arerun(run_id: str, *, agent: Any, db: str | Path = "looptrace.db",
                       at: int | None = None, edit: Edit | None = None, offline: Any = None,
                       continue_live: bool = False, token: str | None = None,
-                      more: tuple[Edit, ...] = (), rewind: bool = False) -> ReplayResult:
-    """``replay_run`` through the agent's async API (``ainvoke``); the file is read in a
+                      more: tuple[Edit, ...] = (), rewind: bool = False) -> RerunResult:
+    """``rerun`` through the agent's async API (``ainvoke``); the file is read in a
     worker thread, so nothing blocks the event loop."""
     db = str(db)
     session, built, config, made = await asyncio.to_thread(
@@ -378,7 +378,7 @@ async def areplay_run(run_id: str, *, agent: Any, db: str | Path = "looptrace.db
             if not _paused(result):
                 break
             result = await built.ainvoke(_resume(value), config=config)
-    except ReplayDiverged:
+    except RerunDiverged:
         await asyncio.to_thread(_finish_quietly)
         raise
     except Exception as exc:  # noqa: BLE001
@@ -413,7 +413,7 @@ def edit_from_json(text: str) -> Edit:
 
 def _fork_model(edit: Edit) -> Edit:
     """A model edit with its chat model made (an ``init_chat_model`` name, ``offline``)
-    and checked before anything runs: ``ReplayError`` for what is not one."""
+    and checked before anything runs: ``RerunError`` for what is not one."""
     if edit.kind != "model":
         return edit
     model = edit.model
@@ -422,9 +422,9 @@ def _fork_model(edit: Edit) -> Edit:
             model = chat_model(model)
         except Exception as exc:  # noqa: BLE001 - an unknown provider, a missing package
             msg = f"the model edit needs a chat model: {type(exc).__name__}: {exc}"
-            raise ReplayError(msg.splitlines()[0]) from None
+            raise RerunError(msg.splitlines()[0]) from None
     problem = chat_model_problem(model)
     if problem:
         msg = f"the model edit needs a chat model: {problem}"
-        raise ReplayError(msg)
+        raise RerunError(msg)
     return replace(edit, model=model)

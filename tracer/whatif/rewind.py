@@ -3,9 +3,9 @@
 A pause answered ``rewind`` (``tracer.debug.channel.rewind``, made by
 ``tracer.debug.rewind`` in the agent's process) starts here: the paused run's agent
 is built again (the factory ``looptrace debug --agent`` names, or the ``create_agent``
-call ``looptrace debug`` saw: ``tracer.record.rebuild.Build``) with the replay layer
-first, and run in a thread of its own on the paused run's input (``replay_run``, or
-``areplay_run`` on an event loop of its own when the paused run is async): the steps
+call ``looptrace debug`` saw: ``tracer.record.rebuild.Build``) with the rerun layer
+first, and run in a thread of its own on the paused run's input (``rerun``, or
+``arerun`` on an event loop of its own when the paused run is async): the steps
 before K come from the record with no model or tool call, the edits are made at the
 first call at or after K, and from there it runs live, with the same breakpoints (its
 debugger keeps quiet before K: ``tracer.record.rebuild.BEFORE_FORK``). The record ends
@@ -30,13 +30,13 @@ import time
 import uuid
 from typing import Any
 
-from tracer.errors import ReplayError
+from tracer.errors import RerunError
 from tracer.read.loader import TraceDB
 from tracer.record.rebuild import Build
 from tracer.vocab.edits import Edit
 
 from .cassette import Cassette
-from .rerun import _check, areplay_run, load_factory, replay_run
+from .rerun import _check, arerun, load_factory, rerun
 
 __all__ = ["check", "start"]
 
@@ -50,19 +50,19 @@ def _edits(edits: Any) -> tuple[Edit | None, tuple[Edit, ...]]:
 
 def check(db: str, run_id: str, step: int, edits: Any = ()) -> None:
     """A rewind of ``run_id`` to ``step`` with ``edits``, checked against the record
-    (``ReplayError``, one line: a step out of range, no call at or after it to make
+    (``RerunError``, one line: a step out of range, no call at or after it to make
     the edit at, a message position the request there does not have)."""
     first, _more = _edits(edits)
     with TraceDB(db) as tdb:
         cassette = Cassette.load(tdb, run_id)
     if not cassette.input:
         msg = f"run {cassette.root.id[:12]} has no recorded input to rewind it from"
-        raise ReplayError(msg)
+        raise RerunError(msg)
     _check(cassette, step, first)
 
 
 def _factory(agent: Any, db: str) -> Any:
-    """The factory ``replay_run`` takes: ``module:factory``, or one from a ``Build``
+    """The factory ``rerun`` takes: ``module:factory``, or one from a ``Build``
     (the script's middleware, and a tracer into ``db`` last if it had none)."""
     if isinstance(agent, str):
         return load_factory(agent)
@@ -81,7 +81,7 @@ def _factory(agent: Any, db: str) -> Any:
 def start(*, db: str, run_id: str, step: int, edits: Any = (), agent: Any,
           is_async: bool = False) -> dict[str, Any]:
     """Start the rewind in a thread of its own; ``{"token", "run"}`` once its run is
-    recorded (``run`` None if it was not within ``WAIT_S``). ``ReplayError`` (one line)
+    recorded (``run`` None if it was not within ``WAIT_S``). ``RerunError`` (one line)
     for what cannot be rewound: nothing runs then."""
     check(db, run_id, step, edits)
     first, more = _edits(edits)
@@ -95,10 +95,10 @@ def start(*, db: str, run_id: str, step: int, edits: Any = (), agent: Any,
     def go() -> None:
         try:
             if is_async:
-                box["result"] = asyncio.run(areplay_run(run_id, **kw))
+                box["result"] = asyncio.run(arerun(run_id, **kw))
             else:
-                box["result"] = replay_run(run_id, **kw)
-        except ReplayError as exc:
+                box["result"] = rerun(run_id, **kw)
+        except RerunError as exc:
             box["error"] = exc
         except Exception as exc:  # noqa: BLE001 - said on stderr: the paused run goes on
             box["error"] = exc
@@ -113,7 +113,7 @@ def start(*, db: str, run_id: str, step: int, edits: Any = (), agent: Any,
 
 def _wait_for_run(db: str, token: str, thread: threading.Thread,
                   box: dict[str, Any]) -> str | None:
-    """The fork's run id once it is recorded; ``ReplayError`` if the fork failed
+    """The fork's run id once it is recorded; ``RerunError`` if the fork failed
     before recording one."""
     from tracer.db import writer as store
 
@@ -128,7 +128,7 @@ def _wait_for_run(db: str, token: str, thread: threading.Thread,
             return str(rows[0][0])
         if not thread.is_alive():
             err = box.get("error")
-            if isinstance(err, ReplayError):
+            if isinstance(err, RerunError):
                 raise err
             return None
         time.sleep(0.05)

@@ -1,4 +1,4 @@
-"""``looptrace proxy --replay RUN``: serve a recorded run's responses over the wire.
+"""``looptrace proxy --rerun RUN``: serve a recorded run's responses over the wire.
 
 ``CassetteScript`` is an emulator script (``tracer.wire.scenarios.Script``) that answers
 each request whose conversation matches a recorded model call of the run (or of its
@@ -101,7 +101,7 @@ class CassetteScript:
             self.misses.append(diff)
         by = "forwarded to the upstream" if self.forward else "answered by the fallback script"
         # (the client's text, in the diff, never drives the terminal)
-        print(safe_text(f"looptrace proxy --replay: a request the record does not hold; "
+        print(safe_text(f"looptrace proxy --rerun: a request the record does not hold; "
                         f"{by}\n{diff}", keep_newlines=True), file=self.log, flush=True)
         if self.forward:
             raise ForwardUpstream(diff)
@@ -123,12 +123,12 @@ def _reply(call: ModelCall, req: Request) -> Reply:
                            or "replayed"))
 
 
-def replay_script(args: Any, usage_error: type[Exception]) -> CassetteScript:
-    """The script of ``looptrace proxy --replay RUN`` (its options checked)."""
+def rerun_script(args: Any, usage_error: type[Exception]) -> CassetteScript:
+    """The script of ``looptrace proxy --rerun RUN`` (its options checked)."""
     try:
         fallback = load_script(args.emulate or "echo")
     except (ValueError, ImportError, AttributeError) as exc:
         raise usage_error(str(exc)) from None
     with TraceDB(args.db) as tdb:
-        run_id = tdb.resolve(args.replay)
+        run_id = tdb.resolve(args.rerun)
     return CassetteScript(args.db, run_id, fallback, forward=bool(args.upstream))

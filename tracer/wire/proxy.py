@@ -78,7 +78,7 @@ _HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-autho
 class ForwardUpstream(Exception):
     """Raised by an emulator script that has no answer for a request: the server
     forwards it to its ``upstream`` (emulate mode with an upstream: ``looptrace proxy
-    --replay RUN --upstream URL``)."""
+    --rerun RUN --upstream URL``)."""
 
 
 class WireServer:

@@ -1,6 +1,6 @@
 """One model call seen on the three providers' wires, side by side.
 
-``turn_view(replay, enter_event, wire_rows)`` gives, for each provider, the
+``call_view(replay, enter_event, wire_rows)`` gives, for each provider, the
 request body (``captured`` when that provider's exchange was recorded for this
 model call, else ``rendered`` offline by the adapter's own builder) and a
 response body (captured, or the recorded reply written in that provider's
@@ -60,7 +60,7 @@ class ProviderBody:
 
 
 @dataclass
-class TurnView:
+class CallView:
     call: ModelCall
     enter: Event
     bodies: dict[str, ProviderBody]
@@ -116,7 +116,7 @@ def _reply_of(run: Run, enter: Event, model: str) -> Reply | None:
                  created=int(ex.ts))
 
 
-def turn_view(replay: Replay, enter: Event, wire_rows: list[dict[str, Any]]) -> TurnView:
+def call_view(replay: Replay, enter: Event, wire_rows: list[dict[str, Any]]) -> CallView:
     run = replay.run
     call = model_call(replay, enter)
     captured: dict[str, dict[str, Any]] = {}
@@ -151,7 +151,7 @@ def turn_view(replay: Replay, enter: Event, wire_rows: list[dict[str, Any]]) -> 
         bodies[p] = b
     bodies[LANGCHAIN] = _langchain_body(run, enter, call)
     at = replay.index_of_seq(enter.seq)
-    return TurnView(call, enter, bodies, None if at is None else at + 1)
+    return CallView(call, enter, bodies, None if at is None else at + 1)
 
 
 def _lc(m: Any) -> dict[str, Any]:
@@ -188,8 +188,8 @@ def _langchain_body(run: Run, enter: Event, call: ModelCall) -> ProviderBody:
     return b
 
 
-def turn_at_step(replay: Replay, step_index: int,
-                 wire_rows: list[dict[str, Any]]) -> TurnView | None:
+def call_at_step(replay: Replay, step_index: int,
+                 wire_rows: list[dict[str, Any]]) -> CallView | None:
     """The view of the model call at or before replay step ``step_index``."""
     if not replay.steps:
         return None
@@ -197,7 +197,7 @@ def turn_at_step(replay: Replay, step_index: int,
     enter = call_at(replay.run, step.event.seq)
     if enter is None:
         return None
-    return turn_view(replay, enter, wire_rows)
+    return call_view(replay, enter, wire_rows)
 
 
 def turns(run: Run) -> list[Event]:
@@ -205,18 +205,18 @@ def turns(run: Run) -> list[Event]:
     return model_call_events(run)
 
 
-def turn_label(view_or_enter: Any, index: int | None = None, step: int | None = None) -> str:
+def call_label(view_or_enter: Any, index: int | None = None, step: int | None = None) -> str:
     """A short label for a model call: "call 2 · lap 2 · step 12" (the step counted from
-    1, as the replay counts it; ``step`` for an enter event, a ``TurnView`` knows its
+    1, as the replay counts it; ``step`` for an enter event, a ``CallView`` knows its
     own)."""
-    enter = view_or_enter.enter if isinstance(view_or_enter, TurnView) else view_or_enter
-    i = view_or_enter.call.index if isinstance(view_or_enter, TurnView) else (index or 0)
-    if isinstance(view_or_enter, TurnView):
+    enter = view_or_enter.enter if isinstance(view_or_enter, CallView) else view_or_enter
+    i = view_or_enter.call.index if isinstance(view_or_enter, CallView) else (index or 0)
+    if isinstance(view_or_enter, CallView):
         step = view_or_enter.step
     return f"call {i + 1} · lap {enter.lap}" + (f" · step {step}" if step is not None else "")
 
 
-def aspect_rows(view: TurnView) -> list[dict[str, str]]:
+def aspect_rows(view: CallView) -> list[dict[str, str]]:
     """The differences as a table: one row per aspect, one column per provider."""
     rows = []
     for _key, title, per in view.aspects():

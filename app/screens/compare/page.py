@@ -80,8 +80,8 @@ def compare_page() -> None:
         render_side(path, "A", d.a, *step_at(d, row, "a"))
     with right:
         render_side(path, "B", d.b, *step_at(d, row, "b"))
-    at_row = [x for x in d.differences if (x.step_a, x.step_b) == (here.step_a, here.step_b)
-              and (x.step_a is not None or x.step_b is not None)]
+    at_row = [x for x in d.differences if (x.index_a, x.index_b) == (here.index_a, here.index_b)
+              and (x.index_a is not None or x.index_b is not None)]
     if at_row:
         st.subheader("Differences at this step")
         for x in at_row:
@@ -194,7 +194,7 @@ def _controls(d: RunDiff, row: int) -> None:
     first = d.first_divergence
     goal = first or (d.setup[0] if d.setup else None)
     if goal is not None:
-        target = d.row_of(step_a=goal.step_a, step_b=goal.step_b)
+        target = d.row_of(index_a=goal.index_a, index_b=goal.index_b)
         what = "first divergence" if first else "first difference"
         nav[4].button(f"Jump to {what}", icon=":material/call_split:",
                       key="cmp_jump", on_click=_set_row, args=(target,), type="primary",

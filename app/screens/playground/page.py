@@ -18,7 +18,7 @@ from ...data.playground import agent_of
 from ...data.runs import RunFilter, RunSummary, find_run, runs_page
 from ...data.steps import plural
 from ...data.store import LooptraceError, open_db, show_error
-from ...data.wire import model_call_events, turn_label
+from ...data.wire import call_label, model_call_events
 from ...kit import state
 from ...panes.paged_picker import paged_run_picker
 from ...panes.playground_pane import render_playground
@@ -70,7 +70,7 @@ def playground_page() -> None:
         at = replay.steps[i].event.seq  # (the call at or after the step; else the last)
         index = next((k for k, s in enumerate(seqs) if s >= at), len(seqs) - 1)
     seq = st.selectbox("Model call", seqs, index=index, key=f"{state.PLAY_CALL}_{run_id}",
-                       format_func=lambda s: turn_label(calls[seqs.index(s)], seqs.index(s),
+                       format_func=lambda s: call_label(calls[seqs.index(s)], seqs.index(s),
                                                         step_of.get(s, 0) + 1))
     step = state.url_step(step_of.get(seq, 0))
     if qp.get("run") != run_id or qp.get("step") != step:

@@ -37,10 +37,10 @@ def render_findings(view: RunView, *, key: str = "finding") -> None:
         if len(findings) > MAX_BUTTONS:
             st.dataframe([{"severity": f.severity, "rule": f.rule, "provider": f.provider or "",
                            "step": None if s is None else s + 1, "message": f.message}
-                          for f, s in zip(findings, view.finding_steps)],
+                          for f, s in zip(findings, view.finding_indexes)],
                          hide_index=True, key=f"{key}s_table")
             st.caption(f"The first {MAX_BUTTONS} findings, with a jump to their step:")
-        for i, (f, step) in enumerate(zip(findings[:MAX_BUTTONS], view.finding_steps)):
+        for i, (f, step) in enumerate(zip(findings[:MAX_BUTTONS], view.finding_indexes)):
             sev = str(f.severity)
             cols = st.columns([1.3, 6.0, 1.4], vertical_alignment="top")
             cols[0].badge(sev, color=SEVERITY_COLOUR.get(sev, "gray"),  # type: ignore[arg-type]

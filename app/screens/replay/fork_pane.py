@@ -1,9 +1,9 @@
-"""What if, on the Replay page: this run's forks and replays, and "Fork here".
+"""What if, on the Replay page: this run's forks and reruns, and "Fork here".
 
 A replay or fork of the run is listed with a link to Compare opened at the fork's
 aligned row; a fork says which run it forks. "Fork here" picks an edit at the current
 step (a message of the conversation, the step's tool result, or the system prompt)
-and shows the exact ``looptrace replay`` command; when ``looptrace ui --agent
+and shows the exact ``looptrace rerun`` command; when ``looptrace ui --agent
 MODULE:FACTORY`` named the agent (``LOOPTRACE_AGENT``), or the run is a demo agent's
 (the bundled samples: ``tracer.demo.factories``), a button starts it in the
 background (a child process, ``python -m tracer replay ... --token``) and opens the
@@ -49,7 +49,7 @@ def _compare_link(path: str, a: str, b: str, step: int | None, label: str) -> No
     row = 1
     if step is not None:
         try:
-            row = run_diff(path, a, b).row_of(step_a=step - 1) + 1
+            row = run_diff(path, a, b).row_of(index_a=step - 1) + 1
         except Exception:  # noqa: BLE001 - a link without its row is still a link
             row = 1
     st.page_link(navigation.page("compare"), label=label, icon=":material/compare_arrows:",
@@ -61,7 +61,7 @@ def render_fork_pane(path: str, view: RunView, i: int) -> None:
     origin = origin_of(run.metadata)
     if origin is not None:
         of, step = origin
-        what = f"forks run {of[:12]} at step {step}" if step else f"replays run {of[:12]}"
+        what = f"forks run {of[:12]} at step {step}" if step else f"reruns run {of[:12]}"
         st.text(f"This run {what}.")
         _compare_link(path, of, run.id, step, f"Compare with run {of[:12]}")
     forks: list[Fork] = forks_of(path, run.id)

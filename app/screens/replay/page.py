@@ -164,7 +164,7 @@ def _on_window(view: RunView) -> None:
 def _markers(path: str, view: RunView) -> list[dict[str, Any]]:
     """The findings and the notes on steps as marks on the scrubber's tick strip."""
     return [{"step": st, "severity": f.severity}
-            for f, st in zip(view.findings, view.finding_steps) if st is not None
+            for f, st in zip(view.findings, view.finding_indexes) if st is not None
             ] + note_markers(notes(path, view.replay.run.id))
 
 

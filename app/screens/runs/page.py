@@ -2,7 +2,7 @@
 
 The database's path; filters (message or note text, status, agent or name, health,
 the tags of the runs' notes, the days started, the subagent runs of one run); then the table of runs, subagent
-runs nested under their parent and forks and replays under the run they fork
+runs nested under their parent and forks and reruns under the run they fork
 or replay (with the fork's step and edit), with a health badge each (what ``looptrace
 check`` found), refreshed every couple of seconds so runs being recorded show
 up; a picker and links to open a run in the replay or the timeline.
@@ -142,7 +142,7 @@ def _table(path: str, flt: RunFilter) -> None:
                   disabled=page_no == 0, on_click=_turn, args=(-1,))
     nav[1].button("Next", key="runs_next", icon=":material/chevron_right:",
                   disabled=first + len(runs) > total, on_click=_turn, args=(1,))
-    kind = ("top-level runs (their subagent runs, forks and replays nested)" if flt.top_level
+    kind = ("top-level runs (their subagent runs, forks and reruns nested)" if flt.top_level
             else "runs")
     last = first + len(runs) - 1
     # (a search counts no further than the next page: tracer.db.search, run_list.runs_page)
@@ -196,10 +196,10 @@ def _paused(path: str) -> None:
 def table_frame(path: str, flt: RunFilter, runs: list[RunSummary],
                 below: list[RunSummary]) -> tuple[pd.DataFrame, list[RunSummary]]:
     """The table of a page of ``runs`` (and the subagent runs ``below`` them): forks and
-    replays nested under the run they fork or replay, a health badge each; and the runs
+    replays nested under the run they fork or rerun, a health badge each; and the runs
     in it."""
     shown = [*runs, *below]
-    if flt.top_level:  # forks and replays under the run they fork or replay
+    if flt.top_level:  # forks and reruns under the run they fork or rerun
         more, forks = forks_below(path, shown)
         shown += more
     else:

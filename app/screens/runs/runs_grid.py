@@ -43,7 +43,7 @@ class Column(NamedTuple):
 # What the table shows, in order (the frame's other columns, name, depth and parent,
 # are sent too, as st.dataframe was sent the whole frame, and not shown).
 SHOWN = (
-    Column("run", "run", "run", "subagent runs, forks and replays are nested (↳)"),
+    Column("run", "run", "run", "subagent runs, forks and reruns are nested (↳)"),
     # (second, so that it is in view on a laptop's screen, not behind the sideways
     # scroll; its first 12 characters, as the pickers show ids, the whole on hover)
     Column("id", "id", "id", "the run's id: its first 12 characters (a unique prefix is "

@@ -1,5 +1,5 @@
 """The runs table: one row per run, subagent runs nested under their parent, and
-forks and replays (``tracer.read.fork_links``) under the run they fork or replay.
+forks and reruns (``tracer.read.fork_links``) under the run they fork or rerun.
 
 ``runs_frame`` is a pure function (pandas), tested directly. Its numbers are numbers
 (the table sorts them as such): ``tokens`` is empty (``<NA>``) for a run whose model
@@ -24,7 +24,7 @@ COLUMNS = ["run", "name", "agent", "status", "health", "started", "duration_s", 
 
 
 def _above(r: RunSummary, forks: Mapping[str, Fork]) -> str | None:
-    """The run ``r`` sits under: its parent run, or the run it forks or replays."""
+    """The run ``r`` sits under: its parent run, or the run it forks or reruns."""
     fork = forks.get(r.id)
     return r.parent_id or (fork.of if fork else None)
 
@@ -32,7 +32,7 @@ def _above(r: RunSummary, forks: Mapping[str, Fork]) -> str | None:
 def nested(runs: Sequence[RunSummary],
            forks: Mapping[str, Fork] | None = None) -> list[tuple[RunSummary, int]]:
     """Runs in display order (newest parent first), each followed by its subagent runs
-    and its forks and replays (``forks``: by run id), oldest first."""
+    and its forks and reruns (``forks``: by run id), oldest first."""
     forks = forks or {}
     runs = list({r.id: r for r in runs}.values())  # (a fork may be on the page and below it)
     ids = {r.id for r in runs}
@@ -76,7 +76,7 @@ def runs_frame(runs: Sequence[RunSummary],
         name = r.name or r.agent_name or "run"
         fork = forks.get(r.id)
         mark = "" if fork is None else (
-            "replay: " if fork.step is None else f"fork @ step {fork.step}: ")
+            "rerun: " if fork.step is None else f"fork @ step {fork.step}: ")
         rows.append({
             "run": ("    " * depth + "↳ " if depth else "") + mark + name,
             "name": name,

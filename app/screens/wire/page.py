@@ -20,11 +20,11 @@ from ...data import loads
 from ...data.runs import RunFilter, RunSummary, find_run, runs_page
 from ...data.steps import plural
 from ...data.store import LooptraceError, open_db, show_error
-from ...data.wire import PROVIDERS, body_diff, call_at, model_call_events, turn_label
+from ...data.wire import PROVIDERS, body_diff, call_at, call_label, model_call_events
 from ...kit import state
 from ...panes.paged_picker import paged_run_picker
 from ...panes.run_picker import adopt, choose_run
-from ...panes.wire_pane import TITLES, render_turn, turn_view, warm_up
+from ...panes.wire_pane import TITLES, call_view, render_call, warm_up
 
 
 def wire_page() -> None:
@@ -75,7 +75,7 @@ def wire_page() -> None:
     seqs = [c.seq for c in calls]
     index = seqs.index(at.seq) if at is not None else 0
     seq = st.selectbox("Model call", seqs, index=index, key=f"wire_call_{run_id}",
-                       format_func=lambda s: turn_label(calls[seqs.index(s)], seqs.index(s),
+                       format_func=lambda s: call_label(calls[seqs.index(s)], seqs.index(s),
                                                         step_of.get(s, 0) + 1))
     step = state.url_step(step_of.get(seq, 0))
     if qp.get("run") != run_id or qp.get("step") != step:
@@ -85,10 +85,10 @@ def wire_page() -> None:
                  icon=":material/play_circle:", query_params={"run": run_id, "step": step})
 
     with st.spinner("Rendering the three wire formats ..."):
-        view = turn_view(path, replay, seq)
+        view = call_view(path, replay, seq)
     # two bodies a row, each as tall as its text: one scroll for the page, and room for
     # the JSON at a laptop's width (four columns, each scrolling on its own, were cramped)
-    render_turn(view, key="page", height=None, per_row=2)
+    render_call(view, key="page", height=None, per_row=2)
 
     st.subheader("Line diff")
     pair = st.columns(2)

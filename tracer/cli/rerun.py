@@ -1,4 +1,4 @@
-"""``looptrace replay``: rerun a run from its record, or fork it (``tracer.whatif.rerun``)."""
+"""``looptrace rerun``: rerun a run from its record, or fork it (``tracer.whatif.rerun``)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ With --at STEP and one edit it forks: the steps before STEP come from the record
 no cost; the edit is made at the first call at or after STEP; from the first request
 that no longer matches the record, calls go to the agent's own model and tools (or,
 with --offline, to a scripted model). The rerun is recorded by the agent's own
-tracer, as a new run whose metadata names the run it reruns (replay_of) and, for a
+tracer, as a new run whose metadata names the run it reruns (rerun_of) and, for a
 fork, forked_from (run, step, edit).
 
 --agent module:factory names a function whose `middleware` parameter defaults to the
@@ -45,7 +45,7 @@ FORK_KINDS = tuple(k.name for k in KINDS.values() if k.fork)
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = sub.add_parser("replay", help="rerun a run from its record, or fork it with an edit",
+    p = sub.add_parser("rerun", help="rerun a run from its record, or fork it with an edit",
                        description=HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("run", metavar="RUN", help="run id (or a unique prefix)")
     p.add_argument("--agent", required=True, metavar="MODULE:FACTORY",
@@ -82,7 +82,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                         "async-only tools reruns only so")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--token", metavar="HEX", type=_token,
-                   help="the new run's replay_token metadata (default: a new one): how a "
+                   help="the new run's rerun_token metadata (default: a new one): how a "
                         "caller running this in the background finds the run as it records")
     p.set_defaults(func=run)
 
@@ -210,7 +210,7 @@ def offline_model(spec: str | None) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tracer.whatif.rerun import replay_run
+    from tracer.whatif.rerun import rerun
 
     edit = edit_of(args)
     if args.at is not None and edit is None:
@@ -222,11 +222,11 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "use_async", False):
         import asyncio
 
-        from tracer.whatif.rerun import areplay_run
+        from tracer.whatif.rerun import arerun
 
-        res = asyncio.run(areplay_run(args.run, **kw))
+        res = asyncio.run(arerun(args.run, **kw))
     else:
-        res = replay_run(args.run, **kw)
+        res = rerun(args.run, **kw)
     if args.json:
         print(json.dumps(res.to_dict(), indent=2, ensure_ascii=False))
     else:

@@ -2,7 +2,7 @@
 
 Every demo agent (``tracer.demo.scenarios.AGENTS``) and every agent of
 ``tests/record/test_truth.py`` (sync and async under blockbuster; the tracer first and with
-``around``) is recorded, then replayed through its factory by ``replay_run``: no
+``around``) is recorded, then replayed through its factory by ``rerun``: no
 scripted model is called (their ``_generate`` is counted), and ``looptrace diff``'s
 engine finds no difference between the run and its replay, subagent runs included.
 The original run's rows are the same bytes after the replay.
@@ -25,7 +25,7 @@ from tracer.demo.models import ScriptedChatModel
 from tracer.demo.scenarios import AGENTS
 from tracer.read.diff import diff_tree, format_text
 from tracer.read.loader import TraceDB
-from tracer.whatif.rerun import areplay_run, replay_run
+from tracer.whatif.rerun import arerun, rerun
 
 
 @pytest.fixture
@@ -47,7 +47,7 @@ def _identical(db: Path, a: str, b: str) -> None:
         d = diff_tree(t, a, t, b)
         assert d.identical, format_text(d)
         meta = t.run(b).metadata
-    assert meta["replay_of"] == a
+    assert meta["rerun_of"] == a
 
 
 @pytest.mark.parametrize("name", sorted(AGENTS))
@@ -60,7 +60,7 @@ def test_demo_agent_replays_to_its_record(tmp_path: Path, name: str,
     recorded = len(scripted_calls)
     assert recorded > 0
     before = rows_of(db, run_id)
-    res = replay_run(run_id, agent=demo.factory, db=db)
+    res = rerun(run_id, agent=demo.factory, db=db)
     assert scripted_calls[recorded:] == [], "a scripted model was called during the replay"
     assert res.stats.live_model_calls == 0 and res.stats.live_from is None
     with TraceDB(db) as t:  # (counted by the read side: the run's and its subagents')
@@ -86,13 +86,13 @@ def test_truth_agent_replays_to_its_record(tmp_path: Path, name: str, position: 
     if mode == "async":
         async def go() -> Any:
             with blockbuster_ctx():
-                return await areplay_run(agent.run_id, agent=factory, db=agent.db)
+                return await arerun(agent.run_id, agent=factory, db=agent.db)
         res = asyncio.run(go())
     else:
-        res = replay_run(agent.run_id, agent=factory, db=agent.db)
+        res = rerun(agent.run_id, agent=factory, db=agent.db)
     # No model call of the agent, of its subagents or of a hook (LangChain's summariser's
     # own, in before_model) reached a scripted model: the record answered them all. Deep
-    # Agents' summariser calls its model inside the model node, outside the replay layer
+    # Agents' summariser calls its model inside the model node, outside the rerun layer
     # (Deep Agents puts the user's middleware inside its own): not recorded, it runs.
     kinds = [c.kind for c in agent.calls.calls]
     unrecorded = ["summary"] if name == "deep_agent" else []
@@ -131,7 +131,7 @@ def test_tools_are_answered_from_the_record(tmp_path: Path,
     demo.record()
     assert sorted(ran) == ["apply_discount", "get_price", "get_price", "get_price"]
     run_id = root_run(db)
-    res = replay_run(run_id, agent=demo.factory, db=db)
+    res = rerun(run_id, agent=demo.factory, db=db)
     assert sorted(ran) == ["apply_discount", "get_price", "get_price", "get_price"]
     assert res.stats.tool_calls == 4  # (and check_stock, a tool it lacks, is LangChain's error)
     _identical(db, run_id, res.run_id)
@@ -177,7 +177,7 @@ def test_a_subagents_tools_are_answered_from_its_record(
     demo.record()
     assert ran == [{"topic": "capital of Norway"}]
     run_id = root_run(db)
-    res = replay_run(run_id, agent=demo.factory, db=db)
+    res = rerun(run_id, agent=demo.factory, db=db)
     assert ran == [{"topic": "capital of Norway"}], "the subagent's tool ran again"
     assert (res.stats.tool_calls, res.stats.subagent_calls, res.stats.live_tool_calls) == (
         1, 1, 0)
@@ -226,7 +226,7 @@ def test_a_layer_that_rewrites_the_models_reply_under_around_rewrites_it_once(
     trace.flush()
     run_id = root_run(db)
     recorded = len(scripted_calls)
-    res = replay_run(run_id, agent=make_agent, db=db)
+    res = rerun(run_id, agent=make_agent, db=db)
     assert scripted_calls[recorded:] == []
     with TraceDB(db) as t:
         final = [m.text for m in t.run(res.run_id).messages if m.type == "ai"][-1]
@@ -280,10 +280,10 @@ def test_a_tools_writes_to_the_store_are_made_again(tmp_path: Path, mode: str) -
     if mode == "async":
         async def go() -> Any:
             with blockbuster_ctx():
-                return await areplay_run(run_id, agent=factory, db=db)
+                return await arerun(run_id, agent=factory, db=db)
         res = asyncio.run(go())
     else:
-        res = replay_run(run_id, agent=factory, db=db)
+        res = rerun(run_id, agent=factory, db=db)
     assert ran == ["oslo"], "the tool ran again"
     assert (res.stats.tool_calls, res.stats.live_tool_calls) == (1, 0)
     replayed = stores[-1]
@@ -313,7 +313,7 @@ def test_a_deep_agent_with_its_files_in_the_store_replays_to_its_record(tmp_path
     factory().invoke({"messages": [("user", "Keep notes.")]})
     trace.flush()
     run_id = root_run(db)
-    res = replay_run(run_id, agent=factory, db=db)
+    res = rerun(run_id, agent=factory, db=db)
     assert (res.stats.tool_calls, res.stats.live_tool_calls) == (4, 0), res.summary()
     _identical(db, run_id, res.run_id)
 
@@ -348,17 +348,17 @@ def test_a_factory_without_a_tracer_gets_one_writing_to_the_database(
                             name="weather",
                             system_prompt="You are a helpful weather assistant. Use the tools.")
 
-    res = replay_run(run_id, agent=bare, db=db)
+    res = rerun(run_id, agent=bare, db=db)
     assert res.error is None and res.run_id != run_id
     with TraceDB(db) as t:
-        assert t.run(res.run_id).metadata["replay_of"] == run_id
+        assert t.run(res.run_id).metadata["rerun_of"] == run_id
         assert len(t.run(res.run_id).events) > 5  # (hook by hook, as TraceMiddleware records)
 
 
 def test_a_tool_that_runs_again_is_said_with_its_reason(tmp_path: Path) -> None:
     """Issue 39, item 10: the summary gave every live tool call the same two guesses ("a
     tool the agent lacks, a result the record holds only as a repr"). Here the weather
-    tool is a ``BaseTool`` subclass, which the replay cannot stand in for: it runs again
+    tool is a ``BaseTool`` subclass, which the rerun cannot stand in for: it runs again
     (its result is the recorded one, so the model calls still come from the record), and
     the summary says why, and only that."""
     from langchain.agents import create_agent
@@ -384,12 +384,12 @@ def test_a_tool_that_runs_again_is_said_with_its_reason(tmp_path: Path) -> None:
                             name="weather",
                             system_prompt="You are a helpful weather assistant. Use the tools.")
 
-    res = replay_run(run_id, agent=factory, db=db)
+    res = rerun(run_id, agent=factory, db=db)
     assert res.stats.live_from is None and res.stats.model_calls == 2
     assert res.stats.live_why == {
-        "a tool of a kind the replay cannot stand in for (WeatherTool)": 1}
+        "a tool of a kind the rerun cannot stand in for (WeatherTool)": 1}
     assert res.summary().splitlines()[2] == (
-        "  0 model calls, 1 tool call live (a tool of a kind the replay cannot stand in "
+        "  0 model calls, 1 tool call live (a tool of a kind the rerun cannot stand in "
         "for (WeatherTool))")
     assert res.to_dict()["live"]["why"] == res.stats.live_why
 
@@ -399,7 +399,7 @@ def test_a_callbacks_only_record_of_a_retried_tool_replays(tmp_path: Path, mode:
     """Issue 44, item 12: a run recorded from callbacks alone (``looptrace run``: no
     middleware, the handler in the config) whose ``get_order`` failed once and was
     retried by ``ToolRetryMiddleware`` holds two starts of one call (same id). They were
-    read as two calls: the replay layer served only the first (the error), the retry
+    read as two calls: the rerun layer served only the first (the error), the retry
     inside it got the error again, and the rerun diverged at the next model call ("Tool
     'get_order' failed after 2 attempts")."""
     from langchain.agents import create_agent
@@ -447,9 +447,9 @@ def test_a_callbacks_only_record_of_a_retried_tool_replays(tmp_path: Path, mode:
     assert sorted(attempts) == ["A-1", "A-1", "A-2"]
     attempts.clear()
     if mode == "async":
-        res = asyncio.run(areplay_run(run_id, agent=factory, db=db))
+        res = asyncio.run(arerun(run_id, agent=factory, db=db))
     else:
-        res = replay_run(run_id, agent=factory, db=db)
+        res = rerun(run_id, agent=factory, db=db)
     assert res.error is None, res.error
     assert res.stats.live_from is None and res.stats.model_calls == 2
     assert attempts == []  # (every attempt answered from the record)
