@@ -45,7 +45,7 @@ from typing import Protocol
 from tracer.errors import LooptraceError
 from tracer.vocab.terminal import safe_text
 
-__all__ = ["COMMANDS", "DEFAULT_DB", "SAMPLES", "add_prices", "build_parser", "int_range", "main",
+__all__ = ["COMMANDS", "DEFAULT_DB", "RENAMED", "SAMPLES", "add_prices", "build_parser", "int_range", "main",
            "read_db", "serve", "stop_on_sigterm", "use_prices"]
 
 DEFAULT_DB = "looptrace.db"
@@ -121,10 +121,21 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+# old command name -> its name now: still works, and says so in one line on stderr
+RENAMED: dict[str, str] = {
+    "replay": "rerun",  # (issue 43: a replay plays a record back; this runs it again)  words: keep
+}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``looptrace`` with ``argv`` (default: ``sys.argv[1:]``); return the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
     first = next((a for a in argv if not a.startswith("-")), None)
+    if first in RENAMED:
+        argv[argv.index(first)] = RENAMED[first]
+        print(f"looptrace: `{first}` is now `looptrace {RENAMED[first]}` (the old name still "
+              "works, for now)", file=sys.stderr)
+        first = RENAMED[first]
     parser = build_parser(first if first in COMMANDS else None)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

@@ -8,6 +8,7 @@ import argparse
 import os
 import sys
 import threading
+from typing import Any
 
 from tracer.cli import PORT_MAX, int_range
 from tracer.db.url import safe
@@ -33,10 +34,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--emulate", metavar="SCRIPT",
                    help="emulate instead of forwarding: weather, shopping, echo, auto, "
                         "or module:function")
-    p.add_argument("--rerun", metavar="RUN",
-                   help="serve the responses of recorded run RUN (in --db) to requests that "
-                        "match it; others are forwarded to --upstream when given, else "
-                        "answered by --emulate (default echo)")
+    p.add_argument("--rerun", "--replay", metavar="RUN", dest="rerun", action=_Renamed,  # words: keep
+                   help="rerun recorded run RUN (in --db) through the proxy: serve its "
+                        "responses to requests that match it; others are forwarded to "
+                        "--upstream when given, else answered by --emulate (default echo). "
+                        "--replay is its older name")  # words: keep
     p.add_argument("--db", default=DEFAULT_DB, help=f"trace database (default {DEFAULT_DB})")
     p.add_argument("--port", type=int_range(0, PORT_MAX), default=0, help="port (default: a free one)")
     p.add_argument("--max-request", type=float, default=32, metavar="MB",
@@ -53,6 +55,18 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
             "(recorded by an older looptrace, or by a proxy that was killed)."))
     t.add_argument("--db", default=DEFAULT_DB, help=f"trace database (default {DEFAULT_DB})")
     t.set_defaults(func=traffic)
+
+
+class _Renamed(argparse.Action):
+    """An option with an older name that still works: used by that name, it says so."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        if option_string is not None and option_string != self.option_strings[0]:
+            print(f"looptrace {parser.prog.split()[-1]}: {option_string} is now "
+                  f"{self.option_strings[0]} (the old name still works, for now)",
+                  file=sys.stderr)
+        setattr(namespace, self.dest, values)
 
 
 def traffic(args: argparse.Namespace) -> int:

@@ -800,6 +800,14 @@ def get_writer(path: str | os.PathLike[str], redactor: Redactor = DEFAULT_REDACT
 _exiting = False
 
 
+def flush_all() -> None:
+    """Wait until every writer of this process has written what it holds."""
+    with _writers_lock:
+        writers = list(_writers.values())
+    for w in writers:
+        w.flush()
+
+
 def close_all() -> None:
     with _writers_lock:
         writers = list(_writers.values())

@@ -6,11 +6,11 @@ loop: the user's agent module, its tracer's writer and the rerun layer's patches
 die in that child, whether the agent is sync or async; the server process itself still
 opens the database read-only, for these tools too (to check the input's run id and to
 diff the new run against its record). The child records one new run, linked to the one it
-replays (``rerun_of``, ``forked_from`` in its metadata); the original never changes. Bad
+reruns (``rerun_of``, ``forked_from`` in its metadata); the original never changes. Bad
 input (an agent factory that cannot be imported, a step out of range, an edit naming a
 message the step does not have) is the child's one-line error, nothing written; an agent
 that leaves its record before the fork is an error showing the request's diff, the
-replay up to there recorded (as ``looptrace rerun`` does) and named in the error.
+rerun up to there recorded (as ``looptrace rerun`` does) and named in the error.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from typing import Any
 
 from tracer.db.url import for_child
 from tracer.errors import LooptraceError
+from tracer.read.fork_links import forks_of
 from tracer.read.loader import TraceDB
 
 __all__ = ["EDIT_KINDS", "WHATIF_TOOLS", "WhatIf"]
@@ -39,7 +40,7 @@ EDIT_KINDS: dict[str, str] = {
     "drop_middleware": "middleware: remove a middleware",
     "move_middleware": "middleware, index: move a middleware to `index` in the list",
 }
-TIMEOUT = 600.0  # seconds a replay may take before it is stopped
+TIMEOUT = 600.0  # seconds a rerun may take before it is stopped
 CUT = 3000  # characters of an error (a divergence's request diff) or a divergence detail
 
 _COMMON = (
@@ -53,7 +54,7 @@ _COMMON = (
     "Bad input (a factory that cannot be imported, a step out of range, an edit naming a "
     "message the step does not have) is an error naming the problem, nothing written; an "
     "agent that leaves its record before the fork (without continue_live) is an error "
-    "with the request's diff, naming the run that recorded the replay up to there.")
+    "with the request's diff, naming the run that recorded the rerun up to there.")
 
 WHATIF_TOOLS: dict[str, str] = {
     "rerun": (
@@ -126,26 +127,24 @@ class WhatIf:
                 stdin=subprocess.DEVNULL, cwd=os.getcwd(),
                 env={**os.environ, **for_child(self.db)[1]})
         if scope.cancelled_caught:
-            msg = f"the replay took longer than {TIMEOUT:.0f} s and was stopped"
+            msg = f"the rerun took longer than {TIMEOUT:.0f} s and was stopped"
             raise LooptraceError(msg)
         if done.returncode != 0:
             err = done.stderr.decode("utf-8", "replace").strip()
             err = err.removeprefix("looptrace rerun: ") or f"exit {done.returncode}"
             err = err[:CUT] + (" ..." if len(err) > CUT else "")
             partial = await anyio.to_thread.run_sync(self._reruns_of, argv[1])
-            if partial - before:  # (a divergence: the replay up to there is recorded)
-                err += (f"\n(the replay up to there is recorded as run "
+            if partial - before:  # (a divergence: the rerun up to there is recorded)
+                err += (f"\n(the rerun up to there is recorded as run "
                         f"{', '.join(sorted(partial - before))}; the original is unchanged)")
             raise LooptraceError(err)
         res = json.loads(done.stdout)
         return await anyio.to_thread.run_sync(self._answer, res)
 
     def _reruns_of(self, run_id: str) -> set[str]:
-        """The ids of the runs replaying ``run_id`` (read-only)."""
+        """The ids of the reruns and forks of ``run_id`` (read-only)."""
         with TraceDB(self.db) as db:
-            rows = db.query("SELECT id FROM runs WHERE parent_id IS NULL AND metadata LIKE ?",
-                            [f'%"rerun_of":"{run_id}"%'])
-        return {str(r[0]) for r in rows}
+            return {f.run_id for f in forks_of(db, run_id)}
 
     def _answer(self, res: dict[str, Any]) -> dict[str, Any]:
         """``looptrace rerun --json``'s result, with the first divergence from the record

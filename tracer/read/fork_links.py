@@ -1,7 +1,8 @@
-"""Forks and replays of a run, as the read side sees them (no LangChain).
+"""Reruns and forks of a run, as the read side sees them (no LangChain).
 
-A replay or fork (``tracer.whatif.rerun``) is a run whose ``runs.metadata`` holds
-``rerun_of`` (the run it replays) and, for a fork, ``forked_from`` (run, step, edit).
+A rerun or fork (``tracer.whatif.rerun``) is a run whose ``runs.metadata`` holds
+``rerun_of`` (the run it reruns; replay_of in runs recorded before the word, read
+too: ``rerun_of_meta``) and, for a fork, ``forked_from`` (run, step, edit).
 ``forks_of`` lists them for a run, ``forks_among`` for many, ``tagged_run`` finds the
 run whose metadata holds a token (a fork the app started tags its run so). The command
 line that forks a run is the app's (``app/data/forks.py``).
@@ -15,10 +16,23 @@ from typing import Any
 
 from .loader import TraceDB
 
+# The metadata key naming the run a rerun reruns, and its older name (runs recorded
+# before issue 43 hold that one: still read, never written).
+RERUN_OF = "rerun_of"
+OLD_RERUN_OF = "replay_of"  # words: keep
+# (a LIKE that finds a rerun's metadata under either key)
+_EITHER_KEY = "(metadata LIKE '%rerun_of%' OR metadata LIKE '%replay_of%')"  # words: keep
+
+
+def rerun_of_meta(meta: dict[str, Any]) -> Any:
+    """The run a rerun's (or fork's) metadata names, under either key (None: not one)."""
+    of = meta.get(RERUN_OF)
+    return meta.get(OLD_RERUN_OF) if of is None else of
+
 
 @dataclass(frozen=True)
 class Fork:
-    """A replay (``step`` None) or fork of a run."""
+    """A rerun (``step`` None) or fork of a run."""
 
     run_id: str
     of: str
@@ -29,7 +43,7 @@ class Fork:
     @property
     def label(self) -> str:
         if self.step is None:
-            return f"replay {self.run_id[:12]}"
+            return f"rerun {self.run_id[:12]}"
         what = (self.edit or {}).get("kind", "edit")
         return f"fork {self.run_id[:12]} at step {self.step} ({what})"
 
@@ -58,7 +72,7 @@ def _meta(text: Any) -> dict[str, Any]:
 
 
 def _fork(rid: Any, meta: dict[str, Any], started: Any) -> Fork | None:
-    of = meta.get("rerun_of")
+    of = rerun_of_meta(meta)
     if not isinstance(of, str):
         return None
     fork = meta.get("forked_from")
@@ -71,13 +85,13 @@ def _fork(rid: Any, meta: dict[str, Any], started: Any) -> Fork | None:
 
 def forks_among(db: TraceDB, run_ids: list[str],
                 since: float | None = None) -> dict[str, Fork]:
-    """The replays and forks of any of ``run_ids`` (started at or after ``since``: a
+    """The reruns and forks of any of ``run_ids`` (started at or after ``since``: a
     fork starts after the run it forks), by their run id: what the Runs page nests."""
     wanted = set(run_ids)
     if not wanted:
         return {}
     sql = ("SELECT id, metadata, started_at FROM runs WHERE parent_id IS NULL"
-           " AND metadata LIKE '%rerun_of%'")
+           " AND " + _EITHER_KEY)
     params: list[Any] = []
     if since is not None:
         sql += " AND started_at >= ?"
@@ -91,13 +105,13 @@ def forks_among(db: TraceDB, run_ids: list[str],
 
 
 def forks_of(db: TraceDB, run_id: str) -> list[Fork]:
-    """The replays and forks of ``run_id``, oldest first."""
+    """The reruns and forks of ``run_id``, oldest first."""
     rows = db.query("SELECT id, metadata, started_at FROM runs WHERE parent_id IS NULL AND "
                     "metadata LIKE ? ORDER BY started_at, id", [f"%{run_id}%"])
     out = []
     for rid, text, started in rows:
         meta = _meta(text)
-        if meta.get("rerun_of") != run_id:
+        if rerun_of_meta(meta) != run_id:
             continue
         fork = meta.get("forked_from")
         if isinstance(fork, dict):
@@ -109,9 +123,9 @@ def forks_of(db: TraceDB, run_id: str) -> list[Fork]:
 
 
 def origin_of(metadata: Any) -> tuple[str, int | None] | None:
-    """(the run it replays, the fork step or None) for a replay's or fork's metadata."""
+    """(the run it reruns, the fork step or None) for a rerun's or fork's metadata."""
     meta = metadata if isinstance(metadata, dict) else _meta(metadata)
-    of = meta.get("rerun_of")
+    of = rerun_of_meta(meta)
     if not isinstance(of, str):
         return None
     fork = meta.get("forked_from")

@@ -292,10 +292,9 @@ def _paused(result: Any) -> bool:
 
 def _finish(session: Session, db: str, token: str, of: str, at: int | None,
             edit: Edit | None, error: str | None, t0: float) -> RerunResult:
-    from tracer.db import writer as store
+    from tracer.db.writer import flush_all
 
-    for w in list(store._writers.values()):
-        w.flush()
+    flush_all()
     with TraceDB(db) as tdb:
         rows = tdb.query("SELECT id FROM runs WHERE parent_id IS NULL AND metadata LIKE ?",
                          [f"%{token}%"])
@@ -400,10 +399,9 @@ def _quiet_before_fork(session: Session, rewind: bool) -> None:
 
 
 def _finish_quietly() -> None:
-    from tracer.db import writer as store
+    from tracer.db.writer import flush_all
 
-    for w in list(store._writers.values()):
-        w.flush()
+    flush_all()
 
 
 def edit_from_json(text: str) -> Edit:
