@@ -65,6 +65,21 @@ def test_replay_reports_what_it_served(recorded: tuple[Path, str, str],
     assert main(["diff", run_id, out["run"], "--db", str(db)]) == 0
 
 
+def test_the_old_command_name_still_reruns_and_says_it_is_now_rerun(
+        recorded: tuple[Path, str, str], capsys: pytest.CaptureFixture[str]) -> None:
+    """``looptrace rerun`` (the name before issue 43) is an alias of ``looptrace rerun``."""
+    db, run_id, module = recorded
+    assert main(["replay", run_id, "--agent", f"{module}:make_agent", "--db", str(db),  # words: keep
+                 "--json"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == ("looptrace: `replay` is now `looptrace rerun` (the old name "  # words: keep
+                            "still works, for now)\n")
+    out = json.loads(captured.out)
+    assert out["of"] == run_id
+    with TraceDB(db) as t:
+        assert t.run(out["run"]).metadata["rerun_of"] == run_id
+
+
 def test_fork_reports_where_the_live_part_began(recorded: tuple[Path, str, str],
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     db, run_id, module = recorded

@@ -155,3 +155,17 @@ def test_replay_upstream_and_emulate_exclude_each_other(
     assert main(["proxy", "--provider", "openai", "--rerun", run_id, "--db", str(db),
                  "--upstream", "http://127.0.0.1:9", "--emulate", "echo"]) == 1
     assert "--emulate and --upstream exclude each other" in capsys.readouterr().err
+
+
+def test_the_proxys_old_flag_replay_is_rerun_and_says_so(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """``proxy --rerun RUN`` (the name before issue 43) sets what ``--rerun RUN`` sets."""
+    from tracer.cli import build_parser
+
+    new = build_parser("proxy").parse_args(["proxy", "--provider", "openai", "--rerun", "r1"])
+    assert new.rerun == "r1" and capsys.readouterr().err == ""
+    old = build_parser("proxy").parse_args(
+        ["proxy", "--provider", "openai", "--replay", "r1"])  # words: keep
+    assert old.rerun == "r1"
+    assert capsys.readouterr().err == ("looptrace proxy: --replay is now --rerun (the old "  # words: keep
+                                       "name still works, for now)\n")
