@@ -1,5 +1,5 @@
 """A rerun's metadata names the run it reruns: ``rerun_of`` since issue 43 (one word, one
-meaning: a replay plays a record back, a rerun runs the agent again), ``replay_of``
+meaning: a replay plays a record back, a rerun runs the agent again), replay_of
 before. Runs recorded then are users' data: the read side finds them under either key
 (the Runs page's nesting, the Replay page's list of reruns and forks, MCP's ``rerun``,
 ``looptrace show``)."""
