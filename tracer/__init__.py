@@ -13,7 +13,7 @@ Read (no LangChain):
     ``RunDiff``, its ``Divergence``s).
 
 What if (imports LangChain):
-    ``rerun`` / ``arerun`` (a run replayed through its agent from its
+    ``rerun`` / ``arerun`` (a run rerun through its agent from its
     record, or forked at a step with an ``Edit``; a ``RerunResult``).
 
 Files:

@@ -117,7 +117,7 @@ class DebugRaised(LooptraceError):
 
 
 class RerunError(LooptraceError):
-    """A run cannot be replayed or forked as asked (no recorded input, a step out of
+    """A run cannot be rerun or forked as asked (no recorded input, a step out of
     range, an edit the step cannot take, an agent factory that cannot be imported)."""
 
 
@@ -127,7 +127,7 @@ class BadEdit(InvalidOption, RerunError):
 
 
 class RerunDiverged(RerunError):
-    """A replayed agent asked for something its record does not hold, before the fork."""
+    """A rerun agent asked for something its record does not hold, before the fork."""
 
 
 class CassetteMiss(RerunError):

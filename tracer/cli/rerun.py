@@ -120,7 +120,7 @@ def _object(spec: str) -> Any:
 
 
 def edit_of(args: argparse.Namespace) -> Edit | None:
-    """The ``Edit`` the options name (None: a plain replay); each option is a shorthand
+    """The ``Edit`` the options name (None: a plain rerun); each option is a shorthand
     of ``--edit JSON``."""
     if args.edit is not None:
         edit = Edit.of(args.edit)

@@ -579,7 +579,7 @@ TOOLS: dict[str, str] = {
         "place) and loop problems (a runaway loop, the same tool call repeated, repeated "
         "tool errors, a swallowed tool error, no final answer, a token jump); and the "
         "notes people wrote on it (add_note), each at its step (null: on the whole run), "
-        "and for a fork or replay, the run it came from (source) and how many notes that "
+        "and for a fork or rerun, the run it came from (source) and how many notes that "
         "run has."),
     "list_steps": (
         "The steps of a run, one line each (step number from 1, hook, phase, middleware, "

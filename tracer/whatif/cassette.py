@@ -7,13 +7,13 @@
   and what came back (the response messages, or the errors of the attempts that
   failed before it: a fallback's rate-limited primary, a retry); when a wrap layer
   rewrote the reply and the run was recorded with ``around``, the model's own reply,
-  which the layer rewrites again in a replay;
+  which the layer rewrites again in a rerun;
 - each **tool call**: its name, arguments and what it gave back (the ``ToolMessage``,
   a ``Command`` carrying it, or the exception it raised); when a wrap layer rewrote
   the result on its way out and the run was recorded with ``around``, the tool's own
   result (what the innermost rewriting layer was given), so that the layer rewrites
-  it again in a replay; and the state keys it changed (``tracer.whatif.tool_writes``), which
-  a replay that serves its result writes again;
+  it again in a rerun; and the state keys it changed (``tracer.whatif.tool_writes``), which
+  a rerun that serves its result writes again;
 - each model call made **inside a node hook** (a summariser's own, in
   ``before_model``: kept on that hook's event, ``model_calls``);
 - each **human decision** a paused run was resumed with;
@@ -26,7 +26,7 @@ the tool names, the model and its settings. ``Cassette.match_model`` finds the f
 unused recorded call with an equal request; on a miss, ``Miss`` holds a unified diff
 against the nearest recorded request.
 
-Read-only: nothing here writes to the file. Used by the what-if replay
+Read-only: nothing here writes to the file. Used by the what-if rerun
 (``tracer.whatif.player``, ``tracer.whatif.rerun``).
 """
 
@@ -60,7 +60,7 @@ __all__ = [
     "request_of_messages",
 ]
 
-# the oldest schema a replay reads: 4 recorded the state a replay redoes (schema 5 changed
+# the oldest schema a rerun reads: 4 recorded the state a rerun redoes (schema 5 changed
 # only how the search index takes new messages)
 RERUN_SCHEMA = 4
 
@@ -231,9 +231,9 @@ class Cassette:
     @classmethod
     def load(cls, db: TraceDB, run_id: str) -> Cassette:
         if db.schema_version < RERUN_SCHEMA:
-            msg = (f"{db.path} was recorded with schema {db.schema_version}; replay reads "
+            msg = (f"{db.path} was recorded with schema {db.schema_version}; rerun reads "
                    f"schema {RERUN_SCHEMA} and later: record into the file once (that migrates it "
-                   "in place) or import its export into a new file, then replay")
+                   "in place) or import its export into a new file, then rerun")
             raise RerunError(msg)
         root = db.run(db.resolve(run_id))
         runs = {root.id: root}

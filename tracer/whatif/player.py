@@ -10,16 +10,16 @@ Two pieces, driven by one ``Session`` (what is used up, where the live part bega
   inner layers a stand-in of the tool that gives back the recorded result (or raises
   the recorded exception); a tool call that started a subagent runs, and the
   subagent's model calls are answered from the subagent's record. It only has wrap
-  hooks: no graph node is added, so a replay has the graph of its record.
-- ``RerunCache``, a LangChain LLM cache installed for the time of a replay: every
-  chat model called inside the replay's context (the agent's, a fallback's, a
+  hooks: no graph node is added, so a rerun has the graph of its record.
+- ``RerunCache``, a LangChain LLM cache installed for the time of a rerun: every
+  chat model called inside the rerun's context (the agent's, a fallback's, a
   subagent's, a summariser's) asks it first. It answers from the record what the
   layer above decided, or lets the call through (the live part of a fork), or
-  answers from an offline model. Outside a replay it passes every call to the cache
+  answers from an offline model. Outside a rerun it passes every call to the cache
   that was installed before (none by default): nothing else changes.
 
 A fork's edit (``tracer.vocab.edits.Edit``, made by ``tracer.record.edit_apply``) is applied here, at the first call at or after
-the fork step. A request that matches nothing before the fork stops the replay with
+the fork step. A request that matches nothing before the fork stops the rerun with
 ``RerunDiverged`` (which call, and the diff to the nearest recorded request), unless
 the session may go live.
 """
@@ -73,7 +73,7 @@ __all__ = ["RecordedError", "RerunCache", "RerunDiverged", "RerunMiddleware", "S
 
 
 class RecordedError(Exception):
-    """Base of the exceptions a replay raises again where the record has one whose
+    """Base of the exceptions a rerun raises again where the record has one whose
     class it cannot name (the class is made with the recorded name)."""
 
 
@@ -99,7 +99,7 @@ def fork_request(edit: Edit, request: ModelRequest[Any], session: Session,
 
 @dataclass
 class Stats:
-    """What a replay served from the record, and where the live part began."""
+    """What a rerun served from the record, and where the live part began."""
 
     model_calls: int = 0  # answered from the record
     tokens: int = 0  # tokens of those calls, as recorded
@@ -121,7 +121,7 @@ class Stats:
 
 @dataclass
 class Session:
-    """The state of one replay: the cassette, what is used up, the fork and its edit."""
+    """The state of one rerun: the cassette, what is used up, the fork and its edit."""
 
     cassette: Cassette
     edit: Edit | None = None  # the fork's edit (``tracer.vocab.edits``)
@@ -135,7 +135,7 @@ class Session:
     model_calls_seen: int = 0
     system_override: str | None = None
     model_override: BaseChatModel | None = None
-    channels: dict[str, Any] = field(default_factory=dict)  # the replayed graph's state
+    channels: dict[str, Any] = field(default_factory=dict)  # the rerun graph's state
     lock: threading.Lock = field(default_factory=threading.Lock)
     more: tuple[Edit, ...] = ()  # (a rewind) more model-call edits, made after ``edit``
     reached: bool = False  # a call at or after the fork step was reached
@@ -346,7 +346,7 @@ _INSTALLED: list[Any] = []  # [the RerunCache, its refcount]
 
 
 class RerunCache(BaseCache):
-    """Answers model calls inside a replay's context; passes every other call to the
+    """Answers model calls inside a rerun's context; passes every other call to the
     cache that was installed before it."""
 
     def __init__(self, previous: BaseCache | None) -> None:
@@ -382,7 +382,7 @@ class RerunCache(BaseCache):
 
 
 def install() -> None:
-    """Install the replay cache (counted: two replays at once share it)."""
+    """Install the rerun cache (counted: two reruns at once share it)."""
     from langchain_core.globals import get_llm_cache, set_llm_cache
 
     with _INSTALL_LOCK:
@@ -413,9 +413,9 @@ def uninstall() -> None:
 
 # -- a subagent's tool calls -------------------------------------------------------
 # A subagent (Deep Agents' ``task``) is an agent of its own, built by its parent with
-# its own middleware: the rerun layer is not in it. While a replay runs, the innermost
+# its own middleware: the rerun layer is not in it. While a rerun runs, the innermost
 # step of every ``ToolNode`` (below all wrap layers, where the tool is invoked, its
-# callbacks included) asks the session first: inside a subagent being replayed, a call
+# callbacks included) asks the session first: inside a subagent being rerun, a call
 # its record holds gets a stand-in of the tool that gives back the recorded result, as
 # the rerun layer does for the agent's own calls. Everywhere else nothing changes.
 

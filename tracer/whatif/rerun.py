@@ -1,11 +1,11 @@
-"""What if: replay a recorded run from its record, or fork it at a step with an edit.
+"""What if: rerun a recorded run from its record, or fork it at a step with an edit.
 
 ``rerun(run_id, agent=factory, db=path)`` runs the user's agent again on the
 run's recorded input, with ``RerunMiddleware`` outermost (``tracer.whatif.player``): every
 model call whose request matches the record is answered from it, every tool call
 with its recorded result, every pause with the recorded human decision. The agent's
-own tracer records the replay as a new run whose ``runs.metadata`` names the run it
-replays (``rerun_of``) and, for a fork, ``forked_from`` (run, step, edit).
+own tracer records the rerun as a new run whose ``runs.metadata`` names the run it
+reruns (``rerun_of``) and, for a fork, ``forked_from`` (run, step, edit).
 
 With ``at=STEP`` and an ``Edit``, the steps before STEP come from the record; at the
 first call at or after STEP the edit is made, and from the first request that no
@@ -14,7 +14,7 @@ longer matches the record, calls go to the agent's own model and tools (or, with
 
 The factory: a function whose ``middleware`` parameter defaults to the agent's
 middleware list (the tracer in it as usual). looptrace calls it with that list, the
-replay layer first (and, for a middleware edit, one removed or moved)::
+rerun layer first (and, for a middleware edit, one removed or moved)::
 
     trace = TraceMiddleware(db="looptrace.db")
 
@@ -71,7 +71,7 @@ def chat_model_problem(model: Any) -> str | None:
 
 @dataclass
 class RerunResult:
-    """What a replay did: the run it recorded, what it served from the record and
+    """What a rerun did: the run it recorded, what it served from the record and
     where its live part began (``stats``), and the agent's own exception if it
     ended with one (as its record may have)."""
 
@@ -101,7 +101,7 @@ class RerunResult:
 
     def summary(self) -> str:
         s = self.stats
-        what = "forked" if self.edit is not None else "replayed"
+        what = "forked" if self.edit is not None else "rerun"
         lines = [f"{what} {self.of} as {self.run_id}"
                  + (f" at step {self.at} ({self.edit.describe()})" if self.edit else "")]
         lines.append(f"  from the record: {s.model_calls} of {plural(self.record_calls, 'model call')} "
@@ -115,7 +115,7 @@ class RerunResult:
                 where += f" (step {s.live_from['step'] + 1} of the record)"
             lines.append(f"  live from {where}: {s.live_from['why']}; {live}")
         elif s.live_model_calls or s.live_tool_calls:  # (said only when something ran live)
-            # why each ran, as the replay found it (none given: no parenthesis)
+            # why each ran, as the rerun found it (none given: no parenthesis)
             why = "; ".join(w if n == 1 and len(s.live_why) == 1 else f"{w}: {n}"
                             for w, n in s.live_why.items())
             lines.append(f"  {live}" + (f" ({why})" if why else ""))
@@ -220,7 +220,7 @@ def _prepare(run_id: str, agent: Any, db: str, at: int | None, edit: Edit | None
              more: tuple[Edit, ...] = (), rewind: bool = False,
              ) -> tuple[Session, Any, dict[str, Any], str]:
     # (the record is read and checked before the user's module is imported: a module
-    # that makes its tracer on import must not touch a file that cannot be replayed)
+    # that makes its tracer on import must not touch a file that cannot be rerun)
     with TraceDB(db) as tdb:
         cassette = Cassette.load(tdb, run_id)
     if not cassette.input:
@@ -312,7 +312,7 @@ def rerun(run_id: str, *, agent: Any, db: str | Path = "looptrace.db",
                at: int | None = None, edit: Edit | None = None, offline: Any = None,
                continue_live: bool = False, token: str | None = None,
                more: tuple[Edit, ...] = (), rewind: bool = False) -> RerunResult:
-    """Replay run ``run_id`` of ``db`` through ``agent`` (a factory, or ``module:attr``),
+    """Rerun run ``run_id`` of ``db`` through ``agent`` (a factory, or ``module:attr``),
     or fork it at step ``at`` (counted from 1, as the replay shows it) with ``edit``.
     ``token`` (default: a new one) is kept as the new run's ``rerun_token`` metadata:
     a caller that runs this in another process finds the run by it while it records.
@@ -323,7 +323,7 @@ def rerun(run_id: str, *, agent: Any, db: str | Path = "looptrace.db",
 
     Raises ``RerunError`` for bad input (nothing written) and ``RerunDiverged`` when
     the agent asks for something the record does not hold before the fork (unless
-    ``continue_live``; the replay run is then recorded up to there, ended by it).
+    ``continue_live``; the rerun is then recorded up to there, ended by it).
     """
     db = str(db)
     session, built, config, token = _prepare(run_id, agent, db, at, edit, offline,

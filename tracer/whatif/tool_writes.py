@@ -1,10 +1,10 @@
-"""A tool call's writes to the state, made again when a replay serves its result.
+"""A tool call's writes to the state, made again when a rerun serves its result.
 
 The record says which tool call changed which state key (``state.tool_call_id``: the
 keys of its ``Command(update=...)``, or what changed while the tools step ran that call
 alone, as Deep Agents' state backend writes ``files`` straight to the channel). A
-replay that gives the call's recorded result back without running the tool makes the
-same writes, so the replay's state follows its record:
+rerun that gives the call's recorded result back without running the tool makes the
+same writes, so the rerun's state follows its record:
 
 - ``writes_of(log, tool_call_id)``: each key the call changed, its value before the
   call and after it (as recorded);
@@ -121,7 +121,7 @@ def _candidates(write: StateWrite) -> list[Any]:
 
 
 def update_for(channel: Any, write: StateWrite) -> Any:
-    """The value to write to ``channel`` (the key's channel in the replayed graph; None
+    """The value to write to ``channel`` (the key's channel in the rerun graph; None
     when unknown: written as a plain value) so that it holds ``write.after``."""
     operator = getattr(channel, "operator", None)
     if operator is None or write.before is MISSING:

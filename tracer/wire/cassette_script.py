@@ -5,7 +5,7 @@ each request whose conversation matches a recorded model call of the run (or of 
 subagent runs) with that call's recorded response, in whatever format the client
 speaks (the emulator's: OpenAI chat completions and Responses, Anthropic messages,
 Ollama chat; JSON or streamed). A hand-rolled loop on a provider's SDK, with no
-LangChain at all, replays with no upstream. A request that matches nothing is
+LangChain at all, reruns with no upstream. A request that matches nothing is
 answered by the fallback script (``echo`` unless ``--emulate`` names another), or, with
 ``--upstream URL`` (``forward=True``), sent on to that upstream as the recording proxy
 sends it (``tracer.wire.proxy.ForwardUpstream``): the fork's live part on a real
