@@ -398,6 +398,8 @@ def test_cli_json_counts_steps_from_1_like_the_text(runs: tuple[Path, dict[str, 
     first = data["first_divergence"]
     assert (first["kind"], first["lap"], first["step_a"], first["step_b"]) == (
         "different_arguments", 2, 10, 10)
+    # (the 0-based index_a / index_b of the Python API are not in the JSON: one number each)
+    assert sorted(first) == ["description", "detail", "kind", "lap", "step_a", "step_b"]
     assert f"step {first['step_a']} (A) / {first['step_b']} (B)" in text
     # the alignment counts from 1 too, and has a row for every step of each run
     assert data["alignment"][0] == [1, 1]

@@ -171,7 +171,9 @@ class RunDiff:
                     "steps": len(rp.steps)}
 
         def div(x: Divergence) -> dict[str, Any]:
-            out = {**asdict(x), "step_a": _one(x.index_a), "step_b": _one(x.index_b)}
+            # (the JSON counts steps from 1: index_a / index_b are step_a / step_b there)
+            out = {_JSON_KEY.get(k, k): _one(v) if k in _JSON_KEY else v
+                   for k, v in asdict(x).items()}
             if not x.key:  # (only a state divergence names a key)
                 del out["key"]
             return out
@@ -211,6 +213,9 @@ class SubagentDiff:
 
 
 # -- readable forms -----------------------------------------------------------
+
+_JSON_KEY = {"index_a": "step_a", "index_b": "step_b"}
+
 
 def _one(i: int | None) -> int | None:
     """A 0-based step index counted from 1 (as the replay shows it)."""
