@@ -64,7 +64,8 @@ OLD = re.compile(r"\b(?:" + "|".join([
     "TurnView", "turn_view", "turn_label", "turn_at_step", "render_turn",  # words: keep
     "step_of_tool_call", "finding_steps", "fork_step",  # words: keep
     "_TraceBase", "_SERVE",  # words: keep
-]) + r")\b|\.step_of_seq\b|class Turn:\n\s+\"\"\"One message")  # words: keep
+]) + r")\b|\.step_of_seq\b|class Turn:\n\s+\"\"\"One message"  # words: keep
+    r"|(?<![\w\"'`])step_[ab]\b(?![\"'`])")  # (diff's 0-based index_a; quoted: its JSON key)
 
 
 def test_no_old_name_is_back() -> None:

@@ -171,7 +171,7 @@ class RunDiff:
                     "steps": len(rp.steps)}
 
         def div(x: Divergence) -> dict[str, Any]:
-            # (the JSON counts steps from 1: index_a / index_b are step_a / step_b there)
+            # (the JSON counts steps from 1: index_a / index_b are its "step_a" / "step_b")
             out = {_JSON_KEY.get(k, k): _one(v) if k in _JSON_KEY else v
                    for k, v in asdict(x).items()}
             if not x.key:  # (only a state divergence names a key)
