@@ -31,41 +31,23 @@ def pytest_configure(config: pytest.Config) -> None:
             continue
 
 
-def _slow_files() -> dict[str, float]:
-    """{file: its measured seconds} from ``tests/slow_files.txt`` ("path  # 899 s")."""
-    out: dict[str, float] = {}
-    for line in (Path(__file__).parent / "slow_files.txt").read_text().splitlines():
-        path, _, note = line.partition("#")
-        if path.strip():
-            word = note.split()[0] if note.split() else ""
-            out[path.strip()] = float(word) if word.replace(".", "", 1).isdigit() else 15.0
-    return out
-
-
-SLOW_FILES = _slow_files()
-BROWSER_S = 30.0  # (a browser file's weight for the order below: most take 20-60 s)
+SLOW_FILES = frozenset(
+    line.split("#")[0].strip()
+    for line in (Path(__file__).parent / "slow_files.txt").read_text().splitlines()
+    if line.split("#")[0].strip())
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The tiers: every test in ``tests/browser/`` (a real Chromium), of the real
     tracing backends, and of the files ``tests/slow_files.txt`` lists (measured) is
-    ``slow``; ``-m "not slow"`` is the fast tier (tests/README.md, "Tiers").
-
-    And the order: the heaviest files first (their measured seconds), each file's tests
-    in their own order. Under ``-n 2 --dist loadscope`` a worker takes a whole file, and
-    the heaviest (the pytest plugin's, about 7 minutes on one worker) came last by name:
-    the other worker sat idle at the end. Longest first, the two finish together."""
+    ``slow``; ``-m "not slow"`` is the fast tier (tests/README.md, "Tiers")."""
     slow = pytest.mark.slow
     root = Path(__file__).parent.parent
-    weight: dict[Path, float] = {}
     for item in items:
         parts = item.path.parts
-        name = item.path.relative_to(root).as_posix()
         if ("browser" in parts or item.get_closest_marker("backends") is not None
-                or name in SLOW_FILES):
+                or item.path.relative_to(root).as_posix() in SLOW_FILES):
             item.add_marker(slow)
-            weight.setdefault(item.path, SLOW_FILES.get(name, BROWSER_S))
-    items.sort(key=lambda item: -weight.get(item.path, 0.0))  # (stable: files keep order)
 
 
 @pytest.fixture
