@@ -16,10 +16,12 @@ import streamlit as st
 from .. import navigation
 from ..data import loads
 from ..data.run_view import RunView
-from ..data.runs import newest_top_level, recent_runs
+from ..data.runs import RunFilter, RunSummary, find_run, newest_top_level, recent_runs, runs_page
+from ..data.steps import plural
 from ..data.store import LooptraceError, RunNotFound, show_error
 from ..kit import state
 from ..kit.safe import md_escape
+from .paged_picker import paged_run_picker
 from .subagents import run_labels
 
 
@@ -85,3 +87,42 @@ def load_chosen(path: str) -> RunView:
     if st.session_state.pop(state.NO_STEP, False) and view.replay.run.summary.status == "running" and len(view.replay):
         st.session_state[state.STEP] = len(view.replay) - 1  # watch a live run at its end
     return view
+
+
+def call_run_label(r: RunSummary) -> str:
+    """A run as the model-call pages (Wire, Playground) offer it."""
+    return (f"{r.name or r.agent_name or 'run'}  ·  {r.provider or '?'}  ·  "
+            f"{plural(r.model_calls, 'model call')}  ·  {r.id[:12]}")
+
+
+def pick_call_run(path: str, key: str, picked: str | None) -> tuple[str, str | None]:
+    """The run a model-call page (Wire, Playground) shows, picked under ``key``: the run
+    every page shows (``state.RUN``) unless the link names another, else the newest
+    (``picked``: what ``key`` holds);
+    the page stops with a line when there is none. The other pages then open on it.
+    Returns the run picked and the run the link named (found), if any."""
+    qp = st.query_params
+    try:
+        newest = runs_page(path, RunFilter(), 1, 0)[0]
+    except LooptraceError as exc:
+        show_error(exc)
+    if not newest:
+        st.info("No runs recorded in this database yet.", icon=":material/info:")
+        st.stop()
+    state.init()
+    wanted = qp.get("run") or st.session_state.get(state.RUN) or choose_run(path)
+    linked: str | None = None
+    if wanted:
+        try:
+            linked = find_run(path, wanted).id
+        except LooptraceError:
+            st.error(f"no run {wanted!r} in this database; showing the newest run instead",
+                     icon=":material/error:")
+    run_id = paged_run_picker(
+        path, "Run", key=key, format_func=call_run_label, placeholder="Pick a run",
+        current=picked or linked or newest[0].id)
+    if run_id is None:
+        st.info("Pick a run.", icon=":material/info:")
+        st.stop()
+    adopt(run_id)  # (the other pages open on the run picked here)
+    return run_id, linked

@@ -15,14 +15,11 @@ import streamlit as st
 from ... import navigation
 from ...data import loads
 from ...data.playground import agent_of
-from ...data.runs import RunFilter, RunSummary, find_run, runs_page
-from ...data.steps import plural
 from ...data.store import LooptraceError, open_db, show_error
 from ...data.wire import call_label, model_call_events
 from ...kit import state
-from ...panes.paged_picker import paged_run_picker
 from ...panes.playground_pane import render_playground
-from ...panes.run_picker import adopt, choose_run
+from ...panes.run_picker import pick_call_run
 
 
 def playground_page() -> None:
@@ -31,29 +28,7 @@ def playground_page() -> None:
                "its answer beside the recorded one. Nothing is written.")
     path = open_db()
     qp = st.query_params
-    try:
-        newest = runs_page(path, RunFilter(), 1, 0)[0]
-    except LooptraceError as exc:
-        show_error(exc)
-    if not newest:
-        st.info("No runs recorded in this database yet.", icon=":material/info:")
-        st.stop()
-    state.init()
-    wanted = qp.get("run") or st.session_state.get(state.RUN) or choose_run(path)
-    linked: str | None = None
-    if wanted:
-        try:
-            linked = find_run(path, wanted).id
-        except LooptraceError:
-            st.error(f"no run {wanted!r} in this database; showing the newest run instead",
-                     icon=":material/error:")
-    run_id = paged_run_picker(
-        path, "Run", key=state.PLAY_RUN, format_func=_run_label, placeholder="Pick a run",
-        current=st.session_state.get(state.PLAY_RUN) or linked or newest[0].id)
-    if run_id is None:
-        st.info("Pick a run.", icon=":material/info:")
-        st.stop()
-    adopt(run_id)
+    run_id, linked = pick_call_run(path, state.PLAY_RUN, st.session_state.get(state.PLAY_RUN))
     try:
         replay = loads.load_replay(path, run_id)
     except LooptraceError as exc:
@@ -80,7 +55,3 @@ def playground_page() -> None:
                  icon=":material/play_circle:", query_params={"run": run_id, "step": step})
     render_playground(path, run_id, int(step), agent_of(replay.run.summary))
 
-
-def _run_label(r: RunSummary) -> str:
-    return (f"{r.name or r.agent_name or 'run'}  ·  {r.provider or '?'}  ·  "
-            f"{plural(r.model_calls, 'model call')}  ·  {r.id[:12]}")

@@ -17,13 +17,10 @@ import streamlit as st
 
 from ... import navigation
 from ...data import loads
-from ...data.runs import RunFilter, RunSummary, find_run, runs_page
-from ...data.steps import plural
 from ...data.store import LooptraceError, open_db, show_error
 from ...data.wire import PROVIDERS, body_diff, call_at, call_label, model_call_events
 from ...kit import state
-from ...panes.paged_picker import paged_run_picker
-from ...panes.run_picker import adopt, choose_run
+from ...panes.run_picker import pick_call_run
 from ...panes.wire_pane import TITLES, call_view, render_call, warm_up
 
 
@@ -32,31 +29,7 @@ def wire_page() -> None:
     warm_up()
     path = open_db()
     qp = st.query_params
-    try:
-        newest = runs_page(path, RunFilter(), 1, 0)[0]
-    except LooptraceError as exc:
-        show_error(exc)
-    if not newest:
-        st.info("No runs recorded in this database yet.", icon=":material/info:")
-        st.stop()
-
-    # the run every page shows (state.RUN), unless the link names another
-    state.init()
-    wanted = qp.get("run") or st.session_state.get(state.RUN) or choose_run(path)
-    linked: str | None = None
-    if wanted:
-        try:
-            linked = find_run(path, wanted).id
-        except LooptraceError:
-            st.error(f"no run {wanted!r} in this database; showing the newest run instead",
-                     icon=":material/error:")
-    run_id = paged_run_picker(
-        path, "Run", key=state.WIRE_RUN, format_func=_run_label, placeholder="Pick a run",
-        current=st.session_state.get(state.WIRE_RUN) or linked or newest[0].id)
-    if run_id is None:
-        st.info("Pick a run.", icon=":material/info:")
-        st.stop()
-    adopt(run_id)  # (the other pages open on the run picked here)
+    run_id, linked = pick_call_run(path, state.WIRE_RUN, st.session_state.get(state.WIRE_RUN))
     try:
         replay = loads.load_replay(path, run_id)
     except LooptraceError as exc:
@@ -111,7 +84,3 @@ def wire_page() -> None:
         st.code(body_diff(left, right, f"{a} ({ba.source})", f"{b} ({bb.source})") or
                 "(identical)", language="diff")
 
-
-def _run_label(r: RunSummary) -> str:
-    return (f"{r.name or r.agent_name or 'run'}  ·  {r.provider or '?'}  ·  "
-            f"{plural(r.model_calls, 'model call')}  ·  {r.id[:12]}")
