@@ -1,11 +1,15 @@
-"""Take the README's pictures of the app: real screenshots, on the bundled sample traces.
+"""Take the docs' pictures: real screenshots of the app on the bundled sample traces, and
+of a sample run in Arize Phoenix.
 
-    uv run --frozen python docs/screenshots.py [--out docs/img]
+    uv run --frozen python docs/screenshots.py [--out docs/img] [--take app|phoenix|all]
 
 Builds the sample database (``tracer.interop.exchange.build_sample_db``), starts the app on
 127.0.0.1 (``tests/browser_support.streamlit_server``, as the browser tests do) and
 opens each page in Debian's headless Chromium through Playwright (never a downloaded
-browser). Writes one PNG per picture the README's tour shows.
+browser). Writes one PNG per picture the README's tour shows. ``--take phoenix`` (or
+``all``) takes ``phoenix-run.png`` (docs/guide/otel.md) with ``docs/screenshot_phoenix.py``:
+a real Phoenix server from ``.ci-venvs/phoenix``, started and stopped here.
+(``debug.png`` is taken by tests/browser/test_browser_debug.py, under test-artifacts/.)
 """
 
 from __future__ import annotations
@@ -17,11 +21,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))  # browser_support, replayer_driver
+sys.path.insert(0, str(ROOT / "tests"))  # browser_support, replayer_driver, backend_kit
+sys.path.insert(0, str(ROOT / "docs"))  # screenshot_phoenix
 
 from browser_support import CHROMIUM_ARGS, chromium_path, streamlit_server
 from playwright.sync_api import Page, sync_playwright
 from replayer_driver import Replayer
+
+import screenshot_phoenix
 
 from tracer.interop.exchange import build_sample_db
 from tracer.read.loader import TraceDB
@@ -50,11 +57,26 @@ def shoot(page: Page, out: Path, name: str, *, full: bool = False) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "img")
+    ap.add_argument("--take", choices=("app", "phoenix", "all"), default="app",
+                    help="the app's pictures (default), phoenix-run.png, or both")
     args = ap.parse_args(argv)
     exe = chromium_path()
     if exe is None:
         sys.exit("chromium is not installed (apt-get install chromium)")
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.take in ("app", "all"):
+        take_app(args.out, exe)
+    if args.take in ("phoenix", "all"):
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=exe, args=CHROMIUM_ARGS)
+            try:
+                screenshot_phoenix.take(args.out, browser)
+            finally:
+                browser.close()
+    return 0
+
+
+def take_app(out: Path, exe: str) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         db = build_sample_db(Path(tmp) / "samples.db")
         ids = run_ids(db)
@@ -67,13 +89,13 @@ def main(argv: list[str] | None = None) -> int:
             page.locator('[data-testid="lt-runs-table"] tbody tr').first.wait_for(
                 timeout=60_000)
             settle(page)
-            shoot(page, args.out, "runs")
+            shoot(page, out, "runs")
 
             # the weather run at its first tool call: the graph, the chips, the messages
             page.goto(f"{url}/replay?run={ids['weather']}&step=7")
             Replayer(page).wait_ready()
             settle(page)
-            shoot(page, args.out, "replay")
+            shoot(page, out, "replay")
 
             # the runaway loop: the findings beside the replay
             page.goto(f"{url}/replay?run={ids['footgun-no-bound']}&step=5")
@@ -86,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
             findings.evaluate("e => e.scrollIntoView({block: 'start'})")
             page.mouse.wheel(0, -60)
             settle(page)
-            shoot(page, args.out, "findings")
+            shoot(page, out, "findings")
 
             page.goto(f"{url}/wire?run={ids['openai-weather']}")
             # (the bodies come after the wire modules' first import: wait for them, not
@@ -94,13 +116,12 @@ def main(argv: list[str] | None = None) -> int:
             page.locator('[data-testid="stCode"]', has_text="messages").first.wait_for(
                 timeout=60_000)
             settle(page)
-            shoot(page, args.out, "wire")
+            shoot(page, out, "wire")
 
             page.goto(f"{url}/compare?a={ids['openai-weather']}&b={ids['anthropic-weather']}")
             settle(page)
-            shoot(page, args.out, "compare")
+            shoot(page, out, "compare")
             browser.close()
-    return 0
 
 
 if __name__ == "__main__":
