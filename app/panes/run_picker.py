@@ -22,7 +22,7 @@ from ..data.store import LooptraceError, RunNotFound, show_error
 from ..kit import state
 from ..kit.safe import md_escape
 from .paged_picker import paged_run_picker
-from .subagents import run_labels
+from .subagents import picked, run_labels
 
 
 def _picked() -> None:
@@ -41,8 +41,7 @@ def run_picker(path: str, current: str, *, title: str = "Run") -> None:
         except LooptraceError:  # (an unknown run: the page says so itself)
             pass
     labels = run_labels(path, runs)
-    if st.session_state.get(state.RUN_PICK) != current:
-        st.session_state[state.RUN_PICK] = current if current in labels else None
+    picked(current, labels)
     st.selectbox(title, list(labels), format_func=lambda i: labels.get(i, i),
                  key=state.RUN_PICK, on_change=_picked, placeholder="Pick a run")
 

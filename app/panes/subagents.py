@@ -37,6 +37,14 @@ def run_labels(path: str, runs: list[RunSummary]) -> dict[str, str]:
     return {r.id: run_label(r, shown.get(r.id)) for r in runs}
 
 
+def picked(run_id: str, labels: dict[str, str]) -> None:
+    """Set the Run picker (``state.RUN_PICK``) to ``run_id`` before it is drawn, on every
+    draw: the browser keeps the label it was last sent for a keyed selectbox, so when only
+    the label changes (the run's status, paused -> completed) it went on showing the old
+    one, and sent it back as the value. A value the script sets is sent again."""
+    st.session_state[state.RUN_PICK] = run_id if run_id in labels else None
+
+
 def _pick() -> None:
     value = st.session_state.get(state.RUN_PICK)
     if value and value != st.session_state.get(state.RUN):
@@ -65,8 +73,7 @@ def _picker(path: str, view: RunView) -> None:
         r.id != run.id for r in runs) else [run.summary if r.id == run.id else r for r in runs]
     ids = [r.id for r in runs]
     labels = run_labels(path, runs)
-    if st.session_state.get(state.RUN_PICK) != run.id:
-        st.session_state[state.RUN_PICK] = run.id if run.id in labels else None
+    picked(run.id, labels)
     with st.sidebar:
         st.selectbox("Run", ids, format_func=lambda i: labels.get(i, i), key=state.RUN_PICK,
                      on_change=_pick, placeholder="Pick a run")

@@ -7,6 +7,7 @@ Continue: the agent's final answer quotes it."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from browser_support import RequestCounter, guard_network, streamlit_server, wait_connected
@@ -120,3 +121,47 @@ def test_the_runs_page_leads_to_a_pause_and_its_text_stays_text(browser, tmp_pat
                     channel.answer(db, p["run"], "run")
                 bg.result(30)
             trace.close()
+
+
+def test_the_sidebar_run_picker_says_completed_after_continue(browser, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                                              artifacts: Path) -> None:
+    """The bug: after Continue (the panel's fragment reruns, sees the run's status
+    change and reruns the page), the header read "completed" while the sidebar's Run
+    picker still read "paused". Its value (the run id) stays, only its label changes,
+    and the browser kept the label of a keyed selectbox whose value was not sent again."""
+    db = tmp_path / "debug.db"
+    trace = TraceMiddleware(db=db, run_name="weather", debug=["tool:get_weather"])
+    agent = make_agent(quoting_model(), [get_weather], [trace])
+    bg = Background(lambda: agent.invoke({"messages": [("user", "Weather in Oslo?")]}))
+    try:
+        run = wait_paused(db, alive=bg.alive)[0]["run"]
+        with streamlit_server(db) as url:
+            context = browser.new_context(viewport={"width": 1400, "height": 1000},
+                                          reduced_motion="reduce")
+            page = context.new_page()
+            page.goto(f"{url}/replay?run={run}")
+            wait_connected(page, 60_000)
+            panel = page.locator(".st-key-debug_pause")
+            expect(panel).to_contain_text("A tool call waits to run: get_weather",
+                                          timeout=60_000)
+            picker = page.locator('[data-testid="stSidebar"] [data-testid="stSelectbox"]'
+                                  ).get_by_role("combobox")
+            expect(picker).to_have_value(re.compile(f"^weather · paused · {run[:12]}"),
+                                         timeout=30_000)
+            page.locator(".st-key-debug_continue button:visible").click()
+            bg.result(30)
+            expect(panel).to_have_count(0, timeout=30_000)
+            # the header's status badge
+            expect(page.get_by_role("main").get_by_text("completed", exact=True)).to_be_visible(
+                timeout=30_000)
+            page.wait_for_load_state("networkidle")
+            page.screenshot(path=str(artifacts / "debug-picker-after-continue.png"))
+            expect(picker).to_have_value(re.compile(f"^weather · completed · {run[:12]}"),
+                                         timeout=10_000)
+            context.close()
+    finally:
+        if bg.alive():
+            for p in channel.list_paused(db):
+                channel.answer(db, p["run"], "run")
+            bg.result(30)
+        trace.close()
