@@ -845,6 +845,31 @@ def test_the_run_picker_says_paused_with_the_header_and_completed_after(
     assert " · completed · " in picker_label(at, rid)
 
 
+def test_a_run_paused_at_its_first_model_call_has_cost_unknown_not_0(
+        agents: list[Paused], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Paused at its first model call (entered, not answered), the run's header read
+    "tokens not reported · cost $0": the call waiting was not counted, so the cost of no
+    call was $0. A call with no answer recorded has a cost unknown, in the header, in
+    ``looptrace runs`` (and its JSON, read by MCP's list_runs) and ``show``."""
+    from hostile_kit import cli
+
+    a = start(agents, tmp_path, ["model:1"])
+    rid = a.wait()["run"]
+    at = replay_page(rid)
+    at.run()  # (the first page is lean: the cost comes with the full page)
+    header = next(t for t in texts(at).splitlines() if rid in t)
+    assert header.endswith("tokens not reported  ·  cost unknown"), header
+    code, out, _ = cli(capsys, "runs", "--db", str(a.db))
+    line = next(x for x in out.splitlines() if x.startswith(rid[:12]))
+    assert "$0" not in line and line.split()[-1] == "unknown", line
+    code, out, _ = cli(capsys, "runs", "--db", str(a.db), "--json")
+    (row,) = json.loads(out)
+    assert row["cost_usd"] is None
+    assert (row["cost"]["calls"], row["cost"]["priced_calls"]) == (1, 0)
+    code, out, _ = cli(capsys, "show", rid, "--db", str(a.db))
+    assert "  cost unknown" in out.splitlines() and "$0" not in out
+
+
 def test_a_typed_tool_result_is_marked_given_in_the_debugger(
         agents: list[Paused], tmp_path: Path) -> None:
     """The ToolMessage card of a result typed in the debugger says so (``given``); the

@@ -470,9 +470,13 @@ def call_costs(run_id: str, events: Iterable[Any], model: str | None, provider: 
     """The model calls of one run priced, from its events in order (objects or rows with
     ``seq``, ``ts``, ``hook``, ``phase``, ``lap``, ``payload``: ``Event`` does) and the
     run's model and provider (for a call whose ``enter`` names none). A call is its
-    ``exit``, or its ``error``: a call that failed is counted, its cost unknown."""
+    ``exit``, or its ``error``: a call that failed is counted, its cost unknown. So is a
+    call entered with no answer recorded (one paused in the debugger or still waiting,
+    or one whose run ended first): a run paused at its first model call has cost
+    unknown, as its tokens are not reported, never $0."""
     out: list[CallCost] = []
     cur_model, cur_provider = model or None, provider or None
+    waiting: list[Any] = []  # (the calls entered and not yet answered)
     for e in events:
         if e.hook not in MODEL_HOOKS:
             continue
@@ -480,7 +484,11 @@ def call_costs(run_id: str, events: Iterable[Any], model: str | None, provider: 
             p = read_payload(ModelEnterPayload, e.payload)
             cur_model = p.get("model") or model or None
             cur_provider = p.get("provider") or provider or None
-        elif e.phase == "exit":
+            waiting.append((e, cur_model, cur_provider))
+            continue
+        if e.phase in ("exit", "error") and waiting:
+            waiting.pop(0)
+        if e.phase == "exit":
             done = read_payload(ModelExitPayload, e.payload)
             # (the model that answered, when its reply named it: a fallback's is priced as
             # the fallback, not as the model the call first asked)
@@ -490,6 +498,8 @@ def call_costs(run_id: str, events: Iterable[Any], model: str | None, provider: 
         elif e.phase == "error":  # (a provider may have billed it: not known, so not $0)
             out.append(CallCost(run_id, e.seq, e.lap, cur_model, cur_provider, None, None,
                                 why="the call failed: no usage recorded"))
+    out += [CallCost(run_id, e.seq, e.lap, m, pr, None, None, why="no answer recorded")
+            for e, m, pr in waiting]
     return out
 
 
