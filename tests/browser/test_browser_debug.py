@@ -55,6 +55,12 @@ def test_pause_key_type_a_tool_result_and_continue(browser, tmp_path: Path,  # t
             second = channel.pending(db, run)
             expect(replayer).to_have_attribute("data-step", str(second["step"] - 1),
                                                timeout=20_000)
+            # the header follows the pause too: at the first (the model call not yet
+            # answered) the tokens were not reported and the cost unknown; here the model
+            # has answered (it was "tokens not reported · cost $0" at both)
+            header = page.locator('[data-testid="stText"]', has_text=run)
+            expect(header).to_contain_text("19 tokens", timeout=20_000)
+            expect(header).to_contain_text("cost unknown")
             page.screenshot(path=str(artifacts / "debug-tool-call.png"))
 
             result = page.locator(".st-key-dbg_text textarea")

@@ -7,7 +7,7 @@ agree by construction and a key press shows at once. One fragment holds the
 replayer and what needs Python at the step the browser settled on: the
 floor plan, the step inspector and the wire formats. The
 fragment reruns the whole app only when what is drawn outside it changed:
-another run, or the run's status.
+another run, or what the header says of it (its status, tokens and model calls).
 
 The replayer first: a session's first replay page is drawn lean, the run's header
 and the replayer only, so that the browser's first work is the run (Streamlit's
@@ -89,7 +89,7 @@ def show_replay(*, presenter: bool = False) -> None:
         with back:
             st.page_link(navigation.page("replay"), label="Replay",
                          icon=":material/play_circle:", query_params={"run": view.replay.run.id})
-    st.session_state[state.PAGE_STATUS] = _status(path, view)
+    st.session_state[state.PAGE_STATUS] = _drawn_for(path, view)
     if not st.session_state.pop(state.KEEP_HELD, False):
         st.session_state[state.HELD] = None  # (a full run: the replayer may be a new one)
     st.fragment(_body)(path, presenter)
@@ -101,6 +101,15 @@ def _status(path: str, view: RunView) -> str:
     """The run's status as the header shows it ("paused" while paused in the debugger)."""
     s = view.replay.run.summary
     return shown_statuses(path, [s])[s.id]
+
+
+def _drawn_for(path: str, view: RunView) -> str:
+    """What the header says of the run: its status as shown, its tokens and model calls
+    (its cost follows them). The page around the replay is drawn again when it changes:
+    a run paused at its model call and then at its tool call (the same "paused") read
+    "tokens not reported" at the second pause too."""
+    s = view.replay.run.summary
+    return f"{_status(path, view)}|{s.total_tokens}|{s.model_calls}"
 
 
 def _running(view: RunView) -> bool:
@@ -262,7 +271,7 @@ def _draw(path: str, presenter: bool) -> None:
     if pause is not None:
         debug_pane.follow(view, pause)  # (a new pause: the replay jumps to its step)
     i = _advance(view)
-    if _status(path, view) != st.session_state.get(state.PAGE_STATUS) or (
+    if _drawn_for(path, view) != st.session_state.get(state.PAGE_STATUS) or (
             not presenter and view.replay.run.id != st.session_state.get(state.HEADER_RUN)):
         st.rerun(scope="app")  # the header shows another run, or another status
     state.sync_url(view.replay.run.id, i)
