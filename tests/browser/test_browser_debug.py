@@ -71,7 +71,11 @@ def test_pause_key_type_a_tool_result_and_continue(browser, tmp_path: Path,  # t
             expect(result).to_have_value(TYPED)  # (kept across the reloads)
             # (the keys are not heard while a text field has focus: click, or leave it)
             page.evaluate("document.activeElement && document.activeElement.blur()")
-            page.screenshot(path=str(artifacts / "debug-typed.png"))  # (docs/img/debug.png)
+            # (docs/img/debug.png: taken between the page's reloads, not during one)
+            page.wait_for_function(
+                "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')",
+                timeout=20_000)
+            page.screenshot(path=str(artifacts / "debug-typed.png"))
             page.locator(".st-key-debug_continue button:visible").click()
             out = bg.result(30)
             assert out["messages"][-1].content == f"It says: {TYPED}"
