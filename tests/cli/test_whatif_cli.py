@@ -50,7 +50,7 @@ def recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str
     sys.modules.pop(name, None)
 
 
-def test_replay_reports_what_it_served(recorded: tuple[Path, str, str],
+def test_rerun_reports_what_it_served(recorded: tuple[Path, str, str],
                                        capsys: pytest.CaptureFixture[str]) -> None:
     db, run_id, module = recorded
     assert main(["rerun", run_id[:12], "--agent", f"{module}:make_agent", "--db", str(db),
@@ -92,6 +92,12 @@ def test_fork_reports_where_the_live_part_began(recorded: tuple[Path, str, str],
     fork = text.split(" as ", 1)[1].split()[0]
     assert main(["diff", run_id, fork, "--db", str(db)]) == 1
     assert "first divergence (message): lap 2, step 10 (A) / 10 (B)" in capsys.readouterr().out
+    # the JSON counts the step from 1 too (it said 9: the player's 0-based index)
+    assert main(["rerun", run_id, "--agent", f"{module}:make_agent", "--db", str(db),
+                 "--at", "10", "--message", "0=And in Bergen?", "--json"]) == 0
+    live = json.loads(capsys.readouterr().out)["live"]
+    assert live["from"] == {"call": 2, "step": 10,
+                            "why": "the edit (message 0 of the request replaced)"}
 
 
 @pytest.mark.parametrize(("args", "error"), [
@@ -171,7 +177,7 @@ def test_an_agent_that_diverges_before_the_fork_stops_there(
     assert rows_of(db, run_id) == before
 
 
-def test_a_replay_served_whole_says_nothing_ran_live(recorded: tuple[Path, str, str],
+def test_a_rerun_served_whole_says_nothing_ran_live(recorded: tuple[Path, str, str],
                                                      capsys: pytest.CaptureFixture[str]) -> None:
     """Issue 39, item 10: "live: 0 model calls, 0 tool calls (a tool the agent lacks, a
     result the record holds only as a repr)" explained nothing when nothing ran live."""

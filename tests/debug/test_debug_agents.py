@@ -416,7 +416,7 @@ def test_a_layer_breakpoint_pauses_inside_that_middleware_with_its_rewrite(tmp_p
     assert seen[1] == "WEATHER IN OSLO?"  # the next call: the layer's own rewrite again
 
 
-def test_a_debugged_run_replays_to_its_record_and_diffs_at_the_edit(tmp_path):
+def test_a_debugged_run_reruns_to_its_record_and_diffs_at_the_edit(tmp_path):
     """``looptrace rerun`` of a debugged run reproduces it (the edited result comes from
     the record), and a diff against the same agent undebugged finds the first divergence
     at the edit."""

@@ -65,6 +65,7 @@ OLD = re.compile(r"\b(?:" + "|".join([
     "step_of_tool_call", "finding_steps", "fork_step",  # words: keep
     "_TraceBase", "_SERVE",  # words: keep
 ]) + r")\b|\.step_of_seq\b|class Turn:\n\s+\"\"\"One message"  # words: keep
+    r"|live_from\[[\"']step[\"']\]"  # (the player's 0-based index: live_from["index"])
     r"|(?<![\w\"'`])step_[ab]\b(?![\"'`])")  # (diff's 0-based index_a; quoted: its JSON key)
 
 
@@ -76,3 +77,15 @@ def test_no_old_name_is_back() -> None:
                          if "words: keep" not in line)
         found += [f"{path.relative_to(ROOT)}: {m.group(0)}" for m in OLD.finditer(text)]
     assert not found, found
+
+
+@pytest.mark.parametrize(("module", "cls"), [
+    ("tracer.whatif.cassette", "ModelCall"), ("tracer.whatif.cassette", "ToolCall"),
+    ("tracer.checks.base", "ModelInput")])
+def test_a_zero_based_field_is_index_not_step(module: str, cls: str) -> None:
+    """The cassette's recorded calls and a check's model input held their 0-based
+    position in a field named ``step`` (issue 43.6's leftovers): it is ``index``."""
+    import dataclasses
+
+    names = {f.name for f in dataclasses.fields(getattr(importlib.import_module(module), cls))}
+    assert "index" in names and "step" not in names, sorted(names)

@@ -171,7 +171,7 @@ def test_deep_agents_block_nests_the_subagent_run(tmp_path: Path,
     assert answer == [("Oslo, about 720,000 people",)]
 
 
-def test_what_if_block_replays_and_forks(tmp_path: Path,
+def test_what_if_block_reruns_and_forks(tmp_path: Path,
                                          monkeypatch: pytest.MonkeyPatch) -> None:
     out = run_block("whatif", tmp_path, monkeypatch).splitlines()
     db = tmp_path / "looptrace.db"

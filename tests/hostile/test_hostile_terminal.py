@@ -125,7 +125,7 @@ def test_the_proxy_prints_request_paths_escaped(tmp_path: Path, capsys) -> None:
     assert out.startswith("POST /v1/chat" + ESCAPED + " 200 ")
 
 
-def test_proxy_replay_prints_the_diff_of_a_request_escaped(tmp_path: Path) -> None:
+def test_proxy_rerun_prints_the_diff_of_a_request_escaped(tmp_path: Path) -> None:
     """``looptrace proxy --rerun``: a client's request the record does not hold is
     printed as a diff to the nearest recorded one; the client's text in it comes out
     escaped (issue 36, item 12: it was printed raw, the one line of the proxy that was)."""
@@ -152,11 +152,11 @@ def test_proxy_replay_prints_the_diff_of_a_request_escaped(tmp_path: Path) -> No
     assert HOSTILE in script.misses[0]  # (what is kept stays exact)
 
 
-def test_replay_prints_the_agents_error_escaped(db: Path, capsys,  # type: ignore[no-untyped-def]
+def test_rerun_prints_the_agents_error_escaped(db: Path, capsys,  # type: ignore[no-untyped-def]
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """``looptrace rerun``'s summary holds the agent's own text (the exception it ended
     with, why the live part began): escaped too (issue 36, item 12's neighbour). The
-    replay itself is stood in for: what is under test is the printing."""
+    rerun itself is stood in for: what is under test is the printing."""
     import tracer.whatif.rerun
     from tracer.whatif.player import Stats
 

@@ -65,7 +65,7 @@ def meta(db: Path, run_id: str) -> dict[str, Any]:
     return dict(json.loads(text or "{}"))
 
 
-def test_a_replay_is_a_new_run_identical_to_its_record(
+def test_a_rerun_is_a_new_run_identical_to_its_record(
         recorded: tuple[Path, str, str]) -> None:
     db, run_id, module = recorded
     before = rows_of(db, run_id)

@@ -333,7 +333,7 @@ def _cassette_test(p: pytest.Pytester, question: str = "Weather and prices?") ->
     p.makepyfile(test_cass=f"QUESTION = {question!r}\n" + CASSETTE_TESTS)
 
 
-def test_cassette_record_then_replay_offline(inner: pytest.Pytester) -> None:
+def test_cassette_record_then_rerun_offline(inner: pytest.Pytester) -> None:
     _cassette_test(inner)
     # no cassette yet, not in record mode: one clear error
     res = _run(inner, "--looptrace=trace.db")

@@ -117,7 +117,7 @@ def _runs_in(path: Path) -> list[dict]:
 
 
 @pytest.mark.timeout(900)  # (two inner pytest sessions and the emulator)
-def test_cassettes_recorded_through_the_emulator_replay_offline(
+def test_cassettes_recorded_through_the_emulator_rerun_offline(
         pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     pytester.makepyfile(emuscript=SCRIPT, test_emu=SUITE)
     proc, url = _emulator(pytester.path)

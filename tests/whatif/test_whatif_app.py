@@ -132,7 +132,7 @@ def wait_ended(db: Path, run_id: str, timeout: float = 300) -> str:
     raise AssertionError(f"run {run_id} still running after {timeout} s")
 
 
-def test_runs_page_nests_forks_and_replays_under_their_run(
+def test_runs_page_nests_forks_and_reruns_under_their_run(
         weather: tuple[Path, str, object]) -> None:
     db, run_id, factory = weather
     replay = rerun(run_id, agent=factory, db=db)

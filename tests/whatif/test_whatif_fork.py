@@ -131,7 +131,7 @@ def test_fork_steps_before_cost_no_model_call(tmp_path: Path,
     live = scripted[recorded:]
     assert [name for name, _ in live] == ["scripted-shop", "scripted-shop"]
     assert res.stats.model_calls == 3 and res.stats.live_model_calls == 2
-    assert res.stats.live_from is not None and res.stats.live_from["step"] == at - 1
+    assert res.stats.live_from is not None and res.stats.live_from["index"] == at - 1
     # the first live call was sent the conversation of the 4th call (8 messages: the
     # question, three model turns and four results) and the new system prompt
     sent = live[0][1]

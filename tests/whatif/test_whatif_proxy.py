@@ -37,7 +37,7 @@ def _record(db: Path, sdk: str, stream: bool) -> str:
 
 @pytest.mark.parametrize(("sdk", "stream"), CASES,
                          ids=[f"{s}-{'stream' if st else 'json'}" for s, st in CASES])
-def test_sdk_loop_replays_with_no_upstream(tmp_path: Path, sdk: str, stream: bool) -> None:
+def test_sdk_loop_reruns_with_no_upstream(tmp_path: Path, sdk: str, stream: bool) -> None:
     db = tmp_path / "trace.db"
     run_id = _record(db, sdk, stream)
     script = CassetteScript(str(db), run_id, fallback="echo")
@@ -146,7 +146,7 @@ def test_the_proxy_command_forwards_to_its_upstream(tmp_path: Path) -> None:
     assert len(upstream.exchanges) == 2
 
 
-def test_replay_upstream_and_emulate_exclude_each_other(
+def test_rerun_upstream_and_emulate_exclude_each_other(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from tracer.cli import main
 

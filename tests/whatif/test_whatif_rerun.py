@@ -51,7 +51,7 @@ def _identical(db: Path, a: str, b: str) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(AGENTS))
-def test_demo_agent_replays_to_its_record(tmp_path: Path, name: str,
+def test_demo_agent_reruns_to_its_record(tmp_path: Path, name: str,
                                           scripted_calls: list[str]) -> None:
     db = tmp_path / "demo.db"
     demo = AGENTS[name](str(db))
@@ -78,7 +78,7 @@ TRUTH = [pytest.param(n, p, m, id=f"{n}-{p}-{m}")
 
 
 @pytest.mark.parametrize(("name", "position", "mode"), TRUTH)
-def test_truth_agent_replays_to_its_record(tmp_path: Path, name: str, position: str,
+def test_truth_agent_reruns_to_its_record(tmp_path: Path, name: str, position: str,
                                            mode: str) -> None:
     agent = TruthAgent(tmp_path, name, position, mode)
     before = rows_of(agent.db, agent.run_id)
@@ -293,7 +293,7 @@ def test_a_tools_writes_to_the_store_are_made_again(tmp_path: Path, mode: str) -
     _identical(db, run_id, res.run_id)
 
 
-def test_a_deep_agent_with_its_files_in_the_store_replays_to_its_record(tmp_path: Path) -> None:
+def test_a_deep_agent_with_its_files_in_the_store_reruns_to_its_record(tmp_path: Path) -> None:
     """Deep Agents' ``StoreBackend`` keeps the files in the store: served from the record,
     its file tools do not run, and the replay's new store ends holding what the
     original's did (a file written, edited, a scratch file written and deleted)."""
@@ -395,7 +395,7 @@ def test_a_tool_that_runs_again_is_said_with_its_reason(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
-def test_a_callbacks_only_record_of_a_retried_tool_replays(tmp_path: Path, mode: str) -> None:
+def test_a_callbacks_only_record_of_a_retried_tool_reruns(tmp_path: Path, mode: str) -> None:
     """Issue 44, item 12: a run recorded from callbacks alone (``looptrace run``: no
     middleware, the handler in the config) whose ``get_order`` failed once and was
     retried by ``ToolRetryMiddleware`` holds two starts of one call (same id). They were

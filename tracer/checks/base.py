@@ -165,7 +165,7 @@ class ModelInput:
     (The request itself, in LangChain terms, is ``tracer.wire.render.ModelCall``.)"""
 
     seq: int
-    step: int
+    index: int  # its ``enter`` step's index in the run's replay (0-based)
     turns: list[ProtocolMessage]
     has_system_prompt: bool
     offered: frozenset[str] | None  # tool names offered, None when never recorded
@@ -275,7 +275,7 @@ def model_inputs(run: Run, replay: Replay | None = None) -> list[ModelInput]:
             turns = turns_of(replay.messages_at(step.index))
             changed = turns != last.turns
             entered = last.entered if last.entered is not None else last.turns
-            out[-1] = ModelInput(last.seq, last.step, turns, last.has_system_prompt,
+            out[-1] = ModelInput(last.seq, last.index, turns, last.has_system_prompt,
                                  last.offered, last.reply_keys,
                                  ev.seq if changed else last.sent_seq,
                                  entered if changed else last.entered)

@@ -161,10 +161,7 @@ class WhatIf:
                    "step_in_original": None if first.index_a is None else first.index_a + 1,
                    "step_in_new_run": None if first.index_b is None else first.index_b + 1,
                    "detail": first.detail[:CUT]}
-        live = dict(res["live"])
-        if isinstance(live.get("from"), dict) and live["from"].get("step") is not None:
-            # (the record's step, counted from 1 as every other tool counts them)
-            live["from"] = {**live["from"], "step": int(live["from"]["step"]) + 1}
+        live = dict(res["live"])  # (its "from" step counted from 1 already: RerunResult)
         nxt: dict[str, Any] = {"diff_runs": {"run_a": of, "run_b": new},
                                "run_summary": {"run": new}}
         if div and div["step_in_new_run"] is not None:

@@ -155,7 +155,7 @@ class ModelCall:
     """One recorded model call: its request and what came back, attempt by attempt."""
 
     run_id: str
-    step: int  # the index of its ``enter`` step in the run's replay (0-based)
+    index: int  # the index of its ``enter`` step in the run's replay (0-based)
     request: Request
     hook: str = "wrap_model_call"  # who recorded it: the middleware, or callbacks ("model")
     end: int = -1  # the index of its last step (exit or error)
@@ -176,7 +176,7 @@ class ToolCall:
     """One recorded tool call: what was asked and what came back, attempt by attempt."""
 
     run_id: str
-    step: int
+    index: int  # the index of its ``enter`` step in the run's replay (0-based)
     tool_call_id: str | None
     name: str
     args: Any
@@ -208,7 +208,7 @@ class Miss:
         if self.nearest is None:
             return "no recorded model call is left to compare it with"
         return (f"the request differs from the nearest recorded one (step "
-                f"{self.nearest.step + 1}):\n{self.diff}")
+                f"{self.nearest.index + 1}):\n{self.diff}")
 
 
 @dataclass

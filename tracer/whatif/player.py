@@ -107,7 +107,7 @@ class Stats:
     tool_calls: int = 0  # tool calls answered from the record
     live_model_calls: int = 0
     live_tool_calls: int = 0
-    live_from: dict[str, Any] | None = None  # {"call": n, "step": s, "why": ...}
+    live_from: dict[str, Any] | None = None  # {"call": n, "index": i (0-based), "why": ...}
     subagent_calls: int = 0  # tool calls that started a subagent: run, their calls served
     unrecorded_model_calls: int = 0  # calls the record never held (a summariser's): run
     # why tool calls ran live outside a live part (``live_from``): reason -> how many
@@ -149,7 +149,7 @@ class Session:
     def reach(self, call: ModelCall | ToolCall | None) -> None:
         """Note ``call`` (recorded), matched: at or after the fork step, the fork is reached."""
         if call is not None and self.fork_index is not None and max(
-                call.step, call.end) >= self.fork_index:
+                call.index, call.end) >= self.fork_index:
             self.reached = True
 
     @property
@@ -160,10 +160,10 @@ class Session:
         return self.fork_applied or self.continue_live or (
             self.edit is not None and self.edit.everywhere)
 
-    def go_live(self, why: str, step: int | None) -> None:
+    def go_live(self, why: str, index: int | None) -> None:
         if not self.live:
             self.live = True
-            self.stats.live_from = {"call": self.model_calls_seen, "step": step,
+            self.stats.live_from = {"call": self.model_calls_seen, "index": index,
                                     "why": why}
 
     def diverged(self, where: str, miss: Miss | None, why: str = "") -> RerunDiverged:
@@ -178,7 +178,7 @@ class Session:
     def at_fork(self, call: ModelCall | ToolCall) -> bool:
         """``call`` (recorded) is the first at or after the fork step, or holds it."""
         return (self.edit is not None and not self.fork_applied and self.fork_index is not None
-                and max(call.step, call.end) >= self.fork_index)
+                and max(call.index, call.end) >= self.fork_index)
 
     # -- model invocations reaching the cache --------------------------------------
     def invoke_model(self, serving: Serving, prompt: str) -> list[ChatGeneration] | None:
@@ -646,7 +646,7 @@ class RerunMiddleware(AgentMiddleware):
                 s.fork_applied = True
                 if edit.kind == "model" or not request_view(request).matches(found.request):
                     s.used.add(id(found))
-                    s.go_live(f"the edit ({edit.describe()})", found.step)
+                    s.go_live(f"the edit ({edit.describe()})", found.index)
                     return request, self._live_serving(), command
             if isinstance(found, Miss):
                 if not s.may_go_live():

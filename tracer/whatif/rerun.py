@@ -69,6 +69,16 @@ def chat_model_problem(model: Any) -> str | None:
     return f"{type(model).__name__} {shown} is not a BaseChatModel"
 
 
+def _live_from(live: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Where the rerun went live, as its JSON says it: the record's step counted from 1
+    (``step``), not the player's 0-based ``index``."""
+    if live is None:
+        return None
+    index = live.get("index")
+    return {"call": live.get("call"), "step": None if index is None else int(index) + 1,
+            "why": live.get("why")}
+
+
 @dataclass
 class RerunResult:
     """What a rerun did: the run it recorded, what it served from the record and
@@ -94,7 +104,8 @@ class RerunResult:
                            "seconds": round(s.seconds, 3), "tool_calls": s.tool_calls},
                 "subagent_calls": s.subagent_calls,
                 "live": {"model_calls": s.live_model_calls, "tool_calls": s.live_tool_calls,
-                         "from": s.live_from, "unrecorded_model_calls": s.unrecorded_model_calls,
+                         "from": _live_from(s.live_from),
+                         "unrecorded_model_calls": s.unrecorded_model_calls,
                          "why": dict(s.live_why)},
                 "record": {"model_calls": self.record_calls, "tokens": self.record_tokens},
                 "seconds": round(self.seconds, 3)}
@@ -111,8 +122,8 @@ class RerunResult:
                 f"{plural(s.live_tool_calls, 'tool call')} live")
         if s.live_from is not None:
             where = f"model call {s.live_from['call']}"
-            if s.live_from.get("step") is not None:
-                where += f" (step {s.live_from['step'] + 1} of the record)"
+            if s.live_from.get("index") is not None:
+                where += f" (step {s.live_from['index'] + 1} of the record)"
             lines.append(f"  live from {where}: {s.live_from['why']}; {live}")
         elif s.live_model_calls or s.live_tool_calls:  # (said only when something ran live)
             # why each ran, as the rerun found it (none given: no parenthesis)
@@ -191,7 +202,7 @@ def _check(cassette: Cassette, at: int | None, edit: Edit | None) -> None:
     root = cassette.root.id
     if edit.on_model:
         call: ModelCall | None = next((c for c in cassette.model_calls.get(root, [])
-                                       if max(c.step, c.end) >= at - 1 and c.hook != "model"),
+                                       if max(c.index, c.end) >= at - 1 and c.hook != "model"),
                                       None)
         if call is None:
             msg = f"no model call at or after step {at} to make the edit at"
@@ -200,13 +211,13 @@ def _check(cassette: Cassette, at: int | None, edit: Edit | None) -> None:
         if edit.position is not None:
             top = count if edit.kind == "insert" else count - 1
             if not 0 <= edit.position <= top:
-                msg = (f"the model call at step {call.step + 1} was sent "
+                msg = (f"the model call at step {call.index + 1} was sent "
                        f"{plural(count, 'message')} "
                        f"(positions 0 to {count - 1}): there is no message {edit.position}")
                 raise RerunError(msg)
     else:
         tcall: ToolCall | None = next((c for c in cassette.tool_calls.get(root, [])
-                                       if max(c.step, c.end) >= at - 1), None)
+                                       if max(c.index, c.end) >= at - 1), None)
         if tcall is None:
             msg = f"no tool call at or after step {at} to make the edit at"
             raise RerunError(msg)

@@ -77,7 +77,7 @@ class CassetteScript:
         for rid, calls in self.cassette.model_calls.items():
             replay = self.cassette.replays[rid]
             for c in calls:
-                msgs = replay.messages_at(c.step)
+                msgs = replay.messages_at(c.index)
                 self.calls.append((_lines_of_record(c.request.system, msgs), c))
         self.used: set[int] = set()
         self.served = 0

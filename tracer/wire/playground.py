@@ -246,7 +246,7 @@ def _offline(db: str | Path, c: _Call, call: ModelCall,
                     name = cassette.runs[run_id].summary.name or "run"
                     return message_json(ai), (
                         f"offline: the recorded answer of the same request ({name} "
-                        f"{run_id[:12]}, step {mc.step + 1})")
+                        f"{run_id[:12]}, step {mc.index + 1})")
     return message_json(AIMessage(_would_send(call, settings))), (
         "offline: no recorded call of this run or its forks had this request; no model "
         "was asked")
