@@ -13,39 +13,33 @@ untrusted text, never markdown.
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import streamlit as st
 
+from ..data import wire
 from ..data.steps import Replay, plural
 from ..data.store import db_stamp
-from ..data.wire import (
-    CAPTURED,
-    LANGCHAIN,
-    PROVIDERS,
-    RECORDED,
-    RENDERED,
-    CallView,
-    ProviderBody,
-    annotated_text,
-    aspect_rows,
-    call_at,
-    call_label,
-    earlier_turns,
-    wire_rows,
-)
-from ..data.wire import (
-    call_view as _call_view,
-)
 from ..kit.safe import md_escape
+
+if TYPE_CHECKING:
+    from ..data.wire import CallView, ProviderBody
 
 TITLES = {"langchain": "LangChain", "openai": "OpenAI", "anthropic": "Anthropic",
           "ollama": "Ollama"}
-BADGES = {CAPTURED: ("captured", "green", ":material/sensors:"),
-          RENDERED: ("rendered", "blue", ":material/build:"),
-          RECORDED: ("recorded", "violet", ":material/data_object:")}
-# LangChain's own form first: what every adapter starts from and reads back into.
-COLUMNS = (LANGCHAIN, *PROVIDERS)
+# (the wire's names are read on first use, ``wire.X``: this module is imported with the
+# replay page, and ``tracer.wire.view`` brings LangChain's adapters with it, seconds)
+
+
+def _badges() -> dict[str, tuple[str, str, str]]:
+    return {wire.CAPTURED: ("captured", "green", ":material/sensors:"),
+            wire.RENDERED: ("rendered", "blue", ":material/build:"),
+            wire.RECORDED: ("recorded", "violet", ":material/data_object:")}
+
+
+def _columns() -> tuple[str, ...]:
+    """LangChain's own form first: what every adapter starts from and reads back into."""
+    return (wire.LANGCHAIN, *wire.PROVIDERS)
 PARTS = ("Request", "Response", "Chunks", "Headers")
 
 
@@ -84,7 +78,7 @@ def import_adapters() -> None:
 @st.cache_resource(show_spinner=False, max_entries=64)
 def _cached_view(path: str, run_id: str, seq: int, stamp: Any, _replay: Replay) -> CallView:
     enter = next(e for e in _replay.run.events if e.seq == seq)
-    return _call_view(_replay, enter, wire_rows(path, run_id))
+    return wire.call_view(_replay, enter, wire.wire_rows(path, run_id))
 
 
 def call_view(path: str, replay: Replay, seq: int) -> CallView:
@@ -99,7 +93,7 @@ def render_wire_pane(db_path: str, replay: Replay, step_index: int) -> None:
             st.caption("This run has no events.")
             return
         step = replay.steps[replay.clamp(step_index)]
-        enter = call_at(replay.run, step.event.seq)
+        enter = wire.call_at(replay.run, step.event.seq)
         if enter is None:
             st.caption("No model call yet at this step: the wire shows the first one once "
                        "the model is called.")
@@ -110,8 +104,9 @@ def render_wire_pane(db_path: str, replay: Replay, step_index: int) -> None:
 
 
 def _badge(body: ProviderBody) -> None:
-    if body.source in BADGES:
-        label, color, icon = BADGES[body.source]
+    badges = _badges()
+    if body.source in badges:
+        label, color, icon = badges[body.source]
         st.badge(label, color=color, icon=icon)  # type: ignore[arg-type]
     else:
         st.badge("unavailable", color="gray", icon=":material/block:")
@@ -132,9 +127,9 @@ def _where(body: ProviderBody) -> str:
         w = body.wire
         return (f"{w.get('method') or 'POST'} {w.get('url') or ''} · HTTP {w.get('status')} · "
                 f"{w.get('duration_ms') or 0:.0f} ms")
-    if body.source == RENDERED:
+    if body.source == wire.RENDERED:
         return f"built offline by {BUILDERS[body.provider]}"
-    if body.source == RECORDED:
+    if body.source == wire.RECORDED:
         return "LangChain's messages, before the adapter (and the reply after it)"
     return "not available"
 
@@ -150,7 +145,7 @@ def render_body(body: ProviderBody, part: str, *, height: int | None = 520,
             _badge(body)
         st.caption(_where(body))
         if body.error:
-            st.error("This exchange failed:" if body.source == CAPTURED else
+            st.error("This exchange failed:" if body.source == wire.CAPTURED else
                      "Cannot render this provider:", icon=":material/error:")
             st.code(body.error, language=None, wrap_lines=True)
         if part == "Request":
@@ -158,22 +153,22 @@ def render_body(body: ProviderBody, part: str, *, height: int | None = 520,
                 st.caption("No request body.")
             else:
                 fold = [("tools",)] if fold_tools else []
-                hide = earlier_turns(body.request) if latest_only else []
-                _code(annotated_text(body.request, body.request_notes, above=True, fold=fold,
+                hide = wire.earlier_turns(body.request) if latest_only else []
+                _code(wire.annotated_text(body.request, body.request_notes, above=True, fold=fold,
                                      hide=hide), height)
         elif part == "Response":
             if body.response is None:
                 st.caption("No response recorded for this call.")
             elif isinstance(body.response, (dict, list)):
-                _code(annotated_text(body.response, body.response_notes, above=True), height)
+                _code(wire.annotated_text(body.response, body.response_notes, above=True), height)
             else:  # a malformed body is shown exactly as it came
                 _code(str(body.response), height)
-            if body.response is not None and body.response_source == RENDERED:
+            if body.response is not None and body.response_source == wire.RENDERED:
                 st.caption("The recorded reply, written in this provider's response shape.")
         elif part == "Chunks":
             chunks = body.chunks
             if not chunks:
-                st.caption("Not streamed." if body.source == CAPTURED else
+                st.caption("Not streamed." if body.source == wire.CAPTURED else
                            "Only captured streams have chunks.")
             else:
                 st.caption(f"{plural(len(chunks), 'raw chunk')}, as they arrived")
@@ -204,7 +199,7 @@ def render_call(view: CallView, *, key: str, height: int | None = 520,
     ``height``: each body's height (None: as tall as its text, the page scrolls once);
     ``per_row``: how many bodies share a row (None: all of them)."""
     sources = ", ".join(f"{TITLES[p]} {b.source}" for p, b in view.bodies.items())
-    st.caption(f"Model {call_label(view)}: {plural(len(view.call.messages), 'message')}"
+    st.caption(f"Model {wire.call_label(view)}: {plural(len(view.call.messages), 'message')}"
                f"{' + system prompt' if view.call.system else ''}. {sources}. "
                "Captured = recorded on the wire; rendered = built offline by the "
                "adapter's own request builder from the recorded messages.")
@@ -219,7 +214,7 @@ def render_call(view: CallView, *, key: str, height: int | None = 520,
         lc = st.toggle("LangChain column", value=True, key=f"wire_lc_{key}",
                        help="LangChain's normalised messages beside the providers' formats")
         fold = not st.toggle("Show tool definitions", value=False, key=f"wire_tools_{key}")
-    shown = [p for p in COLUMNS if p in view.bodies and (lc or p != LANGCHAIN)]
+    shown = [p for p in _columns() if p in view.bodies and (lc or p != wire.LANGCHAIN)]
     n = per_row or len(shown)
     for first in range(0, len(shown), n):
         cols = st.columns(n, gap="small")
@@ -227,7 +222,7 @@ def render_call(view: CallView, *, key: str, height: int | None = 520,
             with col:
                 render_body(view.bodies[p], part, height=height, fold_tools=fold,
                             latest_only=latest)
-    rows = aspect_rows(view)
+    rows = wire.aspect_rows(view)
     if rows:
         with st.expander("The differences that matter", expanded=False):
             _differences(rows, key)
@@ -238,11 +233,11 @@ def _differences(rows: list[dict[str, str]], key: str) -> None:
     aspect's name over one cell per form (a data grid cut each cell to one line and
     scrolled sideways to reach Ollama)."""
     with st.container(key=f"wire_aspects_{key}"):
-        head = st.columns(len(COLUMNS), gap="small")
-        for col, p in zip(head, COLUMNS):
+        head = st.columns(len(_columns()), gap="small")
+        for col, p in zip(head, _columns()):
             col.markdown(f"**{TITLES[p]}**")
         for row in rows:
             st.caption(md_escape(row["aspect"]))
-            cells = st.columns(len(COLUMNS), gap="small")
-            for col, p in zip(cells, COLUMNS):
+            cells = st.columns(len(_columns()), gap="small")
+            for col, p in zip(cells, _columns()):
                 col.text(row.get(p) or "-")

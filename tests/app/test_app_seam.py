@@ -163,6 +163,23 @@ def test_the_runs_page_imports_no_wire_adapter() -> None:
     assert done.returncode == 0, done.stderr
 
 
+def test_the_replay_page_imports_no_langchain_until_the_wire_pane_is_drawn() -> None:
+    """The Replay screen offers the wire pane behind a toggle: importing it imported the
+    wire's lazy names at once (``app/panes/wire_pane.py`` took them by name), and with
+    them LangChain and the provider adapters, seconds before a first page."""
+    code = ("import sys\n"
+            "from app.screens.replay import page\n"
+            "from app.panes import wire_pane\n"
+            "heavy = sorted(m for m in sys.modules if m.startswith(('tracer.wire.render', "
+            "'tracer.wire.view', 'langchain', 'langgraph')))\n"
+            "assert not heavy, heavy\n"
+            "wire_pane._columns()\n"
+            "assert 'tracer.wire.view' in sys.modules\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=APP.parent, capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+
+
 def test_only_what_imports_langchain_is_lazy() -> None:
     """Importing the seam imports no LangChain, and each module whose names it imports
     on first use (``EXPORTS``) does: a name that costs nothing to import is imported
