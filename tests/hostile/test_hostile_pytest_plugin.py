@@ -1,21 +1,21 @@
 """``pytest --looptrace=DB`` with a ``DB`` it cannot record into (issue 36, item 10): a
 file that is not SQLite printed 44 lines of INTERNALERROR and ran no test. It is now one
 line, as the command line says it, and pytest's usage-error exit (4). Inner sessions are
-real pytest subprocesses (pytester), as in tests/package/test_pytest_plugin.py."""
+real pytest sessions in this process (pytester), as in tests/testing/test_pytest_plugin.py."""
 
 from __future__ import annotations
 
 import sqlite3
 
 import pytest
-from pytester_kit import run_inner
+from pytester_kit import run_inline
 
 pytest_plugins = ["pytester"]
 
 
 def _run(p: pytest.Pytester, *args: str) -> pytest.RunResult:
     p.makepyfile(test_one="def test_one():\n    assert True\n")
-    return run_inner(p, *args)
+    return run_inline(p, *args)
 
 
 def _one_error_line(res: pytest.RunResult) -> str:

@@ -1,16 +1,17 @@
 """The pytest plugin (tracer/testing/plugin.py, tracer/testing/fixture.py), run with pytester:
-each inner test session is a real pytest run (in a subprocess: the configure hook is
-installed once per process) of real create_agent agents driven by scripted models."""
+each inner test session is a real pytest run of real create_agent agents driven by
+scripted models, in this process (``run_inline``: the plugin uninstalls its recording at
+unconfigure), or in a subprocess where a test needs a fresh interpreter (``run_inner``)."""
 
 from __future__ import annotations
 
 import json
 import sqlite3
-import sys
 from pathlib import Path
 
 import pytest
-from pytester_kit import run_inner
+from cli_kit import cli
+from pytester_kit import run_inline, run_inner
 
 from tracer.db.schema import SCHEMA_VERSION
 
@@ -66,7 +67,7 @@ def inner(pytester: pytest.Pytester) -> pytest.Pytester:
 
 
 def _run(p: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return run_inner(p, *args)
+    return run_inline(p, *args)
 
 
 def _runs(db: Path) -> list[tuple[str, str | None, dict]]:
@@ -137,8 +138,62 @@ def test_plain():
 import sys
 sys.modules["langchain_core"] = None  # (import langchain_core now fails)
 ''')
-    res = _run(inner, "--looptrace=trace.db")
+    # (in a subprocess: this process has LangChain imported already)
+    res = run_inner(inner, "--looptrace=trace.db")
     res.assert_outcomes(passed=1)
+
+
+def _roots(db: Path) -> list[tuple[str | None, dict]]:
+    """(the run's name, its metadata) for each root run in ``db``, oldest first."""
+    con = sqlite3.connect(db)
+    try:
+        rows = con.execute("SELECT name, metadata FROM runs WHERE parent_id IS NULL "
+                           "ORDER BY started_at").fetchall()
+    finally:
+        con.close()
+    return [(r[0], json.loads(r[1]) if r[1] else {}) for r in rows]
+
+
+def test_a_session_in_another_ones_process_records_apart_and_leaves_nothing(
+        inner: pytest.Pytester, tmp_path: Path) -> None:
+    """pytester's in-process sessions, and any session run inside another's process: the
+    plugin's recording goes over the one recording now (here one standing for an outer
+    ``pytest --looptrace``) and comes off at unconfigure. Before, the second session
+    got the first one's handler ("installed once per process") and recorded into its
+    database, tagged with both sessions' tests, and the hook stayed after the session."""
+    import gc
+    import importlib
+
+    from tracer.record import autotrace
+    from tracer.record.callbacks import _HANDLERS
+
+    inner.makepyfile(test_i="""
+from agentkit import agent, ask
+
+def test_inside(looptrace):
+    ask(agent())
+    assert len(looptrace.run_ids) == 1
+""")
+    outer = autotrace.push(tmp_path / "outer.db", how="the outer session")
+    try:
+        _run(inner, "--looptrace=trace.db").assert_outcomes(passed=1)
+        _run(inner).assert_outcomes(passed=1)  # (the fixture's temporary database)
+        assert autotrace.active_handler() is outer
+        gc.collect()  # (an exit hook left registered would keep its handler alive)
+        assert [h for h in list(_HANDLERS) if isinstance(h, autotrace.AutoTraceHandler)
+                and h is not outer] == []
+        inner.syspathinsert()
+        kit = importlib.import_module("agentkit")
+        kit.ask(kit.agent())  # (the outer session's own run, after the inner ones)
+    finally:
+        autotrace.uninstall(outer)
+    assert autotrace.active_handler() is None
+    inside = _roots(inner.path / "trace.db")
+    assert [(name, meta["pytest"]["nodeid"]) for name, meta in inside] == [
+        ("test_inside", "test_i.py::test_inside")]
+    (mine,) = _roots(tmp_path / "outer.db")
+    assert "pytest" not in mine[1]
+    assert mine[1]["looptrace"]["recorded_by"] == "the outer session"
 
 
 def test_assertions_pass(inner: pytest.Pytester) -> None:
@@ -322,11 +377,10 @@ def _first_questions(path: Path) -> list[str]:
     return list(firsts.values())
 
 
-def _imports(p: pytest.Pytester, path: Path) -> None:
-    """``looptrace import`` takes the file (in its own process)."""
-    res = p.run(sys.executable, "-m", "tracer", "import", str(path), "--db",
-                str(p.path / "imported.db"))
-    assert res.ret == 0, res.stderr.str()
+def _imports(p: pytest.Pytester, capsys: pytest.CaptureFixture[str], path: Path) -> None:
+    """``looptrace import`` takes the file."""
+    code, _out, err = cli(capsys, "import", str(path), "--db", str(p.path / "imported.db"))
+    assert code == 0, err
 
 
 def _cassette_test(p: pytest.Pytester, question: str = "Weather and prices?") -> None:
@@ -352,8 +406,8 @@ def test_cassette_record_then_rerun_offline(inner: pytest.Pytester) -> None:
     _run(inner).assert_outcomes(passed=1)
 
 
-@pytest.mark.timeout(900)  # (six inner pytest sessions)
-def test_cassette_miss_fails_with_the_diff(inner: pytest.Pytester) -> None:
+def test_cassette_miss_fails_with_the_diff(inner: pytest.Pytester,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
     _cassette_test(inner)
     _run(inner, "--looptrace=trace.db", "--looptrace-record").assert_outcomes(passed=1)
     _cassette_test(inner, "What is the weather in Paris?")
@@ -376,7 +430,7 @@ def test_cassette_miss_fails_with_the_diff(inner: pytest.Pytester) -> None:
     assert any("What is the weather in Paris?" in ln for ln in after[len(before):])
     # still a trace file of our format: two runs, one per question, and it imports
     assert _first_questions(path) == ["Weather and prices?", "What is the weather in Paris?"]
-    _imports(inner, path)
+    _imports(inner, capsys, path)
     # and both questions now replay offline from it, the old one included
     _run(inner, "--looptrace=trace.db").assert_outcomes(passed=1)
     _cassette_test(inner, "Weather and prices?")
@@ -479,7 +533,7 @@ def test_an_older_schema_cassette_is_migrated_when_read(tmp_path: Path) -> None:
 
 
 def test_record_mode_on_an_older_schema_cassette_writes_it_whole_in_ours(
-        inner: pytest.Pytester) -> None:
+        inner: pytest.Pytester, capsys: pytest.CaptureFixture[str]) -> None:
     """Rows of two schemas never share a file: the schema-2 run is written again as the
     import migrated it, the new run after it, under one header of our schema."""
     _cassette_test(inner)
@@ -493,7 +547,7 @@ def test_record_mode_on_an_older_schema_cassette_writes_it_whole_in_ours(
     assert runs[0] == old_root and len(runs) == 2
     assert _first_questions(path)[-1] == "Weather and prices?"
     assert any(t == "events" and r["run_id"] == old_root for t, r in rows)  # (migrated)
-    _imports(inner, path)
+    _imports(inner, capsys, path)
 
 
 def test_a_newer_schema_cassette_is_one_clear_error(tmp_path: Path) -> None:

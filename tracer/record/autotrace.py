@@ -33,15 +33,16 @@ import atexit
 import contextlib
 import os
 import sys
-from contextvars import ContextVar
-from typing import Any
+from collections.abc import Callable
+from typing import Any, cast
 
 from tracer.db.url import safe
 
 from .callbacks import TraceCallbackHandler
 from .recorder import Recorder, RunState
 
-__all__ = ["ENV_DB", "AutoTraceHandler", "active_handler", "adopt", "install", "install_from_env"]
+__all__ = ["ENV_DB", "AutoTraceHandler", "Namer", "Tagger", "active_handler", "adopt", "install",
+           "install_from_env", "push", "uninstall"]
 
 ENV_DB = "LOOPTRACE_DB"
 
@@ -50,41 +51,47 @@ NOT_SEEN = (
     "nodes: what each layer between the outermost one and the model changed is not "
     "recorded; add TraceMiddleware with trace.around(...) for that)")
 
+# The handlers installed, the one recording now last: ``push`` puts one on top (a pytest
+# session run inside another one's process records into its own database), ``uninstall``
+# takes it off and the one under it records again.
 _installed: list[AutoTraceHandler] = []
 _failed: list[str] = []
+_UNINSTALLED = ("looptrace: this run has no end in the record: its recording was stopped "
+                "while it was still running")
 
-# Functions called as each run starts; what they return is added to its metadata (the
-# pytest plugin tags each run with the test that made it).
-RUN_TAGS: list[Any] = []
-# Functions giving the name of a top-level run started now, or None (the pytest plugin
-# names each run after the test that made it, not after its graph: "LangGraph").
-RUN_NAMERS: list[Any] = []
+# A function called as each run starts (what it returns is added to the run's metadata:
+# the pytest plugin tags each run with the test that made it), and one giving the name
+# of a top-level run started now, or None (the plugin names each run after its test,
+# not after its graph: "LangGraph").
+Tagger = Callable[[], "dict[str, Any] | None"]
+Namer = Callable[[], "str | None"]
 
 
 class _AutoRecorder(Recorder):
     """A recorder whose runs say in their metadata how they were recorded."""
 
-    def __init__(self, db: str | os.PathLike[str], how: str) -> None:
+    def __init__(self, db: str | os.PathLike[str], how: str, tag: Tagger | None = None,
+                 namer: Namer | None = None) -> None:
         super().__init__(db)
         self.how = how
+        self.tag = tag
+        self.namer = namer
         self.meta: dict[str, dict[str, Any]] = {}  # run id -> the metadata written
 
     def start_run(self, *, metadata: dict[str, Any] | None = None,
                   **kwargs: Any) -> RunState:
         tags: dict[str, Any] = {}
-        for tag in RUN_TAGS:
+        if self.tag is not None:
             with contextlib.suppress(Exception):  # (a tag never stops a run's recording)
-                tags.update(tag() or {})
+                tags.update(self.tag() or {})
         meta = {**(metadata or {}), **tags, "looptrace": {
             "recorded_by": self.how, "through": "callbacks (LangChain's configure hook)",
             "not_seen": NOT_SEEN}}
-        if kwargs.get("parent") is None:
-            for namer in RUN_NAMERS:
-                with contextlib.suppress(Exception):  # (a name never stops a recording)
-                    named = namer()
-                    if named:
-                        kwargs["name"] = named
-                        break
+        if kwargs.get("parent") is None and self.namer is not None:
+            with contextlib.suppress(Exception):  # (a name never stops a recording)
+                named = self.namer()
+                if named:
+                    kwargs["name"] = named
         run = super().start_run(metadata=meta, **kwargs)
         self.meta[run.id] = meta
         return run
@@ -93,8 +100,9 @@ class _AutoRecorder(Recorder):
 class AutoTraceHandler(TraceCallbackHandler):
     """The handler the configure hook adds to every LangChain run of the process."""
 
-    def __init__(self, db: str | os.PathLike[str], *, how: str = "LOOPTRACE_DB") -> None:
-        super().__init__(recorder=_AutoRecorder(db, how))
+    def __init__(self, db: str | os.PathLike[str], *, how: str = "LOOPTRACE_DB",
+                 tag: Tagger | None = None, namer: Namer | None = None) -> None:
+        super().__init__(recorder=_AutoRecorder(db, how, tag, namer))
         self._adopted: dict[str, str] = {}  # run id -> the TraceMiddleware that took it
 
     def adopt(self, lc_parent: Any, middleware: Any) -> RunState | None:
@@ -147,20 +155,41 @@ class AutoTraceHandler(TraceCallbackHandler):
                 self._adopted.pop(rid, None)
 
 
+class _Active:
+    """Stands for the configure hook's context variable: its value is the handler on
+    top of ``_installed`` (every thread and task sees it, also those started with a
+    fresh context), or None when none is installed (the hook then adds nothing)."""
+
+    def get(self) -> AutoTraceHandler | None:
+        return _installed[-1] if _installed else None
+
+
+_ACTIVE = _Active()
+
+
 def install(db: str | os.PathLike[str], *, how: str = "LOOPTRACE_DB") -> AutoTraceHandler:
     """Trace every LangChain run of this process into ``db`` from now on (once per
-    process; a second call returns the handler already installed)."""
+    process; a second call returns the handler recording now)."""
     if _installed:
-        return _installed[0]
-    from langchain_core.tracers.context import register_configure_hook
+        return _installed[-1]
+    return push(db, how=how)
 
-    handler = AutoTraceHandler(db, how=how)
-    # (the handler is the variable's default: every thread and task sees it, also those
-    # started with a fresh context; handle_class: the hook adds no handler to a run that
-    # has a TraceCallbackHandler already, e.g. an attached TraceMiddleware's)
-    var: ContextVar[AutoTraceHandler | None] = ContextVar("looptrace_autotrace",
-                                                          default=handler)
-    register_configure_hook(var, True, TraceCallbackHandler)
+
+def push(db: str | os.PathLike[str], *, how: str, tag: Tagger | None = None,
+         namer: Namer | None = None) -> AutoTraceHandler:
+    """Trace every LangChain run of this process into ``db`` until ``uninstall``: a new
+    handler over the one recording now, if any, which records again after it."""
+    # (imported by its full name: the module sys.modules holds, the one LangChain's
+    # configure reads, also after a pytester session dropped the one imported before)
+    from langchain_core.tracers.context import _configure_hooks, register_configure_hook
+
+    handler = AutoTraceHandler(db, how=how, tag=tag, namer=namer)
+    # (one hook per process, whose value is the handler on top; handle_class: the hook
+    # adds no handler to a run that has a TraceCallbackHandler already, e.g. an attached
+    # TraceMiddleware's)
+    hooks: list[Any] = _configure_hooks
+    if not any(h[0] is _ACTIVE for h in hooks):
+        register_configure_hook(cast("Any", _ACTIVE), True, TraceCallbackHandler)
     _installed.append(handler)
     if os.environ.get("LOOPTRACE_DEBUG"):  # (a server armed too: every graph's nodes)
         from .node_hook import debug_every_node
@@ -170,8 +199,21 @@ def install(db: str | os.PathLike[str], *, how: str = "LOOPTRACE_DB") -> AutoTra
     return handler
 
 
+def uninstall(handler: AutoTraceHandler) -> None:
+    """Stop ``handler`` (``push``): what it recorded is committed, its runs that have
+    not ended are ended as at the process's exit, and the handler under it, if any,
+    records again. Nothing of it is left behind (no exit hook, no open file)."""
+    if handler not in _installed:
+        return
+    _installed.remove(handler)
+    atexit.unregister(handler.close)
+    handler.close()
+    handler.recorder.end_unfinished(_UNINSTALLED)
+    handler.recorder.writer.close()
+
+
 def active_handler() -> AutoTraceHandler | None:
-    return _installed[0] if _installed else None
+    return _installed[-1] if _installed else None
 
 
 def adopt(callbacks: Any, lc_parent: Any, middleware: Any) -> RunState | None:

@@ -68,10 +68,19 @@ class _Recording:
             self.error = f"not recording: {exc}"
             return None
         self.db.parent.mkdir(parents=True, exist_ok=True)
-        self.handler = autotrace.install(self.db, how="pytest --looptrace")
-        autotrace.RUN_TAGS.append(self._tag)
-        autotrace.RUN_NAMERS.append(self._name)
+        self.handler = autotrace.push(self.db, how="pytest --looptrace", tag=self._tag,
+                                      namer=self._name)
         return self.handler
+
+    def stop(self) -> None:
+        """Uninstall the configure hook's handler, its runs committed: the process
+        records as it did before the session (a session run inside another one's
+        process, as pytester's in-process runs are, leaves nothing behind)."""
+        if self.handler is not None:
+            from tracer.record import autotrace
+
+            handler, self.handler = self.handler, None
+            autotrace.uninstall(handler)
 
     def _name(self) -> str | None:
         """A top-level run is named after the test that made it: its id without the
@@ -167,6 +176,12 @@ def pytest_configure(config: pytest.Config) -> None:
         # one line, as the command line says it (was: 44 lines of INTERNALERROR)
         msg = f"looptrace: --looptrace={safe(db)}: {exc}"
         raise pytest.UsageError(msg) from None
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    state = config.stash.get(_STATE, None)
+    if state is not None:
+        state.stop()
 
 
 @pytest.hookimpl(optionalhook=True)
