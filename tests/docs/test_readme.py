@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 from docs_kit import all_docs, code_blocks
+from pytester_kit import run_inline
 
 from tracer.cli import COMMANDS, main
 from tracer.vocab.hooks import HOOKS
@@ -239,10 +240,10 @@ def test_test_your_agent_block_passes_offline_and_fails_on_another_answer(
     bundled cassette; a changed expectation fails it with the run's HTML replay."""
     code = python_block("test")
     pytester.makepyfile(test_weather=code)
-    res = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--looptrace")
+    res = run_inline(pytester, "--looptrace")
     res.assert_outcomes(passed=1)
     pytester.makepyfile(test_weather=code.replace('[{"get_weather"}]', '["get_weather"]'))
-    res = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--looptrace")
+    res = run_inline(pytester, "--looptrace")
     res.assert_outcomes(failed=1)
     assert "tool calls differ at turn 1" in res.stdout.str()
     assert list((pytester.path / "looptrace-html").glob("test_weather.py_test_weather_agent-*"))

@@ -9,7 +9,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from pytester_kit import run_inner
+from pytester_kit import run_inline
 from test_pytest_plugin import AGENT
 
 pytest_plugins = ["pytester"]
@@ -43,7 +43,7 @@ def inner(pytester: pytest.Pytester) -> pytest.Pytester:
 
 
 def _run(p: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return run_inner(p, "-n", "2", *args)
+    return run_inline(p, "-n", "2", *args)
 
 
 def _roots(db: Path) -> list[tuple[str, dict]]:

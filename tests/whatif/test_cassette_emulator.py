@@ -1,9 +1,9 @@
 """Cassettes recorded through the provider emulator with the real provider adapters,
 then replayed offline (issue 25's acceptance).
 
-``looptrace proxy --emulate`` runs as its own process; a pytester session records a
-``create_agent`` test on the real ``ChatOpenAI`` and a Deep Agents test (a declared
-subagent) on the real ``ChatAnthropic``, both pointed at it, with
+``looptrace proxy --emulate`` runs as its own process; a pytester session (in this
+process) records a ``create_agent`` test on the real ``ChatOpenAI`` and a Deep Agents
+test (a declared subagent) on the real ``ChatAnthropic``, both pointed at it, with
 ``--looptrace-record``: every model call goes over HTTP to the emulator and the
 cassettes are written. The emulator is then stopped and the same tests run again:
 their adapters still point at its (now closed) port, so a model call that was not
@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from pytester_kit import run_inner
+from pytester_kit import run_inline
 
 pytest_plugins = ["pytester"]
 
@@ -123,8 +123,7 @@ def test_cassettes_recorded_through_the_emulator_rerun_offline(
     proc, url = _emulator(pytester.path)
     try:
         monkeypatch.setenv("EMULATOR_URL", url)
-        rec = run_inner(pytester, "--looptrace=rec.db",
-                                            "--looptrace-record")
+        rec = run_inline(pytester, "--looptrace=rec.db", "--looptrace-record")
         rec.assert_outcomes(passed=2)
     finally:
         proc.terminate()
@@ -139,5 +138,5 @@ def test_cassettes_recorded_through_the_emulator_rerun_offline(
     assert len(openai) == 1 and len(deep) == 2  # the deep agent and its researcher
     assert [r["parent_id"] is None for r in deep] == [True, False]
     # offline: the emulator is gone, the adapters still point at its port
-    again = run_inner(pytester)
+    again = run_inline(pytester)
     again.assert_outcomes(passed=2)
