@@ -143,17 +143,6 @@ sys.modules["langchain_core"] = None  # (import langchain_core now fails)
     res.assert_outcomes(passed=1)
 
 
-def _roots(db: Path) -> list[tuple[str | None, dict]]:
-    """(the run's name, its metadata) for each root run in ``db``, oldest first."""
-    con = sqlite3.connect(db)
-    try:
-        rows = con.execute("SELECT name, metadata FROM runs WHERE parent_id IS NULL "
-                           "ORDER BY started_at").fetchall()
-    finally:
-        con.close()
-    return [(r[0], json.loads(r[1]) if r[1] else {}) for r in rows]
-
-
 def test_a_session_in_another_ones_process_records_apart_and_leaves_nothing(
         inner: pytest.Pytester, tmp_path: Path) -> None:
     """pytester's in-process sessions, and any session run inside another's process: the
@@ -188,12 +177,11 @@ def test_inside(looptrace):
     finally:
         autotrace.uninstall(outer)
     assert autotrace.active_handler() is None
-    inside = _roots(inner.path / "trace.db")
-    assert [(name, meta["pytest"]["nodeid"]) for name, meta in inside] == [
-        ("test_inside", "test_i.py::test_inside")]
-    (mine,) = _roots(tmp_path / "outer.db")
-    assert "pytest" not in mine[1]
-    assert mine[1]["looptrace"]["recorded_by"] == "the outer session"
+    inside = [meta for _, parent, meta in _runs(inner.path / "trace.db") if parent is None]
+    assert [meta["pytest"]["nodeid"] for meta in inside] == ["test_i.py::test_inside"]
+    (mine,) = [meta for _, parent, meta in _runs(tmp_path / "outer.db") if parent is None]
+    assert "pytest" not in mine
+    assert mine["looptrace"]["recorded_by"] == "the outer session"
 
 
 def test_assertions_pass(inner: pytest.Pytester) -> None:
