@@ -9,6 +9,7 @@ Each command runs in a fresh interpreter, which then prints the heavy modules it
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -67,12 +68,36 @@ connect({str(tmp_path / "new.db")!r}).close()
 print(sorted(m for m in ("pandas", "numpy", "sqlite_utils") if m in sys.modules))
 import sqlite_utils.db
 print(sqlite_utils.db.pd is not None and sqlite_utils.db.np is not None)
+# the lean copy writes the very statements the usual one does
+from unittest import mock
+from tracer.db import schema
+lean = schema.schema_sql()
+with mock.patch.object(schema, "memory_db", lambda: sqlite_utils.Database(memory=True)):
+    print(schema.schema_sql() == lean and len(lean) > 20)
 """
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120, cwd=tmp_path, check=False)
     assert done.returncode == 0, done.stderr
     # the file was made without them; the program's own import later gets the usual one
-    assert done.stdout.splitlines() == ["[]", "True"]
-    tables = {r[0] for r in __import__("sqlite3").connect(tmp_path / "new.db").execute(
+    assert done.stdout.splitlines() == ["[]", "True", "True"]
+    tables = {r[0] for r in sqlite3.connect(tmp_path / "new.db").execute(
         "SELECT name FROM sqlite_master WHERE type = 'table'")}
     assert {"runs", "events", "messages", "wire", "state", "notes", "debug_pauses"} <= tables
+
+
+def test_the_refusal_is_the_importing_threads_only() -> None:
+    """(another thread of the program importing pandas while sqlite-utils is imported
+    lean gets it: the finder refuses the importing thread's imports only)"""
+    import threading
+
+    from tracer.db.ddl import _Refuse
+
+    finder = _Refuse(["pandas"])
+    with pytest.raises(ModuleNotFoundError):
+        finder.find_spec("pandas.core.api")
+    assert finder.find_spec("pandasx") is None and finder.find_spec("json") is None
+    seen: list[object] = []
+    other = threading.Thread(target=lambda: seen.append(finder.find_spec("pandas")))
+    other.start()
+    other.join()
+    assert seen == [None]
