@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
-
 from collections.abc import Iterator
+from pathlib import Path
 
 from tracer.db.url import safe
 from tracer.vocab.terminal import safe_text
