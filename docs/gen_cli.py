@@ -72,7 +72,9 @@ def option_rows(parser: argparse.ArgumentParser) -> list[str]:
         default = ""
         if a.default not in (None, False, argparse.SUPPRESS) and a.nargs != 0:
             default = f"`{a.default}`"
-        help_text = (a.help or "") % {"default": a.default, "prog": parser.prog} if a.help else ""
+        choices = ", ".join(map(str, a.choices)) if a.choices is not None else ""
+        help_text = (a.help % {"default": a.default, "prog": parser.prog, "choices": choices}
+                     if a.help else "")
         rows.append(f"| {name} | {cell(default)} | {cell(help_text)} |")
     return rows
 

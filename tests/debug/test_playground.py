@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import sys
 import textwrap
 
 import pytest
+from cli_kit import cli
 
 from tracer.errors import InvalidOption, LooptraceError, StepOutOfRange
 from tracer.wire.playground import playground
@@ -60,20 +60,20 @@ def test_bad_input_is_one_line(sample_db):
         playground(sample_db, "openai-weather", 1, model="no-such-provider:nothing")
 
 
-def test_the_command_prints_both_answers_and_json(sample_db):
+def test_the_command_prints_both_answers_and_json(sample_db, capsys):
+    # (in this process, through tracer.cli.main: the command's output and exit code are
+    # what a shell gets; three `python -m tracer` processes took most of this file's time)
     step = _second_call_step(sample_db)
-    base = [sys.executable, "-m", "tracer", "playground", "openai-weather", "--db",
-            str(sample_db), "--at", str(step)]
-    r = subprocess.run([*base, "--edit", '{"kind": "system", "text": "Be brief."}'],
-                       capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stderr
-    assert "system: Be brief." in r.stdout and "recorded answer:" in r.stdout
-    assert "offline answers (offline: no recorded call" in r.stdout
-    r = subprocess.run([*base, "--json"], capture_output=True, text=True, timeout=120)
-    out = json.loads(r.stdout)
-    assert set(out["wire"]) == {"openai", "anthropic", "ollama"}
-    r = subprocess.run([*base, "--edit", "{bad"], capture_output=True, text=True, timeout=120)
-    assert r.returncode != 0 and "--edit is not valid JSON" in r.stderr
+    base = ["playground", "openai-weather", "--db", str(sample_db), "--at", str(step)]
+    code, out, err = cli(capsys, *base, "--edit", '{"kind": "system", "text": "Be brief."}')
+    assert code == 0, err
+    assert "system: Be brief." in out and "recorded answer:" in out
+    assert "offline answers (offline: no recorded call" in out
+    code, out, err = cli(capsys, *base, "--json")
+    assert code == 0, err
+    assert set(json.loads(out)["wire"]) == {"openai", "anthropic", "ollama"}
+    code, out, err = cli(capsys, *base, "--edit", "{bad")
+    assert code != 0 and "--edit is not valid JSON" in err
 
 
 # -- offline: the record's answer to the same request, else what would have been sent ----

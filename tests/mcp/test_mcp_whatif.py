@@ -33,17 +33,21 @@ def dump(db: Path) -> list[str]:
         conn.close()
 
 
-@pytest.fixture
-def recorded(tmp_path: Path) -> tuple[Path, str, str]:
+def record_in(folder: Path) -> tuple[Path, str, str]:
     """A recorded weather run (the demo agent of ``tracer.demo.scenarios.AGENTS``), and
-    the name of a module in ``tmp_path`` whose ``make_agent`` builds its agent."""
-    db = tmp_path / "trace.db"
+    the name of a module in ``folder`` whose ``make_agent`` builds its agent."""
+    db = folder / "trace.db"
     name = f"agent_{uuid.uuid4().hex[:8]}"
-    (tmp_path / f"{name}.py").write_text(AGENT_MODULE)
+    (folder / f"{name}.py").write_text(AGENT_MODULE)
     from tracer.demo.scenarios import AGENTS
 
     AGENTS["weather"](str(db)).record()
     return db, root_run(db), name
+
+
+@pytest.fixture
+def recorded(tmp_path: Path) -> tuple[Path, str, str]:
+    return record_in(tmp_path)
 
 
 @asynccontextmanager
@@ -65,30 +69,50 @@ def meta(db: Path, run_id: str) -> dict[str, Any]:
     return dict(json.loads(text or "{}"))
 
 
-def test_a_rerun_is_a_new_run_identical_to_its_record(
-        recorded: tuple[Path, str, str]) -> None:
-    db, run_id, module = recorded
+@pytest.fixture(scope="module")
+def reran(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """One rerun over MCP of a recorded run, with a read tool called while it runs, and
+    the diff of the two: one server and one rerun process for the tests that read it."""
+    db, run_id, module = record_in(tmp_path_factory.mktemp("reran"))
     before = rows_of(db, run_id)
+    done: list[str] = []
 
-    async def body() -> dict[str, Any]:
+    async def body() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
         async with server(db, "--agent", f"{module}:make_agent") as c:
-            listed = {t.name: t for t in (await c.session.list_tools()).tools}
-            assert listed["rerun"].annotations.read_only_hint is False
-            assert listed["get_step"].annotations.read_only_hint is True
-            out = await c.call("rerun", run=run_id[:12])
-            diff = await c.call("diff_runs", **out["next"]["diff_runs"])
-            assert diff["identical"] is True
-            return out
+            listed = {t.name: t.annotations.read_only_hint
+                      for t in (await c.session.list_tools()).tools}
 
-    out = asyncio.run(body())
+            async def rerun() -> dict[str, Any]:
+                out: dict[str, Any] = await c.call("rerun", run=run_id[:12])
+                done.append("rerun")
+                return out
+
+            async def read() -> None:
+                await asyncio.sleep(0.2)  # (the rerun has started)
+                await c.call("run_summary", run=run_id)
+                done.append("run_summary")
+
+            out, _ = await asyncio.gather(rerun(), read())
+            diff = await c.call("diff_runs", **out["next"]["diff_runs"])
+            return listed, out, diff
+
+    listed, out, diff = asyncio.run(body())
+    return {"db": db, "run_id": run_id, "before": before, "after": rows_of(db, run_id),
+            "listed": listed, "out": out, "diff": diff, "done": done}
+
+
+def test_a_rerun_is_a_new_run_identical_to_its_record(reran: dict[str, Any]) -> None:
+    out, run_id = reran["out"], reran["run_id"]
+    assert reran["listed"]["rerun"] is False and reran["listed"]["get_step"] is True
+    assert reran["diff"]["identical"] is True
     assert out["of"] == run_id and out["run_id"] != run_id
     assert out["identical_to_original"] is True and out["first_divergence"] is None
     assert out["served_from_record"]["model_calls"] == 2
     assert out["served_from_record"]["tokens"] == 77
     assert out["served_from_record"]["tool_calls"] == 1
     assert out["live"]["model_calls"] == 0 and out["live"]["from"] is None
-    assert meta(db, out["run_id"])["rerun_of"] == run_id
-    assert rows_of(db, run_id) == before
+    assert meta(reran["db"], out["run_id"])["rerun_of"] == run_id
+    assert reran["after"] == reran["before"]
 
 
 def test_a_fork_leaves_the_record_at_the_fork_step(recorded: tuple[Path, str, str]) -> None:
@@ -180,27 +204,10 @@ def test_an_agent_that_leaves_its_record_before_the_fork_is_an_error(
     assert rows_of(db, run_id) == before
 
 
-def test_a_replay_does_not_hold_up_the_other_tools(recorded: tuple[Path, str, str]) -> None:
+def test_a_replay_does_not_hold_up_the_other_tools(reran: dict[str, Any]) -> None:
     """The replay runs in a child process the server awaits: a read tool called while it
     runs is answered before it ends."""
-    db, run_id, module = recorded
-    done: list[str] = []
-
-    async def body() -> None:
-        async with server(db, "--agent", f"{module}:make_agent") as c:
-            async def replay() -> None:
-                await c.call("rerun", run=run_id)
-                done.append("rerun")
-
-            async def read() -> None:
-                await asyncio.sleep(0.2)  # (the replay has started)
-                await c.call("run_summary", run=run_id)
-                done.append("run_summary")
-
-            await asyncio.gather(replay(), read())
-
-    asyncio.run(body())
-    assert done == ["run_summary", "rerun"]
+    assert reran["done"] == ["run_summary", "rerun"]
 
 
 @pytest.mark.parametrize(("fields", "edit"), [

@@ -52,6 +52,7 @@ from tracer.errors import (
 )
 from tracer.vocab.records import MODEL_HOOKS
 
+from .ddl import memory_db
 from .url import is_url
 
 if TYPE_CHECKING:
@@ -118,9 +119,7 @@ def schema_sql() -> list[str]:
     (``messages`` has no rowid, so sqlite-utils' ``enable_fts``, which indexes a
     table by its rowids, cannot index it: ``messages_fts`` and its triggers are
     declared here, with rowids of their own.)"""
-    import sqlite_utils  # (only to create a file: the read side starts without it)
-
-    db = sqlite_utils.Database(memory=True)
+    db = memory_db()  # (only to create a file: the read side starts without sqlite-utils)
     out = [
         _if_missing(db.create_table_sql("meta", {"key": str, "value": str}, pk="key")),
         _if_missing(db.create_table_sql("runs", RUNS_COLUMNS, pk="id", not_null={"status"})),
@@ -227,9 +226,7 @@ def _add_derived(conn: sqlite3.Connection) -> None:
     """Schema 3: the derived tables, filled from what the file holds: every run's
     message text indexed for search, every ended run's counts kept. (Findings are
     not: they are found when first asked for.)"""
-    import sqlite_utils
-
-    for sql in derived_sql(sqlite_utils.Database(memory=True)):
+    for sql in derived_sql(memory_db()):
         conn.execute(sql)
     from .summaries import refresh_all
 
@@ -253,9 +250,7 @@ def index_all(conn: sqlite3.Connection) -> None:
 
 def _add_state(conn: sqlite3.Connection) -> None:
     """Schema 4: the state tables (empty: older runs recorded messages only)."""
-    import sqlite_utils
-
-    for sql in state_sql(sqlite_utils.Database(memory=True)):
+    for sql in state_sql(memory_db()):
         conn.execute(sql)
 
 
@@ -264,8 +259,6 @@ def _pending_by_run(conn: sqlite3.Connection) -> None:
     its rowid when it takes it). What waits there in the schema 4 form (a rowid
     already given) goes into the index first, as schema 4 would have put it; then the
     table and the triggers that wrote it are made anew."""
-    import sqlite_utils
-
     cols = {r[1] for r in conn.execute("PRAGMA table_info(search_pending)")}
     if "fts" not in cols:  # (made at schema 5 already: a schema 2 file's migration)
         return
@@ -274,15 +267,13 @@ def _pending_by_run(conn: sqlite3.Connection) -> None:
     conn.execute("DROP TABLE search_pending")
     conn.execute("DROP TRIGGER IF EXISTS messages_fts_insert")
     conn.execute("DROP TRIGGER IF EXISTS runs_derived_delete")
-    for sql in derived_sql(sqlite_utils.Database(memory=True)):
+    for sql in derived_sql(memory_db()):
         conn.execute(sql)
 
 
 def _add_debug_notes(conn: sqlite3.Connection) -> None:
     """Schema 6: the debugger's channel and the notes (empty)."""
-    import sqlite_utils
-
-    for sql in debug_notes_sql(sqlite_utils.Database(memory=True)):
+    for sql in debug_notes_sql(memory_db()):
         conn.execute(sql)
 
 

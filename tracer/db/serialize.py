@@ -2,26 +2,48 @@
 
 Never raises: a value JSON cannot carry falls back to its ``repr``, and a text
 over the size limit is cut with a marker that says how much was cut.
+
+LangChain's message classes are looked up in ``sys.modules``, not imported: in a
+process that has not imported them no object is one of them, and the processes that
+write or read without LangChain (the wire proxy, ``looptrace runs``, ``looptrace debug``'s
+own) start seconds sooner.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-from typing import Any
+import sys
+from typing import TYPE_CHECKING, Any
 
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+if TYPE_CHECKING:
+    from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 MAX_PAYLOAD_CHARS = 256_000
 MAX_MESSAGE_CHARS = 1_000_000
 MAX_SEARCH_TEXT = 4_000
+
+_LC_MESSAGES = "langchain_core.messages"
+_classes: tuple[type[AIMessage], type[BaseMessage], type[ToolMessage]] | None = None
+
+
+def _message_classes() -> tuple[type[AIMessage], type[BaseMessage], type[ToolMessage]] | None:
+    """LangChain's ``AIMessage``, ``BaseMessage`` and ``ToolMessage``, or None while the
+    process has not imported them (then nothing it holds is a message of theirs)."""
+    global _classes  # (found once)
+    if _classes is None and _LC_MESSAGES in sys.modules:
+        from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+
+        _classes = (AIMessage, BaseMessage, ToolMessage)
+    return _classes
 
 
 def json_default(obj: Any) -> Any:
     hook = getattr(obj, "__looptrace_json__", None)
     if hook is not None:
         return hook()
-    if isinstance(obj, BaseMessage):
+    lc = _classes or _message_classes()
+    if lc is not None and isinstance(obj, lc[1]):
         return message_dict(obj)
     dump = getattr(obj, "model_dump", None)
     if callable(dump):
@@ -112,10 +134,12 @@ def message_json(message: BaseMessage) -> str:
 # and costs microseconds, and they run for every message.
 def tool_call_id_of(m: Any) -> str | None:
     """The call a tool result answers (None for any other message)."""
-    if isinstance(m, ToolMessage):
-        return m.tool_call_id
-    if isinstance(m, BaseMessage):
-        return None
+    lc = _classes or _message_classes()
+    if lc is not None:
+        if isinstance(m, lc[2]):
+            return m.tool_call_id
+        if isinstance(m, lc[1]):
+            return None
     return getattr(m, "tool_call_id", None)
 
 
@@ -134,10 +158,12 @@ def message_key(m: Any) -> str:
 
 def tool_calls_of(m: Any) -> list[Any]:
     """The tool calls an AI message asks for (empty for any other message)."""
-    if isinstance(m, AIMessage):
-        return m.tool_calls
-    if isinstance(m, BaseMessage):
-        return []
+    lc = _classes or _message_classes()
+    if lc is not None:
+        if isinstance(m, lc[0]):
+            return m.tool_calls
+        if isinstance(m, lc[1]):
+            return []
     return getattr(m, "tool_calls", None) or []
 
 

@@ -137,12 +137,12 @@ class WireRecorder:
         self.path = os.fspath(db)
         self.writer = get_writer(self.path, redactor) if redactor else get_writer(self.path)
         self.auto_link = link
-        # exchanges no traced model call claims become runs of their own (see traffic.py)
+        # exchanges no traced model call claims become runs of their own (see traffic.py),
+        # through a Conversations made at the first one (traffic.py imports LangChain: a
+        # proxy whose every exchange is claimed, `looptrace run --wire`'s, starts without it)
+        self.traffic_on = traffic
         self.traffic: Any = None
-        if traffic:
-            from .traffic import Conversations
-
-            self.traffic = Conversations(self.path, redactor=redactor)
+        self._redactor = redactor
         self._build_lock = threading.Lock()
         self.exchanges: list[Exchange] = []
         self._lock = threading.Lock()
@@ -172,7 +172,7 @@ class WireRecorder:
         linked = link_wire(self.path, since=time.time() - 6 * RETRY_WINDOW_S)
         self._note(linked)
         now = time.time()
-        if self.traffic is not None:
+        if self.traffic_on:
             self._build(before=now - TRAFFIC_GRACE_S)
         if any(ex.run_id is None and now - ex.ts < RETRY_WINDOW_S for ex in self.exchanges):
             self._schedule_retry()
@@ -190,12 +190,14 @@ class WireRecorder:
         """Exchanges still unclaimed ``TRAFFIC_GRACE_S`` after they were sent (a
         tracer in another process has written its model call by then) are a loop
         looptrace does not trace: give them to their runs."""
-        from .traffic import build_runs
-
         with self._build_lock:
             if not any(ex.run_id is None and (before is None or ex.ts < before)
                        for ex in self.exchanges):
                 return
+            from .traffic import Conversations, build_runs
+
+            if self.traffic is None:
+                self.traffic = Conversations(self.path, redactor=self._redactor)
             build_runs(self.path, before=before, conversations=self.traffic)
             conn = connect(self.path)
             try:
@@ -230,8 +232,9 @@ class WireRecorder:
         try:
             self.writer.flush()
             self._note(link_wire(self.path))
-            if self.traffic is not None:
+            if self.traffic_on:
                 self._build()
+            if self.traffic is not None:
                 self.traffic.close()
         except Exception as exc:  # noqa: BLE001 - the rows stay, unlinked
             log.debug("looptrace could not link wire rows: %r", exc)
