@@ -64,6 +64,16 @@ def fresh_store(url: str) -> str:
     return f"{url}{sep}options={quote(f'-csearch_path={name}')}"
 
 
+def store_on(engine: str, folder: Path, pg_url: str | None, name: str = "trace.db") -> str:
+    """A new, empty store on ``engine``: the file ``folder/name`` (SQLite), or a schema
+    of its own in ``pg_url``'s database (``fresh_store``; the name unused). What the
+    ``new_store`` fixture makes, for a fixture of a wider scope than a test's."""
+    if engine == "sqlite":
+        return str(folder / name)
+    assert pg_url is not None, "the engine fixture skips PostgreSQL without a database"
+    return fresh_store(pg_url)
+
+
 class OwnCluster:
     """A cluster of a test's own, to stop and start again (an outage): ``start()``
     gives its URL (the same port each time), ``stop()`` stops it (``-m fast``: the
