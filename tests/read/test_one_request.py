@@ -121,8 +121,8 @@ def _record(db: Path, name: str, *, blocks: bool) -> str:
 
 
 @pytest.fixture
-def loops(db_path: Path) -> tuple[Path, str, str]:
-    return db_path, _record(db_path, "blocks", blocks=True), _record(db_path, "plain",
+def loops(store_db: str) -> tuple[str, str, str]:
+    return store_db, _record(store_db, "blocks", blocks=True), _record(store_db, "plain",
                                                                        blocks=False)
 
 
