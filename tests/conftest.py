@@ -132,10 +132,18 @@ def engine(request: pytest.FixtureRequest, pg_url: str | None) -> str:
 @pytest.fixture
 def new_store(engine: str, tmp_path: Path, pg_url: str | None) -> Callable[..., str]:
     """Make a new, empty store on the test's engine: ``new_store("name.db")`` is that
-    file in ``tmp_path`` (SQLite), or a PostgreSQL schema of its own (the name unused)."""
+    file in ``tmp_path`` (SQLite), or a PostgreSQL schema of its own; the same name
+    twice is the same store on both."""
     from pg_kit import store_on
 
-    return lambda name="trace.db": store_on(engine, tmp_path, pg_url, name)
+    made: dict[str, str] = {}
+
+    def make(name: str = "trace.db") -> str:
+        if name not in made:
+            made[name] = store_on(engine, tmp_path, pg_url, name)
+        return made[name]
+
+    return make
 
 
 @pytest.fixture
