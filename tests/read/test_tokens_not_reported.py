@@ -107,7 +107,8 @@ def test_a_run_that_asked_no_model_used_zero_tokens(store_db: str) -> None:
 
 @pytest.fixture
 def migrated(tmp_path: Path) -> Path:
-    """The schema 5 fixture, migrated: ``weather`` (31/11/42 tokens) and ``no-usage``
+    """The schema 5 fixture (a SQLite file: its tests are SQLite only), migrated:
+    ``weather`` (31/11/42 tokens) and ``no-usage``
     (its model reported no usage: schema 5 stored 0/0/0)."""
     path = tmp_path / "v5.db"
     shutil.copyfile(FIXTURE5, path)
