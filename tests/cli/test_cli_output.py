@@ -6,20 +6,19 @@ name, an ambiguous prefix), ``import`` of bad trace files, ``demo``'s flags, ``u
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from cli_kit import cli as run_cli
 from pg_kit import untouched
 from tracer_kit import rows
 
 from tracer.cli import main
 from tracer.db.schema import SCHEMA_VERSION
 from tracer.interop.exchange import import_rows
-from cli_kit import cli as run_cli
 
 # Two runs written by hand: a parent run and a subagent run that failed.
 ALPHA = {"id": "r-alpha-0001", "name": "weather", "agent_name": "weather-bot",

@@ -6,9 +6,8 @@ refused with its line number, nothing imported."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest

@@ -7,11 +7,10 @@ Fast (no agent): ``mutmut`` runs this file (tests/README.md).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import json
 import os
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest

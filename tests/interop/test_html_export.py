@@ -12,10 +12,10 @@ import re
 from pathlib import Path
 
 import pytest
-from pg_kit import store_on
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
+from pg_kit import store_on
 
 from tracer import TraceMiddleware
 from tracer.cli import main

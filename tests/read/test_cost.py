@@ -17,9 +17,9 @@ from pathlib import Path
 
 import genai_prices
 import pytest
-from pg_kit import store_on
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage
+from pg_kit import store_on
 
 from tracer import TraceMiddleware
 from tracer.cli import main

@@ -6,10 +6,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pg_kit import store_on
 import streamlit as st
 from app_kit import app_test, replayer
 from langchain_core.messages import AIMessage
+from pg_kit import store_on
 from streamlit.testing.v1 import AppTest
 from test_diff import BASE, lap, record
 

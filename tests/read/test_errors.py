@@ -23,8 +23,8 @@ from langchain_core.tools import tool
 
 from tracer import TraceMiddleware
 from tracer.db.schema import connect
-from tracer.interop.copy import copy_store
 from tracer.demo.models import ScriptedChatModel, call, turn_script
+from tracer.interop.copy import copy_store
 from tracer.read.errors import error_steps
 from tracer.read.loader import TraceDB
 from tracer.read.steps import build_replay

@@ -4,8 +4,6 @@ build captions (they are a view, built only by what shows them)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from tracer.checks.run import check_run

@@ -4,7 +4,6 @@ run is asked for: ``TraceDB.resolve`` is the one place the CLI, MCP and the app 
 
 from __future__ import annotations
 
-
 import pytest
 from tracer_kit import rows
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 from pg_kit import store_on
-from tracer_kit import rows
 from scale_kit import T0, Spec, write_runs
+from tracer_kit import rows
 
 from tracer.checks.run import check_db
 from tracer.cli import main

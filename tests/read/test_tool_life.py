@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import pytest
-from pg_kit import store_on
 from app_kit import app_test
 from langchain.agents import create_agent
 from langchain.agents.middleware import ToolErrorMiddleware
@@ -19,6 +18,7 @@ from langchain.tools import ToolRuntime
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import BaseTool, tool
 from langgraph.types import Command
+from pg_kit import store_on
 from pydantic import BaseModel, Field
 
 from tracer import TraceMiddleware
