@@ -156,15 +156,17 @@ def store_db(new_store: Callable[..., str]) -> str:
 @pytest.fixture(scope="session")
 def sample_store(engine: str, sample_db: Path, pg_url: str | None) -> str:
     """The bundled samples' store on each engine, to read (never to write: it is the
-    session's): the SQLite file of ``sample_db``, or the same runs copied once per
-    session by ``looptrace copy``'s code into a PostgreSQL schema of their own."""
+    session's): the SQLite file of ``sample_db``, or a PostgreSQL schema of their own
+    built once per session (about 2 s) the way ``build_sample_db`` builds the file, each
+    sample file imported in turn, so that the stores' own ids (notes) are the same.
+    (``looptrace copy`` would number the notes in the runs' order, not the files'.)"""
     if engine == "sqlite":
         return str(sample_db)
     from pg_kit import fresh_store
 
-    from tracer.interop.copy import copy_store
+    from tracer.interop.exchange import import_many, sample_files
 
     assert pg_url is not None
     url = fresh_store(pg_url)
-    copy_store(str(sample_db), url)
+    import_many(sample_files(), url)
     return url
