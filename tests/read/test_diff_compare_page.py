@@ -34,7 +34,7 @@ def db(engine: str, tmp_path_factory: pytest.TempPathFactory,
     return path, ids
 
 
-pytestmark = pytest.mark.usefixtures("clean_streamlit_caches")
+pytestmark = pytest.mark.usefixtures("clean_streamlit_caches", "app_pool")
 
 
 def open_compare(monkeypatch: pytest.MonkeyPatch, path: str, a: str | None = None,

@@ -129,7 +129,7 @@ def test_parallel_calls_ending_in_another_order_hold_the_same_state(store_db):
     assert "state key second" in d.differences[0].description
 
 
-def test_the_compare_page_shows_the_state_key_and_its_two_values(store_db, monkeypatch):
+def test_the_compare_page_shows_the_state_key_and_its_two_values(store_db, monkeypatch, app_pool):
     """The Compare page says the first divergence is a state key and shows that key's
     value in each run side by side, with the diff of the two (AppTest, real runs)."""
     from app_kit import app_test
@@ -179,7 +179,7 @@ def _record_store(db: str, name: str, value: str) -> str:
         return next(r.id for r in tdb.runs() if r.name == name)
 
 
-def test_the_first_divergence_may_be_a_store_item(store_db, monkeypatch):
+def test_the_first_divergence_may_be_a_store_item(store_db, monkeypatch, app_pool):
     """A write to the LangGraph store is compared like a state key: two runs that put
     other values part there (and Compare shows the item's two values)."""
     from app_kit import app_test

@@ -344,7 +344,7 @@ def test_graph_labels_are_data_never_markup(store_db: str) -> None:
 
 # -- the pane in the app -------------------------------------------------------------------
 @pytest.fixture
-def samples(sample_store: str, monkeypatch: pytest.MonkeyPatch) -> Path:
+def samples(sample_store: str, monkeypatch: pytest.MonkeyPatch, app_pool: None) -> Path:
     import streamlit as st
 
     st.cache_data.clear()

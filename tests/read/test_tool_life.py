@@ -218,7 +218,7 @@ def test_signatures_are_written_with_the_schemas_only(demo_db: str) -> None:
 
 # -- the inspector ---------------------------------------------------------------------------
 @pytest.fixture
-def samples(sample_store: str, monkeypatch: pytest.MonkeyPatch) -> Any:
+def samples(sample_store: str, monkeypatch: pytest.MonkeyPatch, app_pool: None) -> Any:
     import streamlit as st
 
     st.cache_data.clear()
