@@ -130,10 +130,12 @@ def engine(request: pytest.FixtureRequest, pg_url: str | None) -> str:
 
 
 @pytest.fixture
-def new_store(engine: str, tmp_path: Path, pg_url: str | None) -> Callable[..., str]:
+def new_store(engine: str, tmp_path: Path, pg_url: str | None) -> Iterator[Callable[..., str]]:
     """Make a new, empty store on the test's engine: ``new_store("name.db")`` is that
     file in ``tmp_path`` (SQLite), or a PostgreSQL schema of its own; the same name
-    twice is the same store on both."""
+    twice is the same store on both. After a test on PostgreSQL the process's writers
+    and pools are closed: each keeps a connection for its life, and a session's
+    hundreds of stores ran the server out of them ("too many clients already")."""
     from pg_kit import store_on
 
     made: dict[str, str] = {}
@@ -143,7 +145,12 @@ def new_store(engine: str, tmp_path: Path, pg_url: str | None) -> Callable[..., 
             made[name] = store_on(engine, tmp_path, pg_url, name)
         return made[name]
 
-    return make
+    yield make
+    if engine == "postgresql":
+        from tracer.db import pool, writer
+
+        writer.close_all()
+        pool.close_all()
 
 
 @pytest.fixture
