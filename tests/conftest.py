@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -112,17 +112,82 @@ def pg_url() -> Iterator[str | None]:
         yield url
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store_db(request: pytest.FixtureRequest, tmp_path: Path, pg_url: str | None) -> str:
-    """A new, empty store on each engine (the matrix: a test taking it runs on both):
-    a SQLite file's path, then a PostgreSQL URL (its own schema). Without PostgreSQL
-    the second is skipped, except in CI, where .ci/run must provide it."""
-    if request.param == "sqlite":
-        return str(tmp_path / "trace.db")
-    if pg_url is None:
+ENGINES = ("sqlite", "postgresql")
+
+
+@pytest.fixture(scope="session", params=ENGINES)
+def engine(request: pytest.FixtureRequest, pg_url: str | None) -> str:
+    """The matrix (issue 46, item 8): a test that takes a store through ``store_db``,
+    ``new_store`` or ``sample_store`` runs once on each engine, ``[sqlite]`` then
+    ``[postgresql]``. Without PostgreSQL the second is skipped, except in CI, where
+    .ci/run must provide it. Session-scoped, so one test's stores are all of one engine
+    and the samples are copied into PostgreSQL once per session (``sample_store``)."""
+    if request.param == "postgresql" and pg_url is None:
         if os.environ.get("CI"):
             pytest.fail("no PostgreSQL: .ci/run must start one (LOOPTRACE_TEST_PG_URL)")
         pytest.skip("no PostgreSQL here (Debian's postgresql package)")
+    return str(request.param)
+
+
+@pytest.fixture
+def new_store(engine: str, tmp_path: Path, pg_url: str | None) -> Iterator[Callable[..., str]]:
+    """Make a new, empty store on the test's engine: ``new_store("name.db")`` is that
+    file in ``tmp_path`` (SQLite), or a PostgreSQL schema of its own; the same name
+    twice is the same store on both. After a test on PostgreSQL the process's writers
+    and pools are closed: each keeps a connection for its life, and a session's
+    hundreds of stores ran the server out of them ("too many clients already")."""
+    from pg_kit import store_on
+
+    made: dict[str, str] = {}
+
+    def make(name: str = "trace.db") -> str:
+        if name not in made:
+            made[name] = store_on(engine, tmp_path, pg_url, name)
+        return made[name]
+
+    yield make
+    if engine == "postgresql":
+        from tracer.db import pool, writer
+
+        writer.close_all()
+        pool.close_all()
+
+
+@pytest.fixture
+def store_db(new_store: Callable[..., str]) -> str:
+    """A new, empty store on each engine: a SQLite file's path (``tmp_path/trace.db``),
+    then a PostgreSQL URL (its own schema)."""
+    return new_store()
+
+
+@pytest.fixture(scope="session")
+def sample_store(engine: str, sample_db: Path, pg_url: str | None) -> str:
+    """The bundled samples' store on each engine, to read (never to write: it is the
+    session's): the SQLite file of ``sample_db``, or a PostgreSQL schema of their own
+    built once per session (about 2 s) the way ``build_sample_db`` builds the file, each
+    sample file imported in turn, so that the stores' own ids (notes) are the same.
+    (``looptrace copy`` would number the notes in the runs' order, not the files'.)"""
+    if engine == "sqlite":
+        return str(sample_db)
     from pg_kit import fresh_store
 
-    return fresh_store(pg_url)
+    from tracer.interop.exchange import import_many, sample_files
+
+    assert pg_url is not None
+    url = fresh_store(pg_url)
+    import_many(sample_files(), url)
+    return url
+
+
+@pytest.fixture
+def app_pool(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The app's PostgreSQL connections drawn from a pool, as under ``looptrace ui``
+    (which sets ``LOOPTRACE_PG_POOL=1`` for its Streamlit): for AppTest pages on the
+    matrix (without it a page opened a connection per read, each checking the schema:
+    the Compare page over the samples took 26 s on PostgreSQL against 7 s on SQLite).
+    The pools are closed after the test (each holds a connection per store)."""
+    from tracer.db import pool
+
+    monkeypatch.setenv(pool.ENV, "1")
+    yield
+    pool.close_all()

@@ -64,6 +64,29 @@ def fresh_store(url: str) -> str:
     return f"{url}{sep}options={quote(f'-csearch_path={name}')}"
 
 
+def store_on(engine: str, folder: Path, pg_url: str | None, name: str = "trace.db") -> str:
+    """A new, empty store on ``engine``: the file ``folder/name`` (SQLite), or a schema
+    of its own in ``pg_url``'s database (``fresh_store``; the name unused). What the
+    ``new_store`` fixture makes, for a fixture of a wider scope than a test's."""
+    if engine == "sqlite":
+        return str(folder / name)
+    assert pg_url is not None, "the engine fixture skips PostgreSQL without a database"
+    return fresh_store(pg_url)
+
+
+def untouched(db: str) -> bool:
+    """Whether nothing was written to the store ``db``: no SQLite file made, or no table
+    in the PostgreSQL schema (``fresh_store`` makes it empty)."""
+    if not db.startswith("postgresql://"):
+        return not Path(db).exists()
+    import psycopg
+
+    with psycopg.connect(db) as conn:
+        row = conn.execute("SELECT COUNT(*) FROM information_schema.tables"
+                           " WHERE table_schema = current_schema()").fetchone()
+    return row is not None and row[0] == 0
+
+
 class OwnCluster:
     """A cluster of a test's own, to stop and start again (an outage): ``start()``
     gives its URL (the same port each time), ``stop()`` stops it (``-m fast``: the

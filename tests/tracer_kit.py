@@ -121,7 +121,9 @@ def rows(db: str | Path, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any
         import psycopg
 
         with psycopg.connect(str(db)) as pg:
-            return [tuple(r) for r in pg.execute(sql.replace("?", "%s"), list(params))]
+            # (a literal % is psycopg's placeholder mark: doubled)
+            text = sql.replace("%", "%%").replace("?", "%s")
+            return [tuple(r) for r in pg.execute(text, list(params))]
     conn = sqlite3.connect(str(db))
     try:
         return conn.execute(sql, params).fetchall()

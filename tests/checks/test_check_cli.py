@@ -20,8 +20,8 @@ def _id(db: Path, name: str) -> str:
         return next(r.id for r in tdb.runs() if r.name == name)
 
 
-def test_errors_exit_1_with_readable_output(sample_db: Path, capsys) -> None:  # type: ignore[no-untyped-def]
-    assert main(["check", "--db", str(sample_db)]) == 1
+def test_errors_exit_1_with_readable_output(sample_store: str, capsys) -> None:  # type: ignore[no-untyped-def]
+    assert main(["check", "--db", str(sample_store)]) == 1
     out = capsys.readouterr().out
     assert "ERROR   loop-bound-hit [all]" in out
     assert "WARNING repeated-tool-call [all]" in out
@@ -32,29 +32,29 @@ def test_errors_exit_1_with_readable_output(sample_db: Path, capsys) -> None:  #
     assert "run(s) checked: 12 error(s)" in out
 
 
-def test_clean_run_exits_0(sample_db: Path, capsys) -> None:  # type: ignore[no-untyped-def]
-    rid = _id(sample_db, "weather")
-    assert main(["check", "--db", str(sample_db), rid[:12]]) == 0
+def test_clean_run_exits_0(sample_store: str, capsys) -> None:  # type: ignore[no-untyped-def]
+    rid = _id(sample_store, "weather")
+    assert main(["check", "--db", str(sample_store), rid[:12]]) == 0
     assert f"run {rid[:12]} weather: ok" in capsys.readouterr().out
 
 
-def test_the_list_names_each_run(sample_db: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_the_list_names_each_run(sample_store: str, capsys) -> None:  # type: ignore[no-untyped-def]
     """Issue 47, in the way 7 (issue 44, item 10): ``check`` listed runs by id alone
     ("run 6b11824db415: 6 errors")."""
-    rid = _id(sample_db, "footgun-wrong-id")
-    main(["check", "--db", str(sample_db)])
+    rid = _id(sample_store, "footgun-wrong-id")
+    main(["check", "--db", str(sample_store)])
     lines = capsys.readouterr().out.splitlines()
     assert f"run {rid[:12]} footgun-wrong-id: 6 errors, 3 warnings" in lines
-    assert f"run {_id(sample_db, 'weather')[:12]} weather: ok" in lines
+    assert f"run {_id(sample_store, 'weather')[:12]} weather: ok" in lines
 
 
-def test_warnings_alone_exit_0(sample_db: Path, capsys) -> None:  # type: ignore[no-untyped-def]
-    assert main(["check", "--db", str(sample_db), _id(sample_db, "ollama-shopping")]) == 0
+def test_warnings_alone_exit_0(sample_store: str, capsys) -> None:  # type: ignore[no-untyped-def]
+    assert main(["check", "--db", str(sample_store), _id(sample_store, "ollama-shopping")]) == 0
     assert "2 warnings" in capsys.readouterr().out  # the unknown tool, Ollama's ids
 
 
-def test_json_and_provider_filter(sample_db: Path, capsys) -> None:  # type: ignore[no-untyped-def]
-    assert main(["check", "--db", str(sample_db), "--json", "--provider", "openai"]) == 1
+def test_json_and_provider_filter(sample_store: str, capsys) -> None:  # type: ignore[no-untyped-def]
+    assert main(["check", "--db", str(sample_store), "--json", "--provider", "openai"]) == 1
     data = json.loads(capsys.readouterr().out)
     assert isinstance(data, list) and data
     assert set(data[0]) == {"rule", "severity", "provider", "message", "run_id", "seq",
@@ -64,6 +64,7 @@ def test_json_and_provider_filter(sample_db: Path, capsys) -> None:  # type: ign
 
 
 def test_bad_database_is_one_line_exit_1(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """SQLite only: a file that is not a database, and no file."""
     bad = tmp_path / "notes.db"
     bad.write_text("not a database at all " * 100)
     assert main(["check", "--db", str(bad)]) == 1
@@ -73,13 +74,14 @@ def test_bad_database_is_one_line_exit_1(tmp_path: Path, capsys) -> None:  # typ
     assert "no such database" in capsys.readouterr().err
 
 
-def test_unknown_run_exit_1(sample_db: Path, capsys) -> None:  # type: ignore[no-untyped-def]
-    assert main(["check", "--db", str(sample_db), "nosuchrun"]) == 1
+def test_unknown_run_exit_1(sample_store: str, capsys) -> None:  # type: ignore[no-untyped-def]
+    assert main(["check", "--db", str(sample_store), "nosuchrun"]) == 1
     assert "no run 'nosuchrun'" in capsys.readouterr().err
 
 
 @pytest.mark.skipif(shutil.which("uv") is None, reason="uv is not installed")
 def test_uv_run_looptrace_check(sample_db: Path) -> None:
+    """(SQLite only: the command as a user types it, in a process of its own.)"""
     proc = subprocess.run(["uv", "run", "looptrace", "check", "--db", str(sample_db), "--json"],
                           cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 1, proc.stderr
@@ -87,13 +89,13 @@ def test_uv_run_looptrace_check(sample_db: Path) -> None:
     assert {"loop-bound-hit", "repeated-tool-call"} <= rules
 
 
-def test_check_says_the_step_show_and_the_app_say(sample_db: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_check_says_the_step_show_and_the_app_say(sample_store: str, capsys) -> None:  # type: ignore[no-untyped-def]
     """Issue 39, item 8: one numbering. ``check`` said "at seq 10" where ``show``, the
     app and MCP said "step 11" for the same finding."""
-    rid = _id(sample_db, "footgun-wrong-id")
-    assert main(["check", "--db", str(sample_db), rid]) == 1
+    rid = _id(sample_store, "footgun-wrong-id")
+    assert main(["check", "--db", str(sample_store), rid]) == 1
     out = capsys.readouterr().out
     assert "  ERROR   dangling-tool-call [openai] at step 8" in out.splitlines()
     assert " at seq " not in out
-    assert main(["show", rid, "--db", str(sample_db)]) == 0
+    assert main(["show", rid, "--db", str(sample_store)]) == 0
     assert "  ERROR   dangling-tool-call [openai] at step 8" in capsys.readouterr().out

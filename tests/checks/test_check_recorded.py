@@ -73,26 +73,26 @@ class TrimFirstAI(AgentMiddleware):  # type: ignore[type-arg]
         return None
 
 
-def test_clean_agent_run_has_no_findings(db_path: Path) -> None:
+def test_clean_agent_run_has_no_findings(store_db: str) -> None:
     model = ScriptedChatModel(script=turn_script([
         AIMessage("", tool_calls=[call("get_weather", {"city": "Oslo"}, "c1")]),
         AIMessage("Sunny in Oslo."),
     ]))
-    tm = TraceMiddleware(db=db_path)
+    tm = TraceMiddleware(db=store_db)
     agent = tm.attach(create_agent(model, tools=[get_weather], middleware=[tm],
                                    system_prompt="Be brief."))
     agent.invoke({"messages": [HumanMessage("Weather in Oslo?")]})
     tm.flush()
-    assert check_run(_only_run(db_path)) == []
+    assert check_run(_only_run(store_db)) == []
 
 
-def test_middleware_dropping_a_result_is_a_dangling_call(db_path: Path) -> None:
-    tm = TraceMiddleware(db=db_path)
+def test_middleware_dropping_a_result_is_a_dangling_call(store_db: str) -> None:
+    tm = TraceMiddleware(db=store_db)
     # DropResult is outermost, so the tracer sees the request as rewritten.
     agent = create_agent(_two_cities(), tools=[get_weather], middleware=[DropResult(), tm])
     agent.invoke({"messages": [HumanMessage("Oslo and Rome?")]})
     tm.flush()
-    run = _only_run(db_path)
+    run = _only_run(store_db)
     findings = check_run(run, providers=["openai", "anthropic"])
     assert {(f.rule, f.provider, f.severity) for f in findings} == {
         ("dangling-tool-call", "openai", "error"), ("dangling-tool-call", "anthropic", "error")}
@@ -101,20 +101,20 @@ def test_middleware_dropping_a_result_is_a_dangling_call(db_path: Path) -> None:
     assert all(f.message_keys == ("ai-1",) and "c2" in f.message for f in findings)
 
 
-def test_trimming_the_call_but_not_its_results_orphans_them(db_path: Path) -> None:
-    tm = TraceMiddleware(db=db_path)
+def test_trimming_the_call_but_not_its_results_orphans_them(store_db: str) -> None:
+    tm = TraceMiddleware(db=store_db)
     agent = create_agent(_two_cities(), tools=[get_weather], middleware=[TrimFirstAI(), tm])
     agent.invoke({"messages": [HumanMessage("Oslo and Rome?")]}, config={"recursion_limit": 12})
     tm.flush()
-    run = _only_run(db_path)
+    run = _only_run(store_db)
     findings = [f for f in check_run(run, providers=["openai"])]
     assert [(f.rule, f.provider) for f in findings] == [("orphan-tool-result", "openai")] * 2
     assert {f.message_keys for f in findings} == {("t:c1",), ("t:c2",)}
 
 
-def test_hand_rolled_loop_forgetting_a_result(db_path: Path) -> None:
+def test_hand_rolled_loop_forgetting_a_result(store_db: str) -> None:
     llm = _two_cities()
-    handler = TraceCallbackHandler(db=db_path)
+    handler = TraceCallbackHandler(db=store_db)
 
     @chain
     def loop(question: str) -> list[BaseMessage]:
@@ -130,7 +130,7 @@ def test_hand_rolled_loop_forgetting_a_result(db_path: Path) -> None:
 
     loop.invoke("Oslo and Rome?", config={"callbacks": [handler]})
     handler.close()
-    run = _only_run(db_path)
+    run = _only_run(store_db)
     # The second result was recorded (the tool ran) but the model never got it.
     assert "t:c2" in run.message_by_key
     # (no Ollama-client warning: this run never talked to Ollama)
@@ -138,34 +138,34 @@ def test_hand_rolled_loop_forgetting_a_result(db_path: Path) -> None:
                            ("dangling-tool-call", "ollama")}
 
 
-def test_recursion_limit_ends_the_run(db_path: Path) -> None:
+def test_recursion_limit_ends_the_run(store_db: str) -> None:
     def again(messages: Any) -> AIMessage:
         n = sum(1 for m in messages if isinstance(m, AIMessage))
         return AIMessage("", tool_calls=[call("get_weather", {"city": f"City {n}"}, f"c{n}")])
 
-    tm = TraceMiddleware(db=db_path)
+    tm = TraceMiddleware(db=store_db)
     agent = tm.attach(create_agent(ScriptedChatModel(script=again), tools=[get_weather],
                                    middleware=[tm]))
     with pytest.raises(GraphRecursionError):
         agent.invoke({"messages": [HumanMessage("Weather?")]}, config={"recursion_limit": 8})
     tm.flush()
-    run = _only_run(db_path)
+    run = _only_run(store_db)
     assert run.summary.status == "error"
     findings = check_run(run)
     assert [(f.rule, f.severity) for f in findings] == [("recursion-limit", "error")]
 
 
-def test_real_adapter_requests_on_the_wire_are_clean(db_path: Path) -> None:
+def test_real_adapter_requests_on_the_wire_are_clean(store_db: str) -> None:
     """The real ChatOpenAI / ChatAnthropic / ChatOllama requests, captured by the
     wire emulator, break no rule; only the warnings the messages give remain."""
     from tracer.checks.run import check_db
     from tracer.demo.providers import record_provider_demos
 
-    ids = record_provider_demos(db_path)
+    ids = record_provider_demos(store_db)
     assert len(ids) == 6
-    with TraceDB(db_path) as tdb:
+    with TraceDB(store_db) as tdb:
         assert all(tdb.wire(rid) for rid in ids)
-    results = check_db(db_path, ids)
+    results = check_db(store_db, ids)
     found = [f for fs in results.values() for f in fs]
     assert not [f for f in found if f.message.startswith("In the captured")]
     assert {(f.rule, f.provider) for f in found} == {
@@ -189,14 +189,14 @@ class Summarise(AgentMiddleware):  # type: ignore[type-arg]
         return await handler(self._rewrite(request))
 
 
-def test_rewritten_request_with_an_inline_message_is_rebuilt(db_path: Path) -> None:
+def test_rewritten_request_with_an_inline_message_is_rebuilt(store_db: str) -> None:
     from tracer.checks.base import model_inputs
 
-    tm = TraceMiddleware(db=db_path)
+    tm = TraceMiddleware(db=store_db)
     agent = create_agent(_two_cities(), tools=[get_weather], middleware=[Summarise(), tm])
     agent.invoke({"messages": [HumanMessage("Oslo and Rome?", id="q")]})
     tm.flush()
-    run = _only_run(db_path)
+    run = _only_run(store_db)
     enters = [e for e in run.events if e.hook == "wrap_model_call" and e.phase == "enter"]
     assert enters[1].payload["message_keys"][0].startswith("o:")  # no id: matched by order
     first, second = model_inputs(run)
@@ -206,7 +206,7 @@ def test_rewritten_request_with_an_inline_message_is_rebuilt(db_path: Path) -> N
     assert check_run(run, providers=["openai", "anthropic"]) == []
 
 
-def test_structured_response_is_a_final_answer(db_path: Path) -> None:
+def test_structured_response_is_a_final_answer(store_db: str) -> None:
     """With ToolStrategy the last model reply is a call to the schema's tool,
     answered by create_agent itself: neither a loop bound nor an unknown tool."""
     from langchain.agents.structured_output import ToolStrategy
@@ -220,10 +220,10 @@ def test_structured_response_is_a_final_answer(db_path: Path) -> None:
         AIMessage("", tool_calls=[call("get_weather", {"city": "Oslo"}, "c1")]),
         AIMessage("", tool_calls=[call("Forecast", {"city": "Oslo", "celsius": -3}, "s1")]),
     ]))
-    tm = TraceMiddleware(db=db_path)
+    tm = TraceMiddleware(db=store_db)
     agent = tm.attach(create_agent(model, tools=[get_weather], middleware=[tm],
                                    response_format=ToolStrategy(Forecast)))
     out = agent.invoke({"messages": [HumanMessage("Weather in Oslo?")]})
     tm.flush()
     assert out["structured_response"].celsius == -3
-    assert check_run(_only_run(db_path)) == []
+    assert check_run(_only_run(store_db)) == []

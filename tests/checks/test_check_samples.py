@@ -3,7 +3,6 @@ runs carry no error-level finding."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,8 +12,8 @@ from tracer.read.loader import TraceDB
 
 
 @pytest.fixture(scope="module")
-def findings(sample_db: Path) -> dict[str, list]:  # type: ignore[type-arg]
-    with TraceDB(sample_db) as db:
+def findings(sample_store: str) -> dict[str, list]:  # type: ignore[type-arg]
+    with TraceDB(sample_store) as db:
         names = {r.id: r.name for r in db.runs()}
         return {names[rid]: fs for rid, fs in check_db(db).items()}
 
@@ -74,8 +73,8 @@ def test_the_ollama_id_warning_is_for_ollama_runs_only(findings) -> None:  # typ
     assert "Ollama sends no tool call ids" not in w.message
 
 
-def test_openai_only_shopping_is_a_single_warning(sample_db: Path) -> None:
-    with TraceDB(sample_db) as db:
+def test_openai_only_shopping_is_a_single_warning(sample_store: str) -> None:
+    with TraceDB(sample_store) as db:
         run = db.run(next(r.id for r in db.runs() if r.name == "shopping"))
     fs = check_run(run, providers=["openai"])
     assert [(f.rule, f.severity) for f in fs] == [("unknown-tool", "warning")]

@@ -67,8 +67,8 @@ class StuckCounter(AgentMiddleware):  # type: ignore[type-arg]
         return {"attempts": attempts}  # (should be attempts + 1)
 
 
-def test_a_counter_that_never_changes_is_found(tmp_path):
-    db = tmp_path / "stuck.db"
+def test_a_counter_that_never_changes_is_found(store_db):
+    db = store_db
     trace = TraceMiddleware(db=db)
     n = iter(range(1000))
     model = ScriptedChatModel(script=lambda msgs: AIMessage("", tool_calls=[

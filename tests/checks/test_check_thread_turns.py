@@ -76,23 +76,23 @@ def _turns(db: Path, tool_name: str, calls_per_turn: int, turns: int) -> list[se
 
 @pytest.mark.parametrize(("tool_name", "rule"), [("get_weather", "repeated-tool-call"),
                                                  ("get_forecast", "repeated-tool-error")])
-def test_the_same_question_in_three_turns_is_no_loop(db_path, tool_name, rule):
-    found = _turns(db_path, tool_name, calls_per_turn=1, turns=3)
+def test_the_same_question_in_three_turns_is_no_loop(store_db, tool_name, rule):
+    found = _turns(store_db, tool_name, calls_per_turn=1, turns=3)
     assert found == [set(), set(), set()], found
 
 
 @pytest.mark.parametrize(("tool_name", "rule"), [("get_weather", "repeated-tool-call"),
                                                  ("get_forecast", "repeated-tool-error")])
-def test_a_stuck_loop_inside_one_run_is_still_found(db_path, tool_name, rule):
-    found = _turns(db_path, tool_name, calls_per_turn=3, turns=2)
+def test_a_stuck_loop_inside_one_run_is_still_found(store_db, tool_name, rule):
+    found = _turns(store_db, tool_name, calls_per_turn=3, turns=2)
     assert [rule in f for f in found] == [True, True], found
 
 
-def test_the_finding_names_the_runs_own_calls(db_path):
+def test_the_finding_names_the_runs_own_calls(store_db):
     """In a later turn the repeated calls named are the run's own, not the earlier
     turns' (which the run's messages also hold, as context)."""
-    _turns(db_path, "get_weather", calls_per_turn=3, turns=2)
-    with TraceDB(db_path) as tdb:
+    _turns(store_db, "get_weather", calls_per_turn=3, turns=2)
+    with TraceDB(store_db) as tdb:
         first, second = sorted(tdb.runs(), key=lambda r: r.started_at)
         run = tdb.run(second.id)
         inherited = {m.key for m in tdb.run(first.id).messages}

@@ -24,17 +24,17 @@ FOOTGUNS = {
 
 
 @pytest.mark.parametrize("name", sorted(FOOTGUNS))
-def test_check_catches_each_footgun(name: str, tmp_path: Path,
+def test_check_catches_each_footgun(name: str, store_db: str,
                                     capsys: pytest.CaptureFixture[str]) -> None:
-    db = tmp_path / "t.db"
+    db = store_db
     (rid,) = import_trace(SAMPLES_DIR / f"{name}.jsonl", db)[:1]
     assert main(["check", "--db", str(db), rid]) == 1
     out = capsys.readouterr().out
     assert f"ERROR   {FOOTGUNS[name]}" in out
 
 
-def test_check_passes_the_correct_loop(tmp_path: Path) -> None:
-    db = tmp_path / "t.db"
+def test_check_passes_the_correct_loop(store_db: str) -> None:
+    db = store_db
     (rid,) = import_trace(SAMPLES_DIR / "sdk-loop.jsonl", db)[:1]
     assert main(["check", "--db", str(db), rid]) == 0
 
@@ -46,8 +46,8 @@ def _recorded(db: Path, name: str):  # type: ignore[no-untyped-def]
         return t.run(summary.id)
 
 
-def test_swallowed_error_is_what_the_model_got(tmp_path: Path) -> None:
-    run = _recorded(tmp_path / "t.db", "footgun-swallowed-error")
+def test_swallowed_error_is_what_the_model_got(store_db: str) -> None:
+    run = _recorded(store_db, "footgun-swallowed-error")
     rp = build_replay(run)
     second = [s for s in rp.steps if s.event.hook == "model" and s.event.phase == "enter"][1]
     got = rp.messages_at(second.index)
@@ -60,11 +60,11 @@ def test_swallowed_error_is_what_the_model_got(tmp_path: Path) -> None:
     assert "the result sent back was empty" in f.message
 
 
-def test_the_seeds_loop_has_every_guard(tmp_path: Path) -> None:
+def test_the_seeds_loop_has_every_guard(store_db: str) -> None:
     """The hand-rolled demo: results built by the loop with the call's own id, the tool
     runs linked to their calls although the loop invokes tools with arguments alone,
     and a message when the bound stops it."""
-    run = _recorded(tmp_path / "t.db", "hand-rolled-loop")
+    run = _recorded(store_db, "hand-rolled-loop")
     asked = [c["id"] for m in run.messages if m.type == "ai" for c in m.tool_calls]
     answered = [m.tool_call_id for m in run.messages if m.type == "tool"]
     assert asked == answered == [f"call_loop_{i}" for i in range(1, 5)]
@@ -76,7 +76,7 @@ def test_the_seeds_loop_has_every_guard(tmp_path: Path) -> None:
     assert [f.rule for f in check_run(run) if f.severity == "error"] == ["loop-bound-hit"]
 
 
-def test_a_tool_invoked_with_its_arguments_is_linked_to_its_call(tmp_path: Path) -> None:
+def test_a_tool_invoked_with_its_arguments_is_linked_to_its_call(store_db: str) -> None:
     """Two parallel calls of one tool, invoked in the reverse order with their arguments
     alone: each run is linked to the call with the same arguments."""
     from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
@@ -93,7 +93,7 @@ def test_a_tool_invoked_with_its_arguments_is_linked_to_its_call(tmp_path: Path)
         return AIMessage("Rain.")
 
     llm = ScriptedChatModel(model_name="m", script=script)
-    handler = TraceCallbackHandler(db=tmp_path / "t.db")
+    handler = TraceCallbackHandler(db=store_db)
 
     @chain
     def loop(q: str) -> list:
@@ -107,7 +107,7 @@ def test_a_tool_invoked_with_its_arguments_is_linked_to_its_call(tmp_path: Path)
 
     loop.invoke("Rain?", config={"callbacks": [handler]})
     handler.close()
-    with TraceDB(tmp_path / "t.db") as t:
+    with TraceDB(store_db) as t:
         run = t.run(t.runs()[0].id)
     starts = [(e.tool_call_id, e.payload["args"]) for e in run.events
               if e.hook == "tool" and e.phase == "enter"]

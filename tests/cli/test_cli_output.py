@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from cli_kit import cli as run_cli
+from pg_kit import untouched
+from tracer_kit import rows
 
 from tracer.cli import main
 from tracer.db.schema import SCHEMA_VERSION
 from tracer.interop.exchange import import_rows
-from cli_kit import cli as run_cli
 
 # Two runs written by hand: a parent run and a subagent run that failed.
 ALPHA = {"id": "r-alpha-0001", "name": "weather", "agent_name": "weather-bot",
@@ -57,7 +59,16 @@ ROWS = [
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> Path:
+def db(new_store: Callable[..., str]) -> str:
+    """The two runs in a store on each engine."""
+    path = new_store("cli.db")
+    import_rows(ROWS, path)
+    return path
+
+
+@pytest.fixture
+def db_file(tmp_path: Path) -> Path:
+    """The two runs in a SQLite file (``tmp_path/cli.db``), for the tests of files."""
     path = tmp_path / "cli.db"
     import_rows(ROWS, path)
     return path
@@ -78,8 +89,8 @@ def test_runs_prints_one_row_per_run_newest_first(db: Path, capsys) -> None:  # 
     assert (code, out, err) == (0, TABLE, "")
 
 
-def test_runs_cuts_long_ids_and_names(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
-    db = tmp_path / "long.db"
+def test_runs_cuts_long_ids_and_names(store_db: str, capsys) -> None:  # type: ignore[no-untyped-def]
+    db = store_db
     import_rows([("runs", {"id": "0123456789abcdef-long", "status": "running",
                            "name": "a name that is much longer than twenty-eight characters",
                            "parent_id": "fedcba9876543210-parent", "started_at": 1.0})], db)
@@ -133,12 +144,12 @@ def test_runs_search_matches_message_text(db: Path, capsys, text: str, ids: list
         assert out == "no runs\n"
 
 
-def test_runs_on_an_empty_or_missing_database(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_runs_on_an_empty_or_missing_database(tmp_path: Path, store_db: str, capsys) -> None:  # type: ignore[no-untyped-def]
     from tracer.db.schema import connect
 
-    connect(tmp_path / "empty.db").close()
-    assert run_cli(capsys, "runs", "--db", str(tmp_path / "empty.db")) == (0, "no runs\n", "")
-    assert run_cli(capsys, "runs", "--db", str(tmp_path / "empty.db"), "--json") == (
+    connect(store_db).close()
+    assert run_cli(capsys, "runs", "--db", store_db) == (0, "no runs\n", "")
+    assert run_cli(capsys, "runs", "--db", store_db, "--json") == (
         0, "[]\n", "")
     code, out, err = run_cli(capsys, "runs", "--db", str(tmp_path / "missing.db"))
     assert (code, out) == (1, "")
@@ -213,23 +224,22 @@ def test_diff_with_an_ambiguous_prefix_is_trouble(db: Path, capsys) -> None:  # 
      ": written by a newer looptrace (schema 99); upgrade looptrace to import it"),
 ])
 def test_import_of_a_bad_trace_file_is_one_line_and_imports_nothing(
-        tmp_path: Path, capsys, content: str, tail: str) -> None:  # type: ignore[no-untyped-def]
+        tmp_path: Path, capsys, content: str, tail: str, store_db: str) -> None:  # type: ignore[no-untyped-def]
     bad = tmp_path / "bad.jsonl"
     bad.write_text(content, encoding="utf-8")
-    db = tmp_path / "into.db"
+    db = store_db
     code, out, err = run_cli(capsys, "import", str(bad), "--db", str(db))
     assert (code, out) == (1, "")
     sep = ": " if tail == "empty trace file" else ""
     assert err == f"looptrace import: {bad}{sep}{tail}\n"
-    assert not db.exists() or sqlite3.connect(db).execute(
-        "SELECT COUNT(*) FROM runs").fetchone() == (0,)
+    assert untouched(db) or rows(db, "SELECT COUNT(*) FROM runs") == [(0,)]
 
 
-def test_import_of_a_good_file_then_a_missing_one(db: Path, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_import_of_a_good_file_then_a_missing_one(db: Path, tmp_path: Path, capsys, store_db: str) -> None:  # type: ignore[no-untyped-def]
     good = tmp_path / "good.jsonl"
     assert main(["export", "r-alpha", "--db", str(db), "-o", str(good)]) == 0
     capsys.readouterr()
-    into = tmp_path / "into.db"
+    into = store_db
     code, out, err = run_cli(capsys, "import", str(good), "--db", str(into))
     assert (code, out, err) == (0, f"imported 2 runs into {into}\n", "")
     code, out, err = run_cli(capsys, "import", str(tmp_path / "nope.jsonl"), "--db", str(into))
@@ -239,8 +249,8 @@ def test_import_of_a_good_file_then_a_missing_one(db: Path, tmp_path: Path, caps
 
 
 # -- demo ---------------------------------------------------------------------------------------
-def test_demo_only_and_export(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
-    db, out_dir = tmp_path / "demo.db", tmp_path / "exported"
+def test_demo_only_and_export(tmp_path: Path, capsys, store_db: str) -> None:  # type: ignore[no-untyped-def]
+    db, out_dir = store_db, tmp_path / "exported"
     code, out, err = run_cli(capsys, "demo", "--db", str(db), "--only", "weather",
                              "--export", str(out_dir))
     assert code == 0 and err == ""
@@ -249,17 +259,13 @@ def test_demo_only_and_export(tmp_path: Path, capsys) -> None:  # type: ignore[n
     assert lines[1].startswith(f"recorded 1 run into {db} in ")  # (issue 39: "1 runs")
     assert lines[2] == f"exported to {out_dir}"
     assert [p.name for p in out_dir.iterdir()] == ["weather.jsonl"]
-    conn = sqlite3.connect(db)
-    assert conn.execute("SELECT name, status FROM runs").fetchall() == [("weather", "completed")]
-    conn.close()
+    assert rows(db, "SELECT name, status FROM runs") == [("weather", "completed")]
 
 
-def test_demo_only_takes_several_names_and_refuses_unknown_ones(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
-    db = tmp_path / "demo.db"
+def test_demo_only_takes_several_names_and_refuses_unknown_ones(store_db: str, capsys) -> None:  # type: ignore[no-untyped-def]
+    db = store_db
     assert main(["demo", "--db", str(db), "--only", "weather", "hostile-content"]) == 0
-    conn = sqlite3.connect(db)
-    assert sorted(conn.execute("SELECT name FROM runs")) == [("hostile-page",), ("weather",)]
-    conn.close()
+    assert sorted(rows(db, "SELECT name FROM runs")) == [("hostile-page",), ("weather",)]
     capsys.readouterr()
     with pytest.raises(SystemExit) as info:
         main(["demo", "--db", str(db), "--only", "no-such-scenario"])
@@ -281,14 +287,14 @@ def test_demo_no_providers_flag(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
 
 
 def test_demo_prints_each_scenario_and_exports_each_run(
-        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys, store_db: str) -> None:  # type: ignore[no-untyped-def]
     """A scenario that records two runs exports them as NAME-1 and NAME-2, into a
     folder made on the way (or one already there)."""
     import re
 
     import tracer.demo.record as demo_record
 
-    db = tmp_path / "d.db"
+    db = store_db
     ids = ["0123456789abcdef-first", "fedcba9876543210-second"]
     import_rows([("runs", {"id": i, "status": "completed", "started_at": 1.0}) for i in ids], db)
     monkeypatch.setattr(demo_record, "record_all",
@@ -330,11 +336,12 @@ def test_ui_opens_the_bundled_samples_by_default_on_localhost(
                        "--browser.gatherUsageStats", "false"]
 
 
-def test_ui_with_a_database_and_a_port(db: Path, monkeypatch: pytest.MonkeyPatch,
+def test_ui_with_a_database_and_a_port(db_file: Path, monkeypatch: pytest.MonkeyPatch,
                                        tmp_path: Path) -> None:
+    """SQLite only: a file's relative path is made absolute for the app."""
     monkeypatch.chdir(tmp_path)
     cmd, env = _ui(monkeypatch, "--db", "cli.db", "--port", "9123")
-    assert env["LOOPTRACE_DB"] == str(db)  # made absolute
+    assert env["LOOPTRACE_DB"] == str(db_file)  # made absolute
     assert cmd[cmd.index("--server.port") + 1] == "9123"
 
 
@@ -371,26 +378,26 @@ def test_export_usage_errors_are_one_line(db: Path, capsys, argv: list[str],  # 
     assert (code, out, err) == (1, "", f"looptrace export: {message}\n")
 
 
-def test_import_of_several_files(db: Path, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_import_of_several_files(db: Path, tmp_path: Path, capsys, store_db: str) -> None:  # type: ignore[no-untyped-def]
     a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
     assert main(["export", "r-alpha", "--db", str(db), "-o", str(a)]) == 0
     assert main(["export", "r-beta", "--db", str(db), "-o", str(b)]) == 0
     capsys.readouterr()
-    into = tmp_path / "into.db"
+    into = store_db
     code, out, err = run_cli(capsys, "import", str(a), str(b), "--db", str(into))
     assert (code, out, err) == (0, f"imported 2 runs into {into}\n", "")  # (each once)
-    conn = sqlite3.connect(into)
-    assert sorted(conn.execute("SELECT id FROM runs")) == [("r-alpha-0001",), ("r-beta-0002",)]
-    conn.close()
+    assert sorted(rows(into, "SELECT id FROM runs")) == [("r-alpha-0001",), ("r-beta-0002",)]
 
 
-def test_export_and_import_default_to_looptrace_db_here(db: Path, tmp_path: Path,  # type: ignore[no-untyped-def]
+def test_export_and_import_default_to_looptrace_db_here(db_file: Path, tmp_path: Path,  # type: ignore[no-untyped-def]
                                                         monkeypatch: pytest.MonkeyPatch,
                                                         capsys) -> None:
+    """SQLite only: the default file of the current folder (no ``$LOOPTRACE_DB``)."""
+    monkeypatch.delenv("LOOPTRACE_DB", raising=False)
     here = tmp_path / "here"
     here.mkdir()
     monkeypatch.chdir(here)
-    (here / "looptrace.db").write_bytes(db.read_bytes())
+    (here / "looptrace.db").write_bytes(db_file.read_bytes())
     assert run_cli(capsys, "export", "r-beta", "-o", "b.jsonl")[:2] == (0, "b.jsonl\n")
     (here / "looptrace.db").unlink()
     code, out, _ = run_cli(capsys, "import", "b.jsonl")
@@ -411,11 +418,13 @@ def test_runs_json_is_indented_by_two(db: Path, capsys) -> None:  # type: ignore
     assert out.startswith('[\n  {\n    "id": "r-beta-0002",\n    "parent_id": "r-alpha-0001",')
 
 
-def test_runs_without_db_reads_looptrace_db_here(db: Path, tmp_path: Path,  # type: ignore[no-untyped-def]
+def test_runs_without_db_reads_looptrace_db_here(db_file: Path, tmp_path: Path,  # type: ignore[no-untyped-def]
                                                  monkeypatch: pytest.MonkeyPatch,
                                                  capsys) -> None:
+    """SQLite only: the default file of the current folder (no ``$LOOPTRACE_DB``)."""
+    monkeypatch.delenv("LOOPTRACE_DB", raising=False)
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "looptrace.db").write_bytes(db.read_bytes())
+    (tmp_path / "looptrace.db").write_bytes(db_file.read_bytes())
     assert run_cli(capsys, "runs") == (0, TABLE, "")
 
 
@@ -449,8 +458,8 @@ def test_runs_refuses_unknown_values(db: Path, capsys, argv: list[str]) -> None:
     assert "invalid" in capsys.readouterr().err
 
 
-def test_runs_pages_say_where_they_are(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
-    db = tmp_path / "many.db"
+def test_runs_pages_say_where_they_are(store_db: str, capsys) -> None:  # type: ignore[no-untyped-def]
+    db = store_db
     import_rows([("runs", {"id": f"run-{i:02d}", "status": "completed", "started_at": float(i)})
                  for i in range(5)], db)
     _, out, err = run_cli(capsys, "runs", "--db", str(db), "--limit", "2")
@@ -489,22 +498,19 @@ def test_when_is_a_date_a_time_or_an_age() -> None:
         parse_when("soon")
 
 
-def test_resolve_is_exact(tmp_path: Path) -> None:
+def test_resolve_is_exact(store_db: str) -> None:
     """A full id wins over the longer ids it prefixes; ``_`` and ``%`` are plain
     characters; case counts."""
-    import sqlite3
-
     from tracer.db.schema import connect
     from tracer.errors import RunNotFound
     from tracer.read.loader import TraceDB
 
-    db = tmp_path / "r.db"
-    connect(db).close()
-    conn = sqlite3.connect(db)
-    with conn:
-        for rid in ("run-1", "run-10", "Abc-9", "x%y"):
-            conn.execute("INSERT INTO runs(id, name, status) VALUES (?, ?, 'completed')",
-                         [rid, rid])
+    db = store_db
+    conn = connect(db)
+    for rid in ("run-1", "run-10", "Abc-9", "x%y"):
+        conn.execute("INSERT INTO runs(id, name, status) VALUES (?, ?, 'completed')",
+                     [rid, rid])
+    conn.commit()
     conn.close()
     with TraceDB(db) as t:
         assert t.resolve("run-1") == "run-1"
@@ -554,11 +560,11 @@ def test_ui_stops_its_server_when_terminated(tmp_path: Path) -> None:
         proc.kill()
 
 
-def test_importing_a_file_again_says_nothing_changed(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_importing_a_file_again_says_nothing_changed(store_db: str, capsys) -> None:  # type: ignore[no-untyped-def]
     """Issue 39, item 10: the second import of the same file said "imported 1 runs"
     although it changed nothing."""
     sample = Path(__file__).resolve().parents[2] / "sample_traces" / "weather.jsonl"
-    into = tmp_path / "twice.db"
+    into = store_db
     assert run_cli(capsys, "import", str(sample), "--db", str(into)) == (
         0, f"imported 1 run into {into}\n", "")
     assert run_cli(capsys, "import", str(sample), "--db", str(into)) == (

@@ -15,7 +15,9 @@ from tracer.cli import main
 
 @pytest.fixture
 def own_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The samples' database is kept in this test's own temp dir."""
+    """The samples' database is kept in this test's own temp dir. (SQLite only: the
+    bundled samples' file, and the default file of the folder: no ``$LOOPTRACE_DB``.)"""
+    monkeypatch.delenv("LOOPTRACE_DB", raising=False)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     monkeypatch.chdir(tmp_path)
     return tmp_path

@@ -13,7 +13,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from cli_kit import cli as run_cli
 
 OPENAI_WEATHER = (37 * 0.15 + 25 * 0.60 + 50 * 0.15 + 19 * 0.60) / 1e6  # two calls
@@ -31,8 +30,8 @@ def _by_name(rows: list[dict]) -> dict[str, dict]:  # type: ignore[type-arg]
     return {r["name"]: r for r in rows}
 
 
-def test_runs_json_has_cost_usd(sample_db: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run_cli(capsys, "runs", "--db", str(sample_db), "--json", "--limit", "0")
+def test_runs_json_has_cost_usd(sample_store: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_cli(capsys, "runs", "--db", str(sample_store), "--json", "--limit", "0")
     assert code == 0
     rows = _by_name(json.loads(out))
     assert rows["openai-weather"]["cost_usd"] == pytest.approx(OPENAI_WEATHER)
@@ -43,8 +42,8 @@ def test_runs_json_has_cost_usd(sample_db: Path, capsys: pytest.CaptureFixture[s
     assert (c["calls"], c["own"]["calls"], c["subagent_runs"]) == (4, 2, 1)
 
 
-def test_runs_table_has_a_cost_column(sample_db: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run_cli(capsys, "runs", "--db", str(sample_db), "--limit", "0")
+def test_runs_table_has_a_cost_column(sample_store: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_cli(capsys, "runs", "--db", str(sample_store), "--limit", "0")
     assert code == 0
     lines = out.splitlines()
     assert lines[0].split() == ["id", "name", "status", "laps", "model", "tools", "errors",
@@ -54,24 +53,24 @@ def test_runs_table_has_a_cost_column(sample_db: Path, capsys: pytest.CaptureFix
     assert "unknown" in row["weather"]
 
 
-def test_show_says_the_cost_and_each_call(sample_db: Path,
+def test_show_says_the_cost_and_each_call(sample_store: str,
                                           capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run_cli(capsys, "show", "anthropic-shopping", "--db", str(sample_db))
+    code, out, _ = run_cli(capsys, "show", "anthropic-shopping", "--db", str(sample_store))
     assert code == 0
     assert "  cost $0.000828\n" in out
     assert "model calls (5):" in out
     assert "claude-haiku-4-5  49 in, 30 out  $0.000199" in out  # (49*1 + 30*5) / 1e6
-    code, out, _ = run_cli(capsys, "show", "anthropic-shopping", "--db", str(sample_db), "--json")
+    code, out, _ = run_cli(capsys, "show", "anthropic-shopping", "--db", str(sample_store), "--json")
     d = json.loads(out)["cost"]
     assert d["usd"] == pytest.approx(ANTHROPIC_SHOPPING)
     assert [c["priced_by"] for c in d["model_calls"]] == ["genai-prices"] * 5
-    code, out, _ = run_cli(capsys, "show", "weather", "--db", str(sample_db))
+    code, out, _ = run_cli(capsys, "show", "weather", "--db", str(sample_store))
     assert "  cost unknown\n" in out
     assert "unknown (no price for 'scripted-weather' at scripted)" in out
 
 
-def test_check_max_cost_is_a_ci_gate(sample_db: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    db = str(sample_db)
+def test_check_max_cost_is_a_ci_gate(sample_store: str, capsys: pytest.CaptureFixture[str]) -> None:
+    db = str(sample_store)
     code, out, _ = run_cli(capsys, "check", "openai-weather", "--db", db, "--max-cost", "0.001")
     assert code == 0
     assert out.splitlines()[-1] == "cost ok: 1 run cost $0.0000394 in all (at most $0.001 a run)"
@@ -96,33 +95,33 @@ def test_check_max_cost_is_a_ci_gate(sample_db: Path, capsys: pytest.CaptureFixt
     assert code == 1 and isinstance(json.loads(out), list) and "OVER" in err
 
 
-def test_prices_option_prices_a_custom_model(sample_db: Path, tmp_path: Path,
+def test_prices_option_prices_a_custom_model(sample_store: str, tmp_path: Path,
                                              capsys: pytest.CaptureFixture[str],
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     f = tmp_path / "prices.toml"
     f.write_text('[models."scripted-weather"]\ninput_per_mtok = 1000\noutput_per_mtok = 2000\n')
-    code, out, _ = run_cli(capsys, "runs", "--db", str(sample_db), "--json", "--limit", "0",
+    code, out, _ = run_cli(capsys, "runs", "--db", str(sample_store), "--json", "--limit", "0",
                            "--prices", str(f))
     assert code == 0
     w = _by_name(json.loads(out))["weather"]
     assert w["cost_usd"] == pytest.approx((w["input_tokens"] * 1000 + w["output_tokens"] * 2000) / 1e6)
-    code, out, _ = run_cli(capsys, "check", "weather", "--db", str(sample_db), "--max-cost", "1",
+    code, out, _ = run_cli(capsys, "check", "weather", "--db", str(sample_store), "--max-cost", "1",
                            "--prices", str(f))
     assert code == 0
     f.write_text("[models.x]\ninput_per_mtok = 1\n")
-    code, out, err = run_cli(capsys, "runs", "--db", str(sample_db), "--prices", str(f))
+    code, out, err = run_cli(capsys, "runs", "--db", str(sample_store), "--prices", str(f))
     assert code == 1 and out == ""
     assert err == f"looptrace runs: prices file {f}: models.x needs output_per_mtok (USD per million tokens)\n"
 
 
 def test_a_subagent_run_checked_with_its_parent_counts_once(
-        sample_db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        sample_store: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     f = tmp_path / "prices.toml"
     f.write_text('[models."scripted-deep"]\ninput_per_mtok = 1000\noutput_per_mtok = 1000\n')
-    code, out, _ = run_cli(capsys, "runs", "--db", str(sample_db), "--json", "--limit", "0")
+    code, out, _ = run_cli(capsys, "runs", "--db", str(sample_store), "--json", "--limit", "0")
     rows = _by_name(json.loads(out))
     top, sub = rows["deep-research"], rows["researcher"]
-    code, out, _ = run_cli(capsys, "check", top["id"], sub["id"], "--db", str(sample_db),
+    code, out, _ = run_cli(capsys, "check", top["id"], sub["id"], "--db", str(sample_store),
                            "--max-total-cost", "1", "--prices", str(f))
     assert code == 0
     tokens = top["total_tokens"] + sub["total_tokens"]  # (91 + 71: $1,000 a million)
@@ -130,11 +129,11 @@ def test_a_subagent_run_checked_with_its_parent_counts_once(
                                     "(at most $1.00 in all)")
 
 
-def test_runs_json_names_each_runs_models_in_order(sample_db: Path,
+def test_runs_json_names_each_runs_models_in_order(sample_store: str,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     """``models`` in ``runs --json``: the models that answered the run's calls, a
     fallback's too (support-desk's primary fails over to its backup)."""
-    code, out, _ = run_cli(capsys, "runs", "--db", str(sample_db), "--json", "--limit", "0")
+    code, out, _ = run_cli(capsys, "runs", "--db", str(sample_store), "--json", "--limit", "0")
     assert code == 0
     rows = _by_name(json.loads(out))
     assert rows["support-desk"]["models"] == ["scripted-backup", "scripted-primary"]
@@ -145,7 +144,7 @@ def test_runs_json_names_each_runs_models_in_order(sample_db: Path,
 def test_runs_still_lists_without_an_events_table(sample_db: Path, tmp_path: Path,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     """A damaged events page: the runs are still listed, their costs and models unknown
-    (null and []), said once on stderr."""
+    (null and []), said once on stderr. (SQLite only: a damaged file.)"""
     import shutil
     import sqlite3
 
@@ -175,13 +174,13 @@ def test_runs_still_lists_without_an_events_table(sample_db: Path, tmp_path: Pat
      "Exceeds the limit (4300 digits)"),  # (ValueError)
     ("# " + "x" * (5 * 2**20) + "\n", "over 4 MiB, not a prices file"),
 ])
-def test_a_hostile_prices_file_is_one_line(sample_db: Path, tmp_path: Path, text: str,
+def test_a_hostile_prices_file_is_one_line(sample_store: str, tmp_path: Path, text: str,
                                            why: str, capsys: pytest.CaptureFixture[str]) -> None:
     """Deeply nested arrays or inline tables gave a RecursionError traceback, an integer
     of 5,000 digits a ValueError one, a big file was read whole: one line and exit 1."""
     f = tmp_path / "prices.toml"
     f.write_text(text, "utf-8")
-    code, out, err = run_cli(capsys, "runs", "--db", str(sample_db), "--prices", str(f))
+    code, out, err = run_cli(capsys, "runs", "--db", str(sample_store), "--prices", str(f))
     assert code == 1 and out == ""
     assert err.startswith(f"looptrace runs: prices file {f}: ") and why in err
     assert err.count("\n") == 1
@@ -194,7 +193,7 @@ _BOUNDED = ("import resource, sys\n"
 
 
 @pytest.mark.parametrize("kind", ["/dev/zero", "fifo"])
-def test_a_prices_file_that_never_ends_is_refused(sample_db: Path, tmp_path: Path,
+def test_a_prices_file_that_never_ends_is_refused(sample_store: str, tmp_path: Path,
                                                   kind: str) -> None:
     """``--prices /dev/zero`` read until memory ran out; a FIFO with no writer waited
     for ever: each is one line and exit 1 (in a process held to 1 GiB and 60 s)."""
@@ -207,7 +206,7 @@ def test_a_prices_file_that_never_ends_is_refused(sample_db: Path, tmp_path: Pat
         path = str(tmp_path / "prices.fifo")
         os.mkfifo(path)
     env = {k: v for k, v in os.environ.items() if k != "LOOPTRACE_PRICES"}
-    done = subprocess.run([sys.executable, "-c", _BOUNDED, str(sample_db), path], env=env,
+    done = subprocess.run([sys.executable, "-c", _BOUNDED, str(sample_store), path], env=env,
                           capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr == f"looptrace runs: prices file {path}: not a regular file\n"

@@ -6,17 +6,15 @@ notes at their steps, and a fork's the number of notes on the run it came from; 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
-from tracer_kit import record_weather_run, rows
-
 from cli_kit import cli
+from tracer_kit import record_weather_run, rows
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> tuple[Path, str]:
-    path = tmp_path / "t.db"
+def db(store_db: str) -> tuple[str, str]:
+    path = store_db
     return path, record_weather_run(path, "weather")
 
 
@@ -89,13 +87,13 @@ def test_show_prints_the_notes_at_their_steps(db, capsys) -> None:
     assert [n["text"] for n in json.loads(out)["notes"]] == ["two lines\n\x1b[2Jcleared?"]
 
 
-def test_a_fork_shows_how_many_notes_its_source_run_has(tmp_path: Path, capsys) -> None:
-    path = tmp_path / "t.db"
+def test_a_fork_shows_how_many_notes_its_source_run_has(store_db: str, capsys) -> None:
+    path = store_db
     src = record_weather_run(path, "source")
     fork = record_weather_run(path, "fork")
-    import sqlite3
+    from tracer.db.schema import connect
 
-    conn = sqlite3.connect(path)  # (the metadata a fork records: tracer.whatif)
+    conn = connect(path)  # (the metadata a fork records: tracer.whatif)
     conn.execute("UPDATE runs SET metadata = ? WHERE id = ?",
                  [json.dumps({"rerun_of": src, "forked_from": {"run": src, "step": 4}}), fork])
     conn.commit()
@@ -106,8 +104,8 @@ def test_a_fork_shows_how_many_notes_its_source_run_has(tmp_path: Path, capsys) 
             f"(looptrace note {src[:12]})") in out.splitlines()
 
 
-def test_runs_finds_notes_by_tag_and_text(tmp_path: Path, capsys) -> None:
-    path = tmp_path / "t.db"
+def test_runs_finds_notes_by_tag_and_text(store_db: str, capsys) -> None:
+    path = store_db
     record_weather_run(path, "noted")
     record_weather_run(path, "plain")
     cli(capsys, "note", "noted", "--db", str(path), "look at the second lap", "--tag", "workshop")

@@ -5,7 +5,7 @@ rest, terminal control characters made visible; ``--json``; bad input in one lin
 from __future__ import annotations
 
 import json
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -27,16 +27,16 @@ def show(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]
     return code, out.out, out.err
 
 
-def run_id(db: Path, name: str) -> str:
+def run_id(db: str, name: str) -> str:
     with TraceDB(db) as tdb:
         (r,) = [s for s in tdb.runs() if s.name == name]
     return r.id
 
 
-def test_summary_lists_the_findings_at_their_steps(sample_db: Path,
+def test_summary_lists_the_findings_at_their_steps(sample_store: str,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
-    rid = run_id(sample_db, "footgun-wrong-id")
-    code, out, _ = show(capsys, rid[:12], "--db", str(sample_db))
+    rid = run_id(sample_store, "footgun-wrong-id")
+    code, out, _ = show(capsys, rid[:12], "--db", str(sample_store))
     assert code == 0
     lines = out.splitlines()
     assert lines[0] == f"run {rid}  footgun-wrong-id"
@@ -47,10 +47,10 @@ def test_summary_lists_the_findings_at_their_steps(sample_db: Path,
     assert lines[-1] == f"(looptrace show {rid[:12]} --step N: the messages at a step)"
 
 
-def test_a_step_shows_what_the_model_received(sample_db: Path,
+def test_a_step_shows_what_the_model_received(sample_store: str,
                                               capsys: pytest.CaptureFixture[str]) -> None:
-    rid = run_id(sample_db, "footgun-wrong-id")
-    code, out, _ = show(capsys, rid[:12], "--db", str(sample_db), "--step", "8")
+    rid = run_id(sample_store, "footgun-wrong-id")
+    code, out, _ = show(capsys, rid[:12], "--db", str(sample_store), "--step", "8")
     assert code == 0
     lines = out.splitlines()
     assert lines[0] == f"step 8 / 10 of run {rid[:12]}: model enter   lap 2"
@@ -72,7 +72,7 @@ def test_a_step_shows_what_the_model_received(sample_db: Path,
         "[3] tool (tool_call_id call_1, success)",
         "    Bergen: rain, 6\u00b0C.",
     ]
-    code, js, _ = show(capsys, rid[:12], "--db", str(sample_db), "--step", "8", "--json")
+    code, js, _ = show(capsys, rid[:12], "--db", str(sample_store), "--step", "8", "--json")
     d = json.loads(js)
     assert (d["step"], d["hook"], d["phase"], d["messages_total"]) == (8, "model", "enter", 4)
     assert [m.get("tool_call_id") for m in d["messages"]] == [None, None, "call_0", "call_1"]
@@ -85,8 +85,8 @@ def fetch_page(url: str) -> str:
 
 
 def test_long_contents_are_cut_and_control_characters_shown(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    db = tmp_path / "t.db"
+        store_db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    db = store_db
     trace = TraceMiddleware(db=db)
     agent = make_agent(ScriptedChatModel(script=turn_script([
         AIMessage("", tool_calls=[call("fetch_page", {"url": "http://x"}, "c1")]),
@@ -120,17 +120,17 @@ def test_terminal_text_keeps_newlines_tabs_and_letters() -> None:
     (["STEP", "--step", "11"], "has steps 1 to 10, not 11"),
     (["STEP", "--step", "0"], "has steps 1 to 10, not 0"),
 ])
-def test_bad_input_is_one_line(sample_db: Path, capsys: pytest.CaptureFixture[str],
+def test_bad_input_is_one_line(sample_store: str, capsys: pytest.CaptureFixture[str],
                                args: list[str], error: str) -> None:
-    rid = run_id(sample_db, "footgun-wrong-id")
+    rid = run_id(sample_store, "footgun-wrong-id")
     args = [rid[:12] if a == "STEP" else a for a in args]
-    code, out, err = show(capsys, *args, "--db", str(sample_db))
+    code, out, err = show(capsys, *args, "--db", str(sample_store))
     assert (code, out) == (1, "")
     assert err.startswith("looptrace show: ") and error in err and err.count("\n") == 1
 
 
 def test_show_replays_a_run_once_when_its_findings_were_never_kept(
-        sample_db: Path, capsys: pytest.CaptureFixture[str],
+        sample_store: str, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
     """``show`` replays the run it opened once: its findings are found on that replay
     (``check_replay``), not by ``check_run``, which loads and replays the run again."""
@@ -140,23 +140,23 @@ def test_show_replays_a_run_once_when_its_findings_were_never_kept(
         raise AssertionError("check_run: the run replayed a second time")
 
     monkeypatch.setattr(checks_run, "check_run", again)
-    rid = run_id(sample_db, "footgun-wrong-id")
-    code, out, err = show(capsys, rid[:12], "--db", str(sample_db))
+    rid = run_id(sample_store, "footgun-wrong-id")
+    code, out, err = show(capsys, rid[:12], "--db", str(sample_store))
     assert (code, err) == (0, "")
     assert "  ERROR   dangling-tool-call [openai] at step 8" in out.splitlines()
 
 
 def test_the_summary_says_what_the_run_was_asked_and_answered(
-        sample_db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        sample_store: str, capsys: pytest.CaptureFixture[str]) -> None:
     """Issue 39, item 17 (and the plurals of item 10: "1 tool call")."""
-    code, out, _ = show(capsys, "weather", "--db", str(sample_db))
+    code, out, _ = show(capsys, "weather", "--db", str(sample_store))
     assert code == 0
     lines = out.splitlines()
     assert lines[2] == "  2 laps, 2 model calls, 1 tool call, 0 errors, 77 tokens, 14 steps"
     assert lines[3] == "  asked: What's the weather in Oslo?"
     assert lines[4] == ("  answered: It's snowing lightly in Oslo: -3°C with a 4 m/s northerly "
                         "wind. Wear boots!")
-    code, out, _ = show(capsys, "footgun-no-bound", "--db", str(sample_db), "--json")
+    code, out, _ = show(capsys, "footgun-no-bound", "--db", str(sample_store), "--json")
     d = json.loads(out)
     assert d["answered"] is None and d["asked"]  # (it failed on the rate limit: no answer)
 
@@ -172,10 +172,10 @@ class _NamelessModel(ScriptedChatModel):
 
 
 def test_a_model_that_answered_without_its_name_is_not_none_answered(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        new_store: Callable[..., str], capsys: pytest.CaptureFixture[str]) -> None:
     """Issue 47, untrue 1: a run whose model calls all answered, with replies naming no
     model, read "(asked; none answered)"."""
-    db = tmp_path / "t.db"
+    db = new_store("t.db")
     trace = TraceMiddleware(db=db)
     agent = make_agent(_NamelessModel(model_name="nameless", script=turn_script([
         AIMessage("", tool_calls=[call("fetch_page", {"url": "http://x"}, "c1")]),
@@ -189,7 +189,7 @@ def test_a_model_that_answered_without_its_name_is_not_none_answered(
     def refuse(_messages: Any) -> AIMessage:
         raise RuntimeError("rate limited")
 
-    db2 = tmp_path / "t2.db"
+    db2 = new_store("t2.db")
     trace2 = TraceMiddleware(db=db2)
     agent = make_agent(ScriptedChatModel(model_name="nameless", script=refuse),
                        [fetch_page], [trace2])
@@ -202,15 +202,15 @@ def test_a_model_that_answered_without_its_name_is_not_none_answered(
 
 
 def test_a_run_streamed_without_usage_says_why_it_has_no_tokens(
-        sample_db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        sample_store: str, capsys: pytest.CaptureFixture[str]) -> None:
     """openai-shopping streamed through ChatOpenAI at a URL not OpenAI's, which asks for
     no usage then: show says so; openai-weather (not streamed) has its tokens and no
     such line (issue 47 untrue 12: "not reported" and nothing said why)."""
-    code, out, _ = show(capsys, run_id(sample_db, "openai-shopping")[:12], "--db",
-                        str(sample_db))
+    code, out, _ = show(capsys, run_id(sample_store, "openai-shopping")[:12], "--db",
+                        str(sample_store))
     assert code == 0
     assert ("  usage not reported: streamed without stream_options.include_usage: OpenAI"
             " sends no usage then (ChatOpenAI(stream_usage=True) asks for it)") in out
-    code, out, _ = show(capsys, run_id(sample_db, "openai-weather")[:12], "--db",
-                        str(sample_db))
+    code, out, _ = show(capsys, run_id(sample_store, "openai-weather")[:12], "--db",
+                        str(sample_store))
     assert code == 0 and "usage not reported" not in out

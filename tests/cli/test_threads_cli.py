@@ -6,17 +6,17 @@ by real agents with scripted models."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
-from tracer_kit import record_hitl_thread, record_three_turn_thread, record_weather_run
-
 from cli_kit import cli
+from pg_kit import store_on
+from tracer_kit import record_hitl_thread, record_three_turn_thread, record_weather_run
 
 
 @pytest.fixture(scope="module")
-def db(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str], str, str]:
-    path = tmp_path_factory.mktemp("threads") / "t.db"
+def db(engine: str, tmp_path_factory: pytest.TempPathFactory,
+       pg_url: str | None) -> tuple[str, list[str], str, str]:
+    path = store_on(engine, tmp_path_factory.mktemp("threads"), pg_url)
     ids = record_three_turn_thread(path)
     hitl = record_hitl_thread(path)
     lone = record_weather_run(path, "no-thread")

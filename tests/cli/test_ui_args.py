@@ -112,6 +112,7 @@ def test_a_name_needs_a_password_and_localhost_does_not(
 def test_db_is_checked_then_passed_by_its_full_path(
         served: list, sample_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
+    """SQLite only: a file's relative path, and a file that is not a database."""
     monkeypatch.chdir(sample_db.parent)
     assert main(["ui", "--db", sample_db.name]) == 0
     assert served[-1][1]["LOOPTRACE_DB"] == str(sample_db.resolve())

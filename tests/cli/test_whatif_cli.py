@@ -17,16 +17,26 @@ import uuid
 from pathlib import Path
 
 import pytest
+from tracer_kit import rows
 from whatif_kit import AGENT_MODULE, CHANGED_MODULE, root_run, rows_of
 
 from tracer.cli import main
+from tracer.db.schema import connect
 from tracer.read.loader import TraceDB
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 
 
 
-def dump(db: Path) -> list[str]:
+def dump(db: str) -> list[str]:
+    """Every row of the store, as text (to see that nothing changed): SQLite's dump of
+    the file, or each table of the PostgreSQL schema in its key's order."""
+    if db.startswith("postgresql://"):
+        tables = [t for (t,) in rows(db, "SELECT table_name FROM information_schema.tables"
+                                         " WHERE table_schema = current_schema()"
+                                         " ORDER BY table_name")]
+        return [f"{t}: {r!r}" for t in tables
+                for r in rows(db, f"SELECT * FROM {t} ORDER BY 1, 2")]
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
         return list(conn.iterdump())
@@ -35,10 +45,11 @@ def dump(db: Path) -> list[str]:
 
 
 @pytest.fixture
-def recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str, str]:
-    """A recorded weather run, and the name of a module (in the current folder) whose
-    ``make_agent`` builds its agent."""
-    db = tmp_path / "trace.db"
+def recorded(store_db: str, tmp_path: Path,
+             monkeypatch: pytest.MonkeyPatch) -> tuple[str, str, str]:
+    """A recorded weather run (in a store on each engine), and the name of a module (in
+    the current folder) whose ``make_agent`` builds its agent."""
+    db = store_db
     monkeypatch.setenv("LOOPTRACE_TEST_DB", str(db))
     monkeypatch.chdir(tmp_path)
     name = f"agent_{uuid.uuid4().hex[:8]}"
@@ -50,7 +61,7 @@ def recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str
     sys.modules.pop(name, None)
 
 
-def test_rerun_reports_what_it_served(recorded: tuple[Path, str, str],
+def test_rerun_reports_what_it_served(recorded: tuple[str, str, str],
                                        capsys: pytest.CaptureFixture[str]) -> None:
     db, run_id, module = recorded
     assert main(["rerun", run_id[:12], "--agent", f"{module}:make_agent", "--db", str(db),
@@ -66,7 +77,7 @@ def test_rerun_reports_what_it_served(recorded: tuple[Path, str, str],
 
 
 def test_the_old_command_name_still_reruns_and_says_it_is_now_rerun(
-        recorded: tuple[Path, str, str], capsys: pytest.CaptureFixture[str]) -> None:
+        recorded: tuple[str, str, str], capsys: pytest.CaptureFixture[str]) -> None:
     """``looptrace rerun`` (the name before issue 43) is an alias of ``looptrace rerun``."""
     db, run_id, module = recorded
     assert main(["replay", run_id, "--agent", f"{module}:make_agent", "--db", str(db),  # words: keep
@@ -80,7 +91,7 @@ def test_the_old_command_name_still_reruns_and_says_it_is_now_rerun(
         assert t.run(out["run"]).metadata["rerun_of"] == run_id
 
 
-def test_fork_reports_where_the_live_part_began(recorded: tuple[Path, str, str],
+def test_fork_reports_where_the_live_part_began(recorded: tuple[str, str, str],
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     db, run_id, module = recorded
     assert main(["rerun", run_id, "--agent", f"{module}:make_agent", "--db", str(db),
@@ -115,7 +126,7 @@ def test_fork_reports_where_the_live_part_began(recorded: tuple[Path, str, str],
      "the agent has no middleware 'Nope' (its list: TraceMiddleware)"),
 ])
 def test_bad_input_is_one_line_and_writes_nothing(
-        recorded: tuple[Path, str, str], capsys: pytest.CaptureFixture[str],
+        recorded: tuple[str, str, str], capsys: pytest.CaptureFixture[str],
         args: list[str], error: str) -> None:
     db, run_id, module = recorded
     before = dump(db)
@@ -128,12 +139,12 @@ def test_bad_input_is_one_line_and_writes_nothing(
     assert dump(db) == before
 
 
-def test_a_run_without_recorded_input(recorded: tuple[Path, str, str],
+def test_a_run_without_recorded_input(recorded: tuple[str, str, str],
                                       capsys: pytest.CaptureFixture[str]) -> None:
     db, run_id, module = recorded
-    conn = sqlite3.connect(db)
-    with conn:
-        conn.execute("DELETE FROM messages WHERE run_id = ?", [run_id])
+    conn = connect(db)
+    conn.execute("DELETE FROM messages WHERE run_id = ?", [run_id])
+    conn.commit()
     conn.close()
     before = dump(db)
     assert main(["rerun", run_id, "--db", str(db), "--agent", f"{module}:make_agent"]) == 1
@@ -142,7 +153,7 @@ def test_a_run_without_recorded_input(recorded: tuple[Path, str, str],
     assert dump(db) == before
 
 
-def test_a_record_of_an_older_schema(tmp_path: Path, recorded: tuple[Path, str, str],
+def test_a_record_of_an_older_schema(tmp_path: Path, recorded: tuple[str, str, str],
                                      capsys: pytest.CaptureFixture[str]) -> None:
     _, _, module = recorded
     old = tmp_path / "schema2.db"
@@ -156,7 +167,7 @@ def test_a_record_of_an_older_schema(tmp_path: Path, recorded: tuple[Path, str, 
 
 
 def test_an_agent_that_diverges_before_the_fork_stops_there(
-        tmp_path: Path, recorded: tuple[Path, str, str],
+        tmp_path: Path, recorded: tuple[str, str, str],
         capsys: pytest.CaptureFixture[str]) -> None:
     db, run_id, _ = recorded
     name = f"changed_{uuid.uuid4().hex[:8]}"
@@ -177,7 +188,7 @@ def test_an_agent_that_diverges_before_the_fork_stops_there(
     assert rows_of(db, run_id) == before
 
 
-def test_a_rerun_served_whole_says_nothing_ran_live(recorded: tuple[Path, str, str],
+def test_a_rerun_served_whole_says_nothing_ran_live(recorded: tuple[str, str, str],
                                                      capsys: pytest.CaptureFixture[str]) -> None:
     """Issue 39, item 10: "live: 0 model calls, 0 tool calls (a tool the agent lacks, a
     result the record holds only as a repr)" explained nothing when nothing ran live."""
@@ -214,13 +225,13 @@ def make_agent(middleware=(trace,)):
 
 def test_an_agent_with_async_only_tools_reruns_with_async(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+        capsys: pytest.CaptureFixture[str], store_db: str) -> None:
     # (issue 44's leftover: the CLI ran every rerun through invoke, so an agent whose
     # tools are async only ended with "does not support sync invocation")
     import asyncio
     import importlib
 
-    db = tmp_path / "trace.db"
+    db = store_db
     monkeypatch.setenv("LOOPTRACE_TEST_DB", str(db))
     monkeypatch.chdir(tmp_path)
     name = f"agent_{uuid.uuid4().hex[:8]}"

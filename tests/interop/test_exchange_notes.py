@@ -7,6 +7,7 @@ refused with its line number, nothing imported."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -24,8 +25,8 @@ def notes(db: Path, rid: str) -> list[tuple[int | None, str, tuple[str, ...], st
 
 
 @pytest.fixture
-def noted(tmp_path: Path) -> tuple[Path, str]:
-    db = tmp_path / "a.db"
+def noted(new_store: Callable[..., str]) -> tuple[str, str]:
+    db = new_store("a.db")
     rid = record_weather_run(db)
     add_note(db, rid, "the tool call goes out here", step=3, tags=["workshop"], author="ann")
     add_note(db, rid, "line one\nline two \u2028 \x1b[2J", step=9, tags=["bug"])
@@ -33,7 +34,8 @@ def noted(tmp_path: Path) -> tuple[Path, str]:
     return db, rid
 
 
-def test_notes_round_trip_through_a_trace_file(noted: tuple[Path, str], tmp_path: Path) -> None:
+def test_notes_round_trip_through_a_trace_file(noted: tuple[str, str], tmp_path: Path,
+        new_store: Callable[..., str]) -> None:
     db, rid = noted
     out = export_run(db, rid, tmp_path / "run.jsonl")
     lines = out.read_text(encoding="utf-8").splitlines()
@@ -41,7 +43,7 @@ def test_notes_round_trip_through_a_trace_file(noted: tuple[Path, str], tmp_path
     assert [r["row"]["text"] for r in kept] == [
         "the tool call goes out here", "line one\nline two \u2028 \x1b[2J", "answers in two laps"]
     assert all("id" not in r["row"] for r in kept)  # (the file's ids are its own)
-    other = tmp_path / "b.db"
+    other = new_store("b.db")
     assert import_trace(out, other) == [rid]
     assert notes(other, rid) == notes(db, rid) == [
         (None, "answers in two laps", ("good-example",), None),
@@ -53,10 +55,11 @@ def test_notes_round_trip_through_a_trace_file(noted: tuple[Path, str], tmp_path
 
 
 def test_a_second_import_adds_nothing_and_keeps_notes_written_since(
-        noted: tuple[Path, str], tmp_path: Path) -> None:
+        noted: tuple[str, str], tmp_path: Path,
+        new_store: Callable[..., str]) -> None:
     db, rid = noted
     out = export_run(db, rid, tmp_path / "run.jsonl")
-    other = tmp_path / "b.db"
+    other = new_store("b.db")
     import_trace(out, other)
     import_trace(out, other)
     assert rows(other, "SELECT COUNT(*) FROM notes") == [(3,)]

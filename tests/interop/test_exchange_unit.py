@@ -10,9 +10,12 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from pg_kit import untouched
+from tracer_kit import rows
 
 from tracer.db.schema import SCHEMA_VERSION, connect
 from tracer.errors import RunNotFound, TraceFileError
@@ -82,7 +85,10 @@ def trace(tmp_path: Path) -> Path:
     return write(tmp_path / "t.jsonl", trace_lines())
 
 
-def table(db: Path, sql: str) -> list[tuple]:
+def table(db: str | Path, sql: str) -> list[tuple]:
+    """Rows of ``sql`` read straight from the store (SQLite or PostgreSQL)."""
+    if str(db).startswith("postgresql://"):
+        return rows(str(db), sql)
     conn = sqlite3.connect(db)
     try:
         return conn.execute(sql).fetchall()
@@ -91,8 +97,8 @@ def table(db: Path, sql: str) -> list[tuple]:
 
 
 # -- a round trip, line for line ----------------------------------------------------
-def test_import_then_export_gives_the_file_back(trace: Path, tmp_path: Path) -> None:
-    db = tmp_path / "x.db"
+def test_import_then_export_gives_the_file_back(trace: Path, tmp_path: Path, store_db: str) -> None:
+    db = store_db
     assert import_trace(trace, db) == ["run-a", "run-b"]
     out = export_run(db, "run-a", tmp_path / "sub" / "again.jsonl")
     assert out == tmp_path / "sub" / "again.jsonl"  # parent folders made
@@ -112,8 +118,8 @@ def test_import_then_export_gives_the_file_back(trace: Path, tmp_path: Path) -> 
 
 
 def test_export_by_prefix_writes_the_full_tree_with_a_header(trace: Path,
-                                                            tmp_path: Path) -> None:
-    db = tmp_path / "x.db"
+                                                            tmp_path: Path, store_db: str) -> None:
+    db = store_db
     import_trace(trace, db)
     with TraceDB(db) as tdb:
         assert run_tree(tdb, "run-a") == ["run-a", "run-b"]
@@ -131,7 +137,7 @@ def test_export_by_prefix_writes_the_full_tree_with_a_header(trace: Path,
     assert not (tmp_path / "c.jsonl").exists() and not (tmp_path / "d.jsonl").exists()
 
 
-def test_run_tree_is_parents_first_and_children_by_start(tmp_path: Path) -> None:
+def test_run_tree_is_parents_first_and_children_by_start(store_db: str) -> None:
     runs = [
         {**RUN_A, "id": "root", "started_at": 1.0},
         {**RUN_A, "id": "late", "parent_id": "root", "started_at": 3.0},
@@ -139,15 +145,15 @@ def test_run_tree_is_parents_first_and_children_by_start(tmp_path: Path) -> None
         {**RUN_A, "id": "grandchild", "parent_id": "early", "started_at": 2.5},
         {**RUN_A, "id": "other", "started_at": 0.5},
     ]
-    db = tmp_path / "tree.db"
+    db = store_db
     import_rows([("runs", r) for r in runs], db)
     with TraceDB(db) as tdb:
         assert run_tree(tdb, "root") == ["root", "early", "late", "grandchild"]
         assert run_tree(tdb, "other") == ["other"]
 
 
-def test_wire_ids_are_not_exported(trace: Path, tmp_path: Path) -> None:
-    db = tmp_path / "x.db"
+def test_wire_ids_are_not_exported(trace: Path, store_db: str) -> None:
+    db = store_db
     import_trace(trace, db)
     import_trace(trace, db)  # imported again: replaced, not added
     assert table(db, "SELECT COUNT(*) FROM wire") == [(1,)]
@@ -158,8 +164,8 @@ def test_wire_ids_are_not_exported(trace: Path, tmp_path: Path) -> None:
 
 
 # -- replace, add, keep_stored ----------------------------------------------------------
-def test_replace_deletes_the_runs_it_holds_and_no_other(trace: Path, tmp_path: Path) -> None:
-    db = tmp_path / "x.db"
+def test_replace_deletes_the_runs_it_holds_and_no_other(trace: Path, store_db: str) -> None:
+    db = store_db
     import_rows([("runs", {**RUN_A, "id": "bystander"}),
                  ("events", {**EVENTS_A[0], "run_id": "bystander"})], db)
     import_rows([("runs", RUN_A), ("events", EVENTS_A[0]), ("events", EVENTS_A[1])], db)
@@ -171,8 +177,8 @@ def test_replace_deletes_the_runs_it_holds_and_no_other(trace: Path, tmp_path: P
         ("bystander", "completed"), ("run-a", "error")]
 
 
-def test_without_replace_a_second_copy_is_refused(trace: Path, tmp_path: Path) -> None:
-    db = tmp_path / "x.db"
+def test_without_replace_a_second_copy_is_refused(trace: Path, store_db: str) -> None:
+    db = store_db
     import_trace(trace, db, replace=False)
     with pytest.raises(sqlite3.IntegrityError):
         import_trace(trace, db, replace=False)
@@ -181,8 +187,8 @@ def test_without_replace_a_second_copy_is_refused(trace: Path, tmp_path: Path) -
     assert table(db, "SELECT COUNT(*) FROM wire") == [(1,)]
 
 
-def test_keep_stored_adds_a_partial_trace_without_losing_or_doubling(tmp_path: Path) -> None:
-    db = tmp_path / "x.db"
+def test_keep_stored_adds_a_partial_trace_without_losing_or_doubling(store_db: str) -> None:
+    db = store_db
     import_rows([("runs", RUN_A), ("events", EVENTS_A[0]), ("wire", WIRE_A)], db)
     # the rest of the run arrives: an event, the same wire row again, a later run status
     import_rows([("runs", {**RUN_A, "status": "error"}), ("events", EVENTS_A[1]),
@@ -192,11 +198,11 @@ def test_keep_stored_adds_a_partial_trace_without_losing_or_doubling(tmp_path: P
     assert table(db, "SELECT status FROM runs") == [("error",)]
 
 
-def test_import_many_returns_every_run_id(trace: Path, tmp_path: Path) -> None:
+def test_import_many_returns_every_run_id(trace: Path, tmp_path: Path, store_db: str) -> None:
     other = write(tmp_path / "o.jsonl", [json.dumps({**HEADER, "root": "solo", "runs": 1}),
                                          rec("runs", {**RUN_A, "id": "solo"})])
-    assert import_many([trace, other], tmp_path / "m.db") == ["run-a", "run-b", "solo"]
-    assert import_many([], tmp_path / "m.db") == []
+    assert import_many([trace, other], store_db) == ["run-a", "run-b", "solo"]
+    assert import_many([], store_db) == []
 
 
 # -- bad trace files: one line naming the file and the line ---------------------------------
@@ -221,7 +227,7 @@ BAD = [
 
 @pytest.mark.parametrize(("lines", "words"), BAD)
 def test_a_bad_trace_file_is_one_clear_error(tmp_path: Path, lines: list[str],
-                                             words: str) -> None:
+                                             words: str, store_db: str) -> None:
     path = write(tmp_path / "bad.jsonl", lines) if lines else tmp_path / "bad.jsonl"
     if not lines:
         path.write_text("", encoding="utf-8")
@@ -229,10 +235,10 @@ def test_a_bad_trace_file_is_one_clear_error(tmp_path: Path, lines: list[str],
         read_trace(path)
     msg = str(info.value)
     assert msg.startswith(str(path)) and words in msg and "\n" not in msg
-    db = tmp_path / "x.db"
+    db = store_db
     with pytest.raises(TraceFileError):
         import_trace(path, db)
-    assert not db.exists()  # nothing was written
+    assert untouched(db)  # nothing was written
 
 
 def test_unreadable_trace_files(tmp_path: Path) -> None:
@@ -342,8 +348,8 @@ def test_normalize_keeps_what_is_not_an_id() -> None:
         "seq": 3, "payload": "call_weather_1 o:12 abc12345", "hook": "before_model"}}]
 
 
-def test_an_imported_file_opens_in_the_reader(trace: Path, tmp_path: Path) -> None:
-    db = tmp_path / "x.db"
+def test_an_imported_file_opens_in_the_reader(trace: Path, store_db: str) -> None:
+    db = store_db
     import_trace(trace, db)
     connect(db).close()
     with TraceDB(db) as tdb:
@@ -355,10 +361,10 @@ def test_an_imported_file_opens_in_the_reader(trace: Path, tmp_path: Path) -> No
 
 
 # -- what mutation testing showed untested (tests/README.md) --------------------------------
-def test_an_exported_file_is_readable_text_in_column_order(tmp_path: Path) -> None:
+def test_an_exported_file_is_readable_text_in_column_order(tmp_path: Path, store_db: str) -> None:
     """Readable JSONL: non-ASCII text as it is (not \\u escapes), each row's columns in
     the table's order, "table" before "row"."""
-    db = tmp_path / "x.db"
+    db = store_db
     text = "Light snow, -3°C — Tromsø"
     import_rows([("runs", RUN_A), ("messages", {**MESSAGE_A, "text": text})], db)
     out = export_run(db, "run-a", tmp_path / "a" / "b" / "c.jsonl")  # folders made
@@ -370,8 +376,8 @@ def test_an_exported_file_is_readable_text_in_column_order(tmp_path: Path) -> No
     assert list(json.loads(raw[2])["row"])[:3] == ["run_id", "position", "seq"]
 
 
-def test_children_without_a_start_time_come_first(tmp_path: Path) -> None:
-    db = tmp_path / "t.db"
+def test_children_without_a_start_time_come_first(store_db: str) -> None:
+    db = store_db
     import_rows([("runs", {**RUN_A, "id": "root"}),
                  ("runs", {**RUN_A, "id": "timed", "parent_id": "root", "started_at": 0.5}),
                  ("runs", {**RUN_A, "id": "untimed", "parent_id": "root", "started_at": None})],
@@ -386,15 +392,15 @@ def test_a_header_without_schema_version_is_read(tmp_path: Path) -> None:
     assert header == {"format": FORMAT, "root": "run-a"} and rows == [("runs", RUN_A)]
 
 
-def test_a_trace_holding_a_row_twice_keeps_the_last(tmp_path: Path) -> None:
-    db = tmp_path / "x.db"
+def test_a_trace_holding_a_row_twice_keeps_the_last(store_db: str) -> None:
+    db = store_db
     import_rows([("runs", RUN_A), ("events", EVENTS_A[0]),
                  ("events", {**EVENTS_A[0], "payload": '{"again":1}'})], db)
     assert table(db, "SELECT payload FROM events") == [('{"again":1}',)]
 
 
-def test_keep_stored_without_replace_overwrites_rows_it_holds(tmp_path: Path) -> None:
-    db = tmp_path / "x.db"
+def test_keep_stored_without_replace_overwrites_rows_it_holds(store_db: str) -> None:
+    db = store_db
     import_rows([("runs", RUN_A), ("events", EVENTS_A[0])], db)
     import_rows([("runs", {**RUN_A, "status": "error"}), ("events", EVENTS_A[0])], db,
                 replace=False, keep_stored=True)
@@ -402,10 +408,10 @@ def test_keep_stored_without_replace_overwrites_rows_it_holds(tmp_path: Path) ->
     assert table(db, "SELECT COUNT(*) FROM events") == [(1,)]
 
 
-def test_counts_follow_a_run_that_arrives_in_parts(tmp_path: Path) -> None:
+def test_counts_follow_a_run_that_arrives_in_parts(new_store: Callable[..., str]) -> None:
     """A trace cut in transit (keep_stored): the runs list's counts cover every part,
     whichever part holds the run's row."""
-    db = tmp_path / "x.db"
+    db = new_store("x.db")
     model_exit = {**EVENTS_A[1], "seq": 2, "phase": "exit"}
     # the run's row (ended) and its first event, then the rest without the run's row
     import_rows([("runs", RUN_A), ("events", EVENTS_A[0])], db)
@@ -414,7 +420,7 @@ def test_counts_follow_a_run_that_arrives_in_parts(tmp_path: Path) -> None:
         (s,) = tdb.runs()
     assert (s.laps, s.model_calls, s.events) == (1, 1, 3)
     # events first while it runs, then the row saying it ended
-    other = tmp_path / "y.db"
+    other = new_store("y.db")
     import_rows([("runs", {**RUN_A, "status": "running"}), ("events", EVENTS_A[0]),
                  ("events", EVENTS_A[1])], other)
     import_rows([("runs", RUN_A)], other, keep_stored=True)

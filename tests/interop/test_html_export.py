@@ -15,6 +15,7 @@ import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
+from pg_kit import store_on
 
 from tracer import TraceMiddleware
 from tracer.cli import main
@@ -56,8 +57,9 @@ def record_hostile(db: Path) -> str:
 
 
 @pytest.fixture(scope="module")
-def hostile(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    db = tmp_path_factory.mktemp("html") / "trace.db"
+def hostile(engine: str, tmp_path_factory: pytest.TempPathFactory,
+            pg_url: str | None) -> tuple[str, str]:
+    db = store_on(engine, tmp_path_factory.mktemp("html"), pg_url)
     return db, record_hostile(db)
 
 
@@ -199,15 +201,15 @@ def test_cli_export_html(hostile: tuple[Path, str], tmp_path: Path,
 
 
 @pytest.mark.skipif(not sample_files(), reason="no sample traces bundled yet")
-def test_every_sample_trace_exports_as_one_self_contained_file(sample_db: Path,
+def test_every_sample_trace_exports_as_one_self_contained_file(sample_store: str,
                                                                 tmp_path: Path) -> None:
-    with TraceDB(sample_db) as tdb:
+    with TraceDB(sample_store) as tdb:
         runs = tdb.runs()
     assert runs
     by_id = {r.id: r for r in runs}
     nested = 0
     for r in runs:
-        out = export_html(sample_db, r.id, tmp_path / f"{r.id}.html")
+        out = export_html(sample_store, r.id, tmp_path / f"{r.id}.html")
         data = check_self_contained(out.read_text("utf-8"))
         assert data["run"]["id"] == r.id
         assert len(data["steps"]) == r.events
@@ -221,16 +223,16 @@ def test_every_sample_trace_exports_as_one_self_contained_file(sample_db: Path,
     assert nested or not any(r.parent_id for r in runs)
 
 
-def test_the_header_says_the_runs_cost(sample_db: Path, tmp_path: Path) -> None:
+def test_the_header_says_the_runs_cost(sample_store: str, tmp_path: Path) -> None:
     """Issue 37: the exported file's header says each run's cost (claude-haiku-4-5, $1 in
     and $5 out per million tokens: 368 in, 92 out), "unknown" where no price is known."""
-    with TraceDB(sample_db) as db:
+    with TraceDB(sample_store) as db:
         ids = {r.name: r.id for r in db.runs()}
-    page = export_html(sample_db, ids["anthropic-shopping"], tmp_path / "a.html").read_text()
+    page = export_html(sample_store, ids["anthropic-shopping"], tmp_path / "a.html").read_text()
     data = json.loads(DATA_RE.search(page).group(1))  # type: ignore[union-attr]
     assert data["run"]["cost"] == "cost $0.000828"
     assert "R.run.cost" in page  # (the header shows it: #run-meta)
-    page = export_html(sample_db, ids["deep-research"], tmp_path / "d.html").read_text()
+    page = export_html(sample_store, ids["deep-research"], tmp_path / "d.html").read_text()
     data = json.loads(DATA_RE.search(page).group(1))  # type: ignore[union-attr]
     assert data["run"]["cost"] == "cost unknown with 1 subagent run (unknown its own)"
     assert [d["run"]["cost"] for d in data["subruns"].values()] == ["cost unknown"]

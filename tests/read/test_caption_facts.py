@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
+from pg_kit import store_on
 from truth.run import run_truth
 from truth.scenarios import SCENARIOS
 
@@ -251,14 +251,14 @@ def check_replay(rp: Replay, seen: dict[str, int]) -> list[str]:
     return wrong
 
 
-def replays_of(db: Path) -> list[Replay]:
+def replays_of(db: str) -> list[Replay]:
     with TraceDB(db) as tdb:
         return [build_replay(tdb.run(r.id)) for r in tdb.runs()]
 
 
-def test_every_caption_of_every_sample_is_true(sample_db: Path) -> None:
+def test_every_caption_of_every_sample_is_true(sample_store: str) -> None:
     seen: dict[str, int] = {}
-    wrong = [w for rp in replays_of(sample_db) for w in check_replay(rp, seen)]
+    wrong = [w for rp in replays_of(sample_store) for w in check_replay(rp, seen)]
     assert not wrong, "\n".join(wrong)
     # the statements the workshop meets most are met here, so their checks ran
     for pattern in (r"[Tt]he run fail(s|ed)\b", r"called with (\d+) messages?\b",
@@ -276,10 +276,11 @@ def test_every_caption_of_every_sample_is_true(sample_db: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def truth_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def truth_db(engine: str, tmp_path_factory: pytest.TempPathFactory,
+             pg_url: str | None) -> str:
     """Every truth agent, traced with the callback handler (TraceMiddleware first) and
-    without it (TraceMiddleware last), into one file."""
-    db = tmp_path_factory.mktemp("truth") / "truth.db"
+    without it (TraceMiddleware last), into one store (on each engine)."""
+    db = store_on(engine, tmp_path_factory.mktemp("truth"), pg_url, "truth.db")
     for name in sorted(SCENARIOS):
         for position, attach in (("first", True), ("last", False)):
             trace = TraceMiddleware(db=db, run_name=f"{name}-{position}")
@@ -290,7 +291,7 @@ def truth_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return db
 
 
-def test_every_caption_of_every_truth_agent_is_true(truth_db: Path) -> None:
+def test_every_caption_of_every_truth_agent_is_true(truth_db: str) -> None:
     seen: dict[str, int] = {}
     rps = replays_of(truth_db)
     assert len([r for r in rps if not r.run.summary.parent_id]) == 2 * len(SCENARIOS)

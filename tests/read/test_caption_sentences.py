@@ -2,12 +2,11 @@
 where it is not: the sentence is said from facts of *this* run's record.
 
 Real agents (``create_agent``, a hand-rolled loop) driven by scripted models, recorded
-into a real SQLite file, and the bundled samples (``sample_db``)."""
+into a store, and the bundled samples (``sample_store``), on each engine (``tests/conftest.py``)."""
 
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -42,7 +41,7 @@ def _model() -> ScriptedChatModel:
     ]))
 
 
-def _replay(db: Path, name: str | None = None) -> Replay:
+def _replay(db: str, name: str | None = None) -> Replay:
     with TraceDB(db) as t:
         runs = [r for r in t.runs() if name is None or r.name == name]
         assert runs, name
@@ -55,8 +54,7 @@ def _said(rp: Replay, hook: str, phase: str) -> list[str]:
 
 
 # -- a create_agent without middleware, recorded by the callback handler alone --------
-def _plain_agent(tmp_path: Path) -> Replay:
-    db = tmp_path / "agent.db"
+def _plain_agent(db: str) -> Replay:
     handler = TraceCallbackHandler(db=db)
     agent = create_agent(_model(), tools=[get_weather])
     agent.invoke({"messages": [("user", "Weather in Oslo?")]}, config={"callbacks": [handler]})
@@ -64,8 +62,7 @@ def _plain_agent(tmp_path: Path) -> Replay:
     return _replay(db)
 
 
-def _hand_rolled(tmp_path: Path) -> Replay:
-    db = tmp_path / "loop.db"
+def _hand_rolled(db: str) -> Replay:
     handler = TraceCallbackHandler(db=db)
     llm = _model()
 
@@ -87,8 +84,8 @@ def _hand_rolled(tmp_path: Path) -> Replay:
     return _replay(db)
 
 
-def test_a_create_agent_without_middleware_is_an_agent_graph(tmp_path: Path) -> None:
-    rp = _plain_agent(tmp_path)
+def test_a_create_agent_without_middleware_is_an_agent_graph(store_db: str) -> None:
+    rp = _plain_agent(store_db)
     assert not rp.used_hooks  # no middleware hook fired: only the callback handler saw it
     assert shape(rp) == "agent"
     first = captions(rp)[0]
@@ -103,8 +100,8 @@ def test_a_create_agent_without_middleware_is_an_agent_graph(tmp_path: Path) -> 
     assert seen.get(r"a create_agent graph with no middleware hook")
 
 
-def test_a_hand_rolled_loop_is_still_a_loop(tmp_path: Path) -> None:
-    rp = _hand_rolled(tmp_path)
+def test_a_hand_rolled_loop_is_still_a_loop(store_db: str) -> None:
+    rp = _hand_rolled(store_db)
     assert shape(rp) == "loop"
     assert "the loop's code is called" in captions(rp)[0]
     assert not any("create_agent" in c for c in captions(rp))
@@ -114,8 +111,8 @@ def test_a_hand_rolled_loop_is_still_a_loop(tmp_path: Path) -> None:
 
 
 # -- a loop's tool result: in the conversation only with the next model call -----------
-def test_a_loops_tool_exit_says_where_its_result_arrives(tmp_path: Path) -> None:
-    rp = _hand_rolled(tmp_path)
+def test_a_loops_tool_exit_says_where_its_result_arrives(store_db: str) -> None:
+    rp = _hand_rolled(store_db)
     said = captions(rp)
     (exit_,) = [s for s in rp.steps if (s.event.hook, s.event.phase) == ("tool", "exit")]
     tcid = exit_.event.tool_call_id
@@ -127,8 +124,8 @@ def test_a_loops_tool_exit_says_where_its_result_arrives(tmp_path: Path) -> None
     assert rp.steps[later].event.hook == "model" and rp.steps[later].event.phase == "enter"
 
 
-def test_an_agents_tool_exit_answers_the_call_at_once(tmp_path: Path) -> None:
-    rp = _plain_agent(tmp_path)
+def test_an_agents_tool_exit_answers_the_call_at_once(store_db: str) -> None:
+    rp = _plain_agent(store_db)
     said = captions(rp)
     (exit_,) = [s for s in rp.steps if (s.event.hook, s.event.phase) == ("tool", "exit")]
     assert "not in the conversation yet" not in said[exit_.index]
@@ -137,8 +134,8 @@ def test_an_agents_tool_exit_answers_the_call_at_once(tmp_path: Path) -> None:
 
 
 # -- an agent with no after_agent hook: the conditional edge goes to END ----------------
-def test_the_exit_edge_goes_to_end_without_an_after_agent_hook(tmp_path: Path) -> None:
-    db = tmp_path / "lean.db"
+def test_the_exit_edge_goes_to_end_without_an_after_agent_hook(store_db: str) -> None:
+    db = store_db
     trace = LeanTraceMiddleware(db=db)
     agent = create_agent(_model(), tools=[get_weather],
                          middleware=[trace, ModelCallLimitMiddleware(run_limit=5)])
@@ -155,16 +152,16 @@ def test_the_exit_edge_goes_to_end_without_an_after_agent_hook(tmp_path: Path) -
     assert check_replay(rp, {}) == []
 
 
-def test_the_exit_edge_goes_to_after_agent_with_one(sample_db: Path) -> None:
-    rp = _replay(sample_db, "weather")
+def test_the_exit_edge_goes_to_after_agent_with_one(sample_store: str) -> None:
+    rp = _replay(sample_store, "weather")
     assert any(s.event.hook == "after_agent" for s in rp.steps)
     assert _said(rp, "after_model", "fire")[-1].endswith(
         "Next, the conditional edge goes to after_agent.")
 
 
 # -- the conditional edge: after the lap's last after_model firing, not after each -------
-def test_the_edge_is_said_at_the_laps_last_after_model_only(sample_db: Path) -> None:
-    rp = _replay(sample_db, "support-desk")  # (middleware-stack: two after_model hooks)
+def test_the_edge_is_said_at_the_laps_last_after_model_only(sample_store: str) -> None:
+    rp = _replay(sample_store, "support-desk")  # (middleware-stack: two after_model hooks)
     said = captions(rp)
     firings = [s for s in rp.steps if (s.event.hook, s.event.phase) == ("after_model", "fire")]
     laps = sorted({s.event.lap for s in firings})
@@ -179,8 +176,8 @@ def test_the_edge_is_said_at_the_laps_last_after_model_only(sample_db: Path) -> 
         assert rp.steps[last.index + 1].event.hook in ("wrap_tool_call", "after_agent")
 
 
-def test_one_after_model_a_lap_goes_straight_to_the_edge(sample_db: Path) -> None:
-    rp = _replay(sample_db, "shopping")
+def test_one_after_model_a_lap_goes_straight_to_the_edge(sample_store: str) -> None:
+    rp = _replay(sample_store, "shopping")
     firings = _said(rp, "after_model", "fire")
     assert len(firings) == len({s.event.lap for s in rp.steps if s.event.hook == "after_model"})
     assert all("Next, the conditional edge goes to" in c for c in firings)
@@ -188,8 +185,8 @@ def test_one_after_model_a_lap_goes_straight_to_the_edge(sample_db: Path) -> Non
 
 
 # -- what a reply's tool calls became ----------------------------------------------------
-def test_a_reply_paused_for_a_human_says_which_call_ran(sample_db: Path) -> None:
-    rp = _replay(sample_db, "approvals")
+def test_a_reply_paused_for_a_human_says_which_call_ran(sample_store: str) -> None:
+    rp = _replay(sample_store, "approvals")
     first = _said(rp, "wrap_model_call", "exit")[0]
     assert "in parallel" not in first
     ran = [s.event.tool_call_id for s in rp.steps
@@ -200,23 +197,23 @@ def test_a_reply_paused_for_a_human_says_which_call_ran(sample_db: Path) -> None
             "without running.") in first
 
 
-def test_a_reply_whose_calls_all_ran_says_they_run_in_parallel(sample_db: Path) -> None:
-    rp = _replay(sample_db, "shopping")
+def test_a_reply_whose_calls_all_ran_says_they_run_in_parallel(sample_store: str) -> None:
+    rp = _replay(sample_store, "shopping")
     first = _said(rp, "wrap_model_call", "exit")[0]
     assert first.endswith("routes to tools, which run them in parallel.")
     assert "pauses" not in first
 
 
 # -- a Command's update: a subagent's result only where a subagent ran ------------------
-def test_the_subagent_sentence_where_a_subagent_ran(sample_db: Path) -> None:
-    rp = _replay(sample_db, "deep-research")
+def test_the_subagent_sentence_where_a_subagent_ran(sample_store: str) -> None:
+    rp = _replay(sample_store, "deep-research")
     said = [c for c in _said(rp, "wrap_tool_call", "exit") if "Command" in c]
     assert said and all("the subagent that ran inside this call" in c for c in said)
     assert rp.run.children and rp.run.children[0].parent_tool_call_id
 
 
-def test_no_subagent_sentence_where_none_ran(sample_db: Path) -> None:
-    rp = _replay(sample_db, "release-notes")
+def test_no_subagent_sentence_where_none_ran(sample_store: str) -> None:
+    rp = _replay(sample_store, "release-notes")
     assert not rp.run.children
     said = [c for c in _said(rp, "wrap_tool_call", "exit") if "Command" in c]
     assert said and not any("subagent" in c for c in said)
@@ -230,18 +227,18 @@ def _notifier(rp: Replay) -> str:
     return c
 
 
-def test_the_parent_notifier_on_a_top_level_run_tells_nobody(sample_db: Path) -> None:
-    rp = _replay(sample_db, "deep-research")
+def test_the_parent_notifier_on_a_top_level_run_tells_nobody(sample_store: str) -> None:
+    rp = _replay(sample_store, "deep-research")
     assert rp.run.summary.parent_id is None
     c = _notifier(rp)
     assert "No parent run is recorded for this run" in c
     assert "tells the parent agent" not in c
 
 
-def test_the_parent_notifier_in_a_run_with_a_parent(sample_db: Path) -> None:
+def test_the_parent_notifier_in_a_run_with_a_parent(sample_store: str) -> None:
     """The same record, read as a run that another run started (the samples' subagent,
     ``researcher``, has no _ParentNotifierMiddleware: Deep Agents gives it none)."""
-    run = _replay(sample_db, "deep-research").run
+    run = _replay(sample_store, "deep-research").run
     child = replace(run, summary=replace(run.summary, parent_id="the-parent-run"))
     c = _notifier(build_replay(child))
     assert "No parent run is recorded" not in c
@@ -250,8 +247,8 @@ def test_the_parent_notifier_in_a_run_with_a_parent(sample_db: Path) -> None:
 
 # -- "Lap N begins": once a lap, at its first before_model -------------------------------
 @pytest.mark.parametrize("name", ["support-desk", "stuck-search"])
-def test_lap_begins_once_a_lap(sample_db: Path, name: str) -> None:
-    rp = _replay(sample_db, name)
+def test_lap_begins_once_a_lap(sample_store: str, name: str) -> None:
+    rp = _replay(sample_store, name)
     said = captions(rp)
     firings = [s for s in rp.steps if s.event.hook == "before_model"]
     laps = {s.event.lap for s in firings}
@@ -261,8 +258,7 @@ def test_lap_begins_once_a_lap(sample_db: Path, name: str) -> None:
 
 
 # -- a fork's --message edit: the fork's, at its step, and the edited message from there -
-def _forked(tmp_path: Path, edit: Edit | None = None) -> tuple[Replay, Replay]:
-    db = tmp_path / "fork.db"
+def _forked(db: str, edit: Edit | None = None) -> tuple[Replay, Replay]:
     demo = AGENTS["weather"](str(db))
     demo.record()
     original = _replay(db)
@@ -274,8 +270,8 @@ def _forked(tmp_path: Path, edit: Edit | None = None) -> tuple[Replay, Replay]:
         return original, build_replay(t.run(res.run_id))
 
 
-def test_a_forks_message_edit_is_the_forks(tmp_path: Path) -> None:
-    original, fork = _forked(tmp_path)
+def test_a_forks_message_edit_is_the_forks(store_db: str) -> None:
+    original, fork = _forked(store_db)
     f = fork.fork_edit
     assert f is not None and f.written is not None
     said = captions(fork)
@@ -302,8 +298,8 @@ def test_a_forks_message_edit_is_the_forks(tmp_path: Path) -> None:
                for m in original.messages_at(i) if m.type == "human")
 
 
-def test_a_forks_drop_edit_is_the_forks(tmp_path: Path) -> None:
-    _, fork = _forked(tmp_path, Edit("drop", position=2))
+def test_a_forks_drop_edit_is_the_forks(store_db: str) -> None:
+    _, fork = _forked(store_db, Edit("drop", position=2))
     f = fork.fork_edit
     assert f is not None and f.written is not None
     said = captions(fork)
@@ -338,8 +334,8 @@ def _replayer_keys(rp: Replay) -> list[list[str]]:
 @pytest.mark.parametrize("edit", [Edit("drop", position=2),
                                   Edit("insert", position=1, text="Also in Bergen?")],
                          ids=["drop", "insert"])
-def test_a_forks_drop_or_insert_shows_from_its_step_on(tmp_path: Path, edit: Edit) -> None:
-    original, fork = _forked(tmp_path, edit)
+def test_a_forks_drop_or_insert_shows_from_its_step_on(store_db: str, edit: Edit) -> None:
+    original, fork = _forked(store_db, edit)
     f = fork.fork_edit
     assert f is not None and f.written is not None
     written = next(s.index for s in fork.steps if s.event.seq == f.written)

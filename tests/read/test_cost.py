@@ -19,6 +19,7 @@ import genai_prices
 import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage
+from pg_kit import store_on
 
 from tracer import TraceMiddleware
 from tracer.cli import main
@@ -29,8 +30,8 @@ from tracer.read.loader import TraceDB
 
 
 @pytest.fixture(scope="module")
-def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    db = tmp_path_factory.mktemp("demo") / "demo.db"
+def demo_db(engine: str, tmp_path_factory: pytest.TempPathFactory, pg_url: str | None) -> str:
+    db = store_on(engine, tmp_path_factory.mktemp("demo"), pg_url, "demo.db")
     assert main(["demo", "--db", str(db)]) == 0
     return db
 
@@ -68,7 +69,7 @@ def _expected(db: TraceDB, run_id: str) -> tuple[Decimal | None, int, int]:
     return (total if priced == calls else None), calls, priced
 
 
-def test_every_demo_run_costs_what_genai_prices_says(demo_db: Path) -> None:
+def test_every_demo_run_costs_what_genai_prices_says(demo_db: str) -> None:
     with TraceDB(demo_db) as db:
         runs = db.runs()
         costs = run_costs(db, [r.id for r in runs], Prices())
@@ -103,7 +104,7 @@ def test_every_demo_run_costs_what_genai_prices_says(demo_db: Path) -> None:
 
 
 def test_an_override_file_prices_custom_models_and_subagent_runs_apart(
-        demo_db: Path, tmp_path: Path) -> None:
+        demo_db: str, tmp_path: Path) -> None:
     f = tmp_path / "prices.toml"
     f.write_text('[models."scripted-deep"]\ninput_per_mtok = 2.0\noutput_per_mtok = 8\n\n'
                  '[providers.ollama]\ninput_per_mtok = 0\noutput_per_mtok = 0\n')
@@ -125,7 +126,7 @@ def test_an_override_file_prices_custom_models_and_subagent_runs_apart(
     assert free.total.usd == 0.0 and free.total.text() == "$0"  # priced at $0 by the user
 
 
-def test_the_environment_names_the_prices_file(demo_db: Path, tmp_path: Path,
+def test_the_environment_names_the_prices_file(demo_db: str, tmp_path: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     f = tmp_path / "p.toml"
     f.write_text('[models."scripted-weather"]\ninput_per_mtok = 1\noutput_per_mtok = 1\n')

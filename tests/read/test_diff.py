@@ -15,6 +15,7 @@ import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
+from pg_kit import store_on
 from tracer_kit import get_weather
 
 from tracer import TraceMiddleware
@@ -46,7 +47,7 @@ def lap(city: str, cid: str, name: str = "get_weather") -> AIMessage:
 BASE = [lap("Paris", "c1"), lap("Rome", "c2"), AIMessage(content="Paris and Rome: sunny.")]
 
 
-def record(db: Path, turns: Sequence[AIMessage], name: str, *,
+def record(db: str, turns: Sequence[AIMessage], name: str, *,
            system_prompt: str = "You are a weather bot.") -> str:
     """Run one scripted agent to completion and return its run id."""
     mw = TraceMiddleware(db=db, run_name=name)
@@ -62,7 +63,7 @@ def record(db: Path, turns: Sequence[AIMessage], name: str, *,
         return next(r.id for r in tdb.runs() if r.name == name)
 
 
-def load(db: Path, *ids: str) -> list[Run]:
+def load(db: str, *ids: str) -> list[Run]:
     with TraceDB(db) as tdb:
         return [tdb.run(i) for i in ids]
 
@@ -74,8 +75,9 @@ def step_of(run: Run, lap_no: int, hook: str, phase: str) -> int:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
-    db = tmp_path_factory.mktemp("diff") / "trace.db"
+def runs(engine: str, tmp_path_factory: pytest.TempPathFactory,
+         pg_url: str | None) -> tuple[str, dict[str, str]]:
+    db = store_on(engine, tmp_path_factory.mktemp("diff"), pg_url)
     ids = {
         "base": record(db, BASE, "base"),
         "same": record(db, BASE, "same"),
@@ -90,7 +92,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]
     return db, ids
 
 
-def test_identical_scenarios_have_no_divergence(runs: tuple[Path, dict[str, str]]) -> None:
+def test_identical_scenarios_have_no_divergence(runs: tuple[str, dict[str, str]]) -> None:
     db, ids = runs
     a, b = load(db, ids["base"], ids["same"])
     d = diff_runs(a, b)
@@ -104,7 +106,7 @@ def test_identical_scenarios_have_no_divergence(runs: tuple[Path, dict[str, str]
 
 
 def test_different_arguments_at_lap_2_is_found_at_that_step(
-        runs: tuple[Path, dict[str, str]]) -> None:
+        runs: tuple[str, dict[str, str]]) -> None:
     db, ids = runs
     a, b = load(db, ids["base"], ids["args"])
     d = diff_runs(a, b)
@@ -124,7 +126,7 @@ def test_different_arguments_at_lap_2_is_found_at_that_step(
     assert "+  Sunny in Berlin, 21 C" in d.message_diff.splitlines()
 
 
-def test_different_tool(runs: tuple[Path, dict[str, str]]) -> None:
+def test_different_tool(runs: tuple[str, dict[str, str]]) -> None:
     db, ids = runs
     a, b = load(db, ids["base"], ids["tool"])
     first = diff_runs(a, b).first_divergence
@@ -134,7 +136,7 @@ def test_different_tool(runs: tuple[Path, dict[str, str]]) -> None:
     assert "get_weather in A but get_time in B" in first.description
 
 
-def test_different_answer(runs: tuple[Path, dict[str, str]]) -> None:
+def test_different_answer(runs: tuple[str, dict[str, str]]) -> None:
     db, ids = runs
     a, b = load(db, ids["base"], ids["answer"])
     d = diff_runs(a, b)
@@ -144,7 +146,7 @@ def test_different_answer(runs: tuple[Path, dict[str, str]]) -> None:
     assert [x.kind for x in d.differences] == ["different_answer"]
 
 
-def test_extra_lap(runs: tuple[Path, dict[str, str]]) -> None:
+def test_extra_lap(runs: tuple[str, dict[str, str]]) -> None:
     db, ids = runs
     a, b = load(db, ids["base"], ids["extra"])
     d = diff_runs(a, b)
@@ -169,7 +171,7 @@ def test_extra_lap(runs: tuple[Path, dict[str, str]]) -> None:
 
 
 def test_a_different_system_prompt_is_setup_not_behaviour(
-        runs: tuple[Path, dict[str, str]], capsys: pytest.CaptureFixture[str]) -> None:
+        runs: tuple[str, dict[str, str]], capsys: pytest.CaptureFixture[str]) -> None:
     db, ids = runs
     a, b = load(db, ids["base"], ids["prompt"])
     d = diff_runs(a, b)
@@ -191,27 +193,27 @@ def test_a_different_system_prompt_is_setup_not_behaviour(
 
 
 def test_the_same_conversation_through_two_providers_behaves_the_same(
-        sample_db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        sample_store: str, capsys: pytest.CaptureFixture[str]) -> None:
     """openai-weather and anthropic-weather: another model and wire format, the same
     hooks, calls, arguments, answers and status: "same behaviour", and exit 0."""
-    with TraceDB(sample_db) as tdb:
+    with TraceDB(sample_store) as tdb:
         ids = {r.name: r.id for r in tdb.runs()}
     assert main(["diff", ids["openai-weather"], ids["anthropic-weather"],
-                 "--db", str(sample_db)]) == 0
+                 "--db", str(sample_store)]) == 0
     out = capsys.readouterr().out
     assert "setup (model)" in out and "same behaviour" in out
     assert "first divergence" not in out
     # a run that behaves differently: exit 1, and the text says where
     assert main(["diff", ids["openai-weather"], ids["openai-shopping"],
-                 "--db", str(sample_db)]) == 1
+                 "--db", str(sample_store)]) == 1
     out = capsys.readouterr().out
     assert "first divergence" in out and "same behaviour" not in out
 
 
-def test_every_difference_is_in_one_lap_or_the_run_level_list(sample_db: Path) -> None:
+def test_every_difference_is_in_one_lap_or_the_run_level_list(sample_store: str) -> None:
     """The Compare page counts the differences once and lists each once: the laps'
     differences plus the run-level ones are exactly ``differences``."""
-    with TraceDB(sample_db) as tdb:
+    with TraceDB(sample_store) as tdb:
         top = [tdb.run(r.id) for r in tdb.runs() if not r.parent_id]
     checked = 0
     for a, b in zip(top, top[1:], strict=False):
@@ -226,8 +228,8 @@ def test_every_difference_is_in_one_lap_or_the_run_level_list(sample_db: Path) -
     assert checked, "a pair whose status differs"
 
 
-def test_a_prompt_change_that_changes_behaviour(tmp_path: Path) -> None:
-    db = tmp_path / "p.db"
+def test_a_prompt_change_that_changes_behaviour(store_db: str) -> None:
+    db = store_db
     a_id = record(db, BASE, "before")
     b_id = record(db, [BASE[0], lap("Berlin", "c2"), BASE[2]], "after",
                   system_prompt="You are a pirate weather bot.")
@@ -238,7 +240,7 @@ def test_a_prompt_change_that_changes_behaviour(tmp_path: Path) -> None:
     assert (d.first_divergence.kind, d.first_divergence.lap) == ("different_arguments", 2)
 
 
-def test_tool_error_and_status(runs: tuple[Path, dict[str, str]]) -> None:
+def test_tool_error_and_status(runs: tuple[str, dict[str, str]]) -> None:
     db, ids = runs
     a, b = load(db, ids["fc"], ids["fc_err"])
     assert (a.summary.status, b.summary.status) == ("completed", "error")
@@ -253,7 +255,7 @@ def test_tool_error_and_status(runs: tuple[Path, dict[str, str]]) -> None:
     assert "B ended error" in d.differences[-1].description
 
 
-def record_approval(db: Path, name: str, decision: dict[str, str]) -> str:
+def record_approval(db: str, name: str, decision: dict[str, str]) -> str:
     from langchain.agents.middleware import HumanInTheLoopMiddleware
     from langgraph.checkpoint.memory import InMemorySaver
     from langgraph.types import Command
@@ -273,8 +275,8 @@ def record_approval(db: Path, name: str, decision: dict[str, str]) -> str:
         return next(r.id for r in tdb.runs() if r.thread_id == name)
 
 
-def test_a_different_human_decision(tmp_path: Path) -> None:
-    db = tmp_path / "hitl.db"
+def test_a_different_human_decision(store_db: str) -> None:
+    db = store_db
     a_id = record_approval(db, "approve", {"type": "approve"})
     b_id = record_approval(db, "reject", {"type": "reject", "message": "Not now."})
     a, b = load(db, a_id, b_id)
@@ -287,8 +289,8 @@ def test_a_different_human_decision(tmp_path: Path) -> None:
     assert diff_runs(a, load(db, record_approval(db, "again", {"type": "approve"}))[0]).identical
 
 
-def test_parallel_calls_align_in_call_order_not_completion_order(tmp_path: Path) -> None:
-    db = tmp_path / "p.db"
+def test_parallel_calls_align_in_call_order_not_completion_order(store_db: str) -> None:
+    db = store_db
     turns = [AIMessage(content="", tool_calls=[
         call("get_weather", {"city": c}, f"c{i}") for i, c in enumerate(
             ["Paris", "Rome", "Oslo", "Lima", "Pune", "Kyiv"])]),
@@ -303,9 +305,9 @@ def test_parallel_calls_align_in_call_order_not_completion_order(tmp_path: Path)
         assert (ea.hook, ea.phase, ea.tool_call_id) == (eb.hook, eb.phase, eb.tool_call_id)
 
 
-def test_different_tool_call_ids_are_not_a_difference(tmp_path: Path) -> None:
+def test_different_tool_call_ids_are_not_a_difference(store_db: str) -> None:
     """Real providers invent new call ids on every run: only behaviour counts."""
-    db = tmp_path / "ids.db"
+    db = store_db
     a_id = record(db, BASE, "ids-a")
     b_id = record(db, [lap("Paris", "call_Xy7"), lap("Rome", "toolu_01Q"), BASE[2]], "ids-b")
     a, b = load(db, a_id, b_id)
@@ -313,7 +315,7 @@ def test_different_tool_call_ids_are_not_a_difference(tmp_path: Path) -> None:
     assert diff_runs(a, b).identical
 
 
-def test_message_text_is_readable_and_id_free(runs: tuple[Path, dict[str, str]]) -> None:
+def test_message_text_is_readable_and_id_free(runs: tuple[str, dict[str, str]]) -> None:
     db, ids = runs
     (a,) = load(db, ids["base"])
     texts = [message_text(m) for m in a.messages]
@@ -323,7 +325,7 @@ def test_message_text_is_readable_and_id_free(runs: tuple[Path, dict[str, str]])
     assert not any("c1" in t for t in texts)
 
 
-def test_cli_exit_codes(runs: tuple[Path, dict[str, str]],
+def test_cli_exit_codes(runs: tuple[str, dict[str, str]], tmp_path: Path,
                         capsys: pytest.CaptureFixture[str]) -> None:
     db, ids = runs
     assert main(["diff", ids["base"], ids["same"], "--db", str(db)]) == 0
@@ -337,13 +339,13 @@ def test_cli_exit_codes(runs: tuple[Path, dict[str, str]],
     assert main(["diff", ids["base"], "nope", "--db", str(db)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("looptrace diff: no run 'nope'") and "\n" not in err
-    assert main(["diff", ids["base"], ids["same"], "--db", str(db.parent / "missing.db")]) == 2
+    assert main(["diff", ids["base"], ids["same"], "--db", str(tmp_path / "missing.db")]) == 2
 
 
-def test_cli_json_and_second_database(runs: tuple[Path, dict[str, str]], tmp_path: Path,
+def test_cli_json_and_second_database(runs: tuple[str, dict[str, str]], store_db: str,
                                       capsys: pytest.CaptureFixture[str]) -> None:
     db, ids = runs
-    other = tmp_path / "other.db"
+    other = store_db
     b_id = record(other, [*BASE[:2], lap("Oslo", "c3"), BASE[2]], "elsewhere")
     assert main(["diff", ids["base"], b_id, "--db", str(db), "--db-b", str(other),
                  "--json"]) == 1
@@ -356,12 +358,12 @@ def test_cli_json_and_second_database(runs: tuple[Path, dict[str, str]], tmp_pat
 
 
 def test_a_fresh_recording_of_every_demo_scenario_matches_its_sample_trace(
-        sample_db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        sample_store: str, store_db: str, capsys: pytest.CaptureFixture[str]) -> None:
     from tracer.demo.record import record_all
 
-    fresh_db = tmp_path / "fresh.db"
+    fresh_db = store_db
     record_all(str(fresh_db), providers=False)
-    with TraceDB(fresh_db) as fresh, TraceDB(sample_db) as samples:
+    with TraceDB(fresh_db) as fresh, TraceDB(sample_store) as samples:
         fresh_ids = {r.name: r.id for r in fresh.runs() if not r.parent_id}
         pairs = [(samples.run(r.id), fresh.run(fresh_ids[r.name]))
                  for r in samples.runs() if not r.parent_id and r.name in fresh_ids]
@@ -374,16 +376,16 @@ def test_a_fresh_recording_of_every_demo_scenario_matches_its_sample_trace(
     parents = [(a.id, b.id) for a, b in pairs if a.children]
     assert parents, "a sample with a subagent run"
     a_id, b_id = parents[0]
-    assert main(["diff", a_id, b_id, "--db", str(sample_db), "--db-b", str(fresh_db)]) == 0
+    assert main(["diff", a_id, b_id, "--db", str(sample_store), "--db-b", str(fresh_db)]) == 0
     out = capsys.readouterr().out
     assert re.search(r"subagent #1 \S+: identical", out)
     lone = next(a.id for a, _ in pairs if not a.children)
-    assert main(["diff", a_id, lone, "--db", str(sample_db), "--json"]) == 1
+    assert main(["diff", a_id, lone, "--db", str(sample_store), "--json"]) == 1
     data = json.loads(capsys.readouterr().out)
     assert data["subagents"][0]["b"] is None and data["subagents"][0]["diff"] is None
 
 
-def test_cli_json_counts_steps_from_1_like_the_text(runs: tuple[Path, dict[str, str]],
+def test_cli_json_counts_steps_from_1_like_the_text(runs: tuple[str, dict[str, str]],
                                                      capsys: pytest.CaptureFixture[str]) -> None:
     """Both forms of ``looptrace diff`` name the same step. The two runs differ in the
     arguments of lap 2's tool call: the model's reply in lap 2 is step 10 (the

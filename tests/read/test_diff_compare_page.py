@@ -9,6 +9,7 @@ import pytest
 import streamlit as st
 from app_kit import app_test, replayer
 from langchain_core.messages import AIMessage
+from pg_kit import store_on
 from streamlit.testing.v1 import AppTest
 from test_diff import BASE, lap, record
 
@@ -18,8 +19,9 @@ from tracer.read.loader import TraceDB
 
 
 @pytest.fixture(scope="module")
-def db(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
-    path = tmp_path_factory.mktemp("compare") / "trace.db"
+def db(engine: str, tmp_path_factory: pytest.TempPathFactory,
+       pg_url: str | None) -> tuple[str, dict[str, str]]:
+    path = store_on(engine, tmp_path_factory.mktemp("compare"), pg_url)
     ids = {
         "base": record(path, BASE, "base"),
         "same": record(path, BASE, "same"),
@@ -32,10 +34,10 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
     return path, ids
 
 
-pytestmark = pytest.mark.usefixtures("clean_streamlit_caches")
+pytestmark = pytest.mark.usefixtures("clean_streamlit_caches", "app_pool")
 
 
-def open_compare(monkeypatch: pytest.MonkeyPatch, path: Path, a: str | None = None,
+def open_compare(monkeypatch: pytest.MonkeyPatch, path: str, a: str | None = None,
                  b: str | None = None, row: str | None = None) -> AppTest:
     monkeypatch.setenv("LOOPTRACE_DB", str(path))
     at = app_test("compare")
@@ -75,7 +77,7 @@ def graph_nodes(at: AppTest) -> list[str]:
 
 
 def test_query_params_pick_the_runs_and_jump_goes_to_the_first_divergence(
-        monkeypatch: pytest.MonkeyPatch, db: tuple[Path, dict[str, str]]) -> None:
+        monkeypatch: pytest.MonkeyPatch, db: tuple[str, dict[str, str]]) -> None:
     path, ids = db
     at = open_compare(monkeypatch, path, ids["base"], ids["args"][:12])
     assert [s.value for s in at.selectbox] == [ids["base"], ids["args"]]
@@ -110,7 +112,7 @@ def test_query_params_pick_the_runs_and_jump_goes_to_the_first_divergence(
 
 
 def test_setup_only_difference(monkeypatch: pytest.MonkeyPatch,
-                               db: tuple[Path, dict[str, str]]) -> None:
+                               db: tuple[str, dict[str, str]]) -> None:
     path, ids = db
     at = open_compare(monkeypatch, path, ids["base"], ids["prompt"])
     assert any(i.value.startswith("Set up differently") for i in at.info)
@@ -122,7 +124,7 @@ def test_setup_only_difference(monkeypatch: pytest.MonkeyPatch,
 
 
 def test_identical_runs(monkeypatch: pytest.MonkeyPatch,
-                        db: tuple[Path, dict[str, str]]) -> None:
+                        db: tuple[str, dict[str, str]]) -> None:
     path, ids = db
     at = open_compare(monkeypatch, path, ids["base"], ids["same"])
     assert any(s.value.startswith("Identical") for s in at.success)
@@ -131,7 +133,7 @@ def test_identical_runs(monkeypatch: pytest.MonkeyPatch,
 
 
 def test_untrusted_text_never_reaches_markdown(monkeypatch: pytest.MonkeyPatch,
-                                               db: tuple[Path, dict[str, str]]) -> None:
+                                               db: tuple[str, dict[str, str]]) -> None:
     path, ids = db
     at = open_compare(monkeypatch, path, ids["base"], ids["hostile"])
     at.button(key="cmp_last").click().run()
@@ -143,7 +145,7 @@ def test_untrusted_text_never_reaches_markdown(monkeypatch: pytest.MonkeyPatch,
 
 
 def test_row_deep_link(monkeypatch: pytest.MonkeyPatch,
-                       db: tuple[Path, dict[str, str]]) -> None:
+                       db: tuple[str, dict[str, str]]) -> None:
     """``row`` is the row the page shows ("row 10 / 19" is ``row=10``)."""
     path, ids = db
     at = open_compare(monkeypatch, path, ids["base"], ids["args"], row="10")
@@ -161,7 +163,7 @@ def test_row_deep_link(monkeypatch: pytest.MonkeyPatch,
 
 
 def test_bad_query_params_fall_back_to_defaults(monkeypatch: pytest.MonkeyPatch,
-                                                db: tuple[Path, dict[str, str]]) -> None:
+                                                db: tuple[str, dict[str, str]]) -> None:
     path, ids = db
     at = open_compare(monkeypatch, path, "no-such-run", "'; DROP TABLE runs; --")
     assert len(at.selectbox) == 2
@@ -178,14 +180,14 @@ def test_bad_query_params_fall_back_to_defaults(monkeypatch: pytest.MonkeyPatch,
 
 
 def test_compare_opens_empty_until_two_runs_are_picked(monkeypatch: pytest.MonkeyPatch,
-                                                      sample_db: Path) -> None:
+                                                      sample_store: str) -> None:
     """The samples hold no two runs of one agent: Compare opens with nothing picked and
     says so; picking two compares them (the guide's openai-weather and anthropic-weather)."""
-    at = open_compare(monkeypatch, sample_db)
+    at = open_compare(monkeypatch, sample_store)
     assert (at.selectbox(key="cmp_a").value, at.selectbox(key="cmp_b").value) == (None, None)
     assert any("Pick two runs" in i.value for i in at.info)
     assert not at.get("bidi_component")
-    with TraceDB(sample_db) as tdb:
+    with TraceDB(sample_store) as tdb:
         by_name = {r.name: r.id for r in tdb.runs()}
     at.selectbox(key="cmp_a").set_value(by_name["openai-weather"]).run()
     assert not at.get("bidi_component")  # one run is no pair
@@ -196,8 +198,8 @@ def test_compare_opens_empty_until_two_runs_are_picked(monkeypatch: pytest.Monke
 
 
 def test_without_a_link_compare_opens_on_the_newest_two_runs_of_one_agent(
-        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    path = tmp_path / "two.db"
+        monkeypatch: pytest.MonkeyPatch, store_db: str) -> None:
+    path = store_db
     old = record(path, BASE, "weather-bot")
     other = record(path, BASE, "another-bot")
     new = record(path, BASE, "weather-bot")
@@ -208,10 +210,10 @@ def test_without_a_link_compare_opens_on_the_newest_two_runs_of_one_agent(
 
 @pytest.mark.skipif(not sample_files(), reason="no sample traces bundled yet")
 def test_every_sample_trace_against_the_first(monkeypatch: pytest.MonkeyPatch,
-                                              sample_db: Path) -> None:
-    with TraceDB(sample_db) as tdb:
+                                              sample_store: str) -> None:
+    with TraceDB(sample_store) as tdb:
         ids = [r.id for r in tdb.runs()]
-    at = open_compare(monkeypatch, sample_db, ids[0], ids[0])
+    at = open_compare(monkeypatch, sample_store, ids[0], ids[0])
     for rid in ids:
         at.selectbox(key="cmp_b").set_value(rid).run()
         assert not at.exception, (rid, [e.value for e in at.exception])
@@ -220,7 +222,7 @@ def test_every_sample_trace_against_the_first(monkeypatch: pytest.MonkeyPatch,
 
 
 def test_compare_says_what_each_run_cost_and_the_difference(
-        monkeypatch: pytest.MonkeyPatch, db: tuple[Path, dict[str, str]],
+        monkeypatch: pytest.MonkeyPatch, db: tuple[str, dict[str, str]],
         tmp_path: Path) -> None:
     """Issue 37: the cost of both runs (with their subagent runs) and what B cost more.
     The scripted model has no price of its own: a prices file gives it $1,000 per

@@ -3,7 +3,6 @@ message (two real runs whose conversations are the same and whose state is not).
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Any, NotRequired
 
 from langchain.agents import create_agent
@@ -27,7 +26,7 @@ class Notes(AgentMiddleware):  # type: ignore[type-arg]
     state_schema = NotesState
 
 
-def _record(db: Path, name: str, note: str) -> str:
+def _record(db: str, name: str, note: str) -> str:
     @tool
     def remember(fact: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> Any:
         """Remember a fact."""
@@ -46,8 +45,8 @@ def _record(db: Path, name: str, note: str) -> str:
         return next(r.id for r in tdb.runs() if r.name == name)
 
 
-def test_the_first_divergence_is_a_state_key(tmp_path):
-    db = tmp_path / "d.db"
+def test_the_first_divergence_is_a_state_key(store_db):
+    db = store_db
     a = _record(db, "a", "the meeting is at 10")
     b = _record(db, "b", "the meeting is at 11")
     same = _record(db, "same", "the meeting is at 10")
@@ -74,7 +73,7 @@ class Pair(AgentMiddleware):  # type: ignore[type-arg]
     state_schema = PairState
 
 
-def _record_parallel(db: Path, name: str, late: str, second: str) -> str:
+def _record_parallel(db: str, name: str, late: str, second: str) -> str:
     """Two tool calls in parallel, each writing a key by ``Command``; ``late`` finishes
     last (they run in ToolNode's threads: the order they end in is not the call order)."""
     import threading
@@ -111,11 +110,11 @@ def _record_parallel(db: Path, name: str, late: str, second: str) -> str:
         return next(r.id for r in tdb.runs() if r.name == name)
 
 
-def test_parallel_calls_ending_in_another_order_hold_the_same_state(tmp_path):
+def test_parallel_calls_ending_in_another_order_hold_the_same_state(store_db):
     """Found on the deep-workspace sample: a fresh recording whose parallel calls ended
     in the other order was reported as a state divergence. The state of a block of
     parallel calls is compared once, over the block; a real difference is still found."""
-    db = tmp_path / "p.db"
+    db = store_db
     a = _record_parallel(db, "a", late="second", second="two")
     b = _record_parallel(db, "b", late="first", second="two")
     c = _record_parallel(db, "c", late="first", second="TWO")
@@ -130,12 +129,12 @@ def test_parallel_calls_ending_in_another_order_hold_the_same_state(tmp_path):
     assert "state key second" in d.differences[0].description
 
 
-def test_the_compare_page_shows_the_state_key_and_its_two_values(tmp_path, monkeypatch):
+def test_the_compare_page_shows_the_state_key_and_its_two_values(store_db, monkeypatch, app_pool):
     """The Compare page says the first divergence is a state key and shows that key's
     value in each run side by side, with the diff of the two (AppTest, real runs)."""
     from app_kit import app_test
 
-    db = tmp_path / "c.db"
+    db = store_db
     a = _record(db, "a", "the meeting is at 10")
     b = _record(db, "b", "the meeting is at <b>11</b>")
     monkeypatch.setenv("LOOPTRACE_DB", str(db))
@@ -158,7 +157,7 @@ def test_the_compare_page_shows_the_state_key_and_its_two_values(tmp_path, monke
 
 
 
-def _record_store(db: Path, name: str, value: str) -> str:
+def _record_store(db: str, name: str, value: str) -> str:
     """A tool that writes to the LangGraph store (the same words back to the model in
     every run; the item it puts differs)."""
     from langgraph.store.memory import InMemoryStore
@@ -180,12 +179,12 @@ def _record_store(db: Path, name: str, value: str) -> str:
         return next(r.id for r in tdb.runs() if r.name == name)
 
 
-def test_the_first_divergence_may_be_a_store_item(tmp_path, monkeypatch):
+def test_the_first_divergence_may_be_a_store_item(store_db, monkeypatch, app_pool):
     """A write to the LangGraph store is compared like a state key: two runs that put
     other values part there (and Compare shows the item's two values)."""
     from app_kit import app_test
 
-    db = tmp_path / "s.db"
+    db = store_db
     a = _record_store(db, "a", "fjord view")
     b = _record_store(db, "b", "harbour view")
     same = _record_store(db, "same", "fjord view")

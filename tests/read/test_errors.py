@@ -24,6 +24,7 @@ from langchain_core.tools import tool
 from tracer import TraceMiddleware
 from tracer.db.schema import connect
 from tracer.demo.models import ScriptedChatModel, call, turn_script
+from tracer.interop.copy import copy_store
 from tracer.read.errors import error_steps
 from tracer.read.loader import TraceDB
 from tracer.read.steps import build_replay
@@ -62,8 +63,8 @@ EXPECTED = {
 
 
 @pytest.fixture(scope="module")
-def samples(sample_db: Path) -> dict[str, Any]:
-    with TraceDB(sample_db) as db:
+def samples(sample_store: str) -> dict[str, Any]:
+    with TraceDB(sample_store) as db:
         return {s.name: (s, build_replay(db.run(s.id))) for s in db.runs()}
 
 
@@ -105,18 +106,18 @@ def _rate_limited(messages: Any) -> AIMessage:
     raise RuntimeError("429 Too Many Requests")
 
 
-def test_a_model_that_raised_twice_behind_a_fallback_is_two_errors(db_path: Path) -> None:
+def test_a_model_that_raised_twice_behind_a_fallback_is_two_errors(store_db: str) -> None:
     backup = ScriptedChatModel(model_name="backup", script=turn_script([
         AIMessage("", tool_calls=[call("track_order", {"order_id": "A-2"}, "call_1")]),
         AIMessage("Order A-2 is in transit."),
     ]))
-    trace = TraceMiddleware(db=db_path)
+    trace = TraceMiddleware(db=store_db)
     agent = create_agent(ScriptedChatModel(model_name="primary", script=_rate_limited),
                          [track_order],
                          middleware=trace.around(ModelFallbackMiddleware(backup)))
     agent.invoke({"messages": [("user", "Where is order A-2?")]})
     trace.close()
-    with TraceDB(db_path) as db:
+    with TraceDB(store_db) as db:
         (s,) = db.runs()
         rp = build_replay(db.run(s.id))
     assert s.status == "completed"
@@ -126,13 +127,13 @@ def test_a_model_that_raised_twice_behind_a_fallback_is_two_errors(db_path: Path
     assert error_steps(rp) == layer_errors and s.errors == 2
 
 
-def test_a_failed_model_call_behind_an_exhausted_fallback(db_path: Path) -> None:
+def test_a_failed_model_call_behind_an_exhausted_fallback(store_db: str) -> None:
     """The primary raises, then the backup: two errors; the backup's exception comes up
     through the fallback and the tracer and fails the run: still two."""
     def down(messages: Any) -> AIMessage:
         raise RuntimeError("backup is down")
 
-    trace = TraceMiddleware(db=db_path)
+    trace = TraceMiddleware(db=store_db)
     agent = create_agent(
         ScriptedChatModel(model_name="primary", script=_rate_limited), [track_order],
         middleware=trace.around(ModelFallbackMiddleware(
@@ -140,7 +141,7 @@ def test_a_failed_model_call_behind_an_exhausted_fallback(db_path: Path) -> None
     with pytest.raises(RuntimeError, match="backup is down"):
         agent.invoke({"messages": [("user", "Where is order A-2?")]})
     trace.close()
-    with TraceDB(db_path) as db:
+    with TraceDB(store_db) as db:
         (s,) = db.runs()
         rp = build_replay(db.run(s.id))
     assert s.status == "error"
@@ -171,6 +172,8 @@ def _with_a_timeout(path: Path) -> str:
 
 
 def test_a_schema_5_file_has_its_errors_counted_again(tmp_path: Path) -> None:
+    """SQLite only: a file of schema 5 (the fixture), migrated in place. (PostgreSQL
+    stores began at schema 8's predecessor: ``tests/db/test_engines.py`` opens one.)"""
     path = tmp_path / "v5.db"
     shutil.copyfile(FIXTURE5, path)
     rid = _with_a_timeout(path)
@@ -191,16 +194,17 @@ def test_a_schema_5_file_has_its_errors_counted_again(tmp_path: Path) -> None:
 
 
 def test_a_file_of_schema_7_counts_its_rejection_again_as_no_error(
-        sample_db: Path, tmp_path: Path) -> None:
+        sample_store: str, store_db: str) -> None:
     """Schema 7 kept the approvals run's rejection as 1 error in ``run_stats``; opened,
-    the file is brought to schema 8 and the kept count is 0 (issue 47 untrue 7)."""
-    path = tmp_path / "seven.db"
-    shutil.copy(sample_db, path)
-    conn = sqlite3.connect(path)
-    with conn:
-        conn.execute("UPDATE run_stats SET errors = 1 WHERE run_id IN"
-                     " (SELECT id FROM runs WHERE name = 'approvals')")
-        conn.execute("UPDATE meta SET value = '7' WHERE key = 'schema_version'")
+    the store is brought to schema 8 and the kept count is 0 (issue 47 untrue 7). On
+    each engine: the samples copied (``looptrace copy``'s code), then made schema 7."""
+    path = store_db
+    copy_store(sample_store, path)
+    conn = connect(path)
+    conn.execute("UPDATE run_stats SET errors = 1 WHERE run_id IN"
+                 " (SELECT id FROM runs WHERE name = 'approvals')")
+    conn.execute("UPDATE meta SET value = '7' WHERE key = 'schema_version'")
+    conn.commit()
     conn.close()
     connect(path).close()
     with TraceDB(path) as db:

@@ -68,10 +68,10 @@ def step_of(rp: Replay, middleware: str, hook: str, nth: int = 0) -> int:
 
 
 # -- the stack -------------------------------------------------------------------------
-def test_attach_records_the_deep_agent_stack_once_at_the_start(tmp_path: Path) -> None:
+def test_attach_records_the_deep_agent_stack_once_at_the_start(store_db: str) -> None:
     """Deep Agents' own stack, in list order, with the user's TraceMiddleware in it
     (read from the compiled graph by ``trace.attach``)."""
-    db = tmp_path / "t.db"
+    db = store_db
     deep_agent(str(db))
     rp = replays(db)["deep-research"]
     starts = [e for e in rp.run.events if e.hook == "run" and e.phase == "start"]
@@ -90,10 +90,10 @@ def test_attach_records_the_deep_agent_stack_once_at_the_start(tmp_path: Path) -
 
 
 def test_summarisation_sits_on_another_hook_in_langchain_and_deep_agents(
-        tmp_path: Path) -> None:
+        store_db: str) -> None:
     from langchain.agents.middleware import SummarizationMiddleware
 
-    db = tmp_path / "t.db"
+    db = store_db
     deep_agent(str(db))
     tm = TraceMiddleware(db=db, run_name="lc")
     summariser = ScriptedChatModel(script=lambda ms: AIMessage("summary"))
@@ -117,10 +117,10 @@ def test_summarisation_sits_on_another_hook_in_langchain_and_deep_agents(
 
 
 # -- execution order -------------------------------------------------------------------
-def test_rows_are_in_execution_order_as_the_events_show(tmp_path: Path) -> None:
+def test_rows_are_in_execution_order_as_the_events_show(store_db: str) -> None:
     """before_* in list order, after_* in reverse, wraps outermost first: the same order
     the hooks really fired in (the Spies' own log)."""
-    rp, log = spied_run(tmp_path / "t.db")
+    rp, log = spied_run(store_db)
     rows = floor_plan(rp, len(rp) - 1)
     stack = ["TraceMiddleware", "A", "B"]
     assert names(row(rows, "before_agent")) == stack
@@ -146,8 +146,8 @@ def test_rows_are_in_execution_order_as_the_events_show(tmp_path: Path) -> None:
     assert [c.position for c in row(rows, "after_agent").cells] == [3, 2, 1]
 
 
-def test_cells_say_who_fires_at_this_step(tmp_path: Path) -> None:
-    rp, _ = spied_run(tmp_path / "t.db")
+def test_cells_say_who_fires_at_this_step(store_db: str) -> None:
+    rp, _ = spied_run(store_db)
     at = step_of(rp, "A", "before_model")  # lap 1: trace fired, A fires now, B next
     rows = floor_plan(rp, at)
     assert row(rows, "before_model").active
@@ -165,8 +165,8 @@ def test_cells_say_who_fires_at_this_step(tmp_path: Path) -> None:
     assert all(c.state == FIRED for r in end for c in r.cells)
 
 
-def test_wrap_layers_are_active_during_a_call(tmp_path: Path) -> None:
-    rp, _ = spied_run(tmp_path / "t.db")
+def test_wrap_layers_are_active_during_a_call(store_db: str) -> None:
+    rp, _ = spied_run(store_db)
     enter = next(s.index for s in rp.steps if s.event.hook == "wrap_model_call")
     rows = floor_plan(rp, enter)
     wrap = row(rows, "wrap_model_call")
@@ -181,18 +181,18 @@ def test_wrap_layers_are_active_during_a_call(tmp_path: Path) -> None:
         "TraceMiddleware": (FIRED, 1), "A": (FIRED, 1), "B": (FIRED, 1)}
 
 
-def test_without_attach_a_middleware_that_never_showed_is_unknown(tmp_path: Path) -> None:
+def test_without_attach_a_middleware_that_never_showed_is_unknown(store_db: str) -> None:
     """No recorded stack: only what the events show. The middleware alone records its
     own hooks, so A and B (node hooks only seen by the callback handler) are unknown."""
-    rp, _ = spied_run(tmp_path / "t.db", attach=False)
+    rp, _ = spied_run(store_db, attach=False)
     assert not run_stack(rp).recorded
     assert [e.name for e in run_stack(rp).entries] == ["TraceMiddleware"]
 
 
-def test_callbacks_alone_show_other_node_hooks_in_order(tmp_path: Path) -> None:
+def test_callbacks_alone_show_other_node_hooks_in_order(store_db: str) -> None:
     """The callback handler sees every middleware's node hooks: the order is inferred
     from the firings (wrap hooks are not graph nodes: they are not known)."""
-    db = tmp_path / "t.db"
+    db = store_db
     log: list[Any] = []
     handler = TraceCallbackHandler(db=db)
     agent = create_agent(two_lap_model(), tools=[get_weather],
@@ -207,14 +207,14 @@ def test_callbacks_alone_show_other_node_hooks_in_order(tmp_path: Path) -> None:
     assert names(row(rows, "wrap_model_call")) == []
 
 
-def test_middleware_alone_cannot_see_other_node_hooks(tmp_path: Path) -> None:
+def test_middleware_alone_cannot_see_other_node_hooks(store_db: str) -> None:
     """A recorded stack but no callback events for the others: their node hooks are
     'not recorded', with the way to record them."""
     from langchain.agents.middleware import ModelCallLimitMiddleware
 
     from tracer.record.agent_stack import agent_stack
 
-    db = tmp_path / "t.db"
+    db = store_db
     tm = TraceMiddleware(db=db, run_name="lean")
     limit = ModelCallLimitMiddleware(run_limit=5)
     agent = create_agent(two_lap_model(), tools=[get_weather], middleware=[tm, limit])
@@ -227,10 +227,10 @@ def test_middleware_alone_cannot_see_other_node_hooks(tmp_path: Path) -> None:
     assert [e.name for e in run_stack(rp).entries] == ["TraceMiddleware"]
 
 
-def test_layers_of_trace_around_say_what_each_did(sample_db: Path) -> None:
+def test_layers_of_trace_around_say_what_each_did(sample_store: str) -> None:
     """The middleware-stack sample (``trace.around``): each layer's cell says what it
     did, from its layer events; the stack marks the probed layers."""
-    with TraceDB(sample_db) as t:
+    with TraceDB(sample_store) as t:
         run = next(t.run(r.id) for r in t.runs() if r.name == "support-desk")
     rp = build_replay(run)
     assert run_stack(rp).recorded and run_stack(rp).layered
@@ -259,15 +259,15 @@ def test_layers_of_trace_around_say_what_each_did(sample_db: Path) -> None:
     assert "called the layers inside again" in tr.did
 
 
-def test_a_run_seen_from_outside_has_no_floor_plan(sample_db: Path) -> None:
-    with TraceDB(sample_db) as t:
+def test_a_run_seen_from_outside_has_no_floor_plan(sample_store: str) -> None:
+    with TraceDB(sample_store) as t:
         run = next(t.run(r.id) for r in t.runs() if t.run(r.id).observed)
     rp = build_replay(run)
     assert all(not r.cells for r in floor_plan(rp, 0))
     assert middleware_labels(rp) == {}
 
 
-def test_unseen_node_hooks_say_how_to_record_them(tmp_path: Path) -> None:
+def test_unseen_node_hooks_say_how_to_record_them(store_db: str) -> None:
     """A stack that lists middleware whose node hooks no callback recorded: their cells
     are 'not recorded' and say how to record them. (Built from an attached run with the
     callback events of A and B taken out.)"""
@@ -276,7 +276,7 @@ def test_unseen_node_hooks_say_how_to_record_them(tmp_path: Path) -> None:
     from tracer.read.floorplan import NODE_HOOKS
     from tracer.read.loader import Run
 
-    rp, _ = spied_run(tmp_path / "t.db")
+    rp, _ = spied_run(store_db)
     run = rp.run
     kept = [e for e in run.events if not (e.middleware in ("A", "B") and e.hook in NODE_HOOKS)]
     alone = Run(replace(run.summary, source="middleware"), kept, run.messages,
@@ -291,11 +291,11 @@ def test_unseen_node_hooks_say_how_to_record_them(tmp_path: Path) -> None:
 
 
 # -- the graph's labels -------------------------------------------------------------------
-def test_graph_labels_list_each_hooks_middleware_in_both_front_ends(tmp_path: Path) -> None:
+def test_graph_labels_list_each_hooks_middleware_in_both_front_ends(store_db: str) -> None:
     from tracer.read.graph_layout import drawing
     from tracer.replayer import replay_json
 
-    db = tmp_path / "t.db"
+    db = store_db
     deep_agent(str(db))
     rp = replays(db)["deep-research"]
     labels = middleware_labels(rp)
@@ -321,7 +321,7 @@ def test_graph_labels_list_each_hooks_middleware_in_both_front_ends(tmp_path: Pa
     assert set(labels) <= set(embedded["layout"]["mw"]) == set(drawing()["mw"])
 
 
-def test_graph_labels_are_data_never_markup(tmp_path: Path) -> None:
+def test_graph_labels_are_data_never_markup(store_db: str) -> None:
     """A middleware's name is trace text: in the export it travels as escaped JSON."""
     from langchain.agents.middleware import AgentMiddleware
 
@@ -331,7 +331,7 @@ def test_graph_labels_are_data_never_markup(tmp_path: Path) -> None:
         def before_model(self, state: Any, runtime: Any) -> None:
             return None
 
-    db = tmp_path / "t.db"
+    db = store_db
     tm = TraceMiddleware(db=db, run_name="evil")
     agent = create_agent(two_lap_model(), tools=[get_weather], middleware=[tm, Evil()])
     tm.attach(agent).invoke({"messages": [HumanMessage("weather?")]})
@@ -344,13 +344,13 @@ def test_graph_labels_are_data_never_markup(tmp_path: Path) -> None:
 
 # -- the pane in the app -------------------------------------------------------------------
 @pytest.fixture
-def samples(sample_db: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def samples(sample_store: str, monkeypatch: pytest.MonkeyPatch, app_pool: None) -> Path:
     import streamlit as st
 
     st.cache_data.clear()
     st.cache_resource.clear()
-    monkeypatch.setenv("LOOPTRACE_DB", str(sample_db))
-    yield sample_db
+    monkeypatch.setenv("LOOPTRACE_DB", str(sample_store))
+    yield sample_store
     st.cache_data.clear()
     st.cache_resource.clear()
 

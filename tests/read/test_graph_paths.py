@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pg_kit import store_on
 
 from tracer.interop.html_export import render_html, replay_data
 from tracer.read.captions import captions
@@ -221,8 +222,8 @@ def test_a_move_no_event_explains_is_not_called_a_jump() -> None:
     assert "jumped" not in row["c"] and "no recorded event says why" in row["c"]
 
 
-def test_the_bundled_hand_rolled_loop_never_passes_after_agent(sample_db: Path) -> None:
-    with TraceDB(sample_db) as db:
+def test_the_bundled_hand_rolled_loop_never_passes_after_agent(sample_store: str) -> None:
+    with TraceDB(sample_store) as db:
         run = next(r for r in db.runs() if r.name == "weather_loop")
         rp = build_replay(db.run(run.id))
     edges = [e for s in replay_json(rp)["steps"] for e in s["r"]]
@@ -354,8 +355,8 @@ def test_every_jump_path_is_well_formed_distinct_and_inside_the_drawing() -> Non
         jump_path("model", "model")
 
 
-def test_the_drawn_edges_chain_from_the_steps_edge_on_every_sample(sample_db: Path) -> None:
-    with TraceDB(sample_db) as db:
+def test_the_drawn_edges_chain_from_the_steps_edge_on_every_sample(sample_store: str) -> None:
+    with TraceDB(sample_store) as db:
         replays = [build_replay(db.run(r.id)) for r in db.runs()]
     for rp in replays:
         data = replay_json(rp, payloads=False)
@@ -429,16 +430,28 @@ def record_call_limit_jump(db: Path) -> str:
         return tdb.runs()[0].id
 
 
-@pytest.fixture(scope="module")
-def jump_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, Replay]:
-    db = tmp_path_factory.mktemp("jump") / "jump.db"
+def _jump(db: str) -> tuple[str, str, Replay]:
     run_id = record_call_limit_jump(db)
     with TraceDB(db) as tdb:
         rp = build_replay(tdb.run(run_id))
     return db, run_id, rp
 
 
-def test_the_recorded_call_limit_run_has_the_jump(jump_run: tuple[Path, str, Replay]) -> None:
+@pytest.fixture(scope="module")
+def jump_run(engine: str, tmp_path_factory: pytest.TempPathFactory,
+             pg_url: str | None) -> tuple[str, str, Replay]:
+    """The call-limit jump recorded into a store on each engine."""
+    return _jump(store_on(engine, tmp_path_factory.mktemp("jump"), pg_url, "jump.db"))
+
+
+@pytest.fixture(scope="module")
+def jump_file(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str, Replay]:
+    """The same run in a SQLite file, for the browser tests (what they test is the
+    drawing, which reads the same replay whatever the engine)."""
+    return _jump(str(tmp_path_factory.mktemp("jump-file") / "jump.db"))
+
+
+def test_the_recorded_call_limit_run_has_the_jump(jump_run: tuple[str, str, Replay]) -> None:
     _, _, rp = jump_run
     jumped = [(i, s["r"], s.get("j")) for i, s in enumerate(replay_json(rp)["steps"])
               if any(e not in EDGES for e in s["r"])]
@@ -487,21 +500,21 @@ def expect_the_jump_only_at_its_step(page: Any) -> None:
 
 
 def test_the_html_export_draws_the_jump_only_at_its_step(
-        jump_run: tuple[Path, str, Replay], page: Any, tmp_path: Path) -> None:
+        jump_file: tuple[str, str, Replay], page: Any, tmp_path: Path) -> None:
     from tracer.interop.html_export import export_html
 
-    db, run_id, _ = jump_run
+    db, run_id, _ = jump_file
     out = export_html(db, run_id, tmp_path / "jump.html")
     page.goto(out.as_uri() + f"#step={JUMP_STEP + 1}")  # (links count steps from 1)
     expect_the_jump_only_at_its_step(page)
 
 
 def test_the_app_draws_the_jump_only_at_its_step(
-        jump_run: tuple[Path, str, Replay], page: Any) -> None:
+        jump_file: tuple[str, str, Replay], page: Any) -> None:
     from browser_support import ARTIFACTS, streamlit_server, wait_connected
     from playwright.sync_api import expect
 
-    db, run_id, _ = jump_run
+    db, run_id, _ = jump_file
     with streamlit_server(db) as url:
         page.goto(f"{url}/replay?run={run_id}&step={JUMP_STEP + 1}")  # (counted from 1)
         wait_connected(page)
@@ -515,11 +528,11 @@ def test_the_app_draws_the_jump_only_at_its_step(
 
 
 def test_a_hook_on_the_recorded_stack_is_a_node_even_where_it_never_fired(
-        sample_db: Path) -> None:
+        sample_store: str) -> None:
     """stock-check fails in its tool: TraceMiddleware's after_agent never fires, but the
     stack recorded with attach puts it there, so it is drawn as a node (not a point that
     says no middleware is on it) and nothing passes through it."""
-    with TraceDB(sample_db) as db:
+    with TraceDB(sample_store) as db:
         run = next(r for r in db.runs() if r.name == "stock-check")
         rp = build_replay(db.run(run.id))
     assert "after_agent" not in rp.used_hooks  # it never fired

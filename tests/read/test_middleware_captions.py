@@ -49,12 +49,12 @@ def record(db: Path, agent: Any, tm: TraceMiddleware, inputs: Any,
     return replays(db)[tm.run_name or "agent"]
 
 
-def test_patch_tool_calls_before_agent_says_what_it_does(tmp_path: Path) -> None:
+def test_patch_tool_calls_before_agent_says_what_it_does(store_db: str) -> None:
     """Deep Agents' PatchToolCallsMiddleware answers a dangling tool call: the caption
     of its before_agent step says so, and what it did here (updated the messages)."""
     from deepagents import create_deep_agent
 
-    db = tmp_path / "t.db"
+    db = store_db
     model = ScriptedChatModel(script=lambda ms: AIMessage("ok"))
     tm = TraceMiddleware(db=db, run_name="patched")
     history = [HumanMessage("list the files"),
@@ -72,10 +72,10 @@ def test_patch_tool_calls_before_agent_says_what_it_does(tmp_path: Path) -> None
     assert patched and patched[0].status == "error"
 
 
-def test_patch_tool_calls_with_nothing_to_patch(tmp_path: Path) -> None:
+def test_patch_tool_calls_with_nothing_to_patch(store_db: str) -> None:
     from deepagents import create_deep_agent
 
-    db = tmp_path / "t.db"
+    db = store_db
     tm = TraceMiddleware(db=db, run_name="clean")
     rp = record(db, create_deep_agent(model=ScriptedChatModel(
         script=lambda ms: AIMessage("ok")), middleware=[tm]), tm,
@@ -101,8 +101,8 @@ def _summarising_agent(db: Path) -> tuple[Any, TraceMiddleware]:
 
 
 def test_langchain_summarisation_is_before_model_and_says_deep_agents_differs(
-        tmp_path: Path) -> None:
-    db = tmp_path / "t.db"
+        store_db: str) -> None:
+    db = store_db
     agent, tm = _summarising_agent(db)
     rp = record(db, agent, tm, {"messages": [HumanMessage("weather?")]},
                 {"recursion_limit": 40})
@@ -119,8 +119,8 @@ def test_langchain_summarisation_is_before_model_and_says_deep_agents_differs(
     assert hist and "SummarizationMiddleware.before_model removed" in captions(rp)[hist[0].index]
 
 
-def test_hitl_pause_caption_names_interrupt_on(tmp_path: Path) -> None:
-    db = tmp_path / "t.db"
+def test_hitl_pause_caption_names_interrupt_on(store_db: str) -> None:
+    db = store_db
     model = ScriptedChatModel(script=turn_script([
         AIMessage("", tool_calls=[call("get_weather", {"city": "Oslo"}, "c1")]),
         AIMessage("Sunny."),
@@ -141,8 +141,8 @@ def test_hitl_pause_caption_names_interrupt_on(tmp_path: Path) -> None:
     assert "interrupt_on" in captions(rp)[pause.index]
 
 
-def test_layer_caption_adds_the_layers_role(tmp_path: Path) -> None:
-    db = tmp_path / "t.db"
+def test_layer_caption_adds_the_layers_role(store_db: str) -> None:
+    db = store_db
     calls = {"n": 0}
 
     def flaky(ms: Any) -> AIMessage:
@@ -172,8 +172,8 @@ class Custom(AgentMiddleware):  # type: ignore[type-arg]
         return None
 
 
-def test_unknown_middleware_gets_the_generic_caption(tmp_path: Path) -> None:
-    db = tmp_path / "t.db"
+def test_unknown_middleware_gets_the_generic_caption(store_db: str) -> None:
+    db = store_db
     tm = TraceMiddleware(db=db, run_name="custom")
     agent = create_agent(ScriptedChatModel(script=lambda ms: AIMessage("hi")), tools=[],
                          middleware=[tm, Custom()])
@@ -183,7 +183,7 @@ def test_unknown_middleware_gets_the_generic_caption(tmp_path: Path) -> None:
     assert "Here it returned nothing: no change." in captions(rp)[step.index]
 
 
-def test_memory_and_skills_on_before_agent_and_around_the_model_call(tmp_path: Path) -> None:
+def test_memory_and_skills_on_before_agent_and_around_the_model_call(store_db: str) -> None:
     """A Deep Agents run with memory and skills: their before_agent steps say what they
     load (and did here), and the floor plan puts them, the cache markers and the
     filesystem's eviction on the hooks the seed article names."""
@@ -192,7 +192,7 @@ def test_memory_and_skills_on_before_agent_and_around_the_model_call(tmp_path: P
 
     from tracer.read.floorplan import floor_plan
 
-    db = tmp_path / "t.db"
+    db = store_db
     sent: list[str] = []
 
     def script(ms: Any) -> AIMessage:

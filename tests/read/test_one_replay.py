@@ -4,8 +4,6 @@ build captions (they are a view, built only by what shows them)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from tracer.checks.run import check_run
@@ -40,11 +38,11 @@ def _count_replays(monkeypatch: pytest.MonkeyPatch) -> Count:
     return counter
 
 
-def test_an_opened_run_is_replayed_once(sample_db: Path,
+def test_an_opened_run_is_replayed_once(sample_store: str,
                                         monkeypatch: pytest.MonkeyPatch) -> None:
     from app.data.run_view import build_run_view
 
-    with TraceDB(sample_db) as db:
+    with TraceDB(sample_store) as db:
         summary = next(r for r in db.runs() if r.name == "support-desk")
         run = db.run(summary.id)
     rp = build_replay(run)
@@ -61,10 +59,10 @@ def test_an_opened_run_is_replayed_once(sample_db: Path,
     assert run_stack(rp) is run_stack(rp)
 
 
-def test_the_checks_build_no_captions(sample_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_checks_build_no_captions(sample_store: str, monkeypatch: pytest.MonkeyPatch) -> None:
     said = Count(captions_mod.caption)
     monkeypatch.setattr(captions_mod, "caption", said)
-    with TraceDB(sample_db) as db:
+    with TraceDB(sample_store) as db:
         runs = [db.run(r.id) for r in db.runs()]
     found = [check_run(run) for run in runs]
     assert any(found) and said.calls == 0

@@ -35,6 +35,7 @@ from tracer import TraceCallbackHandler
 from tracer.checks.base import Thresholds
 from tracer.checks.loops import token_jumps
 from tracer.cli import main
+from tracer.demo.models import ScriptedChatModel, call
 from tracer.mcp.server import Tools
 from tracer.otel.runspans import run_spans
 from tracer.read.captions import captions
@@ -44,8 +45,6 @@ from tracer.read.loader import TraceDB
 from tracer.read.steps import build_replay
 from tracer.whatif.cassette import Cassette
 from tracer.wire.view import call_view
-
-from tracer.demo.models import ScriptedChatModel, call
 
 pytestmark = pytest.mark.usefixtures("no_tracer_warnings")
 
@@ -121,8 +120,8 @@ def _record(db: Path, name: str, *, blocks: bool) -> str:
 
 
 @pytest.fixture
-def loops(db_path: Path) -> tuple[Path, str, str]:
-    return db_path, _record(db_path, "blocks", blocks=True), _record(db_path, "plain",
+def loops(store_db: str) -> tuple[str, str, str]:
+    return store_db, _record(store_db, "blocks", blocks=True), _record(store_db, "plain",
                                                                        blocks=False)
 
 

@@ -35,27 +35,27 @@ def _runs(db: Path, cache: Path) -> tuple[str, bool]:
     return table, last.endswith("True")
 
 
-def test_a_second_runs_list_prices_without_genai_prices(sample_db: Path, tmp_path: Path):
+def test_a_second_runs_list_prices_without_genai_prices(sample_store: str, tmp_path: Path):
     cache = tmp_path / "cache"
-    first, imported = _runs(sample_db, cache)
+    first, imported = _runs(sample_store, cache)
     assert imported
     assert "$0.000828" in first  # (anthropic-shopping: a priced run among unknown ones)
     (kept,) = cache.glob("genai-prices-*.json")
     assert json.loads(kept.read_text("utf-8"))
-    second, imported = _runs(sample_db, cache)
+    second, imported = _runs(sample_store, cache)
     assert not imported
     assert second == first
 
 
-def test_answers_read_back_are_genai_prices_own(sample_db: Path, tmp_path: Path):
+def test_answers_read_back_are_genai_prices_own(sample_store: str, tmp_path: Path):
     """Every priced call of the samples: the answer read back from the file equals
     genai-prices' own, as a Decimal and as text (the same digits, the same exponent)."""
-    with TraceDB(sample_db) as db:
+    with TraceDB(sample_store) as db:
         ids = [r.id for r in db.runs(limit=None)]
         events = cost._model_events(db, ids)
     asked = []
     for rid, evs in events.items():
-        with TraceDB(sample_db) as db:
+        with TraceDB(sample_store) as db:
             run = db.run(rid).summary
         for c in cost.call_costs(rid, evs, run.model, run.provider, cost.Prices()):
             t = cost._tokens(c.usage)
@@ -98,21 +98,21 @@ def test_the_memo_answers_in_place_of_genai_prices(tmp_path: Path,
     assert list(json.loads(path.read_text("utf-8"))) == [key]
 
 
-def test_a_cache_folder_that_cannot_be_written_changes_nothing(sample_db: Path,
+def test_a_cache_folder_that_cannot_be_written_changes_nothing(sample_store: str,
                                                                tmp_path: Path):
     blocked = tmp_path / "a-file"
     blocked.write_text("not a folder")
-    with_cache, _ = _runs(sample_db, tmp_path / "cache")
-    without, imported = _runs(sample_db, blocked / "looptrace")
+    with_cache, _ = _runs(sample_store, tmp_path / "cache")
+    without, imported = _runs(sample_store, blocked / "looptrace")
     assert imported and without == with_cache
     assert blocked.read_text() == "not a folder"
 
 
-def test_run_costs_keeps_what_it_asked(sample_db: Path, tmp_path: Path,
+def test_run_costs_keeps_what_it_asked(sample_store: str, tmp_path: Path,
                                        monkeypatch: pytest.MonkeyPatch):
     memo = PriceMemo(tmp_path / "kept.json")
     monkeypatch.setattr(cost, "memo", lambda: memo)
-    with TraceDB(sample_db) as db:
+    with TraceDB(sample_store) as db:
         costs = run_costs(db, [r.id for r in db.runs(limit=None)])
     assert costs
     assert len(json.loads((tmp_path / "kept.json").read_text("utf-8"))) > 10
@@ -184,7 +184,7 @@ def _poison(cache: Path, held: str) -> None:
 
 @pytest.mark.parametrize("held", ["-1", "NaN", "sNaN", "-Infinity", "Infinity"])
 def test_check_max_cost_is_not_fooled_by_a_poisoned_memo(
-        sample_db: Path, tmp_path: Path, held: str, monkeypatch: pytest.MonkeyPatch,
+        sample_store: str, tmp_path: Path, held: str, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]):
     """The CI cost gate through a shared cache: with every kept amount -1 (or NaN...),
     ``check --max-cost`` passed a run genai-prices' table puts over the limit (or
@@ -195,17 +195,17 @@ def test_check_max_cost_is_not_fooled_by_a_poisoned_memo(
     monkeypatch.setenv("LOOPTRACE_CACHE_DIR", str(cache))
     monkeypatch.delenv("LOOPTRACE_PRICES", raising=False)
     monkeypatch.setattr(price_memo, "_memos", {})
-    assert main(["runs", "--db", str(sample_db)]) == 0
+    assert main(["runs", "--db", str(sample_store)]) == 0
     _poison(cache, held)
     monkeypatch.setattr(price_memo, "_memos", {})  # (a new process: reads the file)
     capsys.readouterr()
-    code = main(["check", "anthropic-shopping", "--db", str(sample_db), "--max-cost", "0.0005"])
+    code = main(["check", "anthropic-shopping", "--db", str(sample_store), "--max-cost", "0.0005"])
     out = capsys.readouterr().out
     assert code == 1
     assert out.splitlines()[-1].endswith(
         "anthropic-shopping cost $0.000828, over --max-cost $0.0005")
-    for argv in (["runs", "--db", str(sample_db)],
-                 ["show", "anthropic-shopping", "--db", str(sample_db)]):
+    for argv in (["runs", "--db", str(sample_store)],
+                 ["show", "anthropic-shopping", "--db", str(sample_store)]):
         assert main(argv) == 0
         out = capsys.readouterr().out
         assert "$0.000828" in out

@@ -7,24 +7,23 @@ before. Runs recorded then are users' data: the read side finds them under eithe
 from __future__ import annotations
 
 import json
-import sqlite3
-from pathlib import Path
 
 from tracer_kit import record_weather_run
 
+from tracer.db.schema import connect
 from tracer.read.fork_links import forks_among, forks_of, origin_of
 from tracer.read.loader import TraceDB
 
 
-def _set_metadata(db: Path, run_id: str, meta: dict[str, object]) -> None:
-    conn = sqlite3.connect(db)
+def _set_metadata(db: str, run_id: str, meta: dict[str, object]) -> None:
+    conn = connect(db)
     conn.execute("UPDATE runs SET metadata = ? WHERE id = ?", [json.dumps(meta), run_id])
     conn.commit()
     conn.close()
 
 
-def test_a_rerun_recorded_under_the_old_key_is_still_found(tmp_path: Path) -> None:
-    db = tmp_path / "t.db"
+def test_a_rerun_recorded_under_the_old_key_is_still_found(store_db: str) -> None:
+    db = store_db
     src = record_weather_run(db, "source")
     old = record_weather_run(db, "old-rerun")
     new = record_weather_run(db, "new-fork")

@@ -4,24 +4,22 @@ run is asked for: ``TraceDB.resolve`` is the one place the CLI, MCP and the app 
 
 from __future__ import annotations
 
-import sqlite3
-from pathlib import Path
-
 import pytest
+from tracer_kit import rows
 
 from tracer.cli import main
 from tracer.errors import RunNotFound
 from tracer.read.loader import TraceDB
 
 
-def _id_named(db: Path, name: str) -> str:
-    (rid,) = sqlite3.connect(db).execute("SELECT id FROM runs WHERE name = ?", [name]).fetchone()
+def _id_named(db: str, name: str) -> str:
+    ((rid,),) = rows(db, "SELECT id FROM runs WHERE name = ?", [name])
     return str(rid)
 
 
-def test_a_unique_name_is_its_run(sample_db: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    rid = _id_named(sample_db, "weather")
-    with TraceDB(sample_db) as db:
+def test_a_unique_name_is_its_run(sample_store: str, capsys: pytest.CaptureFixture[str]) -> None:
+    rid = _id_named(sample_store, "weather")
+    with TraceDB(sample_store) as db:
         others = [r.id for r in db.runs() if r.id != rid]
         # the shortest prefix no other run shares (the demo's ids begin with the time)
         short = next(rid[:n] for n in range(4, len(rid) + 1)
@@ -31,14 +29,14 @@ def test_a_unique_name_is_its_run(sample_db: Path, capsys: pytest.CaptureFixture
         with pytest.raises(RunNotFound, match="not an id, a prefix of one or a run's name"):
             db.resolve("no-such-name")
     capsys.readouterr()
-    assert main(["show", "weather", "--db", str(sample_db)]) == 0
+    assert main(["show", "weather", "--db", str(sample_store)]) == 0
     assert capsys.readouterr().out.startswith(f"run {rid}  weather\n")
 
 
 @pytest.fixture
-def twice(tmp_path: Path) -> Path:
-    """A file with three runs named ``triage`` (started at 1, 3 and 2) and one ``x@2``."""
-    db = tmp_path / "twice.db"
+def twice(store_db: str) -> str:
+    """A store with three runs named ``triage`` (started at 1, 3 and 2) and one ``x@2``."""
+    db = store_db
     from tracer.db.schema import connect
 
     conn = connect(db)
@@ -50,7 +48,7 @@ def twice(tmp_path: Path) -> Path:
     return db
 
 
-def test_a_shared_name_asks_for_name_at_n(twice: Path) -> None:
+def test_a_shared_name_asks_for_name_at_n(twice: str) -> None:
     with TraceDB(twice) as db:
         with pytest.raises(RunNotFound, match=r"3 runs are named 'triage'.*triage@1 \(the newest\)"):
             db.resolve("triage")

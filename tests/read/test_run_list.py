@@ -4,11 +4,12 @@ was written (``scale_kit`` specs): never against the code under test."""
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
 import pytest
+from pg_kit import store_on
 from scale_kit import T0, Spec, write_runs
+from tracer_kit import rows
 
 from tracer.checks.run import check_db
 from tracer.cli import main
@@ -20,8 +21,9 @@ N = 300
 
 
 @pytest.fixture(scope="module")
-def made(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Spec]]:
-    path = tmp_path_factory.mktemp("runs") / "runs.db"
+def made(engine: str, tmp_path_factory: pytest.TempPathFactory,
+         pg_url: str | None) -> tuple[str, list[Spec]]:
+    path = store_on(engine, tmp_path_factory.mktemp("runs"), pg_url, "runs.db")
     return path, write_runs(path, N)
 
 
@@ -50,9 +52,7 @@ def test_every_run_with_its_counts_newest_first(made) -> None:  # type: ignore[n
             assert (r.status, r.name, r.parent_id, r.started_at) == (
                 s.status, s.name, s.parent_id, s.started_at)
     # kept when they ended; the runs still running have none (counted on each read)
-    conn = sqlite3.connect(path)
-    kept = {r[0] for r in conn.execute("SELECT run_id FROM run_stats")}
-    conn.close()
+    kept = {r[0] for r in rows(path, "SELECT run_id FROM run_stats")}
     assert kept == {s.id for s in specs if s.status != "running"}
 
 
@@ -137,38 +137,35 @@ def test_search_with_top_level_finds_the_parent_of_a_hit(made) -> None:  # type:
             sub.parent_id]
 
 
-def test_an_imported_run_has_its_counts_kept(made, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_an_imported_run_has_its_counts_kept(made, tmp_path: Path, store_db: str) -> None:  # type: ignore[no-untyped-def]
     path, specs = made
     s = next(x for x in specs if x.error)
     trace = export_run(path, s.id, tmp_path / "one.jsonl")
-    target = tmp_path / "imported.db"
+    target = store_db
     import_trace(trace, target)
-    conn = sqlite3.connect(target)
-    (row,) = conn.execute("SELECT laps, model_calls, tool_calls, errors, events FROM run_stats"
-                          " WHERE run_id = ?", [s.id]).fetchall()
-    conn.close()
+    (row,) = rows(target, "SELECT laps, model_calls, tool_calls, errors, events FROM run_stats"
+                          " WHERE run_id = ?", [s.id])
     assert row == expected_counts(s)
 
 
-def test_rows_after_the_end_refresh_the_counts(made, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_rows_after_the_end_refresh_the_counts(made, store_db: str) -> None:  # type: ignore[no-untyped-def]
     from scale_kit import records, template
 
     from tracer.db.writer import Writer
     from tracer.vocab.records import EventRecord, RunRecord
 
-    path = tmp_path / "late.db"
+    path = store_db
     spec = Spec("late-run", "late", "completed", T0, "late?")
     w = Writer(str(path))
     for rec in records(spec, template()):
         w.put(rec)
     w.flush()
-    conn = sqlite3.connect(path)
-    gen0 = conn.execute("SELECT gen, events FROM run_stats").fetchone()
+    (gen0,) = rows(path, "SELECT gen, events FROM run_stats")
     assert gen0 == (1, 14)
     w.put(EventRecord("late-run", 14, T0 + 1, "run", "error", None, None, 2, None, None,
                       {"error": "late"}))
     w.flush()
-    assert conn.execute("SELECT gen, events, errors FROM run_stats").fetchone() == (2, 15, 1)
+    assert rows(path, "SELECT gen, events, errors FROM run_stats") == [(2, 15, 1)]
     w.put(RunRecord("late-run", {"status": "running", "ended_at": None}))  # resumed
     w.put(EventRecord("late-run", 15, T0 + 2, "resume", "fire", None, None, 2, None, None, None))
     w.flush()
@@ -176,7 +173,6 @@ def test_rows_after_the_end_refresh_the_counts(made, tmp_path: Path) -> None:  #
         (r,) = db.runs()
         assert (r.status, r.events, r.errors) == ("running", 16, 1)  # counted live
     w.close()
-    conn.close()
 
 
 def test_cli_runs_filters_and_pages(made, capsys) -> None:  # type: ignore[no-untyped-def]

@@ -63,69 +63,73 @@ def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
     return capsys.readouterr().out
 
 
-def test_the_model_that_answered_is_the_runs_model(db_path: Path,
+def test_the_model_that_answered_is_the_runs_model(store_db: str,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
-    _fallback_run(db_path, _answers())
-    ((rid, model),) = rows(db_path, "SELECT id, model FROM runs")
+    _fallback_run(store_db, _answers())
+    ((rid, model),) = rows(store_db, "SELECT id, model FROM runs")
     assert model == "backup"
     # each call: asked primary (enter), answered by backup (exit)
-    calls = rows(db_path, "SELECT phase, payload FROM events WHERE hook = 'wrap_model_call'"
+    calls = rows(store_db, "SELECT phase, payload FROM events WHERE hook = 'wrap_model_call'"
                           " AND phase IN ('enter', 'exit') ORDER BY seq")
     assert [(ph, json.loads(p).get("model")) for ph, p in calls] == [
         ("enter", "primary"), ("exit", "backup"), ("enter", "primary"), ("exit", "backup")]
-    with TraceDB(db_path) as db:
+    with TraceDB(store_db) as db:
         assert db.models([rid]) == {rid: ["backup"]}
         said = captions(build_replay(db.run(rid)))
     assert sum("The reply came from backup, not primary" in c for c in said) == 2
-    shown = _cli(capsys, "show", rid, "--db", str(db_path))
+    shown = _cli(capsys, "show", rid, "--db", str(store_db))
     assert "  model backup (scripted)" in shown and "primary" not in shown
-    assert json.loads(_cli(capsys, "show", rid, "--db", str(db_path), "--json")
+    assert json.loads(_cli(capsys, "show", rid, "--db", str(store_db), "--json")
                       )["run"]["models"] == ["backup"]
-    (listed,) = json.loads(_cli(capsys, "runs", "--db", str(db_path), "--json"))
+    (listed,) = json.loads(_cli(capsys, "runs", "--db", str(store_db), "--json"))
     assert (listed["model"], listed["models"]) == ("backup", ["backup"])
-    tools = Tools(db_path)
+    tools = Tools(store_db)
     (compact,) = tools.list_runs()["runs"]
     assert (compact["model"], compact["models"]) == ("backup", ["backup"])
     assert tools.run_summary(rid)["run"]["models"] == ["backup"]
 
 
-def test_a_run_no_model_answered_says_the_model_asked(db_path: Path,
+def test_a_run_no_model_answered_says_the_model_asked(store_db: str,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
     def down(messages: Any) -> AIMessage:
         raise RuntimeError("backup is down")
 
     with pytest.raises(RuntimeError):
-        _fallback_run(db_path, down)
-    ((rid, model),) = rows(db_path, "SELECT id, model FROM runs")
+        _fallback_run(store_db, down)
+    ((rid, model),) = rows(store_db, "SELECT id, model FROM runs")
     assert model == "primary"
-    with TraceDB(db_path) as db:
+    with TraceDB(store_db) as db:
         assert db.models([rid]) == {rid: []}
     assert "  model primary (asked; none answered) (scripted)" in _cli(
-        capsys, "show", rid, "--db", str(db_path))
+        capsys, "show", rid, "--db", str(store_db))
 
 
-def test_a_run_recorded_before_reads_its_models_from_the_replies(db_path: Path) -> None:
+def test_a_run_recorded_before_reads_its_models_from_the_replies(store_db: str) -> None:
     """Exit events written before they named the model: the replies' response_metadata
     name it."""
-    _fallback_run(db_path, _answers())
-    import sqlite3
+    _fallback_run(store_db, _answers())
+    from tracer.db.schema import connect
 
-    conn = sqlite3.connect(db_path)
-    conn.execute("UPDATE events SET payload = json_remove(payload, '$.model')"
-                 " WHERE phase = 'exit'")
+    conn = connect(store_db)
+    for run_id, seq, payload in rows(store_db, "SELECT run_id, seq, payload FROM events"
+                                     " WHERE phase = 'exit' AND payload IS NOT NULL"):
+        body = json.loads(payload)
+        body.pop("model", None)
+        conn.execute("UPDATE events SET payload = ? WHERE run_id = ? AND seq = ?",
+                     [json.dumps(body), run_id, seq])
     conn.commit()
     conn.close()
-    assert not rows(db_path, "SELECT 1 FROM events WHERE phase = 'exit' AND payload LIKE '%backup%'")
-    ((rid,),) = rows(db_path, "SELECT id FROM runs")
-    with TraceDB(db_path) as db:
+    assert not rows(store_db, "SELECT 1 FROM events WHERE phase = 'exit' AND payload LIKE '%backup%'")
+    ((rid,),) = rows(store_db, "SELECT id FROM runs")
+    with TraceDB(store_db) as db:
         assert db.models([rid]) == {rid: ["backup"]}
 
 
-def test_two_models_in_the_order_they_first_answered(sample_db: Path, capsys: Any) -> None:
+def test_two_models_in_the_order_they_first_answered(sample_store: str, capsys: Any) -> None:
     """support-desk (a bundled sample): its primary model was rate limited in lap 1 and
     the fallback answered; in lap 2 the primary answered."""
-    with TraceDB(sample_db) as db:
+    with TraceDB(sample_store) as db:
         (s,) = [r for r in db.runs() if r.name == "support-desk"]
         assert db.models([s.id]) == {s.id: ["scripted-backup", "scripted-primary"]}
     assert "  models scripted-backup, scripted-primary (scripted)" in _cli(
-        capsys, "show", s.id, "--db", str(sample_db))
+        capsys, "show", s.id, "--db", str(sample_store))

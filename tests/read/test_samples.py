@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from pg_kit import store_on
 
 from tracer.demo.record import record_all
 from tracer.demo.scenarios import SCENARIOS
@@ -95,9 +96,11 @@ def canonical(lines: list[str]) -> list[object]:
 
 
 @pytest.fixture(scope="module")
-def regenerated(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[object]]:
-    """Record every scenario afresh and export it, normalised."""
-    db = str(tmp_path_factory.mktemp("regen") / "regen.db")
+def regenerated(engine: str, tmp_path_factory: pytest.TempPathFactory,
+                pg_url: str | None) -> dict[str, list[object]]:
+    """Record every scenario afresh into a store on each engine and export it,
+    normalised (on PostgreSQL: the demo matches the shipped samples run by run)."""
+    db = store_on(engine, tmp_path_factory.mktemp("regen"), pg_url, "regen.db")
     recorded = record_all(db)
     out = {}
     with TraceDB(db) as tdb:
@@ -120,20 +123,20 @@ def test_sample_is_what_the_code_records(path: Path,
 
 
 @pytest.mark.parametrize("path", SAMPLES, ids=[p.stem for p in SAMPLES])
-def test_sample_round_trips_without_loss(path: Path, tmp_path: Path) -> None:
+def test_sample_round_trips_without_loss(path: Path, store_db: str) -> None:
     header, rows = read_trace(path)
-    ids = import_trace(path, tmp_path / "rt.db")
+    ids = import_trace(path, store_db)
     assert ids and ids[0] == header["root"]
-    with TraceDB(tmp_path / "rt.db") as db:
+    with TraceDB(store_db) as db:
         again = list(export_lines(db, header["root"]))
     original = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
     assert [json.loads(x) for x in again] == original
 
 
 @pytest.mark.parametrize("path", SAMPLES, ids=[p.stem for p in SAMPLES])
-def test_sample_loads_and_replays(path: Path, sample_db: Path) -> None:
+def test_sample_loads_and_replays(path: Path, sample_store: str) -> None:
     header, _ = read_trace(path)
-    with TraceDB(sample_db) as db:
+    with TraceDB(sample_store) as db:
         for run_id in [header["root"]] + [c.id for c in db.run(header["root"]).children]:
             run = db.run(run_id)
             replay = build_replay(run)
@@ -153,11 +156,11 @@ def test_sample_loads_and_replays(path: Path, sample_db: Path) -> None:
 
 
 @pytest.mark.parametrize("path", SAMPLES, ids=[p.stem for p in SAMPLES])
-def test_state_at_is_the_plain_definition(path: Path, tmp_path: Path) -> None:
+def test_state_at_is_the_plain_definition(path: Path, store_db: str) -> None:
     """``Replay.state_at`` (bisection over the messages' seq bounds) gives, at every
     step, what the plain definition gives: the messages recorded by then, in
     conversation order (after the latest reorder), each in its version of then."""
-    db = tmp_path / "s.db"
+    db = store_db
     import_trace(path, db)
     with TraceDB(db) as tdb:
         runs = [tdb.run(s.id) for s in tdb.runs()]
@@ -192,9 +195,9 @@ def test_every_event_uses_the_format_names(path: Path) -> None:
     assert {e["phase"] for e in events} <= set(PHASES), path.stem
 
 
-def test_a_runs_children_are_its_subagent_runs(tmp_path: Path) -> None:
+def test_a_runs_children_are_its_subagent_runs(store_db: str) -> None:
     """``TraceDB.run`` asks only for a run's own children (not every run of the file)."""
-    db = tmp_path / "s.db"
+    db = store_db
     for path in SAMPLES:
         import_trace(path, db)
     with TraceDB(db) as tdb:

@@ -21,21 +21,21 @@ def _stuck_search(db: Path):  # type: ignore[no-untyped-def]
         return build_replay(t.run(s.id))
 
 
-def test_jump_to_is_set_by_its_hook_and_cleared_by_langgraph(sample_db: Path) -> None:
-    rp = _stuck_search(sample_db)
+def test_jump_to_is_set_by_its_hook_and_cleared_by_langgraph(sample_store: str) -> None:
+    rp = _stuck_search(sample_store)
     (set_, gone) = rp.run.state.history("jump_to")
     assert set_.hash is not None and set_.by == "ModelCallLimitMiddleware.before_model"
     assert gone.hash is None and gone.by == EPHEMERAL_BY
     # the file still holds what the recorder saw last (a later run's record can say it
     # better; the read side credits it either way)
-    with TraceDB(sample_db) as t:
+    with TraceDB(sample_store) as t:
         ((by,),) = t.query("SELECT by FROM state WHERE run_id = ? AND key = 'jump_to' AND "
                            "hash IS NULL", [rp.run.id])
     assert by == "TraceMiddleware.after_agent"
 
 
-def test_the_state_view_says_who_cleared_it(sample_db: Path) -> None:
-    data = replay_json(_stuck_search(sample_db))
+def test_the_state_view_says_who_cleared_it(sample_store: str) -> None:
+    data = replay_json(_stuck_search(sample_store))
     changes = [c for row in data["state"]["steps"] for c in row or []
                if len(c) > 2 and c[0] == "jump_to"]
     assert [c[1] < 0 for c in changes] == [False, True]

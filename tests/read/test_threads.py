@@ -9,6 +9,7 @@ decisions recorded. The expected turns are written out by hand.
 from __future__ import annotations
 
 import pytest
+from pg_kit import store_on
 from tracer_kit import record_hitl_thread, record_three_turn_thread
 
 from tracer.errors import ThreadNotFound
@@ -18,8 +19,8 @@ from tracer.read.threads import count_threads, list_threads, load_thread
 
 
 @pytest.fixture(scope="module")
-def thread_db(tmp_path_factory):
-    db = tmp_path_factory.mktemp("threads") / "threads.db"
+def thread_db(engine, tmp_path_factory, pg_url):
+    db = store_on(engine, tmp_path_factory.mktemp("threads"), pg_url, "threads.db")
     ids = record_three_turn_thread(db)
     hitl = record_hitl_thread(db)
     return db, ids, hitl
@@ -66,8 +67,8 @@ def test_a_hitl_thread_shows_its_interrupt_and_the_decision_read_from_what_ran(t
     assert (t.interrupts, t.resumes) == (1, 1)
 
 
-def test_the_approvals_sample_shows_the_recorded_decisions(sample_db):
-    with TraceDB(sample_db) as tdb:
+def test_the_approvals_sample_shows_the_recorded_decisions(sample_store):
+    with TraceDB(sample_store) as tdb:
         t = load_thread(tdb, "demo-hitl-thread")
     (turn,) = t.turns
     assert turn.run.name == "approvals"
@@ -112,7 +113,7 @@ def test_an_unknown_thread_is_one_clear_error(thread_db):
         load_thread(tdb, "nope")
 
 
-def test_a_thread_resumed_under_a_new_tracer_is_still_one_turn(tmp_path):
+def test_a_thread_resumed_under_a_new_tracer_is_still_one_turn(store_db):
     """An interrupt recorded by one TraceMiddleware, the resume by another (a new agent on
     the same checkpointer, as after a restart): the resume joins the interrupted run, so
     the thread is one turn; approved, the call ran as asked."""
@@ -126,7 +127,7 @@ def test_a_thread_resumed_under_a_new_tracer_is_still_one_turn(tmp_path):
     from tracer import TraceMiddleware
     from tracer.demo.models import ScriptedChatModel, call, turn_script
 
-    db = tmp_path / "t.db"
+    db = store_db
     saver = InMemorySaver()
     config = {"configurable": {"thread_id": "two"}}
 

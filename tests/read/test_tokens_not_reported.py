@@ -60,43 +60,43 @@ def _tokens(db: Path, rid: str) -> tuple[Any, ...]:
                 [rid])[0]
 
 
-def test_a_fresh_run_whose_model_reports_no_usage_stores_null(db_path: Path) -> None:
-    silent = _record(db_path, no_usage_model(), "silent")
-    counted = _record(db_path, two_lap_model(), "counted")
-    assert _tokens(db_path, silent) == (None, None, None)
+def test_a_fresh_run_whose_model_reports_no_usage_stores_null(store_db: str) -> None:
+    silent = _record(store_db, no_usage_model(), "silent")
+    counted = _record(store_db, two_lap_model(), "counted")
+    assert _tokens(store_db, silent) == (None, None, None)
     # the scripted model counts words: 11 + 6 for lap 1, 20 + 5 for lap 2 (its own rule,
     # read from the two replies' usage in the record)
     usage = [json.loads(p)["usage"] for (p,) in rows(
-        db_path, "SELECT payload FROM events WHERE run_id = ? AND hook = 'wrap_model_call'"
+        store_db, "SELECT payload FROM events WHERE run_id = ? AND hook = 'wrap_model_call'"
         " AND phase = 'exit' ORDER BY seq", [counted])]
     assert len(usage) == 2
-    assert _tokens(db_path, counted) == (
+    assert _tokens(store_db, counted) == (
         usage[0]["input_tokens"] + usage[1]["input_tokens"],
         usage[0]["output_tokens"] + usage[1]["output_tokens"],
         usage[0]["total_tokens"] + usage[1]["total_tokens"])
-    assert _tokens(db_path, counted)[2] > 0
-    with TraceDB(db_path) as db:
+    assert _tokens(store_db, counted)[2] > 0
+    with TraceDB(store_db) as db:
         by_name = {r.name: r for r in db.runs()}
     assert by_name["silent"].total_tokens is None
     assert by_name["silent"].tokens_text == "not reported"
-    assert by_name["counted"].tokens_text == str(_tokens(db_path, counted)[2])
+    assert by_name["counted"].tokens_text == str(_tokens(store_db, counted)[2])
 
 
-def test_a_hand_rolled_loop_without_usage_stores_null(db_path: Path) -> None:
+def test_a_hand_rolled_loop_without_usage_stores_null(store_db: str) -> None:
     """The callback handler's path (a loop of the caller's own): the same rule."""
     model = no_usage_model()
-    handler = TraceCallbackHandler(db=db_path)
+    handler = TraceCallbackHandler(db=store_db)
     model.invoke("Weather in Oslo?", config={"callbacks": [handler]})
     handler.close()
-    assert rows(db_path, "SELECT input_tokens, output_tokens, total_tokens FROM runs") == [
+    assert rows(store_db, "SELECT input_tokens, output_tokens, total_tokens FROM runs") == [
         (None, None, None)]
 
 
-def test_a_run_that_asked_no_model_used_zero_tokens(tmp_path: Path) -> None:
+def test_a_run_that_asked_no_model_used_zero_tokens(store_db: str) -> None:
     """Stored NULL by a hand-written file (no model call): read as 0, not "not reported"."""
     from tracer.interop.exchange import import_rows
 
-    db = tmp_path / "t.db"
+    db = store_db
     import_rows([("runs", {"id": "r-no-model", "status": "completed", "started_at": 1.0}),
                  ("events", {"run_id": "r-no-model", "seq": 0, "ts": 1.0, "hook": "run",
                              "phase": "start", "lap": 0})], db)
@@ -107,7 +107,8 @@ def test_a_run_that_asked_no_model_used_zero_tokens(tmp_path: Path) -> None:
 
 @pytest.fixture
 def migrated(tmp_path: Path) -> Path:
-    """The schema 5 fixture, migrated: ``weather`` (31/11/42 tokens) and ``no-usage``
+    """The schema 5 fixture (a SQLite file: its tests are SQLite only), migrated:
+    ``weather`` (31/11/42 tokens) and ``no-usage``
     (its model reported no usage: schema 5 stored 0/0/0)."""
     path = tmp_path / "v5.db"
     shutil.copyfile(FIXTURE5, path)
@@ -201,7 +202,8 @@ def pd_na() -> Any:
 
 def test_read_only_a_schema_5_file_reads_not_reported_too(tmp_path: Path) -> None:
     """Opened read-only, the file is read as it is (not migrated): the 0 of a run that
-    asked a model is read as the migration would make it."""
+    asked a model is read as the migration would make it. (SQLite only: a file of
+    schema 5.)"""
     path = tmp_path / "v5.db"
     shutil.copyfile(FIXTURE5, path)
     with TraceDB(path) as t:
@@ -213,7 +215,7 @@ def test_read_only_a_schema_5_file_reads_not_reported_too(tmp_path: Path) -> Non
         "SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("5",)
 
 
-def test_an_older_export_imports_with_not_reported_tokens(migrated: Path, tmp_path: Path) -> None:
+def test_an_older_export_imports_with_not_reported_tokens(migrated: Path, tmp_path: Path, store_db: str) -> None:
     """A trace file written at schema 5 said 0: imported, the run reads not reported."""
     out = export_run(migrated, _ids(migrated)["no-usage"], tmp_path / "x.jsonl")
     lines = out.read_text().splitlines()
@@ -226,6 +228,6 @@ def test_an_older_export_imports_with_not_reported_tokens(migrated: Path, tmp_pa
             rec["row"].update(input_tokens=0, output_tokens=0, total_tokens=0)
         old.append(json.dumps(rec))
     (tmp_path / "old.jsonl").write_text("\n".join(old) + "\n")
-    db = tmp_path / "imported.db"
+    db = store_db
     import_trace(tmp_path / "old.jsonl", db)
     assert rows(db, "SELECT total_tokens FROM runs") == [(None,)]

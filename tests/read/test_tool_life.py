@@ -18,6 +18,7 @@ from langchain.tools import ToolRuntime
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import BaseTool, tool
 from langgraph.types import Command
+from pg_kit import store_on
 from pydantic import BaseModel, Field
 
 from tracer import TraceMiddleware
@@ -40,15 +41,15 @@ def tool_steps(rp: Replay, tcid: str, phase: str) -> list[Step]:
 
 
 @pytest.fixture(scope="module")
-def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    db = tmp_path_factory.mktemp("tl") / "t.db"
+def demo_db(engine: str, tmp_path_factory: pytest.TempPathFactory, pg_url: str | None) -> str:
+    db = store_on(engine, tmp_path_factory.mktemp("tl"), pg_url)
     for name in ("tool-validation-error", "tool-exception", "shopping"):
         scenarios.SCENARIOS[name](str(db))
     return db
 
 
 # -- the validation-error demo -------------------------------------------------------
-def test_arguments_that_fail_the_schema_come_back_as_an_error_message(demo_db: Path) -> None:
+def test_arguments_that_fail_the_schema_come_back_as_an_error_message(demo_db: str) -> None:
     rp = replays(demo_db)["booking"]
     assert rp.run.summary.status == "completed"
     [exit_] = tool_steps(rp, "call_book_1", "exit")
@@ -65,7 +66,7 @@ def test_arguments_that_fail_the_schema_come_back_as_an_error_message(demo_db: P
     assert again.event.payload["args"] == {"restaurant": "Fiskeriet", "guests": 6}
 
 
-def test_the_schema_the_model_saw_beside_the_python_signature(demo_db: Path) -> None:
+def test_the_schema_the_model_saw_beside_the_python_signature(demo_db: str) -> None:
     """ToolRuntime is in the Python signature and not in the schema the model saw."""
     rp = replays(demo_db)["booking"]
     [enter] = tool_steps(rp, "call_book_1", "enter")
@@ -88,7 +89,7 @@ def test_the_schema_the_model_saw_beside_the_python_signature(demo_db: Path) -> 
     assert "failed the tool's schema" in tool_life(rp, exit_.index).outcome  # type: ignore[union-attr]
 
 
-def test_a_command_must_carry_the_matching_tool_message(demo_db: Path) -> None:
+def test_a_command_must_carry_the_matching_tool_message(demo_db: str) -> None:
     rp = replays(demo_db)["booking"]
     [exit_] = tool_steps(rp, "call_book_2", "exit")
     assert exit_.event.payload["command"] is True
@@ -99,13 +100,13 @@ def test_a_command_must_carry_the_matching_tool_message(demo_db: Path) -> None:
     assert answer.text.startswith("Booked Fiskeriet for 6")
 
 
-def test_a_command_without_its_tool_message_fails_the_run(tmp_path: Path) -> None:
+def test_a_command_without_its_tool_message_fails_the_run(store_db: str) -> None:
     @tool
     def forgetful(note: str, runtime: ToolRuntime) -> Command:  # type: ignore[type-arg]
         """Returns a Command that forgets the ToolMessage."""
         return Command(update={"messages": []})
 
-    db = tmp_path / "t.db"
+    db = store_db
     model = ScriptedChatModel(script=turn_script([
         AIMessage("", tool_calls=[call("forgetful", {"note": "x"}, "call_f")]),
         AIMessage("done")]))
@@ -123,7 +124,7 @@ def test_a_command_without_its_tool_message_fails_the_run(tmp_path: Path) -> Non
 
 
 # -- the unhandled-exception demo ------------------------------------------------------
-def test_an_unhandled_tool_exception_propagates_and_fails_the_run(demo_db: Path) -> None:
+def test_an_unhandled_tool_exception_propagates_and_fails_the_run(demo_db: str) -> None:
     rp = replays(demo_db)["stock-check"]
     assert rp.run.summary.status == "error"
     assert "TimeoutError" in (rp.run.summary.error or "")
@@ -145,7 +146,7 @@ def test_an_unhandled_tool_exception_propagates_and_fails_the_run(demo_db: Path)
 
 
 # -- the shopping demo: why its errors are fed back ----------------------------------------
-def test_shopping_feeds_errors_back_only_because_of_handle_tool_error(demo_db: Path) -> None:
+def test_shopping_feeds_errors_back_only_because_of_handle_tool_error(demo_db: str) -> None:
     assert scenarios.get_price.handle_tool_error is True  # what the demo sets
     rp = replays(demo_db)["shopping"]
     [unicorn] = tool_steps(rp, "call_price_unicorn", "exit")
@@ -159,13 +160,13 @@ def test_shopping_feeds_errors_back_only_because_of_handle_tool_error(demo_db: P
     assert "asked for a tool the agent does not have" in captions(rp)[stock.index]
 
 
-def test_a_middleware_that_turns_the_exception_into_a_message(tmp_path: Path) -> None:
+def test_a_middleware_that_turns_the_exception_into_a_message(store_db: str) -> None:
     @tool
     def lookup(key: str) -> str:
         """Look a key up."""
         raise KeyError(key)
 
-    db = tmp_path / "t.db"
+    db = store_db
     model = ScriptedChatModel(script=turn_script([
         AIMessage("", tool_calls=[call("lookup", {"key": "x"}, "call_k")]),
         AIMessage("It is not there.")]))
@@ -206,7 +207,7 @@ def test_signature_text_reads_the_function_or_the_args_schema() -> None:
     assert text == "search(query: str, limit: int)" and params == ["query", "limit"]
 
 
-def test_signatures_are_written_with_the_schemas_only(demo_db: Path) -> None:
+def test_signatures_are_written_with_the_schemas_only(demo_db: str) -> None:
     rp = replays(demo_db)["shopping"]
     enters = [e for e in rp.run.events if e.hook == "wrap_model_call" and e.phase == "enter"]
     with_sigs = [e for e in enters if "signatures" in e.payload]
@@ -217,13 +218,13 @@ def test_signatures_are_written_with_the_schemas_only(demo_db: Path) -> None:
 
 # -- the inspector ---------------------------------------------------------------------------
 @pytest.fixture
-def samples(sample_db: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+def samples(sample_store: str, monkeypatch: pytest.MonkeyPatch, app_pool: None) -> Any:
     import streamlit as st
 
     st.cache_data.clear()
     st.cache_resource.clear()
-    monkeypatch.setenv("LOOPTRACE_DB", str(sample_db))
-    yield sample_db
+    monkeypatch.setenv("LOOPTRACE_DB", str(sample_store))
+    yield sample_store
     st.cache_data.clear()
     st.cache_resource.clear()
 

@@ -45,10 +45,19 @@ from typing import Protocol
 from tracer.errors import LooptraceError
 from tracer.vocab.terminal import safe_text
 
-__all__ = ["COMMANDS", "DEFAULT_DB", "RENAMED", "SAMPLES", "add_prices", "build_parser", "int_range", "main",
+__all__ = ["COMMANDS", "DB_DEFAULT_HELP", "DEFAULT_DB", "RENAMED", "SAMPLES", "add_prices", "build_parser", "int_range", "main",
            "read_db", "serve", "stop_on_sigterm", "use_prices"]
 
-DEFAULT_DB = "looptrace.db"
+class _DefaultDb(str):
+    """The ``--db`` default as argparse holds it (``looptrace.db``, what the reference
+    shows): marked, so that ``main`` tells it from a ``--db looptrace.db`` typed, and
+    puts ``$LOOPTRACE_DB`` in its place when set (``tracer.db.url.default_db``)."""
+
+    __slots__ = ()
+
+
+DEFAULT_DB = _DefaultDb("looptrace.db")
+DB_DEFAULT_HELP = "(default: $LOOPTRACE_DB when set, else looptrace.db)"
 SAMPLES = "samples"  # what ``--db`` takes for the bundled sample traces
 
 
@@ -118,6 +127,11 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
             continue
         importlib.import_module(f"{__name__}.{module}").register(sub)
         done.add(module)
+    for command in sub.choices.values():  # (every --db defaulting to DEFAULT_DB says so)
+        for action in command._actions:
+            if action.default is DEFAULT_DB and DB_DEFAULT_HELP not in (action.help or ""):
+                action.help = f"{action.help} {DB_DEFAULT_HELP}" if action.help else (
+                    DB_DEFAULT_HELP)
     return parser
 
 
@@ -138,6 +152,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         first = RENAMED[first]
     parser = build_parser(first if first in COMMANDS else None)
     args = parser.parse_args(argv)
+    if getattr(args, "db", None) is DEFAULT_DB:  # (no --db given)
+        from tracer.db.url import default_db
+
+        args.db = default_db()
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

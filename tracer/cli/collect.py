@@ -28,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
             "write each trace as runs: traces sent by 'looptrace export --otlp' come back "
             "exactly as recorded, other GenAI traces are converted, other spans are skipped "
             "and counted. Point an exporter at http://HOST:PORT (OTEL_EXPORTER_OTLP_ENDPOINT)."))
-    p.add_argument("--db", default=DEFAULT_DB, help=f"database to write (default {DEFAULT_DB})")
+    p.add_argument("--db", default=DEFAULT_DB, help="database to write")
     p.add_argument("--port", type=int_range(0, PORT_MAX), default=4318, help="port (default 4318, OTLP/HTTP's)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--quiet", type=float, default=2.0, metavar="SECONDS",

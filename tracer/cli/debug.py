@@ -91,7 +91,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
             + forms + "\n\n" + "\n".join(textwrap.wrap(CONDITION_HELP, 86))
             + "\n\nAt the prompt:\n" + HELP
             + "\n\nExample: looptrace debug --break tool:get_weather -- python agent.py"))
-    p.add_argument("--db", default=DEFAULT_DB, help=f"trace database (default {DEFAULT_DB})")
+    p.add_argument("--db", default=DEFAULT_DB, help="trace database")
     p.add_argument("--break", dest="breaks", action="append", default=[], metavar="SPEC",
                    help="a breakpoint (see above); none: the agents listen for breakpoints "
                         "set from the app or MCP")

@@ -24,7 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
             "run or fork it at a step with an edit (a new run, through `looptrace rerun`). "
             "Every other tool reads the database read-only. Speaks stdio (what an MCP client "
             "starts) unless --http, then streamable HTTP on 127.0.0.1 at /mcp."))
-    p.add_argument("--db", default=DEFAULT_DB, type=read_db, help=f"trace database (default {DEFAULT_DB})")
+    p.add_argument("--db", default=DEFAULT_DB, type=read_db, help="trace database")
     p.add_argument("--http", action="store_true",
                    help="serve streamable HTTP on 127.0.0.1 (http://127.0.0.1:PORT/mcp)")
     p.add_argument("--port", type=int_range(0, PORT_MAX), default=8765, help="port for --http (default 8765)")

@@ -50,7 +50,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("run", metavar="RUN", help="run id, a unique prefix, a name or name@N")
     p.add_argument("text", metavar="TEXT", nargs="?",
                    help="the note (quote it); leave it out to list the run's notes")
-    p.add_argument("--db", default=DEFAULT_DB, help=f"trace database (default {DEFAULT_DB})")
+    p.add_argument("--db", default=DEFAULT_DB, help="trace database")
     p.add_argument("--step", type=int_range(-INT64_MAX - 1), metavar="N",
                    help="on step N (from 1) rather than on the whole run")
     p.add_argument("--tag", action="append", metavar="TAG",

@@ -42,7 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--agent", default=None, metavar="MODULE:FACTORY",
                    help="the agent factory a rerun takes (see looptrace rerun): its own "
                         "model answers (the model create_agent was given)")
-    p.add_argument("--db", default=DEFAULT_DB, help=f"trace database (default {DEFAULT_DB})")
+    p.add_argument("--db", default=DEFAULT_DB, help="trace database")
     p.add_argument("--json", action="store_true",
                    help="print everything as JSON, the wire formats included")
     p.set_defaults(func=run)

@@ -39,7 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                         "responses to requests that match it; others are forwarded to "
                         "--upstream when given, else answered by --emulate (default echo). "
                         "--replay is its older name")  # words: keep
-    p.add_argument("--db", default=DEFAULT_DB, help=f"trace database (default {DEFAULT_DB})")
+    p.add_argument("--db", default=DEFAULT_DB, help="trace database")
     p.add_argument("--port", type=int_range(0, PORT_MAX), default=0, help="port (default: a free one)")
     p.add_argument("--max-request", type=float, default=32, metavar="MB",
                    help="largest request body forwarded (default 32 MB): 413 past it")
@@ -53,7 +53,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
             "A proxy turns the exchanges of a loop it sees without the tracer into runs as "
             "they come. This does the same for a file's exchanges that are still unlinked "
             "(recorded by an older looptrace, or by a proxy that was killed)."))
-    t.add_argument("--db", default=DEFAULT_DB, help=f"trace database (default {DEFAULT_DB})")
+    t.add_argument("--db", default=DEFAULT_DB, help="trace database")
     t.set_defaults(func=traffic)
 
 

@@ -46,7 +46,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
             "hook, with the callback handler. An agent with its own TraceMiddleware still "
             "works; one run is never recorded twice. The command's output and exit status "
             "are its own. Example: looptrace run -- python my_agent.py"))
-    p.add_argument("--db", default=DEFAULT_DB, help=f"trace database (default {DEFAULT_DB})")
+    p.add_argument("--db", default=DEFAULT_DB, help="trace database")
     p.add_argument("--wire", action="store_true",
                    help="also record the provider HTTP traffic: start a recording proxy per "
                         "provider and point OPENAI_BASE_URL, ANTHROPIC_BASE_URL and "

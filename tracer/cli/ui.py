@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from tracer.cli import PORT_MAX, add_prices, int_range, use_prices
-from tracer.db.url import absolute
+from tracer.db.url import DB_ENV, absolute
 from tracer.errors import UsageError
 from tracer.read.loader import TraceDB
 from tracer.vocab.terminal import safe_text
@@ -31,7 +31,8 @@ APP = (_PACKAGE / "_app" / "main.py" if (_PACKAGE / "_app").is_dir()
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("ui", help="open the replay app")
-    p.add_argument("--db", help="database to open (default: the bundled sample traces)")
+    p.add_argument("--db", help="database to open (default: $LOOPTRACE_DB when set, else "
+                                "the bundled sample traces)")
     p.add_argument("--port", type=int_range(1, PORT_MAX), default=8501)
     p.add_argument("--host", default="127.0.0.1",
                    help="address to listen on (default 127.0.0.1: this machine only); any "
@@ -140,9 +141,10 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr, flush=True)
         # (the server prints the link once it is warmed up and listening: app/serve.py)
         env[LINK_ENV] = safe_text(f"looptrace ui: {link}")
-    if args.db:
-        TraceDB(args.db).close()  # fail here, clearly, for a bad file
-        env["LOOPTRACE_DB"] = absolute(args.db)
+    db = args.db or env.get(DB_ENV)  # (neither: the app opens the bundled samples)
+    if db:
+        TraceDB(db).close()  # fail here, clearly, for a bad file
+        env[DB_ENV] = absolute(db)
     from tracer.db import pool
 
     env[pool.ENV] = "1"  # (a PostgreSQL store: the app's connections from a pool)

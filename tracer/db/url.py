@@ -152,3 +152,14 @@ def for_child(db: str) -> tuple[str, dict[str, str]]:
     rest = "&".join(f"{k}={quote(v, safe='/')}" for k, v in query if k != "password")
     url = urlunsplit((parts.scheme, netloc, parts.path, rest, ""))
     return url, {"PGPASSWORD": unquote(password) if password is not None else str(in_query)}
+
+
+DB_ENV = "LOOPTRACE_DB"
+DEFAULT_FILE = "looptrace.db"
+
+
+def default_db() -> str:
+    """The store used when none is named: ``$LOOPTRACE_DB`` when set (a path or a
+    PostgreSQL URL), else ``looptrace.db`` in the current folder. Every command's
+    ``--db``, the debugger's and autotrace's fallbacks read it here."""
+    return os.environ.get(DB_ENV) or DEFAULT_FILE

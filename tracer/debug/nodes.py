@@ -47,6 +47,7 @@ import weakref
 from typing import Any
 
 from tracer.db.state_rows import value_json
+from tracer.db.url import DB_ENV, DEFAULT_FILE
 from tracer.errors import DebugAborted
 from tracer.record import node_hook
 from tracer.record.node_hook import NodeTask
@@ -395,7 +396,7 @@ def arm_from_env(env: Any = None) -> NodeWatch | None:
     dbg = from_env(e)
     if dbg is None:
         return None
-    dbg.bind(e.get("LOOPTRACE_DB") or "looptrace.db")
+    dbg.bind(e.get(DB_ENV) or DEFAULT_FILE)
     w = watch(dbg)
     with _LOCK:
         _ENV_WATCH[:] = [w]

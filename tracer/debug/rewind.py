@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from tracer.db.url import default_db
 from tracer.errors import LooptraceError
 from tracer.record.rebuild import Build, builds_of, starter
 
@@ -82,7 +83,7 @@ def start(dbg: Any, rec: Any, run: Any, raw: Any, *, is_async: bool = False) -> 
     agent: Any = os.environ.get(AGENT_ENV) or _builds(dbg, run)[0][0]
     rec.writer.flush()  # (the fork reads the record up to this pause)
     try:
-        got = start_fork(db=dbg._db or "looptrace.db", run_id=run.id, step=step,
+        got = start_fork(db=dbg._db or default_db(), run_id=run.id, step=step,
                          edits=edits, agent=agent, is_async=is_async)
     except LooptraceError as exc:
         return {**out, "outcome": "rejected", "line": f"cannot rewind: {exc}"[:300]}

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from tracer.db.schema import connect
+from tracer.db.url import default_db
 from tracer.errors import DebugAborted, DebugRaised, LooptraceError
 from tracer.record.rebuild import quiet
 from tracer.vocab.content import content_text
@@ -157,7 +158,7 @@ class Debugger:
 
     def _c(self) -> sqlite3.Connection:
         if self._conn is None:
-            self._conn = connect(self._db or "looptrace.db", busy_timeout=BUSY_S)
+            self._conn = connect(self._db or default_db(), busy_timeout=BUSY_S)
         return self._conn
 
     def _busy(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
@@ -408,7 +409,7 @@ class Debugger:
     def _file(self) -> tuple[int, int] | None:
         """The database file's (device, inode), to notice it deleted or replaced."""
         try:
-            st = os.stat(self._db or "looptrace.db")
+            st = os.stat(self._db or default_db())
         except OSError:
             return None
         return (st.st_dev, st.st_ino)

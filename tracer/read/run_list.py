@@ -107,16 +107,21 @@ def _esc(text: str) -> str:
 
 
 def where(f: RunFilter, derived: bool, *, common: bool = False,
-          schema: int = SCHEMA_VERSION, fts: bool | None = None) -> tuple[str, list[Any]]:
+          schema: int = SCHEMA_VERSION, fts: bool | None = None,
+          engine: str = "sqlite") -> tuple[str, list[Any]]:
     """The WHERE clause (over ``runs r``, ``run_stats s``, ``run_checks c``) for ``f``;
     ``derived``: the file has the derived tables (schema 3); ``common``: ``f.search`` is
     a common text (``tracer.db.search.is_common``), tested run by run; ``schema``: the
     file's version; ``fts``: it has the SQLite search index (default: ``derived``; a
-    PostgreSQL store has its trigram index on ``messages.text`` instead)."""
+    PostgreSQL store has its trigram index on ``messages.text`` instead); ``engine``:
+    the store's (``TraceDB.engine``).
+
+    The clause is SQLite's; ``tracer.db.pg`` translates it. No clause is a bare ``0``
+    (PostgreSQL wants a boolean: ``1 = 0``)."""
     parts: list[str] = []
     params: list[Any] = []
     if f.ids is not None:
-        parts.append(f"r.id IN ({','.join('?' * len(f.ids))})" if f.ids else "0")
+        parts.append(f"r.id IN ({','.join('?' * len(f.ids))})" if f.ids else _NONE)
         params.extend(f.ids)
     if f.parent_id is not None:
         parts.append("r.parent_id = ?")
@@ -130,7 +135,11 @@ def where(f: RunFilter, derived: bool, *, common: bool = False,
         parts.append(f"r.status IN ({','.join('?' * len(f.status))})")
         params.extend(f.status)
     if f.name:
-        parts.append("(r.name LIKE ? ESCAPE '\\' OR r.agent_name LIKE ? ESCAPE '\\')")
+        # SQLite's LIKE folds ASCII letters only; PostgreSQL's ILIKE (its LIKE, through
+        # tracer.db.pg) folds by the database's locale unless told the C collation
+        fold = ' COLLATE "C"' if engine == "postgresql" else ""
+        parts.append(f"(r.name{fold} LIKE ? ESCAPE '\\'"
+                     f" OR r.agent_name{fold} LIKE ? ESCAPE '\\')")
         params.extend([_esc(f.name)] * 2)
     if f.since is not None:
         parts.append("r.started_at >= ?")
@@ -156,7 +165,7 @@ def where(f: RunFilter, derived: bool, *, common: bool = False,
     if f.tags:
         tagged = (f"SELECT n.run_id FROM notes n, json_each({TAGS_SQL}) j"
                   f" WHERE j.value IN ({','.join('?' * len(f.tags))})")
-        parts.append(f"r.id IN ({_up(tagged) if f.top_level else tagged})" if noted else "0")
+        parts.append(f"r.id IN ({_up(tagged) if f.top_level else tagged})" if noted else _NONE)
         if noted:
             params.extend(f.tags)
     if f.health:
@@ -166,10 +175,11 @@ def where(f: RunFilter, derived: bool, *, common: bool = False,
                 ors.append("c.run_id IS NULL")
             elif derived:
                 ors.append(f"(c.run_id IS NOT NULL AND {_HEALTH_SQL[h]})")
-        parts.append("(" + " OR ".join(ors) + ")" if ors else "0")
+        parts.append("(" + " OR ".join(ors) + ")" if ors else _NONE)
     return (" WHERE " + " AND ".join(parts)) if parts else "", params
 
 
+_NONE = "1 = 0"  # (no run: a boolean on both engines)
 _NOTED = "SELECT run_id FROM notes WHERE text LIKE ? ESCAPE '\\'"
 
 

@@ -114,8 +114,6 @@ def capturing(original: Any) -> Any:
     (``tracer.record.rebuild``): a rewind builds the agent again from it."""
 
     def create_agent(*args: Any, **kwargs: Any) -> Any:
-        import os
-
         from .middleware import TraceBase
         from .rebuild import Build, keep
 
@@ -123,9 +121,11 @@ def capturing(original: Any) -> Any:
         stack = list(given)
         traced = [m for m in stack if isinstance(m, TraceBase)]
         if not traced:
+            from tracer.db.url import default_db
+
             from .middleware import TraceMiddleware
 
-            stack.append(TraceMiddleware(db=os.environ.get("LOOPTRACE_DB") or "looptrace.db"))
+            stack.append(TraceMiddleware(db=default_db()))
             traced = [stack[-1]]
         elif stack[-1] is not traced[0] and traced[0].processors and (
                 traced[0].innermost() not in stack):
