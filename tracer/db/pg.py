@@ -18,7 +18,8 @@ PostgreSQL lacks is made as functions in the store's schema (``FUNCTIONS_SQL``):
 handling written for SQLite holds for both engines, and no message carries the password.
 
 Search uses ``pg_trgm``: a GIN trigram index on ``messages.text`` answers the same
-``ILIKE '%text%'`` the SQLite file's FTS5 trigram index answers (``tracer.db.search``).
+``ILIKE '%text%'`` the SQLite file's FTS5 trigram index answers, and a test of the
+text's ASCII-folded form keeps to what SQLite's ``LIKE`` matches (``tracer.db.search``).
 """
 
 from __future__ import annotations

@@ -287,7 +287,8 @@ class TraceDB:
                         parent_id=parent_id if parent_id is not None else f.parent_id)
         join, params = run_list.joins(self.derived)
         cond, more = run_list.where(f, self.derived, common=self._common(f),
-                                        schema=self.schema_version, fts=self.fts)
+                                        schema=self.schema_version, fts=self.fts,
+                                        engine=self.engine)
         page = ""
         if limit is not None or offset:
             page = " LIMIT ? OFFSET ?"
@@ -327,7 +328,8 @@ class TraceDB:
         f = filter or RunFilter()
         join, params = run_list.joins(self.derived) if f.health else ("", [])
         cond, more = run_list.where(f, self.derived, common=self._common(f),
-                                        schema=self.schema_version, fts=self.fts)
+                                        schema=self.schema_version, fts=self.fts,
+                                        engine=self.engine)
         if at_most is None:
             return int(self._query(f"SELECT COUNT(*) FROM runs r{join}{cond}",
                                    [*params, *more])[0][0])
@@ -337,7 +339,7 @@ class TraceDB:
     def _common(self, f: RunFilter) -> bool:
         """Whether ``f`` searches a common text (``tracer.db.search.is_common``)."""
         return bool(f.search) and search.is_common(self._query, f.search or "",
-                                                   indexed=self.fts)
+                                                   indexed=self.fts, engine=self.engine)
 
     def subagent_runs(self, run_ids: list[str]) -> list[RunSummary]:
         """Every run below ``run_ids`` (their subagent runs, theirs, and so on)."""
