@@ -489,6 +489,8 @@ def schema_sql() -> list[str]:
         "CREATE INDEX IF NOT EXISTS idx_debug_pauses_run_id ON debug_pauses(run_id)",
         "CREATE INDEX IF NOT EXISTS idx_notes_run_id_seq ON notes(run_id, seq)",
         "CREATE INDEX IF NOT EXISTS idx_wire_run_id_id ON wire(run_id, id)",
+        # the runs still running, by their writer's lock (tracer.db.liveness)
+        "CREATE INDEX IF NOT EXISTS idx_runs_running ON runs(writer) WHERE status = 'running'",
         # search: the trigram index answers ILIKE '%text%' (tracer.db.search); the
         # extension is the database's, in whichever schema made it first (its operator
         # class named with that schema: stores in other schemas of it use it too)
@@ -540,7 +542,13 @@ def _to_schema_8(conn: PgConnection) -> None:
     recount_errors(conn)  # type: ignore[arg-type]
 
 
-MIGRATIONS: dict[int, Any] = {6: _debug_owners, 7: _to_schema_8}
+def _to_schema_9(conn: PgConnection) -> None:
+    """Schema 9 (``tracer.db.schema._to_schema_9``): ``runs.writer``, the lock of a
+    running run's writer (``tracer.db.liveness``); its index is ``schema_sql``'s."""
+    conn.raw.execute("ALTER TABLE runs ADD COLUMN IF NOT EXISTS writer BIGINT")
+
+
+MIGRATIONS: dict[int, Any] = {6: _debug_owners, 7: _to_schema_8, 8: _to_schema_9}
 FIRST_VERSION = 6
 _LOCK_KEY = 0x6C6F6F70  # "loop": the advisory lock of creating and migrating a store
 
