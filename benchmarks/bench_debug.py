@@ -1,6 +1,7 @@
 """Benchmark: the debugger's pause.  (Not a pytest test.)
 
     uv run --frozen python benchmarks/bench_debug.py [--pauses N] [--db postgresql://...]
+        [--prompt]
 
 A real ``create_agent`` (scripted model) armed with ``step`` pauses at every hook
 firing; this process answers each pause through the database as the app, the terminal
@@ -12,7 +13,9 @@ of an async agent paused at once, each answered by its pause id; goal: median un
 that PostgreSQL database, where the answer's NOTIFY wakes the paused agent
 (``tracer.debug.wake``); without it, a new SQLite file each. The unarmed
 cost is in ``bench_tracer.py`` ("looptrace" is unarmed: one ``is None`` check per
-hook; "looptrace debug armed": armed, no breakpoint hit).
+hook; "looptrace debug armed": armed, no breakpoint hit). ``--prompt``: instead, the
+time from a pause opened to the ``looptrace debug`` prompt showing it (the prompt
+waiting in this process, answering ``c``).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import asyncio
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -126,10 +130,56 @@ def parallel(n: int, rounds: int, tmp: Path) -> list[float]:
     return out
 
 
-def _line(label: str, ms: list[float]) -> str:
+def prompt_latency(pauses: int, tmp: Path) -> list[float]:
+    """The ``looptrace debug`` prompt (``tracer.cli.debug.Prompt``) waiting for pauses,
+    answering each with ``c``: the time from the agent opening a pause (its row's
+    ``paused_at``) to the prompt showing it, in ms (``--prompt``)."""
+    import io
+
+    from tracer.cli.debug import Prompt
+
+    shown: dict[int, float] = {}
+    if PG is not None:  # (as ``looptrace debug`` does on a PostgreSQL store)
+        from tracer.db import pool
+
+        pool.enable()
+
+    class Timed(Prompt):
+        def show(self, p: dict[str, object]) -> None:
+            shown.setdefault(int(str(p["pause"])), time.time())
+            super().show(p)
+
+    out: list[float] = []
+    i = 0
+    while len(out) < pauses:
+        db = store(tmp, f"prompt-{i}")
+        i += 1
+        shown.clear()
+        trace = TraceMiddleware(db=db, debug=Debugger(["model", "tool:get_weather"]))
+        agent = make_agent(two_lap_model(), [get_weather], [trace])
+        prompt = Timed(db, io.StringIO("c\n" * 100), io.StringIO())
+        stop = threading.Event()
+        served = Background(lambda pr=prompt, st=stop: pr.serve(lambda: not st.is_set()))
+        time.sleep(0.5)  # (the prompt waiting, as it is before an agent pauses)
+        agent.invoke({"messages": [("user", "Weather in Oslo?")]})
+        stop.set()
+        if hasattr(prompt, "wake"):
+            prompt.wake()
+        served.result(timeout=120)
+        trace.flush()
+        conn = connect(db, readonly=True)
+        try:
+            at = dict(conn.execute("SELECT id, paused_at FROM debug_pauses").fetchall())
+        finally:
+            conn.close()
+        out += [(shown[k] - at[k]) * 1000 for k in sorted(shown) if k in at]
+    return out[:pauses]
+
+
+def _line(label: str, ms: list[float], what: str = "Continue -> the agent goes on") -> str:
     ms = sorted(ms)
     p90 = ms[max(0, int(len(ms) * 0.9) - 1)]
-    return (f"{label}  Continue -> the agent goes on: median {statistics.median(ms):6.1f} ms,"
+    return (f"{label}  {what}: median {statistics.median(ms):6.1f} ms,"
             f" p90 {p90:6.1f} ms, max {ms[-1]:6.1f} ms over {len(ms)} pauses "
             "(goal: median < 200 ms)")
 
@@ -139,11 +189,17 @@ def main() -> None:
     ap.add_argument("--pauses", type=int, default=60)
     ap.add_argument("--db", default=None,
                     help="a postgresql:// URL: record into new stores there (default: SQLite)")
+    ap.add_argument("--prompt", action="store_true",
+                    help="only the prompt: a pause opened -> the looptrace debug prompt shows it")
     args = ap.parse_args()
     global PG
     PG = args.db
     print(f"engine: {'PostgreSQL' if PG else 'SQLite'}")
     with tempfile.TemporaryDirectory() as d:
+        if args.prompt:
+            print(_line("prompt", prompt_latency(args.pauses, Path(d)),
+                        "a pause opened -> the prompt shows it"))
+            return
         for mode in ("sync", "async"):
             print(_line(f"{mode:5}", one(mode, args.pauses, Path(d))))
         for n, rounds in ((1, 20), (3, 8), (20, 2)):

@@ -2,6 +2,7 @@
 Debian's PostgreSQL installed: it starts throwaway clusters with .ci/pg-start).
 
     .venv/bin/python benchmarks/bench_pg.py [--runs 15] [--scale 10000,100000] [--outage 1000]
+        [--engines sqlite,postgresql] [--reads runs,paint,search] [--keep DIR]
 
 Prints, for each engine:
 
@@ -173,7 +174,10 @@ def timed(fn: object, reps: int = 7) -> tuple[float, float]:
     return statistics.median(times), times[min(len(times) - 1, int(len(times) * 0.95))]
 
 
-def reads(db: str) -> dict[str, tuple[float, float]]:
+READS = ("runs", "paint", "search")
+
+
+def reads(db: str, which: tuple[str, ...] = READS) -> dict[str, tuple[float, float]]:
     from tracer.cli import main
     from tracer.read.loader import TraceDB
     from tracer.read.run_list import RunFilter
@@ -190,8 +194,14 @@ def reads(db: str) -> dict[str, tuple[float, float]]:
             got = t.runs(RunFilter(search=f"#{rid}"), limit=50)
             assert [r.id for r in got] == [rid], got
 
-    return {"runs --json": timed(runs_json), "Runs page first paint (AppTest)":
-            timed(lambda: first_paint(db)), "search (one run)": timed(search)}
+    out = {}
+    if "runs" in which:
+        out["runs --json"] = timed(runs_json)
+    if "paint" in which:
+        out["Runs page first paint (AppTest)"] = timed(lambda: first_paint(db))
+    if "search" in which:
+        out["search (one run)"] = timed(search)
+    return out
 
 
 def first_paint(db: str) -> None:
@@ -254,6 +264,8 @@ def main() -> None:
     ap.add_argument("--scale", default="10000,100000", help="run counts to read at")
     ap.add_argument("--outage", type=int, default=1000)
     ap.add_argument("--engines", default="sqlite,postgresql")
+    ap.add_argument("--reads", default=",".join(READS),
+                    help=f"which reads to time at each scale, of {','.join(READS)}")
     ap.add_argument("--keep", metavar="DIR", help="keep the SQLite file here (and print the"
                     " PostgreSQL URL) instead of deleting them")
     args = ap.parse_args()
@@ -283,7 +295,7 @@ def main() -> None:
                 grow(db, scale)
                 (runs,) = q(db, "SELECT COUNT(*) FROM runs")[0]
                 print(f"  grown to {runs} runs in {time.perf_counter() - t:.0f} s", flush=True)
-                for what, (p50, p95) in reads(db).items():
+                for what, (p50, p95) in reads(db, tuple(args.reads.split(","))).items():
                     print(f"  {what} at {runs} runs: p50 {p50:.0f} ms, p95 {p95:.0f} ms"
                           f" ({load()})", flush=True)
             if args.keep:

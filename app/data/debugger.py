@@ -7,14 +7,64 @@ Read-only until a control is used. The debugger's modules are imported on first 
 
 from __future__ import annotations
 
+import threading
+import time
+from collections.abc import Callable
 from typing import Any
 
+from tracer.db.url import is_url
 from tracer.errors import LooptraceError
 from tracer.read.loader import RunSummary
 
-__all__ = ["armed_for", "breakpoint_help", "debug_answer", "debug_arm", "debug_clear",
-           "debug_rewind", "debug_validate", "paused_runs", "paused_status", "raised_lines",
-           "shown_statuses"]
+__all__ = [
+    "armed_for",
+    "breakpoint_help",
+    "debug_answer",
+    "debug_arm",
+    "debug_clear",
+    "debug_rewind",
+    "debug_validate",
+    "next_pause_waiter",
+    "paused_runs",
+    "paused_status",
+    "raised_lines",
+    "shown_statuses",
+    "stop_listening",
+]
+
+_wakers: dict[str, Any] = {}  # a PostgreSQL store's listening connection (one per store)
+_wakers_lock = threading.Lock()
+LISTEN_S = 2.0  # the first answer's wait for that connection to listen
+
+
+def next_pause_waiter(path: str) -> Callable[[float], object]:
+    """Before an answer is sent: a wait, up to the seconds it is given, for the agent's
+    next pause. A PostgreSQL store's wait ends at the pause's NOTIFY (``tracer.debug.
+    wake``, one listening connection per store for the app's life); a SQLite file's
+    is a sleep (the agent polls its answer every 20 ms)."""
+    if not is_url(path):
+        return time.sleep
+    from tracer.debug.wake import Waker
+
+    with _wakers_lock:
+        waker = _wakers.get(path)
+        if waker is None:
+            waker = _wakers[path] = Waker(path)
+            waker.start()
+            waker.listening.wait(LISTEN_S)  # (listening before the answer goes)
+    waker.clear_paused()  # (a pause after this wakes the wait)
+    return waker.wait_paused
+
+
+def stop_listening() -> None:
+    """End every wait for a pause now and close the listening connections (a later
+    answer makes its store's again)."""
+    with _wakers_lock:
+        wakers = list(_wakers.values())
+        _wakers.clear()
+    for waker in wakers:
+        waker.wake()
+        waker.close()
 
 
 def breakpoint_help() -> str:

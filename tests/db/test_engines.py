@@ -256,6 +256,45 @@ def test_copy_moves_every_run_between_engines(store_db: str, tmp_path: Path,
                                                               "SELECT COUNT(*) FROM findings")
 
 
+def _written_by(db: str, drops: list[str]) -> None:
+    """Run ``drops`` on ``db`` (either engine), not through looptrace."""
+    if db.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(db) as pg:
+            for sql in drops:
+                pg.execute(sql)
+    else:
+        import sqlite3
+
+        conn = sqlite3.connect(db)
+        with conn:
+            for sql in drops:
+                conn.execute(sql)
+        conn.close()
+
+
+def test_a_store_of_schema_8_gets_the_writer_column_on_each_engine(store_db: str) -> None:
+    """Schema 8 -> 9 adds ``runs.writer`` (and, on PostgreSQL, the index of running runs),
+    keeps the runs, and a second pass adds nothing (the step is idempotent)."""
+    rid = record_weather_run(store_db, "eight")
+    drops = ["DROP INDEX IF EXISTS idx_runs_running", "ALTER TABLE runs DROP COLUMN writer",
+             "UPDATE meta SET value = '8' WHERE key = 'schema_version'"]
+    _written_by(store_db, drops)
+    assert "writer" not in _columns(store_db, "runs")
+    connect(store_db).close()
+    assert rows(store_db, "SELECT value FROM meta WHERE key = 'schema_version'") == [("9",)]
+    assert "writer" in _columns(store_db, "runs")
+    assert rows(store_db, "SELECT id, status, writer FROM runs") == [(rid, "completed", None)]
+    _written_by(store_db, ["UPDATE meta SET value = '8' WHERE key = 'schema_version'"])
+    connect(store_db).close()  # (the column there already: kept)
+    assert rows(store_db, "SELECT id, status FROM runs") == [(rid, "completed")]
+    if store_db.startswith("postgresql://"):
+        assert rows(store_db, "SELECT indexname FROM pg_indexes WHERE indexname ="
+                              " 'idx_runs_running' AND schemaname = current_schema()") == [
+            ("idx_runs_running",)]
+
+
 def _written_by_schema_6(db: str) -> None:
     """Make ``db`` what schema 6 wrote: no owner columns (schema 7's), version 6."""
     drops = ["ALTER TABLE debug_breaks DROP COLUMN owner",
@@ -289,10 +328,10 @@ def _columns(db: str, table: str) -> set[str]:
 def test_a_store_written_by_the_previous_schema_opens_and_migrates_on_each_engine(
         store_db: str) -> None:
     """A store of schema 6 (no debugger owners) with a run in it: opened for writing,
-    it is brought to 8 in place, on either engine, and the run is all still there (a
+    it is brought to 9 in place, on either engine, and the run is all still there (a
     PostgreSQL store created before schema 7 kept its old debug tables: CREATE TABLE
     IF NOT EXISTS adds no column)."""
-    assert SCHEMA_VERSION == 8
+    assert SCHEMA_VERSION == 9
     rid = record_weather_run(store_db, "old")
     before = rows(store_db, "SELECT seq, hook, phase FROM events WHERE run_id = ? ORDER BY seq",
                   [rid])
@@ -300,7 +339,7 @@ def test_a_store_written_by_the_previous_schema_opens_and_migrates_on_each_engin
     assert "owner" not in _columns(store_db, "debug_pauses")
     conn = connect(store_db)
     conn.close()
-    assert rows(store_db, "SELECT value FROM meta WHERE key = 'schema_version'") == [("8",)]
+    assert rows(store_db, "SELECT value FROM meta WHERE key = 'schema_version'") == [("9",)]
     assert {"owner", "owner_only"} <= _columns(store_db, "debug_breaks")
     assert "owner" in _columns(store_db, "debug_pauses")
     assert rows(store_db, "SELECT seq, hook, phase FROM events WHERE run_id = ? ORDER BY seq",

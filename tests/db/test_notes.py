@@ -132,7 +132,7 @@ def test_an_older_file_has_no_notes_until_written_then_takes_one(tmp_path: Path)
         assert t.runs(search="zzz-nothing") == []
     note = add_note(path, rid, "migrated, then written", step=1, tags=["bug"])
     with TraceDB(path) as t:
-        assert t.schema_version == 8
+        assert t.schema_version == 9
         assert [n.text for n in t.notes(rid)] == ["migrated, then written"]
         assert [r.id for r in t.runs(RunFilter(tags=("bug",)))] == [rid]
     assert note.step == 1

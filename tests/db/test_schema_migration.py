@@ -15,6 +15,7 @@ from tracer_kit import get_weather, make_agent, two_lap_model
 from tracer import TraceMiddleware
 from tracer.checks.run import check_db
 from tracer.db.schema import SCHEMA_VERSION, connect
+from tracer.db.tables import RUNS_COLUMNS
 from tracer.read.loader import TraceDB
 from tracer.read.steps import build_replay
 
@@ -27,10 +28,16 @@ def _copy(tmp_path: Path) -> Path:
     return path
 
 
+def _compared(table: str) -> str:
+    """What to compare of ``table`` before and after a migration: every column, but
+    the ``runs.writer`` schema 9 adds (NULL in a SQLite file)."""
+    return ", ".join(c for c in RUNS_COLUMNS if c != "writer") if table == "runs" else "*"
+
+
 def _dump(path: Path) -> dict[str, list[tuple]]:
     conn = sqlite3.connect(path)
     try:
-        return {t: conn.execute(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall()
+        return {t: conn.execute(f"SELECT {_compared(t)} FROM {t} ORDER BY 1, 2").fetchall()
                 for t in ("runs", "events", "wire")} | {
             "messages": conn.execute(
                 "SELECT run_id, position, seq, msg_id, type, tool_call_id, text, data"
@@ -71,7 +78,7 @@ def test_opening_for_writing_migrates_in_place_and_keeps_everything(tmp_path):
     path = _copy(tmp_path)
     before = _dump(path)
     connect(path).close()
-    assert _version(path) == SCHEMA_VERSION == 8
+    assert _version(path) == SCHEMA_VERSION == 9
     assert _dump(path) == before  # nothing lost, nothing changed
     cols = [r[1] for r in sqlite3.connect(path).execute("PRAGMA table_info(messages)")]
     assert "version" in cols
@@ -134,7 +141,7 @@ def _everything(path: Path) -> dict[str, list[tuple]]:
     """Every row of every recorded table, every column."""
     conn = sqlite3.connect(path)
     try:
-        return {t: conn.execute(f"SELECT * FROM {t} ORDER BY 1, 2, 3").fetchall()
+        return {t: conn.execute(f"SELECT {_compared(t)} FROM {t} ORDER BY 1, 2, 3").fetchall()
                 for t in ("runs", "events", "messages", "wire")}
     finally:
         conn.close()
@@ -171,7 +178,7 @@ def test_a_schema_2_file_is_migrated_in_place_and_nothing_is_lost(tmp_path):
     path = _copy2(tmp_path)
     before = _everything(path)
     connect(path).close()
-    assert _version(path) == SCHEMA_VERSION == 8
+    assert _version(path) == SCHEMA_VERSION == 9
     assert _everything(path) == before
     conn = sqlite3.connect(path)
     stats = {r[0]: r[1:] for r in conn.execute(
@@ -250,7 +257,7 @@ TABLES3 = ("runs", "events", "messages", "wire", "run_stats", "search_runs")
 def _everything3(path: Path) -> dict[str, list[tuple]]:
     conn = sqlite3.connect(path)
     try:
-        return {t: conn.execute(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall() for t in TABLES3}
+        return {t: conn.execute(f"SELECT {_compared(t)} FROM {t} ORDER BY 1, 2").fetchall() for t in TABLES3}
     finally:
         conn.close()
 
@@ -288,7 +295,7 @@ def test_a_schema_3_file_is_migrated_in_place_and_nothing_is_lost(tmp_path):
     shutil.copyfile(FIXTURE3, path)
     before = _everything3(path)
     connect(path).close()
-    assert _version(path) == SCHEMA_VERSION == 8
+    assert _version(path) == SCHEMA_VERSION == 9
     assert {"state", "state_values"} <= _tables(path)
     assert _everything3(path) == before
     # and a run recorded into it now has its state
@@ -334,7 +341,7 @@ TABLES4 = ("runs", "events", "messages", "wire", "run_stats", "state", "state_va
 def _everything4(path: Path) -> dict[str, list[tuple]]:
     conn = sqlite3.connect(path)
     try:
-        return {t: conn.execute(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall() for t in TABLES4}
+        return {t: conn.execute(f"SELECT {_compared(t)} FROM {t} ORDER BY 1, 2").fetchall() for t in TABLES4}
     finally:
         conn.close()
 
@@ -381,7 +388,7 @@ def test_a_schema_4_file_is_migrated_in_place_and_nothing_is_lost(tmp_path):
     before = _everything4(path)
     searches = {t: _hits(path, t) for t in ("quarterly summary", "the meeting is at 10", "nowhere")}
     connect(path).close()
-    assert _version(path) == SCHEMA_VERSION == 8
+    assert _version(path) == SCHEMA_VERSION == 9
     assert _everything4(path) == before
     # what waited is in the index now, under each run's block, as schema 4 would have put it
     assert _one(path, "SELECT COUNT(*) FROM search_pending") == [(0,)]
@@ -451,7 +458,7 @@ def test_a_schema_5_file_is_read_as_it_is_and_migrated_in_place(tmp_path):
     tokens = "SELECT name, input_tokens, output_tokens, total_tokens FROM runs ORDER BY name"
     assert _one(path, tokens) == [("no-usage", 0, 0, 0), ("weather", 31, 11, 42)]
     connect(path).close()
-    assert _version(path) == SCHEMA_VERSION == 8
+    assert _version(path) == SCHEMA_VERSION == 9
     # the one change to what was recorded: tokens no model call reported are NULL ("not
     # reported"), no longer 0; the weather run's tokens are kept
     assert _one(path, tokens) == [("no-usage", None, None, None), ("weather", 31, 11, 42)]
@@ -522,7 +529,7 @@ def test_a_schema_6_file_is_read_as_it_is_and_migrated_in_place(tmp_path):
     assert path.read_bytes() == before_bytes
     before = _everything4(path)
     connect(path).close()
-    assert _version(path) == SCHEMA_VERSION == 8
+    assert _version(path) == SCHEMA_VERSION == 9
     assert _cols(path, "debug_breaks")[-2:] == ["owner", "owner_only"]
     assert _cols(path, "debug_pauses")[-1] == "owner"
     assert _everything4(path) == before

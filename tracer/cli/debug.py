@@ -35,17 +35,22 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from tracer.db.url import safe
+from tracer.db.url import is_url, safe
 from tracer.debug.raised import raised_lines
 from tracer.errors import LooptraceError, UsageError
 from tracer.vocab.edits import Edit, edits_of
 from tracer.vocab.words import plural
 
 from . import DEFAULT_DB
+
+POLL_S = 0.05  # a SQLite file: how often the prompt reads the open pauses
+PG_POLL_S = 1.0  # a PostgreSQL store: the same, when no NOTIFY woke it (a fallback)
+LISTEN_S = 5.0  # how long the prompt waits for its listening connection at its start
 
 HELP = """\
   c, continue         go on to the next breakpoint
@@ -134,6 +139,10 @@ def run(args: argparse.Namespace) -> int:
 
     check_db_file(args.db)
     me = owner.token()
+    if is_url(args.db):  # (the prompt reads the open pauses at each NOTIFY: a pooled
+        from tracer.db import pool  # connection is a round trip, a new one a login)
+
+        pool.enable()
     old = {s: signal.signal(s, _on_signal) for s in (signal.SIGTERM, signal.SIGHUP)}
     try:
         if not cmd:
@@ -183,6 +192,12 @@ def _serve_command(args: argparse.Namespace, cmd: list[str], specs: list[str], m
     prompt = Prompt(args.db, sys.stdin, sys.stdout, pid=child.pid, owner=me)
     send: int | None = signal.SIGTERM
     try:
+        # (the command's end wakes the prompt's wait for a pause: it ends at once)
+        def ended() -> None:
+            child.wait()
+            prompt.wake()
+
+        threading.Thread(target=ended, daemon=True, name="looptrace-debug-child").start()
         prompt.serve(lambda: child.poll() is None)
         send = None
         code = child.wait()
@@ -231,6 +246,7 @@ class Prompt:
         self.shown: set[int] = set()  # the pauses this prompt showed
         self.current: int | None = None  # the pause the prompt answers
         self._buf = b""
+        self._waker: Any = None  # PostgreSQL: tracer.debug.wake.Waker, while serving
 
     def say(self, text: str) -> None:
         from tracer.vocab.terminal import safe_text
@@ -259,15 +275,54 @@ class Prompt:
             return []
 
     def serve(self, alive: Any) -> None:
-        while alive():
-            paused = self.paused()
-            if not paused:
-                time.sleep(0.05)
-                continue
-            ids = [int(p["pause"]) for p in paused]
-            if self.current not in ids:
-                self.current = ids[0]
-            self.handle(paused[ids.index(self.current)], paused)
+        """Show each pause as it comes, until ``alive()`` is false (checked after each
+        wait: ``wake`` ends one at once). A SQLite file is read every ``POLL_S``; a
+        PostgreSQL store when a pause's NOTIFY arrives (``tracer.debug.wake``), and
+        every ``PG_POLL_S`` anyway."""
+        waker = self._listen()
+        try:
+            while alive():
+                if waker is not None:
+                    waker.clear_paused()  # (before the read: a pause after it wakes us)
+                paused = self.paused()
+                if not paused:
+                    if waker is not None:
+                        waker.wait_paused(PG_POLL_S)
+                    else:
+                        time.sleep(POLL_S)
+                    continue
+                self._serve_one(paused)
+        finally:
+            self._waker = None
+            if waker is not None:
+                waker.close()
+
+    def _listen(self) -> Any:
+        """A PostgreSQL store: its listening connection, listening (None: a SQLite file,
+        or a server that cannot be reached now, polled)."""
+        if not is_url(self.db):
+            return None
+        from tracer.debug.wake import Waker
+
+        waker = Waker(self.db)
+        waker.start()
+        waker.listening.wait(LISTEN_S)
+        self._waker = waker
+        return waker
+
+    def wake(self) -> None:
+        """End the prompt's wait for a pause now (its command ended: ``serve`` checks
+        ``alive``)."""
+        waker = self._waker
+        if waker is not None:
+            waker.wake()
+
+    def _serve_one(self, paused: list[dict[str, Any]]) -> None:
+        """Show the pause the prompt answers (the first, unless one was picked)."""
+        ids = [int(p["pause"]) for p in paused]
+        if self.current not in ids:
+            self.current = ids[0]
+        self.handle(paused[ids.index(self.current)], paused)
 
     def handle(self, p: dict[str, Any], others: list[dict[str, Any]] | None = None) -> None:
         from tracer.debug import channel

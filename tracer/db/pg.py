@@ -18,7 +18,8 @@ PostgreSQL lacks is made as functions in the store's schema (``FUNCTIONS_SQL``):
 handling written for SQLite holds for both engines, and no message carries the password.
 
 Search uses ``pg_trgm``: a GIN trigram index on ``messages.text`` answers the same
-``ILIKE '%text%'`` the SQLite file's FTS5 trigram index answers (``tracer.db.search``).
+``ILIKE '%text%'`` the SQLite file's FTS5 trigram index answers, and a test of the
+text's ASCII-folded form keeps to what SQLite's ``LIKE`` matches (``tracer.db.search``).
 """
 
 from __future__ import annotations
@@ -488,6 +489,8 @@ def schema_sql() -> list[str]:
         "CREATE INDEX IF NOT EXISTS idx_debug_pauses_run_id ON debug_pauses(run_id)",
         "CREATE INDEX IF NOT EXISTS idx_notes_run_id_seq ON notes(run_id, seq)",
         "CREATE INDEX IF NOT EXISTS idx_wire_run_id_id ON wire(run_id, id)",
+        # the runs still running, by their writer's lock (tracer.db.liveness)
+        "CREATE INDEX IF NOT EXISTS idx_runs_running ON runs(writer) WHERE status = 'running'",
         # search: the trigram index answers ILIKE '%text%' (tracer.db.search); the
         # extension is the database's, in whichever schema made it first (its operator
         # class named with that schema: stores in other schemas of it use it too)
@@ -539,7 +542,13 @@ def _to_schema_8(conn: PgConnection) -> None:
     recount_errors(conn)  # type: ignore[arg-type]
 
 
-MIGRATIONS: dict[int, Any] = {6: _debug_owners, 7: _to_schema_8}
+def _to_schema_9(conn: PgConnection) -> None:
+    """Schema 9 (``tracer.db.schema._to_schema_9``): ``runs.writer``, the lock of a
+    running run's writer (``tracer.db.liveness``); its index is ``schema_sql``'s."""
+    conn.raw.execute("ALTER TABLE runs ADD COLUMN IF NOT EXISTS writer BIGINT")
+
+
+MIGRATIONS: dict[int, Any] = {6: _debug_owners, 7: _to_schema_8, 8: _to_schema_9}
 FIRST_VERSION = 6
 _LOCK_KEY = 0x6C6F6F70  # "loop": the advisory lock of creating and migrating a store
 

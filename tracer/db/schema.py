@@ -324,6 +324,13 @@ def _to_schema_8(conn: sqlite3.Connection) -> None:
     recount_errors(conn)
 
 
+def _to_schema_9(conn: sqlite3.Connection) -> None:
+    """Schema 9: ``runs.writer`` (NULL in a SQLite file: ``tracer.db.liveness``).
+    Idempotent: a column there already is kept."""
+    if "writer" not in {r[1] for r in conn.execute("PRAGMA table_info(runs)")}:
+        conn.execute("ALTER TABLE runs ADD COLUMN writer INTEGER")
+
+
 # version -> the step that takes a file from that version to the next
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     1: _add_message_versions,
@@ -333,6 +340,7 @@ MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     5: _to_schema_6,
     6: _debug_owners,
     7: _to_schema_8,
+    8: _to_schema_9,
 }
 
 

@@ -62,14 +62,31 @@ def _fts_pattern(text: str) -> str:
     return f"%{text}%"
 
 
-def matching_runs(text: str, *, indexed: bool, schema: int = SCHEMA_VERSION
-                  ) -> tuple[str, list[Any]]:
+# (PostgreSQL: ``ILIKE`` folds every letter's case as the server's locale does, "É" as
+# "é"; lower() under the "C" collation folds ASCII letters only, as SQLite's LIKE)
+_PG_EXACT = "instr(lower({col} COLLATE \"C\"), lower(CAST(? AS TEXT) COLLATE \"C\")) > 0"
+
+
+def exact(col: str, text: str, engine: str) -> tuple[str, list[Any]]:
+    """The condition that the column ``col`` contains ``text`` as search matches it (SQL,
+    and its parameters): SQLite's ``LIKE``; on PostgreSQL its ``ILIKE`` (which the
+    trigram index answers) and the same ASCII-only folding."""
+    like = f"{col} LIKE ? ESCAPE '\\'"
+    if engine == "sqlite":
+        return like, [_like_pattern(text)]
+    return f"{like} AND {_PG_EXACT.format(col=col)}", [_like_pattern(text), text]
+
+
+def matching_runs(text: str, *, indexed: bool, schema: int = SCHEMA_VERSION,
+                  engine: str = "sqlite") -> tuple[str, list[Any]]:
     """SQL selecting the ids of runs with a message containing ``text``, and its
     parameters. ``indexed``: the file has ``messages_fts``; ``schema``: its version
-    (a schema 3 or 4 file, read as it is, names a waiting message's run by its block)."""
+    (a schema 3 or 4 file, read as it is, names a waiting message's run by its block).
+    A PostgreSQL store (``engine``): its trigram index answers the ``ILIKE``."""
     like = _like_pattern(text)
-    if not indexed or len(text) < MIN_INDEXED or not _has_piece(text):
-        return "SELECT run_id FROM messages WHERE text LIKE ? ESCAPE '\\'", [like]
+    if engine != "sqlite" or not indexed or len(text) < MIN_INDEXED or not _has_piece(text):
+        cond, params = exact("text", text, engine)
+        return f"SELECT run_id FROM messages WHERE {cond}", params
     # The index (the run by its block), then the exact test (lower() folds ASCII
     # letters only, as LIKE does); and what waits in search_pending, scanned.
     indexed_sql = ("SELECT s.run_id FROM search_runs s WHERE s.n IN ("
@@ -85,11 +102,21 @@ def matching_runs(text: str, *, indexed: bool, schema: int = SCHEMA_VERSION
 
 
 def is_common(query: Callable[[str, list[Any]], list[tuple[Any, ...]]], text: str, *,
-              indexed: bool) -> bool:
+              indexed: bool, engine: str = "sqlite") -> bool:
     """Whether ``text`` is in so many messages (``COMMON`` or more, as the index says)
     that testing runs one by one (``run_has``) finds a page sooner than the index does.
     A text the index cannot narrow (short, or a file without the index) is scanned
-    either way: testing runs one by one stops at the page. ``query``: rows of a query."""
+    either way: testing runs one by one stops at the page. ``query``: rows of a query.
+
+    A PostgreSQL store counts through its trigram index (``engine``): the server takes
+    the index for a rare text and, for a text its statistics say is common, reads the
+    messages until the ``COMMON``-th it finds, which is soon. (A text without three
+    letters or digits in a row gives ``pg_trgm`` nothing to look up: the messages are
+    read until the ``COMMON``-th, or to the end for a rare one.)"""
+    if engine != "sqlite":
+        (n,), = query("SELECT COUNT(*) FROM (SELECT 1 FROM messages WHERE text LIKE ?"
+                      " ESCAPE '\\' LIMIT ?) AS x", [_like_pattern(text), COMMON])
+        return int(n) >= COMMON
     if not indexed or len(text) < MIN_INDEXED or not _has_piece(text):
         return True
     (n,), = query("SELECT COUNT(*) FROM (SELECT 1 FROM messages_fts WHERE text LIKE ? LIMIT ?)",
@@ -97,17 +124,21 @@ def is_common(query: Callable[[str, list[Any]], list[tuple[Any, ...]]], text: st
     return int(n) >= COMMON
 
 
-def run_has(text: str, *, below: bool) -> tuple[str, list[Any]]:
+def run_has(text: str, *, below: bool, engine: str = "sqlite") -> tuple[str, list[Any]]:
     """A condition on the run ``r`` (SQL, and its parameters): one of its messages
     contains ``text`` (as ``matching_runs`` matches), or, with ``below``, one of the
     messages of a run below it (its subagent runs, theirs ...)."""
-    sql = ("EXISTS (SELECT 1 FROM messages m WHERE m.run_id = r.id"
-           " AND m.text LIKE ? ESCAPE '\\')")
+    cond, params = exact("m.text", text, engine)
+    # (PostgreSQL: ``OFFSET 0`` keeps the test per run. Without it the server may
+    # make the EXISTS one hashed set of every run holding the text, all of them read
+    # before the first page, which is what testing run by run is there to avoid)
+    fence = "" if engine == "sqlite" else " OFFSET 0"
+    sql = f"EXISTS (SELECT 1 FROM messages m WHERE m.run_id = r.id AND {cond}{fence})"
     if below:
         sql = ("EXISTS (WITH RECURSIVE down(id) AS (SELECT r.id UNION SELECT k.id FROM runs k"
                " JOIN down ON k.parent_id = down.id) SELECT 1 FROM down JOIN messages m"
-               " ON m.run_id = down.id WHERE m.text LIKE ? ESCAPE '\\')")
-    return sql, [_like_pattern(text)]
+               f" ON m.run_id = down.id WHERE {cond}{fence})")
+    return sql, params
 
 
 def catch_up(conn: sqlite3.Connection, *, at_least: int = 0) -> int:

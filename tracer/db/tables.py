@@ -5,7 +5,7 @@ the other for them)."""
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 # Schema history (every older file is migrated in place when opened for writing;
 # read-only, it is read as it is):
 #   1  first release
@@ -27,6 +27,9 @@ SCHEMA_VERSION = 8
 #      breakpoint it armed applies only while it lives)
 #   8  run_stats.errors counted again: a person's rejection (human in the loop) is a
 #      decision, not an error (tracer.db.summaries.recount_errors); nothing added
+#   9  runs.writer: the writer that records a running run into a PostgreSQL store
+#      holds an advisory lock of that number while it lives (tracer.db.liveness);
+#      PostgreSQL also gets idx_runs_running (runs(writer) WHERE status = 'running')
 APP_ID = "looptrace"
 
 # ``handoff``: the run handed the conversation to its parent graph (a ``Command`` to
@@ -52,6 +55,9 @@ RUNS_COLUMNS = {
     "source": str,  # "middleware", "callbacks", "import"
     "pid": int,
     "metadata": str,  # JSON
+    # PostgreSQL: the lock its writer holds while it lives (tracer.db.liveness); NULL
+    # in a SQLite file (a pid tells a dead process there: tracer.db.processes)
+    "writer": int,
 }
 
 EVENTS_COLUMNS = {

@@ -46,7 +46,7 @@ from tracer.vocab.records import (
 )
 from tracer.vocab.redact import DEFAULT_REDACTOR, Redactor
 
-from . import search
+from . import liveness, search
 from .processes import process_gone
 from .schema import connect
 from .serialize import dumps, message_json, message_key, search_text, tool_call_id_of
@@ -189,6 +189,11 @@ class Writer:
         # A PostgreSQL store: batches it cannot take now wait on local disk
         self._spool: Spool | None = Spool(path) if is_url(path) else None
         self._spool_next = 0.0  # (monotonic) when to try sending the spool again
+        # A PostgreSQL store: the lock this writer holds while it lives, named in each
+        # run it records; the runs it has open; when it next looks for orphans
+        self._token = liveness.new_token() if self._spool is not None else 0
+        self._open: set[str] = set()
+        self._reap_next = 0.0
         self.spooled = 0  # batches kept in the spool by this writer
         self.unspooled = 0  # batches it sent from the spool (its own, or claimed)
         # Open once up front so a foreign or newer-schema file fails loudly at
@@ -313,11 +318,13 @@ class Writer:
         while True:
             batch: list[Any] = []
             if idle >= IDLE_TICKS:
-                try:  # (a spool waiting to be sent: wake to try it again)
+                try:  # (a spool waiting to be sent: wake to try it again; runs open in
+                    # a PostgreSQL store: wake to keep this writer's lock)
                     item = self._queue.get(timeout=SPOOL_RETRY_S if self._spool_waits()
-                                           else None)
+                                           else liveness.KEEP_S if self._open else None)
                 except queue.Empty:
                     self._send_spool()
+                    self._keep_lock()
                     continue
                 batch.append(item)
                 if not self._is_control(item):
@@ -491,6 +498,26 @@ class Writer:
         self._warned.discard("spool")  # (a next outage is said again)
         log.info("looptrace sent the runs kept on local disk to %s", safe(self.path))
 
+    def _keep_lock(self) -> None:
+        """An idle writer with runs open in a PostgreSQL store: make sure its connection,
+        and so its lock (``tracer.db.liveness``), is still there; connect again (taking
+        the lock again) if it was lost. Never raises: the next tick tries again."""
+        if not self._open or self._spool is None or self._spool_waits():
+            return  # (the spool's sending connects, and takes the lock, itself)
+        try:
+            conn = self._conn
+            if conn is not None:
+                try:
+                    conn.execute("SELECT 1").fetchall()
+                    conn.commit()
+                    return
+                except Exception:  # noqa: BLE001 - lost: make it again
+                    self._drop_conn()
+            self._conn = self._connect(busy_timeout=5.0)
+        except Exception as exc:  # noqa: BLE001 - still away
+            self._drop_conn()
+            log.debug("looptrace cannot keep its lock on %s: %r", safe(self.path), exc)
+
     def _drop_conn(self) -> None:
         conn, self._conn = self._conn, None
         if conn is not None:
@@ -505,7 +532,15 @@ class Writer:
             # (one statement per set of columns, its text made once: SQLite's
             # prepared statement is reused for every run that sets the same ones)
             by_cols: dict[tuple[str, ...], list[list[Any]]] = {}
+            stamp = self._token if dead is None else 0  # (a dead process's runs: not ours)
             for run_id, fields in rows.runs.items():
+                if stamp:  # (a PostgreSQL store: the run names this writer's lock)
+                    fields = {**fields, "writer": stamp}
+                    status = fields.get("status", "running")
+                    if status == "running":
+                        self._open.add(run_id)
+                    else:
+                        self._open.discard(run_id)
                 values = [run_id, *fields.values()]
                 if "status" not in fields:
                     values.append("running")
@@ -528,6 +563,11 @@ class Writer:
                 # PostgreSQL store, which processes on other hosts share: a pid
                 # there says nothing about this host's processes)
                 closed |= close_dead(conn)
+            elif self._token and time.monotonic() >= self._reap_next:
+                # (a PostgreSQL store: the runs whose writer's lock is gone, at the
+                # first commit and every REAP_S)
+                self._reap_next = time.monotonic() + liveness.REAP_S
+                closed |= close_orphans(conn)
             for w in rows.wires:
                 cols = list(w)
                 conn.execute(
@@ -554,8 +594,10 @@ class Writer:
             if self._spool is not None:
                 from . import pg
 
-                return pg.connect(self.path, busy_timeout=busy_timeout,  # type: ignore[return-value]
+                conn = pg.connect(self.path, busy_timeout=busy_timeout,
                                   connect_timeout=PG_CONNECT_S)
+                liveness.hold(conn, self._token)  # type: ignore[arg-type]
+                return conn  # type: ignore[return-value]
             return connect(self.path, busy_timeout=busy_timeout, verify=True,
                            done="looptrace records nothing into it")
         except NotALooptraceDatabase as exc:
@@ -735,6 +777,21 @@ def close_dead(conn: sqlite3.Connection, now: float | None = None) -> set[str]:
     conn.executemany("UPDATE runs SET status = 'error', error = ?, ended_at = ?"
                      " WHERE id = ? AND status = 'running'",
                      [(DEAD.format(pid=pid), ended, rid) for rid, pid in dead])
+    return {rid for rid, _ in dead}
+
+
+def close_orphans(conn: sqlite3.Connection, now: float | None = None,
+                  grace: float | None = None) -> set[str]:
+    """Close the runs a PostgreSQL store holds ``running`` whose process is gone (no one
+    holds their writer's lock: ``tracer.db.liveness.orphans``), as ``close_dead`` closes
+    a dead process's runs in a SQLite file, with the same words; their ids."""
+    ended = time.time() if now is None else now
+    dead = liveness.orphans(conn, now=ended,
+                            grace=liveness.GRACE_S if grace is None else grace)
+    conn.executemany("UPDATE runs SET status = 'error', error = ?, ended_at = ?"
+                     " WHERE id = ? AND status = 'running'",
+                     [(DEAD.format(pid=pid if pid is not None else "unknown"), ended, rid)
+                      for rid, pid in dead])
     return {rid for rid, _ in dead}
 
 

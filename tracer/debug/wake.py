@@ -14,7 +14,10 @@ first pause or breakpoint read, one per debugger):
   listening connection was made again: what it missed meanwhile is read);
 - ``wait(pause_id, timeout)`` wakes the paused agent when its answer's NOTIFY arrives;
   the caller still reads the answer from the table, and asks again after ``timeout``
-  anyway (a NOTIFY can be missed only while the connection is lost).
+  anyway (a NOTIFY can be missed only while the connection is lost);
+- ``wait_paused(timeout)`` wakes the debugger's side (the ``looptrace debug`` prompt,
+  the app's panel after an answer) when any run of the store pauses: it then reads
+  the open pauses, rather than reading them every 50 ms.
 
 The notifications name the store (its schema, ``current_schema()``): several stores
 in one database never wake each other. The listening connection is not from a pool: a
@@ -52,6 +55,7 @@ class Waker:
         self._lock = threading.Lock()
         self._events: dict[int, threading.Event] = {}
         self._breaks = True  # (nothing read yet)
+        self._paused = threading.Event()  # a pause opened since ``clear_paused``
         self.listening = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -88,6 +92,21 @@ class Waker:
         ev.clear()
         return got
 
+    def clear_paused(self) -> None:
+        """Forget the pauses notified so far: call it before reading the open pauses,
+        so that one opened after the read still wakes ``wait_paused``."""
+        self.start()
+        self._paused.clear()
+
+    def wait_paused(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for a run of the store to pause (or for
+        ``wake``; at once when one paused since ``clear_paused``); whether one did."""
+        return self._paused.wait(timeout)
+
+    def wake(self) -> None:
+        """End a ``wait_paused`` now (its caller has something else to look at)."""
+        self._paused.set()
+
     def forget(self, pause_id: int) -> None:
         with self._lock:
             self._events.pop(pause_id, None)
@@ -99,6 +118,8 @@ class Waker:
         with self._lock:
             if what == "breaks":
                 self._breaks = True
+            elif what.startswith("paused:"):
+                self._paused.set()
             elif what.startswith("answered:"):
                 with contextlib.suppress(ValueError):
                     pid = int(what.split(":", 1)[1])
@@ -117,6 +138,7 @@ class Waker:
                 raw.execute(f"LISTEN {CHANNEL}")
                 with self._lock:  # (what was missed before: read it)
                     self._breaks = True
+                    self._paused.set()
                     for ev in self._events.values():
                         ev.set()
                 self.listening.set()

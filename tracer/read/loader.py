@@ -339,7 +339,7 @@ class TraceDB:
     def _common(self, f: RunFilter) -> bool:
         """Whether ``f`` searches a common text (``tracer.db.search.is_common``)."""
         return bool(f.search) and search.is_common(self._query, f.search or "",
-                                                   indexed=self.fts)
+                                                   indexed=self.fts, engine=self.engine)
 
     def subagent_runs(self, run_ids: list[str]) -> list[RunSummary]:
         """Every run below ``run_ids`` (their subagent runs, theirs, and so on)."""

@@ -28,7 +28,7 @@ from typing import Any
 
 from tracer.db.notes import TAGS_SQL
 from tracer.db.prune import parse_age
-from tracer.db.search import matching_runs, run_has
+from tracer.db.search import exact, matching_runs, run_has
 from tracer.db.tables import SCHEMA_VERSION
 from tracer.errors import InvalidOption, LooptraceError
 from tracer.vocab.rules_version import RULES_VERSION
@@ -114,7 +114,8 @@ def where(f: RunFilter, derived: bool, *, common: bool = False,
     a common text (``tracer.db.search.is_common``), tested run by run; ``schema``: the
     file's version; ``fts``: it has the SQLite search index (default: ``derived``; a
     PostgreSQL store has its trigram index on ``messages.text`` instead); ``engine``:
-    the store's (``TraceDB.engine``).
+    the store's (``TraceDB.engine``; ``tracer.db.search.exact``: what a search matches,
+    the same on both).
 
     The clause is SQLite's; ``tracer.db.pg`` translates it. No clause is a bare ``0``
     (PostgreSQL wants a boolean: ``1 = 0``)."""
@@ -150,16 +151,19 @@ def where(f: RunFilter, derived: bool, *, common: bool = False,
     # (a file older than schema 6, read as it is, has no notes)
     noted = schema >= 6
     if f.search:
+        in_notes, note_params = _noted(f.search, engine) if noted else ("", [])
         if common:
-            sql, p = run_has(f.search, below=f.top_level)
+            sql, p = run_has(f.search, below=f.top_level, engine=engine)
+            if in_notes:  # ... or in one of its notes
+                sql = f"({sql} OR r.id IN ({_up(in_notes) if f.top_level else in_notes}))"
+                p = [*p, *note_params]
         else:
             sql, p = matching_runs(f.search, indexed=derived if fts is None else fts,
-                                   schema=schema)
+                                   schema=schema, engine=engine)
+            if in_notes:  # ... or in one of its notes (one set of runs: PostgreSQL
+                # then starts from the few runs it holds, not from every run, newest first)
+                sql, p = f"{sql} UNION {in_notes}", [*p, *note_params]
             sql = f"r.id IN ({_up(sql) if f.top_level else sql})"
-        if noted:  # ... or in one of its notes
-            sql = (f"({sql} OR r.id IN ("
-                   f"{_up(_NOTED) if f.top_level else _NOTED}))")
-            p = [*p, _esc(f.search)]
         parts.append(sql)
         params.extend(p)
     if f.tags:
@@ -180,7 +184,12 @@ def where(f: RunFilter, derived: bool, *, common: bool = False,
 
 
 _NONE = "1 = 0"  # (no run: a boolean on both engines)
-_NOTED = "SELECT run_id FROM notes WHERE text LIKE ? ESCAPE '\\'"
+
+
+def _noted(text: str, engine: str) -> tuple[str, list[Any]]:
+    """The runs with a note containing ``text``, as a search matches it."""
+    cond, params = exact("text", text, engine)
+    return f"SELECT run_id FROM notes WHERE {cond}", params
 
 
 def _up(sql: str) -> str:

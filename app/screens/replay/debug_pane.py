@@ -31,7 +31,6 @@ edit that does not apply is one ``st.error`` line and the run stays paused.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -44,6 +43,7 @@ from ...data.debugger import (
     debug_arm,
     debug_clear,
     debug_validate,
+    next_pause_waiter,
     paused_runs,
     raised_lines,
 )
@@ -78,7 +78,9 @@ NOTHING, MESSAGE, DROP, SYSTEM, ANSWER = ("nothing", "a message's text", "drop a
 CHANGES = (NOTHING, MESSAGE, DROP, SYSTEM, ANSWER)
 AT = {"before": "before the call", "after": "after the call", "error": "the call raised",
       "fire": ""}
-WAIT_S = 0.3  # after an answer, the agent's time to reach its next pause (it polls every 20 ms)
+# after an answer, the agent's time to reach its next pause (it polls every 20 ms; on
+# PostgreSQL the wait ends at the pause's NOTIFY: app.data.debugger.next_pause_waiter)
+WAIT_S = 0.3
 ROLES = ("human", "ai", "system")  # of an inserted message (tracer.debug.edits)
 RAISED = "raised in the debugger"  # a raise edit's text when none is given
 # every field of the panel, by state key: what _answer hands edit_of
@@ -611,12 +613,13 @@ def _answer(path: str, run_id: str, parent: str | None, command: str, pend: dict
                 debug_clear(path, rid)
                 armed.discard(rid)
         st.session_state[state.DEBUG_ARMED] = sorted(armed)
+        wait = next_pause_waiter(path)
         debug_answer(path, run_id, command, edit, pause)
     except (BadEdit, LooptraceError) as exc:
         st.session_state[state.DEBUG_ERROR] = (tag, _one_line(str(exc)))
         return
     st.session_state.pop(state.DEBUG_ERROR, None)
-    time.sleep(WAIT_S)
+    wait(WAIT_S)
 
 
 # -- pausing a run that is not paused ---------------------------------------------------------
