@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tracer.db.pg import connect
+from tracer.db.url import is_url
 from tracer.db.writer import Writer
 from tracer.read.loader import Run, TraceDB
 from tracer.vocab.records import EventRecord, MessageRecord, RunRecord
@@ -159,4 +161,20 @@ def write_runs(path: str | Path, n: int, *, seed: str = "run",
         writer.flush()
     finally:
         writer.close()
+    if is_url(str(path)):
+        _still_written(str(path))
     return all_specs
+
+
+def _still_written(url: str) -> None:
+    """On PostgreSQL, the copies left ``running`` are a live writer's: this process
+    wrote them, but the kit's ``Writer`` is closed, and with it the lock that says its
+    writer lives (``tracer.db.liveness``), so any later writer would end them as a dead
+    process's. They are given no writer (as a run recorded before schema 9 has), which
+    is never taken for dead."""
+    conn = connect(url)
+    try:
+        conn.execute("UPDATE runs SET writer = NULL WHERE status = 'running'")
+        conn.commit()
+    finally:
+        conn.close()
