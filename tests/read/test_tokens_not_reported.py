@@ -220,7 +220,7 @@ def test_an_older_export_imports_with_not_reported_tokens(migrated: Path, tmp_pa
     out = export_run(migrated, _ids(migrated)["no-usage"], tmp_path / "x.jsonl")
     lines = out.read_text().splitlines()
     head = json.loads(lines[0])
-    assert head["schema_version"] == 8
+    assert head["schema_version"] == 9
     old = [json.dumps({**head, "schema_version": 5})]
     for ln in lines[1:]:
         rec = json.loads(ln)

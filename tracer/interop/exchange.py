@@ -106,8 +106,6 @@ def export_lines(db: TraceDB, run_id: str) -> Iterator[str]:
             for row in db.raw_rows(table, rid):
                 if table in ("wire", "notes"):
                     row.pop("id", None)
-                if table == "runs":  # (the lock of the writer that recorded it: a
-                    row.pop("writer", None)  # process of that store's, not the file's)
                 yield json_line({"table": table, "row": row})
 
 

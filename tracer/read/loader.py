@@ -517,7 +517,10 @@ class TraceDB:
         return [dict(zip(cols, r)) for r in rows]
 
     def raw_rows(self, table: str, run_id: str) -> list[dict[str, Any]]:
-        """Every stored column of ``table`` for one run, for export."""
+        """Every stored column of ``table`` for one run, for export, but a run's
+        ``writer`` (the lock of the process that recorded it into this store:
+        ``tracer.db.liveness``; it means nothing in another store, and a trace of the
+        run never carries it)."""
         if table not in ("runs", "events", "messages", "wire", "state", "state_values", "notes"):
             msg = f"unknown table {table}"
             raise ValueError(msg)
@@ -528,4 +531,5 @@ class TraceDB:
         if not self._query("SELECT 1 FROM sqlite_master WHERE name = ?", [table]):
             return []  # (a file older than the table, opened read-only)
         rows = self._query(f"SELECT * FROM {table} WHERE {key} = ? ORDER BY {order}", [run_id])
-        return [dict(zip(cols, r)) for r in rows]
+        local = {"writer"} if table == "runs" else set()
+        return [{c: v for c, v in zip(cols, r) if c not in local} for r in rows]

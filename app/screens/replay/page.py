@@ -104,12 +104,8 @@ def _status(path: str, view: RunView) -> str:
 
 
 def _drawn_for(path: str, view: RunView) -> str:
-    """What the header says of the run: its status as shown, its tokens and model calls
-    (its cost follows them). The page around the replay is drawn again when it changes:
-    a run paused at its model call and then at its tool call (the same "paused") read
-    "tokens not reported" at the second pause too."""
-    s = view.replay.run.summary
-    return f"{_status(path, view)}|{s.total_tokens}|{s.model_calls}"
+    """What the header says (status, tokens, model calls): redrawn when it changes."""
+    return f"{_status(path, view)}|{(s := view.replay.run.summary).total_tokens}|{s.model_calls}"
 
 
 def _running(view: RunView) -> bool:
