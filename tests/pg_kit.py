@@ -110,3 +110,22 @@ class OwnCluster:
 
 def can_run_cluster() -> bool:
     return _binaries() is not None and shutil.which("su") is not None and os.geteuid() == 0
+
+
+@contextmanager
+def own_cluster_for(name: str) -> Iterator[OwnCluster]:
+    """An ``OwnCluster`` in a new folder (``looptrace-pg-NAME.*``), not started; stopped
+    and removed at the end. Without PostgreSQL's binaries (or root) the test is skipped,
+    except in CI, where .ci/run must provide them."""
+    import pytest
+
+    if not can_run_cluster():
+        if os.environ.get("CI"):
+            pytest.fail("CI must be able to start PostgreSQL (.ci/run installs it)")
+        pytest.skip("no PostgreSQL binaries (or not root) here")
+    c = OwnCluster(Path(tempfile.mkdtemp(prefix=f"looptrace-pg-{name}.")))
+    try:
+        yield c
+    finally:
+        c.stop()
+        shutil.rmtree(c.folder, ignore_errors=True)

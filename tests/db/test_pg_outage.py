@@ -5,13 +5,11 @@ again."""
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from pg_kit import OwnCluster, can_run_cluster
+from pg_kit import OwnCluster, own_cluster_for
 from tracer_kit import get_weather, make_agent, rows, two_lap_model
 
 from tracer import TraceMiddleware
@@ -20,19 +18,9 @@ from tracer.db.spool import Spool
 
 @pytest.fixture
 def own_cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[OwnCluster]:
-    if not can_run_cluster():
-        if os.environ.get("CI"):
-            pytest.fail("CI must be able to start PostgreSQL (.ci/run installs it)")
-        pytest.skip("no PostgreSQL binaries (or not root) here")
     monkeypatch.setenv("LOOPTRACE_SPOOL_DIR", str(tmp_path / "spool"))
-    c = OwnCluster(Path(tempfile.mkdtemp(prefix="looptrace-pg-outage.")))
-    try:
+    with own_cluster_for("outage") as c:
         yield c
-    finally:
-        c.stop()
-        import shutil
-
-        shutil.rmtree(c.folder, ignore_errors=True)
 
 
 def _run(trace: TraceMiddleware, q: str) -> None:

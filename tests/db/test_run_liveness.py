@@ -12,14 +12,13 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from pg_kit import OwnCluster, can_run_cluster
+from pg_kit import OwnCluster, own_cluster_for
 from tracer_kit import rows
 
 from tracer import TraceMiddleware
@@ -125,19 +124,9 @@ def test_a_killed_process_run_ends_and_an_idle_one_stays_on_each_engine(
 
 @pytest.fixture
 def own_cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[OwnCluster]:
-    if not can_run_cluster():
-        if os.environ.get("CI"):
-            pytest.fail("CI must be able to start PostgreSQL (.ci/run installs it)")
-        pytest.skip("no PostgreSQL binaries (or not root) here")
     monkeypatch.setenv("LOOPTRACE_SPOOL_DIR", str(tmp_path / "spool"))
-    c = OwnCluster(Path(tempfile.mkdtemp(prefix="looptrace-pg-liveness.")))
-    try:
+    with own_cluster_for("liveness") as c:
         yield c
-    finally:
-        c.stop()
-        import shutil
-
-        shutil.rmtree(c.folder, ignore_errors=True)
 
 
 def test_an_idle_writer_takes_its_lock_again_after_the_server_restarts(

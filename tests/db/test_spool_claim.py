@@ -9,13 +9,12 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from pg_kit import OwnCluster, can_run_cluster
+from pg_kit import OwnCluster, own_cluster_for
 from tracer_kit import rows
 
 from tracer.db.spool import Spool
@@ -100,18 +99,8 @@ def test_a_live_process_keeps_its_batches(tmp_path: Path) -> None:
 
 @pytest.fixture
 def own_cluster() -> Iterator[OwnCluster]:
-    if not can_run_cluster():
-        if os.environ.get("CI"):
-            pytest.fail("CI must be able to start PostgreSQL (.ci/run installs it)")
-        pytest.skip("no PostgreSQL binaries (or not root) here")
-    c = OwnCluster(Path(tempfile.mkdtemp(prefix="looptrace-pg-claim.")))
-    try:
+    with own_cluster_for("claim") as c:
         yield c
-    finally:
-        c.stop()
-        import shutil
-
-        shutil.rmtree(c.folder, ignore_errors=True)
 
 
 _KILLED = """
